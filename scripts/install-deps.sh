@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Pond builds and tests with. Idempotent: when every package is
+# already present it prints nothing and returns at once, so the Makefile calls it on every run.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build make pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev
+  clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "install-deps: installing ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

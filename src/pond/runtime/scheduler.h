@@ -1,0 +1,107 @@
+// Scheduler: one per worker thread; runs that worker's coroutines and never blocks the thread.
+//
+// A round (RunOnce) resumes every coroutine that was ready when the round began, wakes sleepers
+// whose time has come, then lets each Poller (the transport endpoint, the message inbox) poll for
+// completions and flush what the round buffered. So everything a worker's coroutines send to one
+// destination during one round leaves as one batch (Dandelion's batching), across coroutines.
+//
+// Thread rules: all methods are called from the owning worker thread only. Other threads reach a
+// worker through the transport, never through its scheduler.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <queue>
+#include <unordered_set>
+#include <vector>
+
+#include "pond/runtime/clock.h"
+#include "pond/runtime/task.h"
+
+namespace pond {
+
+// Something the scheduler polls once per round.
+class Poller {
+ public:
+  virtual ~Poller() = default;
+  // Moves finished work to the ready queue; returns true if it found any.
+  virtual bool Poll() = 0;
+  // Called once per round after the ready coroutines ran: send what they buffered.
+  virtual void EndRound() {}
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(Clock& clock) : clock_(clock) {}
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Takes ownership of a root task and makes it runnable; the frame is freed when it finishes.
+  void Spawn(Task<void> task);
+  // Makes a suspended coroutine runnable in the next round.
+  void Ready(std::coroutine_handle<> h) { ready_.push_back(h); }
+  void AddPoller(Poller* p) { pollers_.push_back(p); }
+
+  // One round. Returns true if anything ran or completed.
+  bool RunOnce();
+  // Runs rounds until every spawned task has finished.
+  void RunUntilIdle();
+
+  // Root tasks not finished yet.
+  size_t live() const { return roots_.size(); }
+  Clock& clock() { return clock_; }
+  uint64_t rounds() const { return rounds_; }
+
+  // co_await sched.Yield(): let the other ready coroutines run first.
+  auto Yield() {
+    struct Awaiter {
+      Scheduler* s;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { s->Ready(h); }
+      void await_resume() const noexcept {}
+    };
+    return Awaiter{this};
+  }
+
+  // co_await sched.SleepUntil(t): resume in the first round at or after clock time t.
+  auto SleepUntil(uint64_t deadline_ns) {
+    struct Awaiter {
+      Scheduler* s;
+      uint64_t deadline;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { s->AddTimer(deadline, h); }
+      void await_resume() const noexcept {}
+    };
+    return Awaiter{this, deadline_ns};
+  }
+  auto SleepFor(uint64_t ns) { return SleepUntil(clock_.NowNs() + ns); }
+
+  // Earliest pending timer, or UINT64_MAX; lets a simulated clock jump ahead.
+  uint64_t NextTimerNs() const { return timers_.empty() ? UINT64_MAX : timers_.top().deadline; }
+
+ private:
+  struct Timer {
+    uint64_t deadline;
+    uint64_t seq;  // ties broken by insertion order, so wake-ups are deterministic
+    std::coroutine_handle<> h;
+    bool operator>(const Timer& o) const {
+      return deadline != o.deadline ? deadline > o.deadline : seq > o.seq;
+    }
+  };
+  void AddTimer(uint64_t deadline, std::coroutine_handle<> h) {
+    timers_.push(Timer{deadline, timer_seq_++, h});
+  }
+  friend void RootFinished(Scheduler* s, std::coroutine_handle<> root);
+
+  Clock& clock_;
+  std::vector<std::coroutine_handle<>> ready_;
+  std::vector<std::coroutine_handle<>> running_;
+  std::vector<Poller*> pollers_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  std::unordered_set<void*> roots_;  // frames of unfinished root tasks, freed in ~Scheduler
+  uint64_t timer_seq_ = 0;
+  uint64_t rounds_ = 0;
+};
+
+}  // namespace pond

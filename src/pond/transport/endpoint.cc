@@ -1,0 +1,129 @@
+#include "pond/transport/endpoint.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "pond/base/assert.h"
+#include "pond/transport/packet.h"
+
+namespace pond {
+
+const char* VerbName(Verb v) {
+  switch (v) {
+    case Verb::kRead: return "READ";
+    case Verb::kWrite: return "WRITE";
+    case Verb::kCas: return "CAS";
+    case Verb::kFaa: return "FAA";
+  }
+  return "?";
+}
+
+void EndpointStats::Merge(const EndpointStats& o) {
+  for (int i = 0; i < kNumVerbs; i++) {
+    ops[i] += o.ops[i];
+    bytes[i] += o.bytes[i];
+  }
+  batches += o.batches;
+  flushes += o.flushes;
+  messages_sent += o.messages_sent;
+  packets_sent += o.packets_sent;
+  messages_received += o.messages_received;
+  packets_received += o.packets_received;
+}
+
+void Endpoint::SubmitPending(Completion* c) {
+  POND_ASSERT(!pending_.empty());
+  stats_.flushes++;
+  for (const Op& op : pending_) {
+    stats_.ops[static_cast<int>(op.verb)]++;
+    stats_.bytes[static_cast<int>(op.verb)] += op.len;
+  }
+  // Group by MN, keeping posting order inside each group: each group is one doorbell batch.
+  scratch_.swap(pending_);
+  pending_.clear();
+  std::stable_sort(scratch_.begin(), scratch_.end(),
+                   [](const Op& a, const Op& b) { return a.addr.mn() < b.addr.mn(); });
+  int groups = 0;
+  for (size_t i = 0; i < scratch_.size(); i++) {
+    if (i == 0 || scratch_[i].addr.mn() != scratch_[i - 1].addr.mn()) groups++;
+  }
+  // Every group is counted before any is submitted: a backend may complete synchronously.
+  c->outstanding = groups;
+  stats_.batches += static_cast<uint64_t>(groups);
+  size_t begin = 0;
+  for (size_t i = 1; i <= scratch_.size(); i++) {
+    if (i == scratch_.size() || scratch_[i].addr.mn() != scratch_[begin].addr.mn()) {
+      SubmitBatch(scratch_[begin].addr.mn(),
+                  std::span<const Op>(scratch_.data() + begin, i - begin), c);
+      begin = i;
+    }
+  }
+  scratch_.clear();
+}
+
+void Endpoint::Complete(Completion* c, Status status) {
+  if (!status.ok() && c->status.ok()) c->status = std::move(status);
+  POND_ASSERT(c->outstanding > 0);
+  if (--c->outstanding == 0) sched_.Ready(c->waiter);
+}
+
+void Endpoint::Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload) {
+  POND_CHECK_MSG(payload.size() <= kMessageLenMax, "message larger than kMessageLenMax");
+  OutBuffer* buf = nullptr;
+  for (auto& b : out_) {
+    if (b.to == to && b.count < kPacketMessagesMax) {
+      buf = &b;
+      break;
+    }
+  }
+  if (buf == nullptr) {
+    out_.push_back(OutBuffer{to, 0, {}});
+    buf = &out_.back();
+    buf->bytes.resize(sizeof(PacketHeader));
+  }
+  MessageHeader mh{kind, 0, static_cast<uint32_t>(payload.size())};
+  size_t at = buf->bytes.size();
+  buf->bytes.resize(at + sizeof(mh) + PaddedLen(payload.size()));
+  std::memcpy(buf->bytes.data() + at, &mh, sizeof(mh));
+  if (!payload.empty()) {
+    std::memcpy(buf->bytes.data() + at + sizeof(mh), payload.data(), payload.size());
+  }
+  buf->count++;
+  stats_.messages_sent++;
+}
+
+void Endpoint::EndRound() {
+  for (auto& b : out_) {
+    PacketHeader h{kPacketMagic, self_.cn, self_.worker, b.to.cn, b.to.worker, b.count, 0};
+    std::memcpy(b.bytes.data(), &h, sizeof(h));
+    stats_.packets_sent++;
+    SendPacket(b.to, std::move(b.bytes));
+  }
+  out_.clear();
+}
+
+bool Endpoint::Poll() { return PollBackend(); }
+
+void Endpoint::Deliver(std::span<const std::byte> packet) {
+  // Packets come only from Pond endpoints; a malformed one is a bug in a sender, not bad user
+  // input, so it is an invariant violation.
+  POND_CHECK_MSG(packet.size() >= sizeof(PacketHeader), "short CN packet");
+  PacketHeader h;
+  std::memcpy(&h, packet.data(), sizeof(h));
+  POND_CHECK_MSG(h.magic == kPacketMagic, "bad CN packet magic");
+  stats_.packets_received++;
+  size_t at = sizeof(PacketHeader);
+  WorkerAddr from{h.src_cn, h.src_worker};
+  for (uint16_t i = 0; i < h.count; i++) {
+    POND_CHECK_MSG(at + sizeof(MessageHeader) <= packet.size(), "truncated CN packet");
+    MessageHeader mh;
+    std::memcpy(&mh, packet.data() + at, sizeof(mh));
+    at += sizeof(mh);
+    POND_CHECK_MSG(at + mh.len <= packet.size(), "truncated CN message");
+    stats_.messages_received++;
+    if (handler_) handler_(Message{from, mh.kind, packet.subspan(at, mh.len)});
+    at += PaddedLen(mh.len);
+  }
+}
+
+}  // namespace pond

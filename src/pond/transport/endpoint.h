@@ -1,0 +1,158 @@
+// Endpoint: one worker's door to the memory pool and to the other compute nodes.
+//
+// One-sided verbs (READ, WRITE, CAS, FAA) are *posted*: nothing happens until the posting
+// coroutine awaits Flush(). Flush sends everything posted since the last Flush as one batch per
+// MN — a doorbell batch — which the MN applies in posting order, as an RDMA RC queue pair does.
+// Protocols rely on that order (e.g. write the record, then the cell that points to it). The
+// awaiting coroutine resumes when every batch has completed. Because a worker runs one coroutine
+// at a time, the posted ops between two awaits always belong to the coroutine that awaits.
+//
+// Buffers: the local buffer of a READ, WRITE, or the result cell of CAS/FAA must stay valid until
+// the Flush that carries it completes (locals of the awaiting coroutine are fine).
+//
+// Messages: Send() buffers a message to another CN worker; at the end of the scheduling round all
+// messages to one destination leave as one packet (docs/formats.md "CN packet"). Incoming packets
+// are unpacked in Poll() and each message is handed to the MessageHandler.
+//
+// Thread rules: an Endpoint belongs to one worker thread and its Scheduler.
+#pragma once
+
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "pond/runtime/scheduler.h"
+#include "pond/status.h"
+#include "pond/transport/gaddr.h"
+
+namespace pond {
+
+enum class Verb : uint8_t { kRead = 0, kWrite = 1, kCas = 2, kFaa = 3 };
+inline constexpr int kNumVerbs = 4;
+const char* VerbName(Verb v);
+
+// A posted one-sided operation.
+struct Op {
+  Verb verb;
+  uint32_t len;          // bytes for READ/WRITE; 8 for atomics
+  GAddr addr;            // remote address
+  void* local;           // READ: destination; WRITE: source (const); CAS/FAA: result cell
+  uint64_t arg0;         // CAS: expected; FAA: addend
+  uint64_t arg1;         // CAS: desired
+};
+
+// Addresses one worker (coordinator) of one compute node.
+struct WorkerAddr {
+  uint16_t cn = 0;
+  uint16_t worker = 0;
+  friend bool operator==(WorkerAddr a, WorkerAddr b) { return a.cn == b.cn && a.worker == b.worker; }
+  uint32_t Packed() const { return (uint32_t{cn} << 16) | worker; }
+};
+
+struct Message {
+  WorkerAddr from;
+  uint16_t kind;
+  std::span<const std::byte> payload;
+};
+using MessageHandler = std::function<void(const Message&)>;
+
+struct EndpointStats {
+  uint64_t ops[kNumVerbs] = {};
+  uint64_t bytes[kNumVerbs] = {};
+  uint64_t batches = 0;   // doorbell batches (one per MN per Flush)
+  uint64_t flushes = 0;
+  uint64_t messages_sent = 0;
+  uint64_t packets_sent = 0;
+  uint64_t messages_received = 0;
+  uint64_t packets_received = 0;
+  void Merge(const EndpointStats& o);
+};
+
+class Endpoint : public Poller {
+ public:
+  // Tracks one Flush until all of its per-MN batches complete.
+  struct Completion {
+    std::coroutine_handle<> waiter;
+    Status status;
+    int outstanding = 0;
+  };
+
+  Endpoint(WorkerAddr self, Scheduler& sched) : self_(self), sched_(sched) {}
+  ~Endpoint() override = default;
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  void Read(GAddr from, void* to, uint32_t len) {
+    Post(Op{Verb::kRead, len, from, to, 0, 0});
+  }
+  void Write(GAddr to, const void* from, uint32_t len) {
+    Post(Op{Verb::kWrite, len, to, const_cast<void*>(from), 0, 0});
+  }
+  // *old receives the value before the operation; the CAS succeeded iff *old == expected.
+  void Cas(GAddr at, uint64_t expected, uint64_t desired, uint64_t* old) {
+    Post(Op{Verb::kCas, 8, at, old, expected, desired});
+  }
+  void Faa(GAddr at, uint64_t add, uint64_t* old) { Post(Op{Verb::kFaa, 8, at, old, add, 0}); }
+
+  size_t pending() const { return pending_.size(); }
+
+  // co_await Flush(): carry out all posted ops; the Status is the first error of any batch (an
+  // op outside the MN's region fails its batch from that op on, like an RDMA QP error).
+  auto Flush() {
+    struct Awaiter {
+      Endpoint* ep;
+      Completion c;
+      bool await_ready() const noexcept { return ep->pending_.empty(); }
+      void await_suspend(std::coroutine_handle<> h) {
+        c.waiter = h;
+        ep->SubmitPending(&c);
+      }
+      Status await_resume() { return std::move(c.status); }
+    };
+    return Awaiter{this, {}};
+  }
+
+  void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
+  void SetMessageHandler(MessageHandler handler) { handler_ = std::move(handler); }
+
+  // Poller: flush buffered messages at the end of a round; deliver completions and packets.
+  void EndRound() override;
+  bool Poll() override;
+
+  WorkerAddr self() const { return self_; }
+  Scheduler& scheduler() { return sched_; }
+  const EndpointStats& stats() const { return stats_; }
+
+ protected:
+  // Backends implement these.
+  // Carry out one MN's ops in order, then call Complete(done, status) — now or later.
+  virtual void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) = 0;
+  virtual void SendPacket(WorkerAddr to, std::vector<std::byte> packet) = 0;
+  // Hand every arrived packet to Deliver() and finished batches to Complete(); true if any.
+  virtual bool PollBackend() = 0;
+
+  void Complete(Completion* c, Status status);
+  void Deliver(std::span<const std::byte> packet);
+
+ private:
+  void Post(const Op& op) { pending_.push_back(op); }
+  void SubmitPending(Completion* c);
+
+  WorkerAddr self_;
+  Scheduler& sched_;
+  std::vector<Op> pending_;
+  std::vector<Op> scratch_;
+  MessageHandler handler_;
+  struct OutBuffer {
+    WorkerAddr to;
+    uint16_t count = 0;
+    std::vector<std::byte> bytes;
+  };
+  std::vector<OutBuffer> out_;  // one per destination with messages this round
+  EndpointStats stats_;
+};
+
+}  // namespace pond

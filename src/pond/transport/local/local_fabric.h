@@ -1,0 +1,56 @@
+// LocalFabric: the `local` transport. MN regions are memory of this process, shared by every
+// worker thread the way CXL memory is shared by hosts; CN messages go through in-process
+// mailboxes. One-sided ops are carried out by the posting thread itself at Flush, with the
+// memory semantics of remote_copy.h, so concurrent workers see exactly what the formats allow.
+//
+// Setup rules: create every endpoint (CreateEndpoint) before worker threads start sending; the
+// mailbox directory is then read-only. Endpoints are used by their own worker thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/status.h"
+#include "pond/transport/endpoint.h"
+
+namespace pond {
+
+class LocalFabric {
+ public:
+  // Maps `num_mns` regions of `region_bytes` each (lazily backed by the OS).
+  static Result<std::unique_ptr<LocalFabric>> Create(uint16_t num_mns, uint64_t region_bytes);
+  ~LocalFabric();
+  LocalFabric(const LocalFabric&) = delete;
+  LocalFabric& operator=(const LocalFabric&) = delete;
+
+  uint16_t num_mns() const { return static_cast<uint16_t>(regions_.size()); }
+  uint64_t region_bytes() const { return region_bytes_; }
+  // For setup and tests only: direct access to a region's bytes. Protocol code uses Endpoints.
+  std::byte* region(MnId mn) { return regions_[mn]; }
+
+  std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched);
+
+ private:
+  friend class LocalEndpoint;
+  struct Mailbox {
+    std::atomic<bool> nonempty{false};
+    std::mutex mu;
+    std::vector<std::vector<std::byte>> packets;
+  };
+
+  LocalFabric(std::vector<std::byte*> regions, uint64_t region_bytes)
+      : regions_(std::move(regions)), region_bytes_(region_bytes) {}
+  Mailbox* FindMailbox(WorkerAddr a);
+
+  std::vector<std::byte*> regions_;
+  uint64_t region_bytes_;
+  std::mutex directory_mu_;
+  std::unordered_map<uint32_t, std::unique_ptr<Mailbox>> mailboxes_;
+};
+
+}  // namespace pond
