@@ -1,0 +1,41 @@
+#include "pond/store/allocator.h"
+
+#include "pond/base/assert.h"
+
+namespace pond::store {
+
+Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
+  POND_ASSERT(mn < cursors_.size());
+  bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
+  if (bytes == 0 || bytes > region_.chunk_bytes) {
+    co_return InvalidArgument("allocation of " + std::to_string(bytes) +
+                              " bytes does not fit in one chunk");
+  }
+  stats_.allocations++;
+  auto it = free_.find(FreeKey(mn, bytes));
+  if (it != free_.end() && !it->second.empty()) {
+    uint64_t off = it->second.back();
+    it->second.pop_back();
+    stats_.reused++;
+    co_return off;
+  }
+  Cursor& c = cursors_[mn];
+  if (c.end - c.next < bytes) {
+    Result<uint64_t> chunk = co_await CarveHeap(ep, mn, region_.chunk_bytes, region_.region_bytes);
+    if (!chunk.ok()) co_return chunk.status();
+    stats_.chunks++;
+    stats_.wasted_bytes += c.end - c.next;
+    c.next = *chunk;
+    c.end = *chunk + region_.chunk_bytes;
+  }
+  uint64_t off = c.next;
+  c.next += bytes;
+  co_return off;
+}
+
+void Allocator::Free(MnId mn, uint64_t offset, uint32_t bytes) {
+  bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
+  free_[FreeKey(mn, bytes)].push_back(offset);
+}
+
+}  // namespace pond::store

@@ -1,0 +1,95 @@
+#include "pond/store/allocator.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "pond/runtime/rng.h"
+#include "pond/store/store_testing.h"
+
+namespace pond::store {
+namespace {
+
+using testing::FormattedPool;
+using testing::Worker;
+
+struct Piece {
+  MnId mn;
+  uint64_t off;
+  uint64_t len;
+};
+
+TEST(AllocatorTest, ThreadsNeverGetOverlappingSpace) {
+  constexpr uint16_t kMns = 2;
+  constexpr int kThreads = 4, kAllocs = 20000;
+  auto pool = FormattedPool(kMns, 256 << 20, 64 << 10);
+  std::vector<std::unique_ptr<Worker>> ws;
+  for (int t = 0; t < kThreads; t++) {
+    ws.push_back(std::make_unique<Worker>(*pool, WorkerAddr{static_cast<uint16_t>(t), 0}));
+  }
+  RegionInfo region{kMns, 256 << 20, 64 << 10};
+  std::vector<std::vector<Piece>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      Allocator alloc(region);
+      Rng rng(t + 1);
+      ws[t]->Run([](Endpoint* ep, Allocator* a, Rng* rng, std::vector<Piece>* out) -> Task<int> {
+        for (int i = 0; i < kAllocs; i++) {
+          MnId mn = static_cast<MnId>(rng->Uniform(kMns));
+          uint32_t len = static_cast<uint32_t>(1 + rng->Uniform(2048));
+          Result<uint64_t> off = co_await a->Alloc(*ep, mn, len);
+          EXPECT_TRUE(off.ok()) << off.status().ToString();
+          if (!off.ok()) co_return 1;
+          EXPECT_EQ(*off % 64, 0u);
+          out->push_back(Piece{mn, *off, len});
+          // Free and reuse some, as version recycling does.
+          if (rng->Chance(0.1)) {
+            Piece p = out->back();
+            out->pop_back();
+            a->Free(p.mn, p.off, static_cast<uint32_t>(p.len));
+          }
+        }
+        co_return 0;
+      }(ws[t]->ep.get(), &alloc, &rng, &got[t]));
+      EXPECT_GT(alloc.stats().reused, 0u);
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<Piece> all;
+  for (auto& g : got) all.insert(all.end(), g.begin(), g.end());
+  std::sort(all.begin(), all.end(), [](const Piece& a, const Piece& b) {
+    return a.mn != b.mn ? a.mn < b.mn : a.off < b.off;
+  });
+  Superblock sb;
+  std::memcpy(&sb, pool->region(0), sizeof(sb));
+  for (size_t i = 0; i < all.size(); i++) {
+    ASSERT_GE(all[i].off, sb.heap_begin) << "allocation inside the catalog";
+    if (i > 0 && all[i].mn == all[i - 1].mn) {
+      ASSERT_GE(all[i].off, all[i - 1].off + all[i - 1].len)
+          << "overlap on MN " << all[i].mn << " at " << all[i].off;
+    }
+  }
+}
+
+TEST(AllocatorTest, ExhaustedHeapIsOutOfSpaceNotOverflow) {
+  auto pool = FormattedPool(1, 4 << 20, 1 << 20);
+  Worker w(*pool, {0, 0});
+  Allocator alloc(RegionInfo{1, 4 << 20, 1 << 20});
+  Status last = w.Run([](Endpoint* ep, Allocator* a) -> Task<Status> {
+    for (int i = 0; i < 1000; i++) {
+      Result<uint64_t> off = co_await a->Alloc(*ep, 0, 64 << 10);
+      if (!off.ok()) co_return off.status();
+      if (*off + (64 << 10) > (4 << 20)) co_return Internal("allocation past the region end");
+    }
+    co_return Status::Ok();
+  }(w.ep.get(), &alloc));
+  EXPECT_EQ(last.code(), Code::kOutOfSpace) << last.ToString();
+  EXPECT_EQ(w.Run(alloc.Alloc(*w.ep, 0, (1 << 20) + 1)).status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pond::store

@@ -1,0 +1,85 @@
+#include "pond/store/catalog.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "pond/store/store_testing.h"
+
+namespace pond::store {
+namespace {
+
+using testing::FormattedPool;
+using testing::Worker;
+
+TEST(CatalogTest, FormatWritesSuperblock) {
+  auto pool = FormattedPool(2, 64 << 20);
+  Superblock sb;
+  std::memcpy(&sb, pool->region(1), sizeof(sb));
+  EXPECT_EQ(sb.magic, kSuperblockMagic);
+  EXPECT_EQ(sb.mn_id, 1);
+  EXPECT_EQ(sb.num_mns, 2);
+  EXPECT_EQ(sb.heap_cursor, sb.heap_begin);
+  EXPECT_GE(sb.heap_begin, kCatalogOffset + kTablesMax * sizeof(TableDesc));
+}
+
+TEST(CatalogTest, FormatRejectsTinyRegion) {
+  std::vector<std::byte> mem(8192);
+  EXPECT_EQ(FormatRegion(mem.data(), mem.size(), 0, 1, 1 << 20).code(), Code::kInvalidArgument);
+}
+
+TEST(CatalogTest, CreatedTablesAreLoadedOnAnotherCn) {
+  auto pool = FormattedPool(3, 64 << 20);
+  Worker creator(*pool, {0, 0});
+  TableSpec spec{.id = 7, .name = "accounts", .value_bytes = 40, .versions = 4,
+                 .critical_field = true, .capacity = 1000};
+  ASSERT_TRUE(creator.Run(CreateTable(*creator.ep, 3, spec)).ok());
+
+  Worker other(*pool, {1, 0});
+  Result<Catalog> cat = other.Run(LoadCatalog(*other.ep));
+  ASSERT_TRUE(cat.ok()) << cat.status().ToString();
+  EXPECT_EQ(cat->region().num_mns, 3);
+  const TableInfo* t = cat->FindByName("accounts");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->id, 7);
+  EXPECT_EQ(t->versions, 4);
+  EXPECT_TRUE(t->critical_field);
+  EXPECT_EQ(t->value_bytes, 40u);
+  EXPECT_EQ(t->record_stride, 64u);
+  EXPECT_EQ(t->cvt_bytes, CvtBytes(4));
+  EXPECT_GE(t->bucket_count * t->slots_per_bucket, 1000u) << "room for the capacity asked";
+  ASSERT_EQ(t->index_offset.size(), 3u);
+  for (uint64_t off : t->index_offset) EXPECT_EQ(off % kHeapAlign, 0u);
+  EXPECT_EQ(cat->Find(8), nullptr);
+}
+
+TEST(CatalogTest, DuplicateIdAndBadSpecsAreRefused) {
+  auto pool = FormattedPool(1, 64 << 20);
+  Worker w(*pool, {0, 0});
+  TableSpec spec{.id = 1, .name = "t"};
+  ASSERT_TRUE(w.Run(CreateTable(*w.ep, 1, spec)).ok());
+  EXPECT_EQ(w.Run(CreateTable(*w.ep, 1, spec)).code(), Code::kAlreadyExists);
+  EXPECT_EQ(w.Run(CreateTable(*w.ep, 1, TableSpec{.id = 2, .name = ""})).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(w.Run(CreateTable(*w.ep, 1, TableSpec{.id = 2, .name = "v", .versions = 17})).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(w.Run(CreateTable(*w.ep, 1, TableSpec{.id = 300, .name = "x"})).code(),
+            Code::kInvalidArgument);
+}
+
+TEST(CatalogTest, TableLargerThanTheRegionIsOutOfSpace) {
+  auto pool = FormattedPool(1, 8 << 20);
+  Worker w(*pool, {0, 0});
+  TableSpec spec{.id = 1, .name = "huge", .capacity = 10'000'000};
+  EXPECT_EQ(w.Run(CreateTable(*w.ep, 1, spec)).code(), Code::kOutOfSpace);
+}
+
+TEST(CatalogTest, UnformattedPoolIsCorrupt) {
+  auto f = LocalFabric::Create(1, 1 << 20);
+  ASSERT_TRUE(f.ok());
+  Worker w(**f, {0, 0});
+  EXPECT_EQ(w.Run(LoadCatalog(*w.ep)).status().code(), Code::kCorruption);
+}
+
+}  // namespace
+}  // namespace pond::store

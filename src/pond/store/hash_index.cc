@@ -1,0 +1,160 @@
+#include "pond/store/hash_index.h"
+
+#include <cstring>
+#include <vector>
+
+#include "pond/base/assert.h"
+#include "pond/base/hash.h"
+
+namespace pond::store {
+
+Result<Cvt> DecodeCvt(std::span<const std::byte> bytes, int versions) {
+  POND_ASSERT(bytes.size() >= CvtBytes(versions));
+  CvtHeader h;
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  Cvt cvt;
+  cvt.key = h.key;
+  cvt.state = MetaState(h.meta);
+  cvt.lock = h.lock;
+  cvt.versions = versions;
+  for (int i = 0; i < versions; i++) {
+    CvtCell raw;
+    std::memcpy(&raw, bytes.data() + sizeof(CvtHeader) + i * sizeof(CvtCell), sizeof(raw));
+    Result<Cell> c = DecodeCell(raw);
+    if (!c.ok()) return c.status();
+    cvt.cells[i] = *c;
+  }
+  return cvt;
+}
+
+uint64_t HomeBucket(const TableInfo& t, uint64_t key) {
+  return HashKey(key, HashUse::kIndexBucket) % t.bucket_count;
+}
+
+namespace {
+
+// Result of scanning one copied bucket for a key.
+struct Scan {
+  int match = -1;       // slot holding the key live
+  int first_empty = -1;
+  Status torn;          // set if the matching slot's cells were caught mid-write
+};
+
+Scan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key) {
+  Scan s;
+  for (int i = 0; i < t.slots_per_bucket; i++) {
+    CvtHeader h;
+    std::memcpy(&h, bucket.data() + static_cast<size_t>(i) * t.cvt_bytes, sizeof(h));
+    uint8_t state = MetaState(h.meta);
+    if (state == kSlotEmpty) {
+      if (s.first_empty < 0) s.first_empty = i;
+    } else if (state == kSlotLive && h.key == key && MetaTable(h.meta) == t.id) {
+      s.match = i;
+      return s;
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key) {
+  std::vector<std::byte> buf(t.bucket_bytes());
+  uint64_t bucket = HomeBucket(t, key);
+  for (int probe = 0; probe < kProbeBucketsMax; probe++) {
+    ep.Read(t.BucketAddr(mn, bucket), buf.data(), t.bucket_bytes());
+    Status st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    Scan s = ScanBucket(t, buf, key);
+    if (s.match >= 0) {
+      Result<Cvt> cvt = DecodeCvt(
+          std::span(buf).subspan(static_cast<size_t>(s.match) * t.cvt_bytes, t.cvt_bytes),
+          t.versions);
+      if (!cvt.ok()) co_return cvt.status();
+      co_return Found{SlotRef{bucket, s.match}, *cvt};
+    }
+    if (s.first_empty >= 0) break;  // the key would have been placed here or earlier
+    bucket = (bucket + 1) % t.bucket_count;
+  }
+  co_return NotFound("key " + std::to_string(key) + " not in table " + t.name);
+}
+
+Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const Placement& placement,
+                             Allocator& alloc, uint64_t key, std::span<const std::byte> value,
+                             uint64_t commit_ts) {
+  if (value.size() != t.value_bytes) {
+    co_return InvalidArgument("value of " + std::to_string(value.size()) + " bytes for table " +
+                              t.name + " of " + std::to_string(t.value_bytes) + "-byte values");
+  }
+  MnId primary = placement.Primary(key);
+  uint64_t claimed_meta = PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions),
+                                   t.value_bytes);
+  std::vector<std::byte> buf(t.bucket_bytes());
+
+  // 1. Claim a slot on the primary: the first empty slot on the probe path, by CAS.
+  SlotRef ref;
+  bool claimed = false;
+  uint64_t bucket = HomeBucket(t, key);
+  int probe = 0;
+  for (int attempt = 0; attempt < kInsertAttemptsMax && !claimed; attempt++) {
+    ep.Read(t.BucketAddr(primary, bucket), buf.data(), t.bucket_bytes());
+    Status st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    Scan s = ScanBucket(t, buf, key);
+    if (s.match >= 0) co_return AlreadyExists("key " + std::to_string(key) + " exists");
+    if (s.first_empty < 0) {
+      if (++probe >= kProbeBucketsMax) break;
+      bucket = (bucket + 1) % t.bucket_count;
+      continue;
+    }
+    uint64_t old = 0;
+    ref = SlotRef{bucket, s.first_empty};
+    ep.Cas(ref.Addr(t, primary) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
+    st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    claimed = old == 0;  // lost the race: re-read this bucket and try its next empty slot
+  }
+  if (!claimed) {
+    co_return OutOfSpace("no free slot for key " + std::to_string(key) + " within " +
+                         std::to_string(kProbeBucketsMax) + " buckets of table " + t.name);
+  }
+
+  // 2. Write record, cells, key, then meta=live on every replica. Within one MN the batch is
+  // applied in this order, so a reader that sees the slot live finds the rest written.
+  std::vector<std::byte> record(t.record_stride);
+  EncodeRecord(value, 1, record);
+  uint64_t live_meta = PackMeta(kSlotLive, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
+  // Allocate before posting any write: an allocation may flush the endpoint to carve a chunk.
+  std::vector<uint64_t> records(placement.replication());
+  for (int r = 0; r < placement.replication(); r++) {
+    Result<uint64_t> rec = co_await alloc.Alloc(ep, placement.Replica(key, r), t.record_stride);
+    if (!rec.ok()) co_return rec.status();  // the claimed slot stays claimed, never live
+    records[r] = *rec;
+  }
+  std::vector<CvtCell> first(placement.replication());
+  for (int r = 0; r < placement.replication(); r++) {
+    MnId mn = placement.Replica(key, r);
+    first[r] = EncodeCell(Cell{1, true, commit_ts, records[r]});
+    GAddr slot = ref.Addr(t, mn);
+    ep.Write(GAddr::Make(mn, records[r]), record.data(), t.record_stride);
+    ep.Write(slot + sizeof(CvtHeader), &first[r], sizeof(CvtCell));
+    ep.Write(slot + offsetof(CvtHeader, key), &key, sizeof(key));
+    ep.Write(slot + offsetof(CvtHeader, meta), &live_meta, sizeof(live_meta));
+  }
+  Status st = co_await ep.Flush();
+  if (!st.ok()) co_return st;
+  co_return ref;
+}
+
+Task<Status> ReadRecord(Endpoint& ep, const TableInfo& t, MnId mn, const Cell& cell,
+                        std::span<std::byte> value) {
+  POND_ASSERT(value.size() == t.value_bytes);
+  if (!cell.valid || cell.record == 0) co_return NotFound("cell holds no version");
+  std::vector<std::byte> buf(t.record_stride);
+  ep.Read(GAddr::Make(mn, cell.record), buf.data(), t.record_stride);
+  Status st = co_await ep.Flush();
+  if (!st.ok()) co_return st;
+  co_return DecodeRecord(buf, cell.cv, value);
+}
+
+}  // namespace pond::store

@@ -1,0 +1,70 @@
+// HashIndex: finds and inserts keys in a table's MN-resident hash index, by one-sided ops only.
+//
+// A bucket holds slots_per_bucket CVTs, so one READ of a key's home bucket returns the key's whole
+// version table. A full bucket overflows into the next (linear probing over buckets, at most
+// kProbeBucketsMax). Slots go empty -> claimed -> live and never back, so a lookup may stop at the
+// first bucket that still has an empty slot. Every replica MN of a key holds its CVT at the same
+// bucket and slot: the primary's CAS decides the slot, backups mirror it.
+//
+// Insert claims a slot by CAS on its meta word; concurrent inserts of *different* keys are safe.
+// Inserts of the *same* key must be serialised by the caller (the transaction layer locks the
+// index bucket, Lotus §4.1); otherwise both may succeed in different slots.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "pond/runtime/task.h"
+#include "pond/status.h"
+#include "pond/store/allocator.h"
+#include "pond/store/catalog.h"
+#include "pond/store/placement.h"
+#include "pond/store/record.h"
+#include "pond/transport/endpoint.h"
+
+namespace pond::store {
+
+inline constexpr int kProbeBucketsMax = 16;
+inline constexpr int kInsertAttemptsMax = 64;
+
+// A decoded CVT.
+struct Cvt {
+  uint64_t key = 0;
+  uint8_t state = kSlotEmpty;
+  uint64_t lock = 0;
+  int versions = 0;
+  Cell cells[kVersionsMax];
+};
+
+// Decodes one CVT copied from a bucket; TornRead if any cell was caught mid-write.
+Result<Cvt> DecodeCvt(std::span<const std::byte> bytes, int versions);
+
+// Where a key's CVT lives: the same bucket and slot on every replica.
+struct SlotRef {
+  uint64_t bucket = 0;
+  int slot = 0;
+  GAddr Addr(const TableInfo& t, MnId mn) const { return t.SlotAddr(mn, bucket, slot); }
+};
+
+struct Found {
+  SlotRef ref;
+  Cvt cvt;
+};
+
+uint64_t HomeBucket(const TableInfo& t, uint64_t key);
+
+// Looks the key up on MN `mn` (normally its primary). NotFound if absent.
+Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key);
+
+// Inserts a new key with `value` as its first version, committed at `commit_ts`, on all
+// replicas. AlreadyExists if the key is live on the primary; OutOfSpace if every probed bucket
+// is full or memory ran out.
+Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const Placement& placement,
+                             Allocator& alloc, uint64_t key, std::span<const std::byte> value,
+                             uint64_t commit_ts);
+
+// Reads the version a cell points to on MN `mn` and checks its cacheline versions.
+Task<Status> ReadRecord(Endpoint& ep, const TableInfo& t, MnId mn, const Cell& cell,
+                        std::span<std::byte> value);
+
+}  // namespace pond::store

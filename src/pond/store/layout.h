@@ -1,0 +1,123 @@
+// The memory-node layout: every struct that lives in an MN region, pinned byte for byte.
+//
+// CNs find and change data only through one-sided ops, so these structs *are* the protocol
+// between CNs: any two CNs must agree on every offset. Each is little-endian, 8-byte aligned,
+// described as a grammar in docs/formats.md, and pinned here with static_asserts. Nothing in this
+// file reads or writes memory; see catalog.h, hash_index.h and record.h for the operations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pond::store {
+
+// ---- Region -------------------------------------------------------------------------------
+// [0, 4096)                          Superblock
+// [4096, 4096 + 64 * kTablesMax)     Catalog: one TableDesc per table id
+// [heap_begin, region_bytes)         Heap: carved by FAA on Superblock.heap_cursor into table
+//                                    index areas, per-CN chunks and log areas.
+inline constexpr uint64_t kSuperblockMagic = 0x31304e4d444e4f50ULL;  // "PONDMN01"
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint64_t kSuperblockBytes = 4096;
+inline constexpr uint32_t kTablesMax = 256;
+inline constexpr uint64_t kCatalogOffset = kSuperblockBytes;
+inline constexpr uint64_t kHeapAlign = 64;
+
+struct Superblock {
+  uint64_t magic;          // kSuperblockMagic
+  uint32_t format_version;  // kFormatVersion
+  uint16_t mn_id;
+  uint16_t num_mns;
+  uint64_t region_bytes;
+  uint64_t chunk_bytes;    // size of the chunks CNs carve from the heap
+  uint64_t heap_begin;     // first heap byte
+  uint64_t heap_cursor;    // next free heap byte; advanced only by FAA
+  uint64_t catalog_offset;  // kCatalogOffset
+  uint32_t tables_max;     // kTablesMax
+  uint32_t reserved;
+};
+static_assert(sizeof(Superblock) == 64);
+static_assert(offsetof(Superblock, heap_cursor) == 40, "CNs FAA this word by offset");
+static_assert(offsetof(Superblock, heap_cursor) % 8 == 0, "atomics need 8-byte alignment");
+
+// ---- Catalog ------------------------------------------------------------------------------
+inline constexpr uint8_t kTablePresent = 1;      // TableDesc.flags: the slot holds a table
+inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number in bits 0..11
+inline constexpr size_t kTableNameMax = 23;
+
+struct TableDesc {
+  uint16_t table_id;
+  uint8_t versions;         // N: version cells per CVT, 1..kVersionsMax
+  uint8_t flags;            // kTablePresent | kTableCriticalField
+  uint32_t value_bytes;     // user value size
+  uint32_t record_stride;   // bytes of one stored version (value + cacheline versions), 64-aligned
+  uint32_t cvt_bytes;       // bytes of one CVT (header + N cells)
+  uint64_t bucket_count;    // index buckets on each MN
+  uint64_t index_offset;    // this MN's index area (differs per MN)
+  uint16_t slots_per_bucket;
+  uint8_t reserved[6];
+  char name[kTableNameMax + 1];  // NUL-terminated
+};
+static_assert(sizeof(TableDesc) == 64);
+static_assert(offsetof(TableDesc, bucket_count) == 16);
+static_assert(offsetof(TableDesc, index_offset) == 24);
+static_assert(offsetof(TableDesc, name) == 40);
+
+// ---- CVT: consecutive version table -------------------------------------------------------
+// A CVT = CvtHeader + N CvtCells, stored directly in the hash index's buckets so that one READ of
+// a bucket finds a key and all its versions.
+inline constexpr uint8_t kSlotEmpty = 0;    // never used; probes may stop here
+inline constexpr uint8_t kSlotClaimed = 1;  // an insert won the slot and is writing it
+inline constexpr uint8_t kSlotLive = 2;     // key and cells are valid
+inline constexpr int kVersionsMax = 16;
+
+// CvtHeader.meta: bits 0..7 slot state, 8..23 table id, 24..31 N, 32..63 value bytes.
+constexpr uint64_t PackMeta(uint8_t state, uint16_t table_id, uint8_t versions, uint32_t value) {
+  return uint64_t{state} | (uint64_t{table_id} << 8) | (uint64_t{versions} << 24) |
+         (uint64_t{value} << 32);
+}
+constexpr uint8_t MetaState(uint64_t meta) { return static_cast<uint8_t>(meta); }
+constexpr uint16_t MetaTable(uint64_t meta) { return static_cast<uint16_t>(meta >> 8); }
+
+struct CvtHeader {
+  uint64_t key;
+  uint64_t meta;  // PackMeta(...); CAS'd from 0 to claim an empty slot
+  uint64_t lock;  // lock word for protocols that lock on MNs (motor); 0 = free; lotus ignores it
+};
+static_assert(sizeof(CvtHeader) == 24);
+static_assert(offsetof(CvtHeader, meta) == 8 && offsetof(CvtHeader, lock) == 16);
+
+inline constexpr uint64_t kInvisible = ~uint64_t{0};  // commit_ts of a written, uncommitted version
+
+// One version's metadata. head_cv and tail_cv are equal in a cell at rest; a WRITE of the whole
+// cell stores head first and tail last, so a reader that finds them unequal caught it mid-write.
+// The same cv is stamped into every cacheline of the record the cell points to.
+struct CvtCell {
+  uint8_t head_cv;
+  uint8_t valid;         // 0: empty cell; 1: holds a version
+  uint8_t reserved[6];
+  uint64_t commit_ts;    // kInvisible while the writer has not committed
+  uint8_t record[6];     // 48-bit offset of the record, on the same MN as this CVT; 0 = none
+  uint8_t reserved2;
+  uint8_t tail_cv;
+};
+static_assert(sizeof(CvtCell) == 24);
+static_assert(offsetof(CvtCell, commit_ts) == 8, "write-visible stores this word alone");
+static_assert(offsetof(CvtCell, record) == 16 && offsetof(CvtCell, tail_cv) == 23);
+
+constexpr uint32_t CvtBytes(int versions) {
+  return static_cast<uint32_t>(sizeof(CvtHeader) + sizeof(CvtCell) * versions);
+}
+
+// ---- Records ------------------------------------------------------------------------------
+// A stored version is a sequence of 64-byte lines; byte 0 of each line is its cacheline version
+// (equal to the owning cell's cv) and bytes 1..63 carry the value.
+inline constexpr uint32_t kLineBytes = 64;
+inline constexpr uint32_t kLinePayload = kLineBytes - 1;
+
+constexpr uint32_t RecordStride(uint32_t value_bytes) {
+  uint32_t lines = value_bytes == 0 ? 1 : (value_bytes + kLinePayload - 1) / kLinePayload;
+  return lines * kLineBytes;
+}
+
+}  // namespace pond::store

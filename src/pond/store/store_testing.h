@@ -1,0 +1,45 @@
+// Test support: a formatted in-process memory pool and single-thread workers to drive it.
+// For tests only (it uses POND_CHECK on setup errors instead of returning them).
+#pragma once
+
+#include <memory>
+#include <utility>
+
+#include "pond/base/assert.h"
+#include "pond/runtime/clock.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/store/catalog.h"
+#include "pond/transport/local/local_fabric.h"
+
+namespace pond::store::testing {
+
+inline std::unique_ptr<LocalFabric> FormattedPool(uint16_t mns, uint64_t region_bytes,
+                                                  uint64_t chunk_bytes = 1 << 20) {
+  auto f = LocalFabric::Create(mns, region_bytes);
+  POND_CHECK_MSG(f.ok(), f.status().ToString().c_str());
+  for (MnId mn = 0; mn < mns; mn++) {
+    Status s = FormatRegion((*f)->region(mn), region_bytes, mn, mns, chunk_bytes);
+    POND_CHECK_MSG(s.ok(), s.ToString().c_str());
+  }
+  return std::move(f).value();
+}
+
+// One worker: a scheduler on the system clock and an endpoint. Use from one thread.
+struct Worker {
+  Scheduler sched{SystemClock::Get()};
+  std::unique_ptr<Endpoint> ep;
+  Worker(LocalFabric& f, WorkerAddr a) : ep(f.CreateEndpoint(a, sched)) {}
+
+  // Runs a task to completion and returns its result.
+  template <typename T>
+  T Run(Task<T> task) {
+    std::optional<T> out;
+    sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
+      o->emplace(co_await std::move(t));
+    }(std::move(task), &out));
+    sched.RunUntilIdle();
+    return std::move(*out);
+  }
+};
+
+}  // namespace pond::store::testing

@@ -1,0 +1,16 @@
+// How `pond` subcommands plug into the CLI: each Add*Command registers a CLI11 subcommand on
+// the root app and, when the user picks it, stores in *action the function that runs it. The
+// action's return value is the process exit code (0 ok, 1 a failed check, 2 bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace pond::tools {
+
+using CommandAction = std::function<int()>;
+
+void AddBenchCommand(CLI::App& root, CommandAction* action);
+void AddCheckCommand(CLI::App& root, CommandAction* action);
+
+}  // namespace pond::tools

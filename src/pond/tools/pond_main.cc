@@ -1,0 +1,24 @@
+// `pond`: the command-line front end. Subcommands live in their own files (command.h).
+#include <cstdio>
+#include <string>
+
+#include "pond/tools/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Pond: a transactional key-value store for disaggregated memory", "pond"};
+  app.require_subcommand(1);
+  // Bad input gets exactly one line on stderr and a non-zero exit.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("pond: ") + e.what() + " (see --help)\n";
+  });
+  pond::tools::CommandAction action;
+  pond::tools::AddBenchCommand(app, &action);
+  pond::tools::AddCheckCommand(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help is a ParseError that exits 0; every real parse error exits 2.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return action ? action() : 2;
+}
