@@ -6,19 +6,27 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Pond: a transactional key-value store for disaggregated memory", "pond"};
-  app.require_subcommand(1);
+  // At most one subcommand; a missing one is reported after parsing, so that a misspelt
+  // subcommand is named in the error rather than reported as missing.
+  app.require_subcommand(0, 1);
   // Bad input gets exactly one line on stderr and a non-zero exit.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return std::string("pond: ") + e.what() + " (see --help)\n";
   });
   pond::tools::CommandAction action;
   pond::tools::AddBenchCommand(app, &action);
+#ifdef POND_HAVE_CHECK
   pond::tools::AddCheckCommand(app, &action);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help is a ParseError that exits 0; every real parse error exits 2.
     return app.exit(e) == 0 ? 0 : 2;
   }
-  return action ? action() : 2;
+  if (!action) {
+    std::fprintf(stderr, "pond: a subcommand is required: bench or check (see --help)\n");
+    return 2;
+  }
+  return action();
 }

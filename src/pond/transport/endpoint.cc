@@ -1,6 +1,5 @@
 #include "pond/transport/endpoint.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "pond/base/assert.h"
@@ -39,10 +38,15 @@ void Endpoint::SubmitPending(Completion* c) {
     stats_.bytes[static_cast<int>(op.verb)] += op.len;
   }
   // Group by MN, keeping posting order inside each group: each group is one doorbell batch.
+  // Batches are short, so a stable insertion sort beats std::stable_sort's buffer allocation.
   scratch_.swap(pending_);
   pending_.clear();
-  std::stable_sort(scratch_.begin(), scratch_.end(),
-                   [](const Op& a, const Op& b) { return a.addr.mn() < b.addr.mn(); });
+  for (size_t i = 1; i < scratch_.size(); i++) {
+    Op op = scratch_[i];
+    size_t j = i;
+    for (; j > 0 && scratch_[j - 1].addr.mn() > op.addr.mn(); j--) scratch_[j] = scratch_[j - 1];
+    scratch_[j] = op;
+  }
   int groups = 0;
   for (size_t i = 0; i < scratch_.size(); i++) {
     if (i == 0 || scratch_[i].addr.mn() != scratch_[i - 1].addr.mn()) groups++;

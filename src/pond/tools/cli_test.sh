@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# CLI contract of `pond`: bad input -> exactly one line on stderr and a non-zero exit; good input
+# -> the promised output. Usage: cli_test.sh PATH_TO_POND
+set -u
+pond="$1"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+
+# expect_error DESCRIPTION PATTERN ARGS...: the command must fail with one stderr line matching.
+expect_error() {
+  local desc="$1" pattern="$2"
+  shift 2
+  "$pond" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  local lines
+  lines=$(wc -l <"$tmp/err")
+  if [ "$rc" -eq 0 ]; then
+    echo "FAIL $desc: exit 0"; failures=$((failures + 1))
+  elif [ "$lines" -ne 1 ]; then
+    echo "FAIL $desc: $lines stderr lines:"; cat "$tmp/err"; failures=$((failures + 1))
+  elif ! grep -q -- "$pattern" "$tmp/err"; then
+    echo "FAIL $desc: stderr lacks '$pattern':"; cat "$tmp/err"; failures=$((failures + 1))
+  else
+    echo "ok   $desc"
+  fi
+}
+
+expect_error "no subcommand" "subcommand"
+expect_error "unknown subcommand" "frobnicate" frobnicate
+expect_error "unknown flag" "--bogus" bench raw --bogus
+expect_error "negative threads" "threads" bench raw --threads -1
+expect_error "zero threads" "threads" bench raw --threads 0
+expect_error "non-numeric seconds" "seconds" bench raw --seconds soon
+expect_error "negative seconds" "seconds" bench raw --seconds -2
+expect_error "size beyond region" "does not fit" bench raw --region-mib 1 --size 2000000
+expect_error "unknown verb" "verbs" bench raw --verbs READ NOP
+expect_error "unwritable json" "cannot write" bench raw --seconds 0.05 --region-mib 8 \
+  --json "$tmp/no/such/dir/x.json"
+
+# Help works and exits 0.
+if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
+  echo "ok   --help"
+else
+  echo "FAIL --help"; failures=$((failures + 1))
+fi
+if "$pond" bench raw --help >"$tmp/out" 2>&1 && grep -q -- --threads "$tmp/out"; then
+  echo "ok   bench raw --help"
+else
+  echo "FAIL bench raw --help"; failures=$((failures + 1))
+fi
+
+# A short real run prints a row per verb and writes JSON with one result per verb.
+if "$pond" bench raw --seconds 0.05 --region-mib 8 --json "$tmp/r.json" >"$tmp/out" 2>&1 &&
+   [ "$(grep -cE '^(READ|WRITE|CAS|FAA) ' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '"ops_per_sec"' "$tmp/r.json")" -eq 4 ]; then
+  echo "ok   bench raw run"
+else
+  echo "FAIL bench raw run:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+
+[ "$failures" -eq 0 ]
