@@ -1,13 +1,15 @@
 # Pond's entry points. Every target installs what is missing first (quietly when nothing is).
 #   make run     build (Release) and run the main job on the embedded default
-#   make test    build (RelAssert: -O2 with asserts) and run every test with ctest
-#   make tsan    build with ThreadSanitizer and run the concurrent tests
+#   make test    build (RelAssert: -O2 with asserts) and run every test with ctest, then the
+#                concurrent tests again under ThreadSanitizer (TSAN=0 skips that part)
+#   make tsan    only the ThreadSanitizer part
 #   make format  apply .clang-format to every C++ file
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 RUN_ARGS ?=
+TSAN ?= 1
 
-.PHONY: all deps release relassert run test tsan format clean
+.PHONY: all deps release relassert tsan-build run test tsan format clean
 
 all: relassert
 
@@ -32,11 +34,16 @@ relassert: deps build/relassert/build.ninja
 run: release
 	./build/release/pond bench raw $(RUN_ARGS)
 
+tsan-build: deps build/tsan/build.ninja
+	@cmake --build build/tsan -j $(JOBS)
+
 test: relassert
 	cd build/relassert && ctest --output-on-failure -j $(JOBS) --timeout 600
+ifneq ($(TSAN),0)
+	@$(MAKE) --no-print-directory tsan
+endif
 
-tsan: deps build/tsan/build.ninja
-	@cmake --build build/tsan -j $(JOBS)
+tsan: tsan-build
 	cd build/tsan && ctest --output-on-failure -L concurrent --timeout 900
 
 format: deps
