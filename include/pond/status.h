@@ -16,17 +16,17 @@ namespace pond {
 
 enum class Code : unsigned char {
   kOk = 0,
-  kInvalidArgument,   // the caller passed something malformed or out of range
-  kNotFound,          // the key or object does not exist
-  kAlreadyExists,     // insert of a key that is present
-  kAborted,           // a transaction aborted; the message says why
-  kConflict,          // a lock or CAS lost against a concurrent holder; retrying may succeed
-  kTornRead,          // cacheline versions disagreed: a concurrent writer was caught mid-write
-  kOutOfSpace,        // an allocator, bucket or table is full
-  kWrongShard,        // a lock request reached a CN that does not manage the shard
-  kUnavailable,       // a node or resource cannot be reached now
-  kCorruption,        // remote memory does not parse as the format says
-  kInternal,          // a bug surfaced as a value (e.g. from a layer that cannot assert)
+  kInvalidArgument,  // the caller passed something malformed or out of range
+  kNotFound,         // the key or object does not exist
+  kAlreadyExists,    // insert of a key that is present
+  kAborted,          // a transaction aborted; the message says why
+  kConflict,         // a lock or CAS lost against a concurrent holder; retrying may succeed
+  kTornRead,         // cacheline versions disagreed: a concurrent writer was caught mid-write
+  kOutOfSpace,       // an allocator, bucket or table is full
+  kWrongShard,       // a lock request reached a CN that does not manage the shard
+  kUnavailable,      // a node or resource cannot be reached now
+  kCorruption,       // remote memory does not parse as the format says
+  kInternal,         // a bug surfaced as a value (e.g. from a layer that cannot assert)
 };
 
 std::string_view CodeName(Code code);
@@ -65,7 +65,7 @@ inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; 
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "Result built from an OK status carries no value");
   }
@@ -97,8 +97,8 @@ class [[nodiscard]] Result {
 }  // namespace pond
 
 // Returns early from the enclosing function when `expr` yields a non-OK Status.
-#define POND_RETURN_IF_ERROR(expr)    \
-  do {                                \
-    ::pond::Status _st = (expr);      \
-    if (!_st.ok()) return _st;        \
+#define POND_RETURN_IF_ERROR(expr) \
+  do {                             \
+    ::pond::Status _st = (expr);   \
+    if (!_st.ok()) return _st;     \
   } while (0)

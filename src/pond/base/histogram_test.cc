@@ -22,7 +22,7 @@ TEST(HistogramTest, BucketsCoverEveryValueInOrder) {
   // Every value lands in a bucket whose upper bound is >= the value, and buckets never shrink.
   uint64_t prev_bucket = 0;
   for (uint64_t v : std::initializer_list<uint64_t>{0, 1, 31, 32, 33, 63, 64, 1000, 123456789,
-                     (uint64_t{1} << 40) + 5, UINT64_MAX}) {
+                                                    (uint64_t{1} << 40) + 5, UINT64_MAX}) {
     int b = Histogram::BucketOf(v);
     ASSERT_GE(b, 0);
     ASSERT_LT(b, Histogram::kBuckets);

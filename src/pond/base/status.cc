@@ -4,18 +4,30 @@ namespace pond {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kAborted: return "Aborted";
-    case Code::kConflict: return "Conflict";
-    case Code::kTornRead: return "TornRead";
-    case Code::kOutOfSpace: return "OutOfSpace";
-    case Code::kWrongShard: return "WrongShard";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kCorruption: return "Corruption";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kAborted:
+      return "Aborted";
+    case Code::kConflict:
+      return "Conflict";
+    case Code::kTornRead:
+      return "TornRead";
+    case Code::kOutOfSpace:
+      return "OutOfSpace";
+    case Code::kWrongShard:
+      return "WrongShard";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

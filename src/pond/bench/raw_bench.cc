@@ -40,10 +40,18 @@ Task<void> Loop(ThreadState* ts, Verb verb, const RawBenchOptions* o, uint64_t r
     GAddr a = GAddr::Make(static_cast<MnId>(rng.Uniform(o->mns)),
                           kReservedBytes + rng.Uniform(slots) * 8);
     switch (verb) {
-      case Verb::kRead: ts->ep->Read(a, buf.data(), len); break;
-      case Verb::kWrite: ts->ep->Write(a, buf.data(), len); break;
-      case Verb::kCas: ts->ep->Cas(a, result, result + 1, &result); break;
-      case Verb::kFaa: ts->ep->Faa(a, 1, &result); break;
+      case Verb::kRead:
+        ts->ep->Read(a, buf.data(), len);
+        break;
+      case Verb::kWrite:
+        ts->ep->Write(a, buf.data(), len);
+        break;
+      case Verb::kCas:
+        ts->ep->Cas(a, result, result + 1, &result);
+        break;
+      case Verb::kFaa:
+        ts->ep->Faa(a, 1, &result);
+        break;
     }
     uint64_t t0 = clock.NowNs();
     Status s = co_await ts->ep->Flush();
@@ -60,7 +68,8 @@ Task<void> Loop(ThreadState* ts, Verb verb, const RawBenchOptions* o, uint64_t r
 Status ValidateRawOptions(const RawBenchOptions& o) {
   if (o.threads < 1 || o.threads > 256) return InvalidArgument("--threads must be 1 to 256");
   if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
-  if (!(o.seconds > 0) || o.seconds > 3600) return InvalidArgument("--seconds must be in (0, 3600]");
+  if (!(o.seconds > 0) || o.seconds > 3600)
+    return InvalidArgument("--seconds must be in (0, 3600]");
   if (o.mns < 1 || o.mns > 64) return InvalidArgument("--mns must be 1 to 64");
   if (o.region_mib < 1 || o.region_mib > (uint64_t{1} << 20)) {
     return InvalidArgument("--region-mib must be 1 to 1048576");
@@ -85,8 +94,8 @@ Result<std::vector<RawVerbResult>> RunRawBench(
   std::vector<std::unique_ptr<ThreadState>> states;
   for (int t = 0; t < o.threads; t++) {
     states.push_back(std::make_unique<ThreadState>());
-    states[t]->ep = (*fabric)->CreateEndpoint(WorkerAddr{static_cast<uint16_t>(t), 0},
-                                              states[t]->sched);
+    states[t]->ep =
+        (*fabric)->CreateEndpoint(WorkerAddr{static_cast<uint16_t>(t), 0}, states[t]->sched);
   }
   Rng seeds(o.seed);
   std::vector<RawVerbResult> results;
@@ -126,7 +135,7 @@ std::string RawResultsJson(const RawBenchOptions& o, const std::vector<RawVerbRe
   j["bench"] = "raw";
   j["build_type"] = kBuildType;
   j["transport"] = "local";
-  j["settings"] = {{"threads", o.threads}, {"coros", o.coros},     {"seconds", o.seconds},
+  j["settings"] = {{"threads", o.threads}, {"coros", o.coros},           {"seconds", o.seconds},
                    {"size", o.size},       {"region_mib", o.region_mib}, {"mns", o.mns},
                    {"seed", o.seed}};
   j["results"] = nlohmann::json::array();

@@ -48,10 +48,10 @@ enum class Anomaly : uint8_t {
   kGNonadjacentRealtime,
   kG2ItemRealtime,
   // Found without cycles.
-  kG1a,               // read of an element appended by a failed transaction
-  kG1b,               // read of a state that was not its writer's final append to the key
-  kInternal,          // a read that contradicts the transaction's own earlier reads and appends
-  kLostUpdate,        // two committed transactions read the same state of a key and appended
+  kG1a,                // read of an element appended by a failed transaction
+  kG1b,                // read of a state that was not its writer's final append to the key
+  kInternal,           // a read that contradicts the transaction's own earlier reads and appends
+  kLostUpdate,         // two committed transactions read the same state of a key and appended
   kIncompatibleOrder,  // two reads of a key that are not prefixes of one list
   kDuplicateElements,  // a read that holds the same element twice
   kGarbageRead,        // a read of an element that no transaction appended
@@ -71,8 +71,8 @@ struct CycleStep {
 };
 
 struct AnomalyExample {
-  std::string summary;          // one line
-  std::vector<uint32_t> txns;   // the transactions involved (History::txns() positions)
+  std::string summary;           // one line
+  std::vector<uint32_t> txns;    // the transactions involved (History::txns() positions)
   std::vector<CycleStep> cycle;  // cycle anomalies: the edges in order, last one closing it
 };
 

@@ -97,8 +97,8 @@ class HistoryParser {
  private:
   template <typename... Args>
   Status Error(fmt::format_string<Args...> f, Args&&... args) {
-    return InvalidArgument(fmt::format("{}:{}: {}", h_.source_, line_,
-                                       fmt::format(f, std::forward<Args>(args)...)));
+    return InvalidArgument(
+        fmt::format("{}:{}: {}", h_.source_, line_, fmt::format(f, std::forward<Args>(args)...)));
   }
 
   // Reads a JSON integer as 64 raw bits. Negative values and values above INT64_MAX cannot
@@ -145,8 +145,8 @@ class HistoryParser {
 
   Status Invoke(int64_t process, int64_t time, uint64_t index, const json* value) {
     if (pending_.count(process)) {
-      return Error("process {} invokes again before its transaction on line {} completed",
-                   process, h_.txns_[pending_[process]].invoke_line);
+      return Error("process {} invokes again before its transaction on line {} completed", process,
+                   h_.txns_[pending_[process]].invoke_line);
     }
     if (value == nullptr || !value->is_array()) {
       return Error("an invocation's \"value\" must list its micro-ops");
@@ -189,8 +189,7 @@ class HistoryParser {
     return Status::Ok();
   }
 
-  Status Complete(int64_t process, TxnType type, int64_t time, uint64_t index,
-                  const json* value) {
+  Status Complete(int64_t process, TxnType type, int64_t time, uint64_t index, const json* value) {
     auto it = pending_.find(process);
     if (it == pending_.end()) return Error("process {} completes without an invocation", process);
     Txn& txn = h_.txns_[it->second];
@@ -215,8 +214,7 @@ class HistoryParser {
       Mop& m = h_.mops_[txn.first_mop + i];
       const uint32_t* key_id = keys_.Find(key);
       if (is_append != static_cast<bool>(m.is_append) || key_id == nullptr || *key_id != m.key) {
-        return Error("micro-op {}: differs from its invocation on line {}", i + 1,
-                     txn.invoke_line);
+        return Error("micro-op {}: differs from its invocation on line {}", i + 1, txn.invoke_line);
       }
       if (is_append) {
         uint64_t element;

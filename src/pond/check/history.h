@@ -31,7 +31,8 @@ namespace pond::check {
 // Limits on one history. A larger history is rejected as malformed rather than half-checked.
 inline constexpr uint32_t kMopsPerTxnMax = 4096;
 inline constexpr uint32_t kReadLengthMax = (1u << 28) - 1;
-inline constexpr uint32_t kTxnCountMax = (1u << 30) - 1;  // node ids must fit 30 bits
+// Transactions plus real-time barriers (at most one per transaction) must fit 30-bit node ids.
+inline constexpr uint32_t kTxnCountMax = (1u << 29) - 1;
 inline constexpr size_t kLineBytesMax = 64u << 20;
 
 enum class TxnType : uint8_t {
@@ -88,7 +89,9 @@ struct U64Hash {
 class History {
  public:
   const std::vector<Txn>& txns() const { return txns_; }
-  std::span<const Mop> mops(const Txn& t) const { return {mops_.data() + t.first_mop, t.mop_count}; }
+  std::span<const Mop> mops(const Txn& t) const {
+    return {mops_.data() + t.first_mop, t.mop_count};
+  }
   uint64_t MopIndex(const Txn& t, uint32_t i) const { return t.first_mop + i; }
   const Mop& mop(uint64_t index) const { return mops_[index]; }
   std::span<const uint64_t> read(const Mop& m) const {

@@ -7,7 +7,7 @@ namespace pond::store {
 Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
   POND_ASSERT(mn < cursors_.size());
   bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
-  if (bytes == 0 || bytes > region_.chunk_bytes) {
+  if (bytes == 0 || bytes > layout_.chunk_bytes) {
     co_return InvalidArgument("allocation of " + std::to_string(bytes) +
                               " bytes does not fit in one chunk");
   }
@@ -21,12 +21,12 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
   }
   Cursor& c = cursors_[mn];
   if (c.end - c.next < bytes) {
-    Result<uint64_t> chunk = co_await CarveHeap(ep, mn, region_.chunk_bytes, region_.region_bytes);
+    Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes);
     if (!chunk.ok()) co_return chunk.status();
     stats_.chunks++;
     stats_.wasted_bytes += c.end - c.next;
     c.next = *chunk;
-    c.end = *chunk + region_.chunk_bytes;
+    c.end = *chunk + layout_.chunk_bytes;
   }
   uint64_t off = c.next;
   c.next += bytes;

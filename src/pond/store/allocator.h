@@ -1,10 +1,12 @@
-// Allocator: two-stage allocation of MN memory without MN CPU (as Sherman's, with FAA in place of
-// an RPC). Stage one takes a whole chunk from an MN's heap by FAA on its heap cursor; stage two
-// hands out pieces of the current chunk locally, by bump pointer, with per-size free lists for
-// reuse. No two allocators can hand out overlapping space: chunks are disjoint by FAA, and a
-// chunk belongs to the one allocator that carved it.
+// Allocator: two-stage allocation of record space without MN CPU (as Sherman's, with FAA in place
+// of an RPC). Stage one takes a whole chunk of a replica group's record lanes by FAA on the
+// primary MN's lane cursor — one FAA reserves the same lane-relative range on all R replicas
+// (layout.h). Stage two hands out pieces of the current chunk locally, by bump pointer, with
+// per-size free lists for reuse. No two allocators can hand out overlapping space: chunks are
+// disjoint by FAA, and a chunk belongs to the one allocator that carved it.
 //
-// Thread rules: one Allocator per worker; not thread-safe. Offsets returned are 64-byte aligned.
+// Offsets are lane-relative; PoolLayout::RecordOffset turns one into each replica's address.
+// Thread rules: one Allocator per worker; not thread-safe. Offsets are 64-byte aligned.
 #pragma once
 
 #include <cstdint>
@@ -19,20 +21,21 @@
 namespace pond::store {
 
 struct AllocatorStats {
-  uint64_t chunks = 0;          // chunks carved (FAAs that succeeded)
+  uint64_t chunks = 0;  // chunks carved (FAAs that succeeded)
   uint64_t allocations = 0;
-  uint64_t reused = 0;          // allocations served from a free list
-  uint64_t wasted_bytes = 0;    // tails of chunks abandoned when a piece did not fit
+  uint64_t reused = 0;        // allocations served from a free list
+  uint64_t wasted_bytes = 0;  // tails of chunks abandoned when a piece did not fit
 };
 
 class Allocator {
  public:
-  explicit Allocator(const RegionInfo& region) : region_(region), cursors_(region.num_mns) {}
+  explicit Allocator(const PoolLayout& layout) : layout_(layout), cursors_(layout.num_mns) {}
 
-  // `bytes` rounded up to 64; at most one chunk. OutOfSpace when the MN's heap is exhausted.
-  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId mn, uint32_t bytes);
+  // Record space for a key whose primary is `primary`: `bytes` rounded up to 64, at most one
+  // chunk. Returns a lane-relative offset. OutOfSpace when the group's lanes are exhausted.
+  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes);
   // Returns a piece to this allocator's free list (it never goes back to the MN).
-  void Free(MnId mn, uint64_t offset, uint32_t bytes);
+  void Free(MnId primary, uint64_t lane_offset, uint32_t bytes);
 
   const AllocatorStats& stats() const { return stats_; }
 
@@ -43,8 +46,8 @@ class Allocator {
   };
   static uint64_t FreeKey(MnId mn, uint32_t bytes) { return (uint64_t{mn} << 32) | bytes; }
 
-  RegionInfo region_;
-  std::vector<Cursor> cursors_;
+  PoolLayout layout_;
+  std::vector<Cursor> cursors_;  // per primary MN (replica group)
   std::unordered_map<uint64_t, std::vector<uint64_t>> free_;
   AllocatorStats stats_;
 };

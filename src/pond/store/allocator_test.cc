@@ -30,12 +30,11 @@ TEST(AllocatorTest, ThreadsNeverGetOverlappingSpace) {
   for (int t = 0; t < kThreads; t++) {
     ws.push_back(std::make_unique<Worker>(*pool, WorkerAddr{static_cast<uint16_t>(t), 0}));
   }
-  RegionInfo region{kMns, 256 << 20, 64 << 10};
   std::vector<std::vector<Piece>> got(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
-      Allocator alloc(region);
+      Allocator alloc(pool.layout);
       Rng rng(t + 1);
       ws[t]->Run([](Endpoint* ep, Allocator* a, Rng* rng, std::vector<Piece>* out) -> Task<int> {
         for (int i = 0; i < kAllocs; i++) {
@@ -64,10 +63,8 @@ TEST(AllocatorTest, ThreadsNeverGetOverlappingSpace) {
   std::sort(all.begin(), all.end(), [](const Piece& a, const Piece& b) {
     return a.mn != b.mn ? a.mn < b.mn : a.off < b.off;
   });
-  Superblock sb;
-  std::memcpy(&sb, pool->region(0), sizeof(sb));
   for (size_t i = 0; i < all.size(); i++) {
-    ASSERT_GE(all[i].off, sb.heap_begin) << "allocation inside the catalog";
+    ASSERT_LE(all[i].off + all[i].len, pool.layout.lane_bytes) << "allocation past the lane";
     if (i > 0 && all[i].mn == all[i - 1].mn) {
       ASSERT_GE(all[i].off, all[i - 1].off + all[i - 1].len)
           << "overlap on MN " << all[i].mn << " at " << all[i].off;
@@ -78,15 +75,15 @@ TEST(AllocatorTest, ThreadsNeverGetOverlappingSpace) {
 TEST(AllocatorTest, ExhaustedHeapIsOutOfSpaceNotOverflow) {
   auto pool = FormattedPool(1, 4 << 20, 1 << 20);
   Worker w(*pool, {0, 0});
-  Allocator alloc(RegionInfo{1, 4 << 20, 1 << 20});
-  Status last = w.Run([](Endpoint* ep, Allocator* a) -> Task<Status> {
+  Allocator alloc(pool.layout);
+  Status last = w.Run([](Endpoint* ep, Allocator* a, uint64_t lane) -> Task<Status> {
     for (int i = 0; i < 1000; i++) {
       Result<uint64_t> off = co_await a->Alloc(*ep, 0, 64 << 10);
       if (!off.ok()) co_return off.status();
-      if (*off + (64 << 10) > (4 << 20)) co_return Internal("allocation past the region end");
+      if (*off + (64 << 10) > lane) co_return Internal("allocation past the lane end");
     }
     co_return Status::Ok();
-  }(w.ep.get(), &alloc));
+  }(w.ep.get(), &alloc, pool.layout.lane_bytes));
   EXPECT_EQ(last.code(), Code::kOutOfSpace) << last.ToString();
   EXPECT_EQ(w.Run(alloc.Alloc(*w.ep, 0, (1 << 20) + 1)).status().code(), Code::kInvalidArgument);
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "pond/base/assert.h"
+#include "pond/store/placement.h"
 #include "pond/transport/remote_copy.h"
 
 namespace pond::store {
@@ -24,33 +25,59 @@ uint64_t BucketCount(const TableSpec& spec) {
 
 }  // namespace
 
-Status FormatRegion(std::byte* base, uint64_t region_bytes, MnId mn, uint16_t num_mns,
-                    uint64_t chunk_bytes) {
-  uint64_t heap_begin = AlignUp(kCatalogOffset + uint64_t{kTablesMax} * sizeof(TableDesc), 4096);
-  if (region_bytes < heap_begin + chunk_bytes) {
-    return InvalidArgument("MN region of " + std::to_string(region_bytes) +
-                           " bytes cannot hold the catalog and one chunk");
+Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,
+                              uint64_t chunk_bytes, uint64_t general_heap_bytes) {
+  if (num_mns == 0) return InvalidArgument("need at least one MN");
+  if (replication < 1 || replication > num_mns || replication > kReplicationMax) {
+    return InvalidArgument("replication must be 1 to min(MNs, 8), got " +
+                           std::to_string(replication) + " with " + std::to_string(num_mns) +
+                           " MNs");
   }
   if (chunk_bytes == 0 || chunk_bytes % kHeapAlign != 0) {
     return InvalidArgument("chunk size must be a positive multiple of 64");
   }
+  PoolLayout l;
+  l.num_mns = num_mns;
+  l.replication = replication;
+  l.region_bytes = region_bytes;
+  l.chunk_bytes = chunk_bytes;
+  l.heap_begin = AlignUp(kCatalogOffset + uint64_t{kTablesMax} * sizeof(TableDesc), 4096);
+  if (general_heap_bytes == 0) general_heap_bytes = region_bytes / 4;
+  l.heap_end = AlignUp(l.heap_begin + general_heap_bytes, 4096);
+  if (l.heap_end >= region_bytes) {
+    return InvalidArgument("MN region of " + std::to_string(region_bytes) +
+                           " bytes has no room for record lanes");
+  }
+  l.lane_bytes =
+      (region_bytes - l.heap_end) / static_cast<uint64_t>(replication) / kHeapAlign * kHeapAlign;
+  if (l.lane_bytes < chunk_bytes) {
+    return InvalidArgument("MN region of " + std::to_string(region_bytes) +
+                           " bytes cannot hold one record chunk per lane");
+  }
+  return l;
+}
+
+void FormatRegion(std::byte* base, const PoolLayout& l, MnId mn) {
   Superblock sb{};
   sb.magic = kSuperblockMagic;
   sb.format_version = kFormatVersion;
   sb.mn_id = mn;
-  sb.num_mns = num_mns;
-  sb.region_bytes = region_bytes;
-  sb.chunk_bytes = chunk_bytes;
-  sb.heap_begin = heap_begin;
-  sb.heap_cursor = heap_begin;
+  sb.num_mns = l.num_mns;
+  sb.region_bytes = l.region_bytes;
+  sb.chunk_bytes = l.chunk_bytes;
+  sb.heap_begin = l.heap_begin;
+  sb.heap_cursor = l.heap_begin;
+  sb.heap_end = l.heap_end;
+  sb.lane_bytes = l.lane_bytes;
+  sb.lane_cursor = 0;
   sb.catalog_offset = kCatalogOffset;
   sb.tables_max = kTablesMax;
+  sb.replication = static_cast<uint16_t>(l.replication);
   // The MN formats before any CN connects, but tests reuse a fabric across threads, so the
   // store goes through the same race-free path as remote writes.
-  std::vector<std::byte> zero(heap_begin - sizeof(sb));
+  std::vector<std::byte> zero(l.heap_begin - sizeof(sb));
   RemoteStore(base + sizeof(sb), zero.data(), zero.size());
   RemoteStore(base, &sb, sizeof(sb));
-  return Status::Ok();
 }
 
 Status ValidateTableSpec(const TableSpec& spec) {
@@ -71,29 +98,40 @@ Status ValidateTableSpec(const TableSpec& spec) {
   return Status::Ok();
 }
 
-Task<Result<uint64_t>> CarveHeap(Endpoint& ep, MnId mn, uint64_t bytes, uint64_t region_bytes) {
+namespace {
+
+Task<Result<uint64_t>> Carve(Endpoint& ep, MnId mn, uint64_t cursor_offset, uint64_t bytes,
+                             uint64_t limit, const char* what) {
   bytes = AlignUp(bytes, kHeapAlign);
   uint64_t old = 0;
-  ep.Faa(GAddr::Make(mn, offsetof(Superblock, heap_cursor)), bytes, &old);
+  ep.Faa(GAddr::Make(mn, cursor_offset), bytes, &old);
   Status s = co_await ep.Flush();
   if (!s.ok()) co_return s;
-  if (old + bytes > region_bytes || old + bytes < old) {
-    co_return OutOfSpace("MN " + std::to_string(mn) + " heap exhausted (asked " +
+  if (old + bytes > limit || old + bytes < old) {
+    co_return OutOfSpace(std::string(what) + " of MN " + std::to_string(mn) + " exhausted (asked " +
                          std::to_string(bytes) + " bytes)");
   }
   co_return old;
 }
 
-Task<Status> CreateTable(Endpoint& ep, uint16_t num_mns, const TableSpec& spec) {
+}  // namespace
+
+Task<Result<uint64_t>> CarveHeap(Endpoint& ep, const PoolLayout& l, MnId mn, uint64_t bytes) {
+  return Carve(ep, mn, offsetof(Superblock, heap_cursor), bytes, l.heap_end, "general heap");
+}
+
+Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& l, MnId primary, uint64_t bytes) {
+  return Carve(ep, primary, offsetof(Superblock, lane_cursor), bytes, l.lane_bytes, "record lanes");
+}
+
+Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec& spec) {
   Status s = ValidateTableSpec(spec);
   if (!s.ok()) co_return s;
-  Superblock sb{};
-  ep.Read(GAddr::Make(0, 0), &sb, sizeof(sb));
+  uint16_t num_mns = layout.num_mns;
   TableDesc existing{};
   ep.Read(CatalogSlot(0, spec.id), &existing, sizeof(existing));
   s = co_await ep.Flush();
   if (!s.ok()) co_return s;
-  if (sb.magic != kSuperblockMagic) co_return Corruption("MN 0 is not formatted");
   if (existing.flags & kTablePresent) {
     co_return AlreadyExists("table id " + std::to_string(spec.id) + " exists");
   }
@@ -113,7 +151,7 @@ Task<Status> CreateTable(Endpoint& ep, uint16_t num_mns, const TableSpec& spec) 
   // One descriptor per MN: they differ only in where that MN's index area starts.
   std::vector<TableDesc> descs(num_mns, d);
   for (MnId mn = 0; mn < num_mns; mn++) {
-    Result<uint64_t> area = co_await CarveHeap(ep, mn, index_bytes, sb.region_bytes);
+    Result<uint64_t> area = co_await CarveHeap(ep, layout, mn, index_bytes);
     if (!area.ok()) co_return area.status();
     descs[mn].index_offset = *area;
   }
@@ -132,7 +170,14 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep) {
     co_return Corruption("MN 0 superblock has wrong magic or format version");
   }
   Catalog cat;
-  cat.region_ = RegionInfo{sb0.num_mns, sb0.region_bytes, sb0.chunk_bytes};
+  PoolLayout& l = cat.layout_;
+  l.num_mns = sb0.num_mns;
+  l.replication = sb0.replication;
+  l.region_bytes = sb0.region_bytes;
+  l.chunk_bytes = sb0.chunk_bytes;
+  l.heap_begin = sb0.heap_begin;
+  l.heap_end = sb0.heap_end;
+  l.lane_bytes = sb0.lane_bytes;
   std::vector<std::vector<TableDesc>> descs(sb0.num_mns, std::vector<TableDesc>(kTablesMax));
   for (MnId mn = 0; mn < sb0.num_mns; mn++) {
     ep.Read(CatalogSlot(mn, 0), descs[mn].data(), kTablesMax * sizeof(TableDesc));

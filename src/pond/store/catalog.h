@@ -2,7 +2,7 @@
 //
 // MN side: FormatRegion writes a fresh superblock and empty catalog when an MN starts — the only
 // work an MN's CPU does. CN side: CreateTable carves each MN's index area from the heap (FAA on
-// the superblock's heap cursor) and writes the table's descriptor to every MN's catalog;
+// the superblock's general-heap cursor) and writes the table's descriptor to every MN's catalog;
 // LoadCatalog reads all of it once at start and keeps it as TableInfo, the "few KB of metadata"
 // CNs cache (Lotus §3). Table creation is a setup step: one CN creates each table, before any
 // transaction uses it.
@@ -24,9 +24,9 @@ struct TableSpec {
   uint16_t id = 0;
   std::string name;
   uint32_t value_bytes = 40;
-  int versions = 4;                 // N version cells per key
-  bool critical_field = false;      // keys carry the shard number in bits 0..11 (Lotus §4.2)
-  uint64_t capacity = 1 << 16;      // keys the index must hold
+  int versions = 4;             // N version cells per key
+  bool critical_field = false;  // keys carry the shard number in bits 0..11 (Lotus §4.2)
+  uint64_t capacity = 1 << 16;  // keys the index must hold
   int slots_per_bucket = 4;
 };
 
@@ -52,36 +52,56 @@ struct TableInfo {
   }
 };
 
-struct RegionInfo {
+// How every MN region of a pool is laid out (all MNs alike). Built by MakeLayout at format time
+// and read back from the superblock by LoadCatalog.
+struct PoolLayout {
   uint16_t num_mns = 0;
+  int replication = 0;
   uint64_t region_bytes = 0;
   uint64_t chunk_bytes = 0;
+  uint64_t heap_begin = 0;  // general heap
+  uint64_t heap_end = 0;    // = start of lane 0
+  uint64_t lane_bytes = 0;
+
+  // Offset, on the key's replica `replica`, of the record at lane-relative offset `lane_rel`.
+  uint64_t RecordOffset(int replica, uint64_t lane_rel) const {
+    return heap_end + static_cast<uint64_t>(replica) * lane_bytes + lane_rel;
+  }
 };
+
+// Checks the numbers and places the general heap (`general_heap_bytes`, or a quarter of the
+// region if 0) and R record lanes in the rest.
+Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,
+                              uint64_t chunk_bytes, uint64_t general_heap_bytes = 0);
 
 class Catalog {
  public:
   const TableInfo* Find(uint16_t id) const;
   const TableInfo* FindByName(const std::string& name) const;
   const std::vector<TableInfo>& tables() const { return tables_; }
-  const RegionInfo& region() const { return region_; }
+  const PoolLayout& layout() const { return layout_; }
 
  private:
   friend Task<Result<Catalog>> LoadCatalog(Endpoint& ep);
-  RegionInfo region_;
+  PoolLayout layout_;
   std::vector<TableInfo> tables_;
 };
 
 // MN side, at start: lay out an empty region. `base` is the region's memory.
-Status FormatRegion(std::byte* base, uint64_t region_bytes, MnId mn, uint16_t num_mns,
-                    uint64_t chunk_bytes);
+void FormatRegion(std::byte* base, const PoolLayout& layout, MnId mn);
 
 // Validates a spec (sizes, limits) without touching memory.
 Status ValidateTableSpec(const TableSpec& spec);
 
-Task<Status> CreateTable(Endpoint& ep, uint16_t num_mns, const TableSpec& spec);
+Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec& spec);
 Task<Result<Catalog>> LoadCatalog(Endpoint& ep);
 
-// FAA on an MN's heap cursor: `bytes` (rounded up to kHeapAlign) of never-used, zeroed heap.
-Task<Result<uint64_t>> CarveHeap(Endpoint& ep, MnId mn, uint64_t bytes, uint64_t region_bytes);
+// FAA on an MN's general-heap cursor: `bytes` (rounded up to kHeapAlign) of never-used, zeroed
+// general heap, as an offset on that MN.
+Task<Result<uint64_t>> CarveHeap(Endpoint& ep, const PoolLayout& layout, MnId mn, uint64_t bytes);
+// FAA on `primary`'s lane cursor: `bytes` of lane space reserved on all R replicas of the keys
+// whose primary is `primary`, as a lane-relative offset (see PoolLayout::RecordOffset).
+Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& layout, MnId primary,
+                                 uint64_t bytes);
 
 }  // namespace pond::store

@@ -35,9 +35,9 @@ namespace {
 
 // Result of scanning one copied bucket for a key.
 struct Scan {
-  int match = -1;       // slot holding the key live
+  int match = -1;  // slot holding the key live
   int first_empty = -1;
-  Status torn;          // set if the matching slot's cells were caught mid-write
+  Status torn;  // set if the matching slot's cells were caught mid-write
 };
 
 Scan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key) {
@@ -67,9 +67,9 @@ Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t k
     if (!st.ok()) co_return st;
     Scan s = ScanBucket(t, buf, key);
     if (s.match >= 0) {
-      Result<Cvt> cvt = DecodeCvt(
-          std::span(buf).subspan(static_cast<size_t>(s.match) * t.cvt_bytes, t.cvt_bytes),
-          t.versions);
+      Result<Cvt> cvt =
+          DecodeCvt(std::span(buf).subspan(static_cast<size_t>(s.match) * t.cvt_bytes, t.cvt_bytes),
+                    t.versions);
       if (!cvt.ok()) co_return cvt.status();
       co_return Found{SlotRef{bucket, s.match}, *cvt};
     }
@@ -79,16 +79,16 @@ Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t k
   co_return NotFound("key " + std::to_string(key) + " not in table " + t.name);
 }
 
-Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const Placement& placement,
-                             Allocator& alloc, uint64_t key, std::span<const std::byte> value,
-                             uint64_t commit_ts) {
+Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
+                             const Placement& placement, Allocator& alloc, uint64_t key,
+                             std::span<const std::byte> value, uint64_t commit_ts) {
   if (value.size() != t.value_bytes) {
     co_return InvalidArgument("value of " + std::to_string(value.size()) + " bytes for table " +
                               t.name + " of " + std::to_string(t.value_bytes) + "-byte values");
   }
   MnId primary = placement.Primary(key);
-  uint64_t claimed_meta = PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions),
-                                   t.value_bytes);
+  uint64_t claimed_meta =
+      PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
   std::vector<std::byte> buf(t.bucket_bytes());
 
   // 1. Claim a slot on the primary: the first empty slot on the probe path, by CAS.
@@ -125,18 +125,16 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const Placement& 
   EncodeRecord(value, 1, record);
   uint64_t live_meta = PackMeta(kSlotLive, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
   // Allocate before posting any write: an allocation may flush the endpoint to carve a chunk.
-  std::vector<uint64_t> records(placement.replication());
-  for (int r = 0; r < placement.replication(); r++) {
-    Result<uint64_t> rec = co_await alloc.Alloc(ep, placement.Replica(key, r), t.record_stride);
-    if (!rec.ok()) co_return rec.status();  // the claimed slot stays claimed, never live
-    records[r] = *rec;
-  }
+  // One allocation covers every replica, at the same lane-relative offset.
+  Result<uint64_t> lane_off = co_await alloc.Alloc(ep, primary, t.record_stride);
+  if (!lane_off.ok()) co_return lane_off.status();  // the claimed slot stays claimed, never live
   std::vector<CvtCell> first(placement.replication());
   for (int r = 0; r < placement.replication(); r++) {
     MnId mn = placement.Replica(key, r);
-    first[r] = EncodeCell(Cell{1, true, commit_ts, records[r]});
+    uint64_t rec = layout.RecordOffset(r, *lane_off);
+    first[r] = EncodeCell(Cell{1, true, commit_ts, rec});
     GAddr slot = ref.Addr(t, mn);
-    ep.Write(GAddr::Make(mn, records[r]), record.data(), t.record_stride);
+    ep.Write(GAddr::Make(mn, rec), record.data(), t.record_stride);
     ep.Write(slot + sizeof(CvtHeader), &first[r], sizeof(CvtCell));
     ep.Write(slot + offsetof(CvtHeader, key), &key, sizeof(key));
     ep.Write(slot + offsetof(CvtHeader, meta), &live_meta, sizeof(live_meta));

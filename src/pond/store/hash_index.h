@@ -59,9 +59,9 @@ Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t k
 // Inserts a new key with `value` as its first version, committed at `commit_ts`, on all
 // replicas. AlreadyExists if the key is live on the primary; OutOfSpace if every probed bucket
 // is full or memory ran out.
-Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const Placement& placement,
-                             Allocator& alloc, uint64_t key, std::span<const std::byte> value,
-                             uint64_t commit_ts);
+Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
+                             const Placement& placement, Allocator& alloc, uint64_t key,
+                             std::span<const std::byte> value, uint64_t commit_ts);
 
 // Reads the version a cell points to on MN `mn` and checks its cacheline versions.
 Task<Status> ReadRecord(Endpoint& ep, const TableInfo& t, MnId mn, const Cell& cell,

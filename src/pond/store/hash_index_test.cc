@@ -22,14 +22,15 @@ std::vector<std::byte> ValueOf(uint64_t key, uint32_t bytes) {
 }
 
 struct Fixture {
-  std::unique_ptr<LocalFabric> pool;
+  testing::Pool pool;
   Catalog catalog;
   const TableInfo* table = nullptr;
+  const PoolLayout& layout() const { return catalog.layout(); }
 
-  Fixture(uint16_t mns, uint64_t region, TableSpec spec) {
-    pool = FormattedPool(mns, region);
+  Fixture(uint16_t mns, uint64_t region, TableSpec spec, int replication = 1) {
+    pool = FormattedPool(mns, region, 1 << 20, replication);
     Worker w(*pool, {999, 0});
-    Status s = w.Run(CreateTable(*w.ep, mns, spec));
+    Status s = w.Run(CreateTable(*w.ep, pool.layout, spec));
     POND_CHECK_MSG(s.ok(), s.ToString().c_str());
     Result<Catalog> c = w.Run(LoadCatalog(*w.ep));
     POND_CHECK(c.ok());
@@ -42,8 +43,7 @@ TEST(HashIndexTest, FindsEveryOneOfAMillionKeysAndNoMissingOne) {
   constexpr uint64_t kKeys = 1'000'000;
   constexpr int kThreads = 2;
   Fixture fx(2, 512 << 20,
-             TableSpec{.id = 1, .name = "big", .value_bytes = 8, .versions = 1,
-                       .capacity = kKeys});
+             TableSpec{.id = 1, .name = "big", .value_bytes = 8, .versions = 1, .capacity = kKeys});
   Placement placement(2, 1);
   std::vector<std::unique_ptr<Worker>> ws;
   for (int t = 0; t < kThreads; t++) {
@@ -54,55 +54,56 @@ TEST(HashIndexTest, FindsEveryOneOfAMillionKeysAndNoMissingOne) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
-      Allocator alloc(fx.catalog.region());
-      Status s = ws[t]->Run([](Endpoint* ep, const TableInfo* tbl, const Placement* pl,
-                               Allocator* a, int t, auto key_of) -> Task<Status> {
-        for (uint64_t i = t; i < kKeys; i += kThreads) {
-          auto v = ValueOf(key_of(i), 8);
-          Result<SlotRef> r = co_await Insert(*ep, *tbl, *pl, *a, key_of(i), v, 1);
-          if (!r.ok()) co_return r.status();
-        }
-        co_return Status::Ok();
-      }(ws[t]->ep.get(), fx.table, &placement, &alloc, t, key_of));
+      Allocator alloc(fx.layout());
+      Status s =
+          ws[t]->Run([](Endpoint* ep, const TableInfo* tbl, const PoolLayout* l,
+                        const Placement* pl, Allocator* a, int t, auto key_of) -> Task<Status> {
+            for (uint64_t i = t; i < kKeys; i += kThreads) {
+              auto v = ValueOf(key_of(i), 8);
+              Result<SlotRef> r = co_await Insert(*ep, *tbl, *l, *pl, *a, key_of(i), v, 1);
+              if (!r.ok()) co_return r.status();
+            }
+            co_return Status::Ok();
+          }(ws[t]->ep.get(), fx.table, &fx.layout(), &placement, &alloc, t, key_of));
       EXPECT_TRUE(s.ok()) << s.ToString();
     });
   }
   for (auto& th : threads) th.join();
 
-  Status s = ws[0]->Run([](Endpoint* ep, const TableInfo* tbl, const Placement* pl,
-                           auto key_of) -> Task<Status> {
-    std::vector<std::byte> out(8);
-    for (uint64_t i = 0; i < kKeys; i++) {
-      uint64_t key = key_of(i);
-      Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key), key);
-      if (!f.ok()) co_return Internal("lost key " + std::to_string(key));
-      if (f->cvt.key != key || !f->cvt.cells[0].valid || f->cvt.cells[0].commit_ts != 1) {
-        co_return Internal("wrong CVT for key " + std::to_string(key));
-      }
-      if (i % 97 == 0) {
-        Status rs = co_await ReadRecord(*ep, *tbl, pl->Primary(key), f->cvt.cells[0], out);
-        if (!rs.ok() || out != ValueOf(key, 8)) co_return Internal("wrong value");
-      }
-    }
-    for (uint64_t i = kKeys; i < kKeys + 100'000; i++) {
-      Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key_of(i)), key_of(i));
-      if (f.ok() || f.status().code() != Code::kNotFound) co_return Internal("phantom key");
-    }
-    co_return Status::Ok();
-  }(ws[0]->ep.get(), fx.table, &placement, key_of));
+  Status s = ws[0]->Run(
+      [](Endpoint* ep, const TableInfo* tbl, const Placement* pl, auto key_of) -> Task<Status> {
+        std::vector<std::byte> out(8);
+        for (uint64_t i = 0; i < kKeys; i++) {
+          uint64_t key = key_of(i);
+          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key), key);
+          if (!f.ok()) co_return Internal("lost key " + std::to_string(key));
+          if (f->cvt.key != key || !f->cvt.cells[0].valid || f->cvt.cells[0].commit_ts != 1) {
+            co_return Internal("wrong CVT for key " + std::to_string(key));
+          }
+          if (i % 97 == 0) {
+            Status rs = co_await ReadRecord(*ep, *tbl, pl->Primary(key), f->cvt.cells[0], out);
+            if (!rs.ok() || out != ValueOf(key, 8)) co_return Internal("wrong value");
+          }
+        }
+        for (uint64_t i = kKeys; i < kKeys + 100'000; i++) {
+          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key_of(i)), key_of(i));
+          if (f.ok() || f.status().code() != Code::kNotFound) co_return Internal("phantom key");
+        }
+        co_return Status::Ok();
+      }(ws[0]->ep.get(), fx.table, &placement, key_of));
   EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 TEST(HashIndexTest, ReplicasHoldTheCvtAtTheSameSlot) {
   Fixture fx(3, 64 << 20,
-             TableSpec{.id = 2, .name = "rep", .value_bytes = 100, .versions = 3,
-                       .capacity = 1000});
+             TableSpec{.id = 2, .name = "rep", .value_bytes = 100, .versions = 3, .capacity = 1000},
+             3);
   Placement placement(3, 3);
   Worker w(*fx.pool, {0, 0});
-  Allocator alloc(fx.catalog.region());
+  Allocator alloc(fx.layout());
   for (uint64_t key = 1; key <= 500; key++) {
     auto v = ValueOf(key, 100);
-    ASSERT_TRUE(w.Run(Insert(*w.ep, *fx.table, placement, alloc, key, v, 5)).ok());
+    ASSERT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, key, v, 5)).ok());
   }
   std::vector<std::byte> out(100);
   for (uint64_t key = 1; key <= 500; key++) {
@@ -116,6 +117,9 @@ TEST(HashIndexTest, ReplicasHoldTheCvtAtTheSameSlot) {
       EXPECT_EQ(f->ref.slot, prim->ref.slot);
       EXPECT_EQ(f->cvt.versions, 3);
       EXPECT_FALSE(f->cvt.cells[1].valid) << "only the first version exists";
+      // Replica r's record sits in lane r, at the primary's lane-relative offset.
+      uint64_t lane_rel = prim->cvt.cells[0].record - fx.layout().RecordOffset(0, 0);
+      EXPECT_EQ(f->cvt.cells[0].record, fx.layout().RecordOffset(r, lane_rel));
       ASSERT_TRUE(w.Run(ReadRecord(*w.ep, *fx.table, mn, f->cvt.cells[0], out)).ok());
       EXPECT_EQ(out, ValueOf(key, 100));
     }
@@ -126,29 +130,32 @@ TEST(HashIndexTest, DuplicateAndWrongSizeInsertsAreRefused) {
   Fixture fx(1, 64 << 20, TableSpec{.id = 3, .name = "d", .value_bytes = 16, .capacity = 100});
   Placement placement(1, 1);
   Worker w(*fx.pool, {0, 0});
-  Allocator alloc(fx.catalog.region());
+  Allocator alloc(fx.layout());
   auto v = ValueOf(1, 16);
-  ASSERT_TRUE(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 42, v, 1)).ok());
-  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 42, v, 1)).status().code(),
-            Code::kAlreadyExists);
+  ASSERT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 42, v, 1)).ok());
+  EXPECT_EQ(
+      w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 42, v, 1)).status().code(),
+      Code::kAlreadyExists);
   auto short_value = ValueOf(1, 15);
-  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 43, short_value, 1)).status().code(),
+  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 43, short_value, 1))
+                .status()
+                .code(),
             Code::kInvalidArgument);
 }
 
 TEST(HashIndexTest, FullTableIsOutOfSpace) {
   // 2 buckets x 1 slot: the third key has nowhere to go.
-  Fixture fx(1, 64 << 20,
-             TableSpec{.id = 4, .name = "tiny", .value_bytes = 8, .capacity = 1,
-                       .slots_per_bucket = 1});
+  Fixture fx(
+      1, 64 << 20,
+      TableSpec{.id = 4, .name = "tiny", .value_bytes = 8, .capacity = 1, .slots_per_bucket = 1});
   ASSERT_EQ(fx.table->bucket_count, 2u);
   Placement placement(1, 1);
   Worker w(*fx.pool, {0, 0});
-  Allocator alloc(fx.catalog.region());
+  Allocator alloc(fx.layout());
   auto v = ValueOf(0, 8);
-  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 1, v, 1)).ok());
-  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 2, v, 1)).ok());
-  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, placement, alloc, 3, v, 1)).status().code(),
+  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 1, v, 1)).ok());
+  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 2, v, 1)).ok());
+  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 3, v, 1)).status().code(),
             Code::kOutOfSpace);
   EXPECT_TRUE(w.Run(Lookup(*w.ep, *fx.table, 0, 1)).ok());
   EXPECT_TRUE(w.Run(Lookup(*w.ep, *fx.table, 0, 2)).ok());
@@ -157,9 +164,10 @@ TEST(HashIndexTest, FullTableIsOutOfSpace) {
 TEST(HashIndexTest, ConcurrentInsertsIntoFewBucketsLoseNothing) {
   // Four threads race for the slots of a small index, so CAS claims collide often.
   constexpr int kThreads = 4, kPerThread = 300;
-  Fixture fx(1, 64 << 20,
-             TableSpec{.id = 5, .name = "race", .value_bytes = 8, .capacity = 1400,
-                       .slots_per_bucket = 8});
+  Fixture fx(
+      1, 64 << 20,
+      TableSpec{
+          .id = 5, .name = "race", .value_bytes = 8, .capacity = 1400, .slots_per_bucket = 8});
   Placement placement(1, 1);
   std::vector<std::unique_ptr<Worker>> ws;
   for (int t = 0; t < kThreads; t++) {
@@ -168,11 +176,12 @@ TEST(HashIndexTest, ConcurrentInsertsIntoFewBucketsLoseNothing) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
-      Allocator alloc(fx.catalog.region());
+      Allocator alloc(fx.layout());
       for (int i = 0; i < kPerThread; i++) {
         uint64_t key = static_cast<uint64_t>(t * kPerThread + i + 1);
         auto v = ValueOf(key, 8);
-        Result<SlotRef> r = ws[t]->Run(Insert(*ws[t]->ep, *fx.table, placement, alloc, key, v, 1));
+        Result<SlotRef> r =
+            ws[t]->Run(Insert(*ws[t]->ep, *fx.table, fx.layout(), placement, alloc, key, v, 1));
         EXPECT_TRUE(r.ok()) << r.status().ToString();
       }
     });

@@ -14,8 +14,14 @@ namespace pond::store {
 // ---- Region -------------------------------------------------------------------------------
 // [0, 4096)                          Superblock
 // [4096, 4096 + 64 * kTablesMax)     Catalog: one TableDesc per table id
-// [heap_begin, region_bytes)         Heap: carved by FAA on Superblock.heap_cursor into table
-//                                    index areas, per-CN chunks and log areas.
+// [heap_begin, heap_end)             General heap: carved by FAA on heap_cursor into table index
+//                                    areas and log areas.
+// [heap_end + i * lane_bytes, ...)   Record lane i, i = 0..R-1: records of the keys whose primary
+//                                    is MN (this MN - i) mod num_mns, i.e. for which this MN is
+//                                    replica i. Lane chunks are carved by FAA on the lane_cursor of
+//                                    the keys' primary MN, and one carve reserves the same
+//                                    lane-relative range on all R replicas, so a record's backup
+//                                    addresses follow from its primary address.
 inline constexpr uint64_t kSuperblockMagic = 0x31304e4d444e4f50ULL;  // "PONDMN01"
 inline constexpr uint32_t kFormatVersion = 1;
 inline constexpr uint64_t kSuperblockBytes = 4096;
@@ -24,36 +30,42 @@ inline constexpr uint64_t kCatalogOffset = kSuperblockBytes;
 inline constexpr uint64_t kHeapAlign = 64;
 
 struct Superblock {
-  uint64_t magic;          // kSuperblockMagic
+  uint64_t magic;           // kSuperblockMagic
   uint32_t format_version;  // kFormatVersion
   uint16_t mn_id;
   uint16_t num_mns;
   uint64_t region_bytes;
-  uint64_t chunk_bytes;    // size of the chunks CNs carve from the heap
-  uint64_t heap_begin;     // first heap byte
-  uint64_t heap_cursor;    // next free heap byte; advanced only by FAA
+  uint64_t chunk_bytes;     // size of the record chunks CNs carve from lanes
+  uint64_t heap_begin;      // first general-heap byte
+  uint64_t heap_cursor;     // next free general-heap byte; advanced only by FAA
+  uint64_t heap_end;        // end of the general heap = start of lane 0
+  uint64_t lane_bytes;      // size of each record lane
+  uint64_t lane_cursor;     // next free lane-relative byte for keys whose primary is this MN; FAA
   uint64_t catalog_offset;  // kCatalogOffset
-  uint32_t tables_max;     // kTablesMax
-  uint32_t reserved;
+  uint32_t tables_max;      // kTablesMax
+  uint16_t replication;     // R: lanes per region
+  uint16_t reserved;
+  uint64_t reserved2[5];
 };
-static_assert(sizeof(Superblock) == 64);
+static_assert(sizeof(Superblock) == 128);
 static_assert(offsetof(Superblock, heap_cursor) == 40, "CNs FAA this word by offset");
-static_assert(offsetof(Superblock, heap_cursor) % 8 == 0, "atomics need 8-byte alignment");
+static_assert(offsetof(Superblock, lane_cursor) == 64, "CNs FAA this word by offset");
+static_assert(offsetof(Superblock, replication) == 84);
 
 // ---- Catalog ------------------------------------------------------------------------------
-inline constexpr uint8_t kTablePresent = 1;      // TableDesc.flags: the slot holds a table
+inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table
 inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number in bits 0..11
 inline constexpr size_t kTableNameMax = 23;
 
 struct TableDesc {
   uint16_t table_id;
-  uint8_t versions;         // N: version cells per CVT, 1..kVersionsMax
-  uint8_t flags;            // kTablePresent | kTableCriticalField
-  uint32_t value_bytes;     // user value size
-  uint32_t record_stride;   // bytes of one stored version (value + cacheline versions), 64-aligned
-  uint32_t cvt_bytes;       // bytes of one CVT (header + N cells)
-  uint64_t bucket_count;    // index buckets on each MN
-  uint64_t index_offset;    // this MN's index area (differs per MN)
+  uint8_t versions;        // N: version cells per CVT, 1..kVersionsMax
+  uint8_t flags;           // kTablePresent | kTableCriticalField
+  uint32_t value_bytes;    // user value size
+  uint32_t record_stride;  // bytes of one stored version (value + cacheline versions), 64-aligned
+  uint32_t cvt_bytes;      // bytes of one CVT (header + N cells)
+  uint64_t bucket_count;   // index buckets on each MN
+  uint64_t index_offset;   // this MN's index area (differs per MN)
   uint16_t slots_per_bucket;
   uint8_t reserved[6];
   char name[kTableNameMax + 1];  // NUL-terminated
@@ -94,10 +106,10 @@ inline constexpr uint64_t kInvisible = ~uint64_t{0};  // commit_ts of a written,
 // The same cv is stamped into every cacheline of the record the cell points to.
 struct CvtCell {
   uint8_t head_cv;
-  uint8_t valid;         // 0: empty cell; 1: holds a version
+  uint8_t valid;  // 0: empty cell; 1: holds a version
   uint8_t reserved[6];
-  uint64_t commit_ts;    // kInvisible while the writer has not committed
-  uint8_t record[6];     // 48-bit offset of the record, on the same MN as this CVT; 0 = none
+  uint64_t commit_ts;  // kInvisible while the writer has not committed
+  uint8_t record[6];   // 48-bit offset of the record, on the same MN as this CVT; 0 = none
   uint8_t reserved2;
   uint8_t tail_cv;
 };

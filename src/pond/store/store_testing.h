@@ -13,15 +13,21 @@
 
 namespace pond::store::testing {
 
-inline std::unique_ptr<LocalFabric> FormattedPool(uint16_t mns, uint64_t region_bytes,
-                                                  uint64_t chunk_bytes = 1 << 20) {
+struct Pool {
+  std::unique_ptr<LocalFabric> fabric;
+  PoolLayout layout;
+  LocalFabric* operator->() { return fabric.get(); }
+  LocalFabric& operator*() { return *fabric; }
+};
+
+inline Pool FormattedPool(uint16_t mns, uint64_t region_bytes, uint64_t chunk_bytes = 1 << 20,
+                          int replication = 1) {
   auto f = LocalFabric::Create(mns, region_bytes);
   POND_CHECK_MSG(f.ok(), f.status().ToString().c_str());
-  for (MnId mn = 0; mn < mns; mn++) {
-    Status s = FormatRegion((*f)->region(mn), region_bytes, mn, mns, chunk_bytes);
-    POND_CHECK_MSG(s.ok(), s.ToString().c_str());
-  }
-  return std::move(f).value();
+  auto layout = MakeLayout(mns, replication, region_bytes, chunk_bytes);
+  POND_CHECK_MSG(layout.ok(), layout.status().ToString().c_str());
+  for (MnId mn = 0; mn < mns; mn++) FormatRegion((*f)->region(mn), *layout, mn);
+  return Pool{std::move(f).value(), *layout};
 }
 
 // One worker: a scheduler on the system clock and an endpoint. Use from one thread.

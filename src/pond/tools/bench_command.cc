@@ -52,9 +52,10 @@ void AddRaw(CLI::App& bench, CommandAction* action) {
   raw->callback([=] {
     *action = [=]() -> int {
       if (!verbs->empty()) {
-        static const std::map<std::string, Verb> kByName = {
-            {"READ", Verb::kRead}, {"WRITE", Verb::kWrite}, {"CAS", Verb::kCas},
-            {"FAA", Verb::kFaa}};
+        static const std::map<std::string, Verb> kByName = {{"READ", Verb::kRead},
+                                                            {"WRITE", Verb::kWrite},
+                                                            {"CAS", Verb::kCas},
+                                                            {"FAA", Verb::kFaa}};
         o->verbs.clear();
         for (auto v : *verbs) {
           for (auto& ch : v) ch = static_cast<char>(std::toupper(ch));
@@ -72,8 +73,8 @@ void AddRaw(CLI::App& bench, CommandAction* action) {
       if (bench::kAssertsOn) {
         std::printf("warning: asserts are on; numbers are not comparable with Release\n");
       }
-      std::printf("%-6s %12s %10s %10s %10s %10s\n", "verb", "ops/s", "mean ns", "p50 ns",
-                  "p99 ns", "p999 ns");
+      std::printf("%-6s %12s %10s %10s %10s %10s\n", "verb", "ops/s", "mean ns", "p50 ns", "p99 ns",
+                  "p999 ns");
       std::fflush(stdout);
       auto results = bench::RunRawBench(*o, [](const bench::RawVerbResult& r) {
         std::printf("%-6s %12s %10.0f %10lu %10lu %10lu\n", VerbName(r.verb),

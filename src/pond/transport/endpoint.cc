@@ -9,10 +9,14 @@ namespace pond {
 
 const char* VerbName(Verb v) {
   switch (v) {
-    case Verb::kRead: return "READ";
-    case Verb::kWrite: return "WRITE";
-    case Verb::kCas: return "CAS";
-    case Verb::kFaa: return "FAA";
+    case Verb::kRead:
+      return "READ";
+    case Verb::kWrite:
+      return "WRITE";
+    case Verb::kCas:
+      return "CAS";
+    case Verb::kFaa:
+      return "FAA";
   }
   return "?";
 }

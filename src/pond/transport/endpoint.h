@@ -37,18 +37,20 @@ const char* VerbName(Verb v);
 // A posted one-sided operation.
 struct Op {
   Verb verb;
-  uint32_t len;          // bytes for READ/WRITE; 8 for atomics
-  GAddr addr;            // remote address
-  void* local;           // READ: destination; WRITE: source (const); CAS/FAA: result cell
-  uint64_t arg0;         // CAS: expected; FAA: addend
-  uint64_t arg1;         // CAS: desired
+  uint32_t len;   // bytes for READ/WRITE; 8 for atomics
+  GAddr addr;     // remote address
+  void* local;    // READ: destination; WRITE: source (const); CAS/FAA: result cell
+  uint64_t arg0;  // CAS: expected; FAA: addend
+  uint64_t arg1;  // CAS: desired
 };
 
 // Addresses one worker (coordinator) of one compute node.
 struct WorkerAddr {
   uint16_t cn = 0;
   uint16_t worker = 0;
-  friend bool operator==(WorkerAddr a, WorkerAddr b) { return a.cn == b.cn && a.worker == b.worker; }
+  friend bool operator==(WorkerAddr a, WorkerAddr b) {
+    return a.cn == b.cn && a.worker == b.worker;
+  }
   uint32_t Packed() const { return (uint32_t{cn} << 16) | worker; }
 };
 
@@ -62,7 +64,7 @@ using MessageHandler = std::function<void(const Message&)>;
 struct EndpointStats {
   uint64_t ops[kNumVerbs] = {};
   uint64_t bytes[kNumVerbs] = {};
-  uint64_t batches = 0;   // doorbell batches (one per MN per Flush)
+  uint64_t batches = 0;  // doorbell batches (one per MN per Flush)
   uint64_t flushes = 0;
   uint64_t messages_sent = 0;
   uint64_t packets_sent = 0;
@@ -85,9 +87,7 @@ class Endpoint : public Poller {
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
-  void Read(GAddr from, void* to, uint32_t len) {
-    Post(Op{Verb::kRead, len, from, to, 0, 0});
-  }
+  void Read(GAddr from, void* to, uint32_t len) { Post(Op{Verb::kRead, len, from, to, 0, 0}); }
   void Write(GAddr to, const void* from, uint32_t len) {
     Post(Op{Verb::kWrite, len, to, const_cast<void*>(from), 0, 0});
   }

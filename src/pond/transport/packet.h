@@ -9,13 +9,13 @@
 namespace pond {
 
 struct PacketHeader {
-  uint32_t magic;       // kPacketMagic
+  uint32_t magic;  // kPacketMagic
   uint16_t src_cn;
   uint16_t src_worker;
   uint16_t dst_cn;
   uint16_t dst_worker;
-  uint16_t count;       // messages that follow
-  uint16_t reserved;    // zero
+  uint16_t count;     // messages that follow
+  uint16_t reserved;  // zero
 };
 static_assert(sizeof(PacketHeader) == 16);
 static_assert(offsetof(PacketHeader, src_cn) == 4);
@@ -23,9 +23,9 @@ static_assert(offsetof(PacketHeader, dst_cn) == 8);
 static_assert(offsetof(PacketHeader, count) == 12);
 
 struct MessageHeader {
-  uint16_t kind;        // protocol-defined message type
-  uint16_t reserved;    // zero
-  uint32_t len;         // payload bytes, not counting padding
+  uint16_t kind;      // protocol-defined message type
+  uint16_t reserved;  // zero
+  uint32_t len;       // payload bytes, not counting padding
 };
 static_assert(sizeof(MessageHeader) == 8);
 static_assert(offsetof(MessageHeader, len) == 4);

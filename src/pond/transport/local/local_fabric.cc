@@ -13,8 +13,7 @@ namespace pond {
 
 class LocalEndpoint final : public Endpoint {
  public:
-  LocalEndpoint(LocalFabric& fabric, WorkerAddr self, Scheduler& sched,
-                LocalFabric::Mailbox* inbox)
+  LocalEndpoint(LocalFabric& fabric, WorkerAddr self, Scheduler& sched, LocalFabric::Mailbox* inbox)
       : Endpoint(self, sched), fabric_(fabric), inbox_(inbox) {}
 
  protected:
