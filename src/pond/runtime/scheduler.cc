@@ -73,7 +73,7 @@ bool Scheduler::RunOnce() {
       progress = true;
     }
   }
-  for (Poller* p : pollers_) p->EndRound();
+  for (auto it = pollers_.rbegin(); it != pollers_.rend(); ++it) (*it)->EndRound();
   for (Poller* p : pollers_) progress |= p->Poll();
   return progress;
 }

@@ -26,7 +26,9 @@ class Poller {
   virtual ~Poller() = default;
   // Moves finished work to the ready queue; returns true if it found any.
   virtual bool Poll() = 0;
-  // Called once per round after the ready coroutines ran: send what they buffered.
+  // Called once per round after the ready coroutines ran: send what they buffered. Pollers are
+  // called in reverse order of registration, so a higher layer registered later (e.g. a lock
+  // client batching requests) can hand its batch to a lower one (the endpoint) in the same round.
   virtual void EndRound() {}
 };
 

@@ -112,6 +112,16 @@ void Endpoint::EndRound() {
 
 bool Endpoint::Poll() { return PollBackend(); }
 
+void Endpoint::OnMessage(uint16_t kind, MessageHandler handler) {
+  for (auto& [k, h] : handlers_) {
+    if (k == kind) {
+      h = std::move(handler);
+      return;
+    }
+  }
+  handlers_.emplace_back(kind, std::move(handler));
+}
+
 void Endpoint::Deliver(std::span<const std::byte> packet) {
   // Packets come only from Pond endpoints; a malformed one is a bug in a sender, not bad user
   // input, so it is an invariant violation.
@@ -129,7 +139,16 @@ void Endpoint::Deliver(std::span<const std::byte> packet) {
     at += sizeof(mh);
     POND_CHECK_MSG(at + mh.len <= packet.size(), "truncated CN message");
     stats_.messages_received++;
-    if (handler_) handler_(Message{from, mh.kind, packet.subspan(at, mh.len)});
+    Message m{from, mh.kind, packet.subspan(at, mh.len)};
+    bool handled = false;
+    for (auto& [kind, handler] : handlers_) {
+      if (kind == mh.kind) {
+        handler(m);
+        handled = true;
+        break;
+      }
+    }
+    POND_CHECK_MSG(handled, "CN message of a kind with no handler");
     at += PaddedLen(mh.len);
   }
 }

@@ -12,7 +12,8 @@
 //
 // Messages: Send() buffers a message to another CN worker; at the end of the scheduling round all
 // messages to one destination leave as one packet (docs/formats.md "CN packet"). Incoming packets
-// are unpacked in Poll() and each message is handed to the MessageHandler.
+// are unpacked in Poll() and each message is handed to the handler registered for its kind
+// (message kinds are listed in docs/formats.md "Message kinds").
 //
 // Thread rules: an Endpoint belongs to one worker thread and its Scheduler.
 #pragma once
@@ -116,7 +117,8 @@ class Endpoint : public Poller {
   }
 
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
-  void SetMessageHandler(MessageHandler handler) { handler_ = std::move(handler); }
+  // Registers the handler for one message kind; a message of a kind with no handler is a bug.
+  void OnMessage(uint16_t kind, MessageHandler handler);
 
   // Poller: flush buffered messages at the end of a round; deliver completions and packets.
   void EndRound() override;
@@ -145,7 +147,7 @@ class Endpoint : public Poller {
   Scheduler& sched_;
   std::vector<Op> pending_;
   std::vector<Op> scratch_;
-  MessageHandler handler_;
+  std::vector<std::pair<uint16_t, MessageHandler>> handlers_;  // few kinds: a scan beats a map
   struct OutBuffer {
     WorkerAddr to;
     uint16_t count = 0;

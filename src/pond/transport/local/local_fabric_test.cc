@@ -115,11 +115,13 @@ TEST(LocalFabricTest, MessagesToOneWorkerInOneRoundShareAPacket) {
   Worker b(*f, {1, 0});
   std::vector<std::string> got;
   std::vector<uint16_t> kinds;
-  b.ep->SetMessageHandler([&](const Message& m) {
+  auto handler = [&](const Message& m) {
     EXPECT_EQ(m.from, (WorkerAddr{0, 0}));
     kinds.push_back(m.kind);
     got.emplace_back(reinterpret_cast<const char*>(m.payload.data()), m.payload.size());
-  });
+  };
+  b.ep->OnMessage(1, handler);
+  b.ep->OnMessage(2, handler);
   // Two coroutines on worker a each send in the same round.
   auto sender = [](Endpoint* ep, std::string text, uint16_t kind) -> Task<void> {
     ep->Send({1, 0}, kind, std::as_bytes(std::span(text.data(), text.size())));

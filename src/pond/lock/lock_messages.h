@@ -1,0 +1,45 @@
+// Wire format of lock RPCs between CNs (docs/formats.md "Lock messages"). A request batch holds
+// every lock and unlock request one worker has for one CN in one scheduling round, across all
+// of that worker's transactions (Dandelion's batching); the reply batch answers the lock requests
+// (unlocks are not answered: they are asynchronous, Lotus §5.1).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pond::lock {
+
+// Message kinds (docs/formats.md "Message kinds"): 0x01xx belongs to the lock layer.
+inline constexpr uint16_t kMsgLockRequests = 0x0101;
+inline constexpr uint16_t kMsgLockReplies = 0x0102;
+
+inline constexpr uint8_t kOpLock = 0;
+inline constexpr uint8_t kOpUnlock = 1;
+
+struct BatchHeader {
+  uint32_t count;     // entries that follow
+  uint32_t reserved;  // zero
+};
+static_assert(sizeof(BatchHeader) == 8);
+
+struct LockRequestEntry {
+  uint64_t txn_id;    // with the sender's CN id, the owner
+  uint64_t key;       // LockKey.key
+  uint16_t table;     // LockKey.table (bit 15: index-bucket lock)
+  uint8_t op;         // kOpLock or kOpUnlock
+  uint8_t mode;       // LockMode
+  uint32_t req_id;    // echoed in the reply; chosen by the sender
+};
+static_assert(sizeof(LockRequestEntry) == 24);
+static_assert(offsetof(LockRequestEntry, table) == 16 && offsetof(LockRequestEntry, req_id) == 20);
+
+struct LockReplyEntry {
+  uint32_t req_id;
+  uint8_t code;       // pond::Code of the outcome: kOk, kConflict or kWrongShard
+  uint8_t reserved[3];
+};
+static_assert(sizeof(LockReplyEntry) == 8);
+
+inline constexpr uint32_t kLockBatchEntriesMax = 4096;
+
+}  // namespace pond::lock
