@@ -73,8 +73,9 @@ bool Scheduler::RunOnce() {
       progress = true;
     }
   }
-  for (auto it = pollers_.rbegin(); it != pollers_.rend(); ++it) (*it)->EndRound();
+  // Poll before EndRound, so that replies a message handler produces leave in this round.
   for (Poller* p : pollers_) progress |= p->Poll();
+  for (auto it = pollers_.rbegin(); it != pollers_.rend(); ++it) (*it)->EndRound();
   return progress;
 }
 

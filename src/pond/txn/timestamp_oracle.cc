@@ -1,0 +1,73 @@
+#include "pond/txn/timestamp_oracle.h"
+
+#include <cstring>
+
+#include "pond/base/assert.h"
+
+namespace pond::txn {
+
+uint64_t TimestampOracle::Grant(uint32_t n) {
+  POND_ASSERT(n >= 1);
+  uint64_t floor = (clock_.NowNs() / 1000) << kLogicalBits;
+  uint64_t last = last_.load(std::memory_order_relaxed);
+  for (;;) {
+    uint64_t first = last + 1 > floor ? last + 1 : floor;
+    if (last_.compare_exchange_weak(last, first + n - 1, std::memory_order_acq_rel)) return first;
+  }
+}
+
+TsoClient::TsoClient(Endpoint& ep, WorkerAddr host, TimestampOracle* local)
+    : ep_(ep), host_(host), local_(local) {
+  ep_.scheduler().AddPoller(this);
+  ep_.OnMessage(kMsgTsoReply, [this](const Message& m) { OnReply(m); });
+}
+
+void TsoClient::Hand(std::vector<Waiter> batch, uint64_t first) {
+  // Within a block, earlier askers get smaller timestamps.
+  for (size_t i = 0; i < batch.size(); i++) {
+    *batch[i].out = first + i;
+    ep_.scheduler().Ready(batch[i].h);
+  }
+  stats_.timestamps += batch.size();
+}
+
+void TsoClient::EndRound() {
+  if (waiting_.empty()) return;
+  uint32_t n = static_cast<uint32_t>(waiting_.size());
+  std::vector<Waiter> batch;
+  batch.swap(waiting_);
+  stats_.requests++;
+  if (local_ != nullptr) {
+    Hand(std::move(batch), local_->Grant(n));
+    return;
+  }
+  uint32_t seq = next_seq_++;
+  sent_.emplace(seq, std::move(batch));
+  TsoRequest req{n, seq};
+  ep_.Send(host_, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
+}
+
+void TsoClient::OnReply(const Message& m) {
+  POND_CHECK(m.payload.size() == sizeof(TsoReply));
+  TsoReply r;
+  std::memcpy(&r, m.payload.data(), sizeof(r));
+  auto it = sent_.find(r.seq);
+  if (it == sent_.end()) return;  // a duplicate reply: its waiters were served already
+  POND_CHECK(it->second.size() == r.count);
+  std::vector<Waiter> batch = std::move(it->second);
+  sent_.erase(it);
+  Hand(std::move(batch), r.first);
+}
+
+TsoServer::TsoServer(Endpoint& ep, TimestampOracle& oracle) : ep_(ep), oracle_(oracle) {
+  ep_.OnMessage(kMsgTsoRequest, [this](const Message& m) {
+    POND_CHECK(m.payload.size() == sizeof(TsoRequest));
+    TsoRequest req;
+    std::memcpy(&req, m.payload.data(), sizeof(req));
+    POND_CHECK(req.count >= 1);
+    TsoReply reply{oracle_.Grant(req.count), req.count, req.seq};
+    ep_.Send(m.from, kMsgTsoReply, std::as_bytes(std::span(&reply, 1)));
+  });
+}
+
+}  // namespace pond::txn

@@ -1,0 +1,111 @@
+// The timestamp service of the compute pool (Lotus §5, "scalable timestamp service").
+//
+// TimestampOracle hands out 64-bit timestamps that strictly increase across all grants and carry
+// a physical-clock component: ts = (clock µs << kLogicalBits) | logical. The physical part lets
+// garbage collection reason about a version's age (Lotus §7.1); the logical part keeps grants
+// unique when many come in one microsecond. One oracle serves the cluster; it lives on one CN
+// (the "TSO host").
+//
+// TsoClient is a worker's access to it. All Get() calls of a worker's coroutines in one
+// scheduling round become one request for a block of timestamps — one message and one round trip
+// for the whole worker, not one per transaction. On the TSO host itself the client calls the
+// oracle directly.
+//
+// Thread rules: TimestampOracle is thread-safe. TsoClient and TsoServer belong to one worker.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/runtime/clock.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/runtime/task.h"
+#include "pond/transport/endpoint.h"
+
+namespace pond::txn {
+
+inline constexpr int kLogicalBits = 16;
+// Message kinds 0x02xx belong to the timestamp service (docs/formats.md "Message kinds").
+inline constexpr uint16_t kMsgTsoRequest = 0x0201;
+inline constexpr uint16_t kMsgTsoReply = 0x0202;
+
+struct TsoRequest {
+  uint32_t count;  // timestamps wanted
+  uint32_t seq;    // echoed in the reply, so replies may arrive in any order
+};
+static_assert(sizeof(TsoRequest) == 8);
+struct TsoReply {
+  uint64_t first;  // the granted block is [first, first + count)
+  uint32_t count;
+  uint32_t seq;
+};
+static_assert(sizeof(TsoReply) == 16);
+
+class TimestampOracle {
+ public:
+  explicit TimestampOracle(Clock& clock) : clock_(clock) {}
+  // Grants `n` >= 1 consecutive timestamps and returns the first.
+  uint64_t Grant(uint32_t n);
+
+ private:
+  Clock& clock_;
+  std::atomic<uint64_t> last_{0};
+};
+
+struct TsoClientStats {
+  uint64_t timestamps = 0;
+  uint64_t requests = 0;  // blocks asked for (messages to the host, or direct grants there)
+};
+
+class TsoClient : public Poller {
+ public:
+  // `host` is the TSO host worker; `local` is the oracle if this worker's CN is the host.
+  TsoClient(Endpoint& ep, WorkerAddr host, TimestampOracle* local);
+
+  // co_await client.Get(): one fresh timestamp.
+  auto Get() {
+    struct Awaiter {
+      TsoClient* c;
+      uint64_t ts = 0;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { c->waiting_.push_back({h, &ts}); }
+      uint64_t await_resume() const noexcept { return ts; }
+    };
+    return Awaiter{this};
+  }
+
+  bool Poll() override { return false; }
+  void EndRound() override;
+  const TsoClientStats& stats() const { return stats_; }
+
+ private:
+  struct Waiter {
+    std::coroutine_handle<> h;
+    uint64_t* out;
+  };
+  void Hand(std::vector<Waiter> batch, uint64_t first);
+  void OnReply(const Message& m);
+
+  Endpoint& ep_;
+  WorkerAddr host_;
+  TimestampOracle* local_;
+  std::vector<Waiter> waiting_;  // asked this round, not yet sent
+  std::unordered_map<uint32_t, std::vector<Waiter>> sent_;  // by request seq
+  uint32_t next_seq_ = 0;
+  TsoClientStats stats_;
+};
+
+// The TSO host's handler for requests from other CNs' workers.
+class TsoServer {
+ public:
+  TsoServer(Endpoint& ep, TimestampOracle& oracle);
+
+ private:
+  Endpoint& ep_;
+  TimestampOracle& oracle_;
+};
+
+}  // namespace pond::txn
