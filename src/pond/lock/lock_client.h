@@ -1,22 +1,37 @@
 // LockClient: one worker's way to take and drop locks, wherever they live (Lotus §4.1, §5.1).
 //
 // Locks of shards this CN manages are taken directly on the local LockTable. Requests for other
-// CNs are queued per destination and, at the end of the scheduling round, leave as one
+// CNs are queued per destination and, at the end of the scheduling round (EndRound), leave as one
 // request-batch message per destination — holding the requests of every transaction of this
-// worker that asked during the round. An Acquire resumes when every one of its answers is in.
-// Requests go from worker i of this CN to worker i of the managing CN (Lotus §4.1).
+// worker that asked during the round (a batch longer than kLockBatchEntriesMax is split). An
+// Acquire resumes when every one of its answers is in. Requests go from worker i of this CN to
+// worker i of the managing CN (Lotus §4.1).
 //
-// If any lock is refused, Acquire releases those it got and returns the refusal (Conflict), so a
-// failed Acquire holds nothing. A WrongShard answer (the map changed) makes the client re-read
-// the ShardMap and resend that request, at most kWrongShardRetriesMax times.
+// Acquire takes the local locks first; if one is refused it sends nothing (early abort, Lotus
+// §5.1). If any lock is refused, Acquire waits for the answers still outstanding, releases every
+// lock of the call that was granted (local at once, remote by queued unlocks) and returns
+// Conflict, so a failed Acquire holds none of the locks it named — including ones the owner held
+// before the call (the transaction aborts anyway). A WrongShard answer (the map changed) makes the
+// client re-read the ShardMap and resend that request, at most kWrongShardRetriesMax times per
+// request; after that Acquire fails with WrongShard (and holds nothing).
 //
-// Release is asynchronous for remote locks: it queues the unlocks and returns at once.
+// Release is asynchronous for remote locks: it queues the unlocks and returns at once; the
+// managing CN applies them when the batch arrives. Release routes by the current ShardMap, which
+// is right because a shard moves only after every lock of it has been released (resharding
+// drains first, Lotus §4.3).
+//
+// Arguments of Acquire are copied into the coroutine when it starts; `owner` and `reqs` must stay
+// valid until the task is first awaited (as they are in `co_await client.Acquire(o, reqs)`).
+// `owner.cn` must be this CN: the managing CN takes the owner's CN from the message sender.
 //
 // Thread rules: one LockClient per worker, used from that worker's thread only. It registers
-// itself as a Poller of the worker's scheduler and as the handler of kMsgLockReplies.
+// itself as a Poller of the worker's scheduler (after the endpoint, so its EndRound runs first
+// and its batches leave in the same round) and as the handler of kMsgLockReplies. It must live as
+// long as the scheduler runs rounds; Acquires still waiting when it is destroyed never resume.
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <unordered_map>
@@ -45,13 +60,18 @@ struct LockClientStats {
   uint64_t remote_acquires = 0;
   uint64_t request_messages = 0;  // request batches sent
   uint64_t wrong_shard_retries = 0;
-  uint64_t refusals = 0;
+  uint64_t refusals = 0;       // lock requests refused (Conflict, or WrongShard after retries)
+  uint64_t unlocks_sent = 0;   // remote unlock entries queued
+  uint64_t stale_replies = 0;  // replies whose Acquire is gone
 };
 
 class LockClient : public Poller {
  public:
   // `cn` is this CN; `local` its lock table. Registers with the endpoint's scheduler.
   LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardMap& map);
+  ~LockClient() override;
+  LockClient(const LockClient&) = delete;
+  LockClient& operator=(const LockClient&) = delete;
 
   Task<Status> Acquire(const LockOwner& owner, std::span<const LockRequest> reqs);
   void Release(const LockOwner& owner, std::span<const LockRequest> reqs);
@@ -63,15 +83,27 @@ class LockClient : public Poller {
   const LockClientStats& stats() const { return stats_; }
 
  private:
-  // Implementation-defined members (pending batches per destination CN, outstanding acquires
-  // by req_id, ...); see lock_client.cc.
+  struct AcquireState;  // one per running Acquire, on its coroutine frame; see lock_client.cc
+  struct Outstanding {
+    AcquireState* st;
+    uint32_t item;  // index of the request in st
+  };
+
   void OnReplies(const Message& m);
+  // Sends request `item` of `st` where the map says: takes it locally, or queues it for its CN
+  // and counts it outstanding. Local WrongShard answers are retried here.
+  void Route(AcquireState& st, uint32_t item);
+  uint32_t NewReqId();
 
   uint16_t cn_;
   Endpoint& ep_;
   LockTable& local_;
   const ShardMap& map_;
   LockClientStats stats_;
+  std::vector<std::vector<LockRequestEntry>> pending_;  // this round's entries, by destination CN
+  std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
+  uint32_t next_req_id_ = 1;
+  std::vector<std::byte> buf_;  // reused message buffer
 };
 
 }  // namespace pond::lock

@@ -1,17 +1,29 @@
 // LockServer: a worker's handler for lock requests from other CNs (Lotus §4.1).
 //
 // For each request batch it applies every entry to the CN's LockTable in order and answers all
-// lock entries of the batch in one reply batch to the sender. Before granting a write lock to a
-// remote transaction it calls the remote-write hook, with which the CN invalidates its cached CVT
-// of that key (the VT cache stays exact with no other traffic, Lotus §4.4). Handlers must be
-// idempotent: a repeated request by the same owner is answered Ok and changes nothing; an unlock
-// of a lock not held changes nothing.
+// lock entries of the batch in one reply batch to the sender (none if the batch held only
+// unlocks). The owner of an entry is (sender's CN, entry.txn_id): a CN cannot lock for another.
+// Before it answers Ok to a write lock of a remote transaction (one from another CN) it calls the
+// remote-write hook, with which the CN invalidates its cached CVT of that key (the VT cache stays
+// exact with no other traffic, Lotus §4.4). The hook runs after the table granted the lock and
+// before the reply is queued: from then on no local transaction can lock the key and so refill
+// the cache entry, and the remote writer cannot write before it has the reply. (Calling it before
+// the CAS, as Algorithm 1 line 15 does, would leave a window in which a local reader that still
+// holds its read lock refills the cache just before releasing.) Handlers must be idempotent: a
+// repeated request by the same owner is answered Ok and changes nothing; an unlock of a lock not
+// held (duplicate, stale or reordered) changes nothing and is counted as stray.
+//
+// A stale lock request that arrives after the unlock meant to follow it (only a reordering
+// transport can do that; the local transport keeps order per worker pair) is granted and stays
+// held until recovery releases the owner's locks; the server cannot tell it from a fresh one.
 //
 // Thread rules: one LockServer per worker; it registers as the handler of kMsgLockRequests on
 // that worker's endpoint.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "pond/lock/lock_key.h"
 #include "pond/lock/lock_table.h"
@@ -21,8 +33,8 @@ namespace pond::lock {
 
 struct LockServerStats {
   uint64_t request_batches = 0;
-  uint64_t locks = 0;
-  uint64_t unlocks = 0;
+  uint64_t locks = 0;    // lock entries answered (any outcome)
+  uint64_t unlocks = 0;  // unlocks that released a hold
   uint64_t stray_unlocks = 0;  // unlocks of locks not held
   uint64_t wrong_shard = 0;
 };
@@ -34,7 +46,8 @@ class LockServer {
   void SetRemoteWriteHook(std::function<void(const LockKey&)> hook) { hook_ = std::move(hook); }
   const LockServerStats& stats() const { return stats_; }
 
-  // Exposed for message-by-message tests; normally called by the endpoint.
+  // Exposed for message-by-message tests; normally called by the endpoint. A malformed batch
+  // (sizes that do not add up, more than kLockBatchEntriesMax entries) is a sender bug: assert.
   void OnRequests(const Message& m);
 
  private:
@@ -42,6 +55,7 @@ class LockServer {
   LockTable& table_;
   std::function<void(const LockKey&)> hook_;
   LockServerStats stats_;
+  std::vector<std::byte> reply_;  // reused reply buffer
 };
 
 }  // namespace pond::lock

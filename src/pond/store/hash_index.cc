@@ -31,17 +31,8 @@ uint64_t HomeBucket(const TableInfo& t, uint64_t key) {
   return HashKey(key, HashUse::kIndexBucket) % t.bucket_count;
 }
 
-namespace {
-
-// Result of scanning one copied bucket for a key.
-struct Scan {
-  int match = -1;  // slot holding the key live
-  int first_empty = -1;
-  Status torn;  // set if the matching slot's cells were caught mid-write
-};
-
-Scan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key) {
-  Scan s;
+BucketScan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key) {
+  BucketScan s;
   for (int i = 0; i < t.slots_per_bucket; i++) {
     CvtHeader h;
     std::memcpy(&h, bucket.data() + static_cast<size_t>(i) * t.cvt_bytes, sizeof(h));
@@ -56,8 +47,6 @@ Scan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t 
   return s;
 }
 
-}  // namespace
-
 Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key) {
   std::vector<std::byte> buf(t.bucket_bytes());
   uint64_t bucket = HomeBucket(t, key);
@@ -65,7 +54,7 @@ Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t k
     ep.Read(t.BucketAddr(mn, bucket), buf.data(), t.bucket_bytes());
     Status st = co_await ep.Flush();
     if (!st.ok()) co_return st;
-    Scan s = ScanBucket(t, buf, key);
+    BucketScan s = ScanBucket(t, buf, key);
     if (s.match >= 0) {
       Result<Cvt> cvt =
           DecodeCvt(std::span(buf).subspan(static_cast<size_t>(s.match) * t.cvt_bytes, t.cvt_bytes),
@@ -87,37 +76,9 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
                               t.name + " of " + std::to_string(t.value_bytes) + "-byte values");
   }
   MnId primary = placement.Primary(key);
-  uint64_t claimed_meta =
-      PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
-  std::vector<std::byte> buf(t.bucket_bytes());
-
-  // 1. Claim a slot on the primary: the first empty slot on the probe path, by CAS.
-  SlotRef ref;
-  bool claimed = false;
-  uint64_t bucket = HomeBucket(t, key);
-  int probe = 0;
-  for (int attempt = 0; attempt < kInsertAttemptsMax && !claimed; attempt++) {
-    ep.Read(t.BucketAddr(primary, bucket), buf.data(), t.bucket_bytes());
-    Status st = co_await ep.Flush();
-    if (!st.ok()) co_return st;
-    Scan s = ScanBucket(t, buf, key);
-    if (s.match >= 0) co_return AlreadyExists("key " + std::to_string(key) + " exists");
-    if (s.first_empty < 0) {
-      if (++probe >= kProbeBucketsMax) break;
-      bucket = (bucket + 1) % t.bucket_count;
-      continue;
-    }
-    uint64_t old = 0;
-    ref = SlotRef{bucket, s.first_empty};
-    ep.Cas(ref.Addr(t, primary) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
-    st = co_await ep.Flush();
-    if (!st.ok()) co_return st;
-    claimed = old == 0;  // lost the race: re-read this bucket and try its next empty slot
-  }
-  if (!claimed) {
-    co_return OutOfSpace("no free slot for key " + std::to_string(key) + " within " +
-                         std::to_string(kProbeBucketsMax) + " buckets of table " + t.name);
-  }
+  Result<SlotRef> claimed = co_await ClaimSlot(ep, t, primary, key);
+  if (!claimed.ok()) co_return claimed.status();
+  SlotRef ref = *claimed;
 
   // 2. Write record, cells, key, then meta=live on every replica. Within one MN the batch is
   // applied in this order, so a reader that sees the slot live finds the rest written.
@@ -132,7 +93,7 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
   for (int r = 0; r < placement.replication(); r++) {
     MnId mn = placement.Replica(key, r);
     uint64_t rec = layout.RecordOffset(r, *lane_off);
-    first[r] = EncodeCell(Cell{1, true, commit_ts, rec});
+    first[r] = EncodeCell(Cell{.cv = 1, .valid = true, .commit_ts = commit_ts, .record = rec});
     GAddr slot = ref.Addr(t, mn);
     ep.Write(GAddr::Make(mn, rec), record.data(), t.record_stride);
     ep.Write(slot + sizeof(CvtHeader), &first[r], sizeof(CvtCell));
@@ -142,6 +103,35 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
   Status st = co_await ep.Flush();
   if (!st.ok()) co_return st;
   co_return ref;
+}
+
+Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key) {
+  uint64_t claimed_meta = PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions),
+                                   t.value_bytes);
+  std::vector<std::byte> buf(t.bucket_bytes());
+  uint64_t bucket = HomeBucket(t, key);
+  int probe = 0;
+  for (int attempt = 0; attempt < kInsertAttemptsMax; attempt++) {
+    ep.Read(t.BucketAddr(primary, bucket), buf.data(), t.bucket_bytes());
+    Status st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    BucketScan s = ScanBucket(t, buf, key);
+    if (s.match >= 0) co_return AlreadyExists("key " + std::to_string(key) + " exists");
+    if (s.first_empty < 0) {
+      if (++probe >= kProbeBucketsMax) break;
+      bucket = (bucket + 1) % t.bucket_count;
+      continue;
+    }
+    uint64_t old = 0;
+    SlotRef ref{bucket, s.first_empty};
+    ep.Cas(ref.Addr(t, primary) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
+    st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    if (old == 0) co_return ref;
+    // Lost the race: re-read this bucket and try its next empty slot.
+  }
+  co_return OutOfSpace("no free slot for key " + std::to_string(key) + " within " +
+                       std::to_string(kProbeBucketsMax) + " buckets of table " + t.name);
 }
 
 Task<Status> ReadRecord(Endpoint& ep, const TableInfo& t, MnId mn, const Cell& cell,

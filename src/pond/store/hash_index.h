@@ -53,6 +53,19 @@ struct Found {
 
 uint64_t HomeBucket(const TableInfo& t, uint64_t key);
 
+// Scans a copied bucket: the slot holding `key` live (or -1), and whether any slot is empty (if
+// so, the key cannot be in a later bucket of its probe path).
+struct BucketScan {
+  int match = -1;
+  int first_empty = -1;
+};
+BucketScan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key);
+
+// Claims a slot for a new key on the primary MN by CAS (step 1 of Insert) and returns it; the
+// caller then writes cells, key and meta=live on every replica (see Insert). AlreadyExists if the
+// key is live on its probe path; OutOfSpace if no slot is free within kProbeBucketsMax buckets.
+Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key);
+
 // Looks the key up on MN `mn` (normally its primary). NotFound if absent.
 Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key);
 

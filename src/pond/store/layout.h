@@ -104,9 +104,13 @@ inline constexpr uint64_t kInvisible = ~uint64_t{0};  // commit_ts of a written,
 // One version's metadata. head_cv and tail_cv are equal in a cell at rest; a WRITE of the whole
 // cell stores head first and tail last, so a reader that finds them unequal caught it mid-write.
 // The same cv is stamped into every cacheline of the record the cell points to.
+inline constexpr uint8_t kCellEmpty = 0;
+inline constexpr uint8_t kCellVersion = 1;
+inline constexpr uint8_t kCellTombstone = 2;  // a version that says "deleted"
+
 struct CvtCell {
   uint8_t head_cv;
-  uint8_t valid;  // 0: empty cell; 1: holds a version
+  uint8_t valid;  // kCellEmpty, kCellVersion or kCellTombstone
   uint8_t reserved[6];
   uint64_t commit_ts;  // kInvisible while the writer has not committed
   uint8_t record[6];   // 48-bit offset of the record, on the same MN as this CVT; 0 = none

@@ -40,7 +40,7 @@ CvtCell EncodeCell(const Cell& c) {
   CvtCell raw{};
   raw.head_cv = c.cv;
   raw.tail_cv = c.cv;
-  raw.valid = c.valid ? 1 : 0;
+  raw.valid = c.valid ? (c.tombstone ? kCellTombstone : kCellVersion) : kCellEmpty;
   raw.commit_ts = c.commit_ts;
   POND_ASSERT(c.record <= 0xffffffffffffULL);
   for (int i = 0; i < 6; i++) raw.record[i] = static_cast<uint8_t>(c.record >> (8 * i));
@@ -51,7 +51,8 @@ Result<Cell> DecodeCell(const CvtCell& raw) {
   if (raw.head_cv != raw.tail_cv) return TornRead("cell caught mid-write");
   Cell c;
   c.cv = raw.head_cv;
-  c.valid = raw.valid != 0;
+  c.valid = raw.valid != kCellEmpty;
+  c.tombstone = raw.valid == kCellTombstone;
   c.commit_ts = raw.commit_ts;
   for (int i = 0; i < 6; i++) c.record |= uint64_t{raw.record[i]} << (8 * i);
   return c;

@@ -25,9 +25,12 @@ Status DecodeRecord(std::span<const std::byte> record, uint8_t cv, std::span<std
 // A decoded cell.
 struct Cell {
   uint8_t cv = 0;
-  bool valid = false;
+  bool valid = false;      // holds a version (a value, or a deletion if tombstone)
+  bool tombstone = false;  // the version is "key deleted"
   uint64_t commit_ts = 0;
   uint64_t record = 0;  // offset on the CVT's MN; 0 = no record buffer yet
+
+  bool visible() const { return valid && commit_ts != kInvisible; }
 };
 
 CvtCell EncodeCell(const Cell& c);

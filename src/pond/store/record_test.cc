@@ -47,7 +47,7 @@ TEST(RecordTest, MixedLinesAreTorn) {
 }
 
 TEST(CellTest, RoundTripsAndDetectsTornCell) {
-  Cell c{9, true, 123456789, 0xabcdef012345ULL};
+  Cell c{.cv = 9, .valid = true, .commit_ts = 123456789, .record = 0xabcdef012345ULL};
   CvtCell raw = EncodeCell(c);
   Result<Cell> back = DecodeCell(raw);
   ASSERT_TRUE(back.ok());
@@ -59,8 +59,20 @@ TEST(CellTest, RoundTripsAndDetectsTornCell) {
   EXPECT_EQ(DecodeCell(raw).status().code(), Code::kTornRead);
 }
 
+TEST(CellTest, TombstoneRoundTrips) {
+  CvtCell raw = EncodeCell(Cell{.cv = 3, .valid = true, .tombstone = true, .commit_ts = 7});
+  EXPECT_EQ(raw.valid, kCellTombstone);
+  Result<Cell> back = DecodeCell(raw);
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(back->valid);
+  EXPECT_TRUE(back->tombstone);
+  EXPECT_TRUE(back->visible());
+  EXPECT_FALSE(DecodeCell(EncodeCell(Cell{.cv = 3, .valid = true, .commit_ts = kInvisible}))
+                   ->visible());
+}
+
 TEST(CellTest, InvisibleIsAllOnes) {
-  CvtCell raw = EncodeCell(Cell{1, true, kInvisible, 64});
+  CvtCell raw = EncodeCell(Cell{.cv = 1, .valid = true, .commit_ts = kInvisible, .record = 64});
   EXPECT_EQ(raw.commit_ts, ~uint64_t{0});
 }
 

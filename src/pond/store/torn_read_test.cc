@@ -51,7 +51,8 @@ Task<void> Writer(Endpoint* ep, int id, int writers, std::atomic<bool>* stop,
     for (uint32_t w = 0; w + 8 <= kValueBytes; w += 8) std::memcpy(&value[w], &seq, 8);
     uint8_t c = ++cv[slot];
     EncodeRecord(value, c, rec);
-    cell = EncodeCell(Cell{c, true, seq, RecordAddr(slot).offset()});
+    cell = EncodeCell(
+        Cell{.cv = c, .valid = true, .commit_ts = seq, .record = RecordAddr(slot).offset()});
     // Record first, then the cell that vouches for it: one batch, applied in this order.
     ep->Write(RecordAddr(slot), rec.data(), kStride);
     ep->Write(CellAddr(slot), &cell, sizeof(cell));

@@ -58,6 +58,7 @@ class LocalEndpoint final : public Endpoint {
   void SendPacket(WorkerAddr to, std::vector<std::byte> packet) override {
     LocalFabric::Mailbox* box = fabric_.FindMailbox(to);
     POND_CHECK_MSG(box != nullptr, "message to a worker that has no endpoint");
+    fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
     std::lock_guard lock(box->mu);
     box->packets.push_back(std::move(packet));
     box->nonempty.store(true, std::memory_order_release);
@@ -72,6 +73,8 @@ class LocalEndpoint final : public Endpoint {
       inbox_->nonempty.store(false, std::memory_order_relaxed);
     }
     for (auto& p : arrived_) Deliver(p);
+    // Counted down only after the handlers ran, so "none in flight" means "all processed".
+    fabric_.in_flight_.fetch_sub(arrived_.size(), std::memory_order_acq_rel);
     bool any = !arrived_.empty();
     arrived_.clear();
     return any;

@@ -35,6 +35,10 @@ class LocalFabric {
 
   std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched);
 
+  // Packets sent and not yet taken by their receiver: lets a cluster tell when the last one-way
+  // messages (e.g. asynchronous unlocks) have been processed.
+  uint64_t packets_in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+
  private:
   friend class LocalEndpoint;
   struct Mailbox {
@@ -51,6 +55,7 @@ class LocalFabric {
   uint64_t region_bytes_;
   std::mutex directory_mu_;
   std::unordered_map<uint32_t, std::unique_ptr<Mailbox>> mailboxes_;
+  std::atomic<uint64_t> in_flight_{0};
 };
 
 }  // namespace pond

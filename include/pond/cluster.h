@@ -1,0 +1,157 @@
+// Cluster: an embedded Pond cluster — memory nodes, compute nodes with worker threads, the
+// timestamp service and the lock tables — inside this process, on the `local` transport.
+//
+//   ClusterConfig cfg;                               // 3 MNs, 3 CNs, SR, R = 3 ...
+//   auto cluster = Cluster::Start(cfg).value();
+//   uint16_t kv = cluster->CreateTable({.name = "kv", .value_bytes = 40, .capacity = 1 << 20})
+//                     .value();
+//   cluster->Load(kv, n, [](uint64_t i, uint64_t* key, std::span<std::byte> value) {...});
+//   cluster->Run(2, [&](Session& s) -> Task<void> { ... s.Begin(...) ... });
+//
+// Run() starts one thread per worker; every worker runs `clients` client coroutines of the
+// given function, each with its own Session, and serves lock, timestamp and routed requests from
+// other CNs until every client of every worker has returned.
+//
+// Thread rules: Start, CreateTable, Load, RegisterProcedure and Run are called from one
+// controlling thread, never concurrently; Session and Txn are used inside Run's coroutines.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "pond/runtime/clock.h"
+#include "pond/runtime/rng.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/runtime/task.h"
+#include "pond/status.h"
+#include "pond/txn.h"
+
+namespace pond {
+
+enum class Isolation : uint8_t { kSerializable, kSnapshot };
+const char* IsolationName(Isolation i);
+
+struct ClusterConfig {
+  int mns = 3;
+  int cns = 3;
+  int workers_per_cn = 1;    // threads per CN
+  int replication = 3;       // copies of every record, on distinct MNs
+  int versions = 4;          // version cells per record (N)
+  Isolation isolation = Isolation::kSerializable;
+  uint64_t region_mib = 1024;  // per MN (reserved lazily by the OS)
+  uint32_t lock_buckets = 1 << 16;        // per CN, 8 locks each
+  uint32_t vt_cache_entries = 1 << 20;    // per CN; 0 disables the VT cache
+  uint32_t addr_cache_entries = 1 << 20;  // per CN; 0 disables the address cache
+  uint64_t seed = 1;
+};
+
+// Checks a config; InvalidArgument with a one-line reason.
+Status ValidateConfig(const ClusterConfig& c);
+
+struct TableOptions {
+  std::string name;
+  uint32_t value_bytes = 40;
+  uint64_t capacity = 1 << 16;  // keys the table must hold
+  bool critical_field = false;  // keys carry a shard number in bits 0..11 (Lotus §4.2)
+};
+
+// Where hybrid routing (Lotus §4.3) sends a call: read-write transactions to the CN managing the
+// shard of their first key, read-only ones to a random CN.
+struct RouteHint {
+  TxnKind kind = TxnKind::kReadWrite;
+  uint16_t table = 0;
+  uint64_t first_key = 0;
+};
+
+class Session;
+// A stored procedure: runs (usually one transaction) on the CN routing chose, with `args`.
+using Procedure = std::function<Task<Status>(Session&, std::span<const std::byte> args)>;
+using ProcedureId = uint16_t;
+
+struct AbortCounts {
+  uint64_t lock_conflict = 0;
+  uint64_t newer_version = 0;     // a version newer than the start timestamp was committed
+  uint64_t snapshot_too_old = 0;  // the version the snapshot needs was recycled
+  uint64_t torn_read = 0;         // a concurrent writer was caught mid-write too often
+  uint64_t invisible_wait = 0;    // a writer stayed between write-invisible and visible too long
+  uint64_t duplicate_key = 0;
+  uint64_t user = 0;              // the transaction body gave up
+  uint64_t Total() const {
+    return lock_conflict + newer_version + snapshot_too_old + torn_read + invisible_wait +
+           duplicate_key + user;
+  }
+};
+
+struct ClusterStats {
+  uint64_t committed = 0;
+  uint64_t committed_read_only = 0;
+  AbortCounts aborts;
+  uint64_t remote_calls = 0;  // routed to another CN
+  // Transport totals over all workers.
+  uint64_t reads = 0, writes = 0, cas = 0, faa = 0, batches = 0, messages = 0, packets = 0;
+  // Caches over all CNs.
+  uint64_t vt_hits = 0, vt_misses = 0, vt_invalidations = 0;
+  uint64_t addr_hits = 0, addr_misses = 0;
+};
+
+namespace txn {
+class WorkerContext;
+class ClusterImpl;
+}  // namespace txn
+
+// A client coroutine's handle on the worker it runs on.
+class Session {
+ public:
+  Txn Begin(TxnKind kind);
+
+  // Runs `body` in a transaction of `kind` until it commits, retrying an aborted attempt after
+  // a randomized, exponentially growing backoff, at most `attempts` times. `body` adds keys,
+  // Executes and writes; RunTxn commits. Returns the last attempt's Status.
+  Task<Status> RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts = 32);
+
+  // Calls a registered procedure on the CN hybrid routing picks for `hint` (maybe this one).
+  Task<Status> Call(ProcedureId proc, std::span<const std::byte> args, const RouteHint& hint);
+
+  uint16_t cn() const;
+  uint16_t worker() const;
+  int client() const { return client_; }  // index of this client coroutine on its worker
+  Rng& rng();
+  Clock& clock();
+  Scheduler& scheduler();
+
+ private:
+  friend class Cluster;
+  friend class txn::WorkerContext;
+  Session(txn::WorkerContext* w, int client) : w_(w), client_(client) {}
+  txn::WorkerContext* w_;
+  int client_;
+};
+
+class Cluster {
+ public:
+  static Result<std::unique_ptr<Cluster>> Start(const ClusterConfig& config);
+  ~Cluster();
+
+  // Creates a table on every MN; returns its id.
+  Result<uint16_t> CreateTable(const TableOptions& options);
+  // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i.
+  Status Load(uint16_t table, uint64_t count,
+              const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
+
+  ProcedureId RegisterProcedure(Procedure p);
+
+  // Runs `clients` coroutines of `client` on every worker of every CN until all return.
+  void Run(int clients, const std::function<Task<void>(Session&)>& client);
+
+  ClusterStats Stats() const;
+  const ClusterConfig& config() const;
+
+ private:
+  explicit Cluster(std::unique_ptr<txn::ClusterImpl> impl);
+  std::unique_ptr<txn::ClusterImpl> impl_;
+};
+
+}  // namespace pond

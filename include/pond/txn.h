@@ -1,0 +1,77 @@
+// Txn: one transaction, in the Lotus interface (Lotus §7.3): add keys to the read-only and
+// read-write sets, Execute (lock, then read), use the values, Commit.
+//
+//   Txn t = session.Begin(TxnKind::kReadWrite);
+//   t.AddRW(accounts, from);
+//   t.AddRW(accounts, to);
+//   if (Status s = co_await t.Execute(); !s.ok()) co_return s;   // aborted: locks released
+//   ... t.Read(accounts, from) ... t.Write(accounts, from, new_value) ...
+//   co_return co_await t.Commit();
+//
+// Execute may be called again after adding more keys (e.g. keys computed from values read).
+// Every failure after Begin is an abort: the Status has code kAborted (or kAlreadyExists for an
+// insert of a present key) and the transaction holds no locks afterwards. A Txn dropped without
+// Commit aborts.
+//
+// Read-only transactions (TxnKind::kReadOnly) take no locks: they read the snapshot at their
+// start timestamp, and AddRW, Write, Insert and Delete are refused.
+//
+// Thread rules: a Txn belongs to the coroutine that began it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "pond/runtime/task.h"
+#include "pond/status.h"
+
+namespace pond {
+
+enum class TxnKind : uint8_t { kReadWrite, kReadOnly };
+
+namespace txn {
+class TxnState;
+}
+
+class Txn {
+ public:
+  Txn(Txn&&) noexcept;
+  Txn& operator=(Txn&&) noexcept;
+  ~Txn();
+
+  // Keys to read only / to read and possibly write. A key added twice is one item; a key in both
+  // sets is read-write.
+  void AddRO(uint16_t table, uint64_t key);
+  void AddRW(uint16_t table, uint64_t key);
+  // A new key with its value; Execute fails with kAlreadyExists if the key is present.
+  void Insert(uint16_t table, uint64_t key, std::span<const std::byte> value);
+  // Removes a key (read-write); Execute finds whether it exists.
+  void Delete(uint16_t table, uint64_t key);
+
+  // Locks (read-write transactions) and reads every key added since the last Execute.
+  Task<Status> Execute();
+
+  // The value read for a key: NotFound if the key does not exist in this transaction's snapshot
+  // (or was deleted by it), InvalidArgument if the key was not added and executed.
+  Result<std::span<const std::byte>> Read(uint16_t table, uint64_t key) const;
+  // Sets the new value of a read-write key (after Execute).
+  Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
+
+  // Makes the writes durable on every replica and visible at the commit timestamp, then
+  // releases the locks. Read-only transactions just finish.
+  Task<Status> Commit();
+  // Releases locks and ends the transaction without writing.
+  void Abort();
+
+  uint64_t start_ts() const;
+  uint64_t commit_ts() const;  // 0 until committed (and always for read-only transactions)
+
+ private:
+  friend class Session;
+  explicit Txn(std::unique_ptr<txn::TxnState> s);
+  std::unique_ptr<txn::TxnState> s_;
+};
+
+}  // namespace pond

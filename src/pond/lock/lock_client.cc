@@ -1,0 +1,252 @@
+#include "pond/lock/lock_client.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "pond/base/assert.h"
+#include "pond/transport/packet.h"
+
+namespace pond::lock {
+
+static_assert(std::endian::native == std::endian::little, "wire structs are little-endian");
+static_assert(sizeof(BatchHeader) + kLockBatchEntriesMax * sizeof(LockRequestEntry) <=
+                  kMessageLenMax,
+              "a full lock request batch must fit in one message");
+
+namespace {
+enum class ItemState : uint8_t { kNotSent, kPending, kDone };
+}  // namespace
+
+struct LockClient::AcquireState {
+  struct Item {
+    LockRequest req;
+    ItemState state = ItemState::kNotSent;
+    Code code = Code::kOk;  // outcome once kDone
+    uint16_t cn = 0;        // where it was last sent (this CN for a local lock)
+    uint32_t req_id = 0;    // while kPending
+    int retries = 0;        // WrongShard resends so far
+  };
+
+  LockClient* client;
+  LockOwner owner;
+  std::vector<Item> items;
+  uint32_t remaining = 0;  // items kPending
+  std::coroutine_handle<> waiter;
+
+  AcquireState(LockClient* c, const LockOwner& o) : client(c), owner(o) {}
+  AcquireState(const AcquireState&) = delete;
+  AcquireState& operator=(const AcquireState&) = delete;
+  // A coroutine destroyed while waiting (worker shutdown) must not leave its address behind for
+  // a late reply to write through.
+  ~AcquireState() {
+    if (client == nullptr) return;
+    for (const Item& it : items) {
+      if (it.state == ItemState::kPending) client->outstanding_.erase(it.req_id);
+    }
+  }
+};
+
+LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardMap& map)
+    : cn_(cn), ep_(ep), local_(local), map_(map), pending_(map.num_cns()) {
+  POND_CHECK_MSG(cn < map.num_cns(), "CN id outside the shard map");
+  POND_CHECK_MSG(ep.self().cn == cn, "lock client on another CN's endpoint");
+  ep_.scheduler().AddPoller(this);
+  ep_.OnMessage(kMsgLockReplies, [this](const Message& m) { OnReplies(m); });
+}
+
+LockClient::~LockClient() {
+  for (auto& [id, o] : outstanding_) o.st->client = nullptr;
+}
+
+uint32_t LockClient::NewReqId() {
+  // Ids wrap after 2^32 requests; skipping the ones still outstanding keeps them unique, and the
+  // loop is bounded by the number outstanding.
+  while (outstanding_.contains(next_req_id_)) next_req_id_++;
+  return next_req_id_++;
+}
+
+void LockClient::Route(AcquireState& st, uint32_t index) {
+  auto& item = st.items[index];
+  for (;;) {
+    const uint16_t dest = map_.CnOf(item.req.key);
+    POND_ASSERT(dest < pending_.size());
+    item.cn = dest;
+    if (dest != cn_) {
+      item.state = ItemState::kPending;
+      item.req_id = NewReqId();
+      outstanding_.emplace(item.req_id, Outstanding{&st, index});
+      st.remaining++;
+      LockRequestEntry e{};
+      e.txn_id = st.owner.txn_id;
+      e.key = item.req.key.key;
+      e.table = item.req.key.table;
+      e.op = kOpLock;
+      e.mode = static_cast<uint8_t>(item.req.mode);
+      e.req_id = item.req_id;
+      pending_[dest].push_back(e);
+      stats_.remote_acquires++;
+      return;
+    }
+    stats_.local_acquires++;
+    Status s = local_.Acquire(item.req.key, item.req.mode, st.owner);
+    if (s.code() == Code::kWrongShard && item.retries < kWrongShardRetriesMax) {
+      // The map says "here" but the table does not manage the shard (yet / any more): re-read.
+      item.retries++;
+      stats_.wrong_shard_retries++;
+      continue;
+    }
+    item.state = ItemState::kDone;
+    item.code = s.code();
+    if (!s.ok()) stats_.refusals++;
+    return;
+  }
+}
+
+Task<Status> LockClient::Acquire(const LockOwner& owner, std::span<const LockRequest> reqs) {
+  POND_ASSERT_MSG(owner.cn == cn_, "a CN takes locks only for its own transactions");
+  AcquireState st(this, owner);
+  st.items.reserve(reqs.size());
+  for (const LockRequest& r : reqs) st.items.push_back({.req = r});
+
+  // Local locks first, then remote ones: a local refusal aborts before anything is sent.
+  std::vector<uint32_t> order;
+  order.reserve(st.items.size());
+  for (uint32_t i = 0; i < st.items.size(); i++) {
+    if (map_.CnOf(st.items[i].req.key) == cn_) order.push_back(i);
+  }
+  for (uint32_t i = 0; i < st.items.size(); i++) {
+    if (map_.CnOf(st.items[i].req.key) != cn_) order.push_back(i);
+  }
+  for (uint32_t i : order) {
+    Route(st, i);
+    const auto& item = st.items[i];
+    if (item.state == ItemState::kDone && item.code != Code::kOk) break;
+  }
+
+  if (st.remaining > 0) {
+    struct AllReplies {
+      AcquireState* st;
+      bool await_ready() const noexcept { return st->remaining == 0; }
+      void await_suspend(std::coroutine_handle<> h) noexcept { st->waiter = h; }
+      void await_resume() const noexcept {}
+    };
+    co_await AllReplies{&st};
+  }
+  POND_ASSERT(st.remaining == 0);
+
+  Code failure = Code::kOk;
+  for (const auto& item : st.items) {
+    if (item.state != ItemState::kDone) {
+      POND_ASSERT(item.state == ItemState::kNotSent);
+      continue;
+    }
+    // Conflict wins over WrongShard: it is the answer the caller can act on (abort, retry).
+    if (item.code == Code::kConflict) failure = Code::kConflict;
+    if (item.code == Code::kWrongShard && failure == Code::kOk) failure = Code::kWrongShard;
+  }
+  if (failure == Code::kOk) co_return Status::Ok();
+
+  // Undo: release exactly where each lock was granted (item.cn), not where the map points now.
+  for (const auto& item : st.items) {
+    if (item.state != ItemState::kDone || item.code != Code::kOk) continue;
+    if (item.cn == cn_) {
+      // NotFound is fine: a repeat of a lock released by an earlier entry of this same call.
+      (void)local_.Release(item.req.key, item.req.mode, owner);
+    } else {
+      LockRequestEntry e{};
+      e.txn_id = owner.txn_id;
+      e.key = item.req.key.key;
+      e.table = item.req.key.table;
+      e.op = kOpUnlock;
+      e.mode = static_cast<uint8_t>(item.req.mode);
+      pending_[item.cn].push_back(e);
+      stats_.unlocks_sent++;
+    }
+  }
+  if (failure == Code::kConflict) co_return Conflict("lock refused");
+  co_return WrongShard("shard map kept changing; lock request not placed");
+}
+
+void LockClient::Release(const LockOwner& owner, std::span<const LockRequest> reqs) {
+  POND_ASSERT_MSG(owner.cn == cn_, "a CN releases locks only for its own transactions");
+  for (const LockRequest& r : reqs) {
+    const uint16_t dest = map_.CnOf(r.key);
+    POND_ASSERT(dest < pending_.size());
+    if (dest == cn_) {
+      // NotFound (a release of something not held) changes nothing, as for remote unlocks.
+      (void)local_.Release(r.key, r.mode, owner);
+      continue;
+    }
+    LockRequestEntry e{};
+    e.txn_id = owner.txn_id;
+    e.key = r.key.key;
+    e.table = r.key.table;
+    e.op = kOpUnlock;
+    e.mode = static_cast<uint8_t>(r.mode);
+    pending_[dest].push_back(e);
+    stats_.unlocks_sent++;
+  }
+}
+
+void LockClient::EndRound() {
+  for (uint16_t dest = 0; dest < pending_.size(); dest++) {
+    auto& entries = pending_[dest];
+    for (size_t begin = 0; begin < entries.size(); begin += kLockBatchEntriesMax) {
+      const uint32_t n =
+          static_cast<uint32_t>(std::min<size_t>(kLockBatchEntriesMax, entries.size() - begin));
+      buf_.resize(sizeof(BatchHeader) + size_t{n} * sizeof(LockRequestEntry));
+      BatchHeader h{n, 0};
+      std::memcpy(buf_.data(), &h, sizeof(h));
+      std::memcpy(buf_.data() + sizeof(h), entries.data() + begin,
+                  size_t{n} * sizeof(LockRequestEntry));
+      // Worker i talks to worker i of the managing CN (Lotus §4.1).
+      ep_.Send(WorkerAddr{dest, ep_.self().worker}, kMsgLockRequests, buf_);
+      stats_.request_messages++;
+    }
+    entries.clear();
+  }
+}
+
+void LockClient::OnReplies(const Message& m) {
+  POND_CHECK_MSG(m.payload.size() >= sizeof(BatchHeader), "short lock reply batch");
+  BatchHeader bh;
+  std::memcpy(&bh, m.payload.data(), sizeof(bh));
+  POND_CHECK_MSG(bh.count <= kLockBatchEntriesMax, "lock reply batch too long");
+  POND_CHECK_MSG(
+      m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockReplyEntry),
+      "lock reply batch size does not match its count");
+  for (uint32_t i = 0; i < bh.count; i++) {
+    LockReplyEntry r;
+    std::memcpy(&r, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(r), sizeof(r));
+    auto it = outstanding_.find(r.req_id);
+    if (it == outstanding_.end()) {
+      stats_.stale_replies++;
+      continue;
+    }
+    AcquireState& st = *it->second.st;
+    const uint32_t index = it->second.item;
+    outstanding_.erase(it);
+    auto& item = st.items[index];
+    POND_ASSERT(item.state == ItemState::kPending && item.req_id == r.req_id);
+    POND_ASSERT(st.remaining > 0);
+    // A reply must come from the CN the request went to.
+    POND_CHECK_MSG(m.from.cn == item.cn, "lock reply from the wrong CN");
+    st.remaining--;
+    const Code code = static_cast<Code>(r.code);
+    POND_CHECK_MSG(code == Code::kOk || code == Code::kConflict || code == Code::kWrongShard,
+                   "bad lock reply code");
+    if (code == Code::kWrongShard && item.retries < kWrongShardRetriesMax) {
+      item.retries++;
+      stats_.wrong_shard_retries++;
+      Route(st, index);  // may go out again (remaining++) or be decided locally now
+    } else {
+      item.state = ItemState::kDone;
+      item.code = code;
+      if (code != Code::kOk) stats_.refusals++;
+    }
+    if (st.remaining == 0) ep_.scheduler().Ready(st.waiter);
+  }
+}
+
+}  // namespace pond::lock

@@ -1,0 +1,69 @@
+#include "pond/lock/lock_server.h"
+
+#include <bit>
+#include <cstring>
+
+#include "pond/base/assert.h"
+#include "pond/lock/lock_messages.h"
+#include "pond/status.h"
+
+namespace pond::lock {
+
+static_assert(std::endian::native == std::endian::little, "wire structs are little-endian");
+
+LockServer::LockServer(Endpoint& ep, LockTable& table) : ep_(ep), table_(table) {
+  ep_.OnMessage(kMsgLockRequests, [this](const Message& m) { OnRequests(m); });
+}
+
+void LockServer::OnRequests(const Message& m) {
+  POND_CHECK_MSG(m.kind == kMsgLockRequests, "not a lock request batch");
+  POND_CHECK_MSG(m.payload.size() >= sizeof(BatchHeader), "short lock request batch");
+  BatchHeader bh;
+  std::memcpy(&bh, m.payload.data(), sizeof(bh));
+  POND_CHECK_MSG(bh.count <= kLockBatchEntriesMax, "lock request batch too long");
+  POND_CHECK_MSG(m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockRequestEntry),
+                 "lock request batch size does not match its count");
+  stats_.request_batches++;
+
+  const bool remote = m.from.cn != ep_.self().cn;
+  reply_.resize(sizeof(BatchHeader));
+  uint32_t replies = 0;
+  for (uint32_t i = 0; i < bh.count; i++) {
+    LockRequestEntry e;
+    std::memcpy(&e, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(e), sizeof(e));
+    POND_CHECK_MSG(e.op == kOpLock || e.op == kOpUnlock, "bad lock op");
+    POND_CHECK_MSG(e.mode <= static_cast<uint8_t>(LockMode::kWrite), "bad lock mode");
+    const LockKey key{e.table, e.key};
+    const LockMode mode = static_cast<LockMode>(e.mode);
+    // The owner's CN is the sender's: a CN can only take or drop locks for its own transactions.
+    const LockOwner owner{m.from.cn, e.txn_id};
+
+    if (e.op == kOpUnlock) {
+      if (table_.Release(key, mode, owner).ok()) {
+        stats_.unlocks++;
+      } else {
+        stats_.stray_unlocks++;  // duplicate, stale or reordered: nothing to undo, no answer
+      }
+      continue;
+    }
+
+    stats_.locks++;
+    Status s = table_.Acquire(key, mode, owner);
+    if (s.code() == Code::kWrongShard) stats_.wrong_shard++;
+    if (s.ok() && remote && mode == LockMode::kWrite && hook_) hook_(key);
+    POND_ASSERT(s.ok() || s.code() == Code::kConflict || s.code() == Code::kWrongShard);
+    LockReplyEntry r{};
+    r.req_id = e.req_id;
+    r.code = static_cast<uint8_t>(s.code());
+    size_t at = reply_.size();
+    reply_.resize(at + sizeof(r));
+    std::memcpy(reply_.data() + at, &r, sizeof(r));
+    replies++;
+  }
+  if (replies == 0) return;
+  BatchHeader out{replies, 0};
+  std::memcpy(reply_.data(), &out, sizeof(out));
+  ep_.Send(m.from, kMsgLockReplies, reply_);
+}
+
+}  // namespace pond::lock

@@ -1,0 +1,25 @@
+#include "pond/lock/shard_map.h"
+
+#include "pond/base/assert.h"
+
+namespace pond::lock {
+
+ShardMap::ShardMap(uint16_t num_cns) : num_cns_(num_cns) {
+  POND_CHECK_MSG(num_cns > 0, "a shard map needs at least one CN");
+  for (uint32_t s = 0; s < kShards; s++) {
+    // Contiguous equal ranges keep neighbouring shard numbers (e.g. warehouses 1..k) on one CN.
+    owner_[s].store(static_cast<uint16_t>(uint64_t{s} * num_cns / kShards),
+                    std::memory_order_relaxed);
+  }
+}
+
+void ShardMap::Assign(uint32_t shard, uint16_t cn) {
+  POND_CHECK(shard < kShards);
+  POND_CHECK(cn < num_cns_);
+  // The owner is published before the version moves, so a reader that sees the new version
+  // also sees the new owner.
+  owner_[shard].store(cn, std::memory_order_release);
+  version_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+}  // namespace pond::lock

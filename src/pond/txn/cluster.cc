@@ -1,0 +1,427 @@
+// The embedded cluster: setup, the worker threads' run loop, routed calls, and the public Txn and
+// Session wrappers around TxnState.
+#include <cstring>
+#include <optional>
+#include <thread>
+
+#include "pond/base/assert.h"
+#include "pond/cluster.h"
+#include "pond/txn/txn_state.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond {
+
+using txn::ClusterImpl;
+using txn::CnContext;
+using txn::TxnState;
+using txn::WorkerContext;
+
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kChunkBytes = 1 << 20;
+constexpr uint64_t kLogBytes = 1 << 20;  // per worker
+constexpr int kLoadCoroutines = 32;
+
+}  // namespace
+
+namespace txn {
+// Wire format of routed calls (docs/formats.md "Routed calls").
+struct CallHeader {
+  uint32_t call_id;
+  uint16_t proc;
+  uint16_t reserved;
+};
+static_assert(sizeof(CallHeader) == 8);
+struct CallResult {
+  uint32_t call_id;
+  uint8_t code;
+  uint8_t reserved[3];
+};
+static_assert(sizeof(CallResult) == 8);
+}  // namespace txn
+
+namespace {
+using txn::CallHeader;
+using txn::CallResult;
+
+// Runs one coroutine to completion on a worker whose thread is not running (setup only).
+template <typename T>
+T RunOn(WorkerContext& w, Task<T> task) {
+  std::optional<T> out;
+  w.sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
+    o->emplace(co_await std::move(t));
+  }(std::move(task), &out));
+  while (!out.has_value()) w.sched.RunOnce();
+  return std::move(*out);
+}
+
+}  // namespace
+
+const char* IsolationName(Isolation i) {
+  return i == Isolation::kSerializable ? "serializable" : "snapshot-isolation";
+}
+
+Status ValidateConfig(const ClusterConfig& c) {
+  if (c.mns < 1 || c.mns > 64) return InvalidArgument("--mns must be 1 to 64");
+  if (c.cns < 1 || c.cns > 64) return InvalidArgument("--cns must be 1 to 64");
+  if (c.workers_per_cn < 1 || c.workers_per_cn > 64) {
+    return InvalidArgument("--workers must be 1 to 64");
+  }
+  if (c.replication < 1 || c.replication > c.mns || c.replication > store::kReplicationMax) {
+    return InvalidArgument("--replication must be 1 to min(MNs, 8)");
+  }
+  if (c.versions < 1 || c.versions > store::kVersionsMax) {
+    return InvalidArgument("--versions must be 1 to 16");
+  }
+  if (c.region_mib < 16 || c.region_mib > (uint64_t{1} << 20)) {
+    return InvalidArgument("--region-mib must be 16 to 1048576");
+  }
+  if (c.lock_buckets < 1) return InvalidArgument("lock table needs at least one bucket");
+  return Status::Ok();
+}
+
+namespace txn {
+
+WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed)
+    : cluster(cl), cn(c), index(idx), sched(SystemClock::Get()), rng(seed) {}
+
+uint16_t WorkerContext::cn_id() const { return cn.id; }
+
+CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
+    : id(cn_id), locks(cl.config.lock_buckets, cn_id) {
+  if (cl.config.vt_cache_entries > 0) {
+    vt = std::make_unique<cache::VtCache>(cl.config.vt_cache_entries, 16);
+  }
+  if (cl.config.addr_cache_entries > 0) {
+    addr = std::make_unique<cache::AddrCache>(cl.config.addr_cache_entries, 16);
+  }
+}
+
+ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<LocalFabric> f,
+                         store::PoolLayout l)
+    : config(c),
+      fabric(std::move(f)),
+      layout(l),
+      placement(l.num_mns, l.replication),
+      shard_map(static_cast<uint16_t>(c.cns)),
+      oracle(SystemClock::Get()) {}
+
+// The handler side of a routed call: run the procedure here, answer the caller.
+void WorkerContext::ServeCall(const Message& m) {
+  WorkerContext* w = this;
+  POND_CHECK(m.payload.size() >= sizeof(CallHeader));
+  CallHeader h;
+  std::memcpy(&h, m.payload.data(), sizeof(h));
+  POND_CHECK(h.proc < w->cluster.procedures.size());
+  std::vector<std::byte> args(m.payload.begin() + sizeof(h), m.payload.end());
+  w->sched.Spawn([](WorkerContext* w, CallHeader h, WorkerAddr from,
+                    std::vector<std::byte> args) -> Task<void> {
+    Session s(w, -1);
+    Status st = co_await w->cluster.procedures[h.proc](s, args);
+    CallResult r{h.call_id, static_cast<uint8_t>(st.code()), {0, 0, 0}};
+    w->ep->Send(from, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
+  }(w, h, m.from, std::move(args)));
+}
+
+void WorkerContext::OnCallResult(const Message& m) {
+  WorkerContext* w = this;
+  POND_CHECK(m.payload.size() == sizeof(CallResult));
+  CallResult r;
+  std::memcpy(&r, m.payload.data(), sizeof(r));
+  auto it = w->calls.find(r.call_id);
+  if (it == w->calls.end()) return;  // a duplicate answer
+  WorkerContext::PendingCall* pc = it->second;
+  w->calls.erase(it);
+  pc->code = static_cast<Code>(r.code);
+  w->sched.Ready(pc->waiter);
+}
+
+}  // namespace txn
+
+// ---- Txn ------------------------------------------------------------------------------------
+
+Txn::Txn(std::unique_ptr<txn::TxnState> s) : s_(std::move(s)) {}
+Txn::Txn(Txn&&) noexcept = default;
+Txn& Txn::operator=(Txn&&) noexcept = default;
+Txn::~Txn() = default;
+
+void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::Access::kRead); }
+void Txn::AddRW(uint16_t table, uint64_t key) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "AddRW in a read-only transaction");
+  s_->Add(table, key, txn::Access::kWrite);
+}
+void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Insert in a read-only transaction");
+  s_->Add(table, key, txn::Access::kInsert, value);
+}
+void Txn::Delete(uint16_t table, uint64_t key) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Delete in a read-only transaction");
+  s_->Add(table, key, txn::Access::kDelete);
+}
+Task<Status> Txn::Execute() { return s_->Execute(); }
+Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
+  return s_->Read(table, key);
+}
+Status Txn::Write(uint16_t table, uint64_t key, std::span<const std::byte> value) {
+  return s_->Write(table, key, value);
+}
+Task<Status> Txn::Commit() { return s_->Commit(); }
+void Txn::Abort() { s_->Abort(); }
+uint64_t Txn::start_ts() const { return s_->start_ts(); }
+uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
+
+// ---- Session --------------------------------------------------------------------------------
+
+Txn Session::Begin(TxnKind kind) { return Txn(std::make_unique<TxnState>(*w_, kind)); }
+
+Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body,
+                             int attempts) {
+  Status last = Aborted("no attempt");
+  for (int a = 0; a < attempts; a++) {
+    if (a > 0) {
+      // Randomized exponential backoff: 1 µs, 2 µs, ... capped at 1 ms, times a random factor,
+      // so that transactions that collided do not collide again in lockstep.
+      uint64_t cap_ns = uint64_t{1000} << std::min(a - 1, 10);
+      co_await w_->sched.SleepFor(1 + w_->rng.Uniform(cap_ns));
+    }
+    Txn t = Begin(kind);
+    last = co_await body(t);
+    if (last.ok()) last = co_await t.Commit();
+    if (last.ok() || last.code() != Code::kAborted) co_return last;
+  }
+  co_return last;
+}
+
+Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
+                           const RouteHint& hint) {
+  ClusterImpl& cl = w_->cluster;
+  POND_CHECK(proc < cl.procedures.size());
+  uint16_t target = hint.kind == TxnKind::kReadOnly
+                        ? static_cast<uint16_t>(w_->rng.Uniform(cl.cns.size()))
+                        : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
+  if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
+
+  w_->stats.remote_calls++;
+  WorkerContext::PendingCall pc;
+  uint32_t id = w_->next_call_id++;
+  w_->calls[id] = &pc;
+  std::vector<std::byte> msg(sizeof(txn::CallHeader) + args.size());
+  txn::CallHeader h{id, proc, 0};
+  std::memcpy(msg.data(), &h, sizeof(h));
+  if (!args.empty()) std::memcpy(msg.data() + sizeof(h), args.data(), args.size());
+  w_->ep->Send(WorkerAddr{target, w_->index}, txn::kMsgCall, msg);
+  struct Wait {
+    WorkerContext::PendingCall* pc;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) { pc->waiter = h; }
+    void await_resume() const noexcept {}
+  };
+  co_await Wait{&pc};
+  co_return pc.code == Code::kOk ? Status::Ok() : Status(pc.code, "remote call failed");
+}
+
+uint16_t Session::cn() const { return w_->cn_id(); }
+uint16_t Session::worker() const { return w_->index; }
+Rng& Session::rng() { return w_->rng; }
+Clock& Session::clock() { return w_->clock(); }
+Scheduler& Session::scheduler() { return w_->sched; }
+
+// ---- Cluster --------------------------------------------------------------------------------
+
+Cluster::Cluster(std::unique_ptr<txn::ClusterImpl> impl) : impl_(std::move(impl)) {}
+Cluster::~Cluster() = default;
+
+Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
+  POND_RETURN_IF_ERROR(ValidateConfig(config));
+  uint64_t region_bytes = config.region_mib * kMiB;
+  auto fabric = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
+  if (!fabric.ok()) return fabric.status();
+  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
+                                  region_bytes, kChunkBytes);
+  if (!layout.ok()) return layout.status();
+  for (int mn = 0; mn < config.mns; mn++) {
+    store::FormatRegion((*fabric)->region(static_cast<MnId>(mn)), *layout, static_cast<MnId>(mn));
+  }
+  auto impl = std::make_unique<ClusterImpl>(config, std::move(fabric).value(), *layout);
+  ClusterImpl& cl = *impl;
+  Rng seeds(config.seed);
+  for (int c = 0; c < config.cns; c++) {
+    cl.cns.push_back(std::make_unique<CnContext>(cl, static_cast<uint16_t>(c)));
+    CnContext& cn = *cl.cns.back();
+    for (uint32_t s = 0; s < lock::kShards; s++) {
+      cn.locks.SetManaged(s, cl.shard_map.CnOf(s) == cn.id);
+    }
+  }
+  for (auto& cnp : cl.cns) {
+    CnContext& cn = *cnp;
+    for (int i = 0; i < config.workers_per_cn; i++) {
+      auto w = std::make_unique<WorkerContext>(cl, cn, static_cast<uint16_t>(i), seeds.Next());
+      WorkerContext* wp = w.get();
+      w->ep = cl.fabric->CreateEndpoint(WorkerAddr{cn.id, wp->index}, w->sched);
+      w->locks = std::make_unique<lock::LockClient>(cn.id, *w->ep, cn.locks, cl.shard_map);
+      w->lock_server = std::make_unique<lock::LockServer>(*w->ep, cn.locks);
+      if (cn.vt != nullptr) {
+        cache::VtCache* vt = cn.vt.get();
+        // VT cache rule 3: a remote writer is about to change the CVT in memory.
+        w->lock_server->SetRemoteWriteHook([vt](const lock::LockKey& k) { vt->Invalidate(k); });
+      }
+      bool host = cn.id == cl.TsoHost(wp->index).cn;
+      w->tso = std::make_unique<txn::TsoClient>(*w->ep, cl.TsoHost(wp->index),
+                                                host ? &cl.oracle : nullptr);
+      if (host) w->tso_server = std::make_unique<txn::TsoServer>(*w->ep, cl.oracle);
+      w->alloc = std::make_unique<store::Allocator>(cl.layout);
+      w->ep->OnMessage(txn::kMsgCall, [wp](const Message& m) { wp->ServeCall(m); });
+      w->ep->OnMessage(txn::kMsgCallResult, [wp](const Message& m) { wp->OnCallResult(m); });
+      // Each worker's commit log sits on one MN, spread over the MNs.
+      MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
+      Result<uint64_t> area =
+          RunOn(*w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
+      if (!area.ok()) return area.status();
+      w->log = std::make_unique<txn::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
+      cn.workers.push_back(std::move(w));
+    }
+  }
+  return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
+}
+
+Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
+  ClusterImpl& cl = *impl_;
+  WorkerContext& w = *cl.cns[0]->workers[0];
+  store::TableSpec spec;
+  spec.id = static_cast<uint16_t>(cl.catalog.tables().size());
+  spec.name = options.name;
+  spec.value_bytes = options.value_bytes;
+  spec.versions = cl.config.versions;
+  spec.critical_field = options.critical_field;
+  spec.capacity = options.capacity;
+  Status s = RunOn(w, store::CreateTable(*w.ep, cl.layout, spec));
+  if (!s.ok()) return s;
+  Result<store::Catalog> cat = RunOn(w, store::LoadCatalog(*w.ep));
+  if (!cat.ok()) return cat.status();
+  cl.catalog = std::move(cat).value();
+  return spec.id;
+}
+
+Status Cluster::Load(
+    uint16_t table, uint64_t count,
+    const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen) {
+  ClusterImpl& cl = *impl_;
+  const store::TableInfo* t = cl.Table(table);
+  if (t == nullptr) return InvalidArgument("no table " + std::to_string(table));
+  WorkerContext& w = *cl.cns[0]->workers[0];
+  // Loaded data is committed "before time": every timestamp granted later is larger.
+  uint64_t ts = cl.oracle.Grant(1);
+  Status first_error;
+  uint64_t next = 0;
+  for (int c = 0; c < kLoadCoroutines; c++) {
+    w.sched.Spawn([](ClusterImpl* cl, WorkerContext* w, const store::TableInfo* t, uint64_t ts,
+                     uint64_t count, uint64_t* next, Status* err,
+                     const std::function<void(uint64_t, uint64_t*, std::span<std::byte>)>* gen)
+                      -> Task<void> {
+      std::vector<std::byte> value(t->value_bytes);
+      while (*next < count && err->ok()) {
+        uint64_t i = (*next)++;
+        uint64_t key = 0;
+        std::fill(value.begin(), value.end(), std::byte{0});
+        (*gen)(i, &key, value);
+        Result<store::SlotRef> r = co_await store::Insert(*w->ep, *t, cl->layout, cl->placement,
+                                                          *w->alloc, key, value, ts);
+        if (!r.ok() && err->ok()) *err = r.status();
+      }
+    }(&cl, &w, t, ts, count, &next, &first_error, &gen));
+  }
+  w.sched.RunUntilIdle();
+  return first_error;
+}
+
+ProcedureId Cluster::RegisterProcedure(Procedure p) {
+  impl_->procedures.push_back(std::move(p));
+  return static_cast<ProcedureId>(impl_->procedures.size() - 1);
+}
+
+void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client) {
+  ClusterImpl& cl = *impl_;
+  std::vector<WorkerContext*> workers;
+  for (auto& cn : cl.cns) {
+    for (auto& w : cn->workers) workers.push_back(w.get());
+  }
+  cl.clients_running = static_cast<int64_t>(workers.size()) * clients;
+  std::vector<std::thread> threads;
+  for (WorkerContext* w : workers) {
+    threads.emplace_back([&cl, w, clients, &client] {
+      int done = 0;
+      std::vector<std::unique_ptr<Session>> sessions;
+      for (int c = 0; c < clients; c++) {
+        sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
+        w->sched.Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
+                          int* done) -> Task<void> {
+          co_await (*fn)(*s);
+          (*done)++;
+        }(&client, sessions.back().get(), &done));
+      }
+      // A worker keeps serving other CNs' requests after its own clients are done. It publishes
+      // that they are done only after the round's EndRound, so their last messages (e.g.
+      // asynchronous unlocks) are already in the fabric; once every client is done, only such
+      // one-way messages can still be in flight, and the fabric counts them.
+      bool published = false;
+      for (;;) {
+        // An idle round gives the core away: workers may outnumber cores (4 CNs on 2 cores in
+        // the tests), and the peer a worker waits for may need this core to answer.
+        if (!w->sched.RunOnce()) std::this_thread::yield();
+        if (!published && done == clients) {
+          published = true;
+          cl.clients_running -= clients;
+        }
+        if (published && cl.clients_running.load() == 0 && w->sched.live() == 0 &&
+            cl.fabric->packets_in_flight() == 0) {
+          break;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+ClusterStats Cluster::Stats() const {
+  ClusterStats s;
+  for (auto& cn : impl_->cns) {
+    for (auto& w : cn->workers) {
+      s.committed += w->stats.committed;
+      s.committed_read_only += w->stats.committed_read_only;
+      const AbortCounts& a = w->stats.aborts;
+      s.aborts.lock_conflict += a.lock_conflict;
+      s.aborts.newer_version += a.newer_version;
+      s.aborts.snapshot_too_old += a.snapshot_too_old;
+      s.aborts.torn_read += a.torn_read;
+      s.aborts.invisible_wait += a.invisible_wait;
+      s.aborts.duplicate_key += a.duplicate_key;
+      s.aborts.user += a.user;
+      s.remote_calls += w->stats.remote_calls;
+      const EndpointStats& e = w->ep->stats();
+      s.reads += e.ops[static_cast<int>(Verb::kRead)];
+      s.writes += e.ops[static_cast<int>(Verb::kWrite)];
+      s.cas += e.ops[static_cast<int>(Verb::kCas)];
+      s.faa += e.ops[static_cast<int>(Verb::kFaa)];
+      s.batches += e.batches;
+      s.messages += e.messages_sent;
+      s.packets += e.packets_sent;
+    }
+    if (cn->vt) {
+      cache::CacheStats v = cn->vt->stats();
+      s.vt_hits += v.hits;
+      s.vt_misses += v.misses;
+      s.vt_invalidations += v.invalidations;
+    }
+    if (cn->addr) {
+      cache::CacheStats a = cn->addr->stats();
+      s.addr_hits += a.hits;
+      s.addr_misses += a.misses;
+    }
+  }
+  return s;
+}
+
+const ClusterConfig& Cluster::config() const { return impl_->config; }
+
+}  // namespace pond

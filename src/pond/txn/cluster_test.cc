@@ -1,0 +1,239 @@
+// The Lotus protocol end to end on an embedded cluster: single transactions with known answers,
+// then concurrent bank transfers whose total must never change.
+#include "pond/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "pond/base/assert.h"
+
+namespace pond {
+namespace {
+
+ClusterConfig SmallConfig(Isolation iso = Isolation::kSerializable) {
+  ClusterConfig c;
+  c.mns = 3;
+  c.cns = 3;
+  c.workers_per_cn = 1;
+  c.replication = 2;
+  c.versions = 3;
+  c.isolation = iso;
+  c.region_mib = 64;
+  c.lock_buckets = 1 << 12;
+  c.vt_cache_entries = 1 << 12;
+  c.addr_cache_entries = 1 << 12;
+  return c;
+}
+
+std::vector<std::byte> U64Value(uint64_t x, uint32_t bytes = 16) {
+  std::vector<std::byte> v(bytes);
+  std::memcpy(v.data(), &x, 8);
+  return v;
+}
+
+uint64_t AsU64(std::span<const std::byte> v) {
+  uint64_t x;
+  std::memcpy(&x, v.data(), 8);
+  return x;
+}
+
+struct Fixture {
+  std::unique_ptr<Cluster> cluster;
+  uint16_t table = 0;
+  explicit Fixture(ClusterConfig c = SmallConfig(), uint64_t keys = 100) {
+    auto started = Cluster::Start(c);
+    POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
+    cluster = std::move(started).value();
+    auto t = cluster->CreateTable({.name = "t", .value_bytes = 16, .capacity = 1000});
+    POND_CHECK(t.ok());
+    table = *t;
+    Status s = cluster->Load(table, keys, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+      *key = i;
+      uint64_t val = 1000 + i;
+      std::memcpy(v.data(), &val, 8);
+    });
+    POND_CHECK_MSG(s.ok(), s.ToString().c_str());
+  }
+  // Runs `fn` once on CN `cn`'s worker (one client there, none elsewhere).
+  void RunOn(uint16_t cn, std::function<Task<void>(Session&)> fn) {
+    cluster->Run(1, [&](Session& s) -> Task<void> {
+      if (s.cn() == cn) co_await fn(s);
+    });
+  }
+};
+
+TEST(ClusterTest, StartRejectsBadConfig) {
+  ClusterConfig c = SmallConfig();
+  c.replication = 4;  // more than MNs
+  EXPECT_EQ(Cluster::Start(c).status().code(), Code::kInvalidArgument);
+  c = SmallConfig();
+  c.versions = 0;
+  EXPECT_EQ(Cluster::Start(c).status().code(), Code::kInvalidArgument);
+}
+
+TEST(ClusterTest, ReadsLoadedDataAndSeesCommittedWrites) {
+  Fixture fx;
+  uint16_t t = fx.table;
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    fx.RunOn(cn, [&](Session& s) -> Task<void> {
+      // Read-write: add 1 to key 7 (whichever CN manages its lock).
+      Txn w = s.Begin(TxnKind::kReadWrite);
+      w.AddRW(t, 7);
+      EXPECT_TRUE((co_await w.Execute()).ok());
+      uint64_t before = AsU64(*w.Read(t, 7));
+      EXPECT_TRUE(w.Write(t, 7, U64Value(before + 1)).ok());
+      EXPECT_TRUE((co_await w.Commit()).ok());
+      EXPECT_GT(w.commit_ts(), w.start_ts());
+      // A later read-only transaction sees it.
+      Txn r = s.Begin(TxnKind::kReadOnly);
+      r.AddRO(t, 7);
+      r.AddRO(t, 8);
+      EXPECT_TRUE((co_await r.Execute()).ok());
+      EXPECT_EQ(AsU64(*r.Read(t, 7)), before + 1);
+      EXPECT_EQ(AsU64(*r.Read(t, 8)), 1008u);
+      EXPECT_TRUE((co_await r.Commit()).ok());
+    });
+  }
+  // Three increments from three CNs, each over more versions than the CVT has cells (N = 3 with
+  // one loaded version): cells were recycled and the newest value survived.
+  fx.RunOn(0, [&](Session& s) -> Task<void> {
+    Txn r = s.Begin(TxnKind::kReadOnly);
+    r.AddRO(t, 7);
+    EXPECT_TRUE((co_await r.Execute()).ok());
+    EXPECT_EQ(AsU64(*r.Read(t, 7)), 1010u);
+  });
+  EXPECT_EQ(fx.cluster->Stats().committed, 3u);
+}
+
+TEST(ClusterTest, InsertDeleteAndMissingKeys) {
+  Fixture fx;
+  uint16_t t = fx.table;
+  fx.RunOn(1, [&](Session& s) -> Task<void> {
+    Txn a = s.Begin(TxnKind::kReadWrite);
+    a.Insert(t, 500, U64Value(5));
+    a.AddRO(t, 501);
+    EXPECT_TRUE((co_await a.Execute()).ok());
+    EXPECT_EQ(a.Read(t, 501).status().code(), Code::kNotFound);
+    EXPECT_EQ(AsU64(*a.Read(t, 500)), 5u) << "a transaction reads its own insert";
+    EXPECT_TRUE((co_await a.Commit()).ok());
+
+    Txn dup = s.Begin(TxnKind::kReadWrite);
+    dup.Insert(t, 500, U64Value(6));
+    EXPECT_EQ((co_await dup.Execute()).code(), Code::kAlreadyExists);
+
+    Txn d = s.Begin(TxnKind::kReadWrite);
+    d.Delete(t, 500);
+    EXPECT_TRUE((co_await d.Execute()).ok());
+    EXPECT_TRUE((co_await d.Commit()).ok());
+
+    Txn r = s.Begin(TxnKind::kReadOnly);
+    r.AddRO(t, 500);
+    EXPECT_TRUE((co_await r.Execute()).ok());
+    EXPECT_EQ(r.Read(t, 500).status().code(), Code::kNotFound) << "deleted";
+
+    Txn again = s.Begin(TxnKind::kReadWrite);
+    again.Insert(t, 500, U64Value(7));
+    EXPECT_TRUE((co_await again.Execute()).ok()) << "a deleted key can be inserted again";
+    EXPECT_TRUE((co_await again.Commit()).ok());
+    Txn r2 = s.Begin(TxnKind::kReadOnly);
+    r2.AddRO(t, 500);
+    EXPECT_TRUE((co_await r2.Execute()).ok());
+    EXPECT_EQ(AsU64(*r2.Read(t, 500)), 7u);
+  });
+}
+
+TEST(ClusterTest, ConflictingWriterAbortsAndReleasesItsLocks) {
+  Fixture fx;
+  uint16_t t = fx.table;
+  fx.RunOn(0, [&](Session& s) -> Task<void> {
+    Txn a = s.Begin(TxnKind::kReadWrite);
+    a.AddRW(t, 3);
+    EXPECT_TRUE((co_await a.Execute()).ok());
+    Txn b = s.Begin(TxnKind::kReadWrite);
+    b.AddRW(t, 4);
+    b.AddRW(t, 3);  // held by a: b must abort, and drop its lock on 4
+    Status sb = co_await b.Execute();
+    EXPECT_EQ(sb.code(), Code::kAborted);
+    Txn c = s.Begin(TxnKind::kReadWrite);
+    c.AddRW(t, 4);
+    EXPECT_TRUE((co_await c.Execute()).ok()) << "b released key 4 when it aborted";
+    c.Abort();
+    EXPECT_TRUE((co_await a.Commit()).ok());
+  });
+  EXPECT_EQ(fx.cluster->Stats().aborts.lock_conflict, 1u);
+}
+
+// Bank: transfers between accounts never change the total, and read-only audits of every
+// account always see the exact total — under SR and under SI (transfers write both accounts, so
+// SI's write skew cannot break this invariant).
+void BankRun(Isolation iso) {
+  constexpr uint64_t kAccounts = 20, kStart = 1000;
+  constexpr int kTransfers = 400, kClients = 3;
+  ClusterConfig cfg = SmallConfig(iso);
+  cfg.cns = 4;
+  Fixture fx(cfg, 0);
+  uint16_t t = fx.table;
+  ASSERT_TRUE(fx.cluster->Load(t, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+    *key = i;
+    uint64_t start = kStart;
+    std::memcpy(v.data(), &start, 8);
+  }).ok());
+  std::atomic<uint64_t> audits{0}, bad_audits{0}, transfers{0};
+  fx.cluster->Run(kClients, [&](Session& s) -> Task<void> {
+    for (int n = 0; n < kTransfers; n++) {
+      if (s.client() == 0 && n % 4 == 0) {
+        uint64_t total = 0;
+        Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& a) -> Task<Status> {
+          for (uint64_t k = 0; k < kAccounts; k++) a.AddRO(t, k);
+          Status e = co_await a.Execute();
+          if (!e.ok()) co_return e;
+          total = 0;
+          for (uint64_t k = 0; k < kAccounts; k++) total += AsU64(*a.Read(t, k));
+          co_return Status::Ok();
+        });
+        if (st.ok()) {
+          audits++;
+          if (total != kAccounts * kStart) bad_audits++;
+        }
+        continue;
+      }
+      uint64_t from = s.rng().Uniform(kAccounts), to = s.rng().Uniform(kAccounts - 1);
+      if (to >= from) to++;
+      uint64_t amount = 1 + s.rng().Uniform(50);
+      Status st = co_await s.RunTxn(TxnKind::kReadWrite, [&](Txn& x) -> Task<Status> {
+        x.AddRW(t, from);
+        x.AddRW(t, to);
+        Status e = co_await x.Execute();
+        if (!e.ok()) co_return e;
+        uint64_t a = AsU64(*x.Read(t, from)), b = AsU64(*x.Read(t, to));
+        if (a < amount) co_return Status::Ok();  // insufficient funds: commit nothing
+        POND_CHECK(x.Write(t, from, U64Value(a - amount)).ok());
+        POND_CHECK(x.Write(t, to, U64Value(b + amount)).ok());
+        co_return Status::Ok();
+      });
+      if (st.ok()) transfers++;
+    }
+  });
+  EXPECT_EQ(bad_audits.load(), 0u) << "an audit saw money created or destroyed";
+  EXPECT_GT(audits.load(), 0u);
+  EXPECT_GT(transfers.load(), uint64_t{kTransfers});
+  uint64_t total = 0;
+  fx.RunOn(2, [&](Session& s) -> Task<void> {
+    Txn a = s.Begin(TxnKind::kReadOnly);
+    for (uint64_t k = 0; k < kAccounts; k++) a.AddRO(t, k);
+    EXPECT_TRUE((co_await a.Execute()).ok());
+    for (uint64_t k = 0; k < kAccounts; k++) total += AsU64(*a.Read(t, k));
+  });
+  EXPECT_EQ(total, kAccounts * kStart);
+  ClusterStats st = fx.cluster->Stats();
+  EXPECT_GT(st.aborts.Total(), 0u) << "20 accounts and 12 clients must collide";
+}
+
+TEST(BankTest, TotalIsConstantUnderSerializable) { BankRun(Isolation::kSerializable); }
+TEST(BankTest, TotalIsConstantUnderSnapshotIsolation) { BankRun(Isolation::kSnapshot); }
+
+}  // namespace
+}  // namespace pond

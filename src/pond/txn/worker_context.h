@@ -1,0 +1,112 @@
+// The runtime objects of an embedded cluster: one ClusterImpl, a CnContext per compute node and
+// a WorkerContext per worker thread. Internal to txn/; users see Cluster and Session.
+//
+// Ownership and threads: ClusterImpl owns everything. A CnContext's lock table and caches are
+// shared by that CN's workers (they are thread-safe). A WorkerContext — scheduler, endpoint, lock
+// and timestamp clients, allocator, RNG — is used only by its own worker thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/cache/vt_cache.h"
+#include "pond/cluster.h"
+#include "pond/lock/lock_client.h"
+#include "pond/lock/lock_server.h"
+#include "pond/lock/lock_table.h"
+#include "pond/lock/shard_map.h"
+#include "pond/runtime/rng.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/store/allocator.h"
+#include "pond/store/catalog.h"
+#include "pond/store/placement.h"
+#include "pond/transport/local/local_fabric.h"
+#include "pond/txn/commit_log.h"
+#include "pond/txn/timestamp_oracle.h"
+
+namespace pond::txn {
+
+class ClusterImpl;
+class CnContext;
+
+// Message kinds 0x03xx: routed procedure calls (docs/formats.md "Message kinds").
+inline constexpr uint16_t kMsgCall = 0x0301;
+inline constexpr uint16_t kMsgCallResult = 0x0302;
+
+struct WorkerStats {
+  uint64_t committed = 0;
+  uint64_t committed_read_only = 0;
+  AbortCounts aborts;
+  uint64_t remote_calls = 0;
+};
+
+class WorkerContext {
+ public:
+  WorkerContext(ClusterImpl& cluster, CnContext& cn, uint16_t index, uint64_t seed);
+
+  ClusterImpl& cluster;
+  CnContext& cn;
+  uint16_t index;
+  Scheduler sched;
+  std::unique_ptr<Endpoint> ep;
+  std::unique_ptr<lock::LockClient> locks;
+  std::unique_ptr<lock::LockServer> lock_server;
+  std::unique_ptr<TsoClient> tso;
+  std::unique_ptr<TsoServer> tso_server;  // on the TSO host only
+  std::unique_ptr<store::Allocator> alloc;
+  std::unique_ptr<CommitLog> log;
+  Rng rng;
+  WorkerStats stats;
+  uint64_t next_txn_id = 1;
+
+  // Routed calls this worker made and awaits: id -> (waiter, result).
+  struct PendingCall {
+    std::coroutine_handle<> waiter;
+    Code code = Code::kOk;
+  };
+  std::unordered_map<uint32_t, PendingCall*> calls;
+  uint32_t next_call_id = 0;
+
+  uint16_t cn_id() const;
+  Clock& clock() { return sched.clock(); }
+
+  // Message handlers of routed calls: run a procedure for another CN; take an answer.
+  void ServeCall(const Message& m);
+  void OnCallResult(const Message& m);
+};
+
+class CnContext {
+ public:
+  CnContext(ClusterImpl& cluster, uint16_t id);
+
+  uint16_t id;
+  lock::LockTable locks;
+  std::unique_ptr<cache::VtCache> vt;      // null if disabled
+  std::unique_ptr<cache::AddrCache> addr;  // null if disabled
+  std::vector<std::unique_ptr<WorkerContext>> workers;
+};
+
+class ClusterImpl {
+ public:
+  ClusterConfig config;
+  std::unique_ptr<LocalFabric> fabric;
+  store::PoolLayout layout;
+  store::Placement placement;
+  store::Catalog catalog;
+  lock::ShardMap shard_map;
+  TimestampOracle oracle;
+  std::vector<std::unique_ptr<CnContext>> cns;
+  std::vector<Procedure> procedures;
+
+  // Run() bookkeeping: clients still running over all workers.
+  std::atomic<int64_t> clients_running{0};
+
+  ClusterImpl(const ClusterConfig& c, std::unique_ptr<LocalFabric> f, store::PoolLayout l);
+  const store::TableInfo* Table(uint16_t id) const { return catalog.Find(id); }
+  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
+};
+
+}  // namespace pond::txn
