@@ -37,11 +37,11 @@ const char* IsolationName(Isolation i);
 struct ClusterConfig {
   int mns = 3;
   int cns = 3;
-  int workers_per_cn = 1;    // threads per CN
-  int replication = 3;       // copies of every record, on distinct MNs
-  int versions = 4;          // version cells per record (N)
+  int workers_per_cn = 1;  // threads per CN
+  int replication = 3;     // copies of every record, on distinct MNs
+  int versions = 4;        // version cells per record (N)
   Isolation isolation = Isolation::kSerializable;
-  uint64_t region_mib = 1024;  // per MN (reserved lazily by the OS)
+  uint64_t region_mib = 1024;             // per MN (reserved lazily by the OS)
   uint32_t lock_buckets = 1 << 16;        // per CN, 8 locks each
   uint32_t vt_cache_entries = 1 << 20;    // per CN; 0 disables the VT cache
   uint32_t addr_cache_entries = 1 << 20;  // per CN; 0 disables the address cache
@@ -78,7 +78,7 @@ struct AbortCounts {
   uint64_t torn_read = 0;         // a concurrent writer was caught mid-write too often
   uint64_t invisible_wait = 0;    // a writer stayed between write-invisible and visible too long
   uint64_t duplicate_key = 0;
-  uint64_t user = 0;              // the transaction body gave up
+  uint64_t user = 0;  // the transaction body gave up
   uint64_t Total() const {
     return lock_conflict + newer_version + snapshot_too_old + torn_read + invisible_wait +
            duplicate_key + user;
@@ -138,8 +138,9 @@ class Cluster {
   // Creates a table on every MN; returns its id.
   Result<uint16_t> CreateTable(const TableOptions& options);
   // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i.
-  Status Load(uint16_t table, uint64_t count,
-              const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
+  Status Load(
+      uint16_t table, uint64_t count,
+      const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
 
   ProcedureId RegisterProcedure(Procedure p);
 

@@ -21,33 +21,54 @@ Result<Model> ParseModel(std::string_view name) {
 
 std::string_view ModelName(Model model) {
   switch (model) {
-    case Model::kSerializable: return "serializable";
-    case Model::kSnapshotIsolation: return "snapshot-isolation";
-    case Model::kStrictSerializable: return "strict-serializable";
+    case Model::kSerializable:
+      return "serializable";
+    case Model::kSnapshotIsolation:
+      return "snapshot-isolation";
+    case Model::kStrictSerializable:
+      return "strict-serializable";
   }
   return "?";
 }
 
 std::string_view AnomalyName(Anomaly a) {
   switch (a) {
-    case Anomaly::kG0: return "G0";
-    case Anomaly::kG1c: return "G1c";
-    case Anomaly::kGSingle: return "G-single";
-    case Anomaly::kGNonadjacent: return "G-nonadjacent";
-    case Anomaly::kG2Item: return "G2-item";
-    case Anomaly::kG0Realtime: return "G0-realtime";
-    case Anomaly::kG1cRealtime: return "G1c-realtime";
-    case Anomaly::kGSingleRealtime: return "G-single-realtime";
-    case Anomaly::kGNonadjacentRealtime: return "G-nonadjacent-realtime";
-    case Anomaly::kG2ItemRealtime: return "G2-item-realtime";
-    case Anomaly::kG1a: return "G1a";
-    case Anomaly::kG1b: return "G1b";
-    case Anomaly::kInternal: return "internal";
-    case Anomaly::kLostUpdate: return "lost-update";
-    case Anomaly::kIncompatibleOrder: return "incompatible-order";
-    case Anomaly::kDuplicateElements: return "duplicate-elements";
-    case Anomaly::kGarbageRead: return "garbage-read";
-    case Anomaly::kCount: break;
+    case Anomaly::kG0:
+      return "G0";
+    case Anomaly::kG1c:
+      return "G1c";
+    case Anomaly::kGSingle:
+      return "G-single";
+    case Anomaly::kGNonadjacent:
+      return "G-nonadjacent";
+    case Anomaly::kG2Item:
+      return "G2-item";
+    case Anomaly::kG0Realtime:
+      return "G0-realtime";
+    case Anomaly::kG1cRealtime:
+      return "G1c-realtime";
+    case Anomaly::kGSingleRealtime:
+      return "G-single-realtime";
+    case Anomaly::kGNonadjacentRealtime:
+      return "G-nonadjacent-realtime";
+    case Anomaly::kG2ItemRealtime:
+      return "G2-item-realtime";
+    case Anomaly::kG1a:
+      return "G1a";
+    case Anomaly::kG1b:
+      return "G1b";
+    case Anomaly::kInternal:
+      return "internal";
+    case Anomaly::kLostUpdate:
+      return "lost-update";
+    case Anomaly::kIncompatibleOrder:
+      return "incompatible-order";
+    case Anomaly::kDuplicateElements:
+      return "duplicate-elements";
+    case Anomaly::kGarbageRead:
+      return "garbage-read";
+    case Anomaly::kCount:
+      break;
   }
   return "?";
 }
@@ -56,13 +77,16 @@ bool Forbids(Model model, Anomaly a) {
   switch (a) {
     // Snapshot isolation admits exactly the cycles with two adjacent rw edges (write skew);
     // Elle calls those G2-item and lets SI have them.
-    case Anomaly::kG2Item: return model != Model::kSnapshotIsolation;
+    case Anomaly::kG2Item:
+      return model != Model::kSnapshotIsolation;
     case Anomaly::kG0Realtime:
     case Anomaly::kG1cRealtime:
     case Anomaly::kGSingleRealtime:
     case Anomaly::kGNonadjacentRealtime:
-    case Anomaly::kG2ItemRealtime: return model == Model::kStrictSerializable;
-    default: return true;
+    case Anomaly::kG2ItemRealtime:
+      return model == Model::kStrictSerializable;
+    default:
+      return true;
   }
 }
 
@@ -83,19 +107,26 @@ enum MopFlag : uint8_t {
 
 std::string_view EdgeName(EdgeKind k) {
   switch (k) {
-    case EdgeKind::kWw: return "ww";
-    case EdgeKind::kWr: return "wr";
-    case EdgeKind::kRw: return "rw";
-    case EdgeKind::kRealtime: return "realtime";
+    case EdgeKind::kWw:
+      return "ww";
+    case EdgeKind::kWr:
+      return "wr";
+    case EdgeKind::kRw:
+      return "rw";
+    case EdgeKind::kRealtime:
+      return "realtime";
   }
   return "?";
 }
 
 std::string_view TypeName(TxnType t) {
   switch (t) {
-    case TxnType::kOk: return "ok";
-    case TxnType::kFail: return "fail";
-    case TxnType::kInfo: return "info";
+    case TxnType::kOk:
+      return "ok";
+    case TxnType::kFail:
+      return "fail";
+    case TxnType::kInfo:
+      return "info";
   }
   return "?";
 }
@@ -139,11 +170,16 @@ Anomaly Classify(const std::vector<CycleStep>& steps) {
                        : Anomaly::kG0;
   if (!realtime) return a;
   switch (a) {
-    case Anomaly::kG0: return Anomaly::kG0Realtime;
-    case Anomaly::kG1c: return Anomaly::kG1cRealtime;
-    case Anomaly::kGSingle: return Anomaly::kGSingleRealtime;
-    case Anomaly::kGNonadjacent: return Anomaly::kGNonadjacentRealtime;
-    default: return Anomaly::kG2ItemRealtime;
+    case Anomaly::kG0:
+      return Anomaly::kG0Realtime;
+    case Anomaly::kG1c:
+      return Anomaly::kG1cRealtime;
+    case Anomaly::kGSingle:
+      return Anomaly::kGSingleRealtime;
+    case Anomaly::kGNonadjacent:
+      return Anomaly::kGNonadjacentRealtime;
+    default:
+      return Anomaly::kG2ItemRealtime;
   }
 }
 
@@ -177,8 +213,8 @@ class Analysis {
     CheckReads();
     in_graph_.assign(txns.size(), 0);
     for (uint32_t t = 0; t < txns.size(); t++) {
-      in_graph_[t] = txns[t].type == TxnType::kOk ||
-                     (txns[t].type == TxnType::kInfo && observed_[t]);
+      in_graph_[t] =
+          txns[t].type == TxnType::kOk || (txns[t].type == TxnType::kInfo && observed_[t]);
       r_.graph_txn_count += in_graph_[t];
     }
     ScanTxns();
@@ -201,7 +237,9 @@ class Analysis {
   std::span<const uint64_t> Order(uint32_t k) const {
     return {order_.data() + order_begin_[k], order_begin_[k + 1] - order_begin_[k]};
   }
-  uint32_t OrderWriter(uint32_t k, uint64_t pos) const { return order_writer_[order_begin_[k] + pos]; }
+  uint32_t OrderWriter(uint32_t k, uint64_t pos) const {
+    return order_writer_[order_begin_[k] + pos];
+  }
   bool Graph(uint32_t t) const { return t != kNone32 && in_graph_[t]; }
 
   // Counts one anomaly; returns the example to fill in, or nullptr when enough are kept.
@@ -255,8 +293,8 @@ class Analysis {
       auto list = h_.read(h_.mop(longest_[k]));
       for (uint32_t j = 0; j < list.size(); j++) {
         uint64_t e = list[j];
-        auto [pos, inserted] =
-            position_.Insert(ElementKey{e, k}, static_cast<uint32_t>(order_.size() - order_begin_[k]));
+        auto [pos, inserted] = position_.Insert(
+            ElementKey{e, k}, static_cast<uint32_t>(order_.size() - order_begin_[k]));
         if (!inserted) {
           key_has_dup_[k] = 1;
           continue;
@@ -264,7 +302,8 @@ class Analysis {
         const AppendRef* ref = h_.Appender(k, e);
         uint32_t writer = ref ? ref->txn : kNone32;
         if (ref == nullptr && first_garbage_[k] == kNone32) first_garbage_[k] = j;
-        if (ref != nullptr && txns[ref->txn].type == TxnType::kFail && first_failed_[k] == kNone32) {
+        if (ref != nullptr && txns[ref->txn].type == TxnType::kFail &&
+            first_failed_[k] == kNone32) {
           first_failed_[k] = j;
         }
         if (ref != nullptr) observed_[ref->txn] = 1;
@@ -345,10 +384,10 @@ class Analysis {
         if (failed != kNone32 && ok) {
           const AppendRef* ref = h_.Appender(k, list[failed]);
           if (AnomalyExample* ex = Add(Anomaly::kG1a)) {
-            ex->summary = fmt::format(
-                "{} read key {} = {}, which holds {}, appended by {} which failed",
-                TxnName(h_, t), h_.FormatValue(h_.key_value(k)), FormatList(h_, list),
-                h_.FormatValue(list[failed]), TxnName(h_, ref->txn));
+            ex->summary =
+                fmt::format("{} read key {} = {}, which holds {}, appended by {} which failed",
+                            TxnName(h_, t), h_.FormatValue(h_.key_value(k)), FormatList(h_, list),
+                            h_.FormatValue(list[failed]), TxnName(h_, ref->txn));
             ex->txns = {t, ref->txn};
           }
         }
@@ -432,8 +471,8 @@ class Analysis {
           if (s.first_read != kNone32 && !s.lost_update_done) {
             s.lost_update_done = true;
             auto seen = h_.read(h_.mop(h_.MopIndex(txn, s.first_read)));
-            lost.push_back({k, HashBytes(seen.data(), seen.size_bytes()), t,
-                            h_.MopIndex(txn, s.first_read)});
+            lost.push_back(
+                {k, HashBytes(seen.data(), seen.size_bytes()), t, h_.MopIndex(txn, s.first_read)});
           }
           prev_append[j] = s.last_append;
           s.last_append = j;
@@ -477,9 +516,9 @@ class Analysis {
             ex->txns.push_back(lost[x].txn);
             names += (names.empty() ? "" : ", ") + TxnName(h_, lost[x].txn);
           }
-          ex->summary = fmt::format("{} transactions ({}) all read key {} = {} and then appended to it",
-                                    j - i, names, h_.FormatValue(h_.key_value(lost[i].key)),
-                                    FormatList(h_, first));
+          ex->summary = fmt::format(
+              "{} transactions ({}) all read key {} = {} and then appended to it", j - i, names,
+              h_.FormatValue(h_.key_value(lost[i].key)), FormatList(h_, first));
         }
       }
       i = j;
@@ -653,9 +692,9 @@ class Analysis {
       if (txns[t].type == TxnType::kOk) events.push_back({txns[t].complete_ns, 1, t});
     }
     std::sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
-      return a.time != b.time ? a.time < b.time
-                              : a.is_completion != b.is_completion ? a.is_completion < b.is_completion
-                                                                   : a.txn < b.txn;
+      return a.time != b.time                     ? a.time < b.time
+             : a.is_completion != b.is_completion ? a.is_completion < b.is_completion
+                                                  : a.txn < b.txn;
     });
     uint32_t nodes = static_cast<uint32_t>(txns.size());
     uint32_t current = kNoNode;
@@ -712,7 +751,8 @@ class Analysis {
       ex->txns.push_back(s.from);
       chain += fmt::format(" -{}-> {}", EdgeName(s.kind), TxnName(h_, s.to));
     }
-    ex->summary = fmt::format("{} cycle of {} transactions: {}", AnomalyName(a), steps.size(), chain);
+    ex->summary =
+        fmt::format("{} cycle of {} transactions: {}", AnomalyName(a), steps.size(), chain);
     ex->cycle = std::move(steps);
   }
 
@@ -791,7 +831,8 @@ class Analysis {
         steps = CycleThrough(layered, layered_wwwr, layer_c, x, i);
         if (!steps.empty()) break;
       }
-      if (steps.empty()) steps = CycleThrough(layered, layered, layer_c, starts[0].first, starts[0].second);
+      if (steps.empty())
+        steps = CycleThrough(layered, layered, layer_c, starts[0].first, starts[0].second);
       POND_ASSERT(!steps.empty());
       Report(std::move(steps));
     }
@@ -894,8 +935,9 @@ class Analysis {
           auto order = Order(m.key);
           if (next < order.size()) {
             if (OrderWriter(m.key, next) == to) {
-              return fmt::format("{} read key {} = {}, which misses {}'s append of {} that came next",
-                                 an, key(m.key), FormatList(h_, h_.read(m)), bn, val(order[next]));
+              return fmt::format(
+                  "{} read key {} = {}, which misses {}'s append of {} that came next", an,
+                  key(m.key), FormatList(h_, h_.read(m)), bn, val(order[next]));
             }
             continue;
           }
@@ -959,7 +1001,8 @@ std::string DescribeTxn(const History& h, uint32_t t) {
       break;
     }
     if (m.is_append) {
-      s += fmt::format(" [append {} {}]", h.FormatValue(h.key_value(m.key)), h.FormatValue(m.value));
+      s +=
+          fmt::format(" [append {} {}]", h.FormatValue(h.key_value(m.key)), h.FormatValue(m.value));
     } else {
       s += fmt::format(" [r {} {}]", h.FormatValue(h.key_value(m.key)),
                        m.read_known ? FormatList(h, h.read(m)) : "null");
@@ -1002,8 +1045,8 @@ nlohmann::json ToJson(const History& h, const CheckResult& r) {
   json out;
   out["valid"] = r.valid;
   out["model"] = ModelName(r.model);
-  out["stats"] = {{"transactions", r.txn_count}, {"ok", r.ok_count},
-                  {"fail", r.fail_count},        {"info", r.info_count},
+  out["stats"] = {{"transactions", r.txn_count},   {"ok", r.ok_count},
+                  {"fail", r.fail_count},          {"info", r.info_count},
                   {"in_graph", r.graph_txn_count}, {"keys", r.key_count},
                   {"edges", r.edge_count}};
   json counts = json::object(), anomalies = json::object(), forbidden = json::array();
@@ -1036,7 +1079,8 @@ nlohmann::json ToJson(const History& h, const CheckResult& r) {
       if (!cycle.empty()) e["cycle"] = cycle;
       examples.push_back(e);
     }
-    anomalies[name] = {{"count", rep.count}, {"forbidden", Forbids(r.model, a)}, {"examples", examples}};
+    anomalies[name] = {
+        {"count", rep.count}, {"forbidden", Forbids(r.model, a)}, {"examples", examples}};
   }
   out["forbidden"] = forbidden;
   out["counts"] = counts;

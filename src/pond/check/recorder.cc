@@ -20,9 +20,12 @@ void PutInt(std::string& s, Int v) {
 
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kOk: return "ok";
-    case Outcome::kFail: return "fail";
-    case Outcome::kInfo: return "info";
+    case Outcome::kOk:
+      return "ok";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kInfo:
+      return "info";
   }
   return "info";
 }

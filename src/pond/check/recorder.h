@@ -79,7 +79,7 @@ class Recorder {
   std::unique_ptr<std::ofstream> file_;
   RecorderOptions options_;
   std::mutex mu_;
-  std::string buffer_;     // guarded by mu_
+  std::string buffer_;       // guarded by mu_
   uint64_t next_index_ = 0;  // guarded by mu_
   Status status_;            // guarded by mu_: the first error
 };

@@ -9,12 +9,18 @@ namespace pond::check {
 
 std::string_view ExecutorFlawName(ExecutorFlaw flaw) {
   switch (flaw) {
-    case ExecutorFlaw::kNone: return "none";
-    case ExecutorFlaw::kSnapshotIsolation: return "snapshot-isolation";
-    case ExecutorFlaw::kStaleSnapshot: return "stale-snapshot";
-    case ExecutorFlaw::kLostUpdate: return "lost-update";
-    case ExecutorFlaw::kAbortedRead: return "aborted-read";
-    case ExecutorFlaw::kIntermediateRead: return "intermediate-read";
+    case ExecutorFlaw::kNone:
+      return "none";
+    case ExecutorFlaw::kSnapshotIsolation:
+      return "snapshot-isolation";
+    case ExecutorFlaw::kStaleSnapshot:
+      return "stale-snapshot";
+    case ExecutorFlaw::kLostUpdate:
+      return "lost-update";
+    case ExecutorFlaw::kAbortedRead:
+      return "aborted-read";
+    case ExecutorFlaw::kIntermediateRead:
+      return "intermediate-read";
   }
   return "?";
 }
@@ -216,16 +222,17 @@ class Executor {
   // Reads see the begin-time snapshot plus the txn's own appends; appends take effect at
   // commit, all at one commit sequence number.
   void CompleteSnapshot(Client& c, Outcome& outcome) {
-    if (outcome == Outcome::kOk && o_.flaw == ExecutorFlaw::kSnapshotIsolation) {
+    bool conflict = false;
+    if (outcome != Outcome::kFail && o_.flaw == ExecutorFlaw::kSnapshotIsolation) {
       for (const PlannedMop& m : c.mops) {
         const KeyData& k = keys_[m.key];
-        if (m.is_append && !k.commit_seq.empty() && k.commit_seq.back() > c.snapshot) {
-          outcome = Outcome::kFail;  // first committer wins
-          break;
-        }
+        conflict |= m.is_append && !k.commit_seq.empty() && k.commit_seq.back() > c.snapshot;
       }
     }
-    bool apply = outcome == Outcome::kOk || (outcome == Outcome::kInfo && rng_.Chance(0.5));
+    // First committer wins: a conflicting commit fails (an info one then never took effect).
+    if (conflict && outcome == Outcome::kOk) outcome = Outcome::kFail;
+    bool apply =
+        !conflict && (outcome == Outcome::kOk || (outcome == Outcome::kInfo && rng_.Chance(0.5)));
     if (!apply) {
       RecordAppendsOnly(c);
       return;

@@ -32,7 +32,7 @@ struct ExecutorOptions {
   uint64_t seed = 1;
   uint64_t txn_count = 1000;
   uint32_t process_count = 8;
-  uint32_t active_key_count = 8;     // keys in use at once
+  uint32_t active_key_count = 8;      // keys in use at once
   uint32_t appends_per_key_max = 32;  // then the key is retired for a fresh one (short reads)
   uint32_t mops_per_txn_min = 1;
   uint32_t mops_per_txn_max = 4;

@@ -18,7 +18,7 @@ namespace pond::check {
 struct CheckOptions {
   std::string history_path;
   Model model = Model::kStrictSerializable;  // Elle's default too
-  bool json = false;                          // one JSON object on `out` instead of text
+  bool json = false;                         // one JSON object on `out` instead of text
   uint32_t examples_per_anomaly_max = 3;
 };
 

@@ -69,8 +69,8 @@ class TestHistory {
 
  private:
   void Line(int64_t process, const std::string& type, const nlohmann::json& value) {
-    nlohmann::json j = {{"type", type}, {"process", process}, {"time", time_}, {"f", "txn"},
-                        {"index", index_++}, {"value", value}};
+    nlohmann::json j = {{"type", type}, {"process", process}, {"time", time_},
+                        {"f", "txn"},   {"index", index_++},  {"value", value}};
     time_ += 10;
     text_ << j.dump() << "\n";
   }

@@ -23,19 +23,19 @@ struct BatchHeader {
 static_assert(sizeof(BatchHeader) == 8);
 
 struct LockRequestEntry {
-  uint64_t txn_id;    // with the sender's CN id, the owner
-  uint64_t key;       // LockKey.key
-  uint16_t table;     // LockKey.table (bit 15: index-bucket lock)
-  uint8_t op;         // kOpLock or kOpUnlock
-  uint8_t mode;       // LockMode
-  uint32_t req_id;    // echoed in the reply; chosen by the sender
+  uint64_t txn_id;  // with the sender's CN id, the owner
+  uint64_t key;     // LockKey.key
+  uint16_t table;   // LockKey.table (bit 15: index-bucket lock)
+  uint8_t op;       // kOpLock or kOpUnlock
+  uint8_t mode;     // LockMode
+  uint32_t req_id;  // echoed in the reply; chosen by the sender
 };
 static_assert(sizeof(LockRequestEntry) == 24);
 static_assert(offsetof(LockRequestEntry, table) == 16 && offsetof(LockRequestEntry, req_id) == 20);
 
 struct LockReplyEntry {
   uint32_t req_id;
-  uint8_t code;       // pond::Code of the outcome: kOk, kConflict or kWrongShard
+  uint8_t code;  // pond::Code of the outcome: kOk, kConflict or kWrongShard
   uint8_t reserved[3];
 };
 static_assert(sizeof(LockReplyEntry) == 8);

@@ -251,9 +251,9 @@ TEST_F(LockServerTest, RemoteWriteHookRunsOnlyForGrantedRemoteWrites) {
   const LockKey a = KeyOn(map_, 1, 1), b = KeyOn(map_, 1, 2), c = KeyOn(map_, 1, 3),
                 d = KeyOn(map_, 1, 4);
   ASSERT_TRUE(table_->Acquire(c, R, LockOwner{1, 50}).ok());
-  Feed(remote_, {Entry(kOpLock, a, W, 7, 1),    // remote write, granted: hook
-                 Entry(kOpLock, b, R, 7, 2),    // remote read: no hook
-                 Entry(kOpLock, c, W, 7, 3)});  // remote write, refused: no hook
+  Feed(remote_, {Entry(kOpLock, a, W, 7, 1),     // remote write, granted: hook
+                 Entry(kOpLock, b, R, 7, 2),     // remote read: no hook
+                 Entry(kOpLock, c, W, 7, 3)});   // remote write, refused: no hook
   Feed(same_cn_, {Entry(kOpLock, d, W, 7, 4)});  // write from the server's own CN: no hook
   ASSERT_EQ(invalidated.size(), 1u);
   EXPECT_EQ(invalidated[0], a);
@@ -407,8 +407,8 @@ TEST(LockClientTest, LocalRefusalSendsNothing) {
   ASSERT_TRUE(c.Table(0).Acquire(local, W, LockOwner{0, 77}).ok());
   std::optional<Status> got;
   // The remote request is listed first, yet the local refusal is found before anything is sent.
-  c.At(0).sched.Spawn(AcquireInto(c.At(0).client.get(), {0, 1},
-                                  {{on1, W}, {local2, R}, {local, W}}, &got));
+  c.At(0).sched.Spawn(
+      AcquireInto(c.At(0).client.get(), {0, 1}, {{on1, W}, {local2, R}, {local, W}}, &got));
   ASSERT_GE(c.PumpUntil([&] { return got.has_value(); }), 0);
   EXPECT_EQ(got->code(), Code::kConflict);
   EXPECT_EQ(c.At(0).client->stats().request_messages, 0u);

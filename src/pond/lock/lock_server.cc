@@ -10,6 +10,9 @@
 namespace pond::lock {
 
 static_assert(std::endian::native == std::endian::little, "wire structs are little-endian");
+// LockReplyEntry.code carries pond::Code values; docs/locks.md pins these three.
+static_assert(static_cast<uint8_t>(Code::kOk) == 0 && static_cast<uint8_t>(Code::kConflict) == 5 &&
+              static_cast<uint8_t>(Code::kWrongShard) == 8);
 
 LockServer::LockServer(Endpoint& ep, LockTable& table) : ep_(ep), table_(table) {
   ep_.OnMessage(kMsgLockRequests, [this](const Message& m) { OnRequests(m); });
@@ -21,8 +24,9 @@ void LockServer::OnRequests(const Message& m) {
   BatchHeader bh;
   std::memcpy(&bh, m.payload.data(), sizeof(bh));
   POND_CHECK_MSG(bh.count <= kLockBatchEntriesMax, "lock request batch too long");
-  POND_CHECK_MSG(m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockRequestEntry),
-                 "lock request batch size does not match its count");
+  POND_CHECK_MSG(
+      m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockRequestEntry),
+      "lock request batch size does not match its count");
   stats_.request_batches++;
 
   const bool remote = m.from.cn != ep_.self().cn;

@@ -33,8 +33,8 @@ namespace pond::lock {
 
 struct LockServerStats {
   uint64_t request_batches = 0;
-  uint64_t locks = 0;    // lock entries answered (any outcome)
-  uint64_t unlocks = 0;  // unlocks that released a hold
+  uint64_t locks = 0;          // lock entries answered (any outcome)
+  uint64_t unlocks = 0;        // unlocks that released a hold
   uint64_t stray_unlocks = 0;  // unlocks of locks not held
   uint64_t wrong_shard = 0;
 };

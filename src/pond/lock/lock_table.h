@@ -45,7 +45,7 @@ namespace pond::lock {
 
 inline constexpr int kSlotsPerBucket = 8;
 inline constexpr uint8_t kWriteLocked = 1;
-inline constexpr uint8_t kReadCounterMax = 254;  // 127 readers
+inline constexpr uint8_t kReadCounterMax = 254;        // 127 readers
 inline constexpr uint32_t kLockBucketsMax = 1u << 24;  // 1 GiB of slots
 inline constexpr uint64_t kFingerprintMask = (uint64_t{1} << 56) - 1;
 
@@ -59,12 +59,12 @@ constexpr uint8_t SlotCounter(uint64_t slot) { return static_cast<uint8_t>(slot)
 // Counted with relaxed atomics; every refusal counts in exactly one of conflicts, bucket_full,
 // counter_full (and wrong_shard).
 struct LockTableStats {
-  std::atomic<uint64_t> acquired{0};        // new holds granted
-  std::atomic<uint64_t> upgraded{0};        // read holds turned into write holds
-  std::atomic<uint64_t> repeated{0};        // idempotent repeats answered from the lock state
-  std::atomic<uint64_t> conflicts{0};       // refused: conflicting mode, or upgrade not sole reader
-  std::atomic<uint64_t> bucket_full{0};     // refused: no slot free in the key's bucket
-  std::atomic<uint64_t> counter_full{0};    // refused: read counter at kReadCounterMax
+  std::atomic<uint64_t> acquired{0};      // new holds granted
+  std::atomic<uint64_t> upgraded{0};      // read holds turned into write holds
+  std::atomic<uint64_t> repeated{0};      // idempotent repeats answered from the lock state
+  std::atomic<uint64_t> conflicts{0};     // refused: conflicting mode, or upgrade not sole reader
+  std::atomic<uint64_t> bucket_full{0};   // refused: no slot free in the key's bucket
+  std::atomic<uint64_t> counter_full{0};  // refused: read counter at kReadCounterMax
   std::atomic<uint64_t> wrong_shard{0};
   std::atomic<uint64_t> released{0};        // holds dropped by Release and ReleaseAllOf
   std::atomic<uint64_t> stray_releases{0};  // Release of a hold that does not exist

@@ -171,9 +171,9 @@ TEST(LockTableTest, StrayReleaseChangesNothing) {
   ASSERT_TRUE(t->Acquire(K(1), R, O(1)).ok());
   ASSERT_TRUE(t->Acquire(K(1), R, O(2)).ok());
   const uint64_t before = SlotOf(*t, K(1));
-  EXPECT_EQ(t->Release(K(1), R, O(3)).code(), Code::kNotFound);  // not a holder
-  EXPECT_EQ(t->Release(K(1), W, O(1)).code(), Code::kNotFound);  // holder, other mode
-  EXPECT_EQ(t->Release(K(5), R, O(1)).code(), Code::kNotFound);  // nothing on that key
+  EXPECT_EQ(t->Release(K(1), R, O(3)).code(), Code::kNotFound);     // not a holder
+  EXPECT_EQ(t->Release(K(1), W, O(1)).code(), Code::kNotFound);     // holder, other mode
+  EXPECT_EQ(t->Release(K(5), R, O(1)).code(), Code::kNotFound);     // nothing on that key
   EXPECT_EQ(t->Release(K(1), R, O(1, 1)).code(), Code::kNotFound);  // same txn id, other CN
   EXPECT_EQ(SlotOf(*t, K(1)), before);
   EXPECT_EQ(t->HeldLocks().size(), 2u);
@@ -239,10 +239,10 @@ TEST(LockTableTest, CollidingKeysShareASlotButNotTheirHolds) {
 }
 
 // Four threads run short transactions (1-8 locks) on a few hundred keys of a tiny table (8
-// buckets, so buckets fill and freed slots are reused all the time), with repeats, upgrades and stray releases mixed in. Mutual exclusion is
-// checked twice over: atomic reader/writer counts per key, and a plain counter per key that only
-// write-lock holders change (a lapse is a data race ThreadSanitizer reports, and a lost or
-// unexpected change the readers and writers see).
+// buckets, so buckets fill and freed slots are reused all the time), with repeats, upgrades and
+// stray releases mixed in. Mutual exclusion is checked twice over: atomic reader/writer counts per
+// key, and a plain counter per key that only write-lock holders change (a lapse is a data race
+// ThreadSanitizer reports, and a lost or unexpected change the readers and writers see).
 TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
   constexpr int kThreads = 4;
   constexpr uint64_t kKeys = 300;

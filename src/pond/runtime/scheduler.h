@@ -2,8 +2,9 @@
 //
 // A round (RunOnce) resumes every coroutine that was ready when the round began, wakes sleepers
 // whose time has come, then lets each Poller (the transport endpoint, the message inbox) poll for
-// completions and messages, and finally flush what the round buffered (EndRound). So everything a worker's coroutines send to one
-// destination during one round leaves as one batch (Dandelion's batching), across coroutines.
+// completions and messages, and finally flush what the round buffered (EndRound). So everything a
+// worker's coroutines send to one destination during one round leaves as one batch (Dandelion's
+// batching), across coroutines.
 //
 // Thread rules: all methods are called from the owning worker thread only. Other threads reach a
 // worker through the transport, never through its scheduler.

@@ -20,8 +20,23 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
     co_return off;
   }
   Cursor& c = cursors_[mn];
+  // At most one chunk FAA per group is in flight: coroutines that find the cursor empty while
+  // one is wait for it, instead of each carving (and wasting) a chunk of their own.
+  while (c.end - c.next < bytes && carving_[mn]) {
+    struct Wait {
+      std::vector<std::coroutine_handle<>>* q;
+      bool await_ready() const noexcept { return false; }
+      void await_suspend(std::coroutine_handle<> h) { q->push_back(h); }
+      void await_resume() const noexcept {}
+    };
+    co_await Wait{&carve_waiters_[mn]};
+  }
   if (c.end - c.next < bytes) {
+    carving_[mn] = true;
     Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes);
+    carving_[mn] = false;
+    for (auto h : carve_waiters_[mn]) ep.scheduler().Ready(h);
+    carve_waiters_[mn].clear();
     if (!chunk.ok()) co_return chunk.status();
     stats_.chunks++;
     stats_.wasted_bytes += c.end - c.next;

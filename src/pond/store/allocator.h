@@ -9,6 +9,7 @@
 // Thread rules: one Allocator per worker; not thread-safe. Offsets are 64-byte aligned.
 #pragma once
 
+#include <coroutine>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -29,7 +30,11 @@ struct AllocatorStats {
 
 class Allocator {
  public:
-  explicit Allocator(const PoolLayout& layout) : layout_(layout), cursors_(layout.num_mns) {}
+  explicit Allocator(const PoolLayout& layout)
+      : layout_(layout),
+        cursors_(layout.num_mns),
+        carving_(layout.num_mns, 0),
+        carve_waiters_(layout.num_mns) {}
 
   // Record space for a key whose primary is `primary`: `bytes` rounded up to 64, at most one
   // chunk. Returns a lane-relative offset. OutOfSpace when the group's lanes are exhausted.
@@ -48,6 +53,8 @@ class Allocator {
 
   PoolLayout layout_;
   std::vector<Cursor> cursors_;  // per primary MN (replica group)
+  std::vector<char> carving_;    // per group: a chunk FAA is in flight
+  std::vector<std::vector<std::coroutine_handle<>>> carve_waiters_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> free_;
   AllocatorStats stats_;
 };

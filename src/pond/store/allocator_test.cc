@@ -90,3 +90,30 @@ TEST(AllocatorTest, ExhaustedHeapIsOutOfSpaceNotOverflow) {
 
 }  // namespace
 }  // namespace pond::store
+
+namespace pond::store {
+namespace {
+
+TEST(AllocatorTest, ConcurrentCoroutinesShareOneCarve) {
+  // Eight coroutines of one worker all find the cursor empty at once. Only one chunk FAA may be
+  // in flight: the others wait for it and take their pieces from that chunk.
+  auto pool = testing::FormattedPool(1, 64 << 20, 64 << 10);
+  testing::Worker w(*pool, {0, 0});
+  Allocator alloc(pool.layout);
+  for (int c = 0; c < 8; c++) {
+    w.sched.Spawn([](Endpoint* ep, Allocator* a) -> Task<void> {
+      EXPECT_TRUE((co_await a->Alloc(*ep, 0, 64)).ok());
+    }(w.ep.get(), &alloc));
+  }
+  w.sched.RunUntilIdle();
+  EXPECT_EQ(alloc.stats().chunks, 1u);
+  // A 64 KiB chunk holds 1024 pieces of 64 bytes; 8 are taken.
+  for (int i = 0; i < 1024 - 8; i++) ASSERT_TRUE(w.Run(alloc.Alloc(*w.ep, 0, 64)).ok());
+  EXPECT_EQ(alloc.stats().chunks, 1u);
+  EXPECT_TRUE(w.Run(alloc.Alloc(*w.ep, 0, 64)).ok());
+  EXPECT_EQ(alloc.stats().chunks, 2u);
+  EXPECT_EQ(alloc.stats().wasted_bytes, 0u);
+}
+
+}  // namespace
+}  // namespace pond::store

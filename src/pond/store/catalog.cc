@@ -11,14 +11,18 @@ namespace pond::store {
 namespace {
 
 constexpr uint64_t AlignUp(uint64_t x, uint64_t a) { return (x + a - 1) / a * a; }
-constexpr double kIndexLoadFactor = 0.7;
+constexpr double kIndexLoadFactor = 0.6;
 
 GAddr CatalogSlot(MnId mn, uint16_t id) {
   return GAddr::Make(mn, kCatalogOffset + uint64_t{id} * sizeof(TableDesc));
 }
 
-uint64_t BucketCount(const TableSpec& spec) {
-  double slots = static_cast<double>(spec.capacity) / kIndexLoadFactor;
+// Buckets of one replica group's sub-index: the keys of one primary MN, about capacity / MNs,
+// with room for the imbalance of hashing keys to MNs.
+uint64_t BucketCount(const TableSpec& spec, uint16_t num_mns) {
+  double keys = static_cast<double>(spec.capacity) / num_mns;
+  keys = keys * 1.1 + 32;
+  double slots = keys / kIndexLoadFactor;
   uint64_t buckets = static_cast<uint64_t>(slots / spec.slots_per_bucket) + 1;
   return buckets < 2 ? 2 : buckets;
 }
@@ -144,9 +148,11 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
   d.record_stride = RecordStride(spec.value_bytes);
   d.cvt_bytes = CvtBytes(spec.versions);
   d.slots_per_bucket = static_cast<uint16_t>(spec.slots_per_bucket);
-  d.bucket_count = BucketCount(spec);
+  d.bucket_count = BucketCount(spec, num_mns);
+  d.replication = static_cast<uint8_t>(layout.replication);
   std::memcpy(d.name, spec.name.data(), spec.name.size());
-  uint64_t index_bytes = d.bucket_count * d.cvt_bytes * d.slots_per_bucket;
+  uint64_t index_bytes =
+      d.bucket_count * d.cvt_bytes * d.slots_per_bucket * static_cast<uint64_t>(d.replication);
 
   // One descriptor per MN: they differ only in where that MN's index area starts.
   std::vector<TableDesc> descs(num_mns, d);
@@ -197,6 +203,7 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep) {
     t.cvt_bytes = d.cvt_bytes;
     t.slots_per_bucket = d.slots_per_bucket;
     t.bucket_count = d.bucket_count;
+    t.replication = d.replication;
     for (MnId mn = 0; mn < sb0.num_mns; mn++) {
       const TableDesc& dm = descs[mn][id];
       if (!(dm.flags & kTablePresent) || dm.bucket_count != d.bucket_count ||

@@ -40,15 +40,19 @@ struct TableInfo {
   uint32_t record_stride = 0;
   uint32_t cvt_bytes = 0;
   int slots_per_bucket = 0;
-  uint64_t bucket_count = 0;
+  uint64_t bucket_count = 0;           // per replica group
+  int replication = 0;                 // R: replica groups in each MN's index area
   std::vector<uint64_t> index_offset;  // per MN
 
   uint32_t bucket_bytes() const { return cvt_bytes * static_cast<uint32_t>(slots_per_bucket); }
-  GAddr BucketAddr(MnId mn, uint64_t bucket) const {
-    return GAddr::Make(mn, index_offset[mn] + bucket * bucket_bytes());
+  uint64_t group_bytes() const { return bucket_count * bucket_bytes(); }
+  // A bucket in MN `mn`'s sub-index for the keys of which `mn` is replica `replica`.
+  GAddr BucketAddr(MnId mn, int replica, uint64_t bucket) const {
+    return GAddr::Make(mn, index_offset[mn] + static_cast<uint64_t>(replica) * group_bytes() +
+                               bucket * bucket_bytes());
   }
-  GAddr SlotAddr(MnId mn, uint64_t bucket, int slot) const {
-    return BucketAddr(mn, bucket) + static_cast<uint64_t>(slot) * cvt_bytes;
+  GAddr SlotAddr(MnId mn, int replica, uint64_t bucket, int slot) const {
+    return BucketAddr(mn, replica, bucket) + static_cast<uint64_t>(slot) * cvt_bytes;
   }
 };
 

@@ -47,11 +47,11 @@ BucketScan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uin
   return s;
 }
 
-Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key) {
+Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, int replica, uint64_t key) {
   std::vector<std::byte> buf(t.bucket_bytes());
   uint64_t bucket = HomeBucket(t, key);
   for (int probe = 0; probe < kProbeBucketsMax; probe++) {
-    ep.Read(t.BucketAddr(mn, bucket), buf.data(), t.bucket_bytes());
+    ep.Read(t.BucketAddr(mn, replica, bucket), buf.data(), t.bucket_bytes());
     Status st = co_await ep.Flush();
     if (!st.ok()) co_return st;
     BucketScan s = ScanBucket(t, buf, key);
@@ -94,7 +94,7 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
     MnId mn = placement.Replica(key, r);
     uint64_t rec = layout.RecordOffset(r, *lane_off);
     first[r] = EncodeCell(Cell{.cv = 1, .valid = true, .commit_ts = commit_ts, .record = rec});
-    GAddr slot = ref.Addr(t, mn);
+    GAddr slot = ref.Addr(t, mn, r);
     ep.Write(GAddr::Make(mn, rec), record.data(), t.record_stride);
     ep.Write(slot + sizeof(CvtHeader), &first[r], sizeof(CvtCell));
     ep.Write(slot + offsetof(CvtHeader, key), &key, sizeof(key));
@@ -106,13 +106,13 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
 }
 
 Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key) {
-  uint64_t claimed_meta = PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions),
-                                   t.value_bytes);
+  uint64_t claimed_meta =
+      PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
   std::vector<std::byte> buf(t.bucket_bytes());
   uint64_t bucket = HomeBucket(t, key);
   int probe = 0;
   for (int attempt = 0; attempt < kInsertAttemptsMax; attempt++) {
-    ep.Read(t.BucketAddr(primary, bucket), buf.data(), t.bucket_bytes());
+    ep.Read(t.BucketAddr(primary, 0, bucket), buf.data(), t.bucket_bytes());
     Status st = co_await ep.Flush();
     if (!st.ok()) co_return st;
     BucketScan s = ScanBucket(t, buf, key);
@@ -124,7 +124,7 @@ Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, 
     }
     uint64_t old = 0;
     SlotRef ref{bucket, s.first_empty};
-    ep.Cas(ref.Addr(t, primary) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
+    ep.Cas(ref.Addr(t, primary, 0) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
     st = co_await ep.Flush();
     if (!st.ok()) co_return st;
     if (old == 0) co_return ref;

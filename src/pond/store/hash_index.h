@@ -24,7 +24,7 @@
 
 namespace pond::store {
 
-inline constexpr int kProbeBucketsMax = 16;
+inline constexpr int kProbeBucketsMax = 64;
 inline constexpr int kInsertAttemptsMax = 64;
 
 // A decoded CVT.
@@ -39,11 +39,14 @@ struct Cvt {
 // Decodes one CVT copied from a bucket; TornRead if any cell was caught mid-write.
 Result<Cvt> DecodeCvt(std::span<const std::byte> bytes, int versions);
 
-// Where a key's CVT lives: the same bucket and slot on every replica.
+// Where a key's CVT lives: the same bucket and slot in the sub-index of every replica.
 struct SlotRef {
   uint64_t bucket = 0;
   int slot = 0;
-  GAddr Addr(const TableInfo& t, MnId mn) const { return t.SlotAddr(mn, bucket, slot); }
+  // On replica `replica` of the key, which is MN `mn`.
+  GAddr Addr(const TableInfo& t, MnId mn, int replica) const {
+    return t.SlotAddr(mn, replica, bucket, slot);
+  }
 };
 
 struct Found {
@@ -66,8 +69,9 @@ BucketScan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uin
 // key is live on its probe path; OutOfSpace if no slot is free within kProbeBucketsMax buckets.
 Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key);
 
-// Looks the key up on MN `mn` (normally its primary). NotFound if absent.
-Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key);
+// Looks the key up on its replica `replica` (0: the primary), which is MN `mn`. NotFound if
+// absent.
+Task<Result<Found>> Lookup(Endpoint& ep, const TableInfo& t, MnId mn, int replica, uint64_t key);
 
 // Inserts a new key with `value` as its first version, committed at `commit_ts`, on all
 // replicas. AlreadyExists if the key is live on the primary; OutOfSpace if every probed bucket

@@ -75,7 +75,7 @@ TEST(HashIndexTest, FindsEveryOneOfAMillionKeysAndNoMissingOne) {
         std::vector<std::byte> out(8);
         for (uint64_t i = 0; i < kKeys; i++) {
           uint64_t key = key_of(i);
-          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key), key);
+          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key), 0, key);
           if (!f.ok()) co_return Internal("lost key " + std::to_string(key));
           if (f->cvt.key != key || !f->cvt.cells[0].valid || f->cvt.cells[0].commit_ts != 1) {
             co_return Internal("wrong CVT for key " + std::to_string(key));
@@ -86,7 +86,7 @@ TEST(HashIndexTest, FindsEveryOneOfAMillionKeysAndNoMissingOne) {
           }
         }
         for (uint64_t i = kKeys; i < kKeys + 100'000; i++) {
-          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key_of(i)), key_of(i));
+          Result<Found> f = co_await Lookup(*ep, *tbl, pl->Primary(key_of(i)), 0, key_of(i));
           if (f.ok() || f.status().code() != Code::kNotFound) co_return Internal("phantom key");
         }
         co_return Status::Ok();
@@ -107,11 +107,11 @@ TEST(HashIndexTest, ReplicasHoldTheCvtAtTheSameSlot) {
   }
   std::vector<std::byte> out(100);
   for (uint64_t key = 1; key <= 500; key++) {
-    Result<Found> prim = w.Run(Lookup(*w.ep, *fx.table, placement.Primary(key), key));
+    Result<Found> prim = w.Run(Lookup(*w.ep, *fx.table, placement.Primary(key), 0, key));
     ASSERT_TRUE(prim.ok());
     for (int r = 0; r < 3; r++) {
       MnId mn = placement.Replica(key, r);
-      Result<Found> f = w.Run(Lookup(*w.ep, *fx.table, mn, key));
+      Result<Found> f = w.Run(Lookup(*w.ep, *fx.table, mn, r, key));
       ASSERT_TRUE(f.ok()) << "replica " << r << " of key " << key;
       EXPECT_EQ(f->ref.bucket, prim->ref.bucket);
       EXPECT_EQ(f->ref.slot, prim->ref.slot);
@@ -144,31 +144,42 @@ TEST(HashIndexTest, DuplicateAndWrongSizeInsertsAreRefused) {
 }
 
 TEST(HashIndexTest, FullTableIsOutOfSpace) {
-  // 2 buckets x 1 slot: the third key has nowhere to go.
+  // One slot per bucket and a small index: inserts fail with OutOfSpace once 64 buckets in a
+  // row are full, and every key inserted before that is still found.
   Fixture fx(
       1, 64 << 20,
       TableSpec{.id = 4, .name = "tiny", .value_bytes = 8, .capacity = 1, .slots_per_bucket = 1});
-  ASSERT_EQ(fx.table->bucket_count, 2u);
   Placement placement(1, 1);
   Worker w(*fx.pool, {0, 0});
   Allocator alloc(fx.layout());
   auto v = ValueOf(0, 8);
-  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 1, v, 1)).ok());
-  EXPECT_TRUE(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 2, v, 1)).ok());
-  EXPECT_EQ(w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, 3, v, 1)).status().code(),
-            Code::kOutOfSpace);
-  EXPECT_TRUE(w.Run(Lookup(*w.ep, *fx.table, 0, 1)).ok());
-  EXPECT_TRUE(w.Run(Lookup(*w.ep, *fx.table, 0, 2)).ok());
+  uint64_t inserted = 0;
+  Status last;
+  for (uint64_t key = 1; key <= fx.table->bucket_count + 1; key++) {
+    Result<SlotRef> r = w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, key, v, 1));
+    if (!r.ok()) {
+      last = r.status();
+      break;
+    }
+    inserted++;
+  }
+  EXPECT_EQ(last.code(), Code::kOutOfSpace);
+  EXPECT_LE(inserted, fx.table->bucket_count);
+  for (uint64_t key = 1; key <= inserted; key++) {
+    EXPECT_TRUE(w.Run(Lookup(*w.ep, *fx.table, 0, 0, key)).ok()) << key;
+  }
 }
 
 TEST(HashIndexTest, ConcurrentInsertsIntoFewBucketsLoseNothing) {
-  // Four threads race for the slots of a small index, so CAS claims collide often.
+  // Four threads race for the slots of a small index replicated on all three MNs, so CAS claims
+  // collide often, and keys of different primaries share bucket numbers: every key must come
+  // back, on every replica, with its own value.
   constexpr int kThreads = 4, kPerThread = 300;
   Fixture fx(
-      1, 64 << 20,
-      TableSpec{
-          .id = 5, .name = "race", .value_bytes = 8, .capacity = 1400, .slots_per_bucket = 8});
-  Placement placement(1, 1);
+      3, 64 << 20,
+      TableSpec{.id = 5, .name = "race", .value_bytes = 8, .capacity = 1200, .slots_per_bucket = 8},
+      3);
+  Placement placement(3, 3);
   std::vector<std::unique_ptr<Worker>> ws;
   for (int t = 0; t < kThreads; t++) {
     ws.push_back(std::make_unique<Worker>(*fx.pool, WorkerAddr{static_cast<uint16_t>(t), 0}));
@@ -187,11 +198,20 @@ TEST(HashIndexTest, ConcurrentInsertsIntoFewBucketsLoseNothing) {
     });
   }
   for (auto& th : threads) th.join();
-  std::set<std::pair<uint64_t, int>> slots;
+  std::set<std::pair<uint64_t, int>> slots[3];
+  std::vector<std::byte> out(8);
   for (uint64_t key = 1; key <= kThreads * kPerThread; key++) {
-    Result<Found> f = ws[0]->Run(Lookup(*ws[0]->ep, *fx.table, 0, key));
-    ASSERT_TRUE(f.ok()) << key;
-    EXPECT_TRUE(slots.insert({f->ref.bucket, f->ref.slot}).second) << "two keys in one slot";
+    for (int r = 0; r < 3; r++) {
+      MnId mn = placement.Replica(key, r);
+      Result<Found> f = ws[0]->Run(Lookup(*ws[0]->ep, *fx.table, mn, r, key));
+      ASSERT_TRUE(f.ok()) << "key " << key << " replica " << r;
+      ASSERT_TRUE(ws[0]->Run(ReadRecord(*ws[0]->ep, *fx.table, mn, f->cvt.cells[0], out)).ok());
+      EXPECT_EQ(out, ValueOf(key, 8)) << "key " << key << " replica " << r;
+      if (r == 0) {
+        EXPECT_TRUE(slots[placement.Primary(key)].insert({f->ref.bucket, f->ref.slot}).second)
+            << "two keys in one slot";
+      }
+    }
   }
 }
 

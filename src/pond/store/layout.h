@@ -67,7 +67,8 @@ struct TableDesc {
   uint64_t bucket_count;   // index buckets on each MN
   uint64_t index_offset;   // this MN's index area (differs per MN)
   uint16_t slots_per_bucket;
-  uint8_t reserved[6];
+  uint8_t replication;  // R: sub-indexes in the index area, one per replica group
+  uint8_t reserved[5];
   char name[kTableNameMax + 1];  // NUL-terminated
 };
 static_assert(sizeof(TableDesc) == 64);

@@ -67,8 +67,8 @@ TEST(CellTest, TombstoneRoundTrips) {
   EXPECT_TRUE(back->valid);
   EXPECT_TRUE(back->tombstone);
   EXPECT_TRUE(back->visible());
-  EXPECT_FALSE(DecodeCell(EncodeCell(Cell{.cv = 3, .valid = true, .commit_ts = kInvisible}))
-                   ->visible());
+  EXPECT_FALSE(
+      DecodeCell(EncodeCell(Cell{.cv = 3, .valid = true, .commit_ts = kInvisible}))->visible());
 }
 
 TEST(CellTest, InvisibleIsAllOnes) {

@@ -38,6 +38,33 @@ expect_error "unknown verb" "verbs" bench raw --verbs READ NOP
 expect_error "unwritable json" "cannot write" bench raw --seconds 0.05 --region-mib 8 \
   --json "$tmp/no/such/dir/x.json"
 
+printf 'hello\n' >"$tmp/bad.jsonl"
+expect_error "malformed history" "bad.jsonl:1" check "$tmp/bad.jsonl"
+expect_error "missing history" "no-such-file" check "$tmp/no-such-file.jsonl"
+expect_error "unknown model" "model" check --model eventual "$tmp/bad.jsonl"
+expect_error "kvs bad isolation" "isolation" bench kvs --isolation rc
+expect_error "kvs bad rw ratio" "rw-ratio" bench kvs --rw-ratio 1.5
+expect_error "kvs replication above MNs" "replication" bench kvs --mns 2 --replication 3
+
+# Exit code 2 for malformed input, as documented.
+"$pond" check "$tmp/bad.jsonl" >/dev/null 2>&1
+if [ $? -eq 2 ]; then echo "ok   check exit 2"; else echo "FAIL check exit code"; failures=$((failures + 1)); fi
+
+# A valid one-transaction history passes (exit 0).
+cat >"$tmp/good.jsonl" <<'H'
+{"index":0,"type":"invoke","process":0,"time":1,"f":"txn","value":[["append",1,5]]}
+{"index":1,"type":"ok","process":0,"time":2,"f":"txn","value":[["append",1,5]]}
+H
+if "$pond" check "$tmp/good.jsonl" >"$tmp/out" 2>&1; then echo "ok   check valid"; else echo "FAIL check valid:"; cat "$tmp/out"; failures=$((failures + 1)); fi
+
+# A short kvs run works end to end.
+if "$pond" bench kvs --seconds 0.5 --keys 2000 --region-mib 64 --json "$tmp/k.json" >"$tmp/out" 2>&1 &&
+   grep -q '^throughput' "$tmp/out" && grep -q '"txn_per_sec"' "$tmp/k.json"; then
+  echo "ok   bench kvs run"
+else
+  echo "FAIL bench kvs run:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
   echo "ok   --help"

@@ -15,9 +15,7 @@ int main(int argc, char** argv) {
   });
   pond::tools::CommandAction action;
   pond::tools::AddBenchCommand(app, &action);
-#ifdef POND_HAVE_CHECK
   pond::tools::AddCheckCommand(app, &action);
-#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -175,8 +175,7 @@ uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
 
 Txn Session::Begin(TxnKind kind) { return Txn(std::make_unique<TxnState>(*w_, kind)); }
 
-Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body,
-                             int attempts) {
+Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts) {
   Status last = Aborted("no attempt");
   for (int a = 0; a < attempts; a++) {
     if (a > 0) {
@@ -275,8 +274,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
       w->ep->OnMessage(txn::kMsgCallResult, [wp](const Message& m) { wp->OnCallResult(m); });
       // Each worker's commit log sits on one MN, spread over the MNs.
       MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
-      Result<uint64_t> area =
-          RunOn(*w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
+      Result<uint64_t> area = RunOn(*w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
       if (!area.ok()) return area.status();
       w->log = std::make_unique<txn::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
       cn.workers.push_back(std::move(w));
@@ -354,11 +352,11 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
       std::vector<std::unique_ptr<Session>> sessions;
       for (int c = 0; c < clients; c++) {
         sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
-        w->sched.Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
-                          int* done) -> Task<void> {
-          co_await (*fn)(*s);
-          (*done)++;
-        }(&client, sessions.back().get(), &done));
+        w->sched.Spawn(
+            [](const std::function<Task<void>(Session&)>* fn, Session* s, int* done) -> Task<void> {
+              co_await (*fn)(*s);
+              (*done)++;
+            }(&client, sessions.back().get(), &done));
       }
       // A worker keeps serving other CNs' requests after its own clients are done. It publishes
       // that they are done only after the round's EndRound, so their last messages (e.g.

@@ -176,11 +176,14 @@ void BankRun(Isolation iso) {
   cfg.cns = 4;
   Fixture fx(cfg, 0);
   uint16_t t = fx.table;
-  ASSERT_TRUE(fx.cluster->Load(t, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
-    *key = i;
-    uint64_t start = kStart;
-    std::memcpy(v.data(), &start, 8);
-  }).ok());
+  ASSERT_TRUE(fx.cluster
+                  ->Load(t, kAccounts,
+                         [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+                           *key = i;
+                           uint64_t start = kStart;
+                           std::memcpy(v.data(), &start, 8);
+                         })
+                  .ok());
   std::atomic<uint64_t> audits{0}, bad_audits{0}, transfers{0};
   fx.cluster->Run(kClients, [&](Session& s) -> Task<void> {
     for (int n = 0; n < kTransfers; n++) {

@@ -22,8 +22,8 @@ inline constexpr uint8_t kLogItemInsert = 1;
 inline constexpr uint8_t kLogItemDelete = 2;
 
 struct LogRecordHeader {
-  uint32_t magic;   // kLogMagic
-  uint16_t count;   // LogItems that follow
+  uint32_t magic;  // kLogMagic
+  uint16_t count;  // LogItems that follow
   uint16_t cn;
   uint64_t txn_id;
   uint16_t worker;
@@ -33,11 +33,11 @@ static_assert(sizeof(LogRecordHeader) == 24);
 
 struct LogItem {
   uint64_t key;
-  uint64_t bucket;   // where the CVT is: bucket and slot (same on every replica)
+  uint64_t bucket;  // where the CVT is: bucket and slot (same on every replica)
   uint16_t table;
   uint16_t slot;
-  uint8_t cell;      // the version cell written
-  uint8_t flags;     // kLogItemInsert, kLogItemDelete
+  uint8_t cell;   // the version cell written
+  uint8_t flags;  // kLogItemInsert, kLogItemDelete
   uint16_t reserved;
 };
 static_assert(sizeof(LogItem) == 24);

@@ -92,7 +92,7 @@ class TsoClient : public Poller {
   Endpoint& ep_;
   WorkerAddr host_;
   TimestampOracle* local_;
-  std::vector<Waiter> waiting_;  // asked this round, not yet sent
+  std::vector<Waiter> waiting_;                             // asked this round, not yet sent
   std::unordered_map<uint32_t, std::vector<Waiter>> sent_;  // by request seq
   uint32_t next_seq_ = 0;
   TsoClientStats stats_;

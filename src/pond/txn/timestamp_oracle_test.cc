@@ -57,9 +57,8 @@ TEST(TsoClientTest, OneRequestPerRoundAcrossCoroutines) {
   TsoClient client(*remote.ep, {0, 0}, nullptr);
   std::vector<uint64_t> got(5, 0);
   for (int i = 0; i < 5; i++) {
-    remote.sched.Spawn([](TsoClient* c, uint64_t* out) -> Task<void> {
-      *out = co_await c->Get();
-    }(&client, &got[i]));
+    remote.sched.Spawn([](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); }(
+                                                           &client, &got[i]));
   }
   remote.sched.RunOnce();  // all five ask; one request leaves
   EXPECT_EQ(client.stats().requests, 1u);
@@ -77,10 +76,10 @@ TEST(TsoClientTest, HostUsesTheOracleDirectly) {
   TimestampOracle oracle(SystemClock::Get());
   store::testing::Worker host(*pool, {0, 0});
   TsoClient client(*host.ep, {0, 0}, &oracle);
-  uint64_t a = host.Run(
-      [](TsoClient* c) -> Task<uint64_t> { co_return co_await c->Get(); }(&client));
-  uint64_t b = host.Run(
-      [](TsoClient* c) -> Task<uint64_t> { co_return co_await c->Get(); }(&client));
+  uint64_t a =
+      host.Run([](TsoClient* c) -> Task<uint64_t> { co_return co_await c->Get(); }(&client));
+  uint64_t b =
+      host.Run([](TsoClient* c) -> Task<uint64_t> { co_return co_await c->Get(); }(&client));
   EXPECT_LT(a, b);
   EXPECT_EQ(host.ep->stats().messages_sent, 0u);
 }

@@ -39,9 +39,7 @@ const Item* TxnState::Find(uint16_t table, uint64_t key) const {
   return const_cast<TxnState*>(this)->Find(table, key);
 }
 
-bool TxnState::LockedForReading(const Item& it) const {
-  return it.locked;
-}
+bool TxnState::LockedForReading(const Item& it) const { return it.locked; }
 
 bool TxnState::LocalShard(const Item& it) const {
   return w_.cluster.shard_map.CnOf(it.lk) == w_.cn_id();
@@ -207,11 +205,11 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
         bufs[i].resize(it.table->cvt_bytes);
         whole_bucket[i] = 0;
         it.ref = *addr;
-        ep.Read(addr->Addr(*it.table, primary), bufs[i].data(), it.table->cvt_bytes);
+        ep.Read(addr->Addr(*it.table, primary, 0), bufs[i].data(), it.table->cvt_bytes);
       } else {
         bufs[i].resize(it.table->bucket_bytes());
         whole_bucket[i] = 1;
-        ep.Read(it.table->BucketAddr(primary, store::HomeBucket(*it.table, it.lk.key)),
+        ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[i].data(), it.table->bucket_bytes());
       }
       need_cvt.push_back(i);
@@ -233,9 +231,8 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
               static_cast<size_t>(scan.match) * it.table->cvt_bytes, it.table->cvt_bytes);
         } else if (scan.first_empty < 0) {
           // The home bucket is full: the key may have overflowed into a later bucket.
-          Result<store::Found> f = co_await store::Lookup(ep, *it.table,
-                                                          cl.placement.Primary(it.lk.key),
-                                                          it.lk.key);
+          Result<store::Found> f =
+              co_await store::Lookup(ep, *it.table, cl.placement.Primary(it.lk.key), 0, it.lk.key);
           if (f.ok()) {
             it.ref = f->ref;
             it.have_slot = true;
@@ -387,9 +384,9 @@ Task<Status> TxnState::WriteInvisible(std::vector<size_t>& writes) {
       it.cvt = store::Cvt{};
       it.cvt.key = it.lk.key;
       it.cvt.versions = it.table->versions;
-      it.live_meta = store::PackMeta(store::kSlotLive, it.table->id,
-                                     static_cast<uint8_t>(it.table->versions),
-                                     it.table->value_bytes);
+      it.live_meta =
+          store::PackMeta(store::kSlotLive, it.table->id, static_cast<uint8_t>(it.table->versions),
+                          it.table->value_bytes);
     }
     // The cell to write: an empty one, else the oldest version (Lotus §7.1). With N >= 2 the
     // oldest is never the newest, which this transaction read and other readers need most.
@@ -422,7 +419,8 @@ Task<Status> TxnState::WriteInvisible(std::vector<size_t>& writes) {
   // the cell, so a slot that reads live has its cell.
   for (size_t i : writes) {
     Item& it = items_[i];
-    uint64_t lane_rel = it.new_cell.record == 0 ? 0 : it.new_cell.record - layout.RecordOffset(0, 0);
+    uint64_t lane_rel =
+        it.new_cell.record == 0 ? 0 : it.new_cell.record - layout.RecordOffset(0, 0);
     if (!it.new_cell.tombstone) {
       it.record_buf.resize(it.table->record_stride);
       store::EncodeRecord(it.new_value, it.new_cell.cv, it.record_buf);
@@ -432,9 +430,9 @@ Task<Status> TxnState::WriteInvisible(std::vector<size_t>& writes) {
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
-      GAddr slot = it.ref.Addr(*it.table, mn);
-      if (!c.tombstone) ep.Write(GAddr::Make(mn, c.record), it.record_buf.data(),
-                                 it.table->record_stride);
+      GAddr slot = it.ref.Addr(*it.table, mn, r);
+      if (!c.tombstone)
+        ep.Write(GAddr::Make(mn, c.record), it.record_buf.data(), it.table->record_stride);
       ep.Write(slot + sizeof(store::CvtHeader) + it.write_cell * sizeof(store::CvtCell),
                &it.raw_cells[r], sizeof(store::CvtCell));
       if (it.live_meta != 0) {
@@ -446,8 +444,9 @@ Task<Status> TxnState::WriteInvisible(std::vector<size_t>& writes) {
 
   // The commit log record, in the same round trip.
   log_buf_.assign(sizeof(LogRecordHeader) + writes.size() * sizeof(LogItem), std::byte{0});
-  LogRecordHeader h{kLogMagic, static_cast<uint16_t>(writes.size()), w_.cn_id(), owner_.txn_id,
-                    w_.index, {0, 0, 0}};
+  LogRecordHeader h{kLogMagic,  static_cast<uint16_t>(writes.size()),
+                    w_.cn_id(), owner_.txn_id,
+                    w_.index,   {0, 0, 0}};
   std::memcpy(log_buf_.data(), &h, sizeof(h));
   for (size_t k = 0; k < writes.size(); k++) {
     const Item& it = items_[writes[k]];
@@ -456,7 +455,7 @@ Task<Status> TxnState::WriteInvisible(std::vector<size_t>& writes) {
                it.lk.table,
                static_cast<uint16_t>(it.ref.slot),
                static_cast<uint8_t>(it.write_cell),
-               static_cast<uint8_t>(it.live_meta != 0   ? kLogItemInsert
+               static_cast<uint8_t>(it.live_meta != 0       ? kLogItemInsert
                                     : it.new_cell.tombstone ? kLogItemDelete
                                                             : 0),
                0};
@@ -511,7 +510,7 @@ Task<Status> TxnState::Commit() {
       Item& it = items_[i];
       for (int r = 0; r < w_.cluster.placement.replication(); r++) {
         MnId mn = w_.cluster.placement.Replica(it.lk.key, r);
-        w_.ep->Write(it.ref.Addr(*it.table, mn) + sizeof(store::CvtHeader) +
+        w_.ep->Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
                          it.write_cell * sizeof(store::CvtCell) +
                          offsetof(store::CvtCell, commit_ts),
                      &commit_ts_, sizeof(commit_ts_));

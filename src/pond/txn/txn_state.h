@@ -38,20 +38,20 @@ struct Item {
   const store::TableInfo* table = nullptr;
   Access access = Access::kRead;
   bool executed = false;
-  bool locked = false;    // holds a lock on lk (read or write)
+  bool locked = false;  // holds a lock on lk (read or write)
 
   // What Execute found.
   bool have_slot = false;  // the key has a CVT in the index
   store::SlotRef ref;
-  store::Cvt cvt;          // the primary's CVT as read (or cached)
-  int read_cell = -1;      // the version read; -1 if the key does not exist at the snapshot
+  store::Cvt cvt;      // the primary's CVT as read (or cached)
+  int read_cell = -1;  // the version read; -1 if the key does not exist at the snapshot
   std::vector<std::byte> value;
 
   // What Commit writes.
   bool dirty = false;
   std::vector<std::byte> new_value;
   int write_cell = -1;
-  store::Cell new_cell;    // the primary's new cell
+  store::Cell new_cell;  // the primary's new cell
   std::vector<std::byte> record_buf;
   std::array<store::CvtCell, store::kReplicationMax> raw_cells;
   uint64_t live_meta = 0;

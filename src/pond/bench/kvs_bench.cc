@@ -1,0 +1,251 @@
+#include "pond/bench/kvs_bench.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "pond/base/hash.h"
+#include "pond/bench/build_info.h"
+#include "pond/bench/zipf.h"
+
+namespace pond::bench {
+
+namespace {
+
+constexpr uint16_t kProcUpdateOne = 0;
+constexpr uint16_t kProcReadOne = 1;
+
+// Zipf ranks are scattered over the key space, so that the hottest keys do not all fall in the
+// shards of one CN (the shard is the low 12 bits of the key).
+uint64_t KeyOfRank(uint64_t rank, uint64_t keys) { return Mix64(rank) % keys; }
+
+ClusterStats Minus(const ClusterStats& a, const ClusterStats& b) {
+  ClusterStats d = a;
+  d.committed -= b.committed;
+  d.committed_read_only -= b.committed_read_only;
+  d.aborts.lock_conflict -= b.aborts.lock_conflict;
+  d.aborts.newer_version -= b.aborts.newer_version;
+  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
+  d.aborts.torn_read -= b.aborts.torn_read;
+  d.aborts.invisible_wait -= b.aborts.invisible_wait;
+  d.aborts.duplicate_key -= b.aborts.duplicate_key;
+  d.aborts.user -= b.aborts.user;
+  d.remote_calls -= b.remote_calls;
+  d.reads -= b.reads;
+  d.writes -= b.writes;
+  d.cas -= b.cas;
+  d.faa -= b.faa;
+  d.batches -= b.batches;
+  d.messages -= b.messages;
+  d.packets -= b.packets;
+  d.vt_hits -= b.vt_hits;
+  d.vt_misses -= b.vt_misses;
+  d.vt_invalidations -= b.vt_invalidations;
+  d.addr_hits -= b.addr_hits;
+  d.addr_misses -= b.addr_misses;
+  return d;
+}
+
+}  // namespace
+
+Status ValidateKvsOptions(const KvsOptions& o) {
+  POND_RETURN_IF_ERROR(ValidateConfig(o.cluster));
+  if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
+  if (o.keys < 1 || o.keys > (uint64_t{1} << 32)) return InvalidArgument("--keys must be 1 to 2^32");
+  if (!(o.seconds > 0) || o.seconds > 86400) return InvalidArgument("--seconds must be in (0, 86400]");
+  if (!(o.rw_ratio >= 0 && o.rw_ratio <= 1)) return InvalidArgument("--rw-ratio must be in [0, 1]");
+  if (!(o.theta >= 0 && o.theta < 1)) return InvalidArgument("--theta must be in [0, 1)");
+  if (o.value_bytes < 8) return InvalidArgument("values must hold at least 8 bytes");
+  return Status::Ok();
+}
+
+Result<KvsResult> RunKvs(const KvsOptions& o,
+                         const std::function<void(const KvsProgress&)>& progress) {
+  POND_RETURN_IF_ERROR(ValidateKvsOptions(o));
+  auto started = Cluster::Start(o.cluster);
+  if (!started.ok()) return started.status();
+  Cluster& cluster = **started;
+  Result<uint16_t> table = cluster.CreateTable(
+      TableOptions{.name = "kvs", .value_bytes = o.value_bytes, .capacity = o.keys});
+  if (!table.ok()) return table.status();
+  const uint16_t t = *table;
+
+  KvsResult result;
+  Clock& clock = SystemClock::Get();
+  uint64_t load_start = clock.NowNs();
+  Status loaded = cluster.Load(t, o.keys, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+    *key = i;
+    std::memcpy(v.data(), &i, 8);
+  });
+  if (!loaded.ok()) return loaded;
+  result.load_s = static_cast<double>(clock.NowNs() - load_start) / 1e9;
+
+  // UpdateOne: read the value and write it back with its counter (bytes 8..15) incremented.
+  cluster.RegisterProcedure([t](Session& s, std::span<const std::byte> args) -> Task<Status> {
+    uint64_t key;
+    std::memcpy(&key, args.data(), 8);
+    Txn txn = s.Begin(TxnKind::kReadWrite);
+    txn.AddRW(t, key);
+    Status st = co_await txn.Execute();
+    if (!st.ok()) co_return st;
+    Result<std::span<const std::byte>> v = txn.Read(t, key);
+    if (!v.ok()) co_return v.status();
+    std::vector<std::byte> nv(v->begin(), v->end());
+    uint64_t counter;
+    std::memcpy(&counter, nv.data() + 8, 8);
+    counter++;
+    std::memcpy(nv.data() + 8, &counter, 8);
+    st = txn.Write(t, key, nv);
+    if (!st.ok()) co_return st;
+    co_return co_await txn.Commit();
+  });
+  cluster.RegisterProcedure([t](Session& s, std::span<const std::byte> args) -> Task<Status> {
+    uint64_t key;
+    std::memcpy(&key, args.data(), 8);
+    Txn txn = s.Begin(TxnKind::kReadOnly);
+    txn.AddRO(t, key);
+    Status st = co_await txn.Execute();
+    if (!st.ok()) co_return st;
+    Result<std::span<const std::byte>> v = txn.Read(t, key);
+    if (!v.ok()) co_return v.status();
+    uint64_t stored;
+    std::memcpy(&stored, v->data(), 8);
+    // The benchmark checks its answers: the first word of a value is always its key.
+    if (stored != key) co_return Internal("ReadOne returned another key's value");
+    co_return co_await txn.Commit();
+  });
+
+  Zipf zipf(o.keys, o.theta);
+  const int workers = o.cluster.cns * o.cluster.workers_per_cn;
+  struct alignas(64) WorkerCounters {
+    std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0};
+    Histogram latency;
+  };
+  std::vector<WorkerCounters> counters(static_cast<size_t>(workers));
+  std::atomic<bool> wrong{false};
+  std::mutex wrong_mu;
+  Status wrong_status;
+  ClusterStats before = cluster.Stats();
+  uint64_t start = clock.NowNs();
+  uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
+
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::thread monitor([&] {
+    std::unique_lock lock(mu);
+    for (int sec = 1; !done; sec++) {
+      if (cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) break;
+      KvsProgress p{static_cast<double>(clock.NowNs() - start) / 1e9, 0, 0};
+      for (auto& c : counters) {
+        p.committed += c.committed.load(std::memory_order_relaxed);
+        p.aborted += c.aborted.load(std::memory_order_relaxed);
+      }
+      if (progress) progress(p);
+    }
+  });
+
+  cluster.Run(o.coros, [&](Session& s) -> Task<void> {
+    WorkerCounters& mine = counters[static_cast<size_t>(s.cn() * o.cluster.workers_per_cn +
+                                                        s.worker())];
+    Rng& rng = s.rng();
+    while (s.clock().NowNs() < deadline) {
+      uint64_t key = KeyOfRank(zipf.Next(rng), o.keys);
+      bool rw = rng.Chance(o.rw_ratio);
+      uint64_t t0 = s.clock().NowNs();
+      Status st = co_await s.Call(rw ? kProcUpdateOne : kProcReadOne,
+                                  std::as_bytes(std::span(&key, 1)),
+                                  RouteHint{rw ? TxnKind::kReadWrite : TxnKind::kReadOnly, t, key});
+      if (st.ok()) {
+        mine.latency.Record(s.clock().NowNs() - t0);
+        mine.committed.fetch_add(1, std::memory_order_relaxed);
+        if (rw) mine.committed_rw.fetch_add(1, std::memory_order_relaxed);
+      } else if (st.code() == Code::kAborted) {
+        mine.aborted.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        std::lock_guard lock(wrong_mu);
+        if (!wrong.exchange(true)) wrong_status = st;
+        break;
+      }
+    }
+  });
+  uint64_t end = clock.NowNs();
+  {
+    std::lock_guard lock(mu);
+    done = true;
+  }
+  cv.notify_all();
+  monitor.join();
+  if (wrong) {
+    return Internal("a KVS transaction failed unexpectedly: " + wrong_status.ToString());
+  }
+
+  result.elapsed_s = static_cast<double>(end - start) / 1e9;
+  for (auto& c : counters) {
+    result.committed += c.committed.load();
+    result.committed_rw += c.committed_rw.load();
+    result.aborted += c.aborted.load();
+    result.latency_ns.Merge(c.latency);
+  }
+  result.stats = Minus(cluster.Stats(), before);
+  return result;
+}
+
+std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
+  nlohmann::json j;
+  const ClusterStats& s = r.stats;
+  double per_txn = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
+  j["bench"] = "kvs";
+  j["build_type"] = kBuildType;
+  j["transport"] = "local";
+  j["protocol"] = "lotus";
+  j["settings"] = {{"mns", o.cluster.mns},
+                   {"cns", o.cluster.cns},
+                   {"workers_per_cn", o.cluster.workers_per_cn},
+                   {"coros", o.coros},
+                   {"replication", o.cluster.replication},
+                   {"versions", o.cluster.versions},
+                   {"isolation", IsolationName(o.cluster.isolation)},
+                   {"keys", o.keys},
+                   {"seconds", o.seconds},
+                   {"rw_ratio", o.rw_ratio},
+                   {"theta", o.theta},
+                   {"seed", o.cluster.seed}};
+  j["result"] = {
+      {"elapsed_s", r.elapsed_s},
+      {"committed", r.committed},
+      {"committed_rw", r.committed_rw},
+      {"aborted", r.aborted},
+      {"txn_per_sec", static_cast<double>(r.committed) / r.elapsed_s},
+      {"abort_rate", r.committed + r.aborted > 0
+                         ? static_cast<double>(r.aborted) / static_cast<double>(r.committed + r.aborted)
+                         : 0.0},
+      {"aborts",
+       {{"lock_conflict", s.aborts.lock_conflict},
+        {"newer_version", s.aborts.newer_version},
+        {"snapshot_too_old", s.aborts.snapshot_too_old},
+        {"torn_read", s.aborts.torn_read},
+        {"invisible_wait", s.aborts.invisible_wait}}},
+      {"latency_ns",
+       {{"p50", r.latency_ns.Percentile(0.50)},
+        {"p99", r.latency_ns.Percentile(0.99)},
+        {"p999", r.latency_ns.Percentile(0.999)},
+        {"mean", r.latency_ns.Mean()}}},
+      {"per_committed_txn",
+       {{"read", static_cast<double>(s.reads) * per_txn},
+        {"write", static_cast<double>(s.writes) * per_txn},
+        {"cas", static_cast<double>(s.cas) * per_txn},
+        {"faa", static_cast<double>(s.faa) * per_txn},
+        {"doorbell_batches", static_cast<double>(s.batches) * per_txn},
+        {"messages", static_cast<double>(s.messages) * per_txn}}},
+      {"remote_calls", s.remote_calls},
+      {"vt_cache", {{"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}}},
+      {"load_s", r.load_s}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace pond::bench
