@@ -55,8 +55,10 @@ ClusterStats Minus(const ClusterStats& a, const ClusterStats& b) {
 Status ValidateKvsOptions(const KvsOptions& o) {
   POND_RETURN_IF_ERROR(ValidateConfig(o.cluster));
   if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
-  if (o.keys < 1 || o.keys > (uint64_t{1} << 32)) return InvalidArgument("--keys must be 1 to 2^32");
-  if (!(o.seconds > 0) || o.seconds > 86400) return InvalidArgument("--seconds must be in (0, 86400]");
+  if (o.keys < 1 || o.keys > (uint64_t{1} << 32))
+    return InvalidArgument("--keys must be 1 to 2^32");
+  if (!(o.seconds > 0) || o.seconds > 86400)
+    return InvalidArgument("--seconds must be in (0, 86400]");
   if (!(o.rw_ratio >= 0 && o.rw_ratio <= 1)) return InvalidArgument("--rw-ratio must be in [0, 1]");
   if (!(o.theta >= 0 && o.theta < 1)) return InvalidArgument("--theta must be in [0, 1)");
   if (o.value_bytes < 8) return InvalidArgument("values must hold at least 8 bytes");
@@ -150,16 +152,16 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
   });
 
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
-    WorkerCounters& mine = counters[static_cast<size_t>(s.cn() * o.cluster.workers_per_cn +
-                                                        s.worker())];
+    WorkerCounters& mine =
+        counters[static_cast<size_t>(s.cn() * o.cluster.workers_per_cn + s.worker())];
     Rng& rng = s.rng();
     while (s.clock().NowNs() < deadline) {
       uint64_t key = KeyOfRank(zipf.Next(rng), o.keys);
       bool rw = rng.Chance(o.rw_ratio);
       uint64_t t0 = s.clock().NowNs();
-      Status st = co_await s.Call(rw ? kProcUpdateOne : kProcReadOne,
-                                  std::as_bytes(std::span(&key, 1)),
-                                  RouteHint{rw ? TxnKind::kReadWrite : TxnKind::kReadOnly, t, key});
+      Status st =
+          co_await s.Call(rw ? kProcUpdateOne : kProcReadOne, std::as_bytes(std::span(&key, 1)),
+                          RouteHint{rw ? TxnKind::kReadWrite : TxnKind::kReadOnly, t, key});
       if (st.ok()) {
         mine.latency.Record(s.clock().NowNs() - t0);
         mine.committed.fetch_add(1, std::memory_order_relaxed);
@@ -221,9 +223,9 @@ std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
       {"committed_rw", r.committed_rw},
       {"aborted", r.aborted},
       {"txn_per_sec", static_cast<double>(r.committed) / r.elapsed_s},
-      {"abort_rate", r.committed + r.aborted > 0
-                         ? static_cast<double>(r.aborted) / static_cast<double>(r.committed + r.aborted)
-                         : 0.0},
+      {"abort_rate", r.committed + r.aborted > 0 ? static_cast<double>(r.aborted) /
+                                                       static_cast<double>(r.committed + r.aborted)
+                                                 : 0.0},
       {"aborts",
        {{"lock_conflict", s.aborts.lock_conflict},
         {"newer_version", s.aborts.newer_version},
@@ -243,7 +245,8 @@ std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
         {"doorbell_batches", static_cast<double>(s.batches) * per_txn},
         {"messages", static_cast<double>(s.messages) * per_txn}}},
       {"remote_calls", s.remote_calls},
-      {"vt_cache", {{"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}}},
+      {"vt_cache",
+       {{"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}}},
       {"load_s", r.load_s}};
   return j.dump(2) + "\n";
 }

@@ -14,12 +14,12 @@
 namespace pond::bench {
 
 struct KvsOptions {
-  ClusterConfig cluster;      // cns, mns, workers, isolation, replication, versions, seed
-  int coros = 4;              // client coroutines per worker
+  ClusterConfig cluster;  // cns, mns, workers, isolation, replication, versions, seed
+  int coros = 4;          // client coroutines per worker
   uint64_t keys = 1'000'000;
   double seconds = 10;
-  double rw_ratio = 0.5;      // fraction of UpdateOne
-  double theta = 0.0;         // 0: uniform; else zipf(theta), e.g. 0.99
+  double rw_ratio = 0.5;  // fraction of UpdateOne
+  double theta = 0.0;     // 0: uniform; else zipf(theta), e.g. 0.99
   uint32_t value_bytes = 40;
 };
 
@@ -31,18 +31,19 @@ struct KvsProgress {
 
 struct KvsResult {
   double elapsed_s = 0;
-  uint64_t committed = 0;      // UpdateOne + ReadOne
+  uint64_t committed = 0;  // UpdateOne + ReadOne
   uint64_t committed_rw = 0;
   uint64_t aborted = 0;
   double load_s = 0;
-  Histogram latency_ns;        // committed calls, as the client saw them
-  ClusterStats stats;          // over the measured run only
+  Histogram latency_ns;  // committed calls, as the client saw them
+  ClusterStats stats;    // over the measured run only
 };
 
 Status ValidateKvsOptions(const KvsOptions& o);
 
 // Starts a cluster, loads the keys, runs for o.seconds, calls `progress` about once a second.
-Result<KvsResult> RunKvs(const KvsOptions& o, const std::function<void(const KvsProgress&)>& progress);
+Result<KvsResult> RunKvs(const KvsOptions& o,
+                         const std::function<void(const KvsProgress&)>& progress);
 
 std::string KvsResultJson(const KvsOptions& o, const KvsResult& r);
 

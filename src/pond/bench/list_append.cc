@@ -58,9 +58,8 @@ Result<uint16_t> SetupListAppend(Cluster& cluster, const ListAppendOptions& o) {
   return t;
 }
 
-Result<ListAppendResult> RunListAppend(Cluster& cluster, uint16_t table,
-                                       const ListAppendOptions& o, check::Recorder& recorder,
-                                       int clients) {
+Result<ListAppendResult> RunListAppend(Cluster& cluster, uint16_t table, const ListAppendOptions& o,
+                                       check::Recorder& recorder, int clients) {
   Shared shared;
   Zipf zipf(o.window, o.theta);
   const int workers = cluster.config().workers_per_cn;

@@ -19,13 +19,13 @@
 namespace pond::bench {
 
 struct ListAppendOptions {
-  uint64_t keys = 20000;       // preloaded keys; the window must not run past them
-  uint32_t window = 100;       // active keys (pairs in write-skew mode)
+  uint64_t keys = 20000;  // preloaded keys; the window must not run past them
+  uint32_t window = 100;  // active keys (pairs in write-skew mode)
   double theta = 0.99;
-  uint32_t max_appends = 32;   // elements a key holds
+  uint32_t max_appends = 32;  // elements a key holds
   uint32_t txns_per_client = 1000;
   double read_only_fraction = 0.25;
-  uint32_t mops_max = 4;       // micro-ops per transaction: 1 to mops_max
+  uint32_t mops_max = 4;  // micro-ops per transaction: 1 to mops_max
   bool write_skew = false;
   uint64_t seed = 1;
 };

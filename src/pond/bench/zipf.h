@@ -29,7 +29,8 @@ class Zipf {
     double uz = u * zeta_n_;
     if (uz < 1.0) return 0;
     if (uz < half_pow_) return n_ > 1 ? 1 : 0;
-    auto k = static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
+    auto k =
+        static_cast<uint64_t>(static_cast<double>(n_) * std::pow(eta_ * u - eta_ + 1.0, alpha_));
     return k < n_ ? k : n_ - 1;
   }
 
