@@ -59,7 +59,8 @@ Checked RunAndCheck(Isolation iso, const ListAppendOptions& o, int clients, chec
   std::ostringstream out, err;
   int code = check::RunCheck(co, out, err);
   EXPECT_NE(code, check::kExitMalformed) << err.str();
-  Checked c{code, nlohmann::json::parse(out.str(), nullptr, false), run.ok() ? *run : ListAppendResult{}};
+  Checked c{code, nlohmann::json::parse(out.str(), nullptr, false),
+            run.ok() ? *run : ListAppendResult{}};
   if (code != check::kExitValid) {
     std::printf("history kept at %s\n%s\n", path.c_str(), out.str().substr(0, 4000).c_str());
   } else {
@@ -81,20 +82,18 @@ ListAppendOptions Contended() {
 }
 
 TEST(ListAppendTest, SerializableRunIsStrictlySerializable) {
-  Checked c = RunAndCheck(Isolation::kSerializable, Contended(), 4,
-                          check::Model::kStrictSerializable);
+  Checked c =
+      RunAndCheck(Isolation::kSerializable, Contended(), 4, check::Model::kStrictSerializable);
   EXPECT_EQ(c.exit_code, check::kExitValid);
   EXPECT_GE(c.run.committed + c.run.failed, 100000u);
   EXPECT_GT(c.run.failed, 0u) << "the run was meant to be contended";
   std::printf("committed %lu, failed %lu, window reached key %lu\n",
-              static_cast<unsigned long>(c.run.committed),
-              static_cast<unsigned long>(c.run.failed),
+              static_cast<unsigned long>(c.run.committed), static_cast<unsigned long>(c.run.failed),
               static_cast<unsigned long>(c.run.window_end));
 }
 
 TEST(ListAppendTest, SnapshotIsolationRunIsSnapshotIsolated) {
-  Checked c = RunAndCheck(Isolation::kSnapshot, Contended(), 4,
-                          check::Model::kSnapshotIsolation);
+  Checked c = RunAndCheck(Isolation::kSnapshot, Contended(), 4, check::Model::kSnapshotIsolation);
   EXPECT_EQ(c.exit_code, check::kExitValid);
   EXPECT_GE(c.run.committed + c.run.failed, 100000u);
 }
