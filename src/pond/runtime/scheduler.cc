@@ -44,10 +44,15 @@ void RootFinished(Scheduler* s, std::coroutine_handle<> root) {
   (void)erased;
 }
 
-Scheduler::~Scheduler() {
-  // Tasks still suspended when the worker shuts down (e.g. waiting for a message that will never
-  // come) are destroyed here; destroying a root frame destroys the task it awaits.
-  for (void* frame : roots_) std::coroutine_handle<>::from_address(frame).destroy();
+Scheduler::~Scheduler() { DestroyUnfinished(); }
+
+void Scheduler::DestroyUnfinished() {
+  // Destroying a root frame destroys the task it awaits, and so on down the chain.
+  std::unordered_set<void*> roots;
+  roots.swap(roots_);
+  for (void* frame : roots) std::coroutine_handle<>::from_address(frame).destroy();
+  ready_.clear();
+  timers_ = {};
 }
 
 void Scheduler::Spawn(Task<void> task) {

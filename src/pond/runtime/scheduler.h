@@ -53,6 +53,10 @@ class Scheduler {
 
   // Root tasks not finished yet.
   size_t live() const { return roots_.size(); }
+  // Destroys every unfinished root task (and so the tasks it awaits), e.g. coroutines parked on
+  // a reply that will never come. Owners call it while the objects those coroutines use still
+  // exist; the destructor calls it too.
+  void DestroyUnfinished();
   Clock& clock() { return clock_; }
   uint64_t rounds() const { return rounds_; }
 

@@ -39,8 +39,6 @@ const Item* TxnState::Find(uint16_t table, uint64_t key) const {
   return const_cast<TxnState*>(this)->Find(table, key);
 }
 
-bool TxnState::LockedForReading(const Item& it) const { return it.locked; }
-
 bool TxnState::LocalShard(const Item& it) const {
   return w_.cluster.shard_map.CnOf(it.lk) == w_.cn_id();
 }
@@ -181,6 +179,7 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
   Endpoint& ep = *w_.ep;
   std::vector<std::vector<std::byte>> bufs(items_.size());
   std::vector<char> whole_bucket(items_.size(), 0);
+  std::vector<char> read_cvt(items_.size(), 0);  // this attempt READs the item's CVT
   int invisible_waits = 0;
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) {
@@ -190,6 +189,7 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
     std::vector<size_t> need_cvt;
     for (size_t i : todo) {
       Item& it = items_[i];
+      read_cvt[i] = 0;
       MnId primary = cl.placement.Primary(it.lk.key);
       if (w_.cn.vt != nullptr && LocalShard(it)) {
         if (auto hit = w_.cn.vt->Get(it.lk)) {
@@ -212,6 +212,7 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
         ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[i].data(), it.table->bucket_bytes());
       }
+      read_cvt[i] = 1;
       need_cvt.push_back(i);
     }
     if (!need_cvt.empty()) {
@@ -275,7 +276,7 @@ Task<Status> TxnState::ReadItems(std::vector<size_t> todo) {
     }
     // Items served from the VT cache go straight to version choice.
     for (size_t i : todo) {
-      if (std::find(need_cvt.begin(), need_cvt.end(), i) == need_cvt.end()) to_read.push_back(i);
+      if (!read_cvt[i]) to_read.push_back(i);
     }
 
     // 3. Choose versions. A cell between write-invisible and write-visible may get a commit

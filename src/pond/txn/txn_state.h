@@ -78,7 +78,6 @@ class TxnState {
  private:
   Item* Find(uint16_t table, uint64_t key);
   const Item* Find(uint16_t table, uint64_t key) const;
-  bool LockedForReading(const Item& it) const;
   bool LocalShard(const Item& it) const;
   Status Fail(Status s, uint64_t* counter);  // aborts, counts, and passes `s` on
   Task<Status> Lock(std::vector<size_t>& todo);

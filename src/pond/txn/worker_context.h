@@ -46,6 +46,9 @@ struct WorkerStats {
 class WorkerContext {
  public:
   WorkerContext(ClusterImpl& cluster, CnContext& cn, uint16_t index, uint64_t seed);
+  // Coroutines still parked (none after a normal Run) hold transactions that release their
+  // locks when destroyed, so they go first, while the lock client still exists.
+  ~WorkerContext() { sched.DestroyUnfinished(); }
 
   ClusterImpl& cluster;
   CnContext& cn;
