@@ -6,6 +6,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/transport/local/local_fabric.h"
 #include "pond/txn/txn_state.h"
 #include "pond/txn/worker_context.h"
 
@@ -84,7 +85,7 @@ Status ValidateConfig(const ClusterConfig& c) {
 namespace txn {
 
 WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed)
-    : cluster(cl), cn(c), index(idx), sched(SystemClock::Get()), rng(seed) {}
+    : cluster(cl), cn(c), index(idx), sched(cl.clock), rng(seed) {}
 
 uint16_t WorkerContext::cn_id() const { return cn.id; }
 
@@ -98,14 +99,15 @@ CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
   }
 }
 
-ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<LocalFabric> f,
+ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<Fabric> f, Clock& clk,
                          store::PoolLayout l)
     : config(c),
       fabric(std::move(f)),
+      clock(clk),
       layout(l),
       placement(l.num_mns, l.replication),
       shard_map(static_cast<uint16_t>(c.cns)),
-      oracle(SystemClock::Get()) {}
+      oracle(clk) {}
 
 // The handler side of a routed call: run the procedure here, answer the caller.
 void WorkerContext::ServeCall(const Message& m) {
@@ -242,7 +244,8 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   for (int mn = 0; mn < config.mns; mn++) {
     store::FormatRegion((*fabric)->region(static_cast<MnId>(mn)), *layout, static_cast<MnId>(mn));
   }
-  auto impl = std::make_unique<ClusterImpl>(config, std::move(fabric).value(), *layout);
+  auto impl =
+      std::make_unique<ClusterImpl>(config, std::move(fabric).value(), SystemClock::Get(), *layout);
   ClusterImpl& cl = *impl;
   Rng seeds(config.seed);
   for (int c = 0; c < config.cns; c++) {

@@ -23,7 +23,7 @@
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/placement.h"
-#include "pond/transport/local/local_fabric.h"
+#include "pond/transport/fabric.h"
 #include "pond/txn/commit_log.h"
 #include "pond/txn/timestamp_oracle.h"
 
@@ -95,7 +95,8 @@ class CnContext {
 class ClusterImpl {
  public:
   ClusterConfig config;
-  std::unique_ptr<LocalFabric> fabric;
+  std::unique_ptr<Fabric> fabric;
+  Clock& clock;  // real time on the local transport, virtual time in the simulator
   store::PoolLayout layout;
   store::Placement placement;
   store::Catalog catalog;
@@ -107,7 +108,7 @@ class ClusterImpl {
   // Run() bookkeeping: clients still running over all workers.
   std::atomic<int64_t> clients_running{0};
 
-  ClusterImpl(const ClusterConfig& c, std::unique_ptr<LocalFabric> f, store::PoolLayout l);
+  ClusterImpl(const ClusterConfig& c, std::unique_ptr<Fabric> f, Clock& clock, store::PoolLayout l);
   const store::TableInfo* Table(uint16_t id) const { return catalog.Find(id); }
   WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
 };

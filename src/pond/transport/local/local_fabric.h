@@ -17,27 +17,28 @@
 
 #include "pond/status.h"
 #include "pond/transport/endpoint.h"
+#include "pond/transport/fabric.h"
 
 namespace pond {
 
-class LocalFabric {
+class LocalFabric final : public Fabric {
  public:
   // Maps `num_mns` regions of `region_bytes` each (lazily backed by the OS).
   static Result<std::unique_ptr<LocalFabric>> Create(uint16_t num_mns, uint64_t region_bytes);
-  ~LocalFabric();
+  ~LocalFabric() override;
   LocalFabric(const LocalFabric&) = delete;
   LocalFabric& operator=(const LocalFabric&) = delete;
 
-  uint16_t num_mns() const { return static_cast<uint16_t>(regions_.size()); }
-  uint64_t region_bytes() const { return region_bytes_; }
+  uint16_t num_mns() const override { return static_cast<uint16_t>(regions_.size()); }
+  uint64_t region_bytes() const override { return region_bytes_; }
   // For setup and tests only: direct access to a region's bytes. Protocol code uses Endpoints.
-  std::byte* region(MnId mn) { return regions_[mn]; }
+  std::byte* region(MnId mn) override { return regions_[mn]; }
 
-  std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched);
+  std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
 
   // Packets sent and not yet taken by their receiver: lets a cluster tell when the last one-way
   // messages (e.g. asynchronous unlocks) have been processed.
-  uint64_t packets_in_flight() const { return in_flight_.load(std::memory_order_acquire); }
+  uint64_t packets_in_flight() const override { return in_flight_.load(std::memory_order_acquire); }
 
  private:
   friend class LocalEndpoint;
