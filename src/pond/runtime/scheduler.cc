@@ -69,11 +69,12 @@ bool Scheduler::RunOnce() {
     h.resume();
     progress = true;
   }
+  resumes_ += running_.size();
   running_.clear();
   if (!timers_.empty()) {
     uint64_t now = clock_.NowNs();
     while (!timers_.empty() && timers_.top().deadline <= now) {
-      ready_.push_back(timers_.top().h);
+      Ready(timers_.top().h);
       timers_.pop();
       progress = true;
     }

@@ -12,6 +12,7 @@
 
 #include <coroutine>
 #include <cstdint>
+#include <functional>
 #include <queue>
 #include <unordered_set>
 #include <vector>
@@ -43,7 +44,15 @@ class Scheduler {
   // Takes ownership of a root task and makes it runnable; the frame is freed when it finishes.
   void Spawn(Task<void> task);
   // Makes a suspended coroutine runnable in the next round.
-  void Ready(std::coroutine_handle<> h) { ready_.push_back(h); }
+  void Ready(std::coroutine_handle<> h) {
+    if (ready_.empty() && wake_) wake_();
+    ready_.push_back(h);
+  }
+  // Called when an idle scheduler gets work (its ready queue becomes non-empty), so that a
+  // driver that runs many schedulers on one thread (the simulator) knows whom to run next.
+  // Real threads poll instead and need no hook.
+  void SetWakeHook(std::function<void()> hook) { wake_ = std::move(hook); }
+  bool has_ready() const { return !ready_.empty(); }
   void AddPoller(Poller* p) { pollers_.push_back(p); }
 
   // One round. Returns true if anything ran or completed.
@@ -59,6 +68,7 @@ class Scheduler {
   void DestroyUnfinished();
   Clock& clock() { return clock_; }
   uint64_t rounds() const { return rounds_; }
+  uint64_t resumes() const { return resumes_; }  // coroutine resumptions, over all rounds
 
   // co_await sched.Yield(): let the other ready coroutines run first.
   auto Yield() {
@@ -109,6 +119,8 @@ class Scheduler {
   std::unordered_set<void*> roots_;  // frames of unfinished root tasks, freed in ~Scheduler
   uint64_t timer_seq_ = 0;
   uint64_t rounds_ = 0;
+  uint64_t resumes_ = 0;
+  std::function<void()> wake_;
 };
 
 }  // namespace pond

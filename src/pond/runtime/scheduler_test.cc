@@ -75,6 +75,29 @@ TEST(SchedulerTest, SleepWakesInDeadlineOrderAndNotBefore) {
   EXPECT_EQ(woke, (std::vector<int>{2, 3, 1}));
 }
 
+TEST(SchedulerTest, WakeHookFiresWhenIdleSchedulerGetsWork) {
+  // A driver of many schedulers on one thread learns of new work only through this hook: it must
+  // fire on the idle -> busy transition, and not again while work is queued.
+  ManualClock clock;
+  Scheduler s(clock);
+  int wakes = 0;
+  s.SetWakeHook([&] { wakes++; });
+  s.Spawn([]() -> Task<void> { co_return; }());
+  s.Spawn([]() -> Task<void> { co_return; }());
+  EXPECT_EQ(wakes, 1);
+  EXPECT_TRUE(s.has_ready());
+  s.RunUntilIdle();
+  EXPECT_FALSE(s.has_ready());
+  EXPECT_EQ(s.resumes(), 2u);
+  s.Spawn([](Scheduler* s) -> Task<void> { co_await s->SleepFor(10); }(&s));
+  EXPECT_EQ(wakes, 2);
+  s.RunOnce();  // goes to sleep
+  clock.Advance(10);
+  s.RunOnce();  // the timer fires: the sleeper becomes ready, which is new work
+  EXPECT_EQ(wakes, 3);
+  s.RunUntilIdle();
+}
+
 TEST(SchedulerTest, DestroysUnfinishedTasks) {
   // A task parked forever (here: sleeping past the end of the test) is freed by ~Scheduler;
   // the sanitizer builds would report a leak otherwise.
