@@ -1,0 +1,215 @@
+// Engine: the discrete-event core of the simulator. One engine runs a whole simulated cluster
+// (every node's workers, coroutines, NICs and wires) in one thread on virtual time.
+//
+// An event is a callable run at a virtual time. Events run in (time, sequence number) order,
+// where the sequence number counts At/After calls: events due at the same time run in the order
+// they were scheduled (FIFO). That total order is what makes a run deterministic: the same seed
+// and the same code give the same events in the same order, bit for bit.
+//
+// Determinism rules for code running on the engine (docs/simulator.md):
+//   - time only from clock() / now(), randomness only from rng(), Fork() or StreamRng();
+//   - never order anything by pointer value or by iterating an unordered container;
+//   - schedule, don't loop: a model that spends time schedules a later event.
+//
+// Cost: an event costs no heap allocation in steady state. Its callable is built in place in a
+// pooled 64-byte slot (captures up to kCaptureBytesMax bytes; larger ones fail to compile:
+// capture a pointer to the state instead), and the queue is a 4-ary min-heap of 16-byte
+// (time, key) entries. Cancel is O(1): it frees the slot and leaves the heap entry behind as a
+// stale one, skipped when it reaches the top; the heap is compacted when stale entries
+// outnumber live ones.
+//
+// Thread rules: single-threaded. An engine and everything scheduled on it belong to the thread
+// that drives it; events may call At/After/Cancel and read the clock and rngs, but must not
+// call Step/RunUntil/RunWhile (no nested runs).
+//
+// Invariants (checked in every build, they cost one compare each): an event is never scheduled
+// before now(); virtual time never decreases; at most pending_event_count_max events are
+// pending at once; fewer than 2^40 events are scheduled in one engine's life.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "pond/base/assert.h"
+#include "pond/base/hash.h"
+#include "pond/runtime/clock.h"
+#include "pond/runtime/rng.h"
+#include "pond/sim/virtual_clock.h"
+
+namespace pond::sim {
+
+// Names one scheduled event so that it can be cancelled. A default-constructed id names none.
+// Ids are never reused within one engine (they carry the sequence number), so cancelling an
+// event that already ran or was cancelled is a harmless no-op even after its slot was reused.
+class EventId {
+ public:
+  EventId() = default;
+  bool valid() const { return bits_ != 0; }
+  friend bool operator==(EventId, EventId) = default;
+
+ private:
+  friend class Engine;
+  explicit EventId(uint64_t bits) : bits_(bits) {}
+  uint64_t bits_ = 0;  // sequence number << kSlotBits | slot index
+};
+
+struct EngineOptions {
+  // Most events pending at once. Exceeding it is a model bug (something schedules without
+  // bound) and aborts. Slots are allocated 64 KiB at a time as needed, so a high limit costs
+  // nothing until it is used; the hard ceiling is 2^24.
+  uint32_t pending_event_count_max = 1u << 22;
+};
+
+struct EngineStats {
+  uint64_t events_scheduled = 0;
+  uint64_t events_run = 0;
+  uint64_t events_cancelled = 0;
+  uint64_t pending_count_peak = 0;
+  uint64_t heap_compactions = 0;
+};
+
+class Engine {
+ public:
+  // Largest callable an event can hold, and its alignment.
+  static constexpr size_t kCaptureBytesMax = 48;
+  static constexpr size_t kCaptureAlign = 16;
+
+  explicit Engine(uint64_t seed, EngineOptions options = {});
+  // Destroys the callables of events still pending without running them.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  uint64_t seed() const { return seed_; }
+  // Virtual time in nanoseconds since the engine was built (it starts at 0).
+  uint64_t now() const { return clock_.now_ns(); }
+  Clock& clock() { return clock_; }
+
+  // Runs fn() at virtual time t_ns (>= now()). Events due at one time run in scheduling order.
+  template <typename F>
+  EventId At(uint64_t t_ns, F&& fn);
+  // Runs fn() delay_ns after now().
+  template <typename F>
+  EventId After(uint64_t delay_ns, F&& fn) {
+    POND_CHECK_MSG(delay_ns <= UINT64_MAX - now(), "virtual time overflow");
+    return At(now() + delay_ns, std::forward<F>(fn));
+  }
+
+  // Cancels a pending event: its callable is destroyed without running. Returns false (and does
+  // nothing) if the event already ran, is running now, or was cancelled before.
+  bool Cancel(EventId id);
+  bool IsPending(EventId id) const;
+
+  // Runs the next event, first moving the clock to its time. Returns false if none is pending.
+  bool Step();
+  // Runs every event due at or before t_ns (>= now()), including events those events schedule
+  // for times <= t_ns, then sets the clock to t_ns.
+  void RunUntil(uint64_t t_ns);
+  // Runs events while pred() holds, checking it before each one. Returns false if the queue
+  // ran dry while pred() still held.
+  template <typename Pred>
+  bool RunWhile(Pred&& pred) {
+    while (pred()) {
+      if (!Step()) return false;
+    }
+    return true;
+  }
+
+  // Time of the next pending event, or UINT64_MAX if none.
+  uint64_t NextEventNs();
+  // Events scheduled and neither run nor cancelled.
+  uint64_t pending() const { return pending_count_; }
+  const EngineStats& stats() const { return stats_; }
+
+  // The engine's own stream, seeded from seed().
+  Rng& rng() { return rng_; }
+  // A sub-stream drawn from rng(): depends on how many draws and forks came before it.
+  Rng Fork() { return rng_.Fork(); }
+  // A sub-stream that depends only on (seed, stream_id), not on anything else the run did.
+  // Prefer it for components (one id per node, per link, per fault source): adding a component
+  // or a draw elsewhere then leaves every other component's stream unchanged.
+  Rng StreamRng(uint64_t stream_id) const {
+    return Rng(Mix64(seed_ ^ Mix64(stream_id + 0x632be59bd9b4e019ULL)));
+  }
+
+ private:
+  static constexpr int kSlotBits = 24;
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
+  static constexpr uint64_t kSeqLimit = uint64_t{1} << (64 - kSlotBits);
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+  static constexpr int kChunkBits = 10;  // 1024 slots = 64 KiB per chunk
+  static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
+  // Compaction rebuilds the heap in O(n), so it waits for this many stale entries.
+  static constexpr uint64_t kCompactStaleCountMin = 1024;
+
+  // A pending event's callable lives here until it runs or is cancelled. op(storage, true) runs
+  // and destroys the callable, op(storage, false) only destroys it. A free slot has seq 0 and
+  // keeps the index of the next free slot in storage.
+  struct alignas(64) Slot {
+    void (*op)(void* storage, bool run);
+    uint64_t seq;  // the pending event's sequence number; 0 while free or running
+    alignas(kCaptureAlign) unsigned char storage[kCaptureBytesMax];
+  };
+  static_assert(sizeof(Slot) == 64, "one event slot is one cache line");
+
+  struct Entry {
+    uint64_t time_ns;
+    uint64_t key;  // seq << kSlotBits | slot; seqs are unique, so (time_ns, key) is a total order
+  };
+  static bool Less(const Entry& a, const Entry& b) {
+    return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.key < b.key);
+  }
+
+  template <typename Fn>
+  static void Op(void* storage, bool run) {
+    Fn* fn = std::launder(reinterpret_cast<Fn*>(storage));
+    if (run) (*fn)();
+    fn->~Fn();
+  }
+
+  Slot& SlotAt(uint32_t index) const { return chunks_[index >> kChunkBits][index & kChunkMask]; }
+  uint32_t AllocSlot();
+  void FreeSlot(uint32_t index);
+  EventId Enqueue(uint64_t t_ns, uint32_t index);
+  void HeapPush(Entry e);
+  Entry HeapPop();
+  void SiftDown(size_t i, Entry e);
+  // Pops the top entry and runs its event if it is live; returns whether it ran one.
+  bool RunTop();
+  void Compact();
+
+  const uint64_t seed_;
+  const uint32_t pending_event_count_max_;
+  VirtualClock clock_;
+  Rng rng_;
+  std::vector<Entry> heap_;
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  uint32_t slot_count_ = 0;  // slots handed out so far (free or not)
+  uint32_t free_head_ = kNoSlot;
+  uint64_t next_seq_ = 1;  // 0 marks a free slot
+  uint64_t pending_count_ = 0;
+  uint64_t stale_count_ = 0;  // heap entries whose event was cancelled
+  EngineStats stats_;
+};
+
+template <typename F>
+EventId Engine::At(uint64_t t_ns, F&& fn) {
+  using Fn = std::decay_t<F>;
+  static_assert(std::is_invocable_v<Fn&>, "an event is a callable taking no arguments");
+  static_assert(sizeof(Fn) <= kCaptureBytesMax,
+                "event callable too big for a slot: capture a pointer to the state instead");
+  static_assert(alignof(Fn) <= kCaptureAlign, "event callable over-aligned");
+  POND_CHECK_MSG(t_ns >= now(), "event scheduled in the past");
+  uint32_t index = AllocSlot();
+  Slot& slot = SlotAt(index);
+  ::new (static_cast<void*>(slot.storage)) Fn(std::forward<F>(fn));
+  slot.op = &Op<Fn>;
+  return Enqueue(t_ns, index);
+}
+
+}  // namespace pond::sim

@@ -1,0 +1,248 @@
+#include "pond/transport/sim/sim_fabric.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "pond/base/assert.h"
+
+namespace pond {
+
+class SimEndpoint final : public Endpoint {
+ public:
+  SimEndpoint(SimFabric& fabric, WorkerAddr self, Scheduler& sched)
+      : Endpoint(self, sched),
+        fabric_(fabric),
+        rng_(fabric.engine().StreamRng(0x51e0000000000000ULL | self.Packed())) {
+    auto f = sim::FaultModel::Create(fabric.model().faults);
+    POND_CHECK_MSG(f.ok(), "fault config must be validated with the model");
+    faults_ = std::move(f).value();
+  }
+  ~SimEndpoint() override { fabric_.endpoints_.erase(self().Packed()); }
+
+  // A batch on its way: the ops are copied, their local buffers are the posting coroutine's.
+  struct Batch {
+    SimEndpoint* ep;
+    MnId mn;
+    std::vector<Op> ops;
+    Completion* done;
+  };
+
+  void Launch(uint64_t at_ns) {
+    sim::Engine& engine = fabric_.engine();
+    const SimModel& m = fabric_.model();
+    for (Batch* b : batches_) {
+      engine.At(at_ns + m.one_way_ns, [b] { b->ep->Arrive(b); });
+    }
+    batches_.clear();
+    for (auto& p : packets_) {
+      sim::FaultDecision d = faults_.Decide(rng_);
+      if (d.drop) continue;
+      uint64_t wire = m.one_way_ns + m.WireNs(p.bytes.size());
+      auto* pkt = new Outgoing(std::move(p));
+      if (d.duplicate) Transmit(new Outgoing(*pkt), at_ns + wire + d.duplicate_delay_ns);
+      Transmit(pkt, at_ns + wire + d.delay_ns);
+    }
+    packets_.clear();
+  }
+
+  SimActivity TakeActivity() {
+    SimActivity a = activity_;
+    activity_ = {};
+    return a;
+  }
+  const sim::FaultStats& fault_stats() const { return faults_.stats(); }
+
+ protected:
+  void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) override {
+    batches_.push_back(new Batch{this, mn, std::vector<Op>(ops.begin(), ops.end()), done});
+    activity_.ops += ops.size();
+    activity_.batches++;
+  }
+
+  void SendPacket(WorkerAddr to, std::vector<std::byte> packet) override {
+    packets_.push_back(Outgoing{to, std::move(packet)});
+    activity_.messages++;
+  }
+
+  bool PollBackend() override {
+    if (inbox_.empty()) return false;
+    arrived_.swap(inbox_);
+    for (auto& p : arrived_) {
+      Deliver(p);
+      activity_.messages++;
+    }
+    fabric_.in_flight_ -= arrived_.size();
+    arrived_.clear();
+    return true;
+  }
+
+ private:
+  struct Outgoing {
+    WorkerAddr to;
+    std::vector<std::byte> bytes;
+  };
+
+  // Puts a packet on the wire; it reaches its worker's inbox at `at_ns`.
+  void Transmit(Outgoing* pkt, uint64_t at_ns) {
+    fabric_.in_flight_++;
+    fabric_.engine().At(at_ns, [f = &fabric_, pkt] {
+      SimEndpoint* dst = f->Find(pkt->to);
+      POND_CHECK_MSG(dst != nullptr, "message to a worker that has no endpoint");
+      dst->inbox_.push_back(std::move(pkt->bytes));
+      WorkerAddr to = pkt->to;
+      delete pkt;
+      if (f->packet_hook_) f->packet_hook_(to);
+    });
+  }
+
+  // The batch reaches its MN's NIC: apply its ops in order, queue them on the NIC, and send the
+  // completion back when the NIC has served the last one.
+  void Arrive(Batch* b) {
+    sim::Engine& engine = fabric_.engine();
+    const SimModel& m = fabric_.model();
+    Status status;
+    uint64_t done_ns = engine.now();
+    if (b->mn >= fabric_.num_mns()) {
+      status = InvalidArgument("no MN " + std::to_string(b->mn));
+    } else {
+      std::byte* base = fabric_.regions_[b->mn];
+      uint64_t size = fabric_.region_bytes_;
+      sim::Server& nic = fabric_.nics_[b->mn];
+      for (const Op& op : b->ops) {
+        uint64_t off = op.addr.offset();
+        if (off > size || op.len > size - off) {
+          status = InvalidArgument("remote access outside MN " + std::to_string(b->mn) + " region");
+          break;
+        }
+        int kind = static_cast<int>(op.verb);
+        if ((op.verb == Verb::kCas || op.verb == Verb::kFaa) && (off & 7) != 0) {
+          status = InvalidArgument("atomic on unaligned remote address");
+          break;
+        }
+        switch (op.verb) {
+          case Verb::kRead:
+            std::memcpy(op.local, base + off, op.len);
+            break;
+          case Verb::kWrite:
+            std::memcpy(base + off, op.local, op.len);
+            break;
+          case Verb::kCas: {
+            uint64_t old;
+            std::memcpy(&old, base + off, 8);
+            if (old == op.arg0) std::memcpy(base + off, &op.arg1, 8);
+            std::memcpy(op.local, &old, 8);
+            break;
+          }
+          case Verb::kFaa: {
+            uint64_t old;
+            std::memcpy(&old, base + off, 8);
+            uint64_t sum = old + op.arg0;
+            std::memcpy(base + off, &sum, 8);
+            std::memcpy(op.local, &old, 8);
+            break;
+          }
+        }
+        done_ns = nic.Serve(engine.now(), m.NicServiceNs(kind, op.len), kind);
+      }
+    }
+    Completion* c = b->done;
+    delete b;
+    // The completion carries the status by value; the engine's slot holds a pointer to it.
+    auto* result = new std::pair<Completion*, Status>(c, std::move(status));
+    engine.At(done_ns + m.one_way_ns, [this, result] {
+      Complete(result->first, std::move(result->second));
+      delete result;
+    });
+  }
+
+  SimFabric& fabric_;
+  Rng rng_;
+  sim::FaultModel faults_;
+  std::vector<Batch*> batches_;
+  std::vector<Outgoing> packets_;
+  std::vector<std::vector<std::byte>> inbox_, arrived_;
+  SimActivity activity_;
+};
+
+Result<std::unique_ptr<SimFabric>> SimFabric::Create(sim::Engine& engine, const SimModel& model,
+                                                     uint16_t num_mns, uint64_t region_bytes) {
+  POND_RETURN_IF_ERROR(model.Validate());
+  if (num_mns == 0) return InvalidArgument("need at least one MN");
+  if (region_bytes < 4096 || region_bytes % 4096 != 0 || region_bytes > GAddr::kOffsetMask) {
+    return InvalidArgument("MN region size must be a multiple of 4096 below 2^48 bytes");
+  }
+  std::vector<std::byte*> regions;
+  for (uint16_t i = 0; i < num_mns; i++) {
+    void* p = mmap(nullptr, region_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      for (auto* r : regions) munmap(r, region_bytes);
+      return OutOfSpace("cannot map MN region of " + std::to_string(region_bytes) + " bytes");
+    }
+    regions.push_back(static_cast<std::byte*>(p));
+  }
+  return std::unique_ptr<SimFabric>(new SimFabric(engine, model, std::move(regions), region_bytes));
+}
+
+SimFabric::SimFabric(sim::Engine& engine, const SimModel& model, std::vector<std::byte*> regions,
+                     uint64_t region_bytes)
+    : engine_(engine),
+      model_(model),
+      regions_(std::move(regions)),
+      region_bytes_(region_bytes),
+      nics_(regions_.size()) {}
+
+SimFabric::~SimFabric() {
+  for (auto* r : regions_) munmap(r, region_bytes_);
+}
+
+std::unique_ptr<Endpoint> SimFabric::CreateEndpoint(WorkerAddr self, Scheduler& sched) {
+  POND_CHECK_MSG(endpoints_.count(self.Packed()) == 0, "two endpoints for one worker address");
+  auto ep = std::make_unique<SimEndpoint>(*this, self, sched);
+  endpoints_[self.Packed()] = ep.get();
+  sched.AddPoller(ep.get());
+  return ep;
+}
+
+SimEndpoint* SimFabric::Find(WorkerAddr w) const {
+  auto it = endpoints_.find(w.Packed());
+  return it == endpoints_.end() ? nullptr : it->second;
+}
+
+void SimFabric::Launch(WorkerAddr worker, uint64_t at_ns) {
+  SimEndpoint* ep = Find(worker);
+  POND_CHECK(ep != nullptr);
+  ep->Launch(at_ns);
+}
+
+SimActivity SimFabric::TakeActivity(WorkerAddr worker) {
+  SimEndpoint* ep = Find(worker);
+  POND_CHECK(ep != nullptr);
+  return ep->TakeActivity();
+}
+
+void SimFabric::ResetNicStats() {
+  for (auto& n : nics_) n.ResetStats();
+}
+
+sim::FaultStats SimFabric::fault_stats() const {
+  // Summed in worker-id order so the total does not depend on hash-map iteration order.
+  std::vector<uint32_t> ids;
+  for (auto& [id, ep] : endpoints_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  sim::FaultStats total;
+  for (uint32_t id : ids) {
+    const sim::FaultStats& s = endpoints_.at(id)->fault_stats();
+    total.decided_count += s.decided_count;
+    total.drop_count += s.drop_count;
+    total.duplicate_count += s.duplicate_count;
+    total.delay_count += s.delay_count;
+    total.delay_ns_total += s.delay_ns_total;
+  }
+  return total;
+}
+
+}  // namespace pond

@@ -1,0 +1,88 @@
+// SimFabric: the `sim` transport. The same one-sided ops and CN messages as the `local`
+// transport, carried out on the simulator's virtual time: a one-sided op travels one-way
+// latency to its MN, waits for and occupies that MN's NIC (a FIFO server with a service time per
+// verb kind and per byte, SimModel), and its completion travels back. CN packets take one-way
+// latency plus their size at the link rate, and may be dropped, duplicated or delayed by the
+// model's FaultConfig.
+//
+// MN memory is real memory in this process, so data is exact; an MN applies a batch's ops in
+// posting order when the batch reaches its NIC. The NIC serves requests FIFO, so the order of
+// memory operations on one MN is exactly their arrival order, as it would be if each op took
+// effect at the end of its service.
+//
+// Driving: a worker's endpoint only collects what the worker posts and sends during a scheduling
+// round; the driver (which also models the worker's CPU) calls Launch(worker, t) with the time
+// the round's CPU work ends, and everything leaves then. When a packet arrives, the packet hook
+// tells the driver to run that worker. Completions make the waiting coroutine ready through its
+// scheduler, whose wake hook the driver also watches.
+//
+// Thread rules: single-threaded, on the thread that runs the engine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/sim/engine.h"
+#include "pond/sim/faults.h"
+#include "pond/sim/server.h"
+#include "pond/status.h"
+#include "pond/transport/fabric.h"
+#include "pond/transport/sim/sim_model.h"
+
+namespace pond {
+
+class SimEndpoint;
+
+// What one endpoint did since the driver last asked: the CPU model charges for it.
+struct SimActivity {
+  uint64_t ops = 0;
+  uint64_t batches = 0;
+  uint64_t messages = 0;  // sent and received
+};
+
+class SimFabric final : public Fabric {
+ public:
+  static Result<std::unique_ptr<SimFabric>> Create(sim::Engine& engine, const SimModel& model,
+                                                   uint16_t num_mns, uint64_t region_bytes);
+  ~SimFabric() override;
+
+  uint16_t num_mns() const override { return static_cast<uint16_t>(regions_.size()); }
+  uint64_t region_bytes() const override { return region_bytes_; }
+  std::byte* region(MnId mn) override { return regions_[mn]; }
+  std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
+  uint64_t packets_in_flight() const override { return in_flight_; }
+
+  // Sends what `worker` posted and sent since its last Launch, leaving its CN at `at_ns`.
+  void Launch(WorkerAddr worker, uint64_t at_ns);
+  // What `worker` did since the last call (and resets it).
+  SimActivity TakeActivity(WorkerAddr worker);
+  // Called when a packet for `worker` has arrived (the worker must run to poll it).
+  void SetPacketHook(std::function<void(WorkerAddr)> hook) { packet_hook_ = std::move(hook); }
+
+  const sim::Server& nic(MnId mn) const { return nics_[mn]; }
+  void ResetNicStats();
+  const SimModel& model() const { return model_; }
+  sim::Engine& engine() { return engine_; }
+  // Faults applied so far, over all endpoints.
+  sim::FaultStats fault_stats() const;
+
+ private:
+  friend class SimEndpoint;
+  SimFabric(sim::Engine& engine, const SimModel& model, std::vector<std::byte*> regions,
+            uint64_t region_bytes);
+  SimEndpoint* Find(WorkerAddr w) const;
+
+  sim::Engine& engine_;
+  SimModel model_;
+  std::vector<std::byte*> regions_;
+  uint64_t region_bytes_;
+  std::vector<sim::Server> nics_;
+  std::unordered_map<uint32_t, SimEndpoint*> endpoints_;  // looked up, never iterated
+  std::function<void(WorkerAddr)> packet_hook_;
+  uint64_t in_flight_ = 0;
+};
+
+}  // namespace pond

@@ -1,0 +1,204 @@
+#include "pond/transport/sim/sim_fabric.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "pond/runtime/scheduler.h"
+
+namespace pond {
+namespace {
+
+// A minimal driver: every worker that gets work (a ready coroutine, an arrived packet, a due
+// timer) runs one round at the current virtual time, with no CPU cost, and what it posted leaves
+// at once.
+struct Cluster {
+  sim::Engine engine;
+  std::unique_ptr<SimFabric> fabric;
+  struct Worker {
+    std::unique_ptr<Scheduler> sched;
+    std::unique_ptr<Endpoint> ep;
+    bool queued = false;
+  };
+  std::vector<Worker> workers;
+
+  Cluster(int n, SimModel model = {}, uint64_t seed = 1) : engine(seed) {
+    auto f = SimFabric::Create(engine, model, 2, 1 << 20);
+    POND_CHECK(f.ok());
+    fabric = std::move(f).value();
+    workers.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; i++) {
+      Worker& w = workers[static_cast<size_t>(i)];
+      w.sched = std::make_unique<Scheduler>(engine.clock());
+      w.ep = fabric->CreateEndpoint(WorkerAddr{static_cast<uint16_t>(i), 0}, *w.sched);
+      w.sched->SetWakeHook([this, i] { Wake(i); });
+    }
+    fabric->SetPacketHook([this](WorkerAddr a) { Wake(a.cn); });
+  }
+  void Wake(int i) {
+    Worker& w = workers[static_cast<size_t>(i)];
+    if (w.queued) return;
+    w.queued = true;
+    engine.At(engine.now(), [this, i] {
+      Worker& w = workers[static_cast<size_t>(i)];
+      w.queued = false;
+      w.sched->RunOnce();
+      fabric->Launch(WorkerAddr{static_cast<uint16_t>(i), 0}, engine.now());
+      if (w.sched->has_ready()) Wake(i);
+      uint64_t t = w.sched->NextTimerNs();
+      if (t != UINT64_MAX) engine.At(std::max(t, engine.now()), [this, i] { Wake(i); });
+    });
+  }
+  void Run() {
+    while (engine.Step()) {
+    }
+  }
+};
+
+TEST(SimFabricTest, ReadTakesTwoOneWaysPlusNicService) {
+  Cluster c(1);
+  uint64_t done_at = 0;
+  c.workers[0].sched->Spawn([](Cluster* c, uint64_t* done_at) -> Task<void> {
+    std::vector<std::byte> buf(64);
+    c->workers[0].ep->Read(GAddr::Make(1, 4096), buf.data(), 64);
+    EXPECT_TRUE((co_await c->workers[0].ep->Flush()).ok());
+    *done_at = c->engine.now();
+  }(&c, &done_at));
+  c.Run();
+  const SimModel& m = c.fabric->model();
+  EXPECT_EQ(done_at, 2 * m.one_way_ns + m.NicServiceNs(0, 64));
+  EXPECT_EQ(c.fabric->nic(1).ServedCount(0), 1u);
+  EXPECT_EQ(c.fabric->nic(0).ServedCount(0), 0u);
+}
+
+TEST(SimFabricTest, AtomicsQueueAtTheNicAndReadsElsewhereDoNot) {
+  // Ten workers post ten CAS each to MN 0 at time 0; at 2.5 M atomics/s the NIC needs 40 µs for
+  // them. A READ to MN 1 at the same moment is served at once.
+  Cluster c(11);
+  std::vector<uint64_t> done(11, 0);
+  for (int i = 0; i < 10; i++) {
+    c.workers[static_cast<size_t>(i)].sched->Spawn(
+        [](Cluster* c, int i, uint64_t* done) -> Task<void> {
+          uint64_t old[10];
+          for (int k = 0; k < 10; k++) {
+            c->workers[static_cast<size_t>(i)].ep->Cas(GAddr::Make(0, 4096 + 8 * k), 0, 1, &old[k]);
+          }
+          EXPECT_TRUE((co_await c->workers[static_cast<size_t>(i)].ep->Flush()).ok());
+          *done = c->engine.now();
+        }(&c, i, &done[static_cast<size_t>(i)]));
+  }
+  c.workers[10].sched->Spawn([](Cluster* c, uint64_t* done) -> Task<void> {
+    uint64_t x;
+    c->workers[10].ep->Read(GAddr::Make(1, 4096), &x, 8);
+    EXPECT_TRUE((co_await c->workers[10].ep->Flush()).ok());
+    *done = c->engine.now();
+  }(&c, &done[10]));
+  c.Run();
+  const SimModel& m = c.fabric->model();
+  uint64_t cas_ns = m.NicServiceNs(2, 8);
+  uint64_t last = *std::max_element(done.begin(), done.begin() + 10);
+  EXPECT_EQ(last, 2 * m.one_way_ns + 100 * cas_ns);
+  EXPECT_EQ(done[10], 2 * m.one_way_ns + m.NicServiceNs(0, 8));
+  EXPECT_EQ(c.fabric->nic(0).ServedCount(2), 100u);
+  // Only the first CAS on each word won.
+  uint64_t words[10];
+  std::memcpy(words, c.fabric->region(0) + 4096, sizeof(words));
+  for (uint64_t w : words) EXPECT_EQ(w, 1u);
+}
+
+TEST(SimFabricTest, BatchAppliesInPostingOrder) {
+  Cluster c(1);
+  c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
+    Endpoint& ep = *c->workers[0].ep;
+    uint64_t seven = 7, got = 0, old = 0;
+    ep.Write(GAddr::Make(0, 8192), &seven, 8);
+    ep.Read(GAddr::Make(0, 8192), &got, 8);
+    ep.Faa(GAddr::Make(0, 8192), 3, &old);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    EXPECT_EQ(got, 7u);
+    EXPECT_EQ(old, 7u);
+    ep.Read(GAddr::Make(0, 1 << 20), &got, 8);  // past the region
+    EXPECT_EQ((co_await ep.Flush()).code(), Code::kInvalidArgument);
+  }(&c));
+  c.Run();
+  EXPECT_EQ(c.workers[0].sched->live(), 0u);
+}
+
+TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
+  Cluster c(2);
+  uint64_t arrived_at = 0;
+  int count = 0;
+  c.workers[1].ep->OnMessage(9, [&](const Message& m) {
+    EXPECT_EQ(m.from, (WorkerAddr{0, 0}));
+    count++;
+    arrived_at = c.engine.now();
+  });
+  c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
+    std::byte b[100] = {};
+    c->workers[0].ep->Send({1, 0}, 9, b);
+    c->workers[0].ep->Send({1, 0}, 9, b);
+    co_return;
+  }(&c));
+  c.Run();
+  EXPECT_EQ(count, 2);
+  EXPECT_EQ(c.workers[0].ep->stats().packets_sent, 1u);
+  EXPECT_GE(arrived_at, c.fabric->model().one_way_ns);
+  EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
+}
+
+TEST(SimFabricTest, DroppedPacketsNeverArrive) {
+  SimModel m;
+  m.faults.drop_probability = 1.0;
+  Cluster c(2, m);
+  int count = 0;
+  c.workers[1].ep->OnMessage(9, [&](const Message&) { count++; });
+  c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
+    std::byte b[8] = {};
+    c->workers[0].ep->Send({1, 0}, 9, b);
+    co_return;
+  }(&c));
+  c.Run();
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(c.fabric->fault_stats().drop_count, 1u);
+  EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
+}
+
+TEST(SimFabricTest, DelaysReplayFromTheSeed) {
+  SimModel m;
+  m.faults.delay_probability = 0.5;
+  m.faults.delay_ns_max = 50'000;
+  auto arrivals = [&](uint64_t seed) {
+    Cluster c(2, m, seed);
+    std::vector<uint64_t> at;
+    c.workers[1].ep->OnMessage(9, [&](const Message&) { at.push_back(c.engine.now()); });
+    c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
+      for (int i = 0; i < 50; i++) {
+        std::byte b[8] = {};
+        c->workers[0].ep->Send({1, 0}, 9, b);
+        co_await c->workers[0].sched->SleepFor(100);
+      }
+    }(&c));
+    c.Run();
+    return at;
+  };
+  std::vector<uint64_t> a = arrivals(5), b = arrivals(5), d = arrivals(6);
+  EXPECT_EQ(a.size(), 50u);
+  EXPECT_EQ(a, b) << "one seed, one schedule";
+  EXPECT_NE(a, d);
+}
+
+TEST(SimModelTest, PresetsValidateAndBadValuesAreRefused) {
+  EXPECT_TRUE(SimModel::Preset("cx3").ok());
+  EXPECT_TRUE(SimModel::Preset("cx5").ok());
+  EXPECT_EQ(SimModel::Preset("cx9").status().code(), Code::kInvalidArgument);
+  SimModel m;
+  m.mn_atomic_mops = 0;
+  EXPECT_EQ(m.Validate().code(), Code::kInvalidArgument);
+  EXPECT_EQ(SimModel::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pond
