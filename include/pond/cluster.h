@@ -21,12 +21,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "pond/runtime/clock.h"
 #include "pond/runtime/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/runtime/task.h"
 #include "pond/status.h"
+#include "pond/transport/sim/sim_model.h"
 #include "pond/txn.h"
 
 namespace pond {
@@ -130,9 +132,28 @@ class Session {
   int client_;
 };
 
+// What a simulated cluster's hardware did (StartSimulated only).
+struct SimStats {
+  uint64_t virtual_ns = 0;  // now, in virtual time
+  uint64_t events = 0;      // engine events run so far
+  struct Nic {
+    uint64_t busy_ns[4] = {};  // by verb: READ, WRITE, CAS, FAA, since ResetSimStats
+    uint64_t ops[4] = {};
+  };
+  std::vector<Nic> mn_nics;
+  uint64_t cpu_busy_ns = 0;  // over all worker cores, since start
+  uint64_t fault_drops = 0, fault_duplicates = 0, fault_delays = 0;
+};
+
 class Cluster {
  public:
+  // An embedded cluster on real threads and shared memory (the `local` transport).
   static Result<std::unique_ptr<Cluster>> Start(const ClusterConfig& config);
+  // The same cluster simulated on one thread in virtual time (the `sim` transport): config.seed
+  // seeds the whole run, and the model gives latencies, NIC rates and CPU costs. Run() then
+  // runs in virtual time, and Session::clock() is the virtual clock.
+  static Result<std::unique_ptr<Cluster>> StartSimulated(const ClusterConfig& config,
+                                                         const SimModel& model);
   ~Cluster();
 
   // Creates a table on every MN; returns its id.
@@ -149,6 +170,12 @@ class Cluster {
 
   ClusterStats Stats() const;
   const ClusterConfig& config() const;
+  bool simulated() const;
+  // Simulated clusters only.
+  SimStats GetSimStats() const;
+  void ResetSimStats();
+  // The cluster's clock: real time, or the simulation's virtual time.
+  Clock& clock();
 
  private:
   explicit Cluster(std::unique_ptr<txn::ClusterImpl> impl);

@@ -84,22 +84,33 @@ void Engine::HeapPush(Entry e) {
   heap_[i] = e;
 }
 
-// Moves e down from the hole at i to where it belongs.
+// Moves e down from the hole at i to where it belongs. Which child is smallest is a coin toss
+// for the branch predictor, so a full group of four is decided without branches (a tournament
+// of compares feeding conditional moves); whether e goes further down is predictable, since
+// the entry sifted down from the root usually belongs near the bottom.
 void Engine::SiftDown(size_t i, Entry e) {
+  Entry* h = heap_.data();
   const size_t n = heap_.size();
   for (;;) {
     size_t child = 4 * i + 1;
-    if (child >= n) break;
-    size_t best = child;
-    size_t end = std::min(child + 4, n);
-    for (size_t c = child + 1; c < end; c++) {
-      if (Less(heap_[c], heap_[best])) best = c;
+    size_t best;
+    if (child + 4 <= n) {
+      size_t a = child + Less(h[child + 1], h[child]);
+      size_t b = child + 2 + Less(h[child + 3], h[child + 2]);
+      best = Less(h[b], h[a]) ? b : a;
+    } else if (child < n) {
+      best = child;
+      for (size_t c = child + 1; c < n; c++) {
+        if (Less(h[c], h[best])) best = c;
+      }
+    } else {
+      break;
     }
-    if (!Less(heap_[best], e)) break;
-    heap_[i] = heap_[best];
+    if (!Less(h[best], e)) break;
+    h[i] = h[best];
     i = best;
   }
-  heap_[i] = e;
+  h[i] = e;
 }
 
 Engine::Entry Engine::HeapPop() {

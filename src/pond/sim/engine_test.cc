@@ -292,11 +292,11 @@ TEST(EngineTest, DestructorDestroysPendingCallablesWithoutRunningThem) {
 
 TEST(EngineTest, CallableOfTheMaximumSizeFits) {
   Engine e(1);
+  // Big is one pointer over the limit (At would refuse it at compile time); Exact is at it.
   struct Big {
     uint64_t words[Engine::kCaptureBytesMax / 8];
     uint64_t* out;
   };
-  // Big is 8 bytes too large with `out`; keep exactly kCaptureBytesMax.
   struct Exact {
     uint64_t words[Engine::kCaptureBytesMax / 8 - 1];
     uint64_t* out;
@@ -318,6 +318,7 @@ TEST(EngineTest, CallableOfTheMaximumSizeFits) {
 // After warm-up (slots and heap grown to the working set), scheduling, running and cancelling
 // events allocate nothing.
 TEST(EngineTest, SteadyStateMakesNoHeapAllocations) {
+  const uint64_t at_start = g_allocation_count;
   Engine e(7);
   struct Actor {
     Engine* e;
@@ -342,12 +343,13 @@ TEST(EngineTest, SteadyStateMakesNoHeapAllocations) {
     actors[i].rng = e.StreamRng(i);
     e.At(0, Act{&actors[i]});
   }
-  e.RunUntil(2'000'000);  // warm-up
+  e.RunUntil(200'000);  // warm-up
   uint64_t before = g_allocation_count;
   uint64_t run_before = e.stats().events_run;
-  e.RunUntil(20'000'000);
+  e.RunUntil(2'000'000);
+  EXPECT_GT(before, at_start);  // the counter works: building and warming up allocated
   EXPECT_EQ(g_allocation_count, before);
-  EXPECT_GT(e.stats().events_run - run_before, 1'000'000u);
+  EXPECT_GT(e.stats().events_run - run_before, 500'000u);
   EXPECT_GT(e.stats().heap_compactions, 0u);  // the stale timeouts were compacted away
 }
 

@@ -7,6 +7,7 @@
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
 #include "pond/transport/local/local_fabric.h"
+#include "pond/txn/sim_driver.h"
 #include "pond/txn/txn_state.h"
 #include "pond/txn/worker_context.h"
 
@@ -48,12 +49,12 @@ using txn::CallResult;
 
 // Runs one coroutine to completion on a worker whose thread is not running (setup only).
 template <typename T>
-T RunOn(WorkerContext& w, Task<T> task) {
+T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
   std::optional<T> out;
   w.sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
     o->emplace(co_await std::move(t));
   }(std::move(task), &out));
-  while (!out.has_value()) w.sched.RunOnce();
+  cl.Drive(w, [&] { return out.has_value(); });
   return std::move(*out);
 }
 
@@ -99,15 +100,26 @@ CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
   }
 }
 
-ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<Fabric> f, Clock& clk,
-                         store::PoolLayout l)
-    : config(c),
+ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e,
+                         std::unique_ptr<Fabric> f, Clock& clk, store::PoolLayout l)
+    : engine(std::move(e)),
+      config(c),
       fabric(std::move(f)),
       clock(clk),
       layout(l),
       placement(l.num_mns, l.replication),
       shard_map(static_cast<uint16_t>(c.cns)),
       oracle(clk) {}
+
+ClusterImpl::~ClusterImpl() = default;
+
+void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
+  if (driver != nullptr) {
+    POND_CHECK_MSG(driver->RunUntil(done), "simulation ran out of events before finishing");
+    return;
+  }
+  while (!done()) w.sched.RunOnce();
+}
 
 // The handler side of a routed call: run the procedure here, answer the caller.
 void WorkerContext::ServeCall(const Message& m) {
@@ -233,20 +245,14 @@ Scheduler& Session::scheduler() { return w_->sched; }
 Cluster::Cluster(std::unique_ptr<txn::ClusterImpl> impl) : impl_(std::move(impl)) {}
 Cluster::~Cluster() = default;
 
-Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
-  POND_RETURN_IF_ERROR(ValidateConfig(config));
-  uint64_t region_bytes = config.region_mib * kMiB;
-  auto fabric = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
-  if (!fabric.ok()) return fabric.status();
-  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, kChunkBytes);
-  if (!layout.ok()) return layout.status();
+namespace {
+
+// Everything but the transport: CNs, workers, lock tables, caches, clients of the services.
+Status Build(ClusterImpl& cl) {
+  const ClusterConfig& config = cl.config;
   for (int mn = 0; mn < config.mns; mn++) {
-    store::FormatRegion((*fabric)->region(static_cast<MnId>(mn)), *layout, static_cast<MnId>(mn));
+    store::FormatRegion(cl.fabric->region(static_cast<MnId>(mn)), cl.layout, static_cast<MnId>(mn));
   }
-  auto impl =
-      std::make_unique<ClusterImpl>(config, std::move(fabric).value(), SystemClock::Get(), *layout);
-  ClusterImpl& cl = *impl;
   Rng seeds(config.seed);
   for (int c = 0; c < config.cns; c++) {
     cl.cns.push_back(std::make_unique<CnContext>(cl, static_cast<uint16_t>(c)));
@@ -261,6 +267,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
       auto w = std::make_unique<WorkerContext>(cl, cn, static_cast<uint16_t>(i), seeds.Next());
       WorkerContext* wp = w.get();
       w->ep = cl.fabric->CreateEndpoint(WorkerAddr{cn.id, wp->index}, w->sched);
+      if (cl.driver != nullptr) cl.driver->AddWorker(wp);
       w->locks = std::make_unique<lock::LockClient>(cn.id, *w->ep, cn.locks, cl.shard_map);
       w->lock_server = std::make_unique<lock::LockServer>(*w->ep, cn.locks);
       if (cn.vt != nullptr) {
@@ -277,12 +284,49 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
       w->ep->OnMessage(txn::kMsgCallResult, [wp](const Message& m) { wp->OnCallResult(m); });
       // Each worker's commit log sits on one MN, spread over the MNs.
       MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
-      Result<uint64_t> area = RunOn(*w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
+      Result<uint64_t> area = RunOn(cl, *w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
       if (!area.ok()) return area.status();
       w->log = std::make_unique<txn::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
       cn.workers.push_back(std::move(w));
     }
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
+  POND_RETURN_IF_ERROR(ValidateConfig(config));
+  uint64_t region_bytes = config.region_mib * kMiB;
+  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
+                                  region_bytes, kChunkBytes);
+  if (!layout.ok()) return layout.status();
+  auto fabric = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
+  if (!fabric.ok()) return fabric.status();
+  auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric).value(),
+                                            SystemClock::Get(), *layout);
+  POND_RETURN_IF_ERROR(Build(*impl));
+  return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
+}
+
+Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& config,
+                                                         const SimModel& model) {
+  POND_RETURN_IF_ERROR(ValidateConfig(config));
+  POND_RETURN_IF_ERROR(model.Validate());
+  uint64_t region_bytes = config.region_mib * kMiB;
+  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
+                                  region_bytes, kChunkBytes);
+  if (!layout.ok()) return layout.status();
+  auto engine = std::make_unique<sim::Engine>(config.seed);
+  sim::Engine* e = engine.get();
+  auto fabric = SimFabric::Create(*e, model, static_cast<uint16_t>(config.mns), region_bytes);
+  if (!fabric.ok()) return fabric.status();
+  SimFabric* sf = fabric->get();
+  auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
+                                            e->clock(), *layout);
+  impl->sim_fabric = sf;
+  impl->driver = std::make_unique<txn::SimDriver>(*e, *sf);
+  POND_RETURN_IF_ERROR(Build(*impl));
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -296,9 +340,9 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   spec.versions = cl.config.versions;
   spec.critical_field = options.critical_field;
   spec.capacity = options.capacity;
-  Status s = RunOn(w, store::CreateTable(*w.ep, cl.layout, spec));
+  Status s = RunOn(cl, w, store::CreateTable(*w.ep, cl.layout, spec));
   if (!s.ok()) return s;
-  Result<store::Catalog> cat = RunOn(w, store::LoadCatalog(*w.ep));
+  Result<store::Catalog> cat = RunOn(cl, w, store::LoadCatalog(*w.ep));
   if (!cat.ok()) return cat.status();
   cl.catalog = std::move(cat).value();
   return spec.id;
@@ -332,7 +376,7 @@ Status Cluster::Load(
       }
     }(&cl, &w, t, ts, count, &next, &first_error, &gen));
   }
-  w.sched.RunUntilIdle();
+  cl.Drive(w, [&] { return w.sched.live() == 0; });
   return first_error;
 }
 
@@ -348,6 +392,29 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     for (auto& w : cn->workers) workers.push_back(w.get());
   }
   cl.clients_running = static_cast<int64_t>(workers.size()) * clients;
+  if (cl.driver != nullptr) {
+    // One thread, virtual time: every worker's rounds are engine events.
+    std::vector<std::unique_ptr<Session>> sessions;
+    for (WorkerContext* w : workers) {
+      for (int c = 0; c < clients; c++) {
+        sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
+        w->sched.Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
+                          std::atomic<int64_t>* running) -> Task<void> {
+          co_await (*fn)(*s);
+          (*running)--;
+        }(&client, sessions.back().get(), &cl.clients_running));
+      }
+    }
+    auto finished = [&] {
+      if (cl.clients_running.load() != 0 || cl.fabric->packets_in_flight() != 0) return false;
+      for (WorkerContext* w : workers) {
+        if (w->sched.live() != 0) return false;
+      }
+      return true;
+    };
+    POND_CHECK_MSG(cl.driver->RunUntil(finished), "simulation ran out of events before finishing");
+    return;
+  }
   std::vector<std::thread> threads;
   for (WorkerContext* w : workers) {
     threads.emplace_back([&cl, w, clients, &client] {
@@ -424,5 +491,34 @@ ClusterStats Cluster::Stats() const {
 }
 
 const ClusterConfig& Cluster::config() const { return impl_->config; }
+bool Cluster::simulated() const { return impl_->driver != nullptr; }
+Clock& Cluster::clock() { return impl_->clock; }
+
+SimStats Cluster::GetSimStats() const {
+  const ClusterImpl& cl = *impl_;
+  POND_CHECK_MSG(cl.sim_fabric != nullptr, "sim stats of a cluster that is not simulated");
+  SimStats s;
+  s.virtual_ns = cl.engine->now();
+  s.events = cl.engine->stats().events_run;
+  for (MnId mn = 0; mn < cl.sim_fabric->num_mns(); mn++) {
+    SimStats::Nic n;
+    for (int k = 0; k < kNumVerbs; k++) {
+      n.busy_ns[k] = cl.sim_fabric->nic(mn).BusyNs(k);
+      n.ops[k] = cl.sim_fabric->nic(mn).ServedCount(k);
+    }
+    s.mn_nics.push_back(n);
+  }
+  s.cpu_busy_ns = cl.driver->cpu_stats().busy_ns;
+  sim::FaultStats f = cl.sim_fabric->fault_stats();
+  s.fault_drops = f.drop_count;
+  s.fault_duplicates = f.duplicate_count;
+  s.fault_delays = f.delay_count;
+  return s;
+}
+
+void Cluster::ResetSimStats() {
+  POND_CHECK(impl_->sim_fabric != nullptr);
+  impl_->sim_fabric->ResetNicStats();
+}
 
 }  // namespace pond

@@ -20,10 +20,12 @@
 #include "pond/lock/shard_map.h"
 #include "pond/runtime/rng.h"
 #include "pond/runtime/scheduler.h"
+#include "pond/sim/engine.h"
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
+#include "pond/transport/sim/sim_fabric.h"
 #include "pond/txn/commit_log.h"
 #include "pond/txn/timestamp_oracle.h"
 
@@ -92,10 +94,16 @@ class CnContext {
   std::vector<std::unique_ptr<WorkerContext>> workers;
 };
 
+class SimDriver;
+
 class ClusterImpl {
  public:
+  // Simulated clusters only; declared first so that it is destroyed last.
+  std::unique_ptr<sim::Engine> engine;
   ClusterConfig config;
   std::unique_ptr<Fabric> fabric;
+  SimFabric* sim_fabric = nullptr;    // = fabric, when simulated
+  std::unique_ptr<SimDriver> driver;  // when simulated
   Clock& clock;  // real time on the local transport, virtual time in the simulator
   store::PoolLayout layout;
   store::Placement placement;
@@ -108,7 +116,13 @@ class ClusterImpl {
   // Run() bookkeeping: clients still running over all workers.
   std::atomic<int64_t> clients_running{0};
 
-  ClusterImpl(const ClusterConfig& c, std::unique_ptr<Fabric> f, Clock& clock, store::PoolLayout l);
+  ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e, std::unique_ptr<Fabric> f,
+              Clock& clock, store::PoolLayout l);
+  ~ClusterImpl();
+
+  // Runs until done() holds: on the simulation's engine, or (local, setup only: no worker
+  // threads running) by rounds of worker w.
+  void Drive(WorkerContext& w, const std::function<bool()>& done);
   const store::TableInfo* Table(uint16_t id) const { return catalog.Find(id); }
   WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
 };

@@ -9,7 +9,8 @@ Status SimModel::Validate() const {
   if (one_way_ns == 0 || one_way_ns > 1'000'000'000) {
     return InvalidArgument("one_way_ns must be 1 ns to 1 s");
   }
-  if (!(link_gbps > 0 && link_gbps <= 10'000)) return InvalidArgument("link_gbps must be in (0, 10000]");
+  if (!(link_gbps > 0 && link_gbps <= 10'000))
+    return InvalidArgument("link_gbps must be in (0, 10000]");
   for (double m : {mn_read_mops, mn_write_mops, mn_atomic_mops}) {
     if (!(m > 0 && m <= 10'000)) return InvalidArgument("NIC rates (Mops) must be in (0, 10000]");
   }
@@ -64,22 +65,38 @@ Result<SimModel> SimModel::Load(const std::string& path) {
       return Status::Ok();
     };
     Status s;
-    if (key == "one_way_ns") s = u64(&m.one_way_ns);
-    else if (key == "link_gbps") s = dbl(&m.link_gbps);
-    else if (key == "mn_read_mops") s = dbl(&m.mn_read_mops);
-    else if (key == "mn_write_mops") s = dbl(&m.mn_write_mops);
-    else if (key == "mn_atomic_mops") s = dbl(&m.mn_atomic_mops);
-    else if (key == "cpu_round_ns") s = u64(&m.cpu_round_ns);
-    else if (key == "cpu_resume_ns") s = u64(&m.cpu_resume_ns);
-    else if (key == "cpu_op_ns") s = u64(&m.cpu_op_ns);
-    else if (key == "cpu_batch_ns") s = u64(&m.cpu_batch_ns);
-    else if (key == "cpu_message_ns") s = u64(&m.cpu_message_ns);
-    else if (key == "drop_probability") s = dbl(&m.faults.drop_probability);
-    else if (key == "duplicate_probability") s = dbl(&m.faults.duplicate_probability);
-    else if (key == "delay_probability") s = dbl(&m.faults.delay_probability);
-    else if (key == "delay_ns_min") s = u64(&m.faults.delay_ns_min);
-    else if (key == "delay_ns_max") s = u64(&m.faults.delay_ns_max);
-    else s = InvalidArgument(path + ": unknown field " + key);
+    if (key == "one_way_ns")
+      s = u64(&m.one_way_ns);
+    else if (key == "link_gbps")
+      s = dbl(&m.link_gbps);
+    else if (key == "mn_read_mops")
+      s = dbl(&m.mn_read_mops);
+    else if (key == "mn_write_mops")
+      s = dbl(&m.mn_write_mops);
+    else if (key == "mn_atomic_mops")
+      s = dbl(&m.mn_atomic_mops);
+    else if (key == "cpu_round_ns")
+      s = u64(&m.cpu_round_ns);
+    else if (key == "cpu_resume_ns")
+      s = u64(&m.cpu_resume_ns);
+    else if (key == "cpu_op_ns")
+      s = u64(&m.cpu_op_ns);
+    else if (key == "cpu_batch_ns")
+      s = u64(&m.cpu_batch_ns);
+    else if (key == "cpu_message_ns")
+      s = u64(&m.cpu_message_ns);
+    else if (key == "drop_probability")
+      s = dbl(&m.faults.drop_probability);
+    else if (key == "duplicate_probability")
+      s = dbl(&m.faults.duplicate_probability);
+    else if (key == "delay_probability")
+      s = dbl(&m.faults.delay_probability);
+    else if (key == "delay_ns_min")
+      s = u64(&m.faults.delay_ns_min);
+    else if (key == "delay_ns_max")
+      s = u64(&m.faults.delay_ns_max);
+    else
+      s = InvalidArgument(path + ": unknown field " + key);
     if (!s.ok()) return s;
   }
   Status v = m.Validate();

@@ -1,0 +1,66 @@
+#include "pond/txn/sim_driver.h"
+
+#include <algorithm>
+
+#include "pond/txn/worker_context.h"
+
+namespace pond::txn {
+
+void SimDriver::AddWorker(WorkerContext* w) {
+  size_t core = cores_.size();
+  cores_.push_back(Core{w});
+  core_of_[w->ep->self().Packed()] = core;
+  w->sched.SetWakeHook([this, core] { Wake(core); });
+  fabric_.SetPacketHook([this](WorkerAddr a) { Wake(core_of_.at(a.Packed())); });
+}
+
+void SimDriver::Wake(size_t core) {
+  Core& c = cores_[core];
+  if (c.queued) return;
+  c.queued = true;
+  engine_.At(std::max(engine_.now(), c.busy_until_ns), [this, core] { Round(core); });
+}
+
+void SimDriver::WakeForTimer(size_t core, uint64_t at_ns) {
+  Core& c = cores_[core];
+  if (at_ns >= c.timer_wake_ns && c.timer_wake_ns >= engine_.now()) return;  // one is coming
+  c.timer_wake_ns = at_ns;
+  engine_.At(at_ns, [this, core, at_ns] {
+    Core& c = cores_[core];
+    if (c.timer_wake_ns == at_ns) c.timer_wake_ns = UINT64_MAX;
+    Wake(core);
+  });
+}
+
+void SimDriver::Round(size_t core) {
+  Core& c = cores_[core];
+  // Still "queued" while the round runs: work it makes ready waits for the round's CPU time.
+  WorkerContext& w = *c.w;
+  const SimModel& m = fabric_.model();
+  w.sched.RunOnce();
+  uint64_t resumes = w.sched.resumes() - c.resumes_seen;
+  c.resumes_seen = w.sched.resumes();
+  SimActivity a = fabric_.TakeActivity(w.ep->self());
+  uint64_t cost = m.cpu_round_ns + m.cpu_resume_ns * resumes + m.cpu_op_ns * a.ops +
+                  m.cpu_batch_ns * a.batches + m.cpu_message_ns * a.messages;
+  uint64_t end = engine_.now() + cost;
+  c.busy_until_ns = end;
+  c.stats.rounds++;
+  c.stats.busy_ns += cost;
+  fabric_.Launch(w.ep->self(), end);
+  c.queued = false;
+  if (w.sched.has_ready()) Wake(core);
+  uint64_t timer = w.sched.NextTimerNs();
+  if (timer != UINT64_MAX) WakeForTimer(core, std::max(timer, end));
+}
+
+SimCpuStats SimDriver::cpu_stats() const {
+  SimCpuStats total;
+  for (const Core& c : cores_) {
+    total.rounds += c.stats.rounds;
+    total.busy_ns += c.stats.busy_ns;
+  }
+  return total;
+}
+
+}  // namespace pond::txn

@@ -1,0 +1,64 @@
+// SimDriver: runs every worker of a cluster on one thread in virtual time, and models their CPUs.
+//
+// A worker is one core. When it has work — a coroutine made ready (a completion, a reply), a
+// packet in its inbox, a timer due — the driver runs one scheduling round at the time the core
+// is free, charges the round's CPU time from SimModel (per round, per coroutine resumed, per op
+// posted, per doorbell batch, per message), and lets what the round posted leave the CN when that
+// CPU time ends. Everything happens in engine events, so a run is one seed and replays exactly.
+//
+// Thread rules: single-threaded, on the thread that steps the engine.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/sim/engine.h"
+#include "pond/transport/sim/sim_fabric.h"
+
+namespace pond::txn {
+
+class WorkerContext;
+
+struct SimCpuStats {
+  uint64_t rounds = 0;
+  uint64_t busy_ns = 0;
+};
+
+class SimDriver {
+ public:
+  SimDriver(sim::Engine& engine, SimFabric& fabric) : engine_(engine), fabric_(fabric) {}
+
+  // Takes over the worker's wake-ups. Call once per worker, before any work is spawned.
+  void AddWorker(WorkerContext* w);
+  // Steps the engine until done() holds; false if the simulation ran out of events first.
+  template <typename Done>
+  bool RunUntil(Done&& done) {
+    while (!done()) {
+      if (!engine_.Step()) return false;
+    }
+    return true;
+  }
+
+  SimCpuStats cpu_stats() const;
+
+ private:
+  struct Core {
+    WorkerContext* w = nullptr;
+    uint64_t busy_until_ns = 0;
+    bool queued = false;              // a round is scheduled
+    uint64_t timer_wake_ns = UINT64_MAX;  // earliest timer wake-up scheduled
+    uint64_t resumes_seen = 0;
+    SimCpuStats stats;
+  };
+  void Wake(size_t core);
+  void Round(size_t core);
+  void WakeForTimer(size_t core, uint64_t at_ns);
+
+  sim::Engine& engine_;
+  SimFabric& fabric_;
+  std::vector<Core> cores_;
+  std::unordered_map<uint32_t, size_t> core_of_;  // worker address -> core; looked up only
+};
+
+}  // namespace pond::txn
