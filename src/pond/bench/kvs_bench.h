@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "pond/base/histogram.h"
@@ -21,10 +22,12 @@ struct KvsOptions {
   double rw_ratio = 0.5;  // fraction of UpdateOne
   double theta = 0.0;     // 0: uniform; else zipf(theta), e.g. 0.99
   uint32_t value_bytes = 40;
+  // Set: run on the simulated cluster with this model; `seconds` are then virtual seconds.
+  std::optional<SimModel> sim;
 };
 
 struct KvsProgress {
-  double elapsed_s;
+  double elapsed_s;  // of the measured run, in the cluster's time (virtual when simulated)
   uint64_t committed;
   uint64_t aborted;
 };
@@ -35,8 +38,10 @@ struct KvsResult {
   uint64_t committed_rw = 0;
   uint64_t aborted = 0;
   double load_s = 0;
-  Histogram latency_ns;  // committed calls, as the client saw them
-  ClusterStats stats;    // over the measured run only
+  Histogram latency_ns;         // committed calls, as the client saw them
+  ClusterStats stats;           // over the measured run only
+  double wall_s = 0;            // real time of the measured run
+  std::optional<SimStats> sim;  // simulated runs: NICs over the measured run, engine counters
 };
 
 Status ValidateKvsOptions(const KvsOptions& o);

@@ -65,6 +65,26 @@ else
   echo "FAIL bench kvs run:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
 
+# The simulator: one seed, one output — byte for byte, but for the wall-clock line.
+sim_args="sim kvs --cns 3 --workers 2 --coros 2 --keys 5000 --region-mib 64 --virtual-seconds 0.001"
+"$pond" $sim_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/sim1" &&
+"$pond" $sim_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/sim2" &&
+"$pond" $sim_args --seed 12 2>/dev/null | grep -v '^wall clock' >"$tmp/sim3"
+if cmp -s "$tmp/sim1" "$tmp/sim2" && ! cmp -s "$tmp/sim1" "$tmp/sim3" && grep -q '^throughput' "$tmp/sim1" &&
+   grep -q '^MN 2 NIC' "$tmp/sim1"; then
+  echo "ok   sim kvs is deterministic"
+else
+  echo "FAIL sim kvs determinism:"; diff "$tmp/sim1" "$tmp/sim2"; failures=$((failures + 1))
+fi
+if "$pond" $sim_args --sweep coros=1..2 >"$tmp/out" 2>/dev/null && [ "$(grep -cE '^[12] ' "$tmp/out")" -eq 2 ]; then
+  echo "ok   sim kvs sweep prints one row per point"
+else
+  echo "FAIL sim kvs sweep:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "sim unknown model" "model" sim kvs --model cx9
+expect_error "sim bad sweep" "sweep" sim kvs --sweep nothing
+expect_error "sim bad sweep key" "sweep key" sim kvs --sweep color=1,2
+
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
   echo "ok   --help"

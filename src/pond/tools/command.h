@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 namespace pond::tools {
 
@@ -12,5 +13,13 @@ using CommandAction = std::function<int()>;
 
 void AddBenchCommand(CLI::App& root, CommandAction* action);
 void AddCheckCommand(CLI::App& root, CommandAction* action);
+void AddSimCommand(CLI::App& root, CommandAction* action);
+
+// `bench kvs` and `sim kvs`: one workload, two transports (kvs_command.cc).
+void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);
+
+// The command line as typed, for printing the command that replays a simulated run.
+void SetCommandLine(int argc, char** argv);
+const std::string& CommandLine();
 
 }  // namespace pond::tools

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
   pond::tools::CommandAction action;
   pond::tools::AddBenchCommand(app, &action);
   pond::tools::AddCheckCommand(app, &action);
+  pond::tools::AddSimCommand(app, &action);
+  pond::tools::SetCommandLine(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,7 +25,7 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!action) {
-    std::fprintf(stderr, "pond: a subcommand is required: bench or check (see --help)\n");
+    std::fprintf(stderr, "pond: a subcommand is required: bench, sim or check (see --help)\n");
     return 2;
   }
   return action();

@@ -66,7 +66,8 @@ Outcome RunBank(uint64_t seed, Isolation iso = Isolation::kSerializable) {
         if (st.ok() && total != kAccounts * kStart) bad++;
         continue;
       }
-      uint64_t from = s.rng().Uniform(kAccounts), to = (from + 1 + s.rng().Uniform(kAccounts - 1)) % kAccounts;
+      uint64_t from = s.rng().Uniform(kAccounts),
+               to = (from + 1 + s.rng().Uniform(kAccounts - 1)) % kAccounts;
       co_await s.RunTxn(TxnKind::kReadWrite, [&](Txn& x) -> Task<Status> {
         x.AddRW(t, from);
         x.AddRW(t, to);
@@ -95,8 +96,12 @@ Outcome RunBank(uint64_t seed, Isolation iso = Isolation::kSerializable) {
   });
   ClusterStats st = c.Stats();
   SimStats sim = c.GetSimStats();
-  return Outcome{st.committed + st.committed_read_only, st.aborts.Total(), sim.virtual_ns,
-                 sim.events, bad, total};
+  return Outcome{st.committed + st.committed_read_only,
+                 st.aborts.Total(),
+                 sim.virtual_ns,
+                 sim.events,
+                 bad,
+                 total};
 }
 
 TEST(SimClusterTest, BankKeepsItsTotalInVirtualTime) {
@@ -119,8 +124,8 @@ TEST(SimClusterTest, LotusUsesNoAtomicsOnMemoryNodesForTransactions) {
   ASSERT_TRUE(cluster.ok());
   Cluster& c = **cluster;
   uint16_t t = *c.CreateTable({.name = "kv", .value_bytes = 40, .capacity = 1000});
-  ASSERT_TRUE(c.Load(t, 1000, [](uint64_t i, uint64_t* key, std::span<std::byte>) { *key = i; })
-                  .ok());
+  ASSERT_TRUE(
+      c.Load(t, 1000, [](uint64_t i, uint64_t* key, std::span<std::byte>) { *key = i; }).ok());
   // First give every key's second cell a record buffer (allocating one costs an FAA per chunk
   // of record space); after that a transaction's writes only recycle cells. Then count.
   c.Run(1, [&](Session& s) -> Task<void> {

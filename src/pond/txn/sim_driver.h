@@ -46,7 +46,7 @@ class SimDriver {
   struct Core {
     WorkerContext* w = nullptr;
     uint64_t busy_until_ns = 0;
-    bool queued = false;              // a round is scheduled
+    bool queued = false;                  // a round is scheduled
     uint64_t timer_wake_ns = UINT64_MAX;  // earliest timer wake-up scheduled
     uint64_t resumes_seen = 0;
     SimCpuStats stats;
