@@ -142,6 +142,7 @@ struct SimStats {
   };
   std::vector<Nic> mn_nics;
   uint64_t cpu_busy_ns = 0;  // over all worker cores, since start
+  uint64_t cpu_rounds = 0;   // scheduling rounds run, since start
   uint64_t fault_drops = 0, fault_duplicates = 0, fault_delays = 0;
 };
 

@@ -72,8 +72,7 @@ int RunSeed(uint64_t seed, Isolation iso, check::Model model, ListAppendResult* 
                   << path << "\nreplay: POND_SIM_SEED=" << seed << " "
                   << ::testing::internal::GetArgvs()[0] << " --gtest_filter="
                   << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()
-                  << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name()
-                  << "\n"
+                  << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name() << "\n"
                   << text.str().substr(0, 3000) << err.str();
   }
   return code;

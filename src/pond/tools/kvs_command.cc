@@ -60,33 +60,39 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
   uint64_t attempts = r.committed + r.aborted;
   double per = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
   const char* unit = simulate ? " (virtual)" : "";
-  if (!simulate) std::printf("loaded %lu keys in %.1f s\n", static_cast<unsigned long>(o.keys), r.load_s);
+  if (!simulate)
+    std::printf("loaded %lu keys in %.1f s\n", static_cast<unsigned long>(o.keys), r.load_s);
   std::printf("throughput   %s txn/s%s (%lu committed in %.3f s; %lu UpdateOne)\n",
               HumanRate(tput).c_str(), unit, static_cast<unsigned long>(r.committed), r.elapsed_s,
               static_cast<unsigned long>(r.committed_rw));
-  std::printf("abort rate   %.2f%% (lock conflict %lu, newer version %lu, snapshot too old %lu, "
-              "torn read %lu, invisible wait %lu)\n",
-              attempts ? 100.0 * static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0.0,
-              static_cast<unsigned long>(s.aborts.lock_conflict),
-              static_cast<unsigned long>(s.aborts.newer_version),
-              static_cast<unsigned long>(s.aborts.snapshot_too_old),
-              static_cast<unsigned long>(s.aborts.torn_read),
-              static_cast<unsigned long>(s.aborts.invisible_wait));
+  std::printf(
+      "abort rate   %.2f%% (lock conflict %lu, newer version %lu, snapshot too old %lu, "
+      "torn read %lu, invisible wait %lu)\n",
+      attempts ? 100.0 * static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0.0,
+      static_cast<unsigned long>(s.aborts.lock_conflict),
+      static_cast<unsigned long>(s.aborts.newer_version),
+      static_cast<unsigned long>(s.aborts.snapshot_too_old),
+      static_cast<unsigned long>(s.aborts.torn_read),
+      static_cast<unsigned long>(s.aborts.invisible_wait));
   std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us%s\n",
               static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3, unit);
-  std::printf("per txn      %.2f READ, %.2f WRITE, %.2f CAS, %.2f FAA, %.2f doorbell batches, "
-              "%.2f CN messages\n",
-              static_cast<double>(s.reads) * per, static_cast<double>(s.writes) * per,
-              static_cast<double>(s.cas) * per, static_cast<double>(s.faa) * per,
-              static_cast<double>(s.batches) * per, static_cast<double>(s.messages) * per);
-  std::printf("VT cache     %lu hits, %lu misses, %lu invalidations; %lu calls routed to another "
-              "CN\n",
-              static_cast<unsigned long>(s.vt_hits), static_cast<unsigned long>(s.vt_misses),
-              static_cast<unsigned long>(s.vt_invalidations),
-              static_cast<unsigned long>(s.remote_calls));
+  std::printf(
+      "per txn      %.2f READ, %.2f WRITE, %.2f CAS, %.2f FAA, %.2f doorbell batches, "
+      "%.2f CN messages\n",
+      static_cast<double>(s.reads) * per, static_cast<double>(s.writes) * per,
+      static_cast<double>(s.cas) * per, static_cast<double>(s.faa) * per,
+      static_cast<double>(s.batches) * per, static_cast<double>(s.messages) * per);
+  std::printf(
+      "VT cache     %lu hits, %lu misses, %lu invalidations; %lu calls routed to another "
+      "CN\n",
+      static_cast<unsigned long>(s.vt_hits), static_cast<unsigned long>(s.vt_misses),
+      static_cast<unsigned long>(s.vt_invalidations), static_cast<unsigned long>(s.remote_calls));
   if (r.sim) {
+    std::printf("simulation   %lu events, %lu CPU rounds over the whole run (load included)\n",
+                static_cast<unsigned long>(r.sim->events),
+                static_cast<unsigned long>(r.sim->cpu_rounds));
     double window = r.elapsed_s * 1e9;
     for (size_t mn = 0; mn < r.sim->mn_nics.size(); mn++) {
       std::printf("MN %zu NIC     %s\n", mn, NicLine(r.sim->mn_nics[mn], window).c_str());
@@ -96,12 +102,18 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
 
 // Applies one sweep point ("coros=4") to the options; false if the key is unknown.
 bool ApplySweep(bench::KvsOptions* o, const std::string& key, double v) {
-  if (key == "coros") o->coros = static_cast<int>(v);
-  else if (key == "rw-ratio") o->rw_ratio = v;
-  else if (key == "theta") o->theta = v;
-  else if (key == "cns") o->cluster.cns = static_cast<int>(v);
-  else if (key == "workers") o->cluster.workers_per_cn = static_cast<int>(v);
-  else return false;
+  if (key == "coros")
+    o->coros = static_cast<int>(v);
+  else if (key == "rw-ratio")
+    o->rw_ratio = v;
+  else if (key == "theta")
+    o->theta = v;
+  else if (key == "cns")
+    o->cluster.cns = static_cast<int>(v);
+  else if (key == "workers")
+    o->cluster.workers_per_cn = static_cast<int>(v);
+  else
+    return false;
   return true;
 }
 
@@ -119,7 +131,8 @@ Status ParseSweep(const std::string& spec, std::string* key, std::vector<double>
   try {
     if (dots != std::string::npos) {
       int a = std::stoi(list.substr(0, dots)), b = std::stoi(list.substr(dots + 2));
-      if (a > b || b - a > 64) return InvalidArgument("--sweep range must be A..B with A <= B, at most 65 points");
+      if (a > b || b - a > 64)
+        return InvalidArgument("--sweep range must be A..B with A <= B, at most 65 points");
       for (int v = a; v <= b; v++) values->push_back(v);
     } else {
       std::stringstream ss(list);
@@ -129,14 +142,15 @@ Status ParseSweep(const std::string& spec, std::string* key, std::vector<double>
   } catch (const std::exception&) {
     return InvalidArgument("--sweep values must be numbers: " + list);
   }
-  if (values->empty() || values->size() > 65) return InvalidArgument("--sweep needs 1 to 65 values");
+  if (values->empty() || values->size() > 65)
+    return InvalidArgument("--sweep needs 1 to 65 values");
   return Status::Ok();
 }
 
 int RunKvsCommand(KvsArgs& a, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
   a.o.cluster.isolation = (a.isolation == "si" || a.isolation == "SI") ? Isolation::kSnapshot
-                                                                        : Isolation::kSerializable;
+                                                                       : Isolation::kSerializable;
   if (simulate) {
     Result<SimModel> m = SimModel::FromFlag(a.model);
     if (!m.ok()) return Fail(what, m.status().message());
@@ -154,7 +168,9 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
     bench::KvsOptions p = a.o;
     ApplySweep(&p, sweep_key, v);
     Status pv = bench::ValidateKvsOptions(p);
-    if (!pv.ok()) return Fail(what, "sweep point " + sweep_key + "=" + fmt::format("{}", v) + ": " + pv.message());
+    if (!pv.ok())
+      return Fail(what,
+                  "sweep point " + sweep_key + "=" + fmt::format("{}", v) + ": " + pv.message());
   }
 
   std::printf("%s\n", Header(a, simulate).c_str());
@@ -169,9 +185,10 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
   auto progress = [&, last = bench::KvsProgress{0, 0, 0}](const bench::KvsProgress& p) mutable {
     double dt = p.elapsed_s - last.elapsed_s;
     uint64_t dc = p.committed - last.committed, da = p.aborted - last.aborted;
-    std::fprintf(progress_out, "  %8.4f %ss  %10.0f committed/s  abort rate %5.2f%%\n", p.elapsed_s,
-                 simulate ? "virtual " : "", dt > 0 ? static_cast<double>(dc) / dt : 0.0,
-                 dc + da > 0 ? 100.0 * static_cast<double>(da) / static_cast<double>(dc + da) : 0.0);
+    std::fprintf(
+        progress_out, "  %8.4f %ss  %10.0f committed/s  abort rate %5.2f%%\n", p.elapsed_s,
+        simulate ? "virtual " : "", dt > 0 ? static_cast<double>(dc) / dt : 0.0,
+        dc + da > 0 ? 100.0 * static_cast<double>(da) / static_cast<double>(dc + da) : 0.0);
     std::fflush(progress_out);
     last = p;
   };
@@ -194,8 +211,8 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
     wall_total = result->wall_s;
     if (result->sim) events_total = result->sim->events;
   } else {
-    std::printf("%-10s %12s %8s %10s %10s %10s\n", sweep_key.c_str(), "txn/s", "abort%",
-                "p50 us", "p99 us", simulate ? "max NIC%" : "");
+    std::printf("%-10s %12s %8s %10s %10s %10s\n", sweep_key.c_str(), "txn/s", "abort%", "p50 us",
+                "p99 us", simulate ? "max NIC%" : "");
     std::string json = "[\n";
     for (size_t i = 0; i < sweep_values.size(); i++) {
       bench::KvsOptions p = a.o;
@@ -216,12 +233,13 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
         events_total += r->sim->events;
       }
       wall_total += r->wall_s;
-      std::printf("%-10g %12.0f %8.2f %10.1f %10.1f %10s\n", sweep_values[i],
-                  static_cast<double>(r->committed) / r->elapsed_s,
-                  attempts ? 100.0 * static_cast<double>(r->aborted) / static_cast<double>(attempts) : 0.0,
-                  static_cast<double>(r->latency_ns.Percentile(0.5)) / 1e3,
-                  static_cast<double>(r->latency_ns.Percentile(0.99)) / 1e3,
-                  simulate ? fmt::format("{:.1f}", nic_max).c_str() : "");
+      std::printf(
+          "%-10g %12.0f %8.2f %10.1f %10.1f %10s\n", sweep_values[i],
+          static_cast<double>(r->committed) / r->elapsed_s,
+          attempts ? 100.0 * static_cast<double>(r->aborted) / static_cast<double>(attempts) : 0.0,
+          static_cast<double>(r->latency_ns.Percentile(0.5)) / 1e3,
+          static_cast<double>(r->latency_ns.Percentile(0.99)) / 1e3,
+          simulate ? fmt::format("{:.1f}", nic_max).c_str() : "");
       std::fflush(stdout);
       json += bench::KvsResultJson(p, *r) + (i + 1 < sweep_values.size() ? ",\n" : "\n");
     }
@@ -253,8 +271,9 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
     a->o.seconds = 0.01;
   }
   CLI::App* kvs = parent.add_subcommand(
-      "kvs", simulate ? "Lotus KVS benchmark on the simulated cluster (virtual time)"
-                      : "Lotus KVS benchmark: UpdateOne/ReadOne transactions on an embedded cluster");
+      "kvs", simulate
+                 ? "Lotus KVS benchmark on the simulated cluster (virtual time)"
+                 : "Lotus KVS benchmark: UpdateOne/ReadOne transactions on an embedded cluster");
   bench::KvsOptions& o = a->o;
   kvs->add_option("--mns", o.cluster.mns, "memory nodes")->capture_default_str();
   kvs->add_option("--cns", o.cluster.cns, "compute nodes")->capture_default_str();
@@ -287,9 +306,8 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
     kvs->add_option("--model", a->model, "cx3, cx5 or a JSON model file")->capture_default_str();
   }
   kvs->add_option("--json", a->json_path, "also write the results as JSON to this file");
-  kvs->callback([a, action, simulate] {
-    *action = [a, simulate] { return RunKvsCommand(*a, simulate); };
-  });
+  kvs->callback(
+      [a, action, simulate] { *action = [a, simulate] { return RunKvsCommand(*a, simulate); }; });
 }
 
 void AddSimCommand(CLI::App& root, CommandAction* action) {

@@ -509,6 +509,7 @@ SimStats Cluster::GetSimStats() const {
     s.mn_nics.push_back(n);
   }
   s.cpu_busy_ns = cl.driver->cpu_stats().busy_ns;
+  s.cpu_rounds = cl.driver->cpu_stats().rounds;
   sim::FaultStats f = cl.sim_fabric->fault_stats();
   s.fault_drops = f.drop_count;
   s.fault_duplicates = f.duplicate_count;
