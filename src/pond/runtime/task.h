@@ -11,6 +11,8 @@
 #include <optional>
 #include <utility>
 
+#include "pond/runtime/frame_pool.h"
+
 namespace pond {
 
 template <typename T>
@@ -29,6 +31,10 @@ struct FinalAwaiter {
 };
 
 struct PromiseBase {
+  // Frames come from a per-thread pool (frame_pool.h): a transaction makes many of them.
+  static void* operator new(size_t bytes) { return FramePool::ForThisThread().Allocate(bytes); }
+  static void operator delete(void* p, size_t bytes) { FramePool::ForThisThread().Free(p, bytes); }
+
   std::coroutine_handle<> continuation;
   std::suspend_always initial_suspend() noexcept { return {}; }
   FinalAwaiter final_suspend() noexcept { return {}; }
