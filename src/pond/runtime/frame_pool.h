@@ -65,7 +65,9 @@ class FramePool {
     Node* head = nullptr;
     size_t count = 0;
   };
-  static size_t ClassOf(size_t bytes) { return (bytes + kFrameClassBytes - 1) / kFrameClassBytes - 1; }
+  static size_t ClassOf(size_t bytes) {
+    return (bytes + kFrameClassBytes - 1) / kFrameClassBytes - 1;
+  }
 
   List lists_[kFrameClasses];
 };

@@ -20,14 +20,20 @@ class SimEndpoint final : public Endpoint {
     POND_CHECK_MSG(f.ok(), "fault config must be validated with the model");
     faults_ = std::move(f).value();
   }
-  ~SimEndpoint() override { fabric_.endpoints_.erase(self().Packed()); }
+  ~SimEndpoint() override {
+    fabric_.endpoints_.erase(self().Packed());
+    for (Batch* b : batches_) delete b;
+    for (Batch* b : free_batches_) delete b;
+  }
 
   // A batch on its way: the ops are copied, their local buffers are the posting coroutine's.
+  // Batches are recycled through free_batches_, keeping their op vectors' capacity.
   struct Batch {
     SimEndpoint* ep;
     MnId mn;
     std::vector<Op> ops;
     Completion* done;
+    Status status;
   };
 
   void Launch(uint64_t at_ns) {
@@ -57,7 +63,19 @@ class SimEndpoint final : public Endpoint {
 
  protected:
   void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) override {
-    batches_.push_back(new Batch{this, mn, std::vector<Op>(ops.begin(), ops.end()), done});
+    Batch* b;
+    if (free_batches_.empty()) {
+      b = new Batch{};
+    } else {
+      b = free_batches_.back();
+      free_batches_.pop_back();
+    }
+    b->ep = this;
+    b->mn = mn;
+    b->ops.assign(ops.begin(), ops.end());
+    b->done = done;
+    b->status = Status::Ok();
+    batches_.push_back(b);
     activity_.ops += ops.size();
     activity_.batches++;
   }
@@ -148,20 +166,20 @@ class SimEndpoint final : public Endpoint {
         done_ns = nic.Serve(engine.now(), m.NicServiceNs(kind, op.len), kind);
       }
     }
-    Completion* c = b->done;
-    delete b;
-    // The completion carries the status by value; the engine's slot holds a pointer to it.
-    auto* result = new std::pair<Completion*, Status>(c, std::move(status));
-    engine.At(done_ns + m.one_way_ns, [this, result] {
-      Complete(result->first, std::move(result->second));
-      delete result;
+    b->status = std::move(status);
+    engine.At(done_ns + m.one_way_ns, [this, b] {
+      Completion* c = b->done;
+      Status st = std::move(b->status);
+      free_batches_.push_back(b);
+      Complete(c, std::move(st));
     });
   }
 
   SimFabric& fabric_;
   Rng rng_;
   sim::FaultModel faults_;
-  std::vector<Batch*> batches_;
+  std::vector<Batch*> batches_;  // posted this round, not launched
+  std::vector<Batch*> free_batches_;
   std::vector<Outgoing> packets_;
   std::vector<std::vector<std::byte>> inbox_, arrived_;
   SimActivity activity_;
