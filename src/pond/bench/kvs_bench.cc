@@ -135,7 +135,11 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
   std::mutex wrong_mu;
   Status wrong_status;
   ClusterStats before = cluster.Stats();
-  if (cluster.simulated()) cluster.ResetSimStats();
+  uint64_t cpu_before = 0;
+  if (cluster.simulated()) {
+    cluster.ResetSimStats();
+    cpu_before = cluster.GetSimStats().cpu_busy_ns;
+  }
   uint64_t start = clock.NowNs();
   uint64_t wall_start = wall.NowNs();
   // The monitor thread must not read a virtual clock another thread advances; clients publish
@@ -206,7 +210,10 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
     result.latency_ns.Merge(c.latency);
   }
   result.stats = Minus(cluster.Stats(), before);
-  if (cluster.simulated()) result.sim = cluster.GetSimStats();
+  if (cluster.simulated()) {
+    result.sim = cluster.GetSimStats();
+    result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;
+  }
   return result;
 }
 

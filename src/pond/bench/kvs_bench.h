@@ -38,10 +38,11 @@ struct KvsResult {
   uint64_t committed_rw = 0;
   uint64_t aborted = 0;
   double load_s = 0;
-  Histogram latency_ns;         // committed calls, as the client saw them
-  ClusterStats stats;           // over the measured run only
-  double wall_s = 0;            // real time of the measured run
-  std::optional<SimStats> sim;  // simulated runs: NICs over the measured run, engine counters
+  Histogram latency_ns;          // committed calls, as the client saw them
+  ClusterStats stats;            // over the measured run only
+  double wall_s = 0;             // real time of the measured run
+  std::optional<SimStats> sim;   // simulated runs: NICs over the measured run, engine counters
+  uint64_t sim_cpu_busy_ns = 0;  // simulated runs: worker CPU time spent in the measured run
 };
 
 Status ValidateKvsOptions(const KvsOptions& o);

@@ -90,9 +90,11 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
       static_cast<unsigned long>(s.vt_hits), static_cast<unsigned long>(s.vt_misses),
       static_cast<unsigned long>(s.vt_invalidations), static_cast<unsigned long>(s.remote_calls));
   if (r.sim) {
-    std::printf("simulation   %lu events, %lu CPU rounds over the whole run (load included)\n",
-                static_cast<unsigned long>(r.sim->events),
-                static_cast<unsigned long>(r.sim->cpu_rounds));
+    std::printf(
+        "simulation   %lu events, %lu CPU rounds over the whole run (load included); "
+        "%.2f us of worker CPU per committed txn\n",
+        static_cast<unsigned long>(r.sim->events), static_cast<unsigned long>(r.sim->cpu_rounds),
+        static_cast<double>(r.sim_cpu_busy_ns) * per / 1e3);
     double window = r.elapsed_s * 1e9;
     for (size_t mn = 0; mn < r.sim->mn_nics.size(); mn++) {
       std::printf("MN %zu NIC     %s\n", mn, NicLine(r.sim->mn_nics[mn], window).c_str());

@@ -28,11 +28,12 @@ struct SimModel {
 
   // CN CPU: a worker is one core. A scheduling round costs cpu_round_ns, plus per coroutine
   // resumed, per one-sided op posted, per doorbell batch, and per CN message sent or received.
-  uint64_t cpu_round_ns = 50;
-  uint64_t cpu_resume_ns = 300;
-  uint64_t cpu_op_ns = 50;
-  uint64_t cpu_batch_ns = 100;
-  uint64_t cpu_message_ns = 300;
+  // Calibrated against `pond bench kvs` on this machine (docs/simulator.md "Calibration").
+  uint64_t cpu_round_ns = 60;
+  uint64_t cpu_resume_ns = 370;
+  uint64_t cpu_op_ns = 60;
+  uint64_t cpu_batch_ns = 120;
+  uint64_t cpu_message_ns = 370;
 
   // Faults of CN-to-CN messages; all off by default.
   sim::FaultConfig faults;
