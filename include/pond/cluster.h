@@ -21,6 +21,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pond/runtime/clock.h"
@@ -36,7 +37,29 @@ namespace pond {
 enum class Isolation : uint8_t { kSerializable, kSnapshot };
 const char* IsolationName(Isolation i);
 
+// Which transaction protocol a cluster runs (docs/protocols.md). Lotus and Motor share the
+// multi-version CVT store and one coordinator flow; the switches below are the steps of the
+// Lotus ablation (Lotus §8.4, Fig. 14) that turn Motor into Lotus one at a time. FORD is the
+// single-version protocol on its own record layout.
+struct ProtocolConfig {
+  std::string name = "lotus";
+  bool single_version = false;    // ford: records in buckets, one version, undo log
+  bool full_record_store = true;  // else Motor's value + delta layout: two READs/WRITEs a version
+  bool log_and_visible = true;    // commit log + write-invisible/visible (else write committed)
+  bool cn_locks = true;           // locks on CN lock tables (else CAS on the MN lock word)
+  bool hybrid_routing = true;     // route read-write calls to the lock's CN, read-only at random
+  bool vt_cache = true;           // version table cache (needs cn_locks)
+};
+
+// "lotus", "motor", "ford", or an ablation step: "+full-record", "+log-visible",
+// "+lock-sharding", "+load-balancing", "+vt-cache" (= lotus); InvalidArgument otherwise.
+Result<ProtocolConfig> ProtocolByName(std::string_view name);
+// The three protocols, and the ablation steps from motor to lotus, in order.
+const std::vector<std::string>& ProtocolNames();
+const std::vector<std::string>& AblationSteps();
+
 struct ClusterConfig {
+  ProtocolConfig protocol;
   int mns = 3;
   int cns = 3;
   int workers_per_cn = 1;  // threads per CN

@@ -80,6 +80,12 @@ Status ValidateConfig(const ClusterConfig& c) {
     return InvalidArgument("--region-mib must be 16 to 1048576");
   }
   if (c.lock_buckets < 1) return InvalidArgument("lock table needs at least one bucket");
+  if (c.protocol.vt_cache && !c.protocol.cn_locks) {
+    return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
+  }
+  if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
+    return InvalidArgument("ford is single-version and runs only under SR");
+  }
   return Status::Ok();
 }
 
