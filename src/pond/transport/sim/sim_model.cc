@@ -1,7 +1,10 @@
 #include "pond/transport/sim/sim_model.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 
 namespace pond {
 
@@ -40,64 +43,117 @@ Result<SimModel> SimModel::Preset(const std::string& name) {
   return InvalidArgument("unknown model '" + name + "' (cx3, cx5 or a JSON file)");
 }
 
+namespace {
+
+// Every numeric field of a model, by its name in model files and in ToJson(): one table, so the
+// loader and the printer cannot disagree about what a model holds.
+struct FieldRef {
+  const char* name;
+  uint64_t* u64;  // exactly one of the two is set
+  double* dbl;
+};
+
+std::vector<FieldRef> Fields(SimModel& m) {
+  return {{"one_way_ns", &m.one_way_ns, nullptr},
+          {"link_gbps", nullptr, &m.link_gbps},
+          {"mn_read_mops", nullptr, &m.mn_read_mops},
+          {"mn_write_mops", nullptr, &m.mn_write_mops},
+          {"mn_atomic_mops", nullptr, &m.mn_atomic_mops},
+          {"cpu_round_ns", &m.cpu_round_ns, nullptr},
+          {"cpu_resume_ns", &m.cpu_resume_ns, nullptr},
+          {"cpu_op_ns", &m.cpu_op_ns, nullptr},
+          {"cpu_batch_ns", &m.cpu_batch_ns, nullptr},
+          {"cpu_message_ns", &m.cpu_message_ns, nullptr},
+          {"drop_probability", nullptr, &m.faults.drop_probability},
+          {"duplicate_probability", nullptr, &m.faults.duplicate_probability},
+          {"delay_probability", nullptr, &m.faults.delay_probability},
+          {"delay_ns_min", &m.faults.delay_ns_min, nullptr},
+          {"delay_ns_max", &m.faults.delay_ns_max, nullptr},
+          {"delay_ns_mean", &m.faults.delay_ns_mean, nullptr}};
+}
+
+// The one field that is not a number.
+constexpr const char* kDistributionField = "delay_distribution";
+
+const char* DistributionName(sim::DelayDistribution d) {
+  return d == sim::DelayDistribution::kExponential ? "exponential" : "uniform";
+}
+
+constexpr std::string_view kSourceSuffix = "_source";
+
+// The field a "<field>_source" key annotates, or "" if `key` is not of that form.
+std::string SourcedField(const std::string& key) {
+  if (key.size() <= kSourceSuffix.size() || !key.ends_with(kSourceSuffix)) return "";
+  return key.substr(0, key.size() - kSourceSuffix.size());
+}
+
+}  // namespace
+
+const std::vector<std::string>& SimModel::FieldNames() {
+  static const std::vector<std::string> names = [] {
+    SimModel m;
+    std::vector<std::string> out;
+    for (const FieldRef& f : Fields(m)) out.emplace_back(f.name);
+    out.emplace_back(kDistributionField);
+    return out;
+  }();
+  return names;
+}
+
 Result<SimModel> SimModel::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("cannot read model file " + path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument(path + ": not a JSON object");
-  std::string base = j.value("base", std::string("cx3"));
+  std::string base = "cx3";
+  if (j.contains("base")) {
+    if (!j["base"].is_string()) return InvalidArgument(path + ": base must be \"cx3\" or \"cx5\"");
+    base = j["base"].get<std::string>();
+  }
   Result<SimModel> r = Preset(base);
   if (!r.ok()) return InvalidArgument(path + ": " + r.status().message());
   SimModel m = *r;
   m.name = path;
+  std::vector<FieldRef> fields = Fields(m);
+  auto known = [&](const std::string& key) {
+    const auto& names = FieldNames();
+    return std::find(names.begin(), names.end(), key) != names.end();
+  };
   for (auto& [key, value] : j.items()) {
-    if (key == "base" || key.rfind("_", 0) == 0) continue;  // "_source" notes are comments
-    auto u64 = [&](uint64_t* field) -> Status {
+    if (key == "base" || key.rfind('_', 0) == 0) continue;  // "_comment": a note
+    if (std::string field = SourcedField(key); !field.empty() && known(field)) {
+      // "<field>_source": where the field's value comes from, for the reader only.
+      if (!value.is_string()) return InvalidArgument(path + ": " + key + " must be a string");
+      continue;
+    }
+    if (key == kDistributionField) {
+      std::string d = value.is_string() ? value.get<std::string>() : "";
+      if (d == "uniform") {
+        m.faults.delay_distribution = sim::DelayDistribution::kUniform;
+      } else if (d == "exponential") {
+        m.faults.delay_distribution = sim::DelayDistribution::kExponential;
+      } else {
+        return InvalidArgument(path + ": " + key + " must be \"uniform\" or \"exponential\"");
+      }
+      continue;
+    }
+    auto f = std::find_if(fields.begin(), fields.end(),
+                          [&](const FieldRef& f) { return key == f.name; });
+    if (f == fields.end()) {
+      std::string list;
+      for (const std::string& n : FieldNames()) list += (list.empty() ? "" : ", ") + n;
+      return InvalidArgument(path + ": unknown field '" + key + "' (fields: base, " + list +
+                             "; a field's note is FIELD_source, other notes start with _)");
+    }
+    if (f->u64 != nullptr) {
       if (!value.is_number_unsigned()) {
         return InvalidArgument(path + ": " + key + " must be a non-negative integer");
       }
-      *field = value.get<uint64_t>();
-      return Status::Ok();
-    };
-    auto dbl = [&](double* field) -> Status {
+      *f->u64 = value.get<uint64_t>();
+    } else {
       if (!value.is_number()) return InvalidArgument(path + ": " + key + " must be a number");
-      *field = value.get<double>();
-      return Status::Ok();
-    };
-    Status s;
-    if (key == "one_way_ns")
-      s = u64(&m.one_way_ns);
-    else if (key == "link_gbps")
-      s = dbl(&m.link_gbps);
-    else if (key == "mn_read_mops")
-      s = dbl(&m.mn_read_mops);
-    else if (key == "mn_write_mops")
-      s = dbl(&m.mn_write_mops);
-    else if (key == "mn_atomic_mops")
-      s = dbl(&m.mn_atomic_mops);
-    else if (key == "cpu_round_ns")
-      s = u64(&m.cpu_round_ns);
-    else if (key == "cpu_resume_ns")
-      s = u64(&m.cpu_resume_ns);
-    else if (key == "cpu_op_ns")
-      s = u64(&m.cpu_op_ns);
-    else if (key == "cpu_batch_ns")
-      s = u64(&m.cpu_batch_ns);
-    else if (key == "cpu_message_ns")
-      s = u64(&m.cpu_message_ns);
-    else if (key == "drop_probability")
-      s = dbl(&m.faults.drop_probability);
-    else if (key == "duplicate_probability")
-      s = dbl(&m.faults.duplicate_probability);
-    else if (key == "delay_probability")
-      s = dbl(&m.faults.delay_probability);
-    else if (key == "delay_ns_min")
-      s = u64(&m.faults.delay_ns_min);
-    else if (key == "delay_ns_max")
-      s = u64(&m.faults.delay_ns_max);
-    else
-      s = InvalidArgument(path + ": unknown field " + key);
-    if (!s.ok()) return s;
+      *f->dbl = value.get<double>();
+    }
   }
   Status v = m.Validate();
   if (!v.ok()) return InvalidArgument(path + ": " + v.message());
@@ -110,20 +166,16 @@ Result<SimModel> SimModel::FromFlag(const std::string& flag) {
 }
 
 std::string SimModel::ToJson() const {
-  nlohmann::json j = {{"name", name},
-                      {"one_way_ns", one_way_ns},
-                      {"link_gbps", link_gbps},
-                      {"mn_read_mops", mn_read_mops},
-                      {"mn_write_mops", mn_write_mops},
-                      {"mn_atomic_mops", mn_atomic_mops},
-                      {"cpu_round_ns", cpu_round_ns},
-                      {"cpu_resume_ns", cpu_resume_ns},
-                      {"cpu_op_ns", cpu_op_ns},
-                      {"cpu_batch_ns", cpu_batch_ns},
-                      {"cpu_message_ns", cpu_message_ns},
-                      {"drop_probability", faults.drop_probability},
-                      {"duplicate_probability", faults.duplicate_probability},
-                      {"delay_probability", faults.delay_probability}};
+  SimModel copy = *this;  // Fields() hands out pointers into a model
+  nlohmann::json j = {{"name", name}};
+  for (const FieldRef& f : Fields(copy)) {
+    if (f.u64 != nullptr) {
+      j[f.name] = *f.u64;
+    } else {
+      j[f.name] = *f.dbl;
+    }
+  }
+  j[kDistributionField] = DistributionName(faults.delay_distribution);
   return j.dump();
 }
 

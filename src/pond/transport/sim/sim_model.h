@@ -1,11 +1,13 @@
 // SimModel: the numbers the simulated cluster runs on — network latency, what each memory node's
 // NIC can serve, and what the compute nodes' CPUs spend on each step. Every value has a source
-// (docs/simulator.md "Model"); presets `cx3` (the Lotus testbed) and `cx5` are built in, and a
-// JSON file may override any field.
+// (docs/simulator.md "Network, NIC and CPU model"); presets `cx3` (the Lotus testbed) and `cx5`
+// are built in, and a JSON file may override any field. models/cx3.json and models/cx5.json hold
+// the presets with the source of every value beside it (a test keeps them equal to the code).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "pond/sim/faults.h"
 #include "pond/status.h"
@@ -47,11 +49,16 @@ struct SimModel {
 
   // "cx3" or "cx5"; InvalidArgument otherwise.
   static Result<SimModel> Preset(const std::string& name);
-  // A preset (the file's "base", default cx3) with the file's fields applied; InvalidArgument
-  // with the field and file on a bad or unknown field.
+  // A preset (the file's "base", default cx3) with the file's fields applied; the model's name
+  // is the path. Besides fields, a file may hold notes, which are ignored: "<field>_source" (a
+  // string: where the field's value comes from; models/cx3.json) and any key starting with "_".
+  // InvalidArgument, naming the file and the key, on a bad value or an unknown key.
   static Result<SimModel> Load(const std::string& path);
   // `cx3`, `cx5` or a file path.
   static Result<SimModel> FromFlag(const std::string& flag);
+  // The names of every field a file may set and ToJson() prints (besides "name"), in order.
+  static const std::vector<std::string>& FieldNames();
+  // One line: the name and every field.
   std::string ToJson() const;
 };
 
