@@ -103,10 +103,11 @@ struct AbortCounts {
   uint64_t torn_read = 0;         // a concurrent writer was caught mid-write too often
   uint64_t invisible_wait = 0;    // a writer stayed between write-invisible and visible too long
   uint64_t duplicate_key = 0;
-  uint64_t user = 0;  // the transaction body gave up
+  uint64_t validation = 0;  // a read-only item changed before commit (motor, ford)
+  uint64_t user = 0;        // the transaction body gave up
   uint64_t Total() const {
     return lock_conflict + newer_version + snapshot_too_old + torn_read + invisible_wait +
-           duplicate_key + user;
+           duplicate_key + validation + user;
   }
 };
 

@@ -142,11 +142,12 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
 
   TableDesc d{};
   d.table_id = spec.id;
-  d.versions = static_cast<uint8_t>(spec.versions);
-  d.flags = kTablePresent | (spec.critical_field ? kTableCriticalField : 0);
+  d.versions = static_cast<uint8_t>(spec.single_version ? 1 : spec.versions);
+  d.flags = kTablePresent | (spec.critical_field ? kTableCriticalField : 0) |
+            (spec.single_version ? kTableSingleVersion : 0);
   d.value_bytes = spec.value_bytes;
   d.record_stride = RecordStride(spec.value_bytes);
-  d.cvt_bytes = CvtBytes(spec.versions);
+  d.cvt_bytes = spec.single_version ? SvSlotBytes(spec.value_bytes) : CvtBytes(spec.versions);
   d.slots_per_bucket = static_cast<uint16_t>(spec.slots_per_bucket);
   d.bucket_count = BucketCount(spec, num_mns);
   d.replication = static_cast<uint8_t>(layout.replication);
@@ -198,6 +199,7 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep) {
     t.name.assign(d.name, strnlen(d.name, sizeof(d.name)));
     t.versions = d.versions;
     t.critical_field = (d.flags & kTableCriticalField) != 0;
+    t.single_version = (d.flags & kTableSingleVersion) != 0;
     t.value_bytes = d.value_bytes;
     t.record_stride = d.record_stride;
     t.cvt_bytes = d.cvt_bytes;

@@ -28,6 +28,7 @@ struct TableSpec {
   bool critical_field = false;  // keys carry the shard number in bits 0..11 (Lotus §4.2)
   uint64_t capacity = 1 << 16;  // keys the index must hold
   int slots_per_bucket = 4;
+  bool single_version = false;  // SvSlots in the buckets (ford); `versions` is then 1
 };
 
 // What a CN knows about a table after loading the catalog.
@@ -36,6 +37,7 @@ struct TableInfo {
   std::string name;
   int versions = 0;
   bool critical_field = false;
+  bool single_version = false;  // buckets hold SvSlots (cvt_bytes = SvSlotBytes)
   uint32_t value_bytes = 0;
   uint32_t record_stride = 0;
   uint32_t cvt_bytes = 0;

@@ -55,6 +55,7 @@ static_assert(offsetof(Superblock, replication) == 84);
 // ---- Catalog ------------------------------------------------------------------------------
 inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table
 inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number in bits 0..11
+inline constexpr uint8_t kTableSingleVersion = 4;  // buckets hold SvSlots, not CVTs (ford)
 inline constexpr size_t kTableNameMax = 23;
 
 struct TableDesc {
@@ -63,7 +64,7 @@ struct TableDesc {
   uint8_t flags;           // kTablePresent | kTableCriticalField
   uint32_t value_bytes;    // user value size
   uint32_t record_stride;  // bytes of one stored version (value + cacheline versions), 64-aligned
-  uint32_t cvt_bytes;      // bytes of one CVT (header + N cells)
+  uint32_t cvt_bytes;      // bytes of one bucket slot: a CVT (header + N cells), or an SvSlot
   uint64_t bucket_count;   // index buckets on each MN
   uint64_t index_offset;   // this MN's index area (differs per MN)
   uint16_t slots_per_bucket;
@@ -135,6 +136,31 @@ inline constexpr uint32_t kLinePayload = kLineBytes - 1;
 constexpr uint32_t RecordStride(uint32_t value_bytes) {
   uint32_t lines = value_bytes == 0 ? 1 : (value_bytes + kLinePayload - 1) / kLinePayload;
   return lines * kLineBytes;
+}
+
+// ---- Single-version slots (the ford protocol) ---------------------------------------------
+// FORD keeps one version of a record in place, inside the bucket: one READ of a slot returns
+// lock, version and value together, and a CAS on the lock word plus a READ of the slot go in one
+// doorbell batch. A slot = SvHeader + the record in 64-byte lines (RecordStride(value_bytes)),
+// each line's byte 0 carrying the low byte of `version`. A writer stores the header first and
+// the lines after it; a reader copies the lines first and the header last, so a reader whose
+// header version matches every line's stamp read one whole version (docs/formats.md).
+// key and meta sit where they sit in a CvtHeader, so bucket scans and slot claims are shared.
+struct SvHeader {
+  uint64_t key;
+  uint64_t meta;     // as CvtHeader.meta (state, table, N = 1, value bytes)
+  uint64_t lock;     // 0 = free; else the holder's owner word
+  uint64_t version;  // bumped by every committed write; 0 = never written
+  uint64_t deleted;  // 1: the key was deleted (the slot stays claimed for it)
+  uint64_t reserved[3];
+};
+static_assert(sizeof(SvHeader) == 64);
+static_assert(offsetof(SvHeader, meta) == offsetof(CvtHeader, meta));
+static_assert(offsetof(SvHeader, lock) == offsetof(CvtHeader, lock));
+static_assert(offsetof(SvHeader, version) == 24 && offsetof(SvHeader, deleted) == 32);
+
+constexpr uint32_t SvSlotBytes(uint32_t value_bytes) {
+  return static_cast<uint32_t>(sizeof(SvHeader)) + RecordStride(value_bytes);
 }
 
 }  // namespace pond::store

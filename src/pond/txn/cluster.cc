@@ -6,6 +6,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/txn_state.h"
@@ -83,6 +84,11 @@ Status ValidateConfig(const ClusterConfig& c) {
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
+  if (!c.protocol.cn_locks && c.protocol.log_and_visible && c.versions < 2) {
+    return InvalidArgument(
+        "MN locks with write-invisible need --versions >= 2 (an abort after "
+        "write-invisible empties the overwritten cell)");
+  }
   if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
     return InvalidArgument("ford is single-version and runs only under SR");
   }
@@ -98,7 +104,7 @@ uint16_t WorkerContext::cn_id() const { return cn.id; }
 
 CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
     : id(cn_id), locks(cl.config.lock_buckets, cn_id) {
-  if (cl.config.vt_cache_entries > 0) {
+  if (cl.config.vt_cache_entries > 0 && cl.config.protocol.vt_cache) {
     vt = std::make_unique<cache::VtCache>(cl.config.vt_cache_entries, 16);
   }
   if (cl.config.addr_cache_entries > 0) {
@@ -193,7 +199,7 @@ uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
 
 // ---- Session --------------------------------------------------------------------------------
 
-Txn Session::Begin(TxnKind kind) { return Txn(std::make_unique<TxnState>(*w_, kind)); }
+Txn Session::Begin(TxnKind kind) { return Txn(txn::NewTxnState(*w_, kind)); }
 
 Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts) {
   Status last = Aborted("no attempt");
@@ -216,7 +222,9 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
                            const RouteHint& hint) {
   ClusterImpl& cl = w_->cluster;
   POND_CHECK(proc < cl.procedures.size());
-  uint16_t target = hint.kind == TxnKind::kReadOnly
+  // Without hybrid routing (motor, ford, the first ablation steps) a call runs where it is made.
+  uint16_t target = !cl.config.protocol.hybrid_routing ? w_->cn_id()
+                    : hint.kind == TxnKind::kReadOnly
                         ? static_cast<uint16_t>(w_->rng.Uniform(cl.cns.size()))
                         : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
   if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
@@ -345,6 +353,7 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   spec.value_bytes = options.value_bytes;
   spec.versions = cl.config.versions;
   spec.critical_field = options.critical_field;
+  spec.single_version = cl.config.protocol.single_version;
   spec.capacity = options.capacity;
   Status s = RunOn(cl, w, store::CreateTable(*w.ep, cl.layout, spec));
   if (!s.ok()) return s;
@@ -376,8 +385,15 @@ Status Cluster::Load(
         uint64_t key = 0;
         std::fill(value.begin(), value.end(), std::byte{0});
         (*gen)(i, &key, value);
-        Result<store::SlotRef> r = co_await store::Insert(*w->ep, *t, cl->layout, cl->placement,
-                                                          *w->alloc, key, value, ts);
+        // (Two statements, not a conditional expression: GCC 12 mishandles the temporaries of
+        // co_await inside ?:.)
+        Result<store::SlotRef> r = OutOfSpace("unset");
+        if (t->single_version) {
+          r = co_await store::SvInsert(*w->ep, *t, cl->placement, key, value);
+        } else {
+          r = co_await store::Insert(*w->ep, *t, cl->layout, cl->placement, *w->alloc, key, value,
+                                     ts);
+        }
         if (!r.ok() && err->ok()) *err = r.status();
       }
     }(&cl, &w, t, ts, count, &next, &first_error, &gen));
@@ -470,6 +486,7 @@ ClusterStats Cluster::Stats() const {
       s.aborts.torn_read += a.torn_read;
       s.aborts.invisible_wait += a.invisible_wait;
       s.aborts.duplicate_key += a.duplicate_key;
+      s.aborts.validation += a.validation;
       s.aborts.user += a.user;
       s.remote_calls += w->stats.remote_calls;
       const EndpointStats& e = w->ep->stats();

@@ -17,7 +17,8 @@
 
 namespace pond::txn {
 
-inline constexpr uint32_t kLogMagic = 0x474f4c50;  // "PLOG"
+inline constexpr uint32_t kLogMagic = 0x474f4c50;      // "PLOG"
+inline constexpr uint32_t kUndoLogMagic = 0x444e5550;  // "PUND": ford's undo record
 inline constexpr uint8_t kLogItemInsert = 1;
 inline constexpr uint8_t kLogItemDelete = 2;
 
@@ -31,6 +32,8 @@ struct LogRecordHeader {
 };
 static_assert(sizeof(LogRecordHeader) == 24);
 
+// A ford undo record is the same header (magic kUndoLogMagic) and LogItems (cell = 0), each
+// LogItem followed by the slot's old value (the table's value bytes, padded to 8).
 struct LogItem {
   uint64_t key;
   uint64_t bucket;  // where the CVT is: bucket and slot (same on every replica)

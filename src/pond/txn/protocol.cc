@@ -50,12 +50,23 @@ Result<ProtocolConfig> ProtocolByName(std::string_view name) {
   const auto& steps = AblationSteps();
   for (size_t i = 0; i < steps.size(); i++) {
     switch (i) {
-      case 1: p.full_record_store = true; break;
-      case 2: p.log_and_visible = true; break;
-      case 3: p.cn_locks = true; break;
-      case 4: p.hybrid_routing = true; break;
-      case 5: p.vt_cache = true; break;
-      default: break;
+      case 1:
+        p.full_record_store = true;
+        break;
+      case 2:
+        p.log_and_visible = true;
+        break;
+      case 3:
+        p.cn_locks = true;
+        break;
+      case 4:
+        p.hybrid_routing = true;
+        break;
+      case 5:
+        p.vt_cache = true;
+        break;
+      default:
+        break;
     }
     if (name == steps[i]) {
       p.name = steps[i];

@@ -1,22 +1,28 @@
-// TxnState: a transaction's working set and the Lotus lock-first protocol that runs it (§5).
+// TxnState: a transaction's working set, and the coordinator flow every protocol shares.
 //
-// Execution, for the items added since the last Execute:
-//   1. lock   — write locks for read-write items (and the index bucket of inserts), read locks
-//               for read-only items under SR, none under SI; no waiting: a refusal aborts;
-//   2. CVT    — from the VT cache (locally managed keys), else one READ of the slot named by the
-//               address cache, else one READ of the key's home bucket; all items in one batch;
-//   3. choose — the newest version older than the start timestamp; abort if a locked item has a
-//               committed version newer than the start (a conflict the locks cannot undo);
-//   4. record — READ the chosen versions, one batch; check their cacheline versions.
-// Commit: WRITE new records and their cells as INVISIBLE on every replica and the commit log,
-// get the commit timestamp, WRITE it into the cells (visible), unlock. Read-only transactions
-// run steps 2–4 only, at their start timestamp. docs/protocol.md gives the reasoning.
+// The skeleton (DESIGN.md "The protocol skeleton"): Execute = [start timestamp] -> [lock] ->
+// read; Commit = [validate] -> write (invisible + log, or committed) -> [commit timestamp] ->
+// [write visible] -> unlock. TxnState holds what every protocol needs — the items, Read/Write,
+// abort accounting, MN lock words — and two subclasses fill in the steps:
+//
+//   MvccTxn (mvcc_txn.cc): lotus, motor and the ablation steps between them, on the CVT store.
+//     Lotus (§5): lock-first on CN lock tables (write locks for read-write items, read locks for
+//     read-only items under SR); CVT from the VT cache, the address cache or one bucket READ;
+//     the newest version older than the start timestamp; commit writes INVISIBLE + log, takes
+//     the commit timestamp, writes it visible, unlocks. Motor: CAS on the CVT's lock word on the
+//     primary MN in one batch with the CVT READ, read-only items validated at commit.
+//   SvTxn (sv_txn.cc): ford, single-version records in the buckets, CAS lock + READ batched,
+//     validation of read-only items, undo log before the in-place update.
+//
+// docs/protocols.md gives round trips and ops per transaction for each; docs/protocol.md the
+// correctness argument for lotus.
 //
 // Thread rules: used only by the coroutine that owns the Txn, on its worker's thread.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "pond/cluster.h"
@@ -38,13 +44,16 @@ struct Item {
   const store::TableInfo* table = nullptr;
   Access access = Access::kRead;
   bool executed = false;
-  bool locked = false;  // holds a lock on lk (read or write)
+  bool locked = false;         // holds a lock on lk (read or write; on a CN or an MN)
+  bool bucket_locked = false;  // MN-lock protocols: holds the insert lock of the home bucket
 
   // What Execute found.
-  bool have_slot = false;  // the key has a CVT in the index
+  bool have_slot = false;  // the key has a slot in the index
   store::SlotRef ref;
-  store::Cvt cvt;      // the primary's CVT as read (or cached)
-  int read_cell = -1;  // the version read; -1 if the key does not exist at the snapshot
+  store::Cvt cvt;           // mvcc: the primary's CVT as read (or cached)
+  int read_cell = -1;       // the version read; -1 if the key does not exist at the snapshot
+  uint64_t read_ts = 0;     // mvcc: commit timestamp of the version read (0: none)
+  uint64_t sv_version = 0;  // single-version: the slot's version as read
   std::vector<std::byte> value;
 
   // What Commit writes.
@@ -62,28 +71,39 @@ struct Item {
 class TxnState {
  public:
   TxnState(WorkerContext& w, TxnKind kind);
-  ~TxnState();
+  virtual ~TxnState() = default;
 
   void Add(uint16_t table, uint64_t key, Access access, std::span<const std::byte> value = {});
-  Task<Status> Execute();
+  virtual Task<Status> Execute() = 0;
   Result<std::span<const std::byte>> Read(uint16_t table, uint64_t key) const;
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
-  Task<Status> Commit();
-  void Abort();
+  virtual Task<Status> Commit() = 0;
+  virtual void Abort() = 0;
 
   TxnKind kind() const { return kind_; }
   uint64_t start_ts() const { return start_ts_; }
   uint64_t commit_ts() const { return commit_ts_; }
 
- private:
+ protected:
   Item* Find(uint16_t table, uint64_t key);
   const Item* Find(uint16_t table, uint64_t key) const;
-  bool LocalShard(const Item& it) const;
   Status Fail(Status s, uint64_t* counter);  // aborts, counts, and passes `s` on
-  Task<Status> Lock(std::vector<size_t>& todo);
-  Task<Status> ReadItems(std::vector<size_t> todo);
-  Status ChooseVersion(Item& it);
-  Task<Status> WriteInvisible(std::vector<size_t>& writes);
+  Status CheckCommittable() const;
+  std::vector<size_t> Unexecuted() const;
+  // Indexes of the items Commit must write.
+  std::vector<size_t> Writes() const;
+  const ProtocolConfig& protocol() const { return w_.cluster.config.protocol; }
+
+  // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
+  uint64_t OwnerWord() const;
+  // The insert lock of a key's home bucket: the lock word of the bucket's slot 0 on the
+  // primary. Sharing it with that slot's own lock only adds conflicts, never removes one.
+  GAddr BucketLockWord(const Item& it) const;
+  // Posts WRITE 0 to every held lock word (after whatever the caller posted to the same MN).
+  void PostUnlocks();
+  // Releases held MN lock words without awaiting (Abort cannot): posts them and flushes from a
+  // task of their own.
+  void ReleaseMnLocksDetached();
 
   WorkerContext& w_;
   TxnKind kind_;
@@ -93,8 +113,10 @@ class TxnState {
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
   std::vector<Item> items_;
-  std::vector<lock::LockRequest> held_;
-  std::vector<std::byte> log_buf_;
+  std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
 };
+
+// The transaction object of the cluster's protocol.
+std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind);
 
 }  // namespace pond::txn

@@ -1,0 +1,49 @@
+// MvccTxn: lotus, motor, and the Lotus ablation steps between them, on the CVT store.
+//
+// One flow with the ProtocolConfig switches as its hooks:
+//   cn_locks           lock-first on CN lock tables (lotus), or CAS on the CVT lock word on the
+//                      primary MN in the same doorbell batch as the CVT READ (motor); read-only
+//                      items of read-write transactions are then validated at commit (SR);
+//   log_and_visible    write INVISIBLE + commit log, commit timestamp, write visible (lotus), or
+//                      commit timestamp, then write committed cells directly (motor);
+//   full_record_store  one READ/WRITE per version (lotus), or two (motor's value + delta);
+//   vt_cache           serve locally managed CVTs from the VT cache.
+// hybrid_routing acts in Session::Call, not here.
+#pragma once
+
+#include "pond/txn/txn_state.h"
+
+namespace pond::txn {
+
+class MvccTxn final : public TxnState {
+ public:
+  MvccTxn(WorkerContext& w, TxnKind kind) : TxnState(w, kind) {}
+  ~MvccTxn() override;
+
+  Task<Status> Execute() override;
+  Task<Status> Commit() override;
+  void Abort() override;
+
+ private:
+  bool LocalShard(const Item& it) const;
+  bool MnLocks() const { return kind_ == TxnKind::kReadWrite && !protocol().cn_locks; }
+  cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn.vt.get() : nullptr; }
+  Task<Status> LockOnCns(std::vector<size_t>& todo);
+  Task<Status> ReadItems(std::vector<size_t> todo);
+  Status ChooseVersion(Item& it);
+  // Slots for new keys, the cell to overwrite and record space: may take round trips.
+  Task<Status> PrepareWrites(const std::vector<size_t>& writes);
+  // Posts records and cells (commit_ts = `ts`, kInvisible for write-invisible) on every replica.
+  void PostWrites(const std::vector<size_t>& writes, uint64_t ts);
+  void PostLogRecord(const std::vector<size_t>& writes);
+  // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
+  Task<Status> Validate();
+  // Motor with write-invisible: puts back the cells this transaction made INVISIBLE.
+  Task<void> UndoInvisible(const std::vector<size_t>& writes);
+  void UpdateVtCache(const std::vector<size_t>& writes);
+
+  std::vector<lock::LockRequest> held_;  // CN locks
+  std::vector<std::byte> log_buf_;
+};
+
+}  // namespace pond::txn

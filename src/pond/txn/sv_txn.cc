@@ -1,0 +1,292 @@
+#include "pond/txn/sv_txn.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "pond/base/assert.h"
+#include "pond/store/sv_slot.h"
+
+namespace pond::txn {
+
+namespace {
+
+using store::SvHeader;
+
+Status AbortedBecause(const char* why) { return Aborted(why); }
+
+void CheckOk(const Status& s) { POND_CHECK_MSG(s.ok(), s.ToString().c_str()); }
+
+uint32_t Padded8(uint32_t n) { return (n + 7) & ~uint32_t{7}; }
+
+}  // namespace
+
+SvTxn::~SvTxn() {
+  if (!finished_) Abort();
+}
+
+Task<Status> SvTxn::Execute() {
+  if (finished_) co_return InvalidArgument("transaction already finished");
+  ClusterImpl& cl = w_.cluster;
+  Endpoint& ep = *w_.ep;
+  const bool rw = kind_ == TxnKind::kReadWrite;
+  const uint64_t self = OwnerWord();
+  std::vector<size_t> todo = Unexecuted();
+  std::vector<std::vector<std::byte>> bufs(items_.size());
+  std::vector<char> whole_bucket(items_.size(), 0);
+  std::vector<uint64_t> cas_old(items_.size(), 0);
+  std::vector<GAddr> cas_word(items_.size());
+  std::vector<char> cas_posted(items_.size(), 0);
+  for (int attempt = 0; !todo.empty(); attempt++) {
+    if (attempt >= kReadAttemptsMax) {
+      co_return Fail(AbortedBecause("torn reads"), &w_.stats.aborts.torn_read);
+    }
+    // One batch: for each item a READ of its slot (address known) or of its home bucket, with a
+    // read-write item's CAS on the slot's lock word (or an insert's on the bucket's) before it.
+    for (size_t i : todo) {
+      Item& it = items_[i];
+      MnId primary = cl.placement.Primary(it.lk.key);
+      cas_posted[i] = 0;
+      std::optional<store::SlotRef> addr;
+      if (it.have_slot) {
+        addr = it.ref;
+      } else if (w_.cn.addr != nullptr) {
+        addr = w_.cn.addr->Get(it.lk);
+      }
+      if (rw && it.access == Access::kInsert && !it.bucket_locked) {
+        cas_word[i] = BucketLockWord(it);
+        cas_posted[i] = 1;
+        addr.reset();
+      } else if (rw && it.access != Access::kRead && !it.locked && addr) {
+        cas_word[i] = addr->Addr(*it.table, primary, 0) + offsetof(SvHeader, lock);
+        cas_posted[i] = 1;
+      }
+      if (cas_posted[i]) ep.Cas(cas_word[i], 0, self, &cas_old[i]);
+      if (addr) {
+        it.ref = *addr;
+        whole_bucket[i] = 0;
+        bufs[i].resize(it.table->cvt_bytes);
+        ep.Read(addr->Addr(*it.table, primary, 0), bufs[i].data(), it.table->cvt_bytes);
+      } else {
+        whole_bucket[i] = 1;
+        bufs[i].resize(it.table->bucket_bytes());
+        ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+                bufs[i].data(), it.table->bucket_bytes());
+      }
+    }
+    CheckOk(co_await ep.Flush());
+    bool refused = false;
+    for (size_t i : todo) {
+      if (!cas_posted[i]) continue;
+      Item& it = items_[i];
+      if (cas_old[i] != 0 && cas_old[i] != self) {
+        refused = true;
+        continue;
+      }
+      if (cas_old[i] == 0) mn_held_.push_back(cas_word[i]);
+      if (it.access == Access::kInsert && !it.bucket_locked) {
+        it.bucket_locked = true;
+      } else {
+        it.locked = true;
+      }
+    }
+    if (refused) co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+
+    std::vector<size_t> retry;
+    for (size_t i : todo) {
+      Item& it = items_[i];
+      std::span<const std::byte> slot;
+      if (whole_bucket[i]) {
+        store::BucketScan scan = store::ScanBucket(*it.table, bufs[i], it.lk.key);
+        if (scan.match < 0 && scan.first_empty < 0) {
+          // A full home bucket: the key may have overflowed into a later one.
+          Result<store::SlotRef> f =
+              co_await store::SvLocate(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
+          if (f.ok()) {
+            it.ref = *f;
+            it.have_slot = true;
+            retry.push_back(i);
+            attempt--;
+            continue;
+          }
+          POND_CHECK(f.status().code() == Code::kNotFound);
+        }
+        if (scan.match < 0) {
+          it.have_slot = false;
+          it.read_cell = -1;
+          it.sv_version = 0;
+          it.executed = true;
+          continue;
+        }
+        it.ref = store::SlotRef{store::HomeBucket(*it.table, it.lk.key), scan.match};
+        it.have_slot = true;
+        if (rw && it.access != Access::kRead && !it.locked) {
+          retry.push_back(i);  // lock the slot, now that it is known, on the next attempt
+          attempt--;
+          continue;
+        }
+        slot = std::span(bufs[i]).subspan(static_cast<size_t>(scan.match) * it.table->cvt_bytes,
+                                          it.table->cvt_bytes);
+      } else {
+        slot = bufs[i];
+      }
+      SvHeader h;
+      it.value.resize(it.table->value_bytes);
+      Status d = store::DecodeSvSlot(*it.table, slot, &h, it.value);
+      if (store::MetaState(h.meta) != store::kSlotLive || h.key != it.lk.key) {
+        // A stale cached address (a lock word taken there stays held until the end).
+        if (w_.cn.addr != nullptr) w_.cn.addr->Invalidate(it.lk);
+        it.have_slot = false;
+        if (cas_posted[i]) it.locked = false;
+        retry.push_back(i);
+        continue;
+      }
+      if (!d.ok()) {
+        retry.push_back(i);  // caught mid-write
+        continue;
+      }
+      if (h.lock != 0 && h.lock != self) {
+        // FORD cannot read a record that is being written.
+        co_return Fail(AbortedBecause("locked"), &w_.stats.aborts.lock_conflict);
+      }
+      if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
+      it.have_slot = true;
+      it.sv_version = h.version;
+      it.read_cell = h.deleted != 0 ? -1 : 0;
+      it.executed = true;
+    }
+    todo = std::move(retry);
+  }
+  for (auto& it : items_) {
+    if (it.access == Access::kInsert && it.exists() && it.executed) {
+      co_return Fail(Status(Code::kAlreadyExists, "insert of a present key"),
+                     &w_.stats.aborts.duplicate_key);
+    }
+  }
+  co_return Status::Ok();
+}
+
+Task<Status> SvTxn::Commit() {
+  if (Status s = CheckCommittable(); !s.ok()) co_return s;
+  ClusterImpl& cl = w_.cluster;
+  Endpoint& ep = *w_.ep;
+  const uint64_t self = OwnerWord();
+  std::vector<size_t> writes = kind_ == TxnKind::kReadWrite ? Writes() : std::vector<size_t>{};
+
+  // New keys get their slots first (a CAS round trip each, under the bucket's insert lock).
+  for (size_t i : writes) {
+    Item& it = items_[i];
+    if (it.have_slot) continue;
+    Result<store::SlotRef> ref =
+        co_await store::ClaimSlot(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
+    if (!ref.ok()) co_return Fail(ref.status(), &w_.stats.aborts.user);
+    it.ref = *ref;
+    it.have_slot = true;
+    it.sv_version = 0;
+    it.live_meta = store::PackMeta(store::kSlotLive, it.table->id, 1, it.table->value_bytes);
+  }
+
+  // Validation of the read-only items and the undo log, in one round trip: every read-only
+  // item's header must be as read (unlocked, same version) or the key still absent.
+  std::vector<size_t> check;
+  for (size_t i = 0; i < items_.size(); i++) {
+    if (items_[i].access == Access::kRead) check.push_back(i);
+  }
+  std::vector<std::vector<std::byte>> bufs(check.size());
+  for (size_t k = 0; k < check.size(); k++) {
+    Item& it = items_[check[k]];
+    MnId primary = cl.placement.Primary(it.lk.key);
+    if (it.have_slot) {
+      bufs[k].resize(sizeof(SvHeader));
+      ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), sizeof(SvHeader));
+    } else {
+      bufs[k].resize(it.table->bucket_bytes());
+      ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+              bufs[k].data(), it.table->bucket_bytes());
+    }
+  }
+  if (!writes.empty()) {
+    size_t bytes = sizeof(LogRecordHeader);
+    for (size_t i : writes) bytes += sizeof(LogItem) + Padded8(items_[i].table->value_bytes);
+    log_buf_.assign(bytes, std::byte{0});
+    LogRecordHeader h{kUndoLogMagic, static_cast<uint16_t>(writes.size()),
+                      w_.cn_id(),    owner_.txn_id,
+                      w_.index,      {0, 0, 0}};
+    std::memcpy(log_buf_.data(), &h, sizeof(h));
+    size_t off = sizeof(h);
+    for (size_t i : writes) {
+      const Item& it = items_[i];
+      LogItem li{it.lk.key,
+                 it.ref.bucket,
+                 it.lk.table,
+                 static_cast<uint16_t>(it.ref.slot),
+                 0,
+                 static_cast<uint8_t>(it.live_meta != 0 ? kLogItemInsert : 0),
+                 0};
+      std::memcpy(log_buf_.data() + off, &li, sizeof(li));
+      off += sizeof(li);
+      if (it.exists()) std::memcpy(log_buf_.data() + off, it.value.data(), it.value.size());
+      off += Padded8(it.table->value_bytes);
+    }
+    ep.Write(w_.log->Reserve(log_buf_.size()), log_buf_.data(),
+             static_cast<uint32_t>(log_buf_.size()));
+  }
+  if (!check.empty() || !writes.empty()) CheckOk(co_await ep.Flush());
+  for (size_t k = 0; k < check.size(); k++) {
+    Item& it = items_[check[k]];
+    bool changed;
+    if (it.have_slot) {
+      SvHeader h;
+      std::memcpy(&h, bufs[k].data(), sizeof(h));
+      changed = (h.lock != 0 && h.lock != self) || h.version != it.sv_version ||
+                (h.deleted != 0) != !it.exists();
+    } else {
+      changed = store::ScanBucket(*it.table, bufs[k], it.lk.key).match >= 0;
+    }
+    if (changed) co_return Fail(AbortedBecause("validation"), &w_.stats.aborts.validation);
+  }
+  if (kind_ == TxnKind::kReadOnly) {
+    finished_ = true;
+    w_.stats.committed_read_only++;
+    co_return Status::Ok();
+  }
+
+  // In place, on every replica; the primary's lock word stays taken in the image (if this
+  // transaction holds it) and goes free by its own WRITE after, in the same batch.
+  std::vector<std::vector<std::byte>> images;
+  images.reserve(writes.size() * static_cast<size_t>(cl.placement.replication()));
+  std::vector<std::byte> zeros;
+  for (size_t i : writes) {
+    Item& it = items_[i];
+    const bool del = it.access == Access::kDelete;
+    SvHeader h{};
+    h.key = it.lk.key;
+    h.meta = store::PackMeta(it.live_meta != 0 ? store::kSlotClaimed : store::kSlotLive,
+                             it.table->id, 1, it.table->value_bytes);
+    h.version = it.sv_version + 1;
+    h.deleted = del ? 1 : 0;
+    zeros.assign(it.table->value_bytes, std::byte{0});
+    std::span<const std::byte> value = del ? std::span<const std::byte>(zeros) : it.new_value;
+    for (int r = 0; r < cl.placement.replication(); r++) {
+      GAddr slot = it.ref.Addr(*it.table, cl.placement.Replica(it.lk.key, r), r);
+      GAddr word = slot + offsetof(SvHeader, lock);
+      h.lock =
+          r == 0 && std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end() ? self : 0;
+      images.emplace_back(it.table->cvt_bytes);
+      store::EncodeSvSlot(*it.table, h, value, images.back());
+      ep.Write(slot, images.back().data(), it.table->cvt_bytes);
+      if (it.live_meta != 0) ep.Write(slot + offsetof(SvHeader, meta), &it.live_meta, 8);
+    }
+  }
+  PostUnlocks();
+  CheckOk(co_await ep.Flush());
+  finished_ = true;
+  w_.stats.committed++;
+  co_return Status::Ok();
+}
+
+void SvTxn::Abort() {
+  ReleaseMnLocksDetached();
+  finished_ = true;
+}
+
+}  // namespace pond::txn

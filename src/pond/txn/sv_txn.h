@@ -1,0 +1,29 @@
+// SvTxn: the ford protocol on single-version slots (store/layout.h "Single-version slots").
+//
+// Execute: read-write items are locked by CAS on the slot's lock word and read in the same
+// doorbell batch (after one bucket READ to find the slot when its address is not cached);
+// read-only items are READ; a locked slot aborts the reader (FORD cannot read data being
+// written). Commit: re-read the headers of read-only items and WRITE the undo log (old values)
+// in one round trip — any change aborts; then WRITE the new slots to every replica, the
+// primary's lock word released after them in the same batch. Read-only transactions validate
+// too. No timestamps: versions are per-slot counters.
+#pragma once
+
+#include "pond/txn/txn_state.h"
+
+namespace pond::txn {
+
+class SvTxn final : public TxnState {
+ public:
+  SvTxn(WorkerContext& w, TxnKind kind) : TxnState(w, kind) {}
+  ~SvTxn() override;
+
+  Task<Status> Execute() override;
+  Task<Status> Commit() override;
+  void Abort() override;
+
+ private:
+  std::vector<std::byte> log_buf_;
+};
+
+}  // namespace pond::txn
