@@ -9,14 +9,16 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 
 #include "pond/check/run_check.h"
 
 namespace pond::bench {
 namespace {
 
-ClusterConfig StressConfig(Isolation iso) {
+ClusterConfig StressConfig(Isolation iso, const std::string& protocol = "lotus") {
   ClusterConfig c;
+  c.protocol = ProtocolByName(protocol).value();
   c.mns = 3;
   c.cns = 4;
   c.workers_per_cn = 1;
@@ -38,8 +40,9 @@ struct Checked {
 };
 
 // Runs the workload with a recorder on, then checks the history against `model`.
-Checked RunAndCheck(Isolation iso, const ListAppendOptions& o, int clients, check::Model model) {
-  auto cluster = Cluster::Start(StressConfig(iso));
+Checked RunAndCheck(Isolation iso, const ListAppendOptions& o, int clients, check::Model model,
+                    const std::string& protocol = "lotus") {
+  auto cluster = Cluster::Start(StressConfig(iso, protocol));
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   Result<uint16_t> table = SetupListAppend(**cluster, o);
   EXPECT_TRUE(table.ok()) << table.status().ToString();
@@ -98,6 +101,27 @@ TEST(ListAppendTest, SnapshotIsolationRunIsSnapshotIsolated) {
   EXPECT_GE(c.run.committed + c.run.failed, 100000u);
 }
 
+// The baselines on real threads: motor under SR and SI, ford under SR.
+TEST(ListAppendTest, MotorSerializableRunIsStrictlySerializable) {
+  Checked c = RunAndCheck(Isolation::kSerializable, Contended(), 4,
+                          check::Model::kStrictSerializable, "motor");
+  EXPECT_EQ(c.exit_code, check::kExitValid);
+  EXPECT_GT(c.run.failed, 0u) << "the run was meant to be contended";
+}
+
+TEST(ListAppendTest, MotorSnapshotRunIsSnapshotIsolated) {
+  Checked c =
+      RunAndCheck(Isolation::kSnapshot, Contended(), 4, check::Model::kSnapshotIsolation, "motor");
+  EXPECT_EQ(c.exit_code, check::kExitValid);
+}
+
+TEST(ListAppendTest, FordRunIsStrictlySerializable) {
+  Checked c = RunAndCheck(Isolation::kSerializable, Contended(), 4,
+                          check::Model::kStrictSerializable, "ford");
+  EXPECT_EQ(c.exit_code, check::kExitValid);
+  EXPECT_GT(c.run.failed, 0u) << "the run was meant to be contended";
+}
+
 ListAppendOptions WriteSkew() {
   ListAppendOptions o;
   o.keys = 20000;
@@ -123,8 +147,18 @@ TEST(ListAppendTest, WriteSkewUnderSiIsCaughtAsG2Item) {
 }
 
 TEST(ListAppendTest, WriteSkewUnderSrNeverHappens) {
-  Checked c = RunAndCheck(Isolation::kSerializable, WriteSkew(), 4, check::Model::kSerializable);
-  EXPECT_EQ(c.exit_code, check::kExitValid);
+  for (const char* protocol : {"lotus", "motor", "ford"}) {
+    Checked c = RunAndCheck(Isolation::kSerializable, WriteSkew(), 4, check::Model::kSerializable,
+                            protocol);
+    EXPECT_EQ(c.exit_code, check::kExitValid) << protocol;
+  }
+}
+
+TEST(ListAppendTest, WriteSkewUnderMotorSiIsCaught) {
+  Checked c =
+      RunAndCheck(Isolation::kSnapshot, WriteSkew(), 4, check::Model::kSerializable, "motor");
+  EXPECT_EQ(c.exit_code, check::kExitInvalid) << "motor's SI lets write skew through too";
+  EXPECT_GT(AnomalyCount(c.report, "G2-item"), 0u);
 }
 
 }  // namespace

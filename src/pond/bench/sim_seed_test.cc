@@ -26,8 +26,10 @@ SeedRange Seeds(uint64_t default_count) {
 }
 
 // Runs one seed; returns the checker's exit code and keeps the history if it is not 0.
-int RunSeed(uint64_t seed, Isolation iso, check::Model model, ListAppendResult* out) {
+int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Model model,
+            ListAppendResult* out) {
   ClusterConfig c;
+  c.protocol = ProtocolByName(protocol).value();
   c.mns = 3;
   c.cns = 4;
   c.workers_per_cn = 2;
@@ -50,10 +52,11 @@ int RunSeed(uint64_t seed, Isolation iso, check::Model model, ListAppendResult* 
   o.seed = seed;
   Result<uint16_t> table = SetupListAppend(**cluster, o);
   EXPECT_TRUE(table.ok()) << table.status().ToString();
-  std::string path = (std::filesystem::temp_directory_path() /
-                      ("pond-sim-" + std::to_string(::getpid()) + "-" + std::to_string(seed) +
-                       (iso == Isolation::kSnapshot ? "-si" : "-sr") + ".jsonl"))
-                         .string();
+  std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("pond-sim-" + protocol + "-" + std::to_string(::getpid()) + "-" + std::to_string(seed) +
+        (iso == Isolation::kSnapshot ? "-si" : "-sr") + ".jsonl"))
+          .string();
   auto rec = check::Recorder::OpenFile(path);
   EXPECT_TRUE(rec.ok());
   Result<ListAppendResult> run = RunListAppend(**cluster, *table, o, **rec, 3);
@@ -68,8 +71,8 @@ int RunSeed(uint64_t seed, Isolation iso, check::Model model, ListAppendResult* 
   if (code == check::kExitValid) {
     std::filesystem::remove(path);
   } else {
-    ADD_FAILURE() << "seed " << seed << " broke " << check::ModelName(model) << "; history kept at "
-                  << path << "\nreplay: POND_SIM_SEED=" << seed << " "
+    ADD_FAILURE() << protocol << " seed " << seed << " broke " << check::ModelName(model)
+                  << "; history kept at " << path << "\nreplay: POND_SIM_SEED=" << seed << " "
                   << ::testing::internal::GetArgvs()[0] << " --gtest_filter="
                   << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()
                   << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name() << "\n"
@@ -78,26 +81,48 @@ int RunSeed(uint64_t seed, Isolation iso, check::Model model, ListAppendResult* 
   return code;
 }
 
-void RunSeeds(Isolation iso, check::Model model) {
-  SeedRange r = Seeds(50);
+void RunSeeds(const std::string& protocol, Isolation iso, check::Model model,
+              uint64_t default_seeds) {
+  SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, failed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     ListAppendResult out;
-    if (RunSeed(seed, iso, model, &out) != check::kExitValid) return;
+    if (RunSeed(protocol, seed, iso, model, &out) != check::kExitValid) return;
     committed += out.committed;
     failed += out.failed;
   }
-  std::printf("%lu seeds: %lu committed, %lu aborted\n", static_cast<unsigned long>(r.count),
-              static_cast<unsigned long>(committed), static_cast<unsigned long>(failed));
+  std::printf("%s: %lu seeds: %lu committed, %lu aborted\n", protocol.c_str(),
+              static_cast<unsigned long>(r.count), static_cast<unsigned long>(committed),
+              static_cast<unsigned long>(failed));
   EXPECT_GT(failed, 0u) << "the runs were meant to be contended";
 }
 
 TEST(SimSeedTest, SerializableHistoriesAreStrictlySerializable) {
-  RunSeeds(Isolation::kSerializable, check::Model::kStrictSerializable);
+  RunSeeds("lotus", Isolation::kSerializable, check::Model::kStrictSerializable, 50);
 }
 
 TEST(SimSeedTest, SnapshotHistoriesAreSnapshotIsolated) {
-  RunSeeds(Isolation::kSnapshot, check::Model::kSnapshotIsolation);
+  RunSeeds("lotus", Isolation::kSnapshot, check::Model::kSnapshotIsolation, 50);
+}
+
+// The baselines and the ablation's intermediate steps, fewer seeds each.
+TEST(SimSeedTest, MotorSerializableIsStrictlySerializable) {
+  RunSeeds("motor", Isolation::kSerializable, check::Model::kStrictSerializable, 50);
+}
+
+TEST(SimSeedTest, MotorSnapshotIsSnapshotIsolated) {
+  RunSeeds("motor", Isolation::kSnapshot, check::Model::kSnapshotIsolation, 50);
+}
+
+TEST(SimSeedTest, FordIsStrictlySerializable) {
+  RunSeeds("ford", Isolation::kSerializable, check::Model::kStrictSerializable, 50);
+}
+
+TEST(SimSeedTest, AblationStepsAreStrictlySerializable) {
+  for (const std::string& step : AblationSteps()) {
+    if (step == "motor" || step == "+vt-cache") continue;  // = motor, lotus: run above
+    RunSeeds(step, Isolation::kSerializable, check::Model::kStrictSerializable, 20);
+  }
 }
 
 }  // namespace

@@ -84,10 +84,9 @@ Status ValidateConfig(const ClusterConfig& c) {
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
-  if (!c.protocol.cn_locks && c.protocol.log_and_visible && c.versions < 2) {
-    return InvalidArgument(
-        "MN locks with write-invisible need --versions >= 2 (an abort after "
-        "write-invisible empties the overwritten cell)");
+  if (c.protocol.cn_locks && !c.protocol.log_and_visible) {
+    // Readers cannot see CN locks, so only INVISIBLE cells keep them from missing a version.
+    return InvalidArgument("CN lock tables need the commit log and write-invisible steps");
   }
   if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
     return InvalidArgument("ford is single-version and runs only under SR");

@@ -134,14 +134,13 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
   ClusterImpl& cl = w_.cluster;
   Endpoint& ep = *w_.ep;
   const bool mn_locks = MnLocks();
-  // Motor without write-invisible writes committed cells under its lock: a reader that finds
-  // the lock word taken may be looking at a writer with a commit timestamp below its snapshot
-  // that has not written yet. A read-only transaction waits for the word, as a lotus reader
-  // waits for INVISIBLE; a read-write one aborts under SI (waiting while holding locks could
-  // deadlock) and reads on under SR, where validation at commit catches the writer.
+  // With locks on MNs a writer takes its commit timestamp before it writes anything, so a
+  // reader that finds a lock word taken may be looking at a writer with a timestamp below its
+  // snapshot whose versions are not there yet. A read-only transaction waits for the word, as a
+  // lotus reader waits for INVISIBLE; a read-write one aborts under SI (waiting while holding
+  // locks could deadlock) and reads on under SR, where validation at commit catches the writer.
   const bool lock_word_matters =
-      !protocol().cn_locks && !protocol().log_and_visible &&
-      (kind_ == TxnKind::kReadOnly || isolation_ == Isolation::kSnapshot);
+      !protocol().cn_locks && (kind_ == TxnKind::kReadOnly || isolation_ == Isolation::kSnapshot);
   const uint64_t self = OwnerWord();
   std::vector<std::vector<std::byte>> bufs(items_.size());
   std::vector<std::byte> delta_buf;  // motor's second record READ lands here
@@ -528,34 +527,6 @@ Task<Status> MvccTxn::Validate() {
   co_return Status::Ok();
 }
 
-Task<void> MvccTxn::UndoInvisible(const std::vector<size_t>& writes) {
-  ClusterImpl& cl = w_.cluster;
-  const int replicas = cl.placement.replication();
-  std::vector<store::CvtCell> empty(writes.size() * static_cast<size_t>(replicas));
-  size_t n = 0;
-  for (size_t i : writes) {
-    Item& it = items_[i];
-    for (int r = 0; r < replicas; r++) {
-      MnId mn = cl.placement.Replica(it.lk.key, r);
-      // The overwritten version is gone (its record now holds the new value), so the cell goes
-      // empty, as if recycled; it keeps the record buffer for the next writer.
-      store::Cell c = it.new_cell;
-      c.valid = false;
-      c.tombstone = false;
-      c.commit_ts = 0;
-      if (c.record != 0) {
-        c.record = cl.layout.RecordOffset(r, c.record - cl.layout.RecordOffset(0, 0));
-      }
-      empty[n] = store::EncodeCell(c);
-      w_.ep->Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
-                       it.write_cell * sizeof(store::CvtCell),
-                   &empty[n], sizeof(store::CvtCell));
-      n++;
-    }
-  }
-  CheckOk(co_await w_.ep->Flush());
-}
-
 void MvccTxn::UpdateVtCache(const std::vector<size_t>& writes) {
   if (vt() == nullptr) return;
   for (size_t i : writes) {
@@ -574,15 +545,14 @@ Task<Status> MvccTxn::Commit() {
     w_.stats.committed_read_only++;
     co_return Status::Ok();
   }
-  const bool validate = !protocol().cn_locks && isolation_ == Isolation::kSerializable;
   std::vector<size_t> writes = Writes();
   if (!writes.empty()) {
     Status s = co_await PrepareWrites(writes);
     if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
   }
-  if (protocol().log_and_visible) {
+  if (protocol().cn_locks) {
+    // Lotus: write-invisible and the commit log in one round trip, then the timestamp.
     if (!writes.empty()) {
-      // Write-invisible and the commit log in one round trip.
       PostWrites(writes, kInvisible);
       PostLogRecord(writes);
       CheckOk(co_await w_.ep->Flush());
@@ -591,14 +561,21 @@ Task<Status> MvccTxn::Commit() {
       UpdateVtCache(writes);
     }
     commit_ts_ = co_await w_.tso->Get();
-    if (validate) {
+  } else {
+    // Locks on MNs: the timestamp first, then validation, before anything is written — readers
+    // that must not miss this transaction's versions see its lock words instead (ReadItems).
+    commit_ts_ = co_await w_.tso->Get();
+    if (isolation_ == Isolation::kSerializable) {
       Status v = co_await Validate();
-      if (!v.ok()) {
-        // The INVISIBLE cells must go before the locks do.
-        if (!writes.empty()) co_await UndoInvisible(writes);
-        co_return Fail(v, &w_.stats.aborts.validation);
-      }
+      if (!v.ok()) co_return Fail(v, &w_.stats.aborts.validation);
     }
+    if (protocol().log_and_visible && !writes.empty()) {
+      PostWrites(writes, kInvisible);
+      PostLogRecord(writes);
+      CheckOk(co_await w_.ep->Flush());
+    }
+  }
+  if (protocol().log_and_visible) {
     for (size_t i : writes) {
       Item& it = items_[i];
       it.new_cell.commit_ts = commit_ts_;
@@ -612,12 +589,7 @@ Task<Status> MvccTxn::Commit() {
     }
     UpdateVtCache(writes);
   } else {
-    // Motor: the commit timestamp first, then committed cells, all of a replica in one batch.
-    commit_ts_ = co_await w_.tso->Get();
-    if (validate) {
-      Status v = co_await Validate();
-      if (!v.ok()) co_return Fail(v, &w_.stats.aborts.validation);
-    }
+    // Motor: committed cells directly (it relies on battery-backed MN memory, not a log).
     PostWrites(writes, commit_ts_);
   }
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);

@@ -2,10 +2,12 @@
 //
 // One flow with the ProtocolConfig switches as its hooks:
 //   cn_locks           lock-first on CN lock tables (lotus), or CAS on the CVT lock word on the
-//                      primary MN in the same doorbell batch as the CVT READ (motor); read-only
-//                      items of read-write transactions are then validated at commit (SR);
-//   log_and_visible    write INVISIBLE + commit log, commit timestamp, write visible (lotus), or
-//                      commit timestamp, then write committed cells directly (motor);
+//                      primary MN in the same doorbell batch as the CVT READ (motor); then the
+//                      commit timestamp comes first, read-only items of read-write transactions
+//                      are validated (SR) before anything is written, and readers treat a taken
+//                      lock word as lotus readers treat INVISIBLE;
+//   log_and_visible    write INVISIBLE + commit log, then write visible (lotus), or write
+//                      committed cells directly (motor, which relies on battery-backed memory);
 //   full_record_store  one READ/WRITE per version (lotus), or two (motor's value + delta);
 //   vt_cache           serve locally managed CVTs from the VT cache.
 // hybrid_routing acts in Session::Call, not here.
@@ -38,8 +40,6 @@ class MvccTxn final : public TxnState {
   void PostLogRecord(const std::vector<size_t>& writes);
   // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
   Task<Status> Validate();
-  // Motor with write-invisible: puts back the cells this transaction made INVISIBLE.
-  Task<void> UndoInvisible(const std::vector<size_t>& writes);
   void UpdateVtCache(const std::vector<size_t>& writes);
 
   std::vector<lock::LockRequest> held_;  // CN locks
