@@ -224,7 +224,7 @@ std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
   j["bench"] = "kvs";
   j["build_type"] = kBuildType;
   j["transport"] = "local";
-  j["protocol"] = "lotus";
+  j["protocol"] = o.cluster.protocol.name;
   j["settings"] = {{"mns", o.cluster.mns},
                    {"cns", o.cluster.cns},
                    {"workers_per_cn", o.cluster.workers_per_cn},

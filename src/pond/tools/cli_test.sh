@@ -7,7 +7,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0
 
-# expect_error DESCRIPTION PATTERN ARGS...: the command must fail with one stderr line matching.
+models="$(cd "$(dirname "$0")/../../.." && pwd)/models"
+
+# expect_error DESCRIPTION PATTERN ARGS...: the command must exit 2 (bad input) with one stderr
+# line matching.
 expect_error() {
   local desc="$1" pattern="$2"
   shift 2
@@ -15,8 +18,8 @@ expect_error() {
   local rc=$?
   local lines
   lines=$(wc -l <"$tmp/err")
-  if [ "$rc" -eq 0 ]; then
-    echo "FAIL $desc: exit 0"; failures=$((failures + 1))
+  if [ "$rc" -ne 2 ]; then
+    echo "FAIL $desc: exit $rc, not 2"; cat "$tmp/err"; failures=$((failures + 1))
   elif [ "$lines" -ne 1 ]; then
     echo "FAIL $desc: $lines stderr lines:"; cat "$tmp/err"; failures=$((failures + 1))
   elif ! grep -q -- "$pattern" "$tmp/err"; then
@@ -81,9 +84,50 @@ if "$pond" $sim_args --sweep coros=1..2 >"$tmp/out" 2>/dev/null && [ "$(grep -cE
 else
   echo "FAIL sim kvs sweep:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
+# Two keys: the cartesian product, first key outermost, one row per point, every key shown.
+if "$pond" $sim_args --sweep coros=1..2,threads=1,2 --json "$tmp/sw.json" >"$tmp/out" 2>/dev/null &&
+   grep -qE '^coros +threads +txn/s' "$tmp/out" &&
+   [ "$(grep -E '^[12] +[12] ' "$tmp/out" | awk '{print $1 $2}' | tr '\n' ' ')" = "11 12 21 22 " ] &&
+   [ "$(grep -c '"sweep_point"' "$tmp/sw.json")" -eq 4 ]; then
+  echo "ok   sim kvs two-key sweep prints the product"
+else
+  echo "FAIL sim kvs two-key sweep:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
 expect_error "sim unknown model" "model" sim kvs --model cx9
 expect_error "sim bad sweep" "sweep" sim kvs --sweep nothing
 expect_error "sim bad sweep key" "sweep key" sim kvs --sweep color=1,2
+expect_error "sim bad second sweep key" "got 'bogus'" sim kvs --sweep coros=1..2,bogus=3
+expect_error "sim sweep key twice" "twice" sim kvs --sweep workers=1,threads=2
+expect_error "bench sweep non-integer" "not an integer" bench kvs --sweep coros=1,1.5
+expect_error "bench sweep too many points" "256 points" bench kvs \
+  --sweep coros=1..16,workers=1..16,cns=1..2
+expect_error "sim sweep point invalid" "sweep point coros=0" sim kvs --sweep coros=0..1
+
+# --protocol: passed through to the cluster, named in the header and the JSON.
+expect_error "kvs unknown protocol" "unknown protocol 'paxos'" bench kvs --protocol paxos
+expect_error "sim unknown protocol" "unknown protocol" sim kvs --protocol LOTUS
+if "$pond" $sim_args --protocol +vt-cache --json "$tmp/p.json" >"$tmp/out" 2>/dev/null &&
+   grep -q '^pond sim kvs: .*, protocol +vt-cache, ' "$tmp/out" &&
+   grep -q '"protocol": "+vt-cache"' "$tmp/p.json"; then
+  echo "ok   sim kvs --protocol"
+else
+  echo "FAIL sim kvs --protocol:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+
+# The checked-in model files are the presets: the same run, the same numbers (only the model's
+# name, the file's path, differs).
+for m in cx3 cx5; do
+  "$pond" $sim_args --model "$m" 2>/dev/null | grep -v '^wall clock' | sed "s|$models/$m.json|$m|" >"$tmp/m1"
+  "$pond" $sim_args --model "$models/$m.json" 2>/dev/null | grep -v '^wall clock' |
+    sed "s|$models/$m.json|$m|" >"$tmp/m2"
+  if grep -q '^throughput' "$tmp/m1" && cmp -s "$tmp/m1" "$tmp/m2"; then
+    echo "ok   models/$m.json runs as --model $m"
+  else
+    echo "FAIL models/$m.json:"; diff "$tmp/m1" "$tmp/m2"; failures=$((failures + 1))
+  fi
+done
+printf '{"base": "cx3", "one_way_nz": 5}\n' >"$tmp/typo.json"
+expect_error "model file unknown key" "unknown field 'one_way_nz'" sim kvs --model "$tmp/typo.json"
 
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then

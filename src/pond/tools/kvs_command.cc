@@ -4,15 +4,18 @@
 // lines (wall time) go to stderr.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
-#include <sstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "pond/bench/build_info.h"
 #include "pond/bench/kvs_bench.h"
 #include "pond/tools/command.h"
+#include "pond/tools/kvs_flags.h"
+#include "pond/tools/kvs_sweep.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -20,25 +23,19 @@ namespace pond::tools {
 namespace {
 
 struct KvsArgs {
-  bench::KvsOptions o;
+  KvsFlags flags;
+  std::string protocol = "lotus";
   std::string json_path;
-  std::string isolation = "sr";
-  std::string model = "cx3";
-  std::string sweep;  // KEY=V1,V2,...
+  std::string sweep;  // KvsSweep grammar (kvs_sweep.h)
 };
 
 const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
 
-std::string Header(const KvsArgs& a, bool simulate) {
-  const bench::KvsOptions& o = a.o;
-  return fmt::format(
-      "pond {} kvs: build {}, transport {}{}, protocol lotus, {}, {} MN(s), {} CN(s) x {} "
-      "worker(s) x {} coro(s), R={}, N={}, {} keys, {} keys, {:.0f}% UpdateOne, {} {}s, seed {}",
-      simulate ? "sim" : "bench", bench::kBuildType, simulate ? "sim" : "local",
-      simulate ? ", model " + o.sim->name : std::string(), IsolationName(o.cluster.isolation),
-      o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn, o.coros, o.cluster.replication,
-      o.cluster.versions, o.keys, o.theta == 0 ? "uniform" : fmt::format("zipf({})", o.theta),
-      o.rw_ratio * 100, o.seconds, simulate ? "virtual " : "", o.cluster.seed);
+std::string Header(const bench::KvsOptions& o, bool simulate) {
+  return fmt::format("pond {} kvs: build {}, transport {}{}, protocol {}, {}",
+                     simulate ? "sim" : "bench", bench::kBuildType, simulate ? "sim" : "local",
+                     simulate ? ", model " + o.sim->name : std::string(), o.cluster.protocol.name,
+                     KvsSettings(o, simulate));
 }
 
 // Busy share of an MN's NIC over the measured run, total and by verb.
@@ -102,81 +99,40 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
   }
 }
 
-// Applies one sweep point ("coros=4") to the options; false if the key is unknown.
-bool ApplySweep(bench::KvsOptions* o, const std::string& key, double v) {
-  if (key == "coros")
-    o->coros = static_cast<int>(v);
-  else if (key == "rw-ratio")
-    o->rw_ratio = v;
-  else if (key == "theta")
-    o->theta = v;
-  else if (key == "cns")
-    o->cluster.cns = static_cast<int>(v);
-  else if (key == "workers")
-    o->cluster.workers_per_cn = static_cast<int>(v);
-  else
-    return false;
-  return true;
-}
-
-// "KEY=V1,V2,..." or "KEY=A..B" (integers A to B).
-Status ParseSweep(const std::string& spec, std::string* key, std::vector<double>* values) {
-  auto eq = spec.find('=');
-  if (eq == std::string::npos || eq == 0) return InvalidArgument("--sweep must be KEY=V1,V2,...");
-  *key = spec.substr(0, eq);
-  bench::KvsOptions probe;
-  if (!ApplySweep(&probe, *key, 1)) {
-    return InvalidArgument("--sweep key must be coros, rw-ratio, theta, cns or workers");
+// "coros=4 threads=2": point i of a sweep, for messages.
+std::string PointName(const KvsSweep& sweep, size_t i) {
+  std::vector<double> p = sweep.Point(i);
+  std::string s;
+  for (size_t k = 0; k < p.size(); k++) {
+    s += fmt::format("{}{}={}", k ? " " : "", sweep.axes[k].name, p[k]);
   }
-  std::string list = spec.substr(eq + 1);
-  auto dots = list.find("..");
-  try {
-    if (dots != std::string::npos) {
-      int a = std::stoi(list.substr(0, dots)), b = std::stoi(list.substr(dots + 2));
-      if (a > b || b - a > 64)
-        return InvalidArgument("--sweep range must be A..B with A <= B, at most 65 points");
-      for (int v = a; v <= b; v++) values->push_back(v);
-    } else {
-      std::stringstream ss(list);
-      std::string item;
-      while (std::getline(ss, item, ',')) values->push_back(std::stod(item));
-    }
-  } catch (const std::exception&) {
-    return InvalidArgument("--sweep values must be numbers: " + list);
-  }
-  if (values->empty() || values->size() > 65)
-    return InvalidArgument("--sweep needs 1 to 65 values");
-  return Status::Ok();
+  return s;
 }
 
 int RunKvsCommand(KvsArgs& a, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
-  a.o.cluster.isolation = (a.isolation == "si" || a.isolation == "SI") ? Isolation::kSnapshot
-                                                                       : Isolation::kSerializable;
-  if (simulate) {
-    Result<SimModel> m = SimModel::FromFlag(a.model);
-    if (!m.ok()) return Fail(what, m.status().message());
-    a.o.sim = *m;
-  }
-  std::string sweep_key;
-  std::vector<double> sweep_values;
+  Status resolved = ResolveKvsFlags(&a.flags, simulate);
+  if (!resolved.ok()) return Fail(what, resolved.message());
+  bench::KvsOptions& o = a.flags.o;
+  Result<ProtocolConfig> protocol = ProtocolByName(a.protocol);
+  if (!protocol.ok()) return Fail(what, protocol.status().message());
+  o.cluster.protocol = *protocol;
+  KvsSweep sweep;
   if (!a.sweep.empty()) {
-    Status s = ParseSweep(a.sweep, &sweep_key, &sweep_values);
-    if (!s.ok()) return Fail(what, s.message());
+    Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
+    if (!parsed.ok()) return Fail(what, parsed.status().message());
+    sweep = *std::move(parsed);
   }
-  Status valid = bench::ValidateKvsOptions(a.o);
+  Status valid = bench::ValidateKvsOptions(o);
   if (!valid.ok()) return Fail(what, valid.message());
-  for (double v : sweep_values) {
-    bench::KvsOptions p = a.o;
-    ApplySweep(&p, sweep_key, v);
-    Status pv = bench::ValidateKvsOptions(p);
-    if (!pv.ok())
-      return Fail(what,
-                  "sweep point " + sweep_key + "=" + fmt::format("{}", v) + ": " + pv.message());
+  // Every point is checked before the first runs, so a long sweep cannot fail half-way on input.
+  for (size_t i = 0; i < sweep.PointCount(); i++) {
+    Status pv = bench::ValidateKvsOptions(sweep.Apply(o, i));
+    if (!pv.ok()) return Fail(what, "sweep point " + PointName(sweep, i) + ": " + pv.message());
   }
 
-  std::printf("%s\n", Header(a, simulate).c_str());
-  if (simulate) std::printf("model        %s\n", a.o.sim->ToJson().c_str());
+  std::printf("%s\n", Header(o, simulate).c_str());
+  if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
@@ -184,28 +140,18 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
   // Progress is in wall time: on stdout for real runs, on stderr for simulated ones (so that
   // stdout depends on the seed alone).
   FILE* progress_out = simulate ? stderr : stdout;
-  auto progress = [&, last = bench::KvsProgress{0, 0, 0}](const bench::KvsProgress& p) mutable {
-    double dt = p.elapsed_s - last.elapsed_s;
-    uint64_t dc = p.committed - last.committed, da = p.aborted - last.aborted;
-    std::fprintf(
-        progress_out, "  %8.4f %ss  %10.0f committed/s  abort rate %5.2f%%\n", p.elapsed_s,
-        simulate ? "virtual " : "", dt > 0 ? static_cast<double>(dc) / dt : 0.0,
-        dc + da > 0 ? 100.0 * static_cast<double>(da) / static_cast<double>(dc + da) : 0.0);
-    std::fflush(progress_out);
-    last = p;
-  };
 
   double wall_total = 0;
   uint64_t events_total = 0;
-  if (sweep_values.empty()) {
-    auto result = bench::RunKvs(a.o, progress);
+  if (sweep.axes.empty()) {
+    auto result = bench::RunKvs(o, KvsProgressPrinter(progress_out, simulate, ""));
     if (!result.ok()) {
       if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
       return Fail(what, result.status().ToString());
     }
-    PrintResult(a.o, *result, simulate);
+    PrintResult(o, *result, simulate);
     if (!a.json_path.empty()) {
-      if (!WriteFile(a.json_path, bench::KvsResultJson(a.o, *result))) {
+      if (!WriteFile(a.json_path, bench::KvsResultJson(o, *result))) {
         return Fail(what, "cannot write " + a.json_path);
       }
       std::printf("results written to %s\n", a.json_path.c_str());
@@ -213,16 +159,16 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
     wall_total = result->wall_s;
     if (result->sim) events_total = result->sim->events;
   } else {
-    std::printf("%-10s %12s %8s %10s %10s %10s\n", sweep_key.c_str(), "txn/s", "abort%", "p50 us",
-                "p99 us", simulate ? "max NIC%" : "");
-    std::string json = "[\n";
-    for (size_t i = 0; i < sweep_values.size(); i++) {
-      bench::KvsOptions p = a.o;
-      ApplySweep(&p, sweep_key, sweep_values[i]);
-      auto r = bench::RunKvs(p, progress);
+    for (const SweepAxis& axis : sweep.axes) std::printf("%-10s ", axis.name.c_str());
+    std::printf("%12s %8s %10s %10s %10s\n", "txn/s", "abort%", "p50 us", "p99 us",
+                simulate ? "max NIC%" : "");
+    nlohmann::json rows = nlohmann::json::array();
+    for (size_t i = 0; i < sweep.PointCount(); i++) {
+      bench::KvsOptions p = sweep.Apply(o, i);
+      auto r = bench::RunKvs(p, KvsProgressPrinter(progress_out, simulate, PointName(sweep, i)));
       if (!r.ok()) {
         if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-        return Fail(what, r.status().ToString());
+        return Fail(what, "sweep point " + PointName(sweep, i) + ": " + r.status().ToString());
       }
       uint64_t attempts = r->committed + r->aborted;
       double nic_max = 0;
@@ -235,19 +181,31 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
         events_total += r->sim->events;
       }
       wall_total += r->wall_s;
+      std::vector<double> point = sweep.Point(i);
+      for (double v : point) std::printf("%-10g ", v);
       std::printf(
-          "%-10g %12.0f %8.2f %10.1f %10.1f %10s\n", sweep_values[i],
-          static_cast<double>(r->committed) / r->elapsed_s,
+          "%12.0f %8.2f %10.1f %10.1f %10s\n", static_cast<double>(r->committed) / r->elapsed_s,
           attempts ? 100.0 * static_cast<double>(r->aborted) / static_cast<double>(attempts) : 0.0,
           static_cast<double>(r->latency_ns.Percentile(0.5)) / 1e3,
           static_cast<double>(r->latency_ns.Percentile(0.99)) / 1e3,
           simulate ? fmt::format("{:.1f}", nic_max).c_str() : "");
       std::fflush(stdout);
-      json += bench::KvsResultJson(p, *r) + (i + 1 < sweep_values.size() ? ",\n" : "\n");
+      nlohmann::json row = nlohmann::json::parse(bench::KvsResultJson(p, *r));
+      nlohmann::json at = nlohmann::json::object();
+      for (size_t k = 0; k < point.size(); k++) {
+        if (sweep.axes[k].integer) {
+          at[sweep.axes[k].name] = static_cast<int64_t>(point[k]);
+        } else {
+          at[sweep.axes[k].name] = point[k];
+        }
+      }
+      row["sweep_point"] = at;
+      rows.push_back(row);
     }
-    json += "]\n";
     if (!a.json_path.empty()) {
-      if (!WriteFile(a.json_path, json)) return Fail(what, "cannot write " + a.json_path);
+      if (!WriteFile(a.json_path, rows.dump(2) + "\n")) {
+        return Fail(what, "cannot write " + a.json_path);
+      }
       std::printf("results written to %s\n", a.json_path.c_str());
     }
   }
@@ -264,49 +222,18 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
 
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<KvsArgs>();
-  if (simulate) {
-    // The Lotus testbed (§8.1): 3 MNs, 9 CNs of 8 cores, 6 coroutines each, N = 2 versions.
-    a->o.cluster.cns = 9;
-    a->o.cluster.workers_per_cn = 8;
-    a->o.coros = 6;
-    a->o.cluster.versions = 2;
-    a->o.seconds = 0.01;
-  }
   CLI::App* kvs = parent.add_subcommand(
       "kvs", simulate
                  ? "Lotus KVS benchmark on the simulated cluster (virtual time)"
                  : "Lotus KVS benchmark: UpdateOne/ReadOne transactions on an embedded cluster");
-  bench::KvsOptions& o = a->o;
-  kvs->add_option("--mns", o.cluster.mns, "memory nodes")->capture_default_str();
-  kvs->add_option("--cns", o.cluster.cns, "compute nodes")->capture_default_str();
-  kvs->add_option("--workers", o.cluster.workers_per_cn, "worker threads (cores) per CN")
-      ->capture_default_str();
-  kvs->add_option("--coros", o.coros, "client coroutines per worker")->capture_default_str();
-  kvs->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
-  kvs->add_option(simulate ? "--virtual-seconds" : "--seconds", o.seconds,
-                  simulate ? "measured run time, in virtual seconds" : "measured run time")
-      ->capture_default_str();
-  kvs->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
-      ->capture_default_str();
-  kvs->add_option("--theta", o.theta, "zipf skew of keys; 0 = uniform (the papers use 0.99)")
-      ->capture_default_str();
-  kvs->add_option("--isolation", a->isolation, "sr (serializable) or si (snapshot isolation)")
-      ->check(CLI::IsMember({"sr", "si"}, CLI::ignore_case))
-      ->capture_default_str();
-  kvs->add_option("--replication", o.cluster.replication, "copies of each record")
-      ->capture_default_str();
-  kvs->add_option("--versions", o.cluster.versions, "version cells per record")
-      ->capture_default_str();
-  kvs->add_option("--region-mib", o.cluster.region_mib, "MiB of memory per MN")
-      ->capture_default_str();
-  kvs->add_option("--seed", o.cluster.seed, "seed for keys, routing (and the whole simulation)")
+  AddKvsWorkloadFlags(kvs, &a->flags, simulate);
+  kvs->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
   kvs->add_option("--sweep", a->sweep,
-                  "run one point per value: KEY=V1,V2,... or KEY=A..B; KEY is coros, rw-ratio, "
-                  "theta, cns or workers");
-  if (simulate) {
-    kvs->add_option("--model", a->model, "cx3, cx5 or a JSON model file")->capture_default_str();
-  }
+                  fmt::format("run one point per combination: KEY=V1,V2,...[,KEY2=A..B...] (A..B: "
+                              "integers A to B; first key outermost; at most {} points); KEY is "
+                              "coros, workers (or threads), cns, rw-ratio or theta",
+                              kSweepPointsMax));
   kvs->add_option("--json", a->json_path, "also write the results as JSON to this file");
   kvs->callback(
       [a, action, simulate] { *action = [a, simulate] { return RunKvsCommand(*a, simulate); }; });

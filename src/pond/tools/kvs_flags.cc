@@ -1,0 +1,96 @@
+#include "pond/tools/kvs_flags.h"
+
+#include <fmt/core.h>
+
+namespace pond::tools {
+
+void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
+  bench::KvsOptions& o = f->o;
+  if (simulate) {
+    // The Lotus testbed (§8.1): 3 MNs, 9 CNs of 8 cores, 6 coroutines each, N = 2 versions.
+    o.cluster.cns = 9;
+    o.cluster.workers_per_cn = 8;
+    o.coros = 6;
+    o.cluster.versions = 2;
+    o.seconds = 0.01;
+  }
+  cmd->add_option("--mns", o.cluster.mns, "memory nodes")->capture_default_str();
+  cmd->add_option("--cns", o.cluster.cns, "compute nodes")->capture_default_str();
+  cmd->add_option("--workers", o.cluster.workers_per_cn, "worker threads (cores) per CN")
+      ->capture_default_str();
+  cmd->add_option("--coros", o.coros, "client coroutines per worker")->capture_default_str();
+  cmd->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
+  cmd->add_option(simulate ? "--virtual-seconds" : "--seconds", o.seconds,
+                  simulate ? "measured run time, in virtual seconds" : "measured run time")
+      ->capture_default_str();
+  cmd->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
+      ->capture_default_str();
+  cmd->add_option("--theta", o.theta, "zipf skew of keys; 0 = uniform (the papers use 0.99)")
+      ->capture_default_str();
+  cmd->add_option("--isolation", f->isolation, "sr (serializable) or si (snapshot isolation)")
+      ->check(CLI::IsMember({"sr", "si"}, CLI::ignore_case))
+      ->capture_default_str();
+  cmd->add_option("--replication", o.cluster.replication, "copies of each record")
+      ->capture_default_str();
+  cmd->add_option("--versions", o.cluster.versions, "version cells per record")
+      ->capture_default_str();
+  cmd->add_option("--region-mib", o.cluster.region_mib, "MiB of memory per MN")
+      ->capture_default_str();
+  cmd->add_option("--seed", o.cluster.seed, "seed for keys, routing (and the whole simulation)")
+      ->capture_default_str();
+  if (simulate) {
+    cmd->add_option("--model", f->model,
+                    "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
+        ->capture_default_str();
+  }
+}
+
+Status ResolveKvsFlags(KvsFlags* f, bool simulate) {
+  f->o.cluster.isolation = (f->isolation == "si" || f->isolation == "SI")
+                               ? Isolation::kSnapshot
+                               : Isolation::kSerializable;
+  if (simulate) {
+    Result<SimModel> m = SimModel::FromFlag(f->model);
+    if (!m.ok()) return m.status();
+    f->o.sim = *m;
+  }
+  return Status::Ok();
+}
+
+std::string KvsSettings(const bench::KvsOptions& o, bool simulate) {
+  return fmt::format(
+      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} keys, {} keys, "
+      "{:.0f}% UpdateOne, {} {}s, seed {}",
+      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
+      o.coros, o.cluster.replication, o.cluster.versions, o.keys,
+      o.theta == 0 ? "uniform" : fmt::format("zipf({})", o.theta), o.rw_ratio * 100, o.seconds,
+      simulate ? "virtual " : "", o.cluster.seed);
+}
+
+std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,
+                                                                  std::string label) {
+  return [out, simulate, label = std::move(label),
+          last = bench::KvsProgress{0, 0, 0}](const bench::KvsProgress& p) mutable {
+    double dt = p.elapsed_s - last.elapsed_s;
+    uint64_t dc = p.committed - last.committed, da = p.aborted - last.aborted;
+    std::fprintf(
+        out, "  %s%s%8.4f %ss  %10.0f committed/s  abort rate %5.2f%%\n", label.c_str(),
+        label.empty() ? "" : "  ", p.elapsed_s, simulate ? "virtual " : "",
+        dt > 0 ? static_cast<double>(dc) / dt : 0.0,
+        dc + da > 0 ? 100.0 * static_cast<double>(da) / static_cast<double>(dc + da) : 0.0);
+    std::fflush(out);
+    last = p;
+  };
+}
+
+std::string ProtocolChoices() {
+  std::string s;
+  for (const std::string& p : ProtocolNames()) s += p + ", ";
+  s += "or an ablation step:";
+  for (const std::string& step : AblationSteps()) {
+    if (step.starts_with("+")) s += " " + step;
+  }
+  return s;
+}
+
+}  // namespace pond::tools

@@ -1,0 +1,45 @@
+// KvsFlags: the command-line flags of the KVS workload and of the cluster it runs on, shared by
+// `pond bench|sim kvs` and `pond bench|sim compare` so that both take the same flags with the
+// same defaults. Called from the CLI's thread only.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "pond/bench/kvs_bench.h"
+#include "pond/status.h"
+
+namespace pond::tools {
+
+struct KvsFlags {
+  bench::KvsOptions o;
+  std::string isolation = "sr";
+  std::string model = "cx3";  // simulated runs only
+};
+
+// Sets the defaults (simulated: the Lotus testbed, §8.1) and registers the cluster and workload
+// flags on `cmd`: --mns --cns --workers --coros --keys --seconds (--virtual-seconds) --rw-ratio
+// --theta --isolation --replication --versions --region-mib --seed, and --model if simulated.
+// `f` must outlive the parse and the command's action.
+void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);
+
+// After parsing: applies --isolation and (simulated) --model to f->o. InvalidArgument with a
+// one-line reason on a bad model.
+Status ResolveKvsFlags(KvsFlags* f, bool simulate);
+
+// The settings part of a header line: "serializable, 3 MN(s), 9 CN(s) x 8 worker(s) x 6
+// coro(s), R=3, N=2, ..., seed 1".
+std::string KvsSettings(const bench::KvsOptions& o, bool simulate);
+
+// A RunKvs progress callback that prints one line per call on `out` (about once a wall second):
+// elapsed (virtual) time, commits per second and abort rate since the previous line, after
+// `label` if not empty. Each run needs its own (it remembers the previous line).
+std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,
+                                                                  std::string label);
+
+// "lotus, motor, ford, or an ablation step: +full-record, ..., +vt-cache", for --help.
+std::string ProtocolChoices();
+
+}  // namespace pond::tools
