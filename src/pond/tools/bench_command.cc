@@ -86,6 +86,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   bench->require_subcommand(1);
   AddRaw(*bench, action);
   AddKvsCommand(*bench, action, /*simulate=*/false);
+  AddCompareCommand(*bench, action, /*simulate=*/false);
 }
 
 }  // namespace pond::tools

@@ -129,6 +129,57 @@ done
 printf '{"base": "cx3", "one_way_nz": 5}\n' >"$tmp/typo.json"
 expect_error "model file unknown key" "unknown field 'one_way_nz'" sim kvs --model "$tmp/typo.json"
 
+# compare: every row on one workload and seed, one table, a history check per row; stdout is
+# one seed's (the wall-clock line aside).
+cmp_args="sim compare --cns 3 --workers 2 --coros 2 --keys 5000 --region-mib 64 --virtual-seconds 0.001 --check-txns 500"
+# The default rows are the three protocols, with motor as the baseline.
+"$pond" $cmp_args --seed 11 --json "$tmp/c.json" 2>/dev/null | grep -v '^wall clock' >"$tmp/c1"
+rc1=${PIPESTATUS[0]}
+"$pond" $cmp_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/c2"
+if [ "$rc1" -eq 0 ] && grep -v '^results written' "$tmp/c1" | cmp -s - "$tmp/c2" &&
+   grep -qE '^protocol +txn/s +vs motor +abort% +p50 us +p99 us +atomics/txn +READ%' "$tmp/c1" &&
+   grep -qE '^lotus +[0-9]+ +[0-9.]+ ' "$tmp/c1" && grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/c1" &&
+   grep -qE '^ford +[0-9]+ +[0-9.]+ ' "$tmp/c1" &&
+   grep -q '^history check lotus: ok ([0-9]* txns, model strict-serializable)' "$tmp/c1" &&
+   grep -q '^history check motor: ok ' "$tmp/c1" && grep -q '^history check ford: ok ' "$tmp/c1" &&
+   [ "$(grep -c '"throughput_vs_baseline"' "$tmp/c.json")" -eq 3 ]; then
+  echo "ok   sim compare: table, checks, JSON, deterministic"
+else
+  echo "FAIL sim compare:"; cat "$tmp/c1"; diff "$tmp/c1" "$tmp/c2"; failures=$((failures + 1))
+fi
+if "$pond" $cmp_args --protocols lotus,+vt-cache --isolation si --baseline +vt-cache >"$tmp/out" \
+     2>/dev/null && grep -qE '^protocol .* vs \+vt-cache ' "$tmp/out" &&
+   grep -qE '^\+vt-cache +[0-9]+ +1\.00 ' "$tmp/out" &&
+   grep -q '^history check lotus: ok ([0-9]* txns, model snapshot-isolation)' "$tmp/out"; then
+  echo "ok   sim compare --protocols --baseline under SI"
+else
+  echo "FAIL sim compare --protocols --baseline under SI:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+if "$pond" $cmp_args --ablation --no-check >"$tmp/out" 2>/dev/null &&
+   [ "$(grep -cE '^(motor|\+full-record|\+log-visible|\+lock-sharding|\+load-balancing|\+vt-cache) +[0-9]+ ' "$tmp/out")" -eq 6 ] &&
+   grep -qE '^protocol .* vs motor ' "$tmp/out" && ! grep -q '^history check' "$tmp/out"; then
+  echo "ok   sim compare --ablation --no-check"
+else
+  echo "FAIL sim compare --ablation --no-check:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0.2 \
+     --check-txns 300 >"$tmp/out" 2>&1 && grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ]; then
+  echo "ok   bench compare"
+else
+  echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs)" sim compare \
+  --workload tpcc
+expect_error "compare unknown protocol" "unknown protocol 'nope'" sim compare --protocols lotus,nope
+expect_error "compare empty protocol" "empty name" bench compare --protocols lotus,
+expect_error "compare protocol twice" "twice" sim compare --protocols lotus,lotus
+expect_error "compare baseline not a row" "not one of the rows" sim compare --protocols lotus \
+  --baseline motor
+expect_error "compare ablation with protocols" "excludes" sim compare --ablation --protocols lotus
+expect_error "compare ford under SI" "ford" sim compare --protocols lotus,ford --isolation si
+expect_error "compare check txns" "check-txns" bench compare --check-txns 0
+
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
   echo "ok   --help"
@@ -140,6 +191,15 @@ if "$pond" bench raw --help >"$tmp/out" 2>&1 && grep -q -- --threads "$tmp/out";
 else
   echo "FAIL bench raw --help"; failures=$((failures + 1))
 fi
+for cmd in "sim compare" "bench compare"; do
+  if "$pond" $cmd --help >"$tmp/out" 2>&1 && grep -q -- --protocols "$tmp/out" &&
+     grep -q -- --ablation "$tmp/out" && grep -q -- --baseline "$tmp/out" &&
+     grep -q -- --no-check "$tmp/out" && grep -q -- --workload "$tmp/out"; then
+    echo "ok   $cmd --help"
+  else
+    echo "FAIL $cmd --help"; failures=$((failures + 1))
+  fi
+done
 
 # A short real run prints a row per verb and writes JSON with one result per verb.
 if "$pond" bench raw --seconds 0.05 --region-mib 8 --json "$tmp/r.json" >"$tmp/out" 2>&1 &&

@@ -17,6 +17,8 @@ void AddSimCommand(CLI::App& root, CommandAction* action);
 
 // `bench kvs` and `sim kvs`: one workload, two transports (kvs_command.cc).
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench compare` and `sim compare`: every protocol on one workload (compare_command.cc).
+void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // The command line as typed, for printing the command that replays a simulated run.
 void SetCommandLine(int argc, char** argv);

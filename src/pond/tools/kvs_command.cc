@@ -244,6 +244,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
       "sim", "Workloads on a simulated cluster: one thread, virtual time, one seed per run");
   sim->require_subcommand(1);
   AddKvsCommand(*sim, action, /*simulate=*/true);
+  AddCompareCommand(*sim, action, /*simulate=*/true);
 }
 
 namespace {

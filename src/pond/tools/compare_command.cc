@@ -1,0 +1,397 @@
+// `pond bench compare` and `pond sim compare`: every protocol (or, with --ablation, every step
+// of the Lotus ablation) on one workload with identical settings and seed, then one table —
+// throughput, its ratio to a baseline row, abort rate, latency, atomics per committed
+// transaction and (simulated) each verb's share of the MN NICs. Afterwards every row's protocol
+// runs a short list-append workload on the same cluster settings and seed, and the isolation
+// checker judges its history (--no-check skips this).
+//
+// Like `pond sim kvs`, the simulated form prints only what the seed determines on stdout, except
+// one last wall-clock line; progress goes to stderr.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pond/bench/build_info.h"
+#include "pond/bench/kvs_bench.h"
+#include "pond/bench/list_append.h"
+#include "pond/check/checker.h"
+#include "pond/check/history.h"
+#include "pond/check/recorder.h"
+#include "pond/tools/command.h"
+#include "pond/tools/kvs_flags.h"
+#include "pond/tools/tool_util.h"
+
+namespace pond::tools {
+
+namespace {
+
+constexpr uint32_t kCheckTxnsMax = 1'000'000;
+const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
+
+struct CompareArgs {
+  KvsFlags flags;
+  std::string workload = "kvs";
+  std::string protocols;  // comma-separated; empty: ProtocolNames()
+  bool ablation = false;
+  std::string baseline;  // empty: motor if it is a row, else the first row
+  bool no_check = false;
+  uint32_t check_txns = 2000;
+  std::string json_path;
+};
+
+struct Row {
+  bench::KvsOptions o;
+  bench::KvsResult r;
+};
+
+struct HistoryCheck {
+  bool ok = false;
+  uint64_t committed = 0;
+  uint64_t failed = 0;
+  std::string model;
+  std::string detail;  // why it failed
+  double wall_s = 0;
+  uint64_t events = 0;
+};
+
+// The list-append workload on a fresh cluster with `o`'s settings (protocol, nodes, isolation,
+// seed, and model if simulated), about `txns` transactions in all, judged by the checker under
+// strict serializability (SR) or snapshot isolation (SI). A failing history is written to a file
+// named in `detail`.
+HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
+  HistoryCheck out;
+  check::Model model = o.cluster.isolation == Isolation::kSnapshot
+                           ? check::Model::kSnapshotIsolation
+                           : check::Model::kStrictSerializable;
+  out.model = std::string(check::ModelName(model));
+  auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
+  if (!started.ok()) {
+    out.detail = "cannot start the cluster: " + started.status().ToString();
+    return out;
+  }
+  Cluster& cluster = **started;
+  const uint64_t clients = static_cast<uint64_t>(o.cluster.cns) *
+                           static_cast<uint64_t>(o.cluster.workers_per_cn) *
+                           static_cast<uint64_t>(o.coros);
+  bench::ListAppendOptions lo;
+  lo.seed = o.cluster.seed;
+  lo.txns_per_client = static_cast<uint32_t>(std::max<uint64_t>(1, (txns + clients - 1) / clients));
+  // A key retires after max_appends elements and a transaction appends at most mops_max, so this
+  // many keys hold the window for every transaction the run can make.
+  uint64_t total = lo.txns_per_client * clients;
+  lo.keys = 2 * uint64_t{lo.window} + total * lo.mops_max / lo.max_appends + 64;
+  Result<uint16_t> table = bench::SetupListAppend(cluster, lo);
+  if (!table.ok()) {
+    out.detail = "cannot load the lists: " + table.status().ToString();
+    return out;
+  }
+  std::ostringstream text;
+  check::Recorder recorder(&text);
+  Clock& wall = SystemClock::Get();
+  uint64_t wall_start = wall.NowNs();
+  uint64_t events_before = cluster.simulated() ? cluster.GetSimStats().events : 0;
+  Result<bench::ListAppendResult> run =
+      bench::RunListAppend(cluster, *table, lo, recorder, o.coros);
+  out.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
+  if (cluster.simulated()) out.events = cluster.GetSimStats().events - events_before;
+  Status closed = recorder.Close();
+  if (!run.ok()) {
+    out.detail = "list-append failed: " + run.status().ToString();
+    return out;
+  }
+  if (!closed.ok()) {
+    out.detail = "recording failed: " + closed.ToString();
+    return out;
+  }
+  out.committed = run->committed;
+  out.failed = run->failed;
+  std::istringstream in(text.str());
+  Result<check::History> history = check::ParseHistory(in, "history of " + o.cluster.protocol.name);
+  if (!history.ok()) {
+    out.detail = "unreadable history: " + history.status().ToString();
+    return out;
+  }
+  check::CheckerOptions co;
+  co.model = model;
+  check::CheckResult result = check::Check(*history, co);
+  if (result.valid) {
+    out.ok = true;
+    return out;
+  }
+  for (size_t i = 0; i < check::kAnomalyCount; i++) {
+    const check::AnomalyReport& rep = result.anomalies[i];
+    auto a = static_cast<check::Anomaly>(i);
+    if (rep.count == 0 || !check::Forbids(model, a)) continue;
+    out.detail +=
+        fmt::format("{}{} x{}", out.detail.empty() ? "" : ", ", check::AnomalyName(a), rep.count);
+    if (!rep.examples.empty()) out.detail += " (" + rep.examples[0].summary + ")";
+  }
+  std::string path =
+      (std::filesystem::temp_directory_path() /
+       fmt::format("pond-compare-{}-seed{}.jsonl", o.cluster.protocol.name, o.cluster.seed))
+          .string();
+  if (WriteFile(path, text.str())) {
+    out.detail +=
+        "; history kept at " + path + " (pond check " + path + " --model " + out.model + ")";
+  }
+  return out;
+}
+
+double NicShare(const bench::KvsResult& r, int verb) {
+  if (!r.sim || r.sim->mn_nics.empty()) return 0;
+  double busy = 0;
+  for (const auto& n : r.sim->mn_nics) busy += static_cast<double>(n.busy_ns[verb]);
+  return busy / static_cast<double>(r.sim->mn_nics.size()) / (r.elapsed_s * 1e9);
+}
+
+double Throughput(const bench::KvsResult& r) {
+  return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
+}
+
+double AtomicsPerTxn(const bench::KvsResult& r) {
+  return r.committed > 0
+             ? static_cast<double>(r.stats.cas + r.stats.faa) / static_cast<double>(r.committed)
+             : 0;
+}
+
+double AbortRate(const bench::KvsResult& r) {
+  uint64_t attempts = r.committed + r.aborted;
+  return attempts > 0 ? static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0;
+}
+
+// The rows a command line asks for; InvalidArgument on an unknown or repeated name.
+Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
+  if (a.ablation) return AblationSteps();
+  if (a.protocols.empty()) return ProtocolNames();
+  std::vector<std::string> names;
+  std::stringstream ss(a.protocols);
+  std::string name;
+  while (std::getline(ss, name, ',')) {
+    if (name.empty())
+      return InvalidArgument("--protocols has an empty name: '" + a.protocols + "'");
+    Result<ProtocolConfig> p = ProtocolByName(name);
+    if (!p.ok()) return InvalidArgument("--protocols: " + p.status().message());
+    if (std::find(names.begin(), names.end(), name) != names.end()) {
+      return InvalidArgument("--protocols names " + name + " twice");
+    }
+    names.push_back(name);
+  }
+  if (a.protocols.back() == ',') {
+    return InvalidArgument("--protocols has an empty name: '" + a.protocols + "'");
+  }
+  return names;
+}
+
+int RunCompare(CompareArgs& a, bool simulate) {
+  const char* what = simulate ? "sim compare" : "bench compare";
+  if (a.workload != "kvs") {
+    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs)");
+  }
+  Status resolved = ResolveKvsFlags(&a.flags, simulate);
+  if (!resolved.ok()) return Fail(what, resolved.message());
+  if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
+    return Fail(what, fmt::format("--check-txns must be 1 to {}", kCheckTxnsMax));
+  }
+  Result<std::vector<std::string>> names = RowNames(a);
+  if (!names.ok()) return Fail(what, names.status().message());
+  std::string baseline = a.baseline;
+  if (baseline.empty()) {
+    bool has_motor = std::find(names->begin(), names->end(), "motor") != names->end();
+    baseline = has_motor ? "motor" : names->front();
+  }
+  auto base_it = std::find(names->begin(), names->end(), baseline);
+  if (base_it == names->end()) {
+    std::string list;
+    for (const std::string& n : *names) list += (list.empty() ? "" : ", ") + n;
+    return Fail(what, "--baseline '" + baseline + "' is not one of the rows (" + list + ")");
+  }
+  const size_t base_index = static_cast<size_t>(base_it - names->begin());
+
+  std::vector<Row> rows;
+  for (const std::string& name : *names) {
+    Row row;
+    row.o = a.flags.o;
+    row.o.cluster.protocol = *ProtocolByName(name);
+    Status valid = bench::ValidateKvsOptions(row.o);
+    if (!valid.ok()) return Fail(what, name + ": " + valid.message());
+    rows.push_back(std::move(row));
+  }
+
+  std::string row_list;
+  for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
+  const bench::KvsOptions& o = a.flags.o;
+  std::printf("pond %s: build %s, workload kvs, transport %s%s, %s %s, baseline %s, %s\n",
+              simulate ? "sim compare" : "bench compare", bench::kBuildType,
+              simulate ? "sim" : "local", simulate ? (", model " + o.sim->name).c_str() : "",
+              a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
+              KvsSettings(o, simulate).c_str());
+  if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
+  if (bench::kAssertsOn) {
+    std::printf("warning: asserts are on; numbers are not comparable with Release\n");
+  }
+  std::fflush(stdout);
+
+  FILE* progress_out = simulate ? stderr : stdout;
+  double wall_runs = 0, wall_checks = 0;
+  uint64_t events = 0;
+  for (size_t i = 0; i < rows.size(); i++) {
+    const std::string& name = (*names)[i];
+    std::fprintf(progress_out, "running %s (%zu of %zu)\n", name.c_str(), i + 1, rows.size());
+    std::fflush(progress_out);
+    auto r = bench::RunKvs(rows[i].o, KvsProgressPrinter(progress_out, simulate, name));
+    if (!r.ok()) {
+      if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+      std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(), r.status().ToString().c_str());
+      return 1;
+    }
+    rows[i].r = *std::move(r);
+    wall_runs += rows[i].r.wall_s;
+    if (rows[i].r.sim) events += rows[i].r.sim->events;
+  }
+
+  // The table.
+  int name_w = 8;
+  for (const std::string& n : *names) name_w = std::max(name_w, static_cast<int>(n.size()));
+  std::string vs = "vs " + baseline;
+  int vs_w = std::max(8, static_cast<int>(vs.size()));
+  std::printf("%-*s %12s %*s %8s %9s %9s %12s", name_w, "protocol", "txn/s", vs_w, vs.c_str(),
+              "abort%", "p50 us", "p99 us", "atomics/txn");
+  if (simulate) {
+    for (const char* v : kVerbNames) std::printf(" %7s", (std::string(v) + "%").c_str());
+  }
+  std::printf("\n");
+  const double base_tput = Throughput(rows[base_index].r);
+  for (size_t i = 0; i < rows.size(); i++) {
+    const bench::KvsResult& r = rows[i].r;
+    double tput = Throughput(r);
+    std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, (*names)[i].c_str(), tput,
+                vs_w, base_tput > 0 ? tput / base_tput : 0.0, 100.0 * AbortRate(r),
+                static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
+                static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, AtomicsPerTxn(r));
+    if (simulate) {
+      for (int v = 0; v < 4; v++) std::printf(" %7.1f", 100.0 * NicShare(r, v));
+    }
+    std::printf("\n");
+  }
+  std::printf("%s = throughput / %s's; atomics/txn = (CAS + FAA) per committed txn%s\n", vs.c_str(),
+              baseline.c_str(),
+              simulate ? fmt::format("; READ% .. FAA% = MN NIC busy share by verb, mean over the "
+                                     "{} MN(s)",
+                                     o.cluster.mns)
+                             .c_str()
+                       : "");
+  std::fflush(stdout);
+
+  // The history checks.
+  std::vector<HistoryCheck> checks;
+  bool all_ok = true;
+  if (!a.no_check) {
+    for (size_t i = 0; i < rows.size(); i++) {
+      const std::string& name = (*names)[i];
+      std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, rows.size());
+      std::fflush(progress_out);
+      HistoryCheck c = CheckHistory(rows[i].o, a.check_txns);
+      wall_checks += c.wall_s;
+      events += c.events;
+      if (c.ok) {
+        std::printf("history check %s: ok (%lu txns, model %s)\n", name.c_str(),
+                    static_cast<unsigned long>(c.committed), c.model.c_str());
+      } else {
+        all_ok = false;
+        std::printf("history check %s: FAILED (model %s): %s\n", name.c_str(), c.model.c_str(),
+                    c.detail.c_str());
+      }
+      std::fflush(stdout);
+      checks.push_back(std::move(c));
+    }
+  }
+
+  if (!all_ok && simulate) std::printf("replay: %s\n", CommandLine().c_str());
+
+  if (!a.json_path.empty()) {
+    nlohmann::json out;
+    out["bench"] = "compare";
+    out["workload"] = "kvs";
+    out["baseline"] = baseline;
+    out["ablation"] = a.ablation;
+    nlohmann::json jrows = nlohmann::json::array();
+    for (size_t i = 0; i < rows.size(); i++) {
+      nlohmann::json j = nlohmann::json::parse(bench::KvsResultJson(rows[i].o, rows[i].r));
+      j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(rows[i].r) / base_tput : 0.0;
+      j["atomics_per_committed_txn"] = AtomicsPerTxn(rows[i].r);
+      if (simulate) {
+        nlohmann::json share;
+        for (int v = 0; v < 4; v++) share[kVerbNames[v]] = NicShare(rows[i].r, v);
+        j["mn_nic_busy_share_mean"] = share;
+      }
+      if (i < checks.size()) {
+        const HistoryCheck& c = checks[i];
+        j["history_check"] = {{"ok", c.ok},
+                              {"model", c.model},
+                              {"committed", c.committed},
+                              {"failed", c.failed},
+                              {"detail", c.detail}};
+      }
+      jrows.push_back(j);
+    }
+    out["rows"] = jrows;
+    if (!WriteFile(a.json_path, out.dump(2) + "\n")) {
+      return Fail(what, "cannot write " + a.json_path);
+    }
+    std::printf("results written to %s\n", a.json_path.c_str());
+  }
+  if (simulate) {
+    // The one line that depends on the machine, not the seed.
+    double wall = wall_runs + wall_checks;
+    std::printf(
+        "wall clock   %.2f s for the measured runs, %.2f s for the history checks, %lu events, "
+        "%.2f M events/s\n",
+        wall_runs, wall_checks, static_cast<unsigned long>(events),
+        wall > 0 ? static_cast<double>(events) / wall / 1e6 : 0.0);
+  }
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
+  auto a = std::make_shared<CompareArgs>();
+  CLI::App* cmd = parent.add_subcommand(
+      "compare", simulate ? "Every protocol (or ablation step) on one workload, one seed, one "
+                            "table; simulated cluster, virtual time"
+                          : "Every protocol (or ablation step) on one workload with identical "
+                            "settings and seed, one table");
+  cmd->add_option("--workload", a->workload, "the workload every row runs (choices: kvs)")
+      ->capture_default_str();
+  AddKvsWorkloadFlags(cmd, &a->flags, simulate);
+  CLI::Option* protocols = cmd->add_option(
+      "--protocols", a->protocols,
+      "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
+  CLI::Option* ablation =
+      cmd->add_flag("--ablation", a->ablation,
+                    "rows are the Lotus ablation steps instead: motor, +full-record, +log-visible, "
+                    "+lock-sharding, +load-balancing, +vt-cache");
+  protocols->excludes(ablation);
+  cmd->add_option("--baseline", a->baseline,
+                  "the row the throughput ratio is taken against (default: motor if it is a row, "
+                  "else the first)");
+  cmd->add_flag("--no-check", a->no_check,
+                "skip the history check (a short list-append run per row judged by the "
+                "isolation checker), for pure speed runs");
+  cmd->add_option("--check-txns", a->check_txns,
+                  "transactions in each row's history check, about (over all clients)")
+      ->capture_default_str();
+  cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
+  cmd->callback(
+      [a, action, simulate] { *action = [a, simulate] { return RunCompare(*a, simulate); }; });
+}
+
+}  // namespace pond::tools
