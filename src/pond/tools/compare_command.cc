@@ -43,7 +43,7 @@ struct CompareArgs {
   bool ablation = false;
   std::string baseline;  // empty: motor if it is a row, else the first row
   bool no_check = false;
-  uint32_t check_txns = 2000;
+  uint32_t check_txns = 5000;
   std::string json_path;
 };
 
@@ -83,6 +83,10 @@ HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
                            static_cast<uint64_t>(o.coros);
   bench::ListAppendOptions lo;
   lo.seed = o.cluster.seed;
+  // At least one active key per client: contended (zipf 0.99), but not so much that few of the
+  // transactions on a large cluster commit and the history says little.
+  lo.window =
+      static_cast<uint32_t>(std::max<uint64_t>(lo.window, std::min<uint64_t>(clients, 1 << 16)));
   lo.txns_per_client = static_cast<uint32_t>(std::max<uint64_t>(1, (txns + clients - 1) / clients));
   // A key retires after max_appends elements and a transaction appends at most mops_max, so this
   // many keys hold the window for every transaction the run can make.
@@ -387,7 +391,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                 "skip the history check (a short list-append run per row judged by the "
                 "isolation checker), for pure speed runs");
   cmd->add_option("--check-txns", a->check_txns,
-                  "transactions in each row's history check, about (over all clients)")
+                  "transactions (attempts, over all clients, about) in each row's history check")
       ->capture_default_str();
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   cmd->callback(
