@@ -47,7 +47,7 @@ struct ProtocolConfig {
   bool full_record_store = true;  // else Motor's value + delta layout: two READs/WRITEs a version
   bool log_and_visible = true;    // commit log + write-invisible/visible (else write committed)
   bool cn_locks = true;           // locks on CN lock tables (else CAS on the MN lock word)
-  bool hybrid_routing = true;     // route read-write calls to the lock's CN, read-only at random
+  bool hybrid_routing = true;     // run read-write calls on the CN that manages their locks
   bool vt_cache = true;           // version table cache (needs cn_locks)
 };
 
@@ -84,7 +84,8 @@ struct TableOptions {
 };
 
 // Where hybrid routing (Lotus §4.3) sends a call: read-write transactions to the CN managing the
-// shard of their first key, read-only ones to a random CN.
+// shard of their first key; read-only ones stay on the calling CN (clients are spread evenly
+// over CNs, so that CN is as good as any: the load-balancing half of Lotus's second level).
 struct RouteHint {
   TxnKind kind = TxnKind::kReadWrite;
   uint16_t table = 0;

@@ -221,10 +221,12 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
                            const RouteHint& hint) {
   ClusterImpl& cl = w_->cluster;
   POND_CHECK(proc < cl.procedures.size());
-  // Without hybrid routing (motor, ford, the first ablation steps) a call runs where it is made.
-  uint16_t target = !cl.config.protocol.hybrid_routing ? w_->cn_id()
-                    : hint.kind == TxnKind::kReadOnly
-                        ? static_cast<uint16_t>(w_->rng.Uniform(cl.cns.size()))
+  // Read-only calls need no locks and stay where they are made: Lotus's second level sends them
+  // to any CN to spread load, and a client's own CN is such a CN when clients are spread over
+  // CNs evenly, as in every Pond workload — without a message hop that would buy nothing.
+  // Without hybrid routing (motor, ford, the first ablation steps) every call stays.
+  uint16_t target = !cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly
+                        ? w_->cn_id()
                         : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
   if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
 
@@ -353,6 +355,9 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   spec.versions = cl.config.versions;
   spec.critical_field = options.critical_field;
   spec.single_version = cl.config.protocol.single_version;
+  // FORD's hash buckets hold 22 slots; a bucket READ (a key whose address is not cached) then
+  // moves 22 whole records, the bandwidth cost Lotus §2.2 names.
+  if (spec.single_version) spec.slots_per_bucket = 22;
   spec.capacity = options.capacity;
   Status s = RunOn(cl, w, store::CreateTable(*w.ep, cl.layout, spec));
   if (!s.ok()) return s;
