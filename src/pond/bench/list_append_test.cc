@@ -122,6 +122,14 @@ TEST(ListAppendTest, FordRunIsStrictlySerializable) {
   EXPECT_GT(c.run.failed, 0u) << "the run was meant to be contended";
 }
 
+TEST(ListAppendTest, MnLockAblationStepsAreStrictlySerializable) {
+  for (const char* step : {"+full-record", "+log-visible"}) {
+    Checked c = RunAndCheck(Isolation::kSerializable, Contended(), 4,
+                            check::Model::kStrictSerializable, step);
+    EXPECT_EQ(c.exit_code, check::kExitValid) << step;
+  }
+}
+
 ListAppendOptions WriteSkew() {
   ListAppendOptions o;
   o.keys = 20000;
@@ -152,13 +160,6 @@ TEST(ListAppendTest, WriteSkewUnderSrNeverHappens) {
                             protocol);
     EXPECT_EQ(c.exit_code, check::kExitValid) << protocol;
   }
-}
-
-TEST(ListAppendTest, WriteSkewUnderMotorSiIsCaught) {
-  Checked c =
-      RunAndCheck(Isolation::kSnapshot, WriteSkew(), 4, check::Model::kSerializable, "motor");
-  EXPECT_EQ(c.exit_code, check::kExitInvalid) << "motor's SI lets write skew through too";
-  EXPECT_GT(AnomalyCount(c.report, "G2-item"), 0u);
 }
 
 }  // namespace

@@ -149,6 +149,8 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
   std::vector<uint64_t> cas_old(items_.size(), 0);
   std::vector<GAddr> cas_word(items_.size());
   std::vector<char> cas_posted(items_.size(), 0);
+  // The lock word as read by its own READ, posted before the CVT's (see below).
+  std::vector<uint64_t> lock_seen(items_.size(), 0);
   int invisible_waits = 0;
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) {
@@ -192,7 +194,15 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
         bufs[i].resize(it.table->cvt_bytes);
         whole_bucket[i] = 0;
         it.ref = *addr;
-        ep.Read(addr->Addr(*it.table, primary, 0), bufs[i].data(), it.table->cvt_bytes);
+        GAddr cvt_addr = addr->Addr(*it.table, primary, 0);
+        // A READ copies from the end backwards (docs/formats.md), so the lock word inside the
+        // CVT's copy is read *after* its cells and may show a writer's unlock without its cell.
+        // Read first, in its own READ, a free lock word means: no writer with an older
+        // timestamp is still to write, and the cells read next show what such writers wrote.
+        if (lock_word_matters && !it.locked) {
+          ep.Read(cvt_addr + offsetof(store::CvtHeader, lock), &lock_seen[i], sizeof(uint64_t));
+        }
+        ep.Read(cvt_addr, bufs[i].data(), it.table->cvt_bytes);
       } else {
         bufs[i].resize(it.table->bucket_bytes());
         whole_bucket[i] = 1;
@@ -242,8 +252,10 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
             it.have_slot = true;
             it.cvt = f->cvt;
             if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
-            if (mn_locks && it.access != Access::kRead && !it.locked) {
-              retry.push_back(i);  // lock the slot, now that it is known, on the next attempt
+            if ((mn_locks && it.access != Access::kRead && !it.locked) ||
+                (lock_word_matters && !it.locked)) {
+              // Lock the slot, or read its lock word first, now that it is known.
+              retry.push_back(i);
               attempt--;
             } else {
               to_read.push_back(i);
@@ -283,8 +295,10 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       it.have_slot = true;
       it.cvt = *cvt;
       if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
-      if (mn_locks && it.access != Access::kRead && !it.locked) {
-        retry.push_back(i);  // found by a bucket READ: lock the slot on the next attempt
+      if ((mn_locks && it.access != Access::kRead && !it.locked) ||
+          (whole_bucket[i] && lock_word_matters && !it.locked)) {
+        // Found by a bucket READ: lock the slot, or read its lock word first, on the next attempt.
+        retry.push_back(i);
         attempt--;
         continue;
       }
@@ -301,7 +315,7 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
     for (size_t i : to_read) {
       Item& it = items_[i];
       bool busy = false;
-      if (lock_word_matters && !it.locked && it.cvt.lock != 0 && it.cvt.lock != self) {
+      if (lock_word_matters && !it.locked && lock_seen[i] != 0 && lock_seen[i] != self) {
         if (kind_ == TxnKind::kReadWrite) {
           co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
         }
@@ -481,12 +495,16 @@ Task<Status> MvccTxn::Validate() {
   for (int attempt = 0; !check.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) co_return AbortedBecause("validation: torn reads");
     std::vector<std::vector<std::byte>> bufs(check.size());
+    std::vector<uint64_t> lock_seen(check.size(), 0);
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
       MnId primary = cl.placement.Primary(it.lk.key);
       if (it.have_slot) {
         bufs[k].resize(it.table->cvt_bytes);
-        ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), it.table->cvt_bytes);
+        // The lock word first, by itself: see ReadItems.
+        GAddr cvt_addr = it.ref.Addr(*it.table, primary, 0);
+        ep.Read(cvt_addr + offsetof(store::CvtHeader, lock), &lock_seen[k], sizeof(uint64_t));
+        ep.Read(cvt_addr, bufs[k].data(), it.table->cvt_bytes);
       } else {
         bufs[k].resize(it.table->bucket_bytes());
         ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
@@ -512,14 +530,21 @@ Task<Status> MvccTxn::Validate() {
       }
       // Changed: locked by a writer, or a version this transaction should have read (committed
       // between the one it read and its commit timestamp, or not yet known: INVISIBLE).
-      bool changed = cvt->lock != 0 && cvt->lock != self;
+      bool changed = lock_seen[k] != 0 && lock_seen[k] != self;
+      // Recycling overwrites the oldest cell first, so while the version read is still there,
+      // every newer version is too. Once it is gone (or, for a key read as absent, once no cell
+      // is free), a version in between may have come and gone: that counts as a change.
+      bool read_version_kept = false, any_empty = false;
       for (int c = 0; c < cvt->versions; c++) {
         const Cell& cell = cvt->cells[c];
+        if (!cell.valid) any_empty = true;
+        if (cell.valid && cell.commit_ts == it.read_ts) read_version_kept = true;
         if (cell.valid && cell.commit_ts > it.read_ts && cell.commit_ts < commit_ts_) {
           changed = true;
         }
         if (cell.valid && cell.commit_ts == kInvisible) changed = true;
       }
+      if (it.read_ts != 0 ? !read_version_kept : !any_empty) changed = true;
       if (changed) co_return AbortedBecause("validation");
     }
     check = std::move(retry);
