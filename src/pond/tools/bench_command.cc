@@ -87,6 +87,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddRaw(*bench, action);
   AddKvsCommand(*bench, action, /*simulate=*/false);
   AddCompareCommand(*bench, action, /*simulate=*/false);
+  AddSmallBankCommand(*bench, action, /*simulate=*/false);
 }
 
 }  // namespace pond::tools

@@ -180,6 +180,41 @@ expect_error "compare ablation with protocols" "excludes" sim compare --ablation
 expect_error "compare ford under SI" "ford" sim compare --protocols lotus,ford --isolation si
 expect_error "compare check txns" "check-txns" bench compare --check-txns 0
 
+# SmallBank: a short run on threads passes its money check; the simulator's stdout is one
+# seed's (the wall-clock line aside); bad input is one line and exit 2.
+if "$pond" bench smallbank --seconds 0.3 --accounts 2000 --region-mib 64 --json "$tmp/sb.json" \
+     >"$tmp/out" 2>&1 && grep -q '^throughput' "$tmp/out" &&
+   grep -q '^money check  ok: ' "$tmp/out" && grep -q '"money_check"' "$tmp/sb.json"; then
+  echo "ok   bench smallbank run"
+else
+  echo "FAIL bench smallbank run:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+sb_args="sim smallbank --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.001"
+"$pond" $sb_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/sb1" &&
+"$pond" $sb_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/sb2" &&
+"$pond" $sb_args --seed 12 --protocol ford 2>/dev/null | grep -v '^wall clock' >"$tmp/sb3"
+if cmp -s "$tmp/sb1" "$tmp/sb2" && grep -q '^money check  ok: ' "$tmp/sb1" &&
+   grep -q '^MN 2 NIC' "$tmp/sb1" && grep -q '^money check  ok: ' "$tmp/sb3" &&
+   grep -q '^pond sim smallbank: .*, protocol ford, ' "$tmp/sb3"; then
+  echo "ok   sim smallbank is deterministic and checks its money"
+else
+  echo "FAIL sim smallbank:"; cat "$tmp/sb1"; diff "$tmp/sb1" "$tmp/sb2"; failures=$((failures + 1))
+fi
+expect_error "smallbank one account" "accounts" bench smallbank --accounts 1
+expect_error "smallbank bad hot fraction" "hot-fraction" sim smallbank --hot-fraction 0
+expect_error "smallbank bad isolation" "isolation" bench smallbank --isolation rc
+expect_error "smallbank unknown protocol" "unknown protocol" sim smallbank --protocol paxos
+expect_error "smallbank ford under SI" "ford" sim smallbank --protocol ford --isolation si
+expect_error "smallbank unknown model" "model" sim smallbank --model cx9
+for cmd in "sim smallbank" "bench smallbank"; do
+  if "$pond" $cmd --help >"$tmp/out" 2>&1 && grep -q -- --accounts "$tmp/out" &&
+     grep -q -- --hot-fraction "$tmp/out" && grep -q -- --protocol "$tmp/out"; then
+    echo "ok   $cmd --help"
+  else
+    echo "FAIL $cmd --help"; failures=$((failures + 1))
+  fi
+done
+
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
   echo "ok   --help"

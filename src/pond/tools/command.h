@@ -20,6 +20,9 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench compare` and `sim compare`: every protocol on one workload (compare_command.cc).
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
+// `bench smallbank` and `sim smallbank`: the SmallBank workload (smallbank_command.cc).
+void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate);
+
 // The command line as typed, for printing the command that replays a simulated run.
 void SetCommandLine(int argc, char** argv);
 const std::string& CommandLine();

@@ -245,6 +245,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   sim->require_subcommand(1);
   AddKvsCommand(*sim, action, /*simulate=*/true);
   AddCompareCommand(*sim, action, /*simulate=*/true);
+  AddSmallBankCommand(*sim, action, /*simulate=*/true);
 }
 
 namespace {

@@ -4,57 +4,63 @@
 
 namespace pond::tools {
 
-void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
-  bench::KvsOptions& o = f->o;
+void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
+                     std::string* isolation, std::string* model, bool simulate) {
   if (simulate) {
     // The Lotus testbed (§8.1): 3 MNs, 9 CNs of 8 cores, 6 coroutines each, N = 2 versions.
-    o.cluster.cns = 9;
-    o.cluster.workers_per_cn = 8;
-    o.coros = 6;
-    o.cluster.versions = 2;
-    o.seconds = 0.01;
+    c->cns = 9;
+    c->workers_per_cn = 8;
+    *coros = 6;
+    c->versions = 2;
+    *seconds = 0.01;
   }
-  cmd->add_option("--mns", o.cluster.mns, "memory nodes")->capture_default_str();
-  cmd->add_option("--cns", o.cluster.cns, "compute nodes")->capture_default_str();
-  cmd->add_option("--workers", o.cluster.workers_per_cn, "worker threads (cores) per CN")
+  cmd->add_option("--mns", c->mns, "memory nodes")->capture_default_str();
+  cmd->add_option("--cns", c->cns, "compute nodes")->capture_default_str();
+  cmd->add_option("--workers", c->workers_per_cn, "worker threads (cores) per CN")
       ->capture_default_str();
-  cmd->add_option("--coros", o.coros, "client coroutines per worker")->capture_default_str();
-  cmd->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
-  cmd->add_option(simulate ? "--virtual-seconds" : "--seconds", o.seconds,
+  cmd->add_option("--coros", *coros, "client coroutines per worker")->capture_default_str();
+  cmd->add_option(simulate ? "--virtual-seconds" : "--seconds", *seconds,
                   simulate ? "measured run time, in virtual seconds" : "measured run time")
       ->capture_default_str();
-  cmd->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
-      ->capture_default_str();
-  cmd->add_option("--theta", o.theta, "zipf skew of keys; 0 = uniform (the papers use 0.99)")
-      ->capture_default_str();
-  cmd->add_option("--isolation", f->isolation, "sr (serializable) or si (snapshot isolation)")
+  cmd->add_option("--isolation", *isolation, "sr (serializable) or si (snapshot isolation)")
       ->check(CLI::IsMember({"sr", "si"}, CLI::ignore_case))
       ->capture_default_str();
-  cmd->add_option("--replication", o.cluster.replication, "copies of each record")
-      ->capture_default_str();
-  cmd->add_option("--versions", o.cluster.versions, "version cells per record")
-      ->capture_default_str();
-  cmd->add_option("--region-mib", o.cluster.region_mib, "MiB of memory per MN")
-      ->capture_default_str();
-  cmd->add_option("--seed", o.cluster.seed, "seed for keys, routing (and the whole simulation)")
+  cmd->add_option("--replication", c->replication, "copies of each record")->capture_default_str();
+  cmd->add_option("--versions", c->versions, "version cells per record")->capture_default_str();
+  cmd->add_option("--region-mib", c->region_mib, "MiB of memory per MN")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "seed for keys, routing (and the whole simulation)")
       ->capture_default_str();
   if (simulate) {
-    cmd->add_option("--model", f->model,
+    cmd->add_option("--model", *model,
                     "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
   }
 }
 
-Status ResolveKvsFlags(KvsFlags* f, bool simulate) {
-  f->o.cluster.isolation = (f->isolation == "si" || f->isolation == "SI")
-                               ? Isolation::kSnapshot
-                               : Isolation::kSerializable;
+Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
+                           const std::string& isolation, const std::string& model, bool simulate) {
+  c->isolation =
+      (isolation == "si" || isolation == "SI") ? Isolation::kSnapshot : Isolation::kSerializable;
   if (simulate) {
-    Result<SimModel> m = SimModel::FromFlag(f->model);
+    Result<SimModel> m = SimModel::FromFlag(model);
     if (!m.ok()) return m.status();
-    f->o.sim = *m;
+    *sim = *m;
   }
   return Status::Ok();
+}
+
+void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
+  bench::KvsOptions& o = f->o;
+  AddClusterFlags(cmd, &o.cluster, &o.coros, &o.seconds, &f->isolation, &f->model, simulate);
+  cmd->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
+  cmd->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
+      ->capture_default_str();
+  cmd->add_option("--theta", o.theta, "zipf skew of keys; 0 = uniform (the papers use 0.99)")
+      ->capture_default_str();
+}
+
+Status ResolveKvsFlags(KvsFlags* f, bool simulate) {
+  return ResolveClusterFlags(&f->o.cluster, &f->o.sim, f->isolation, f->model, simulate);
 }
 
 std::string KvsSettings(const bench::KvsOptions& o, bool simulate) {

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "pond/bench/kvs_bench.h"
@@ -19,9 +20,18 @@ struct KvsFlags {
   std::string model = "cx3";  // simulated runs only
 };
 
-// Sets the defaults (simulated: the Lotus testbed, §8.1) and registers the cluster and workload
-// flags on `cmd`: --mns --cns --workers --coros --keys --seconds (--virtual-seconds) --rw-ratio
-// --theta --isolation --replication --versions --region-mib --seed, and --model if simulated.
+// The cluster flags every workload command shares: sets the defaults (simulated: the Lotus
+// testbed, §8.1) and registers --mns --cns --workers --coros --seconds (--virtual-seconds)
+// --isolation --replication --versions --region-mib --seed, and --model if simulated. The
+// pointers must outlive the parse and the command's action.
+void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
+                     std::string* isolation, std::string* model, bool simulate);
+// After parsing: applies `isolation` to c and (simulated) loads `model` into *sim.
+// InvalidArgument with a one-line reason on a bad model.
+Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
+                           const std::string& isolation, const std::string& model, bool simulate);
+
+// The cluster flags (AddClusterFlags) plus the KVS workload's: --keys --rw-ratio --theta.
 // `f` must outlive the parse and the command's action.
 void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);
 
