@@ -169,8 +169,20 @@ if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0
 else
   echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
-expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs)" sim compare \
-  --workload tpcc
+expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs, smallbank)" \
+  sim compare --workload tpcc
+if "$pond" $cmp_args --workload smallbank --accounts 2000 --json "$tmp/cs.json" >"$tmp/out" \
+     2>/dev/null && grep -q '^pond sim compare: .*, workload smallbank, ' "$tmp/out" &&
+   grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&
+   [ "$(grep -c '^money check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
+   [ "$(grep -c '"money_check"' "$tmp/cs.json")" -eq 3 ]; then
+  echo "ok   sim compare --workload smallbank"
+else
+  echo "FAIL sim compare --workload smallbank:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "compare smallbank one account" "accounts" sim compare --workload smallbank \
+  --accounts 1
 expect_error "compare unknown protocol" "unknown protocol 'nope'" sim compare --protocols lotus,nope
 expect_error "compare empty protocol" "empty name" bench compare --protocols lotus,
 expect_error "compare protocol twice" "twice" sim compare --protocols lotus,lotus

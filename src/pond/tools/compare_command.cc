@@ -15,6 +15,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/list_append.h"
+#include "pond/bench/smallbank.h"
 #include "pond/check/checker.h"
 #include "pond/check/history.h"
 #include "pond/check/recorder.h"
@@ -39,6 +41,10 @@ const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
 struct CompareArgs {
   KvsFlags flags;
   std::string workload = "kvs";
+  // --workload smallbank: its own workload flags; the cluster flags are KvsFlags'.
+  uint64_t accounts = bench::SmallBankOptions{}.accounts;
+  double hot_fraction = bench::SmallBankOptions{}.hot_fraction;
+  double hot_access = bench::SmallBankOptions{}.hot_access;
   std::string protocols;  // comma-separated; empty: ProtocolNames()
   bool ablation = false;
   std::string baseline;  // empty: motor if it is a row, else the first row
@@ -47,10 +53,51 @@ struct CompareArgs {
   std::string json_path;
 };
 
+// One protocol's run. The table reads `r`; a SmallBank row keeps its own options and result
+// too (for its money check and JSON) and copies the shared measures into `r`.
 struct Row {
   bench::KvsOptions o;
   bench::KvsResult r;
+  std::optional<bench::SmallBankOptions> sb;
+  std::optional<bench::SmallBankResult> sbr;
 };
+
+bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOptions& o) {
+  bench::SmallBankOptions sb;
+  sb.cluster = o.cluster;
+  sb.coros = o.coros;
+  sb.seconds = o.seconds;
+  sb.sim = o.sim;
+  sb.accounts = a.accounts;
+  sb.hot_fraction = a.hot_fraction;
+  sb.hot_access = a.hot_access;
+  return sb;
+}
+
+// The measures the table shows, from a SmallBank run.
+bench::KvsResult AsKvsResult(const bench::SmallBankResult& s) {
+  bench::KvsResult r;
+  r.elapsed_s = s.elapsed_s;
+  r.committed = s.committed;
+  r.committed_rw = s.committed_rw;
+  r.aborted = s.aborted;
+  r.load_s = s.load_s;
+  r.latency_ns = s.latency_ns;
+  r.stats = s.stats;
+  r.wall_s = s.wall_s;
+  r.sim = s.sim;
+  r.sim_cpu_busy_ns = s.sim_cpu_busy_ns;
+  return r;
+}
+
+std::string SmallBankSettings(const bench::SmallBankOptions& o, bool simulate) {
+  return fmt::format(
+      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} accounts, {:.0f}% of "
+      "accesses to {:.1f}% hot, {} {}s, seed {}",
+      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
+      o.coros, o.cluster.replication, o.cluster.versions, o.accounts, o.hot_access * 100,
+      o.hot_fraction * 100, o.seconds, simulate ? "virtual " : "", o.cluster.seed);
+}
 
 struct HistoryCheck {
   bool ok = false;
@@ -196,9 +243,10 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
 
 int RunCompare(CompareArgs& a, bool simulate) {
   const char* what = simulate ? "sim compare" : "bench compare";
-  if (a.workload != "kvs") {
-    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs)");
+  if (a.workload != "kvs" && a.workload != "smallbank") {
+    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs, smallbank)");
   }
+  const bool smallbank = a.workload == "smallbank";
   Status resolved = ResolveKvsFlags(&a.flags, simulate);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
@@ -226,17 +274,23 @@ int RunCompare(CompareArgs& a, bool simulate) {
     row.o.cluster.protocol = *ProtocolByName(name);
     Status valid = bench::ValidateKvsOptions(row.o);
     if (!valid.ok()) return Fail(what, name + ": " + valid.message());
+    if (smallbank) {
+      row.sb = SmallBankOf(a, row.o);
+      valid = bench::ValidateSmallBankOptions(*row.sb);
+      if (!valid.ok()) return Fail(what, name + ": " + valid.message());
+    }
     rows.push_back(std::move(row));
   }
 
   std::string row_list;
   for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
   const bench::KvsOptions& o = a.flags.o;
-  std::printf("pond %s: build %s, workload kvs, transport %s%s, %s %s, baseline %s, %s\n",
-              simulate ? "sim compare" : "bench compare", bench::kBuildType,
+  std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s\n",
+              simulate ? "sim compare" : "bench compare", bench::kBuildType, a.workload.c_str(),
               simulate ? "sim" : "local", simulate ? (", model " + o.sim->name).c_str() : "",
               a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
-              KvsSettings(o, simulate).c_str());
+              smallbank ? SmallBankSettings(SmallBankOf(a, o), simulate).c_str()
+                        : KvsSettings(o, simulate).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
@@ -250,13 +304,26 @@ int RunCompare(CompareArgs& a, bool simulate) {
     const std::string& name = (*names)[i];
     std::fprintf(progress_out, "running %s (%zu of %zu)\n", name.c_str(), i + 1, rows.size());
     std::fflush(progress_out);
-    auto r = bench::RunKvs(rows[i].o, KvsProgressPrinter(progress_out, simulate, name));
-    if (!r.ok()) {
-      if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-      std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(), r.status().ToString().c_str());
-      return 1;
+    if (smallbank) {
+      auto r = bench::RunSmallBank(*rows[i].sb, KvsProgressPrinter(progress_out, simulate, name));
+      if (!r.ok()) {
+        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
+                     r.status().ToString().c_str());
+        return 1;
+      }
+      rows[i].r = AsKvsResult(*r);
+      rows[i].sbr = *std::move(r);
+    } else {
+      auto r = bench::RunKvs(rows[i].o, KvsProgressPrinter(progress_out, simulate, name));
+      if (!r.ok()) {
+        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
+                     r.status().ToString().c_str());
+        return 1;
+      }
+      rows[i].r = *std::move(r);
     }
-    rows[i].r = *std::move(r);
     wall_runs += rows[i].r.wall_s;
     if (rows[i].r.sim) events += rows[i].r.sim->events;
   }
@@ -294,9 +361,25 @@ int RunCompare(CompareArgs& a, bool simulate) {
                        : "");
   std::fflush(stdout);
 
+  // SmallBank's money checks, one per row.
+  bool all_ok = true;
+  if (smallbank) {
+    for (size_t i = 0; i < rows.size(); i++) {
+      const bench::SmallBankResult& r = *rows[i].sbr;
+      if (r.check_ok) {
+        std::printf("money check %s: ok (total %ld = initial %ld + net deposits %ld)\n",
+                    (*names)[i].c_str(), static_cast<long>(r.final_total),
+                    static_cast<long>(r.initial_total), static_cast<long>(r.net_deposits));
+      } else {
+        all_ok = false;
+        std::printf("money check %s: FAILED: %s\n", (*names)[i].c_str(), r.check_detail.c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+
   // The history checks.
   std::vector<HistoryCheck> checks;
-  bool all_ok = true;
   if (!a.no_check) {
     for (size_t i = 0; i < rows.size(); i++) {
       const std::string& name = (*names)[i];
@@ -323,12 +406,14 @@ int RunCompare(CompareArgs& a, bool simulate) {
   if (!a.json_path.empty()) {
     nlohmann::json out;
     out["bench"] = "compare";
-    out["workload"] = "kvs";
+    out["workload"] = a.workload;
     out["baseline"] = baseline;
     out["ablation"] = a.ablation;
     nlohmann::json jrows = nlohmann::json::array();
     for (size_t i = 0; i < rows.size(); i++) {
-      nlohmann::json j = nlohmann::json::parse(bench::KvsResultJson(rows[i].o, rows[i].r));
+      nlohmann::json j =
+          nlohmann::json::parse(smallbank ? bench::SmallBankResultJson(*rows[i].sb, *rows[i].sbr)
+                                          : bench::KvsResultJson(rows[i].o, rows[i].r));
       j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(rows[i].r) / base_tput : 0.0;
       j["atomics_per_committed_txn"] = AtomicsPerTxn(rows[i].r);
       if (simulate) {
@@ -373,9 +458,17 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                             "table; simulated cluster, virtual time"
                           : "Every protocol (or ablation step) on one workload with identical "
                             "settings and seed, one table");
-  cmd->add_option("--workload", a->workload, "the workload every row runs (choices: kvs)")
+  cmd->add_option("--workload", a->workload,
+                  "the workload every row runs (choices: kvs, smallbank)")
       ->capture_default_str();
   AddKvsWorkloadFlags(cmd, &a->flags, simulate);
+  cmd->add_option("--accounts", a->accounts, "smallbank: accounts")->capture_default_str();
+  cmd->add_option("--hot-fraction", a->hot_fraction,
+                  "smallbank: share of the accounts in the hot set")
+      ->capture_default_str();
+  cmd->add_option("--hot-access", a->hot_access,
+                  "smallbank: share of the account draws that go to the hot set")
+      ->capture_default_str();
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
