@@ -54,7 +54,9 @@ struct alignas(64) WorkerCounters {
   Histogram latency;
 };
 
-ClusterStats Minus(const ClusterStats& a, const ClusterStats& b) {
+}  // namespace
+
+ClusterStats StatsDelta(const ClusterStats& a, const ClusterStats& b) {
   ClusterStats d = a;
   d.committed -= b.committed;
   d.committed_read_only -= b.committed_read_only;
@@ -81,6 +83,8 @@ ClusterStats Minus(const ClusterStats& a, const ClusterStats& b) {
   d.addr_misses -= b.addr_misses;
   return d;
 }
+
+namespace {
 
 Result<int64_t> Get(const Txn& t, uint16_t table, uint64_t account) {
   Result<std::span<const std::byte>> v = t.Read(table, SmallBankKey(account));
@@ -378,7 +382,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     return Internal("a SmallBank transaction failed unexpectedly: " + wrong_status.ToString());
   }
   result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  result.stats = Minus(cluster.Stats(), before);
+  result.stats = StatsDelta(cluster.Stats(), before);
   if (cluster.simulated()) {
     result.sim = cluster.GetSimStats();
     result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;

@@ -88,6 +88,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddKvsCommand(*bench, action, /*simulate=*/false);
   AddCompareCommand(*bench, action, /*simulate=*/false);
   AddSmallBankCommand(*bench, action, /*simulate=*/false);
+  AddTatpCommand(*bench, action, /*simulate=*/false);
 }
 
 }  // namespace pond::tools

@@ -227,6 +227,33 @@ for cmd in "sim smallbank" "bench smallbank"; do
   fi
 done
 
+# TATP: the same contract, with the referential check.
+if "$pond" bench tatp --seconds 0.3 --subscribers 2000 --region-mib 64 --json "$tmp/ta.json" \
+     >"$tmp/out" 2>&1 && grep -q '^throughput' "$tmp/out" &&
+   grep -q '^ref. check   ok: ' "$tmp/out" && grep -q '"referential_check"' "$tmp/ta.json"; then
+  echo "ok   bench tatp run"
+else
+  echo "FAIL bench tatp run:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+ta_args="sim tatp --cns 3 --workers 2 --coros 2 --subscribers 2000 --region-mib 64 --virtual-seconds 0.001"
+"$pond" $ta_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/ta1" &&
+"$pond" $ta_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/ta2" &&
+"$pond" $ta_args --seed 12 --protocol motor --isolation si 2>/dev/null | grep -v '^wall clock' >"$tmp/ta3"
+if cmp -s "$tmp/ta1" "$tmp/ta2" && grep -q '^ref. check   ok: ' "$tmp/ta1" &&
+   grep -q '^ref. check   ok: ' "$tmp/ta3" && grep -q '^pond sim tatp: .*, protocol motor, snapshot' "$tmp/ta3"; then
+  echo "ok   sim tatp is deterministic and checks its rows"
+else
+  echo "FAIL sim tatp:"; cat "$tmp/ta1" "$tmp/ta3"; diff "$tmp/ta1" "$tmp/ta2"; failures=$((failures + 1))
+fi
+expect_error "tatp no subscribers" "subscribers" bench tatp --subscribers 0
+expect_error "tatp ford under SI" "ford" sim tatp --protocol ford --isolation si
+expect_error "tatp unknown flag" "--accounts" sim tatp --accounts 5
+if "$pond" sim tatp --help >"$tmp/out" 2>&1 && grep -q -- --subscribers "$tmp/out"; then
+  echo "ok   sim tatp --help"
+else
+  echo "FAIL sim tatp --help"; failures=$((failures + 1))
+fi
+
 # Help works and exits 0.
 if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
   echo "ok   --help"

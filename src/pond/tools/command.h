@@ -22,6 +22,8 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // `bench smallbank` and `sim smallbank`: the SmallBank workload (smallbank_command.cc).
 void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench tatp` and `sim tatp`: the TATP workload (tatp_command.cc).
+void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // The command line as typed, for printing the command that replays a simulated run.
 void SetCommandLine(int argc, char** argv);

@@ -246,6 +246,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   AddKvsCommand(*sim, action, /*simulate=*/true);
   AddCompareCommand(*sim, action, /*simulate=*/true);
   AddSmallBankCommand(*sim, action, /*simulate=*/true);
+  AddTatpCommand(*sim, action, /*simulate=*/true);
 }
 
 namespace {
