@@ -169,8 +169,15 @@ if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0
 else
   echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
-expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs, smallbank)" \
+expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs, smallbank, tatp)" \
   sim compare --workload tpcc
+if "$pond" $cmp_args --workload tatp --subscribers 1000 --protocols lotus,ford --no-check \
+     >"$tmp/out" 2>/dev/null && grep -q '^pond sim compare: .*, workload tatp, ' "$tmp/out" &&
+   [ "$(grep -c '^referential check [a-z]*: ok' "$tmp/out")" -eq 2 ]; then
+  echo "ok   sim compare --workload tatp"
+else
+  echo "FAIL sim compare --workload tatp:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
 if "$pond" $cmp_args --workload smallbank --accounts 2000 --json "$tmp/cs.json" >"$tmp/out" \
      2>/dev/null && grep -q '^pond sim compare: .*, workload smallbank, ' "$tmp/out" &&
    grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&

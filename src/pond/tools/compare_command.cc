@@ -24,6 +24,7 @@
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/list_append.h"
 #include "pond/bench/smallbank.h"
+#include "pond/bench/tatp.h"
 #include "pond/check/checker.h"
 #include "pond/check/history.h"
 #include "pond/check/recorder.h"
@@ -45,6 +46,7 @@ struct CompareArgs {
   uint64_t accounts = bench::SmallBankOptions{}.accounts;
   double hot_fraction = bench::SmallBankOptions{}.hot_fraction;
   double hot_access = bench::SmallBankOptions{}.hot_access;
+  uint64_t subscribers = bench::TatpOptions{}.subscribers;  // --workload tatp
   std::string protocols;  // comma-separated; empty: ProtocolNames()
   bool ablation = false;
   std::string baseline;  // empty: motor if it is a row, else the first row
@@ -60,7 +62,35 @@ struct Row {
   bench::KvsResult r;
   std::optional<bench::SmallBankOptions> sb;
   std::optional<bench::SmallBankResult> sbr;
+  std::optional<bench::TatpOptions> ta;
+  std::optional<bench::TatpResult> tar;
 };
+
+bench::TatpOptions TatpOf(const CompareArgs& a, const bench::KvsOptions& o) {
+  bench::TatpOptions t;
+  t.cluster = o.cluster;
+  t.coros = o.coros;
+  t.seconds = o.seconds;
+  t.sim = o.sim;
+  t.subscribers = a.subscribers;
+  return t;
+}
+
+// The measures the table shows, from a TATP run.
+bench::KvsResult AsKvsResult(const bench::TatpResult& s) {
+  bench::KvsResult r;
+  r.elapsed_s = s.elapsed_s;
+  r.committed = s.committed;
+  r.committed_rw = s.committed_rw;
+  r.aborted = s.aborted;
+  r.load_s = s.load_s;
+  r.latency_ns = s.latency_ns;
+  r.stats = s.stats;
+  r.wall_s = s.wall_s;
+  r.sim = s.sim;
+  r.sim_cpu_busy_ns = s.sim_cpu_busy_ns;
+  return r;
+}
 
 bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOptions& o) {
   bench::SmallBankOptions sb;
@@ -88,6 +118,15 @@ bench::KvsResult AsKvsResult(const bench::SmallBankResult& s) {
   r.sim = s.sim;
   r.sim_cpu_busy_ns = s.sim_cpu_busy_ns;
   return r;
+}
+
+std::string TatpSettings(const bench::TatpOptions& o, bool simulate) {
+  return fmt::format(
+      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} subscribers, {} {}s, "
+      "seed {}",
+      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
+      o.coros, o.cluster.replication, o.cluster.versions, o.subscribers, o.seconds,
+      simulate ? "virtual " : "", o.cluster.seed);
 }
 
 std::string SmallBankSettings(const bench::SmallBankOptions& o, bool simulate) {
@@ -243,10 +282,10 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
 
 int RunCompare(CompareArgs& a, bool simulate) {
   const char* what = simulate ? "sim compare" : "bench compare";
-  if (a.workload != "kvs" && a.workload != "smallbank") {
-    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs, smallbank)");
+  if (a.workload != "kvs" && a.workload != "smallbank" && a.workload != "tatp") {
+    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
   }
-  const bool smallbank = a.workload == "smallbank";
+  const bool smallbank = a.workload == "smallbank", tatp = a.workload == "tatp";
   Status resolved = ResolveKvsFlags(&a.flags, simulate);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
@@ -279,6 +318,11 @@ int RunCompare(CompareArgs& a, bool simulate) {
       valid = bench::ValidateSmallBankOptions(*row.sb);
       if (!valid.ok()) return Fail(what, name + ": " + valid.message());
     }
+    if (tatp) {
+      row.ta = TatpOf(a, row.o);
+      valid = bench::ValidateTatpOptions(*row.ta);
+      if (!valid.ok()) return Fail(what, name + ": " + valid.message());
+    }
     rows.push_back(std::move(row));
   }
 
@@ -290,6 +334,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
               simulate ? "sim" : "local", simulate ? (", model " + o.sim->name).c_str() : "",
               a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
               smallbank ? SmallBankSettings(SmallBankOf(a, o), simulate).c_str()
+              : tatp    ? TatpSettings(TatpOf(a, o), simulate).c_str()
                         : KvsSettings(o, simulate).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (bench::kAssertsOn) {
@@ -314,6 +359,16 @@ int RunCompare(CompareArgs& a, bool simulate) {
       }
       rows[i].r = AsKvsResult(*r);
       rows[i].sbr = *std::move(r);
+    } else if (tatp) {
+      auto r = bench::RunTatp(*rows[i].ta, KvsProgressPrinter(progress_out, simulate, name));
+      if (!r.ok()) {
+        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
+                     r.status().ToString().c_str());
+        return 1;
+      }
+      rows[i].r = AsKvsResult(*r);
+      rows[i].tar = *std::move(r);
     } else {
       auto r = bench::RunKvs(rows[i].o, KvsProgressPrinter(progress_out, simulate, name));
       if (!r.ok()) {
@@ -377,6 +432,22 @@ int RunCompare(CompareArgs& a, bool simulate) {
     }
     std::fflush(stdout);
   }
+  // TATP's referential checks, one per row.
+  if (tatp) {
+    for (size_t i = 0; i < rows.size(); i++) {
+      const bench::TatpResult& r = *rows[i].tar;
+      if (r.check_ok) {
+        std::printf("referential check %s: ok (%lu rows after the run, %lu loaded)\n",
+                    (*names)[i].c_str(), static_cast<unsigned long>(r.rows_after),
+                    static_cast<unsigned long>(r.rows_loaded));
+      } else {
+        all_ok = false;
+        std::printf("referential check %s: FAILED: %s\n", (*names)[i].c_str(),
+                    r.check_detail.c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
 
   // The history checks.
   std::vector<HistoryCheck> checks;
@@ -411,9 +482,10 @@ int RunCompare(CompareArgs& a, bool simulate) {
     out["ablation"] = a.ablation;
     nlohmann::json jrows = nlohmann::json::array();
     for (size_t i = 0; i < rows.size(); i++) {
-      nlohmann::json j =
-          nlohmann::json::parse(smallbank ? bench::SmallBankResultJson(*rows[i].sb, *rows[i].sbr)
-                                          : bench::KvsResultJson(rows[i].o, rows[i].r));
+      std::string row_json = smallbank ? bench::SmallBankResultJson(*rows[i].sb, *rows[i].sbr)
+                             : tatp    ? bench::TatpResultJson(*rows[i].ta, *rows[i].tar)
+                                       : bench::KvsResultJson(rows[i].o, rows[i].r);
+      nlohmann::json j = nlohmann::json::parse(row_json);
       j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(rows[i].r) / base_tput : 0.0;
       j["atomics_per_committed_txn"] = AtomicsPerTxn(rows[i].r);
       if (simulate) {
@@ -459,7 +531,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                           : "Every protocol (or ablation step) on one workload with identical "
                             "settings and seed, one table");
   cmd->add_option("--workload", a->workload,
-                  "the workload every row runs (choices: kvs, smallbank)")
+                  "the workload every row runs (choices: kvs, smallbank, tatp)")
       ->capture_default_str();
   AddKvsWorkloadFlags(cmd, &a->flags, simulate);
   cmd->add_option("--accounts", a->accounts, "smallbank: accounts")->capture_default_str();
@@ -469,6 +541,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--hot-access", a->hot_access,
                   "smallbank: share of the account draws that go to the hot set")
       ->capture_default_str();
+  cmd->add_option("--subscribers", a->subscribers, "tatp: subscribers")->capture_default_str();
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
