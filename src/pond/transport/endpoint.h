@@ -138,6 +138,11 @@ class Endpoint : public Poller {
 
   void Complete(Completion* c, Status status);
   void Deliver(std::span<const std::byte> packet);
+  // Packet buffers circulate instead of being freed: a backend hands each delivered packet's
+  // buffer back here, and Send builds the next packet in one of them, so steady-state messaging
+  // allocates nothing. The spares are this endpoint's own (its thread's), at most
+  // kSpareBuffersMax of them.
+  void RecycleBuffer(std::vector<std::byte>&& buf);
 
  private:
   void Post(const Op& op) { pending_.push_back(op); }
@@ -148,12 +153,17 @@ class Endpoint : public Poller {
   std::vector<Op> pending_;
   std::vector<Op> scratch_;
   std::vector<std::pair<uint16_t, MessageHandler>> handlers_;  // few kinds: a scan beats a map
+  static constexpr size_t kSpareBuffersMax = 64;
   struct OutBuffer {
     WorkerAddr to;
     uint16_t count = 0;
+    // bytes[0, len) is the packet so far. The vector is only grown, never zero-filled per
+    // message; it is cut to len when the packet leaves.
+    size_t len = 0;
     std::vector<std::byte> bytes;
   };
   std::vector<OutBuffer> out_;  // one per destination with messages this round
+  std::vector<std::vector<std::byte>> spare_buffers_;
   EndpointStats stats_;
 };
 

@@ -75,6 +75,7 @@ class LocalEndpoint final : public Endpoint {
     for (auto& p : arrived_) Deliver(p);
     // Counted down only after the handlers ran, so "none in flight" means "all processed".
     fabric_.in_flight_.fetch_sub(arrived_.size(), std::memory_order_acq_rel);
+    for (auto& p : arrived_) RecycleBuffer(std::move(p));
     bool any = !arrived_.empty();
     arrived_.clear();
     return any;

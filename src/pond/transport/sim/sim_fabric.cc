@@ -21,7 +21,7 @@ class SimEndpoint final : public Endpoint {
     faults_ = std::move(f).value();
   }
   ~SimEndpoint() override {
-    fabric_.endpoints_.erase(self().Packed());
+    fabric_.endpoints_[self().cn][self().worker] = nullptr;
     for (Batch* b : batches_) delete b;
     for (Batch* b : free_batches_) delete b;
   }
@@ -45,11 +45,13 @@ class SimEndpoint final : public Endpoint {
     batches_.clear();
     for (auto& p : packets_) {
       sim::FaultDecision d = faults_.Decide(rng_);
-      if (d.drop) continue;
+      if (d.drop) {
+        RecycleBuffer(std::move(p.bytes));
+        continue;
+      }
       uint64_t wire = m.one_way_ns + m.WireNs(p.bytes.size());
-      auto* pkt = new Outgoing(std::move(p));
-      if (d.duplicate) Transmit(new Outgoing(*pkt), at_ns + wire + d.duplicate_delay_ns);
-      Transmit(pkt, at_ns + wire + d.delay_ns);
+      if (d.duplicate) Transmit(p.to, p.bytes, at_ns + wire + d.duplicate_delay_ns);
+      Transmit(p.to, std::move(p.bytes), at_ns + wire + d.delay_ns);
     }
     packets_.clear();
   }
@@ -91,6 +93,7 @@ class SimEndpoint final : public Endpoint {
     for (auto& p : arrived_) {
       Deliver(p);
       activity_.messages++;
+      RecycleBuffer(std::move(p));
     }
     fabric_.in_flight_ -= arrived_.size();
     arrived_.clear();
@@ -103,15 +106,14 @@ class SimEndpoint final : public Endpoint {
     std::vector<std::byte> bytes;
   };
 
-  // Puts a packet on the wire; it reaches its worker's inbox at `at_ns`.
-  void Transmit(Outgoing* pkt, uint64_t at_ns) {
+  // Puts a packet on the wire; it reaches its worker's inbox at `at_ns`. The event carries the
+  // buffer itself (a vector fits in an event slot), so a packet in flight allocates nothing.
+  void Transmit(WorkerAddr to, std::vector<std::byte> bytes, uint64_t at_ns) {
     fabric_.in_flight_++;
-    fabric_.engine().At(at_ns, [f = &fabric_, pkt] {
-      SimEndpoint* dst = f->Find(pkt->to);
+    fabric_.engine().At(at_ns, [f = &fabric_, to, bytes = std::move(bytes)]() mutable {
+      SimEndpoint* dst = f->Find(to);
       POND_CHECK_MSG(dst != nullptr, "message to a worker that has no endpoint");
-      dst->inbox_.push_back(std::move(pkt->bytes));
-      WorkerAddr to = pkt->to;
-      delete pkt;
+      dst->inbox_.push_back(std::move(bytes));
       if (f->packet_hook_) f->packet_hook_(to);
     });
   }
@@ -218,16 +220,19 @@ SimFabric::~SimFabric() {
 }
 
 std::unique_ptr<Endpoint> SimFabric::CreateEndpoint(WorkerAddr self, Scheduler& sched) {
-  POND_CHECK_MSG(endpoints_.count(self.Packed()) == 0, "two endpoints for one worker address");
+  POND_CHECK_MSG(Find(self) == nullptr, "two endpoints for one worker address");
+  if (endpoints_.size() <= self.cn) endpoints_.resize(size_t{self.cn} + 1);
+  auto& row = endpoints_[self.cn];
+  if (row.size() <= self.worker) row.resize(size_t{self.worker} + 1, nullptr);
   auto ep = std::make_unique<SimEndpoint>(*this, self, sched);
-  endpoints_[self.Packed()] = ep.get();
+  row[self.worker] = ep.get();
   sched.AddPoller(ep.get());
   return ep;
 }
 
 SimEndpoint* SimFabric::Find(WorkerAddr w) const {
-  auto it = endpoints_.find(w.Packed());
-  return it == endpoints_.end() ? nullptr : it->second;
+  if (w.cn >= endpoints_.size() || w.worker >= endpoints_[w.cn].size()) return nullptr;
+  return endpoints_[w.cn][w.worker];
 }
 
 void SimFabric::Launch(WorkerAddr worker, uint64_t at_ns) {
@@ -247,18 +252,17 @@ void SimFabric::ResetNicStats() {
 }
 
 sim::FaultStats SimFabric::fault_stats() const {
-  // Summed in worker-id order so the total does not depend on hash-map iteration order.
-  std::vector<uint32_t> ids;
-  for (auto& [id, ep] : endpoints_) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
   sim::FaultStats total;
-  for (uint32_t id : ids) {
-    const sim::FaultStats& s = endpoints_.at(id)->fault_stats();
-    total.decided_count += s.decided_count;
-    total.drop_count += s.drop_count;
-    total.duplicate_count += s.duplicate_count;
-    total.delay_count += s.delay_count;
-    total.delay_ns_total += s.delay_ns_total;
+  for (const auto& row : endpoints_) {
+    for (const SimEndpoint* ep : row) {
+      if (ep == nullptr) continue;
+      const sim::FaultStats& s = ep->fault_stats();
+      total.decided_count += s.decided_count;
+      total.drop_count += s.drop_count;
+      total.duplicate_count += s.duplicate_count;
+      total.delay_count += s.delay_count;
+      total.delay_ns_total += s.delay_ns_total;
+    }
   }
   return total;
 }

@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "pond/sim/engine.h"
@@ -80,7 +79,8 @@ class SimFabric final : public Fabric {
   std::vector<std::byte*> regions_;
   uint64_t region_bytes_;
   std::vector<sim::Server> nics_;
-  std::unordered_map<uint32_t, SimEndpoint*> endpoints_;  // looked up, never iterated
+  // endpoints_[cn][worker]; null where none. A dense table: every packet and round looks it up.
+  std::vector<std::vector<SimEndpoint*>> endpoints_;
   std::function<void(WorkerAddr)> packet_hook_;
   uint64_t in_flight_ = 0;
 };
