@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/transport/packet.h"
@@ -48,7 +49,12 @@ struct LockClient::AcquireState {
 };
 
 LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardMap& map)
-    : cn_(cn), ep_(ep), local_(local), map_(map), pending_(map.num_cns()) {
+    : cn_(cn),
+      ep_(ep),
+      local_(local),
+      map_(map),
+      pending_(map.num_cns()),
+      pending_mask_((map.num_cns() + 63) / 64) {
   POND_CHECK_MSG(cn < map.num_cns(), "CN id outside the shard map");
   POND_CHECK_MSG(ep.self().cn == cn, "lock client on another CN's endpoint");
   ep_.scheduler().AddPoller(this);
@@ -84,7 +90,7 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
       e.op = kOpLock;
       e.mode = static_cast<uint8_t>(item.req.mode);
       e.req_id = item.req_id;
-      pending_[dest].push_back(e);
+      Queue(dest, e);
       stats_.remote_acquires++;
       return;
     }
@@ -160,7 +166,7 @@ Task<Status> LockClient::Acquire(const LockOwner& owner, std::span<const LockReq
       e.table = item.req.key.table;
       e.op = kOpUnlock;
       e.mode = static_cast<uint8_t>(item.req.mode);
-      pending_[item.cn].push_back(e);
+      Queue(item.cn, e);
       stats_.unlocks_sent++;
     }
   }
@@ -184,27 +190,36 @@ void LockClient::Release(const LockOwner& owner, std::span<const LockRequest> re
     e.table = r.key.table;
     e.op = kOpUnlock;
     e.mode = static_cast<uint8_t>(r.mode);
-    pending_[dest].push_back(e);
+    Queue(dest, e);
     stats_.unlocks_sent++;
   }
 }
 
+void LockClient::Queue(uint16_t dest, const LockRequestEntry& e) {
+  pending_[dest].push_back(e);
+  pending_mask_[dest / 64] |= uint64_t{1} << (dest % 64);
+}
+
 void LockClient::EndRound() {
-  for (uint16_t dest = 0; dest < pending_.size(); dest++) {
-    auto& entries = pending_[dest];
-    for (size_t begin = 0; begin < entries.size(); begin += kLockBatchEntriesMax) {
-      const uint32_t n =
-          static_cast<uint32_t>(std::min<size_t>(kLockBatchEntriesMax, entries.size() - begin));
-      buf_.resize(sizeof(BatchHeader) + size_t{n} * sizeof(LockRequestEntry));
-      BatchHeader h{n, 0};
-      std::memcpy(buf_.data(), &h, sizeof(h));
-      std::memcpy(buf_.data() + sizeof(h), entries.data() + begin,
-                  size_t{n} * sizeof(LockRequestEntry));
-      // Worker i talks to worker i of the managing CN (Lotus §4.1).
-      ep_.Send(WorkerAddr{dest, ep_.self().worker}, kMsgLockRequests, buf_);
-      stats_.request_messages++;
+  for (size_t word = 0; word < pending_mask_.size(); word++) {
+    for (uint64_t bits = std::exchange(pending_mask_[word], 0); bits != 0; bits &= bits - 1) {
+      const auto dest =
+          static_cast<uint16_t>(word * 64 + static_cast<size_t>(std::countr_zero(bits)));
+      auto& entries = pending_[dest];
+      for (size_t begin = 0; begin < entries.size(); begin += kLockBatchEntriesMax) {
+        const uint32_t n =
+            static_cast<uint32_t>(std::min<size_t>(kLockBatchEntriesMax, entries.size() - begin));
+        buf_.resize(sizeof(BatchHeader) + size_t{n} * sizeof(LockRequestEntry));
+        BatchHeader h{n, 0};
+        std::memcpy(buf_.data(), &h, sizeof(h));
+        std::memcpy(buf_.data() + sizeof(h), entries.data() + begin,
+                    size_t{n} * sizeof(LockRequestEntry));
+        // Worker i talks to worker i of the managing CN (Lotus §4.1).
+        ep_.Send(WorkerAddr{dest, ep_.self().worker}, kMsgLockRequests, buf_);
+        stats_.request_messages++;
+      }
+      entries.clear();
     }
-    entries.clear();
   }
 }
 

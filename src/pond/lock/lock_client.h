@@ -100,7 +100,13 @@ class LockClient : public Poller {
   LockTable& local_;
   const ShardMap& map_;
   LockClientStats stats_;
+  // Queues `e` for destination CN `dest`, to leave at the end of this round.
+  void Queue(uint16_t dest, const LockRequestEntry& e);
+
   std::vector<std::vector<LockRequestEntry>> pending_;  // this round's entries, by destination CN
+  // Bit d set iff pending_[d] is non-empty: most rounds queue nothing, and EndRound runs every
+  // round, so it visits only these (in increasing order, which fixes the order batches leave).
+  std::vector<uint64_t> pending_mask_;
   std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer
