@@ -16,48 +16,70 @@ struct RootTask {
     std::suspend_never final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
     void unhandled_exception() noexcept { std::terminate(); }
+    detail::RootLink link;
   };
   std::coroutine_handle<promise_type> h;
 };
 
-// co_await CurrentHandle{} yields the awaiting coroutine's own handle without suspending.
-struct CurrentHandle {
-  std::coroutine_handle<> h;
+// co_await OwnLink{} yields the awaiting root's list link without suspending.
+struct OwnLink {
+  detail::RootLink* link = nullptr;
   bool await_ready() const noexcept { return false; }
-  bool await_suspend(std::coroutine_handle<> self) noexcept {
-    h = self;
+  bool await_suspend(std::coroutine_handle<RootTask::promise_type> self) noexcept {
+    link = &self.promise().link;
     return false;
   }
-  std::coroutine_handle<> await_resume() const noexcept { return h; }
+  detail::RootLink* await_resume() const noexcept { return link; }
 };
 
 RootTask RunRoot(Task<void> task, Scheduler* sched) {
   co_await std::move(task);
-  RootFinished(sched, co_await CurrentHandle{});
+  RootFinished(sched, co_await OwnLink{});
 }
 
 }  // namespace
 
-void RootFinished(Scheduler* s, std::coroutine_handle<> root) {
-  size_t erased = s->roots_.erase(root.address());
-  POND_ASSERT(erased == 1);
-  (void)erased;
+void RootStarted(Scheduler* s, detail::RootLink* link) {
+  link->prev = &s->roots_;
+  link->next = s->roots_.next;
+  s->roots_.next->prev = link;
+  s->roots_.next = link;
+  s->live_++;
+}
+
+void RootFinished(Scheduler* s, detail::RootLink* link) {
+  POND_ASSERT(s->live_ > 0 && link->next->prev == link && link->prev->next == link);
+  link->prev->next = link->next;
+  link->next->prev = link->prev;
+  s->live_--;
+}
+
+Scheduler::Scheduler(Clock& clock) : clock_(clock) {
+  roots_.prev = &roots_;
+  roots_.next = &roots_;
 }
 
 Scheduler::~Scheduler() { DestroyUnfinished(); }
 
 void Scheduler::DestroyUnfinished() {
-  // Destroying a root frame destroys the task it awaits, and so on down the chain.
-  std::unordered_set<void*> roots;
-  roots.swap(roots_);
-  for (void* frame : roots) std::coroutine_handle<>::from_address(frame).destroy();
+  // Destroying a root frame destroys the task it awaits, and so on down the chain. The frames
+  // are taken off the list first, so that whatever their destruction does to the scheduler
+  // cannot disturb the walk.
+  std::vector<std::coroutine_handle<>> frames;
+  frames.reserve(live_);
+  for (RootLink* l = roots_.next; l != &roots_; l = l->next) frames.push_back(l->frame);
+  roots_.prev = &roots_;
+  roots_.next = &roots_;
+  live_ = 0;
+  for (std::coroutine_handle<> frame : frames) frame.destroy();
   ready_.clear();
   timers_ = {};
 }
 
 void Scheduler::Spawn(Task<void> task) {
   RootTask root = RunRoot(std::move(task), this);
-  roots_.insert(root.h.address());
+  root.h.promise().link.frame = root.h;
+  RootStarted(this, &root.h.promise().link);
   Ready(root.h);
 }
 

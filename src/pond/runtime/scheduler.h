@@ -14,13 +14,22 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
-#include <unordered_set>
 #include <vector>
 
 #include "pond/runtime/clock.h"
 #include "pond/runtime/task.h"
 
 namespace pond {
+
+namespace detail {
+// The frame of every unfinished root task is on an intrusive list through its promise, so
+// spawning one (once per routed call) allocates nothing beyond the frame itself.
+struct RootLink {
+  RootLink* prev = nullptr;
+  RootLink* next = nullptr;
+  std::coroutine_handle<> frame;
+};
+}  // namespace detail
 
 // Something the scheduler polls once per round.
 class Poller {
@@ -36,7 +45,7 @@ class Poller {
 
 class Scheduler {
  public:
-  explicit Scheduler(Clock& clock) : clock_(clock) {}
+  explicit Scheduler(Clock& clock);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -61,7 +70,7 @@ class Scheduler {
   void RunUntilIdle();
 
   // Root tasks not finished yet.
-  size_t live() const { return roots_.size(); }
+  size_t live() const { return live_; }
   // Destroys every unfinished root task (and so the tasks it awaits), e.g. coroutines parked on
   // a reply that will never come. Owners call it while the objects those coroutines use still
   // exist; the destructor calls it too.
@@ -109,14 +118,17 @@ class Scheduler {
   void AddTimer(uint64_t deadline, std::coroutine_handle<> h) {
     timers_.push(Timer{deadline, timer_seq_++, h});
   }
-  friend void RootFinished(Scheduler* s, std::coroutine_handle<> root);
+  using RootLink = detail::RootLink;
+  friend void RootStarted(Scheduler* s, RootLink* link);
+  friend void RootFinished(Scheduler* s, RootLink* link);
 
   Clock& clock_;
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> running_;
   std::vector<Poller*> pollers_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
-  std::unordered_set<void*> roots_;  // frames of unfinished root tasks, freed in ~Scheduler
+  RootLink roots_;  // sentinel of the circular list of unfinished roots, freed in ~Scheduler
+  size_t live_ = 0;
   uint64_t timer_seq_ = 0;
   uint64_t rounds_ = 0;
   uint64_t resumes_ = 0;
