@@ -1,21 +1,27 @@
 #include "pond/sim/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace pond::sim {
 
 Engine::Engine(uint64_t seed, EngineOptions options)
-    : seed_(seed), pending_event_count_max_(options.pending_event_count_max), rng_(seed) {
-  POND_CHECK_MSG(pending_event_count_max_ > 0 && pending_event_count_max_ <= kSlotMask,
-                 "pending_event_count_max must be in [1, 2^24)");
+    : seed_(seed),
+      pending_event_count_max_(options.pending_event_count_max),
+      rng_(seed),
+      wheel_tail_(new uint32_t[kWheelSpanNs]),
+      wheel_bits_(new uint64_t[kBitmapWords]()) {
+  POND_CHECK_MSG(pending_event_count_max_ > 0 && pending_event_count_max_ < kSlotMask,
+                 "pending_event_count_max must be in [1, 2^24 - 1)");
+  std::fill_n(wheel_tail_.get(), kWheelSpanNs, kNoSlot);
   heap_.reserve(1024);
 }
 
 Engine::~Engine() {
   for (uint32_t i = 0; i < slot_count_; i++) {
     Slot& s = SlotAt(i);
-    if (s.seq != 0) s.op(s.storage, false);
+    if (SeqOf(s) != 0) s.op(s.storage, false);
   }
 }
 
@@ -26,15 +32,16 @@ uint32_t Engine::AllocSlot() {
     std::memcpy(&free_head_, SlotAt(index).storage, sizeof(free_head_));
     return index;
   }
-  // Slots in use = pending events + at most one running, so slot_count_ <= max + 1 <= 2^24 and
-  // every index fits in kSlotBits.
+  // Slots in use = pending events + cancelled ones still on the wheel (at most the events
+  // scheduled within one wheel span) + at most one running. kInHeap is never an index.
+  POND_CHECK_MSG(slot_count_ < kInHeap, "event slots exhausted");
   if ((slot_count_ & kChunkMask) == 0) chunks_.push_back(std::make_unique<Slot[]>(kChunkMask + 1));
   return slot_count_++;
 }
 
 void Engine::FreeSlot(uint32_t index) {
   Slot& s = SlotAt(index);
-  s.seq = 0;
+  s.link = 0;
   std::memcpy(s.storage, &free_head_, sizeof(free_head_));
   free_head_ = index;
 }
@@ -42,18 +49,82 @@ void Engine::FreeSlot(uint32_t index) {
 EventId Engine::Enqueue(uint64_t t_ns, uint32_t index) {
   POND_CHECK_MSG(next_seq_ < kSeqLimit, "event sequence numbers exhausted");
   uint64_t seq = next_seq_++;
-  SlotAt(index).seq = seq;
+  Slot& s = SlotAt(index);
   uint64_t key = seq << kSlotBits | index;
-  HeapPush(Entry{t_ns, key});
+  // t_ns >= now() was checked, so the difference cannot wrap.
+  if (t_ns - now() < kWheelSpanNs) {
+    s.link = seq << kSlotBits;
+    WheelAppend(index, t_ns);
+  } else {
+    s.link = seq << kSlotBits | kInHeap;
+    HeapPush(Entry{t_ns, key});
+  }
   stats_.events_scheduled++;
   if (++pending_count_ > stats_.pending_count_peak) stats_.pending_count_peak = pending_count_;
   return EventId(key);
 }
 
+void Engine::WheelAppend(uint32_t index, uint64_t t_ns) {
+  const size_t b = t_ns & kWheelMask;
+  Slot& s = SlotAt(index);
+  const uint32_t tail = wheel_tail_[b];
+  if (tail == kNoSlot) {
+    SetNext(s, index);
+    wheel_bits_[b / 64] |= uint64_t{1} << (b % 64);
+    wheel_summary_[b / 4096] |= uint64_t{1} << (b / 64 % 64);
+  } else {
+    Slot& t = SlotAt(tail);
+    SetNext(s, NextOf(t));
+    SetNext(t, index);
+  }
+  wheel_tail_[b] = index;
+  wheel_count_++;
+}
+
+uint32_t Engine::WheelPopHead(size_t b) {
+  const uint32_t tail = wheel_tail_[b];
+  Slot& t = SlotAt(tail);
+  const uint32_t head = NextOf(t);
+  if (head == tail) {
+    wheel_tail_[b] = kNoSlot;
+    uint64_t& word = wheel_bits_[b / 64];
+    word &= ~(uint64_t{1} << (b % 64));
+    if (word == 0) wheel_summary_[b / 4096] &= ~(uint64_t{1} << (b / 64 % 64));
+  } else {
+    SetNext(t, NextOf(SlotAt(head)));
+  }
+  wheel_count_--;
+  return head;
+}
+
+size_t Engine::WheelFindFrom(size_t from) const {
+  size_t w = from / 64;
+  uint64_t bits = wheel_bits_[w] & (~uint64_t{0} << (from % 64));
+  if (bits != 0) return w * 64 + static_cast<size_t>(std::countr_zero(bits));
+  // The next non-empty bitmap word after w, from the summary.
+  w++;
+  if (w == kBitmapWords) return kWheelSpanNs;
+  size_t v = w / 64;
+  uint64_t summary = wheel_summary_[v] & (~uint64_t{0} << (w % 64));
+  while (summary == 0) {
+    if (++v == kSummaryWords) return kWheelSpanNs;
+    summary = wheel_summary_[v];
+  }
+  w = v * 64 + static_cast<size_t>(std::countr_zero(summary));
+  return w * 64 + static_cast<size_t>(std::countr_zero(wheel_bits_[w]));
+}
+
+// Wheel events lie in [now, now + span), so the first non-empty bucket going round from now's
+// bucket holds the earliest of them.
+size_t Engine::WheelFind(size_t from) const {
+  size_t b = WheelFindFrom(from);
+  return b != kWheelSpanNs ? b : WheelFindFrom(0);
+}
+
 bool Engine::IsPending(EventId id) const {
   if (!id.valid()) return false;
   uint32_t index = static_cast<uint32_t>(id.bits_ & kSlotMask);
-  return index < slot_count_ && SlotAt(index).seq == id.bits_ >> kSlotBits;
+  return index < slot_count_ && SeqOf(SlotAt(index)) == id.bits_ >> kSlotBits;
 }
 
 bool Engine::Cancel(EventId id) {
@@ -61,12 +132,20 @@ bool Engine::Cancel(EventId id) {
   uint32_t index = static_cast<uint32_t>(id.bits_ & kSlotMask);
   Slot& s = SlotAt(index);
   s.op(s.storage, false);
-  FreeSlot(index);
   pending_count_--;
   stats_.events_cancelled++;
+  if (NextOf(s) != kInHeap) {
+    // Still linked in its bucket: only its seq goes, and the slot is freed when the bucket's
+    // turn comes (a singly linked list cannot unlink in O(1)).
+    s.link &= kSlotMask;
+    return true;
+  }
+  FreeSlot(index);
   // The heap entry stays until it surfaces or a compaction removes it. Compacting only when
   // stale entries outnumber live ones keeps the cost O(1) amortised per cancel.
-  if (++stale_count_ >= kCompactStaleCountMin && stale_count_ > pending_count_) Compact();
+  if (++stale_count_ >= kCompactStaleCountMin && stale_count_ > heap_.size() - stale_count_) {
+    Compact();
+  }
   return true;
 }
 
@@ -125,7 +204,7 @@ void Engine::Compact() {
   // Keys are unique, so the pop order is fixed by (time, key) alone and rebuilding the heap in
   // a different layout cannot change which event runs next: compaction is invisible.
   auto stale = [this](const Entry& e) {
-    return SlotAt(static_cast<uint32_t>(e.key & kSlotMask)).seq != e.key >> kSlotBits;
+    return SeqOf(SlotAt(static_cast<uint32_t>(e.key & kSlotMask))) != e.key >> kSlotBits;
   };
   heap_.erase(std::remove_if(heap_.begin(), heap_.end(), stale), heap_.end());
   for (size_t i = heap_.size() / 4 + 1; i-- > 0;) {
@@ -135,48 +214,71 @@ void Engine::Compact() {
   stats_.heap_compactions++;
 }
 
-bool Engine::RunTop() {
-  Entry e = HeapPop();
-  uint32_t index = static_cast<uint32_t>(e.key & kSlotMask);
-  Slot& s = SlotAt(index);
-  if (s.seq != e.key >> kSlotBits) {
-    stale_count_--;
-    return false;
-  }
-  clock_.AdvanceTo(e.time_ns);
-  // seq 0 while running: Cancel of the running event is a no-op, and the slot cannot be handed
-  // to an event the callable schedules, since it is not on the free list yet.
-  s.seq = 0;
-  pending_count_--;
-  stats_.events_run++;
-  s.op(s.storage, true);
-  FreeSlot(index);
-  return true;
-}
-
-bool Engine::Step() {
-  while (!heap_.empty()) {
-    if (RunTop()) return true;
-  }
-  return false;
-}
-
-void Engine::RunUntil(uint64_t t_ns) {
-  POND_CHECK_MSG(t_ns >= now(), "RunUntil into the past");
-  while (!heap_.empty() && heap_[0].time_ns <= t_ns) RunTop();
+void Engine::AdvanceTo(uint64_t t_ns) {
   clock_.AdvanceTo(t_ns);
+  // Heap entries are all >= the old now + span > the new now, so the differences cannot wrap.
+  // They leave in (time, key) order, so each bucket they join stays in seq order; and nothing
+  // was scheduled directly into those buckets yet, since they were beyond the span until now.
+  while (!heap_.empty() && heap_[0].time_ns - t_ns < kWheelSpanNs) {
+    Entry e = HeapPop();
+    uint32_t index = static_cast<uint32_t>(e.key & kSlotMask);
+    if (SeqOf(SlotAt(index)) != e.key >> kSlotBits) {
+      stale_count_--;
+      continue;
+    }
+    WheelAppend(index, e.time_ns);
+  }
 }
 
 uint64_t Engine::NextEventNs() {
-  while (!heap_.empty()) {
+  for (;;) {
+    if (wheel_count_ > 0) {
+      const size_t from = now() & kWheelMask;
+      const size_t b = WheelFind(from);
+      const uint32_t head = NextOf(SlotAt(wheel_tail_[b]));
+      if (SeqOf(SlotAt(head)) == 0) {  // cancelled: reclaim the slot
+        WheelPopHead(b);
+        FreeSlot(head);
+        continue;
+      }
+      return now() + ((b - from) & kWheelMask);
+    }
+    if (heap_.empty()) return UINT64_MAX;
     const Entry& top = heap_[0];
-    if (SlotAt(static_cast<uint32_t>(top.key & kSlotMask)).seq == top.key >> kSlotBits) {
+    if (SeqOf(SlotAt(static_cast<uint32_t>(top.key & kSlotMask))) == top.key >> kSlotBits) {
       return top.time_ns;
     }
     HeapPop();
     stale_count_--;
   }
-  return UINT64_MAX;
+}
+
+void Engine::RunFront(uint64_t t_ns) {
+  // An event found in the heap reaches its bucket (at the front: it is the earliest) here.
+  if (t_ns != now()) AdvanceTo(t_ns);
+  const uint32_t index = WheelPopHead(t_ns & kWheelMask);
+  Slot& s = SlotAt(index);
+  POND_ASSERT(SeqOf(s) != 0);
+  // link 0 while running: Cancel of the running event is a no-op, and the slot cannot be
+  // handed to an event the callable schedules, since it is not on the free list yet.
+  s.link = 0;
+  pending_count_--;
+  stats_.events_run++;
+  s.op(s.storage, true);
+  FreeSlot(index);
+}
+
+bool Engine::Step() {
+  const uint64_t t = NextEventNs();
+  if (t == UINT64_MAX) return false;
+  RunFront(t);
+  return true;
+}
+
+void Engine::RunUntil(uint64_t t_ns) {
+  POND_CHECK_MSG(t_ns >= now(), "RunUntil into the past");
+  for (uint64_t t = NextEventNs(); t <= t_ns; t = NextEventNs()) RunFront(t);
+  if (t_ns != now()) AdvanceTo(t_ns);
 }
 
 }  // namespace pond::sim

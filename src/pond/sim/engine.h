@@ -13,10 +13,15 @@
 //
 // Cost: an event costs no heap allocation in steady state. Its callable is built in place in a
 // pooled 64-byte slot (captures up to kCaptureBytesMax bytes; larger ones fail to compile:
-// capture a pointer to the state instead), and the queue is a 4-ary min-heap of 16-byte
-// (time, key) entries. Cancel is O(1): it frees the slot and leaves the heap entry behind as a
-// stale one, skipped when it reaches the top; the heap is compacted when stale entries
-// outnumber live ones.
+// capture a pointer to the state instead). Events due within kWheelSpanNs of now() go on a
+// timing wheel with one bucket per nanosecond: a bucket holds the events of one exact time, and
+// since sequence numbers only grow, appending keeps it in FIFO = (time, seq) order, so
+// scheduling is O(1) and the next event is found with a two-level bitmap. Later events wait in
+// an overflow 4-ary min-heap of 16-byte (time, key) entries and move to the wheel as the clock
+// comes within the span of them — before anything can be scheduled directly into their bucket,
+// so they stay ahead of later-scheduled events of the same time. Cancel is O(1): the callable
+// is destroyed at once; a wheel slot is reclaimed when its bucket comes up, a heap entry is
+// left behind as a stale one and the heap compacted when stale entries outnumber live ones.
 //
 // Thread rules: single-threaded. An engine and everything scheduled on it belong to the thread
 // that drives it; events may call At/After/Cancel and read the clock and rngs, but must not
@@ -61,7 +66,7 @@ class EventId {
 struct EngineOptions {
   // Most events pending at once. Exceeding it is a model bug (something schedules without
   // bound) and aborts. Slots are allocated 64 KiB at a time as needed, so a high limit costs
-  // nothing until it is used; the hard ceiling is 2^24.
+  // nothing until it is used; it must be below 2^24 - 1.
   uint32_t pending_event_count_max = 1u << 22;
 };
 
@@ -78,6 +83,11 @@ class Engine {
   // Largest callable an event can hold, and its alignment.
   static constexpr size_t kCaptureBytesMax = 48;
   static constexpr size_t kCaptureAlign = 16;
+  // Events due less than this far ahead of now() go straight on the timing wheel; later ones
+  // wait in the overflow heap. 32 µs covers every delay of the cluster model (one-way latency,
+  // NIC queueing, a busy core) but timers; a bucket costs 4 bytes, so the wheel is 128 KiB.
+  static constexpr int kWheelBits = 15;
+  static constexpr uint64_t kWheelSpanNs = uint64_t{1} << kWheelBits;
 
   explicit Engine(uint64_t seed, EngineOptions options = {});
   // Destroys the callables of events still pending without running them.
@@ -142,17 +152,27 @@ class Engine {
   static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
   static constexpr uint64_t kSeqLimit = uint64_t{1} << (64 - kSlotBits);
   static constexpr uint32_t kNoSlot = UINT32_MAX;
+  // The `next` field of a slot whose event waits in the overflow heap. No slot has this index.
+  static constexpr uint32_t kInHeap = static_cast<uint32_t>(kSlotMask);
   static constexpr int kChunkBits = 10;  // 1024 slots = 64 KiB per chunk
   static constexpr uint32_t kChunkMask = (1u << kChunkBits) - 1;
   // Compaction rebuilds the heap in O(n), so it waits for this many stale entries.
   static constexpr uint64_t kCompactStaleCountMin = 1024;
+  static constexpr uint64_t kWheelMask = kWheelSpanNs - 1;
+  static constexpr size_t kBitmapWords = kWheelSpanNs / 64;   // one bit per bucket
+  static constexpr size_t kSummaryWords = kBitmapWords / 64;  // one bit per bitmap word
+  static_assert(kBitmapWords % 64 == 0, "the summary covers whole bitmap words");
 
   // A pending event's callable lives here until it runs or is cancelled. op(storage, true) runs
-  // and destroys the callable, op(storage, false) only destroys it. A free slot has seq 0 and
+  // and destroys the callable, op(storage, false) only destroys it. A free slot has link 0 and
   // keeps the index of the next free slot in storage.
   struct alignas(64) Slot {
     void (*op)(void* storage, bool run);
-    uint64_t seq;  // the pending event's sequence number; 0 while free or running
+    // seq << kSlotBits | next. seq: the pending event's sequence number, 0 while the slot is
+    // free, running, or cancelled but still linked in a wheel bucket. next: in a wheel bucket,
+    // the next slot of the bucket's circular list (its tail points to its head); kInHeap while
+    // the event waits in the overflow heap.
+    uint64_t link;
     alignas(kCaptureAlign) unsigned char storage[kCaptureBytesMax];
   };
   static_assert(sizeof(Slot) == 64, "one event slot is one cache line");
@@ -175,26 +195,42 @@ class Engine {
     fn->~Fn();
   }
 
+  static uint64_t SeqOf(const Slot& s) { return s.link >> kSlotBits; }
+  static uint32_t NextOf(const Slot& s) { return static_cast<uint32_t>(s.link & kSlotMask); }
+  static void SetNext(Slot& s, uint32_t next) { s.link = (s.link & ~kSlotMask) | next; }
+
   Slot& SlotAt(uint32_t index) const { return chunks_[index >> kChunkBits][index & kChunkMask]; }
   uint32_t AllocSlot();
   void FreeSlot(uint32_t index);
   EventId Enqueue(uint64_t t_ns, uint32_t index);
+  // Wheel: append a slot to the bucket of t_ns (which must lie in [now, now + span)); take the
+  // head of a non-empty bucket; find the first non-empty bucket at or after `from`, going round.
+  void WheelAppend(uint32_t index, uint64_t t_ns);
+  uint32_t WheelPopHead(size_t bucket);
+  size_t WheelFind(size_t from) const;
+  size_t WheelFindFrom(size_t from) const;  // no wrap; kWheelSpanNs if none
+  // Moves the clock to t_ns and brings the overflow events now within the span onto the wheel.
+  void AdvanceTo(uint64_t t_ns);
+  // Runs the head of t_ns's bucket, which NextEventNs() just found live.
+  void RunFront(uint64_t t_ns);
   void HeapPush(Entry e);
   Entry HeapPop();
   void SiftDown(size_t i, Entry e);
-  // Pops the top entry and runs its event if it is live; returns whether it ran one.
-  bool RunTop();
   void Compact();
 
   const uint64_t seed_;
   const uint32_t pending_event_count_max_;
   VirtualClock clock_;
   Rng rng_;
-  std::vector<Entry> heap_;
+  std::unique_ptr<uint32_t[]> wheel_tail_;      // per bucket: its tail slot, or kNoSlot if empty
+  std::unique_ptr<uint64_t[]> wheel_bits_;      // bit b: bucket b is non-empty
+  uint64_t wheel_summary_[kSummaryWords] = {};  // bit w: wheel_bits_[w] != 0
+  uint64_t wheel_count_ = 0;  // slots linked on the wheel, cancelled ones included
+  std::vector<Entry> heap_;   // the overflow heap
   std::vector<std::unique_ptr<Slot[]>> chunks_;
   uint32_t slot_count_ = 0;  // slots handed out so far (free or not)
   uint32_t free_head_ = kNoSlot;
-  uint64_t next_seq_ = 1;  // 0 marks a free slot
+  uint64_t next_seq_ = 1;  // 0 marks a slot with no pending event
   uint64_t pending_count_ = 0;
   uint64_t stale_count_ = 0;  // heap entries whose event was cancelled
   EngineStats stats_;

@@ -331,10 +331,12 @@ TEST(EngineTest, SteadyStateMakesNoHeapAllocations) {
     Actor* a;
     void operator()() const {
       Engine& e = *a->e;
-      // Timeouts that are usually cancelled before they fire, as an RPC layer would set them.
+      // Timeouts that are usually cancelled before they fire, as an RPC layer would set them:
+      // short ones (on the timing wheel) and long ones (beyond its span, in the heap).
       e.Cancel(a->timeout);
       Actor* self = a;
-      a->timeout = e.After(5000, [self] { self->fired++; });
+      uint64_t timeout_ns = a->rng.Chance(0.5) ? 5000 : 3 * Engine::kWheelSpanNs;
+      a->timeout = e.After(timeout_ns, [self] { self->fired++; });
       e.After(1 + a->rng.Uniform(1000), *this);
     }
   };
@@ -350,7 +352,7 @@ TEST(EngineTest, SteadyStateMakesNoHeapAllocations) {
   EXPECT_GT(before, at_start);  // the counter works: building and warming up allocated
   EXPECT_EQ(g_allocation_count, before);
   EXPECT_GT(e.stats().events_run - run_before, 500'000u);
-  EXPECT_GT(e.stats().heap_compactions, 0u);  // the stale timeouts were compacted away
+  EXPECT_GT(e.stats().heap_compactions, 0u);  // the stale long timeouts were compacted away
 }
 
 // A randomized workload: actors that reschedule themselves with small random delays (many
@@ -427,12 +429,15 @@ TEST(EngineTest, SameSeedGivesIdenticalTraces) {
 }
 
 // The engine pops exactly what a naive reference queue ordered by (time, scheduling order)
-// would, through random schedules, cancels (enough to force compactions) and steps.
+// would, through random schedules, cancels (enough to force compactions), steps and RunUntils.
+// Delays are short (many equal times on the wheel), straddle the wheel's span, or reach well
+// beyond it (the overflow heap), so events also move from the heap to the wheel mid-run.
 TEST(EngineTest, MatchesAReferenceQueue) {
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
   Rng r(seed);
   Engine e(seed);
+  constexpr uint64_t kSpan = Engine::kWheelSpanNs;
   std::set<std::pair<uint64_t, uint64_t>> ref;  // (time, scheduling number)
   std::vector<std::pair<EventId, std::pair<uint64_t, uint64_t>>> live;
   std::vector<uint64_t> ran;  // scheduling numbers in the order the engine ran them
@@ -441,31 +446,81 @@ TEST(EngineTest, MatchesAReferenceQueue) {
     // Phases that grow the queue alternate with phases that cancel most of it, so that stale
     // entries come to outnumber live ones and compactions happen mid-run.
     const bool shrink = (op / 30'000) % 2 == 1;
-    uint64_t dice = r.Uniform(10);
-    if (dice < (shrink ? 1u : 5u)) {
-      uint64_t t = e.now() + r.Uniform(50);
+    uint64_t dice = r.Uniform(100);
+    if (dice < (shrink ? 10u : 50u)) {
+      uint64_t kind = r.Uniform(10);
+      uint64_t delay = kind < 6   ? r.Uniform(50)
+                       : kind < 8 ? kSpan - 25 + r.Uniform(50)
+                                  : kSpan + r.Uniform(30 * kSpan);
+      uint64_t t = e.now() + delay;
       uint64_t n = number++;
       EventId id = e.At(t, [&ran, n] { ran.push_back(n); });
       ref.insert({t, n});
       live.push_back({id, {t, n}});
-    } else if (dice < 8 && !live.empty()) {  // shrink: 70% cancels
+    } else if (dice < 80 && !live.empty()) {  // shrink: 70% cancels
       size_t i = r.Uniform(live.size());
       bool was_pending = ref.count(live[i].second) > 0;
       EXPECT_EQ(e.Cancel(live[i].first), was_pending);
       ref.erase(live[i].second);
       live[i] = live.back();
       live.pop_back();
-    } else {
+    } else if (dice < 99) {
       bool stepped = e.Step();
       ASSERT_EQ(stepped, !ref.empty());
       if (!stepped) continue;
       ASSERT_EQ(ran.back(), ref.begin()->second);
       EXPECT_EQ(e.now(), ref.begin()->first);
       ref.erase(ref.begin());
+    } else {
+      // A jump of the clock that runs what is due on the way, as a driver's RunUntil does.
+      uint64_t until = e.now() + r.Uniform(kSpan / 32);
+      size_t ran_before = ran.size();
+      e.RunUntil(until);
+      for (size_t k = ran_before; k < ran.size(); k++) {
+        ASSERT_FALSE(ref.empty());
+        ASSERT_EQ(ran[k], ref.begin()->second);
+        ASSERT_LE(ref.begin()->first, until);
+        ref.erase(ref.begin());
+      }
+      ASSERT_TRUE(ref.empty() || ref.begin()->first > until);
+      EXPECT_EQ(e.now(), until);
     }
     ASSERT_EQ(e.pending(), ref.size());
+    ASSERT_EQ(e.NextEventNs(), ref.empty() ? UINT64_MAX : ref.begin()->first);
   }
   EXPECT_GT(e.stats().heap_compactions, 0u);
+}
+
+// An event scheduled beyond the wheel's span waits in the heap; one scheduled for the same time
+// later, once that time is within the span, goes straight onto the wheel. The earlier-scheduled
+// one must still run first.
+TEST(EngineTest, EventFromBeyondTheSpanRunsBeforeLaterOnesOfItsTime) {
+  Engine e(1);
+  const uint64_t t = 3 * Engine::kWheelSpanNs + 7;
+  std::vector<int> seen;
+  e.At(t, [&] { seen.push_back(1); });  // in the heap: t is beyond now + span
+  e.At(t - 10, [&] {                    // by now t is within the span
+    e.At(t, [&] { seen.push_back(2); });
+  });
+  e.At(2 * Engine::kWheelSpanNs + 100, [&] { e.At(t, [&] { seen.push_back(3); }); });
+  while (e.Step()) {
+  }
+  EXPECT_EQ(seen, (std::vector<int>{1, 3, 2}));
+}
+
+// A cancelled event on the wheel keeps its slot until its time comes; then the slot is reused,
+// so cancel-heavy runs do not grow the slot pool without bound.
+TEST(EngineTest, CancelledWheelSlotsAreReclaimed) {
+  Engine e(1);
+  for (int round = 0; round < 10'000; round++) {
+    EventId id = e.After(100, [] { FAIL() << "cancelled event ran"; });
+    EXPECT_TRUE(e.Cancel(id));
+    EXPECT_FALSE(e.IsPending(id));
+    e.RunUntil(e.now() + 1000);
+  }
+  EXPECT_EQ(e.pending(), 0u);
+  EXPECT_EQ(e.NextEventNs(), UINT64_MAX);
+  EXPECT_EQ(e.stats().events_cancelled, 10'000u);
 }
 
 TEST(EngineTest, StreamRngDependsOnlyOnSeedAndId) {
