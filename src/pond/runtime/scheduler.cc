@@ -16,6 +16,13 @@ struct RootTask {
     std::suspend_never final_suspend() noexcept { return {}; }
     void return_void() noexcept {}
     void unhandled_exception() noexcept { std::terminate(); }
+    // From the frame pool like every Task frame: a root is spawned per routed call.
+    static void* operator new(size_t bytes) {
+      return detail::FramePool::ForThisThread().Allocate(bytes);
+    }
+    static void operator delete(void* p, size_t bytes) {
+      detail::FramePool::ForThisThread().Free(p, bytes);
+    }
     detail::RootLink link;
   };
   std::coroutine_handle<promise_type> h;

@@ -1,6 +1,5 @@
 #include "pond/transport/endpoint.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "pond/base/assert.h"
@@ -86,27 +85,21 @@ void Endpoint::Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> pay
     }
   }
   if (buf == nullptr) {
-    OutBuffer b{to, 0, sizeof(PacketHeader), {}};
-    if (!spare_buffers_.empty()) {
-      b.bytes = std::move(spare_buffers_.back());
-      spare_buffers_.pop_back();
-    }
+    OutBuffer b{to, 0, buffer_pool_->Take()};
+    b.bytes.resize(sizeof(PacketHeader));  // filled in at EndRound
     out_.push_back(std::move(b));
     buf = &out_.back();
   }
   MessageHeader mh{kind, 0, static_cast<uint32_t>(payload.size())};
-  const size_t at = buf->len;
+  const size_t at = buf->bytes.size();
   const size_t padded = PaddedLen(payload.size());
-  const size_t end = at + sizeof(mh) + padded;
-  // Doubling keeps growth amortised O(1) for a packet of many messages.
-  if (buf->bytes.size() < end) buf->bytes.resize(std::max(end, 2 * buf->bytes.size()));
+  buf->bytes.resize(at + sizeof(mh) + padded);  // uninitialised: every byte is written below
   std::byte* p = buf->bytes.data() + at;
   std::memcpy(p, &mh, sizeof(mh));
   if (!payload.empty()) std::memcpy(p + sizeof(mh), payload.data(), payload.size());
   // Zeroed padding: a packet's bytes depend only on what was sent, not on the recycled buffer's
   // history.
   std::memset(p + sizeof(mh) + payload.size(), 0, padded - payload.size());
-  buf->len = end;
   buf->count++;
   stats_.messages_sent++;
 }
@@ -115,17 +108,10 @@ void Endpoint::EndRound() {
   for (auto& b : out_) {
     PacketHeader h{kPacketMagic, self_.cn, self_.worker, b.to.cn, b.to.worker, b.count, 0};
     std::memcpy(b.bytes.data(), &h, sizeof(h));
-    b.bytes.resize(b.len);  // shrinking: no fill, the capacity stays with the buffer
     stats_.packets_sent++;
     SendPacket(b.to, std::move(b.bytes));
   }
   out_.clear();
-}
-
-void Endpoint::RecycleBuffer(std::vector<std::byte>&& buf) {
-  if (spare_buffers_.size() < kSpareBuffersMax && buf.capacity() > 0) {
-    spare_buffers_.push_back(std::move(buf));
-  }
 }
 
 bool Endpoint::Poll() { return PollBackend(); }

@@ -28,6 +28,7 @@
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/transport/gaddr.h"
+#include "pond/transport/packet.h"
 
 namespace pond {
 
@@ -132,17 +133,17 @@ class Endpoint : public Poller {
   // Backends implement these.
   // Carry out one MN's ops in order, then call Complete(done, status) — now or later.
   virtual void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) = 0;
-  virtual void SendPacket(WorkerAddr to, std::vector<std::byte> packet) = 0;
+  virtual void SendPacket(WorkerAddr to, PacketBuffer packet) = 0;
   // Hand every arrived packet to Deliver() and finished batches to Complete(); true if any.
   virtual bool PollBackend() = 0;
 
   void Complete(Completion* c, Status status);
   void Deliver(std::span<const std::byte> packet);
-  // Packet buffers circulate instead of being freed: a backend hands each delivered packet's
-  // buffer back here, and Send builds the next packet in one of them, so steady-state messaging
-  // allocates nothing. The spares are this endpoint's own (its thread's), at most
-  // kSpareBuffersMax of them.
-  void RecycleBuffer(std::vector<std::byte>&& buf);
+  // A backend gives each delivered packet's buffer back here; Send builds packets in them.
+  void RecycleBuffer(PacketBuffer&& buf) { buffer_pool_->Give(std::move(buf)); }
+  // Makes this endpoint take and give buffers from `pool` (which must outlive it) instead of
+  // its own: for a backend whose endpoints all run on one thread.
+  void UseBufferPool(PacketBufferPool* pool) { buffer_pool_ = pool; }
 
  private:
   void Post(const Op& op) { pending_.push_back(op); }
@@ -153,17 +154,15 @@ class Endpoint : public Poller {
   std::vector<Op> pending_;
   std::vector<Op> scratch_;
   std::vector<std::pair<uint16_t, MessageHandler>> handlers_;  // few kinds: a scan beats a map
-  static constexpr size_t kSpareBuffersMax = 64;
+  static constexpr size_t kSpareBuffersMax = 64;               // in an endpoint's own pool
   struct OutBuffer {
     WorkerAddr to;
     uint16_t count = 0;
-    // bytes[0, len) is the packet so far. The vector is only grown, never zero-filled per
-    // message; it is cut to len when the packet leaves.
-    size_t len = 0;
-    std::vector<std::byte> bytes;
+    PacketBuffer bytes;
   };
   std::vector<OutBuffer> out_;  // one per destination with messages this round
-  std::vector<std::vector<std::byte>> spare_buffers_;
+  PacketBufferPool own_buffer_pool_{kSpareBuffersMax};
+  PacketBufferPool* buffer_pool_ = &own_buffer_pool_;
   EndpointStats stats_;
 };
 

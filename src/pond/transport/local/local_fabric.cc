@@ -55,7 +55,7 @@ class LocalEndpoint final : public Endpoint {
     Complete(done, std::move(status));
   }
 
-  void SendPacket(WorkerAddr to, std::vector<std::byte> packet) override {
+  void SendPacket(WorkerAddr to, PacketBuffer packet) override {
     LocalFabric::Mailbox* box = fabric_.FindMailbox(to);
     POND_CHECK_MSG(box != nullptr, "message to a worker that has no endpoint");
     fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
@@ -84,7 +84,7 @@ class LocalEndpoint final : public Endpoint {
  private:
   LocalFabric& fabric_;
   LocalFabric::Mailbox* inbox_;
-  std::vector<std::vector<std::byte>> arrived_;
+  std::vector<PacketBuffer> arrived_;
 };
 
 Result<std::unique_ptr<LocalFabric>> LocalFabric::Create(uint16_t num_mns, uint64_t region_bytes) {

@@ -45,7 +45,7 @@ class LocalFabric final : public Fabric {
   struct Mailbox {
     std::atomic<bool> nonempty{false};
     std::mutex mu;
-    std::vector<std::vector<std::byte>> packets;
+    std::vector<PacketBuffer> packets;
   };
 
   LocalFabric(std::vector<std::byte*> regions, uint64_t region_bytes)

@@ -19,6 +19,7 @@ class SimEndpoint final : public Endpoint {
     auto f = sim::FaultModel::Create(fabric.model().faults);
     POND_CHECK_MSG(f.ok(), "fault config must be validated with the model");
     faults_ = std::move(f).value();
+    UseBufferPool(&fabric.packet_buffers_);
   }
   ~SimEndpoint() override {
     fabric_.endpoints_[self().cn][self().worker] = nullptr;
@@ -82,7 +83,7 @@ class SimEndpoint final : public Endpoint {
     activity_.batches++;
   }
 
-  void SendPacket(WorkerAddr to, std::vector<std::byte> packet) override {
+  void SendPacket(WorkerAddr to, PacketBuffer packet) override {
     packets_.push_back(Outgoing{to, std::move(packet)});
     activity_.messages++;
   }
@@ -103,12 +104,12 @@ class SimEndpoint final : public Endpoint {
  private:
   struct Outgoing {
     WorkerAddr to;
-    std::vector<std::byte> bytes;
+    PacketBuffer bytes;
   };
 
   // Puts a packet on the wire; it reaches its worker's inbox at `at_ns`. The event carries the
   // buffer itself (a vector fits in an event slot), so a packet in flight allocates nothing.
-  void Transmit(WorkerAddr to, std::vector<std::byte> bytes, uint64_t at_ns) {
+  void Transmit(WorkerAddr to, PacketBuffer bytes, uint64_t at_ns) {
     fabric_.in_flight_++;
     fabric_.engine().At(at_ns, [f = &fabric_, to, bytes = std::move(bytes)]() mutable {
       SimEndpoint* dst = f->Find(to);
@@ -183,7 +184,7 @@ class SimEndpoint final : public Endpoint {
   std::vector<Batch*> batches_;  // posted this round, not launched
   std::vector<Batch*> free_batches_;
   std::vector<Outgoing> packets_;
-  std::vector<std::vector<std::byte>> inbox_, arrived_;
+  std::vector<PacketBuffer> inbox_, arrived_;
   SimActivity activity_;
 };
 

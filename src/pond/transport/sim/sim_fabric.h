@@ -44,6 +44,8 @@ struct SimActivity {
 
 class SimFabric final : public Fabric {
  public:
+  static constexpr size_t kPacketBuffersKeptMax = 4096;
+
   static Result<std::unique_ptr<SimFabric>> Create(sim::Engine& engine, const SimModel& model,
                                                    uint16_t num_mns, uint64_t region_bytes);
   ~SimFabric() override;
@@ -82,6 +84,8 @@ class SimFabric final : public Fabric {
   // endpoints_[cn][worker]; null where none. A dense table: every packet and round looks it up.
   std::vector<std::vector<SimEndpoint*>> endpoints_;
   std::function<void(WorkerAddr)> packet_hook_;
+  // Shared by every endpoint (one thread); in flight, a packet's buffer is in its event.
+  PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
 };
 
