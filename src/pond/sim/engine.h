@@ -34,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -200,18 +201,60 @@ class Engine {
   static void SetNext(Slot& s, uint32_t next) { s.link = (s.link & ~kSlotMask) | next; }
 
   Slot& SlotAt(uint32_t index) const { return chunks_[index >> kChunkBits][index & kChunkMask]; }
-  uint32_t AllocSlot();
+  // The hot path of scheduling (AllocSlot, Enqueue, WheelAppend) is inline: it runs for every
+  // event, and a call per step cost more than the step.
+  uint32_t AllocSlot() {
+    POND_CHECK_MSG(pending_count_ < pending_event_count_max_, "too many pending events");
+    if (free_head_ == kNoSlot) return AllocNewSlot();
+    uint32_t index = free_head_;
+    std::memcpy(&free_head_, SlotAt(index).storage, sizeof(free_head_));
+    return index;
+  }
+  uint32_t AllocNewSlot();
   void FreeSlot(uint32_t index);
-  EventId Enqueue(uint64_t t_ns, uint32_t index);
+  EventId Enqueue(uint64_t t_ns, uint32_t index) {
+    POND_CHECK_MSG(next_seq_ < kSeqLimit, "event sequence numbers exhausted");
+    const uint64_t seq = next_seq_++;
+    const uint64_t key = seq << kSlotBits | index;
+    stats_.events_scheduled++;
+    if (++pending_count_ > stats_.pending_count_peak) stats_.pending_count_peak = pending_count_;
+    // t_ns >= now() was checked, so the difference cannot wrap.
+    if (t_ns - now() < kWheelSpanNs) {
+      SlotAt(index).link = seq << kSlotBits;
+      WheelAppend(index, t_ns);
+    } else {
+      EnqueueInHeap(t_ns, key);
+    }
+    return EventId(key);
+  }
+  void EnqueueInHeap(uint64_t t_ns, uint64_t key);
   // Wheel: append a slot to the bucket of t_ns (which must lie in [now, now + span)); take the
   // head of a non-empty bucket; find the first non-empty bucket at or after `from`, going round.
-  void WheelAppend(uint32_t index, uint64_t t_ns);
+  void WheelAppend(uint32_t index, uint64_t t_ns) {
+    const size_t b = t_ns & kWheelMask;
+    Slot& s = SlotAt(index);
+    const uint32_t tail = wheel_tail_[b];
+    if (tail == kNoSlot) {
+      SetNext(s, index);
+      wheel_bits_[b / 64] |= uint64_t{1} << (b % 64);
+      wheel_summary_[b / 4096] |= uint64_t{1} << (b / 64 % 64);
+    } else {
+      Slot& t = SlotAt(tail);
+      SetNext(s, NextOf(t));
+      SetNext(t, index);
+    }
+    wheel_tail_[b] = index;
+    wheel_count_++;
+  }
   uint32_t WheelPopHead(size_t bucket);
   size_t WheelFind(size_t from) const;
   size_t WheelFindFrom(size_t from) const;  // no wrap; kWheelSpanNs if none
   // Moves the clock to t_ns and brings the overflow events now within the span onto the wheel.
   void AdvanceTo(uint64_t t_ns);
-  // Runs the head of t_ns's bucket, which NextEventNs() just found live.
+  // NextEventNs(): finds the earliest pending event, reclaiming cancelled wheel slots and
+  // dropping stale heap entries in front of it.
+  uint64_t Front();
+  // Runs the head of t_ns's bucket, which Front() just found live.
   void RunFront(uint64_t t_ns);
   void HeapPush(Entry e);
   Entry HeapPop();
