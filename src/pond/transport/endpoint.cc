@@ -35,38 +35,24 @@ void EndpointStats::Merge(const EndpointStats& o) {
 }
 
 void Endpoint::SubmitPending(Completion* c) {
-  POND_ASSERT(!pending_.empty());
+  POND_ASSERT(pending_count_ > 0);
   stats_.flushes++;
-  for (const Op& op : pending_) {
-    stats_.ops[static_cast<int>(op.verb)]++;
-    stats_.bytes[static_cast<int>(op.verb)] += op.len;
-  }
-  // Group by MN, keeping posting order inside each group: each group is one doorbell batch.
-  // Batches are short, so a stable insertion sort beats std::stable_sort's buffer allocation.
-  scratch_.swap(pending_);
-  pending_.clear();
-  for (size_t i = 1; i < scratch_.size(); i++) {
-    Op op = scratch_[i];
+  // One doorbell batch per MN, in increasing MN order. Few MNs: insertion sort.
+  for (size_t i = 1; i < posted_mns_.size(); i++) {
+    MnId mn = posted_mns_[i];
     size_t j = i;
-    for (; j > 0 && scratch_[j - 1].addr.mn() > op.addr.mn(); j--) scratch_[j] = scratch_[j - 1];
-    scratch_[j] = op;
-  }
-  int groups = 0;
-  for (size_t i = 0; i < scratch_.size(); i++) {
-    if (i == 0 || scratch_[i].addr.mn() != scratch_[i - 1].addr.mn()) groups++;
+    for (; j > 0 && posted_mns_[j - 1] > mn; j--) posted_mns_[j] = posted_mns_[j - 1];
+    posted_mns_[j] = mn;
   }
   // Every group is counted before any is submitted: a backend may complete synchronously.
-  c->outstanding = groups;
-  stats_.batches += static_cast<uint64_t>(groups);
-  size_t begin = 0;
-  for (size_t i = 1; i <= scratch_.size(); i++) {
-    if (i == scratch_.size() || scratch_[i].addr.mn() != scratch_[begin].addr.mn()) {
-      SubmitBatch(scratch_[begin].addr.mn(),
-                  std::span<const Op>(scratch_.data() + begin, i - begin), c);
-      begin = i;
-    }
+  c->outstanding = static_cast<int>(posted_mns_.size());
+  stats_.batches += posted_mns_.size();
+  for (MnId mn : posted_mns_) {
+    SubmitBatch(mn, by_mn_[mn], c);
+    by_mn_[mn].clear();
   }
-  scratch_.clear();
+  posted_mns_.clear();
+  pending_count_ = 0;
 }
 
 void Endpoint::Complete(Completion* c, Status status) {

@@ -99,7 +99,7 @@ class Endpoint : public Poller {
   }
   void Faa(GAddr at, uint64_t add, uint64_t* old) { Post(Op{Verb::kFaa, 8, at, old, add, 0}); }
 
-  size_t pending() const { return pending_.size(); }
+  size_t pending() const { return pending_count_; }
 
   // co_await Flush(): carry out all posted ops; the Status is the first error of any batch (an
   // op outside the MN's region fails its batch from that op on, like an RDMA QP error).
@@ -107,7 +107,7 @@ class Endpoint : public Poller {
     struct Awaiter {
       Endpoint* ep;
       Completion c;
-      bool await_ready() const noexcept { return ep->pending_.empty(); }
+      bool await_ready() const noexcept { return ep->pending_count_ == 0; }
       void await_suspend(std::coroutine_handle<> h) {
         c.waiter = h;
         ep->SubmitPending(&c);
@@ -131,8 +131,10 @@ class Endpoint : public Poller {
 
  protected:
   // Backends implement these.
-  // Carry out one MN's ops in order, then call Complete(done, status) — now or later.
-  virtual void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) = 0;
+  // Carry out one MN's ops in order, then call Complete(done, status) — now or later. The
+  // backend may keep `ops` by swapping it with a vector of its own (which the endpoint then
+  // clears and reuses); otherwise the endpoint clears it after the call.
+  virtual void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) = 0;
   virtual void SendPacket(WorkerAddr to, PacketBuffer packet) = 0;
   // Hand every arrived packet to Deliver() and finished batches to Complete(); true if any.
   virtual bool PollBackend() = 0;
@@ -146,13 +148,25 @@ class Endpoint : public Poller {
   void UseBufferPool(PacketBufferPool* pool) { buffer_pool_ = pool; }
 
  private:
-  void Post(const Op& op) { pending_.push_back(op); }
+  void Post(const Op& op) {
+    const MnId mn = op.addr.mn();
+    if (mn >= by_mn_.size()) by_mn_.resize(size_t{mn} + 1);
+    std::vector<Op>& ops = by_mn_[mn];
+    if (ops.empty()) posted_mns_.push_back(mn);
+    ops.push_back(op);
+    pending_count_++;
+    stats_.ops[static_cast<int>(op.verb)]++;
+    stats_.bytes[static_cast<int>(op.verb)] += op.len;
+  }
   void SubmitPending(Completion* c);
 
   WorkerAddr self_;
   Scheduler& sched_;
-  std::vector<Op> pending_;
-  std::vector<Op> scratch_;
+  // Posted ops are grouped by MN as they are posted (by_mn_[mn], in posting order), so a Flush
+  // need not sort them; posted_mns_ lists the MNs with ops since the last Flush.
+  std::vector<std::vector<Op>> by_mn_;
+  std::vector<MnId> posted_mns_;
+  size_t pending_count_ = 0;
   std::vector<std::pair<uint16_t, MessageHandler>> handlers_;  // few kinds: a scan beats a map
   static constexpr size_t kSpareBuffersMax = 64;               // in an endpoint's own pool
   struct OutBuffer {

@@ -17,7 +17,7 @@ class LocalEndpoint final : public Endpoint {
       : Endpoint(self, sched), fabric_(fabric), inbox_(inbox) {}
 
  protected:
-  void SubmitBatch(MnId mn, std::span<const Op> ops, Completion* done) override {
+  void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
     Status status;
     if (mn >= fabric_.num_mns()) {
       status = InvalidArgument("no MN " + std::to_string(mn));

@@ -19,6 +19,7 @@
 // Thread rules: single-threaded, on the thread that runs the engine.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -75,12 +76,23 @@ class SimFabric final : public Fabric {
   SimFabric(sim::Engine& engine, const SimModel& model, std::vector<std::byte*> regions,
             uint64_t region_bytes);
   SimEndpoint* Find(WorkerAddr w) const;
+  // model_.NicServiceNs, remembered: it is a pure function of (kind, bytes) for one model, and
+  // the simulator asks it for every op.
+  uint64_t NicServiceNs(int verb_kind, uint32_t bytes) {
+    if (bytes >= kNicServiceMemoBytes) return model_.NicServiceNs(verb_kind, bytes);
+    uint64_t& ns = nic_service_ns_[verb_kind][bytes];
+    if (ns == kUnknown) ns = model_.NicServiceNs(verb_kind, bytes);
+    return ns;
+  }
+  static constexpr uint32_t kNicServiceMemoBytes = 512;
+  static constexpr uint64_t kUnknown = UINT64_MAX;
 
   sim::Engine& engine_;
   SimModel model_;
   std::vector<std::byte*> regions_;
   uint64_t region_bytes_;
   std::vector<sim::Server> nics_;
+  std::array<std::array<uint64_t, kNicServiceMemoBytes>, kNumVerbs> nic_service_ns_;
   // endpoints_[cn][worker]; null where none. A dense table: every packet and round looks it up.
   std::vector<std::vector<SimEndpoint*>> endpoints_;
   std::function<void(WorkerAddr)> packet_hook_;

@@ -127,6 +127,32 @@ TEST(SimFabricTest, BatchAppliesInPostingOrder) {
   EXPECT_EQ(c.workers[0].sched->live(), 0u);
 }
 
+// Ops posted to two MNs interleaved leave as one batch per MN, each in posting order; the
+// round's batches reach the MNs in one event, and each completes on its own.
+TEST(SimFabricTest, InterleavedPostsToTwoMnsFormTwoOrderedBatchesArrivingInOneEvent) {
+  Cluster c(1);
+  c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
+    Endpoint& ep = *c->workers[0].ep;
+    uint64_t a = 1, b = 2, got0 = 0, got1 = 0;
+    ep.Write(GAddr::Make(1, 4096), &a, 8);
+    ep.Write(GAddr::Make(0, 4096), &b, 8);
+    ep.Read(GAddr::Make(1, 4096), &got1, 8);
+    ep.Read(GAddr::Make(0, 4096), &got0, 8);
+    EXPECT_EQ(ep.pending(), 4u);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    EXPECT_EQ(ep.pending(), 0u);
+    EXPECT_EQ(got0, 2u);
+    EXPECT_EQ(got1, 1u);
+  }(&c));
+  c.Run();
+  EXPECT_EQ(c.workers[0].sched->live(), 0u);
+  EXPECT_EQ(c.workers[0].ep->stats().batches, 2u);
+  EXPECT_EQ(c.fabric->nic(0).ServedCount(0), 1u);
+  EXPECT_EQ(c.fabric->nic(1).ServedCount(1), 1u);
+  // Two rounds (post; resume), one arrival event for both batches, two completions.
+  EXPECT_EQ(c.engine.stats().events_run, 2u + 1u + 2u);
+}
+
 TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
   Cluster c(2);
   uint64_t arrived_at = 0;
