@@ -198,9 +198,12 @@ void LockClient::Release(const LockOwner& owner, std::span<const LockRequest> re
 void LockClient::Queue(uint16_t dest, const LockRequestEntry& e) {
   pending_[dest].push_back(e);
   pending_mask_[dest / 64] |= uint64_t{1} << (dest % 64);
+  queued_ = true;
 }
 
 void LockClient::EndRound() {
+  if (!queued_) return;
+  queued_ = false;
   for (size_t word = 0; word < pending_mask_.size(); word++) {
     for (uint64_t bits = std::exchange(pending_mask_[word], 0); bits != 0; bits &= bits - 1) {
       const auto dest =

@@ -107,6 +107,7 @@ class LockClient : public Poller {
   // Bit d set iff pending_[d] is non-empty: most rounds queue nothing, and EndRound runs every
   // round, so it visits only these (in increasing order, which fixes the order batches leave).
   std::vector<uint64_t> pending_mask_;
+  bool queued_ = false;                                    // any bit set in pending_mask_
   std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer

@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "pond/base/assert.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/transport/gaddr.h"
@@ -140,6 +141,11 @@ class Endpoint : public Poller {
   virtual bool PollBackend() = 0;
 
   void Complete(Completion* c, Status status);
+  // Complete(c, Status::Ok()) without making and moving a Status.
+  void CompleteOk(Completion* c) {
+    POND_ASSERT(c->outstanding > 0);
+    if (--c->outstanding == 0) sched_.Ready(c->waiter);
+  }
   void Deliver(std::span<const std::byte> packet);
   // A backend gives each delivered packet's buffer back here; Send builds packets in them.
   void RecycleBuffer(PacketBuffer&& buf) { buffer_pool_->Give(std::move(buf)); }

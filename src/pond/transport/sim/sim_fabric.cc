@@ -34,7 +34,8 @@ class SimEndpoint final : public Endpoint {
     MnId mn;
     std::vector<Op> ops;
     Completion* done;
-    Status status;
+    Status status;  // set (and read) only when the batch failed
+    bool failed;
     Batch* next;  // the next batch of the same launch
   };
 
@@ -91,7 +92,6 @@ class SimEndpoint final : public Endpoint {
     activity_.ops += ops.size();
     b->ops.swap(ops);
     b->done = done;
-    b->status = Status::Ok();
     batches_.push_back(b);
     activity_.batches++;
   }
@@ -137,7 +137,10 @@ class SimEndpoint final : public Endpoint {
   void Arrive(Batch* b) {
     sim::Engine& engine = fabric_.engine();
     const SimModel& m = fabric_.model();
+    // A Status holds a string: built only on failure, since it is moved several times on its
+    // way and every batch passes here.
     Status status;
+    b->failed = true;
     uint64_t done_ns = engine.now();
     if (b->mn >= fabric_.num_mns()) {
       status = InvalidArgument("no MN " + std::to_string(b->mn));
@@ -181,13 +184,19 @@ class SimEndpoint final : public Endpoint {
         }
         done_ns = nic.Serve(engine.now(), fabric_.NicServiceNs(kind, op.len), kind);
       }
+      b->failed = !status.ok();
     }
-    b->status = std::move(status);
+    if (b->failed) b->status = std::move(status);
     engine.At(done_ns + m.one_way_ns, [this, b] {
       Completion* c = b->done;
-      Status st = std::move(b->status);
-      free_batches_.push_back(b);
-      Complete(c, std::move(st));
+      if (b->failed) {
+        Status st = std::move(b->status);
+        free_batches_.push_back(b);
+        Complete(c, std::move(st));
+      } else {
+        free_batches_.push_back(b);
+        CompleteOk(c);
+      }
     });
   }
 
