@@ -55,10 +55,9 @@ void Endpoint::SubmitPending(Completion* c) {
   pending_count_ = 0;
 }
 
-void Endpoint::Complete(Completion* c, Status status) {
+void Endpoint::Complete(Completion* c, Status status, int batches) {
   if (!status.ok() && c->status.ok()) c->status = std::move(status);
-  POND_ASSERT(c->outstanding > 0);
-  if (--c->outstanding == 0) sched_.Ready(c->waiter);
+  CompleteOk(c, batches);
 }
 
 void Endpoint::Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload) {

@@ -140,11 +140,13 @@ class Endpoint : public Poller {
   // Hand every arrived packet to Deliver() and finished batches to Complete(); true if any.
   virtual bool PollBackend() = 0;
 
-  void Complete(Completion* c, Status status);
-  // Complete(c, Status::Ok()) without making and moving a Status.
-  void CompleteOk(Completion* c) {
-    POND_ASSERT(c->outstanding > 0);
-    if (--c->outstanding == 0) sched_.Ready(c->waiter);
+  // `batches` of c's batches are done; status is the first error among them, if any.
+  void Complete(Completion* c, Status status, int batches = 1);
+  // Complete(c, Status::Ok(), batches) without making and moving a Status.
+  void CompleteOk(Completion* c, int batches = 1) {
+    POND_ASSERT(c->outstanding >= batches && batches > 0);
+    c->outstanding -= batches;
+    if (c->outstanding == 0) sched_.Ready(c->waiter);
   }
   void Deliver(std::span<const std::byte> packet);
   // A backend gives each delivered packet's buffer back here; Send builds packets in them.

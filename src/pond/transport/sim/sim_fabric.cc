@@ -50,13 +50,7 @@ class SimEndpoint final : public Endpoint {
       // events.
       for (size_t i = 0; i + 1 < batches_.size(); i++) batches_[i]->next = batches_[i + 1];
       batches_.back()->next = nullptr;
-      engine.At(at_ns + m.one_way_ns, [this, head = batches_.front()] {
-        for (Batch* b = head; b != nullptr;) {
-          Batch* next = b->next;  // read first: Arrive may hand b back for reuse
-          Arrive(b);
-          b = next;
-        }
-      });
+      engine.At(at_ns + m.one_way_ns, [this, head = batches_.front()] { ArriveAll(head); });
       batches_.clear();
     }
     for (auto& p : packets_) {
@@ -132,11 +126,50 @@ class SimEndpoint final : public Endpoint {
     });
   }
 
-  // The batch reaches its MN's NIC: apply its ops in order, queue them on the NIC, and send the
-  // completion back when the NIC has served the last one.
-  void Arrive(Batch* b) {
+  // The batches of one launch reach their MNs. The batches of one Flush are consecutive (one
+  // SubmitPending made them) and their completions come back as one event, when the last of
+  // them is done. As one event per batch, they were scheduled consecutively here; the others
+  // did nothing but count down, so only the one that ran last mattered — the latest-scheduled
+  // of those due last — and the single event takes its place in (time, seq) order. The Flush's
+  // status is the error of the batch whose completion would have run first, as before.
+  void ArriveAll(Batch* head) {
+    const uint64_t one_way_ns = fabric_.model().one_way_ns;
+    Batch* b = head;
+    while (b != nullptr) {
+      Completion* c = b->done;
+      Batch* first = b;
+      Batch* last = nullptr;
+      Batch* failed = nullptr;
+      uint64_t failed_ns = 0;
+      uint64_t done_ns = 0;
+      int count = 0;
+      for (; b != nullptr && b->done == c; b = b->next) {
+        const uint64_t t = Arrive(b);
+        if (b->failed && (failed == nullptr || t < failed_ns)) {
+          failed = b;
+          failed_ns = t;
+        }
+        done_ns = std::max(done_ns, t);
+        last = b;
+        count++;
+      }
+      last->next = nullptr;  // b already holds the next Flush's first batch
+      fabric_.engine().At(done_ns + one_way_ns, [this, first, c, count, failed] {
+        Status status = failed != nullptr ? std::move(failed->status) : Status::Ok();
+        for (Batch* r = first; r != nullptr; r = r->next) free_batches_.push_back(r);
+        if (failed != nullptr) {
+          Complete(c, std::move(status), count);
+        } else {
+          CompleteOk(c, count);
+        }
+      });
+    }
+  }
+
+  // The batch reaches its MN's NIC: apply its ops in order and queue them on the NIC. Returns
+  // when the NIC has served the last one.
+  uint64_t Arrive(Batch* b) {
     sim::Engine& engine = fabric_.engine();
-    const SimModel& m = fabric_.model();
     // A Status holds a string: built only on failure, since it is moved several times on its
     // way and every batch passes here.
     Status status;
@@ -187,17 +220,7 @@ class SimEndpoint final : public Endpoint {
       b->failed = !status.ok();
     }
     if (b->failed) b->status = std::move(status);
-    engine.At(done_ns + m.one_way_ns, [this, b] {
-      Completion* c = b->done;
-      if (b->failed) {
-        Status st = std::move(b->status);
-        free_batches_.push_back(b);
-        Complete(c, std::move(st));
-      } else {
-        free_batches_.push_back(b);
-        CompleteOk(c);
-      }
-    });
+    return done_ns;
   }
 
   SimFabric& fabric_;

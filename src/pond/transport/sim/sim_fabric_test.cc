@@ -128,7 +128,8 @@ TEST(SimFabricTest, BatchAppliesInPostingOrder) {
 }
 
 // Ops posted to two MNs interleaved leave as one batch per MN, each in posting order; the
-// round's batches reach the MNs in one event, and each completes on its own.
+// round's batches reach the MNs in one event, and the Flush completes in one event when both
+// are done.
 TEST(SimFabricTest, InterleavedPostsToTwoMnsFormTwoOrderedBatchesArrivingInOneEvent) {
   Cluster c(1);
   c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
@@ -149,8 +150,30 @@ TEST(SimFabricTest, InterleavedPostsToTwoMnsFormTwoOrderedBatchesArrivingInOneEv
   EXPECT_EQ(c.workers[0].ep->stats().batches, 2u);
   EXPECT_EQ(c.fabric->nic(0).ServedCount(0), 1u);
   EXPECT_EQ(c.fabric->nic(1).ServedCount(1), 1u);
-  // Two rounds (post; resume), one arrival event for both batches, two completions.
-  EXPECT_EQ(c.engine.stats().events_run, 2u + 1u + 2u);
+  // Two rounds (post; resume), one arrival event for both batches, one completion.
+  EXPECT_EQ(c.engine.stats().events_run, 2u + 1u + 1u);
+}
+
+// A Flush over two MNs completes when the slower batch is done, and reports the error of a
+// failing batch even when the other one succeeds.
+TEST(SimFabricTest, FlushOverTwoMnsWaitsForTheSlowerAndReportsTheError) {
+  Cluster c(1);
+  uint64_t done_at = 0;
+  c.workers[0].sched->Spawn([](Cluster* c, uint64_t* done_at) -> Task<void> {
+    Endpoint& ep = *c->workers[0].ep;
+    uint64_t old[4], x = 0;
+    for (int k = 0; k < 4; k++) ep.Cas(GAddr::Make(0, 4096 + 8 * k), 0, 1, &old[k]);
+    ep.Read(GAddr::Make(1, 4096), &x, 8);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *done_at = c->engine.now();
+    ep.Read(GAddr::Make(0, 4096), &x, 8);
+    ep.Read(GAddr::Make(1, 1 << 20), &x, 8);  // past the region
+    EXPECT_EQ((co_await ep.Flush()).code(), Code::kInvalidArgument);
+  }(&c, &done_at));
+  c.Run();
+  EXPECT_EQ(c.workers[0].sched->live(), 0u);
+  const SimModel& m = c.fabric->model();
+  EXPECT_EQ(done_at, 2 * m.one_way_ns + 4 * m.NicServiceNs(2, 8));
 }
 
 TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
