@@ -182,11 +182,16 @@ void Engine::Compact() {
   stats_.heap_compactions++;
 }
 
-void Engine::AdvanceTo(uint64_t t_ns) {
+POND_HOT void Engine::AdvanceTo(uint64_t t_ns) {
   clock_.AdvanceTo(t_ns);
-  // Heap entries are all >= the old now + span > the new now, so the differences cannot wrap.
-  // They leave in (time, key) order, so each bucket they join stays in seq order; and nothing
-  // was scheduled directly into those buckets yet, since they were beyond the span until now.
+  // Heap entries are all >= the old now + span > the new now, so the difference cannot wrap.
+  if (!heap_.empty() && heap_[0].time_ns - t_ns < kWheelSpanNs) MoveDueHeapEntries(t_ns);
+}
+
+// Heap entries leave in (time, key) order, so each bucket they join stays in seq order; and
+// nothing was scheduled directly into those buckets yet, since they were beyond the span until
+// the clock reached t_ns.
+void Engine::MoveDueHeapEntries(uint64_t t_ns) {
   while (!heap_.empty() && heap_[0].time_ns - t_ns < kWheelSpanNs) {
     Entry e = HeapPop();
     uint32_t index = static_cast<uint32_t>(e.key & kSlotMask);

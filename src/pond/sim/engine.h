@@ -251,6 +251,7 @@ class Engine {
   size_t WheelFindFrom(size_t from) const;  // no wrap; kWheelSpanNs if none
   // Moves the clock to t_ns and brings the overflow events now within the span onto the wheel.
   void AdvanceTo(uint64_t t_ns);
+  void MoveDueHeapEntries(uint64_t t_ns);
   // NextEventNs(): finds the earliest pending event, reclaiming cancelled wheel slots and
   // dropping stale heap entries in front of it.
   uint64_t Front();
