@@ -1,8 +1,15 @@
 #include "pond/sim/engine.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+
+#include "pond/sim/alloc_cache.h"
 
 namespace pond::sim {
 
@@ -11,7 +18,8 @@ namespace pond::sim {
 #define POND_HOT __attribute__((always_inline)) inline
 
 Engine::Engine(uint64_t seed, EngineOptions options)
-    : seed_(seed),
+    : alloc_cache_(AllocCache::Enable()),
+      seed_(seed),
       pending_event_count_max_(options.pending_event_count_max),
       rng_(seed),
       wheel_tail_(new uint32_t[kWheelSpanNs]),
@@ -27,6 +35,7 @@ Engine::~Engine() {
     Slot& s = SlotAt(i);
     if (SeqOf(s) != 0) s.op(s.storage, false);
   }
+  AllocCache::Disable(alloc_cache_);
 }
 
 uint32_t Engine::AllocNewSlot() {
@@ -258,4 +267,155 @@ void Engine::RunUntil(uint64_t t_ns) {
 
 #undef POND_HOT
 
+// ---- AllocCache (alloc_cache.h) --------------------------------------------------------------
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define POND_ALLOC_CACHE 0
+#else
+#define POND_ALLOC_CACHE 1
+#endif
+
+namespace {
+
+// Class c (1 <= c < kClasses) holds blocks of c * kClassBytes bytes.
+constexpr size_t kClasses = AllocCache::kCachedBytesMax / AllocCache::kClassBytes + 1;
+
+constexpr std::array<uint32_t, kClasses> KeptMaxTable() {
+  std::array<uint32_t, kClasses> t{};
+  for (size_t c = 1; c < kClasses; c++) {
+    size_t n = AllocCache::kKeptBytesPerClass / (c * AllocCache::kClassBytes);
+    t[c] = static_cast<uint32_t>(std::max<size_t>(n, AllocCache::kKeptBlocksMin));
+  }
+  return t;
+}
+constexpr std::array<uint32_t, kClasses> kKeptMax = KeptMaxTable();
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+// Plain data, so that reaching it costs no initialisation check on the allocation path.
+struct CacheLists {
+  uint32_t enabled;  // Enable calls not yet undone
+  uint32_t count[kClasses];
+  FreeBlock* head[kClasses];
+};
+constinit thread_local CacheLists t_cache{};
+
+void Drain(CacheLists& l) {
+  for (size_t c = 1; c < kClasses; c++) {
+    while (FreeBlock* b = l.head[c]) {
+      l.head[c] = b->next;
+      std::free(b);
+    }
+    l.count[c] = 0;
+  }
+}
+
+// Gives the blocks back when the thread exits; frees after that go straight to free().
+struct ExitDrain {
+  ~ExitDrain() {
+    t_cache.enabled = 0;
+    Drain(t_cache);
+  }
+};
+thread_local ExitDrain t_exit_drain;
+
+}  // namespace
+
+const void* AllocCache::Enable() {
+#if POND_ALLOC_CACHE
+  ExitDrain* volatile registered = &t_exit_drain;  // constructs it: registers the exit drain
+  (void)registered;
+  t_cache.enabled++;
+  return &t_cache;
+#else
+  return nullptr;
+#endif
+}
+
+void AllocCache::Disable(const void* token) {
+  if (token == nullptr || token != &t_cache) return;
+  POND_CHECK(t_cache.enabled > 0);
+  if (--t_cache.enabled == 0) Drain(t_cache);
+}
+
+size_t AllocCache::CachedBlocks() {
+  size_t n = 0;
+  for (size_t c = 1; c < kClasses; c++) n += t_cache.count[c];
+  return n;
+}
+
 }  // namespace pond::sim
+
+#if POND_ALLOC_CACHE
+namespace {
+
+using pond::sim::AllocCache;
+
+size_t ClassOf(size_t bytes) {
+  return bytes == 0 ? 1 : (bytes + AllocCache::kClassBytes - 1) / AllocCache::kClassBytes;
+}
+
+void* MallocOrThrow(size_t bytes) {
+  for (;;) {
+    if (void* p = std::malloc(bytes)) return p;
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) throw std::bad_alloc();
+    handler();
+  }
+}
+
+void Give(void* p, size_t c) {
+  pond::sim::CacheLists& l = pond::sim::t_cache;
+  if (l.enabled != 0 && l.count[c] < pond::sim::kKeptMax[c]) {
+    auto* b = static_cast<pond::sim::FreeBlock*>(p);
+    b->next = l.head[c];
+    l.head[c] = b;
+    l.count[c]++;
+    return;
+  }
+  std::free(p);
+}
+
+}  // namespace
+
+// Small requests are rounded up to their class size even with the cache off, so that any small
+// block can later serve any request of its class.
+__attribute__((weak)) void* operator new(size_t bytes) {
+  if (bytes > AllocCache::kCachedBytesMax) return MallocOrThrow(bytes);
+  const size_t c = ClassOf(bytes);
+  pond::sim::CacheLists& l = pond::sim::t_cache;
+  if (l.enabled != 0) {
+    if (pond::sim::FreeBlock* b = l.head[c]) {
+      l.head[c] = b->next;
+      l.count[c]--;
+      return b;
+    }
+  }
+  return MallocOrThrow(c * AllocCache::kClassBytes);
+}
+
+__attribute__((weak)) void operator delete(void* p, size_t bytes) noexcept {
+  if (p == nullptr) return;
+  if (bytes > AllocCache::kCachedBytesMax) {
+    std::free(p);
+    return;
+  }
+  Give(p, ClassOf(bytes));
+}
+
+// Unsized: the class comes from the block itself. A block of class c has at least c * 16
+// usable bytes and, being malloc'ed with exactly that size, fewer than (c + 1) * 16.
+__attribute__((weak)) void operator delete(void* p) noexcept {
+  if (p == nullptr) return;
+  if (pond::sim::t_cache.enabled != 0) {
+    const size_t c = malloc_usable_size(p) / AllocCache::kClassBytes;
+    if (c >= 1 && c < pond::sim::kClasses) {
+      Give(p, c);
+      return;
+    }
+  }
+  std::free(p);
+}
+#endif  // POND_ALLOC_CACHE

@@ -262,6 +262,7 @@ class Engine {
   void SiftDown(size_t i, Entry e);
   void Compact();
 
+  const void* alloc_cache_;  // AllocCache::Enable's token for this engine's thread
   const uint64_t seed_;
   const uint32_t pending_event_count_max_;
   VirtualClock clock_;

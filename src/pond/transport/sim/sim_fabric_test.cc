@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "pond/runtime/scheduler.h"
+#include "pond/sim/alloc_cache.h"
 
 namespace pond {
 namespace {
@@ -247,6 +250,57 @@ TEST(SimModelTest, PresetsValidateAndBadValuesAreRefused) {
   m.mn_atomic_mops = 0;
   EXPECT_EQ(m.Validate().code(), Code::kInvalidArgument);
   EXPECT_EQ(SimModel::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
+}
+
+// sim::AllocCache lives in engine.cc; it is tested here because this binary keeps the global
+// operator new that engine.cc provides (sim_test replaces it to count allocations). The tests
+// call operator new/delete directly: new-expressions may be elided by the compiler.
+TEST(AllocCacheTest, ReusesFreedBlocksWhileOnAndGivesThemBackWhenOff) {
+  const void* token = sim::AllocCache::Enable();
+  if (token == nullptr) GTEST_SKIP() << "no cache under sanitizers";
+  void* a = ::operator new(1000);
+  const auto a_address = reinterpret_cast<uintptr_t>(a);
+  const size_t before = sim::AllocCache::CachedBlocks();
+  ::operator delete(a, 1000);
+  EXPECT_EQ(sim::AllocCache::CachedBlocks(), before + 1);
+  // LIFO: the next request of the same class (993..1008 bytes) gets the block just freed.
+  void* b = ::operator new(993);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b), a_address);
+  EXPECT_EQ(sim::AllocCache::CachedBlocks(), before);
+  // An unsized delete finds the class from the block itself.
+  ::operator delete(b);
+  void* c = ::operator new(1008);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c), a_address);
+  ::operator delete(c, 1008);
+  // Nested Enable/Disable: only the last Disable gives the blocks back.
+  const void* inner = sim::AllocCache::Enable();
+  sim::AllocCache::Disable(inner);
+  EXPECT_EQ(sim::AllocCache::CachedBlocks(), before + 1);
+  sim::AllocCache::Disable(token);
+  EXPECT_EQ(sim::AllocCache::CachedBlocks(), 0u);
+}
+
+// Blocks cross threads freely: one allocated under the cache may be freed on a thread without
+// it, and a thread's cached blocks go back to malloc when it exits.
+TEST(AllocCacheTest, BlocksMayBeFreedOnAnyThread) {
+  const void* token = sim::AllocCache::Enable();
+  if (token == nullptr) GTEST_SKIP() << "no cache under sanitizers";
+  std::vector<void*> made;
+  for (int i = 0; i < 1000; i++) made.push_back(::operator new(100));
+  std::thread other([&] {
+    for (void* p : made) ::operator delete(p, 100);  // no cache here: straight to free()
+    EXPECT_EQ(sim::AllocCache::CachedBlocks(), 0u);
+    const void* t = sim::AllocCache::Enable();
+    for (int i = 0; i < 100; i++) ::operator delete(::operator new(64), 64);
+    EXPECT_EQ(sim::AllocCache::CachedBlocks(), 1u);
+    (void)t;  // left on: the thread's exit gives the block back
+  });
+  other.join();
+  for (void*& p : made) p = ::operator new(100);
+  for (void* p : made) ::operator delete(p, 100);
+  EXPECT_GE(sim::AllocCache::CachedBlocks(), 1000u);
+  sim::AllocCache::Disable(token);
+  EXPECT_EQ(sim::AllocCache::CachedBlocks(), 0u);
 }
 
 }  // namespace
