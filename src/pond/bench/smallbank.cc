@@ -1,4 +1,5 @@
 #include "pond/bench/smallbank.h"
+#include "pond/bench/progress_monitor.h"
 
 #include <atomic>
 #include <chrono>
@@ -311,21 +312,13 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   std::atomic<uint64_t> run_now{start};
   uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
 
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread monitor([&] {
-    std::unique_lock lock(mu);
-    while (!done) {
-      if (cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) break;
-      KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0,
-                    0};
-      for (auto& c : counters) {
-        p.committed += c.committed.load(std::memory_order_relaxed);
-        p.aborted += c.aborted.load(std::memory_order_relaxed);
-      }
-      if (progress) progress(p);
+  ProgressMonitor monitor([&] {
+    KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0, 0};
+    for (auto& c : counters) {
+      p.committed += c.committed.load(std::memory_order_relaxed);
+      p.aborted += c.aborted.load(std::memory_order_relaxed);
     }
+    if (progress) progress(p);
   });
 
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
@@ -372,12 +365,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   });
   uint64_t end = clock.NowNs();
   result.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  monitor.join();
+  monitor.Stop();
   if (wrong) {
     return Internal("a SmallBank transaction failed unexpectedly: " + wrong_status.ToString());
   }

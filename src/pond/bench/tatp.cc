@@ -1,4 +1,5 @@
 #include "pond/bench/tatp.h"
+#include "pond/bench/progress_monitor.h"
 
 #include <fmt/core.h>
 
@@ -343,21 +344,13 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   uint64_t wall_start = wall.NowNs();
   std::atomic<uint64_t> run_now{start};
   uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread monitor([&] {
-    std::unique_lock lock(mu);
-    while (!done) {
-      if (cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) break;
-      KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0,
-                    0};
-      for (auto& c : counters) {
-        p.committed += c.committed.load(std::memory_order_relaxed);
-        p.aborted += c.aborted.load(std::memory_order_relaxed);
-      }
-      if (progress) progress(p);
+  ProgressMonitor monitor([&] {
+    KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0, 0};
+    for (auto& c : counters) {
+      p.committed += c.committed.load(std::memory_order_relaxed);
+      p.aborted += c.aborted.load(std::memory_order_relaxed);
     }
+    if (progress) progress(p);
   });
 
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
@@ -398,12 +391,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   });
   uint64_t end = clock.NowNs();
   result.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  {
-    std::lock_guard lock(mu);
-    done = true;
-  }
-  cv.notify_all();
-  monitor.join();
+  monitor.Stop();
   if (wrong) return Internal("a TATP transaction failed unexpectedly: " + wrong_status.ToString());
   result.elapsed_s = static_cast<double>(end - start) / 1e9;
   result.stats = StatsDelta(cluster.Stats(), before);
