@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Pond builds and tests with. Idempotent: when every package is
+# Installs the Debian packages Pond builds and tests with (and plots and compares with:
+# matplotlib for bench/plot.py, PostgreSQL 15 for bench/peers/). Idempotent: when every package is
 # already present it prints nothing and returns at once, so the Makefile calls it on every run.
 set -euo pipefail
 
@@ -7,6 +8,8 @@ packages=(
   g++ cmake ninja-build make pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev
   clang-format
+  python3-matplotlib
+  postgresql-15 postgresql-client-15
 )
 
 missing=()

@@ -12,6 +12,8 @@
 
 #include "pond/base/hash.h"
 #include "pond/bench/build_info.h"
+#include "pond/bench/smallbank_history.h"
+#include "pond/check/recorder.h"
 
 namespace pond::bench {
 
@@ -41,7 +43,11 @@ int64_t InitialBalance(uint64_t account, bool checking) {
 struct Args {
   uint64_t a0 = 0, a1 = 0;
   int64_t amount = 0;
+  uint64_t tag = 0;  // recording: the history tag of this call ((client + 1) << 32 | call)
 };
+
+// The process a tag's call came from.
+int64_t ProcessOf(uint64_t tag) { return static_cast<int64_t>(tag >> 32) - 1; }
 
 // Per worker: what the workers committed. `net` and `declined` are written by the worker that
 // ran the procedure (maybe another CN's, after routing), the rest by the calling client's
@@ -53,6 +59,7 @@ struct alignas(64) WorkerCounters {
   std::atomic<int64_t> scanned_total{0};
   std::atomic<uint64_t> scanned_rows{0};
   Histogram latency;
+  std::vector<SmallBankRecordedTxn> history;  // recording: written by this worker only
 };
 
 }  // namespace
@@ -87,18 +94,40 @@ ClusterStats StatsDelta(const ClusterStats& a, const ClusterStats& b) {
 
 namespace {
 
-Result<int64_t> Get(const Txn& t, uint16_t table, uint64_t account) {
+// A row's value: the balance, and while recording the tag of its last writer after it.
+// docs/formats.md "Workload values".
+constexpr uint32_t kValueBytes = 8, kRecordedValueBytes = 16;
+static_assert(kValueBytes == sizeof(int64_t), "a balance is one i64");
+static_assert(kRecordedValueBytes == kValueBytes + sizeof(uint64_t), "then the writer tag");
+
+// The transaction being recorded, or none (h == nullptr) when the run is not recorded.
+struct TxnHistory {
+  SmallBankRecordedTxn txn;
+  uint64_t tag = 0;  // what this transaction's writes carry
+};
+
+Result<int64_t> Get(const Txn& t, uint16_t table, uint64_t account, TxnHistory* h) {
   Result<std::span<const std::byte>> v = t.Read(table, SmallBankKey(account));
   if (!v.ok()) return v.status();
   int64_t x;
   std::memcpy(&x, v->data(), sizeof(x));
+  if (h != nullptr) {
+    uint64_t tag;
+    std::memcpy(&tag, v->data() + kValueBytes, sizeof(tag));
+    h->txn.ops.push_back({SmallBankHistoryKey(table, account), tag, /*write=*/false});
+  }
   return x;
 }
 
-Status Put(Txn& t, uint16_t table, uint64_t account, int64_t balance) {
-  std::byte value[8];
+Status Put(Txn& t, uint16_t table, uint64_t account, int64_t balance, TxnHistory* h) {
+  std::byte value[kRecordedValueBytes] = {};
   std::memcpy(value, &balance, sizeof(balance));
-  return t.Write(table, SmallBankKey(account), value);
+  if (h != nullptr) {
+    std::memcpy(value + kValueBytes, &h->tag, sizeof(h->tag));
+    h->txn.ops.push_back({SmallBankHistoryKey(table, account), h->tag, /*write=*/true});
+  }
+  return t.Write(table, SmallBankKey(account),
+                 std::span(value, h != nullptr ? kRecordedValueBytes : kValueBytes));
 }
 
 // One account draw: the hot set (accounts 0 .. hot-1, whose low bits spread them over every
@@ -156,13 +185,19 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
   if (!started.ok()) return started.status();
   Cluster& cluster = **started;
+  const bool recording = !o.history_path.empty();
+  const uint32_t value_bytes = recording ? kRecordedValueBytes : kValueBytes;
   // critical_field: the key's low 12 bits are the account's shard, so the savings and checking
   // rows of one account have their locks on one CN.
-  Result<uint16_t> sav = cluster.CreateTable(TableOptions{
-      .name = "savings", .value_bytes = 8, .capacity = o.accounts, .critical_field = true});
+  Result<uint16_t> sav = cluster.CreateTable(TableOptions{.name = "savings",
+                                                          .value_bytes = value_bytes,
+                                                          .capacity = o.accounts,
+                                                          .critical_field = true});
   if (!sav.ok()) return sav.status();
-  Result<uint16_t> chk = cluster.CreateTable(TableOptions{
-      .name = "checking", .value_bytes = 8, .capacity = o.accounts, .critical_field = true});
+  Result<uint16_t> chk = cluster.CreateTable(TableOptions{.name = "checking",
+                                                          .value_bytes = value_bytes,
+                                                          .capacity = o.accounts,
+                                                          .critical_field = true});
   if (!chk.ok()) return chk.status();
   const uint16_t ts = *sav, tc = *chk;
 
@@ -176,6 +211,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
         cluster.Load(t, o.accounts, [checking](uint64_t i, uint64_t* key, std::span<std::byte> v) {
           *key = SmallBankKey(i);
           int64_t b = InitialBalance(i, checking);
+          std::memset(v.data(), 0, v.size());  // a recorded row starts with tag 0: loaded
           std::memcpy(v.data(), &b, sizeof(b));
         });
     if (!loaded.ok()) return loaded;
@@ -201,99 +237,127 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     std::memcpy(&a, args.data(), sizeof(a));
     return a;
   };
-  // Commits `t` and, if it committed, books `net` (and a decline) on this worker.
-  auto finish = [mine](Session& s, Txn& t, int64_t net, bool declined) -> Task<Status> {
+  // Recording: starts the history of the call `a` in `hist` and returns it; else nullptr.
+  auto begin = [recording](Session& s, const Args& a, TxnHistory& hist) -> TxnHistory* {
+    if (!recording) return nullptr;
+    hist.txn.process = ProcessOf(a.tag);
+    hist.txn.invoke_ns = s.clock().NowNs();
+    hist.tag = a.tag;
+    return &hist;
+  };
+  // Commits `t` and, if it committed, books `net` (and a decline) on this worker; keeps the
+  // history, if recording, of a transaction that wrote or committed (an abort before any write
+  // says nothing to the checker).
+  auto finish = [mine](Session& s, Txn& t, int64_t net, bool declined,
+                       TxnHistory* h) -> Task<Status> {
     Status st = co_await t.Commit();
+    WorkerCounters& c = mine(s);
     if (st.ok()) {
-      WorkerCounters& c = mine(s);
       c.net.fetch_add(net, std::memory_order_relaxed);
       if (declined) c.declined.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (h != nullptr) {
+      h->txn.committed = st.ok();
+      h->txn.complete_ns = s.clock().NowNs();
+      c.history.push_back(std::move(h->txn));
     }
     co_return st;
   };
   // Amalgamate: all of a0's money goes to a1's checking account.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(ts, SmallBankKey(a.a0));
     t.AddRW(tc, SmallBankKey(a.a0));
     t.AddRW(tc, SmallBankKey(a.a1));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> s0 = Get(t, ts, a.a0), c0 = Get(t, tc, a.a0), c1 = Get(t, tc, a.a1);
+    Result<int64_t> s0 = Get(t, ts, a.a0, h), c0 = Get(t, tc, a.a0, h), c1 = Get(t, tc, a.a1, h);
     if (!s0.ok()) co_return s0.status();
     if (!c0.ok()) co_return c0.status();
     if (!c1.ok()) co_return c1.status();
-    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, 0));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, 0));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + *s0 + *c0));
-    co_return co_await finish(s, t, 0, false);
+    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, 0, h));
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, 0, h));
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + *s0 + *c0, h));
+    co_return co_await finish(s, t, 0, false, h);
   });
   // Balance: the read-only one.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadOnly);
     t.AddRO(ts, SmallBankKey(a.a0));
     t.AddRO(tc, SmallBankKey(a.a0));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> s0 = Get(t, ts, a.a0), c0 = Get(t, tc, a.a0);
+    Result<int64_t> s0 = Get(t, ts, a.a0, h), c0 = Get(t, tc, a.a0, h);
     if (!s0.ok()) co_return s0.status();
     if (!c0.ok()) co_return c0.status();
-    co_return co_await finish(s, t, 0, false);
+    co_return co_await finish(s, t, 0, false, h);
   });
   // DepositChecking: amount > 0 into checking.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(tc, SmallBankKey(a.a0));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> c0 = Get(t, tc, a.a0);
+    Result<int64_t> c0 = Get(t, tc, a.a0, h);
     if (!c0.ok()) co_return c0.status();
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 + a.amount));
-    co_return co_await finish(s, t, a.amount, false);
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 + a.amount, h));
+    co_return co_await finish(s, t, a.amount, false, h);
   });
   // SendPayment: checking a0 -> checking a1, declined (committed, nothing written) if a0's
   // checking does not cover it.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(tc, SmallBankKey(a.a0));
     t.AddRW(tc, SmallBankKey(a.a1));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> c0 = Get(t, tc, a.a0), c1 = Get(t, tc, a.a1);
+    Result<int64_t> c0 = Get(t, tc, a.a0, h), c1 = Get(t, tc, a.a1, h);
     if (!c0.ok()) co_return c0.status();
     if (!c1.ok()) co_return c1.status();
-    if (*c0 < a.amount) co_return co_await finish(s, t, 0, true);
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - a.amount));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + a.amount));
-    co_return co_await finish(s, t, 0, false);
+    if (*c0 < a.amount) co_return co_await finish(s, t, 0, true, h);
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - a.amount, h));
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + a.amount, h));
+    co_return co_await finish(s, t, 0, false, h);
   });
   // TransactSavings: a deposit (amount > 0) or withdrawal (< 0) on savings, declined if it
   // would overdraw.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(ts, SmallBankKey(a.a0));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> s0 = Get(t, ts, a.a0);
+    Result<int64_t> s0 = Get(t, ts, a.a0, h);
     if (!s0.ok()) co_return s0.status();
-    if (*s0 + a.amount < 0) co_return co_await finish(s, t, 0, true);
-    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, *s0 + a.amount));
-    co_return co_await finish(s, t, a.amount, false);
+    if (*s0 + a.amount < 0) co_return co_await finish(s, t, 0, true, h);
+    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, *s0 + a.amount, h));
+    co_return co_await finish(s, t, a.amount, false, h);
   });
   // WriteCheck: amount > 0 out of checking; one unit more as a penalty if savings + checking do
   // not cover it (checking may go negative). Savings is only read.
   cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
     Args a = args_of(args);
+    TxnHistory hist;
+    TxnHistory* h = begin(s, a, hist);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRO(ts, SmallBankKey(a.a0));
     t.AddRW(tc, SmallBankKey(a.a0));
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
-    Result<int64_t> s0 = Get(t, ts, a.a0), c0 = Get(t, tc, a.a0);
+    Result<int64_t> s0 = Get(t, ts, a.a0, h), c0 = Get(t, tc, a.a0, h);
     if (!s0.ok()) co_return s0.status();
     if (!c0.ok()) co_return c0.status();
     int64_t out = *s0 + *c0 < a.amount ? a.amount + 1 : a.amount;
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - out));
-    co_return co_await finish(s, t, -out, false);
+    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - out, h));
+    co_return co_await finish(s, t, -out, false, h);
   });
 
   const uint64_t hot = std::max<uint64_t>(
@@ -321,12 +385,24 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     if (progress) progress(p);
   });
 
+  // Recording: calls issued so far, to stop at kSmallBankHistoryTxnsMax.
+  std::atomic<uint64_t> issued{0};
+  auto client_of = [wpc, &o](Session& s) {
+    return static_cast<uint64_t>(s.cn() * wpc + s.worker()) * static_cast<uint64_t>(o.coros) +
+           static_cast<uint64_t>(s.client());
+  };
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
     WorkerCounters& me = mine(s);
     Rng& rng = s.rng();
+    const uint64_t client = client_of(s);
+    uint64_t calls = 0;
     while (s.clock().NowNs() < deadline) {
+      if (recording && issued.fetch_add(1, std::memory_order_relaxed) >= kSmallBankHistoryTxnsMax) {
+        break;
+      }
       SmallBankTxn kind = DrawTxn(rng);
       Args a;
+      a.tag = ((client + 1) << 32) | ++calls;
       a.a0 = DrawAccount(rng, o.accounts, hot, o.hot_access);
       if (kind == SmallBankTxn::kAmalgamate || kind == SmallBankTxn::kSendPayment) {
         // Two distinct accounts; redrawing keeps both under the skew (bounded: a hot set of
@@ -383,12 +459,14 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   std::atomic<bool> scan_failed{false};
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
     WorkerCounters& me = mine(s);
-    const uint64_t self =
-        static_cast<uint64_t>(s.cn() * wpc + s.worker()) * static_cast<uint64_t>(o.coros) +
-        static_cast<uint64_t>(s.client());
+    const uint64_t self = client_of(s);
     for (uint64_t b = self; b < batches && !scan_failed; b += clients) {
       const uint64_t lo = b * kScanBatch, hi = std::min(o.accounts, lo + kScanBatch);
       int64_t sum = 0;
+      TxnHistory hist;
+      TxnHistory* h = recording ? &hist : nullptr;
+      hist.txn.process = static_cast<int64_t>(self);
+      hist.txn.invoke_ns = s.clock().NowNs();
       Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& t) -> Task<Status> {
         for (uint64_t acc = lo; acc < hi; acc++) {
           t.AddRO(ts, SmallBankKey(acc));
@@ -396,8 +474,9 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
         }
         if (Status e = co_await t.Execute(); !e.ok()) co_return e;
         sum = 0;
+        hist.txn.ops.clear();  // a retried attempt records only what it read
         for (uint64_t acc = lo; acc < hi; acc++) {
-          Result<int64_t> x = Get(t, ts, acc), y = Get(t, tc, acc);
+          Result<int64_t> x = Get(t, ts, acc, h), y = Get(t, tc, acc, h);
           if (!x.ok()) co_return x.status();
           if (!y.ok()) co_return y.status();
           sum += *x + *y;
@@ -409,6 +488,11 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
         std::lock_guard lock(wrong_mu);
         wrong_status = st;
         break;
+      }
+      if (recording) {
+        hist.txn.committed = true;
+        hist.txn.complete_ns = s.clock().NowNs();
+        me.history.push_back(std::move(hist.txn));
       }
       me.scanned_total.fetch_add(sum, std::memory_order_relaxed);
       me.scanned_rows.fetch_add(2 * (hi - lo), std::memory_order_relaxed);
@@ -439,6 +523,18 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
                           std::to_string(result.net_deposits) + " committed net deposits";
   } else {
     result.check_ok = true;
+  }
+
+  if (recording) {
+    std::vector<SmallBankRecordedTxn> txns;
+    for (auto& c : counters) {
+      for (SmallBankRecordedTxn& t : c.history) txns.push_back(std::move(t));
+    }
+    auto recorder = check::Recorder::OpenFile(o.history_path);
+    if (!recorder.ok()) return recorder.status();
+    POND_RETURN_IF_ERROR(WriteSmallBankHistory(txns, **recorder));
+    POND_RETURN_IF_ERROR((*recorder)->Close());
+    result.history_txns = txns.size();
   }
   return result;
 }

@@ -48,7 +48,14 @@ struct SmallBankOptions {
   double hot_access = 0.90;    // share of the account draws that go to the hot set
   // Set: run on the simulated cluster with this model; `seconds` are then virtual seconds.
   std::optional<SimModel> sim;
+  // Set: record every transaction (and the final scan) and write the run as a list-append
+  // history to this file for the isolation checker (smallbank_history.h). Rows then carry a
+  // writer tag beside the balance (16-byte values). Meant for test-sized runs: the run stops
+  // issuing transactions after kSmallBankHistoryTxnsMax calls.
+  std::string history_path;
 };
+
+inline constexpr uint64_t kSmallBankHistoryTxnsMax = 200'000;
 
 struct SmallBankResult {
   double elapsed_s = 0;
@@ -70,7 +77,8 @@ struct SmallBankResult {
   int64_t net_deposits = 0;  // sum of the committed transactions' net changes
   int64_t final_total = 0;   // read back after the run
   bool check_ok = false;
-  std::string check_detail;  // why the check failed
+  std::string check_detail;   // why the check failed
+  uint64_t history_txns = 0;  // transactions written to history_path
 };
 
 Status ValidateSmallBankOptions(const SmallBankOptions& o);

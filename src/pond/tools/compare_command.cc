@@ -29,7 +29,9 @@
 #include "pond/check/history.h"
 #include "pond/check/recorder.h"
 #include "pond/tools/command.h"
+#include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
+#include "pond/tools/kvs_sweep.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -39,25 +41,12 @@ namespace {
 constexpr uint32_t kCheckTxnsMax = 1'000'000;
 const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
 
-struct CompareArgs {
-  KvsFlags flags;
-  std::string workload = "kvs";
-  // --workload smallbank: its own workload flags; the cluster flags are KvsFlags'.
-  uint64_t accounts = bench::SmallBankOptions{}.accounts;
-  double hot_fraction = bench::SmallBankOptions{}.hot_fraction;
-  double hot_access = bench::SmallBankOptions{}.hot_access;
-  uint64_t subscribers = bench::TatpOptions{}.subscribers;  // --workload tatp
-  std::string protocols;  // comma-separated; empty: ProtocolNames()
-  bool ablation = false;
-  std::string baseline;  // empty: motor if it is a row, else the first row
-  bool no_check = false;
-  uint32_t check_txns = 5000;
-  std::string json_path;
-};
-
 // One protocol's run. The table reads `r`; a SmallBank row keeps its own options and result
 // too (for its money check and JSON) and copies the shared measures into `r`.
 struct Row {
+  std::string name;   // the protocol or ablation step
+  size_t point = 0;   // the sweep point (0 without a sweep)
+  std::string label;  // name, and the point's settings in a sweep: "lotus coros=2"
   bench::KvsOptions o;
   bench::KvsResult r;
   std::optional<bench::SmallBankOptions> sb;
@@ -280,8 +269,42 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
   return names;
 }
 
+// Runs `row`'s workload and fills its results; the error of a run that failed.
+Status RunRow(Row& row, FILE* progress_out, bool simulate) {
+  auto progress = KvsProgressPrinter(progress_out, simulate, row.label);
+  if (row.sb) {
+    auto r = bench::RunSmallBank(*row.sb, progress);
+    if (!r.ok()) return r.status();
+    row.r = AsKvsResult(*r);
+    row.sbr = *std::move(r);
+  } else if (row.ta) {
+    auto r = bench::RunTatp(*row.ta, progress);
+    if (!r.ok()) return r.status();
+    row.r = AsKvsResult(*r);
+    row.tar = *std::move(r);
+  } else {
+    auto r = bench::RunKvs(row.o, progress);
+    if (!r.ok()) return r.status();
+    row.r = *std::move(r);
+  }
+  return Status::Ok();
+}
+
+double MaxNicShare(const bench::KvsResult& r) {
+  double m = 0;
+  if (!r.sim) return m;
+  for (const auto& n : r.sim->mn_nics) {
+    uint64_t busy = 0;
+    for (uint64_t b : n.busy_ns) busy += b;
+    m = std::max(m, static_cast<double>(busy) / (r.elapsed_s * 1e9));
+  }
+  return m;
+}
+
+}  // namespace
+
 int RunCompare(CompareArgs& a, bool simulate) {
-  const char* what = simulate ? "sim compare" : "bench compare";
+  const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
   if (a.workload != "kvs" && a.workload != "smallbank" && a.workload != "tatp") {
     return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
   }
@@ -305,37 +328,54 @@ int RunCompare(CompareArgs& a, bool simulate) {
     return Fail(what, "--baseline '" + baseline + "' is not one of the rows (" + list + ")");
   }
   const size_t base_index = static_cast<size_t>(base_it - names->begin());
+  KvsSweep sweep;
+  if (!a.sweep.empty()) {
+    Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
+    if (!parsed.ok()) return Fail(what, parsed.status().message());
+    sweep = *std::move(parsed);
+    Status fits = sweep.CheckWorkload(a.workload);
+    if (!fits.ok()) return Fail(what, fits.message());
+  }
+  const bool swept = !sweep.axes.empty();
+  const size_t points = swept ? sweep.PointCount() : 1;
 
+  // Rows point-major: all protocols at the first point, then the next, so a long sweep shows
+  // every protocol early. Every row is validated before the first runs, so a long sweep cannot
+  // fail half-way on input.
   std::vector<Row> rows;
-  for (const std::string& name : *names) {
-    Row row;
-    row.o = a.flags.o;
-    row.o.cluster.protocol = *ProtocolByName(name);
-    Status valid = bench::ValidateKvsOptions(row.o);
-    if (!valid.ok()) return Fail(what, name + ": " + valid.message());
-    if (smallbank) {
-      row.sb = SmallBankOf(a, row.o);
-      valid = bench::ValidateSmallBankOptions(*row.sb);
-      if (!valid.ok()) return Fail(what, name + ": " + valid.message());
+  for (size_t p = 0; p < points; p++) {
+    for (const std::string& name : *names) {
+      Row row;
+      row.name = name;
+      row.point = p;
+      row.label = swept ? name + " " + sweep.PointName(p) : name;
+      row.o = swept ? sweep.Apply(a.flags.o, p) : a.flags.o;
+      row.o.cluster.protocol = *ProtocolByName(name);
+      Status valid = bench::ValidateKvsOptions(row.o);
+      if (smallbank && valid.ok()) {
+        row.sb = SmallBankOf(a, row.o);
+        valid = bench::ValidateSmallBankOptions(*row.sb);
+      }
+      if (tatp && valid.ok()) {
+        row.ta = TatpOf(a, row.o);
+        valid = bench::ValidateTatpOptions(*row.ta);
+      }
+      if (!valid.ok()) return Fail(what, row.label + ": " + valid.message());
+      rows.push_back(std::move(row));
     }
-    if (tatp) {
-      row.ta = TatpOf(a, row.o);
-      valid = bench::ValidateTatpOptions(*row.ta);
-      if (!valid.ok()) return Fail(what, name + ": " + valid.message());
-    }
-    rows.push_back(std::move(row));
   }
 
   std::string row_list;
   for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
   const bench::KvsOptions& o = a.flags.o;
-  std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s\n",
-              simulate ? "sim compare" : "bench compare", bench::kBuildType, a.workload.c_str(),
-              simulate ? "sim" : "local", simulate ? (", model " + o.sim->name).c_str() : "",
+  std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n",
+              what.c_str(), bench::kBuildType, a.workload.c_str(), simulate ? "sim" : "local",
+              simulate ? (", model " + o.sim->name).c_str() : "",
               a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
               smallbank ? SmallBankSettings(SmallBankOf(a, o), simulate).c_str()
               : tatp    ? TatpSettings(TatpOf(a, o), simulate).c_str()
-                        : KvsSettings(o, simulate).c_str());
+                        : KvsSettings(o, simulate).c_str(),
+              swept ? fmt::format(", sweep {} ({} points)", a.sweep, points).c_str() : "");
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
@@ -346,60 +386,45 @@ int RunCompare(CompareArgs& a, bool simulate) {
   double wall_runs = 0, wall_checks = 0;
   uint64_t events = 0;
   for (size_t i = 0; i < rows.size(); i++) {
-    const std::string& name = (*names)[i];
-    std::fprintf(progress_out, "running %s (%zu of %zu)\n", name.c_str(), i + 1, rows.size());
+    std::fprintf(progress_out, "running %s (%zu of %zu)\n", rows[i].label.c_str(), i + 1,
+                 rows.size());
     std::fflush(progress_out);
-    if (smallbank) {
-      auto r = bench::RunSmallBank(*rows[i].sb, KvsProgressPrinter(progress_out, simulate, name));
-      if (!r.ok()) {
-        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
-                     r.status().ToString().c_str());
-        return 1;
-      }
-      rows[i].r = AsKvsResult(*r);
-      rows[i].sbr = *std::move(r);
-    } else if (tatp) {
-      auto r = bench::RunTatp(*rows[i].ta, KvsProgressPrinter(progress_out, simulate, name));
-      if (!r.ok()) {
-        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
-                     r.status().ToString().c_str());
-        return 1;
-      }
-      rows[i].r = AsKvsResult(*r);
-      rows[i].tar = *std::move(r);
-    } else {
-      auto r = bench::RunKvs(rows[i].o, KvsProgressPrinter(progress_out, simulate, name));
-      if (!r.ok()) {
-        if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-        std::fprintf(stderr, "pond %s: %s: %s\n", what, name.c_str(),
-                     r.status().ToString().c_str());
-        return 1;
-      }
-      rows[i].r = *std::move(r);
+    Status ran = RunRow(rows[i], progress_out, simulate);
+    if (!ran.ok()) {
+      if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+      std::fprintf(stderr, "pond %s: %s: %s\n", what.c_str(), rows[i].label.c_str(),
+                   ran.ToString().c_str());
+      return 1;
     }
     wall_runs += rows[i].r.wall_s;
     if (rows[i].r.sim) events += rows[i].r.sim->events;
   }
 
-  // The table.
+  // The table; each row's ratio is to the baseline at the same point.
+  auto baseline_of = [&](const Row& row) -> const Row& {
+    return rows[row.point * names->size() + base_index];
+  };
   int name_w = 8;
   for (const std::string& n : *names) name_w = std::max(name_w, static_cast<int>(n.size()));
   std::string vs = "vs " + baseline;
   int vs_w = std::max(8, static_cast<int>(vs.size()));
+  if (swept) {
+    for (const SweepAxis& axis : sweep.axes) std::printf("%-8s ", axis.name.c_str());
+  }
   std::printf("%-*s %12s %*s %8s %9s %9s %12s", name_w, "protocol", "txn/s", vs_w, vs.c_str(),
               "abort%", "p50 us", "p99 us", "atomics/txn");
   if (simulate) {
     for (const char* v : kVerbNames) std::printf(" %7s", (std::string(v) + "%").c_str());
   }
   std::printf("\n");
-  const double base_tput = Throughput(rows[base_index].r);
-  for (size_t i = 0; i < rows.size(); i++) {
-    const bench::KvsResult& r = rows[i].r;
-    double tput = Throughput(r);
-    std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, (*names)[i].c_str(), tput,
-                vs_w, base_tput > 0 ? tput / base_tput : 0.0, 100.0 * AbortRate(r),
+  for (const Row& row : rows) {
+    const bench::KvsResult& r = row.r;
+    double tput = Throughput(r), base_tput = Throughput(baseline_of(row).r);
+    if (swept) {
+      for (double v : sweep.Point(row.point)) std::printf("%-8g ", v);
+    }
+    std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, row.name.c_str(), tput, vs_w,
+                base_tput > 0 ? tput / base_tput : 0.0, 100.0 * AbortRate(r),
                 static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
                 static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, AtomicsPerTxn(r));
     if (simulate) {
@@ -407,8 +432,8 @@ int RunCompare(CompareArgs& a, bool simulate) {
     }
     std::printf("\n");
   }
-  std::printf("%s = throughput / %s's; atomics/txn = (CAS + FAA) per committed txn%s\n", vs.c_str(),
-              baseline.c_str(),
+  std::printf("%s = throughput / %s's%s; atomics/txn = (CAS + FAA) per committed txn%s\n",
+              vs.c_str(), baseline.c_str(), swept ? " at the same point" : "",
               simulate ? fmt::format("; READ% .. FAA% = MN NIC busy share by verb, mean over the "
                                      "{} MN(s)",
                                      o.cluster.mns)
@@ -416,47 +441,46 @@ int RunCompare(CompareArgs& a, bool simulate) {
                        : "");
   std::fflush(stdout);
 
-  // SmallBank's money checks, one per row.
+  // The workload's own check, one per row: SmallBank's money, TATP's references.
   bool all_ok = true;
-  if (smallbank) {
-    for (size_t i = 0; i < rows.size(); i++) {
-      const bench::SmallBankResult& r = *rows[i].sbr;
+  for (const Row& row : rows) {
+    if (row.sbr) {
+      const bench::SmallBankResult& r = *row.sbr;
       if (r.check_ok) {
         std::printf("money check %s: ok (total %ld = initial %ld + net deposits %ld)\n",
-                    (*names)[i].c_str(), static_cast<long>(r.final_total),
+                    row.label.c_str(), static_cast<long>(r.final_total),
                     static_cast<long>(r.initial_total), static_cast<long>(r.net_deposits));
       } else {
         all_ok = false;
-        std::printf("money check %s: FAILED: %s\n", (*names)[i].c_str(), r.check_detail.c_str());
+        std::printf("money check %s: FAILED: %s\n", row.label.c_str(), r.check_detail.c_str());
       }
     }
-    std::fflush(stdout);
-  }
-  // TATP's referential checks, one per row.
-  if (tatp) {
-    for (size_t i = 0; i < rows.size(); i++) {
-      const bench::TatpResult& r = *rows[i].tar;
+    if (row.tar) {
+      const bench::TatpResult& r = *row.tar;
       if (r.check_ok) {
         std::printf("referential check %s: ok (%lu rows after the run, %lu loaded)\n",
-                    (*names)[i].c_str(), static_cast<unsigned long>(r.rows_after),
+                    row.label.c_str(), static_cast<unsigned long>(r.rows_after),
                     static_cast<unsigned long>(r.rows_loaded));
       } else {
         all_ok = false;
-        std::printf("referential check %s: FAILED: %s\n", (*names)[i].c_str(),
+        std::printf("referential check %s: FAILED: %s\n", row.label.c_str(),
                     r.check_detail.c_str());
       }
     }
-    std::fflush(stdout);
   }
+  std::fflush(stdout);
 
-  // The history checks.
+  // The history checks: one per protocol, at the settings as given (not per sweep point: the
+  // protocol is what is judged, and a check per point would multiply a sweep's time).
   std::vector<HistoryCheck> checks;
   if (!a.no_check) {
-    for (size_t i = 0; i < rows.size(); i++) {
+    for (size_t i = 0; i < names->size(); i++) {
       const std::string& name = (*names)[i];
-      std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, rows.size());
+      std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, names->size());
       std::fflush(progress_out);
-      HistoryCheck c = CheckHistory(rows[i].o, a.check_txns);
+      bench::KvsOptions co = a.flags.o;
+      co.cluster.protocol = *ProtocolByName(name);
+      HistoryCheck c = CheckHistory(co, a.check_txns);
       wall_checks += c.wall_s;
       events += c.events;
       if (c.ok) {
@@ -477,24 +501,31 @@ int RunCompare(CompareArgs& a, bool simulate) {
   if (!a.json_path.empty()) {
     nlohmann::json out;
     out["bench"] = "compare";
+    out["command"] = what;
     out["workload"] = a.workload;
     out["baseline"] = baseline;
     out["ablation"] = a.ablation;
+    if (swept) out["sweep"] = a.sweep;
     nlohmann::json jrows = nlohmann::json::array();
-    for (size_t i = 0; i < rows.size(); i++) {
-      std::string row_json = smallbank ? bench::SmallBankResultJson(*rows[i].sb, *rows[i].sbr)
-                             : tatp    ? bench::TatpResultJson(*rows[i].ta, *rows[i].tar)
-                                       : bench::KvsResultJson(rows[i].o, rows[i].r);
+    for (const Row& row : rows) {
+      std::string row_json = row.sbr   ? bench::SmallBankResultJson(*row.sb, *row.sbr)
+                             : row.tar ? bench::TatpResultJson(*row.ta, *row.tar)
+                                       : bench::KvsResultJson(row.o, row.r);
       nlohmann::json j = nlohmann::json::parse(row_json);
-      j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(rows[i].r) / base_tput : 0.0;
-      j["atomics_per_committed_txn"] = AtomicsPerTxn(rows[i].r);
+      double base_tput = Throughput(baseline_of(row).r);
+      j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(row.r) / base_tput : 0.0;
+      j["atomics_per_committed_txn"] = AtomicsPerTxn(row.r);
+      if (swept) j["sweep_point"] = sweep.PointJson(row.point);
       if (simulate) {
         nlohmann::json share;
-        for (int v = 0; v < 4; v++) share[kVerbNames[v]] = NicShare(rows[i].r, v);
+        for (int v = 0; v < 4; v++) share[kVerbNames[v]] = NicShare(row.r, v);
         j["mn_nic_busy_share_mean"] = share;
+        j["mn_nic_busy_share_max"] = MaxNicShare(row.r);
       }
-      if (i < checks.size()) {
-        const HistoryCheck& c = checks[i];
+      auto name_it = std::find(names->begin(), names->end(), row.name);
+      size_t ci = static_cast<size_t>(name_it - names->begin());
+      if (ci < checks.size()) {
+        const HistoryCheck& c = checks[ci];
         j["history_check"] = {{"ok", c.ok},
                               {"model", c.model},
                               {"committed", c.committed},
@@ -520,8 +551,6 @@ int RunCompare(CompareArgs& a, bool simulate) {
   }
   return all_ok ? 0 : 1;
 }
-
-}  // namespace
 
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<CompareArgs>();
@@ -559,6 +588,12 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--check-txns", a->check_txns,
                   "transactions (attempts, over all clients, about) in each row's history check")
       ->capture_default_str();
+  cmd->add_option("--sweep", a->sweep,
+                  fmt::format("run every row at each point: KEY=V1,V2,...[,KEY2=A..B...] (A..B: "
+                              "integers A to B; first key outermost; at most {} points); KEY is "
+                              "coros, workers (or threads), cns, and for kvs also rw-ratio or "
+                              "theta. The throughput-latency curves of bench/plot.py",
+                              kSweepPointsMax));
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   cmd->callback(
       [a, action, simulate] { *action = [a, simulate] { return RunCompare(*a, simulate); }; });

@@ -99,16 +99,6 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
   }
 }
 
-// "coros=4 threads=2": point i of a sweep, for messages.
-std::string PointName(const KvsSweep& sweep, size_t i) {
-  std::vector<double> p = sweep.Point(i);
-  std::string s;
-  for (size_t k = 0; k < p.size(); k++) {
-    s += fmt::format("{}{}={}", k ? " " : "", sweep.axes[k].name, p[k]);
-  }
-  return s;
-}
-
 int RunKvsCommand(KvsArgs& a, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
   Status resolved = ResolveKvsFlags(&a.flags, simulate);
@@ -128,7 +118,7 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
   // Every point is checked before the first runs, so a long sweep cannot fail half-way on input.
   for (size_t i = 0; i < sweep.PointCount(); i++) {
     Status pv = bench::ValidateKvsOptions(sweep.Apply(o, i));
-    if (!pv.ok()) return Fail(what, "sweep point " + PointName(sweep, i) + ": " + pv.message());
+    if (!pv.ok()) return Fail(what, "sweep point " + sweep.PointName(i) + ": " + pv.message());
   }
 
   std::printf("%s\n", Header(o, simulate).c_str());
@@ -165,10 +155,10 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
     nlohmann::json rows = nlohmann::json::array();
     for (size_t i = 0; i < sweep.PointCount(); i++) {
       bench::KvsOptions p = sweep.Apply(o, i);
-      auto r = bench::RunKvs(p, KvsProgressPrinter(progress_out, simulate, PointName(sweep, i)));
+      auto r = bench::RunKvs(p, KvsProgressPrinter(progress_out, simulate, sweep.PointName(i)));
       if (!r.ok()) {
         if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-        return Fail(what, "sweep point " + PointName(sweep, i) + ": " + r.status().ToString());
+        return Fail(what, "sweep point " + sweep.PointName(i) + ": " + r.status().ToString());
       }
       uint64_t attempts = r->committed + r->aborted;
       double nic_max = 0;
@@ -191,15 +181,7 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
           simulate ? fmt::format("{:.1f}", nic_max).c_str() : "");
       std::fflush(stdout);
       nlohmann::json row = nlohmann::json::parse(bench::KvsResultJson(p, *r));
-      nlohmann::json at = nlohmann::json::object();
-      for (size_t k = 0; k < point.size(); k++) {
-        if (sweep.axes[k].integer) {
-          at[sweep.axes[k].name] = static_cast<int64_t>(point[k]);
-        } else {
-          at[sweep.axes[k].name] = point[k];
-        }
-      }
-      row["sweep_point"] = at;
+      row["sweep_point"] = sweep.PointJson(i);
       rows.push_back(row);
     }
     if (!a.json_path.empty()) {

@@ -98,6 +98,28 @@ std::vector<double> KvsSweep::Point(size_t i) const {
   return p;
 }
 
+std::string KvsSweep::PointName(size_t i) const {
+  std::vector<double> p = Point(i);
+  std::string s;
+  for (size_t k = 0; k < p.size(); k++) {
+    s += fmt::format("{}{}={}", k ? " " : "", axes[k].name, p[k]);
+  }
+  return s;
+}
+
+nlohmann::json KvsSweep::PointJson(size_t i) const {
+  std::vector<double> p = Point(i);
+  nlohmann::json at = nlohmann::json::object();
+  for (size_t k = 0; k < p.size(); k++) {
+    if (axes[k].integer) {
+      at[axes[k].name] = static_cast<int64_t>(p[k]);
+    } else {
+      at[axes[k].name] = p[k];
+    }
+  }
+  return at;
+}
+
 bench::KvsOptions KvsSweep::Apply(const bench::KvsOptions& base, size_t i) const {
   bench::KvsOptions o = base;
   std::vector<double> p = Point(i);
@@ -117,6 +139,18 @@ bench::KvsOptions KvsSweep::Apply(const bench::KvsOptions& base, size_t i) const
     }
   }
   return o;
+}
+
+Status KvsSweep::CheckWorkload(std::string_view workload) const {
+  if (workload == "kvs") return Status::Ok();
+  for (const SweepAxis& a : axes) {
+    if (a.key == "rw-ratio" || a.key == "theta") {
+      return InvalidArgument(fmt::format(
+          "--sweep {} shapes only the kvs workload; {} takes coros, workers (or threads) or cns",
+          a.name, workload));
+    }
+  }
+  return Status::Ok();
 }
 
 Result<KvsSweep> ParseKvsSweep(std::string_view spec) {

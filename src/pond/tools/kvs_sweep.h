@@ -1,7 +1,8 @@
-// KvsSweep: `--sweep` of `pond bench|sim kvs` — one or more numeric settings, each over a list of
-// values, run as the cartesian product of the lists (first key outermost), one fresh cluster per
-// point. Grammar (commas separate tokens; a token with '=' starts a key, one without adds a value
-// to the current key; a value is a number or an integer range A..B):
+// KvsSweep: `--sweep` of `pond bench|sim kvs|smallbank|tatp|compare` — one or more numeric
+// settings, each over a list of values, run as the cartesian product of the lists (first key
+// outermost), one fresh cluster per point. Grammar (commas separate tokens; a token with '=' starts
+// a key, one without adds a value to the current key; a value is a number or an integer range
+// A..B):
 //
 //   coros=1..6                 6 points
 //   coros=1,2,4,threads=1..2   6 points: (1,1) (1,2) (2,1) (2,2) (4,1) (4,2)
@@ -11,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +37,15 @@ struct KvsSweep {
   size_t PointCount() const;
   // The value of every axis at point i (0 <= i < PointCount()), the last axis varying fastest.
   std::vector<double> Point(size_t i) const;
+  // "coros=4 threads=2": point i, for tables and messages.
+  std::string PointName(size_t i) const;
+  // {"coros": 4, "threads": 2}: point i for JSON results (integers where the key is one).
+  nlohmann::json PointJson(size_t i) const;
   // `base` with point i applied.
   bench::KvsOptions Apply(const bench::KvsOptions& base, size_t i) const;
+  // OK if every key means something for `workload` (kvs, smallbank, tatp): rw-ratio and theta
+  // shape only the KVS workload's mix and keys; else InvalidArgument naming the key.
+  Status CheckWorkload(std::string_view workload) const;
 };
 
 // Parses a --sweep spec; InvalidArgument with a one-line reason that names the bad token.

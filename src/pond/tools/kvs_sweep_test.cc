@@ -92,6 +92,20 @@ TEST(KvsSweepTest, BadSpecsAreRefusedByName) {
   }
 }
 
+TEST(KvsSweepTest, OltpWorkloadsTakeOnlyConcurrencyKeys) {
+  Result<KvsSweep> s = ParseKvsSweep("coros=1..2,cns=3");
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->CheckWorkload("kvs").ok());
+  EXPECT_TRUE(s->CheckWorkload("smallbank").ok());
+  // The KVS mix and skew have no meaning for SmallBank or TATP: refused, naming the key.
+  s = ParseKvsSweep("coros=1,theta=0.5");
+  ASSERT_TRUE(s.ok());
+  EXPECT_TRUE(s->CheckWorkload("kvs").ok());
+  Status st = s->CheckWorkload("tatp");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("theta"), std::string::npos) << st.message();
+}
+
 TEST(KvsSweepTest, ExactlyTheCapIsAllowed) {
   Result<KvsSweep> s = ParseKvsSweep("coros=1..16,workers=1..16");
   ASSERT_TRUE(s.ok()) << s.status().ToString();

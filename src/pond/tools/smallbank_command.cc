@@ -6,13 +6,17 @@
 #include <fmt/core.h>
 
 #include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 
 #include "pond/bench/build_info.h"
 #include "pond/bench/smallbank.h"
+#include "pond/check/run_check.h"
 #include "pond/tools/command.h"
+#include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
+#include "pond/tools/kvs_sweep.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -25,6 +29,7 @@ struct SmallBankArgs {
   std::string model = "cx3";
   std::string protocol = "lotus";
   std::string json_path;
+  std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
 };
 
 void PrintResult(const bench::SmallBankOptions& o, const bench::SmallBankResult& r, bool simulate) {
@@ -88,7 +93,35 @@ void PrintResult(const bench::SmallBankOptions& o, const bench::SmallBankResult&
               static_cast<long>(r.initial_total), static_cast<long>(r.net_deposits));
 }
 
+// --sweep: the rows of `compare` with this command's protocol as the only one and no history
+// check (`compare --sweep` runs every protocol and checks each).
+int RunSweep(SmallBankArgs& a, bool simulate) {
+  CompareArgs c;
+  c.command = "smallbank";
+  c.workload = "smallbank";
+  c.flags.o.cluster = a.o.cluster;
+  c.flags.o.coros = a.o.coros;
+  c.flags.o.seconds = a.o.seconds;
+  c.flags.isolation = a.isolation;
+  c.flags.model = a.model;
+  c.accounts = a.o.accounts;
+  c.hot_fraction = a.o.hot_fraction;
+  c.hot_access = a.o.hot_access;
+  c.protocols = a.protocol;
+  c.sweep = a.sweep;
+  c.no_check = true;
+  c.json_path = a.json_path;
+  return RunCompare(c, simulate);
+}
+
 int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
+  if (!a.sweep.empty()) {
+    if (!a.o.history_path.empty()) {
+      return Fail(simulate ? "sim smallbank" : "bench smallbank",
+                  "--history records one run; it does not go with --sweep");
+    }
+    return RunSweep(a, simulate);
+  }
   const char* what = simulate ? "sim smallbank" : "bench smallbank";
   bench::SmallBankOptions& o = a.o;
   Status resolved = ResolveClusterFlags(&o.cluster, &o.sim, a.isolation, a.model, simulate);
@@ -136,6 +169,26 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
                 result->wall_s > 0 ? static_cast<double>(events) / result->wall_s / 1e6 : 0.0);
   }
   std::fflush(stdout);
+  int history_exit = check::kExitValid;
+  if (!o.history_path.empty()) {
+    // The recorded run, judged as `pond check` would: strict serializability under SR, snapshot
+    // isolation under SI.
+    check::CheckOptions co;
+    co.history_path = o.history_path;
+    co.model = o.cluster.isolation == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
+                                                           : check::Model::kStrictSerializable;
+    std::printf("history      %lu transactions written to %s; pond check --model %s:\n",
+                static_cast<unsigned long>(result->history_txns), o.history_path.c_str(),
+                std::string(check::ModelName(co.model)).c_str());
+    std::fflush(stdout);
+    history_exit = check::RunCheck(co, std::cout, std::cerr);
+    std::cout.flush();
+  }
+  if (history_exit != check::kExitValid) {
+    if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+    std::fprintf(stderr, "pond %s: the history check failed (%s)\n", what, o.history_path.c_str());
+    return 1;
+  }
   if (!result->check_ok) {
     if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
     std::fprintf(stderr, "pond %s: money check failed: %s\n", what, result->check_detail.c_str());
@@ -164,6 +217,17 @@ void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate)
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
+  cmd->add_option("--history", a->o.history_path,
+                  fmt::format("record every transaction, write the run as a list-append history "
+                              "to this file and judge it with the isolation checker (for "
+                              "test-sized runs: stops after {} transactions)",
+                              bench::kSmallBankHistoryTxnsMax));
+  cmd->add_option("--sweep", a->sweep,
+                  fmt::format("run one point per combination and print one row each: "
+                              "KEY=V1,V2,...[,KEY2=A..B...] (A..B: integers A to B; first key "
+                              "outermost; at most {} points); KEY is coros, workers (or threads) "
+                              "or cns. The throughput-latency curve of bench/plot.py",
+                              kSweepPointsMax));
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback([a, action, simulate] {
     *action = [a, simulate] { return RunSmallBankCommand(*a, simulate); };

@@ -12,7 +12,9 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/tatp.h"
 #include "pond/tools/command.h"
+#include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
+#include "pond/tools/kvs_sweep.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -25,6 +27,7 @@ struct TatpArgs {
   std::string model = "cx3";
   std::string protocol = "lotus";
   std::string json_path;
+  std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
 };
 
 void PrintResult(const bench::TatpOptions& o, const bench::TatpResult& r, bool simulate) {
@@ -89,7 +92,27 @@ void PrintResult(const bench::TatpOptions& o, const bench::TatpResult& r, bool s
               r.check_detail.c_str());
 }
 
+// --sweep: the rows of `compare` with this command's protocol as the only one and no history
+// check (`compare --sweep` runs every protocol and checks each).
+int RunSweep(TatpArgs& a, bool simulate) {
+  CompareArgs c;
+  c.command = "tatp";
+  c.workload = "tatp";
+  c.flags.o.cluster = a.o.cluster;
+  c.flags.o.coros = a.o.coros;
+  c.flags.o.seconds = a.o.seconds;
+  c.flags.isolation = a.isolation;
+  c.flags.model = a.model;
+  c.subscribers = a.o.subscribers;
+  c.protocols = a.protocol;
+  c.sweep = a.sweep;
+  c.no_check = true;
+  c.json_path = a.json_path;
+  return RunCompare(c, simulate);
+}
+
 int RunTatpCommand(TatpArgs& a, bool simulate) {
+  if (!a.sweep.empty()) return RunSweep(a, simulate);
   const char* what = simulate ? "sim tatp" : "bench tatp";
   bench::TatpOptions& o = a.o;
   Status resolved = ResolveClusterFlags(&o.cluster, &o.sim, a.isolation, a.model, simulate);
@@ -160,6 +183,12 @@ void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
+  cmd->add_option("--sweep", a->sweep,
+                  fmt::format("run one point per combination and print one row each: "
+                              "KEY=V1,V2,...[,KEY2=A..B...] (A..B: integers A to B; first key "
+                              "outermost; at most {} points); KEY is coros, workers (or threads) "
+                              "or cns. The throughput-latency curve of bench/plot.py",
+                              kSweepPointsMax));
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback(
       [a, action, simulate] { *action = [a, simulate] { return RunTatpCommand(*a, simulate); }; });

@@ -1,0 +1,39 @@
+// Compare: the engine of `pond bench|sim compare` — every protocol (or ablation step) on one
+// workload with identical settings and seed, one table, the workload's own check per row and a
+// history check per protocol — and, with a sweep, of the throughput–latency curves: the same
+// rows at every point of a KvsSweep. `pond bench|sim smallbank|tatp --sweep` run through it
+// with their one protocol as the only row. Called from the CLI's thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "pond/bench/smallbank.h"
+#include "pond/bench/tatp.h"
+#include "pond/tools/kvs_flags.h"
+
+namespace pond::tools {
+
+struct CompareArgs {
+  std::string command = "compare";  // for the header and messages: "sim smallbank", ...
+  KvsFlags flags;
+  std::string workload = "kvs";
+  // --workload smallbank: its own workload flags; the cluster flags are KvsFlags'.
+  uint64_t accounts = bench::SmallBankOptions{}.accounts;
+  double hot_fraction = bench::SmallBankOptions{}.hot_fraction;
+  double hot_access = bench::SmallBankOptions{}.hot_access;
+  uint64_t subscribers = bench::TatpOptions{}.subscribers;  // --workload tatp
+  std::string protocols;  // comma-separated; empty: ProtocolNames()
+  bool ablation = false;
+  std::string baseline;  // empty: motor if it is a row, else the first row
+  std::string sweep;     // KvsSweep grammar; empty: one point, the flags as given
+  bool no_check = false;
+  uint32_t check_txns = 5000;
+  std::string json_path;
+};
+
+// Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
+// failed or a run failed, 2 bad input with one line on stderr).
+int RunCompare(CompareArgs& a, bool simulate);
+
+}  // namespace pond::tools
