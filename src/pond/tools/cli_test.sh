@@ -234,6 +234,46 @@ for cmd in "sim smallbank" "bench smallbank"; do
   fi
 done
 
+# SmallBank --history: the recorded run is judged by the checker, whose verdict is printed.
+if "$pond" sim smallbank --cns 2 --workers 2 --coros 2 --accounts 300 --region-mib 64 \
+     --virtual-seconds 0.001 --history "$tmp/h.jsonl" >"$tmp/out" 2>/dev/null &&
+   grep -q '^history .* transactions written to .*strict-serializable' "$tmp/out" &&
+   grep -q '^valid: yes' "$tmp/out" && [ -s "$tmp/h.jsonl" ] &&
+   "$pond" check "$tmp/h.jsonl" >/dev/null; then
+  echo "ok   sim smallbank --history"
+else
+  echo "FAIL sim smallbank --history:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "smallbank --history with --sweep" "does not go with --sweep" sim smallbank \
+  --history "$tmp/x.jsonl" --sweep coros=1,2
+
+# --sweep on the OLTP workloads: one row per point, the workload's check per row, JSON rows
+# carrying their point.
+if "$pond" sim smallbank --cns 2 --workers 1 --accounts 2000 --region-mib 64 \
+     --virtual-seconds 0.0005 --protocol motor --sweep coros=1,2 --json "$tmp/sw.json" \
+     >"$tmp/out" 2>/dev/null &&
+   [ "$(grep -cE '^[12] +motor +[0-9]+ ' "$tmp/out")" -eq 2 ] &&
+   [ "$(grep -c '^money check motor coros=[12]: ok' "$tmp/out")" -eq 2 ] &&
+   ! grep -q '^history check' "$tmp/out" &&
+   [ "$(grep -c '"sweep_point"' "$tmp/sw.json")" -eq 2 ]; then
+  echo "ok   sim smallbank --sweep"
+else
+  echo "FAIL sim smallbank --sweep:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+if "$pond" sim compare --workload tatp --protocols lotus,ford --cns 2 --workers 1 \
+     --subscribers 1000 --region-mib 64 --virtual-seconds 0.0005 --sweep coros=1,2 \
+     --check-txns 200 >"$tmp/out" 2>/dev/null &&
+   [ "$(grep -cE '^[12] +(lotus|ford) +[0-9]+ ' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '^referential check .* coros=[12]: ok' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 2 ]; then
+  echo "ok   sim compare --workload tatp --sweep"
+else
+  echo "FAIL sim compare --workload tatp --sweep:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "tatp sweep of a kvs key" "shapes only the kvs workload" sim tatp --sweep theta=0,0.5
+expect_error "compare sweep bad key" "--sweep key" sim compare --sweep frobs=1,2
+expect_error "smallbank sweep bad point" "coros=0" sim smallbank --sweep coros=0,1
+
 # TATP: the same contract, with the referential check.
 if "$pond" bench tatp --seconds 0.3 --subscribers 2000 --region-mib 64 --json "$tmp/ta.json" \
      >"$tmp/out" 2>&1 && grep -q '^throughput' "$tmp/out" &&
