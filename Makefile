@@ -4,12 +4,13 @@
 #                concurrent tests again under ThreadSanitizer (TSAN=0 skips that part)
 #   make tsan    only the ThreadSanitizer part
 #   make format  apply .clang-format to every C++ file
+#   make figures the throughput-latency figures of docs/perf.md (simulated; about 6 minutes)
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 RUN_ARGS ?=
 TSAN ?= 1
 
-.PHONY: all deps release relassert tsan-build run test tsan format clean
+.PHONY: all deps release relassert tsan-build run test tsan format figures clean
 
 all: relassert
 
@@ -45,6 +46,9 @@ endif
 
 tsan: tsan-build
 	cd build/tsan && ctest --output-on-failure -L concurrent --timeout 900
+
+figures: release
+	bash scripts/perf-figures.sh
 
 format: deps
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i

@@ -112,14 +112,14 @@ def main(argv):
         lines.setdefault((p["workload"], p["protocol"]), []).append(p)
 
     scale, unit = throughput_scale(points)
-    time_word = " (virtual time)" if transports == ["sim"] else ""
+    time_word = ", virtual time" if transports == ["sim"] else ""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, key, name in ((axes[0], "p50_us", "P50"), (axes[1], "p99_us", "P99")):
         for (workload, protocol), pts in lines.items():
             label = protocol if len(workloads) == 1 else f"{workload} {protocol}"
             ax.plot([p["tput"] / scale for p in pts], [p[key] for p in pts], marker="o",
                     label=label)
-        ax.set_xlabel(f"throughput ({unit}){time_word}")
+        ax.set_xlabel(f"throughput ({unit}{time_word})")
         ax.set_ylabel(f"{name} latency (µs)")
         ax.set_xlim(left=0)
         ax.set_ylim(bottom=0)
