@@ -32,6 +32,14 @@ struct CompareArgs {
   std::string json_path;
 };
 
+// The CompareArgs of `pond bench|sim WORKLOAD --sweep ...`: the cluster flags as that command
+// parsed them, its one protocol as the only row, no history check (`compare --sweep` runs every
+// protocol and checks each). The caller sets the workload's own fields.
+CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig& cluster,
+                                int coros, double seconds, const std::string& isolation,
+                                const std::string& model, const std::string& protocol,
+                                const std::string& sweep, const std::string& json_path);
+
 // Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
 // failed or a run failed, 2 bad input with one line on stderr).
 int RunCompare(CompareArgs& a, bool simulate);

@@ -303,6 +303,25 @@ double MaxNicShare(const bench::KvsResult& r) {
 
 }  // namespace
 
+CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig& cluster,
+                                int coros, double seconds, const std::string& isolation,
+                                const std::string& model, const std::string& protocol,
+                                const std::string& sweep, const std::string& json_path) {
+  CompareArgs c;
+  c.command = workload;
+  c.workload = workload;
+  c.flags.o.cluster = cluster;
+  c.flags.o.coros = coros;
+  c.flags.o.seconds = seconds;
+  c.flags.isolation = isolation;
+  c.flags.model = model;
+  c.protocols = protocol;
+  c.sweep = sweep;
+  c.no_check = true;
+  c.json_path = json_path;
+  return c;
+}
+
 int RunCompare(CompareArgs& a, bool simulate) {
   const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
   if (a.workload != "kvs" && a.workload != "smallbank" && a.workload != "tatp") {

@@ -93,24 +93,13 @@ void PrintResult(const bench::SmallBankOptions& o, const bench::SmallBankResult&
               static_cast<long>(r.initial_total), static_cast<long>(r.net_deposits));
 }
 
-// --sweep: the rows of `compare` with this command's protocol as the only one and no history
-// check (`compare --sweep` runs every protocol and checks each).
+// --sweep: through `compare`, with this command's protocol as the only row.
 int RunSweep(SmallBankArgs& a, bool simulate) {
-  CompareArgs c;
-  c.command = "smallbank";
-  c.workload = "smallbank";
-  c.flags.o.cluster = a.o.cluster;
-  c.flags.o.coros = a.o.coros;
-  c.flags.o.seconds = a.o.seconds;
-  c.flags.isolation = a.isolation;
-  c.flags.model = a.model;
+  CompareArgs c = SingleProtocolSweep("smallbank", a.o.cluster, a.o.coros, a.o.seconds, a.isolation,
+                                      a.model, a.protocol, a.sweep, a.json_path);
   c.accounts = a.o.accounts;
   c.hot_fraction = a.o.hot_fraction;
   c.hot_access = a.o.hot_access;
-  c.protocols = a.protocol;
-  c.sweep = a.sweep;
-  c.no_check = true;
-  c.json_path = a.json_path;
   return RunCompare(c, simulate);
 }
 

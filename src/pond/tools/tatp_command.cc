@@ -92,22 +92,11 @@ void PrintResult(const bench::TatpOptions& o, const bench::TatpResult& r, bool s
               r.check_detail.c_str());
 }
 
-// --sweep: the rows of `compare` with this command's protocol as the only one and no history
-// check (`compare --sweep` runs every protocol and checks each).
+// --sweep: through `compare`, with this command's protocol as the only row.
 int RunSweep(TatpArgs& a, bool simulate) {
-  CompareArgs c;
-  c.command = "tatp";
-  c.workload = "tatp";
-  c.flags.o.cluster = a.o.cluster;
-  c.flags.o.coros = a.o.coros;
-  c.flags.o.seconds = a.o.seconds;
-  c.flags.isolation = a.isolation;
-  c.flags.model = a.model;
+  CompareArgs c = SingleProtocolSweep("tatp", a.o.cluster, a.o.coros, a.o.seconds, a.isolation,
+                                      a.model, a.protocol, a.sweep, a.json_path);
   c.subscribers = a.o.subscribers;
-  c.protocols = a.protocol;
-  c.sweep = a.sweep;
-  c.no_check = true;
-  c.json_path = a.json_path;
   return RunCompare(c, simulate);
 }
 
