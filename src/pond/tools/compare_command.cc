@@ -65,22 +65,6 @@ bench::TatpOptions TatpOf(const CompareArgs& a, const bench::KvsOptions& o) {
   return t;
 }
 
-// The measures the table shows, from a TATP run.
-bench::KvsResult AsKvsResult(const bench::TatpResult& s) {
-  bench::KvsResult r;
-  r.elapsed_s = s.elapsed_s;
-  r.committed = s.committed;
-  r.committed_rw = s.committed_rw;
-  r.aborted = s.aborted;
-  r.load_s = s.load_s;
-  r.latency_ns = s.latency_ns;
-  r.stats = s.stats;
-  r.wall_s = s.wall_s;
-  r.sim = s.sim;
-  r.sim_cpu_busy_ns = s.sim_cpu_busy_ns;
-  return r;
-}
-
 bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOptions& o) {
   bench::SmallBankOptions sb;
   sb.cluster = o.cluster;
@@ -93,8 +77,9 @@ bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOption
   return sb;
 }
 
-// The measures the table shows, from a SmallBank run.
-bench::KvsResult AsKvsResult(const bench::SmallBankResult& s) {
+// The measures the table shows, from a SmallBank or TATP run (their results share these fields).
+template <typename OltpResult>
+bench::KvsResult AsKvsResult(const OltpResult& s) {
   bench::KvsResult r;
   r.elapsed_s = s.elapsed_s;
   r.committed = s.committed;
