@@ -226,8 +226,21 @@ progress "temporary directory $tmp"
 # The server and pgbench run as another user and need a working directory and scripts they can
 # read; the repository may not be readable by that user.
 cd "$tmp" || fail "cannot enter $tmp"
-as_pg mkdir "$tmp/sql"
-as_pg cp -r "$here/smallbank/." "$tmp/sql/"
+mkdir "$tmp/sql"
+cp "$here/smallbank/schema.sql" "$here/smallbank/reset.sql" "$tmp/sql/"
+# Each pgbench script is its account draw followed by the transaction: pgbench has no include,
+# and the draw is the same for every transaction of one or of two accounts.
+for style_dir in function interactive; do
+  mkdir "$tmp/sql/$style_dir"
+  for t in amalgamate balance deposit_checking send_payment transact_savings write_check; do
+    case $t in
+      amalgamate | send_payment) draw=draw_two_accounts.sql ;;
+      *) draw=draw_one_account.sql ;;
+    esac
+    cat "$here/smallbank/$draw" "$here/smallbank/$style_dir/$t.sql" >"$tmp/sql/$style_dir/$t.sql"
+  done
+done
+if [ "$(id -u)" -eq 0 ]; then chown -R postgres: "$tmp/sql"; fi
 
 pg_version=$("$pg_bin/postgres" --version 2>/dev/null || "$pg_bin/pg_ctl" --version)
 pgbench_version=$("$pg_bin/pgbench" --version)

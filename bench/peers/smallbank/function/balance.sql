@@ -1,5 +1,3 @@
 -- Balance(a0), 15% of the mix: the read-only transaction.
--- Accounts as Pond draws them: the hot set (accounts 0 .. hot-1) with probability hot_ppm
--- in a million, else any account; uniform within either.
-\set a0 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
+-- (Account a0: draw_one_account.sql, put before this script by the runner.)
 SELECT sb_balance(:a0) AS total \gset

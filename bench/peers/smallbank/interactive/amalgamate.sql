@@ -1,34 +1,5 @@
 -- Amalgamate(a0, a1), 15% of the mix.
--- Accounts as Pond draws them: the hot set (accounts 0 .. hot-1) with probability hot_ppm
--- in a million, else any account; uniform within either.
-\set a0 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
--- The second account: drawn the same way, up to eight draws in all while it equals the
--- first, then the next account (Pond's bounded redraw, unrolled: scripts have no loops).
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 case when random(0, 999999) < :hot_ppm then random(0, :hot - 1) else random(0, :accounts - 1) end
-\endif
-\if :a1 = :a0
-\set a1 (:a0 + 1) % :accounts
-\endif
+-- (Accounts a0 and a1: draw_two_accounts.sql, put before this script by the runner.)
 -- Locks in the global order of schema.sql: savings, then the checking rows in account order.
 BEGIN;
 SELECT bal AS s0 FROM savings WHERE id = :a0 FOR UPDATE \gset
