@@ -5,6 +5,7 @@
 // with their one protocol as the only row. Called from the CLI's thread only.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 
@@ -39,6 +40,9 @@ CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig
                                 int coros, double seconds, const std::string& isolation,
                                 const std::string& model, const std::string& protocol,
                                 const std::string& sweep, const std::string& json_path);
+
+// Registers --sweep on `pond bench|sim smallbank|tatp` (the keys those workloads take).
+void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep);
 
 // Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
 // failed or a run failed, 2 bad input with one line on stderr).

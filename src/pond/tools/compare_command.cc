@@ -307,6 +307,15 @@ CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig
   return c;
 }
 
+void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep) {
+  cmd->add_option("--sweep", *sweep,
+                  fmt::format("run one point per combination and print one row each: "
+                              "KEY=V1,V2,...[,KEY2=A..B...] (A..B: integers A to B; first key "
+                              "outermost; at most {} points); KEY is coros, workers (or threads) "
+                              "or cns. The throughput-latency curve of bench/plot.py",
+                              kSweepPointsMax));
+}
+
 int RunCompare(CompareArgs& a, bool simulate) {
   const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
   if (a.workload != "kvs" && a.workload != "smallbank" && a.workload != "tatp") {

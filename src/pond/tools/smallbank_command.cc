@@ -211,12 +211,7 @@ void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate)
                               "to this file and judge it with the isolation checker (for "
                               "test-sized runs: stops after {} transactions)",
                               bench::kSmallBankHistoryTxnsMax));
-  cmd->add_option("--sweep", a->sweep,
-                  fmt::format("run one point per combination and print one row each: "
-                              "KEY=V1,V2,...[,KEY2=A..B...] (A..B: integers A to B; first key "
-                              "outermost; at most {} points); KEY is coros, workers (or threads) "
-                              "or cns. The throughput-latency curve of bench/plot.py",
-                              kSweepPointsMax));
+  AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback([a, action, simulate] {
     *action = [a, simulate] { return RunSmallBankCommand(*a, simulate); };

@@ -172,12 +172,7 @@ void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  cmd->add_option("--sweep", a->sweep,
-                  fmt::format("run one point per combination and print one row each: "
-                              "KEY=V1,V2,...[,KEY2=A..B...] (A..B: integers A to B; first key "
-                              "outermost; at most {} points); KEY is coros, workers (or threads) "
-                              "or cns. The throughput-latency curve of bench/plot.py",
-                              kSweepPointsMax));
+  AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback(
       [a, action, simulate] { *action = [a, simulate] { return RunTatpCommand(*a, simulate); }; });
