@@ -122,6 +122,10 @@ struct ClusterStats {
   // Caches over all CNs.
   uint64_t vt_hits = 0, vt_misses = 0, vt_invalidations = 0;
   uint64_t addr_hits = 0, addr_misses = 0;
+
+  // What happened between `before` and this snapshot (both from Cluster::Stats()): every counter
+  // subtracted, so a benchmark can report its measured run without the load before it.
+  ClusterStats Since(const ClusterStats& before) const;
 };
 
 namespace txn {

@@ -24,33 +24,6 @@ constexpr uint16_t kProcReadOne = 1;
 // shards of one CN (the shard is the low 12 bits of the key).
 uint64_t KeyOfRank(uint64_t rank, uint64_t keys) { return Mix64(rank) % keys; }
 
-ClusterStats Minus(const ClusterStats& a, const ClusterStats& b) {
-  ClusterStats d = a;
-  d.committed -= b.committed;
-  d.committed_read_only -= b.committed_read_only;
-  d.aborts.lock_conflict -= b.aborts.lock_conflict;
-  d.aborts.newer_version -= b.aborts.newer_version;
-  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
-  d.aborts.torn_read -= b.aborts.torn_read;
-  d.aborts.invisible_wait -= b.aborts.invisible_wait;
-  d.aborts.duplicate_key -= b.aborts.duplicate_key;
-  d.aborts.user -= b.aborts.user;
-  d.remote_calls -= b.remote_calls;
-  d.reads -= b.reads;
-  d.writes -= b.writes;
-  d.cas -= b.cas;
-  d.faa -= b.faa;
-  d.batches -= b.batches;
-  d.messages -= b.messages;
-  d.packets -= b.packets;
-  d.vt_hits -= b.vt_hits;
-  d.vt_misses -= b.vt_misses;
-  d.vt_invalidations -= b.vt_invalidations;
-  d.addr_hits -= b.addr_hits;
-  d.addr_misses -= b.addr_misses;
-  return d;
-}
-
 }  // namespace
 
 Status ValidateKvsOptions(const KvsOptions& o) {
@@ -197,7 +170,7 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
     result.aborted += c.aborted.load();
     result.latency_ns.Merge(c.latency);
   }
-  result.stats = Minus(cluster.Stats(), before);
+  result.stats = cluster.Stats().Since(before);
   if (cluster.simulated()) {
     result.sim = cluster.GetSimStats();
     result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;

@@ -62,38 +62,6 @@ struct alignas(64) WorkerCounters {
   std::vector<SmallBankRecordedTxn> history;  // recording: written by this worker only
 };
 
-}  // namespace
-
-ClusterStats StatsDelta(const ClusterStats& a, const ClusterStats& b) {
-  ClusterStats d = a;
-  d.committed -= b.committed;
-  d.committed_read_only -= b.committed_read_only;
-  d.aborts.lock_conflict -= b.aborts.lock_conflict;
-  d.aborts.newer_version -= b.aborts.newer_version;
-  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
-  d.aborts.torn_read -= b.aborts.torn_read;
-  d.aborts.invisible_wait -= b.aborts.invisible_wait;
-  d.aborts.duplicate_key -= b.aborts.duplicate_key;
-  d.aborts.validation -= b.aborts.validation;
-  d.aborts.user -= b.aborts.user;
-  d.remote_calls -= b.remote_calls;
-  d.reads -= b.reads;
-  d.writes -= b.writes;
-  d.cas -= b.cas;
-  d.faa -= b.faa;
-  d.batches -= b.batches;
-  d.messages -= b.messages;
-  d.packets -= b.packets;
-  d.vt_hits -= b.vt_hits;
-  d.vt_misses -= b.vt_misses;
-  d.vt_invalidations -= b.vt_invalidations;
-  d.addr_hits -= b.addr_hits;
-  d.addr_misses -= b.addr_misses;
-  return d;
-}
-
-namespace {
-
 // A row's value: the balance, and while recording the tag of its last writer after it.
 // docs/formats.md "Workload values".
 constexpr uint32_t kValueBytes = 8, kRecordedValueBytes = 16;
@@ -446,7 +414,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     return Internal("a SmallBank transaction failed unexpectedly: " + wrong_status.ToString());
   }
   result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  result.stats = StatsDelta(cluster.Stats(), before);
+  result.stats = cluster.Stats().Since(before);
   if (cluster.simulated()) {
     result.sim = cluster.GetSimStats();
     result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;

@@ -91,9 +91,6 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
 
 std::string SmallBankResultJson(const SmallBankOptions& o, const SmallBankResult& r);
 
-// after - before, field by field: the statistics of a measured run (shared by the OLTP
-// workloads).
-ClusterStats StatsDelta(const ClusterStats& after, const ClusterStats& before);
 
 // The key of an account's row (in either table): the account id above bits 0..11, its shard
 // (the account id's low 12 bits) in them.

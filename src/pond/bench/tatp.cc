@@ -15,7 +15,6 @@
 
 #include "pond/base/hash.h"
 #include "pond/bench/build_info.h"
-#include "pond/bench/smallbank.h"
 
 namespace pond::bench {
 
@@ -394,7 +393,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   monitor.Stop();
   if (wrong) return Internal("a TATP transaction failed unexpectedly: " + wrong_status.ToString());
   result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  result.stats = StatsDelta(cluster.Stats(), before);
+  result.stats = cluster.Stats().Since(before);
   if (cluster.simulated()) {
     result.sim = cluster.GetSimStats();
     result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;

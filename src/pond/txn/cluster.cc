@@ -477,6 +477,34 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   for (auto& t : threads) t.join();
 }
 
+ClusterStats ClusterStats::Since(const ClusterStats& b) const {
+  ClusterStats d = *this;
+  d.committed -= b.committed;
+  d.committed_read_only -= b.committed_read_only;
+  d.aborts.lock_conflict -= b.aborts.lock_conflict;
+  d.aborts.newer_version -= b.aborts.newer_version;
+  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
+  d.aborts.torn_read -= b.aborts.torn_read;
+  d.aborts.invisible_wait -= b.aborts.invisible_wait;
+  d.aborts.duplicate_key -= b.aborts.duplicate_key;
+  d.aborts.validation -= b.aborts.validation;
+  d.aborts.user -= b.aborts.user;
+  d.remote_calls -= b.remote_calls;
+  d.reads -= b.reads;
+  d.writes -= b.writes;
+  d.cas -= b.cas;
+  d.faa -= b.faa;
+  d.batches -= b.batches;
+  d.messages -= b.messages;
+  d.packets -= b.packets;
+  d.vt_hits -= b.vt_hits;
+  d.vt_misses -= b.vt_misses;
+  d.vt_invalidations -= b.vt_invalidations;
+  d.addr_hits -= b.addr_hits;
+  d.addr_misses -= b.addr_misses;
+  return d;
+}
+
 ClusterStats Cluster::Stats() const {
   ClusterStats s;
   for (auto& cn : impl_->cns) {

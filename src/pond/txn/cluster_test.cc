@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "pond/base/assert.h"
@@ -64,6 +65,26 @@ struct Fixture {
     });
   }
 };
+
+// Every counter of ClusterStats, seen as the array of u64 it is, is subtracted by Since: a
+// counter added later and forgotten in Since fails here, not in a benchmark's report.
+TEST(ClusterStatsTest, SinceSubtractsEveryCounter) {
+  static_assert(std::is_trivially_copyable_v<ClusterStats>);
+  static_assert(sizeof(ClusterStats) % sizeof(uint64_t) == 0);
+  constexpr size_t kCounters = sizeof(ClusterStats) / sizeof(uint64_t);
+  uint64_t before_words[kCounters], after_words[kCounters];
+  for (size_t i = 0; i < kCounters; i++) {
+    before_words[i] = i;
+    after_words[i] = 1000 + 3 * i;
+  }
+  ClusterStats before, after;
+  std::memcpy(&before, before_words, sizeof(before));
+  std::memcpy(&after, after_words, sizeof(after));
+  ClusterStats d = after.Since(before);
+  uint64_t d_words[kCounters];
+  std::memcpy(d_words, &d, sizeof(d));
+  for (size_t i = 0; i < kCounters; i++) EXPECT_EQ(d_words[i], 1000 + 2 * i) << "counter " << i;
+}
 
 TEST(ClusterTest, StartRejectsBadConfig) {
   ClusterConfig c = SmallConfig();
