@@ -1,6 +1,8 @@
 // Deterministic simulation testing: many short simulated runs of the list-append workload, each
 // one seed, under high contention with read-write and read-only transactions, SR and SI; the
-// isolation checker judges every history. A failure names the seed and the command that replays
+// isolation checker judges every history. Then the same for recorded SmallBank runs
+// (smallbank_history.h), whose multi-key transactions with read-only items the list-append
+// workload does not have. A failure names the seed and the command that replays
 // exactly that run. POND_SIM_SEED=N runs seed N only; POND_SIM_SEEDS=K runs K seeds.
 #include <gtest/gtest.h>
 
@@ -10,6 +12,7 @@
 #include <string>
 
 #include "pond/bench/list_append.h"
+#include "pond/bench/smallbank.h"
 #include "pond/check/run_check.h"
 
 namespace pond::bench {
@@ -122,6 +125,75 @@ TEST(SimSeedTest, AblationStepsAreStrictlySerializable) {
   for (const std::string& step : AblationSteps()) {
     if (step == "motor" || step == "+vt-cache") continue;  // = motor, lotus: run above
     RunSeeds(step, Isolation::kSerializable, check::Model::kStrictSerializable, 20);
+  }
+}
+
+// One recorded SmallBank run in the simulator, small and hot, judged under `model`.
+void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model model,
+                       uint64_t default_seeds) {
+  SeedRange r = Seeds(default_seeds);
+  uint64_t committed = 0, aborted = 0;
+  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    SmallBankOptions o;
+    o.cluster.protocol = ProtocolByName(protocol).value();
+    o.cluster.mns = 3;
+    o.cluster.cns = 3;
+    o.cluster.workers_per_cn = 2;
+    o.cluster.replication = 2;
+    o.cluster.versions = 2;
+    o.cluster.isolation = iso;
+    o.cluster.region_mib = 64;
+    o.cluster.lock_buckets = 1 << 12;
+    o.cluster.vt_cache_entries = 1 << 12;
+    o.cluster.addr_cache_entries = 1 << 14;
+    o.cluster.seed = seed;
+    o.coros = 3;
+    o.accounts = 300;
+    o.hot_fraction = 0.05;
+    o.seconds = 0.002;
+    o.sim = SimModel{};
+    o.history_path =
+        (std::filesystem::temp_directory_path() /
+         ("pond-sim-smallbank-" + protocol + "-" + std::to_string(::getpid()) + "-" +
+          std::to_string(seed) + (iso == Isolation::kSnapshot ? "-si" : "-sr") + ".jsonl"))
+            .string();
+    Result<SmallBankResult> run = RunSmallBank(o, nullptr);
+    ASSERT_TRUE(run.ok()) << protocol << " seed " << seed << ": " << run.status().ToString();
+    ASSERT_TRUE(run->check_ok) << protocol << " seed " << seed << ": " << run->check_detail;
+    committed += run->committed;
+    aborted += run->aborted;
+    check::CheckOptions co;
+    co.history_path = o.history_path;
+    co.model = model;
+    std::ostringstream text, err;
+    if (check::RunCheck(co, text, err) == check::kExitValid) {
+      std::filesystem::remove(o.history_path);
+      continue;
+    }
+    ADD_FAILURE() << "smallbank " << protocol << " seed " << seed << " broke "
+                  << check::ModelName(model) << "; history kept at " << o.history_path
+                  << "\nreplay: POND_SIM_SEED=" << seed << " " << ::testing::internal::GetArgvs()[0]
+                  << " --gtest_filter="
+                  << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()
+                  << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name() << "\n"
+                  << text.str().substr(0, 3000) << err.str();
+    return;
+  }
+  std::printf("smallbank %s: %lu seeds: %lu committed, %lu aborted\n", protocol.c_str(),
+              static_cast<unsigned long>(r.count), static_cast<unsigned long>(committed),
+              static_cast<unsigned long>(aborted));
+  EXPECT_GT(aborted, 0u) << "the runs were meant to be contended";
+}
+
+TEST(SimSeedTest, SmallBankSerializableIsStrictlySerializable) {
+  for (const std::string& p : ProtocolNames()) {
+    RunSmallBankSeeds(p, Isolation::kSerializable, check::Model::kStrictSerializable, 20);
+  }
+}
+
+TEST(SimSeedTest, SmallBankSnapshotIsSnapshotIsolated) {
+  for (const char* p : {"lotus", "motor"}) {
+    RunSmallBankSeeds(p, Isolation::kSnapshot, check::Model::kSnapshotIsolation, 20);
   }
 }
 
