@@ -1,13 +1,7 @@
 #include "pond/bench/kvs_bench.h"
-#include "pond/bench/progress_monitor.h"
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "pond/base/hash.h"
 #include "pond/bench/build_info.h"
@@ -51,9 +45,7 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
   const uint16_t t = *table;
 
   KvsResult result;
-  // The cluster's clock measures the run (virtual time when simulated); the wall clock measures
-  // what the run cost.
-  Clock& clock = cluster.clock();
+  // The wall clock measures what loading cost (MeasuredRun measures the run).
   Clock& wall = SystemClock::Get();
   uint64_t load_start = wall.NowNs();
   Status loaded = cluster.Load(t, o.keys, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
@@ -99,81 +91,21 @@ Result<KvsResult> RunKvs(const KvsOptions& o,
   });
 
   Zipf zipf(o.keys, o.theta);
-  const int workers = o.cluster.cns * o.cluster.workers_per_cn;
-  struct alignas(64) WorkerCounters {
-    std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0};
-    Histogram latency;
-  };
-  std::vector<WorkerCounters> counters(static_cast<size_t>(workers));
-  std::atomic<bool> wrong{false};
-  std::mutex wrong_mu;
-  Status wrong_status;
-  ClusterStats before = cluster.Stats();
-  uint64_t cpu_before = 0;
-  if (cluster.simulated()) {
-    cluster.ResetSimStats();
-    cpu_before = cluster.GetSimStats().cpu_busy_ns;
-  }
-  uint64_t start = clock.NowNs();
-  uint64_t wall_start = wall.NowNs();
-  // The monitor thread must not read a virtual clock another thread advances; clients publish
-  // the run's time here instead.
-  std::atomic<uint64_t> run_now{start};
-  uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
-
-  ProgressMonitor monitor([&] {
-    KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0, 0};
-    for (auto& c : counters) {
-      p.committed += c.committed.load(std::memory_order_relaxed);
-      p.aborted += c.aborted.load(std::memory_order_relaxed);
-    }
-    if (progress) progress(p);
-  });
-
+  MeasuredRun run(cluster, o.cluster, o.seconds, progress);
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
-    WorkerCounters& mine =
-        counters[static_cast<size_t>(s.cn() * o.cluster.workers_per_cn + s.worker())];
     Rng& rng = s.rng();
-    while (s.clock().NowNs() < deadline) {
+    while (run.Running(s)) {
       uint64_t key = KeyOfRank(zipf.Next(rng), o.keys);
       bool rw = rng.Chance(o.rw_ratio);
       uint64_t t0 = s.clock().NowNs();
       Status st =
           co_await s.Call(rw ? kProcUpdateOne : kProcReadOne, std::as_bytes(std::span(&key, 1)),
                           RouteHint{rw ? TxnKind::kReadWrite : TxnKind::kReadOnly, t, key});
-      uint64_t t1 = s.clock().NowNs();
-      run_now.store(t1, std::memory_order_relaxed);
-      if (st.ok()) {
-        mine.latency.Record(t1 - t0);
-        mine.committed.fetch_add(1, std::memory_order_relaxed);
-        if (rw) mine.committed_rw.fetch_add(1, std::memory_order_relaxed);
-      } else if (st.code() == Code::kAborted) {
-        mine.aborted.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        std::lock_guard lock(wrong_mu);
-        if (!wrong.exchange(true)) wrong_status = st;
-        break;
-      }
+      if (!run.Book(s, st, t0, s.clock().NowNs(), rw)) break;
     }
   });
-  uint64_t end = clock.NowNs();
-  result.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  monitor.Stop();
-  if (wrong) {
-    return Internal("a KVS transaction failed unexpectedly: " + wrong_status.ToString());
-  }
-
-  result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  for (auto& c : counters) {
-    result.committed += c.committed.load();
-    result.committed_rw += c.committed_rw.load();
-    result.aborted += c.aborted.load();
-    result.latency_ns.Merge(c.latency);
-  }
-  result.stats = cluster.Stats().Since(before);
-  if (cluster.simulated()) {
-    result.sim = cluster.GetSimStats();
-    result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;
+  if (Status st = run.Finish(&result); !st.ok()) {
+    return Internal("a KVS transaction failed unexpectedly: " + st.ToString());
   }
   return result;
 }

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "pond/base/histogram.h"
+#include "pond/bench/measured_run.h"
 #include "pond/cluster.h"
 
 namespace pond::bench {
@@ -26,24 +26,8 @@ struct KvsOptions {
   std::optional<SimModel> sim;
 };
 
-struct KvsProgress {
-  double elapsed_s;  // of the measured run, in the cluster's time (virtual when simulated)
-  uint64_t committed;
-  uint64_t aborted;
-};
-
-struct KvsResult {
-  double elapsed_s = 0;
-  uint64_t committed = 0;  // UpdateOne + ReadOne
-  uint64_t committed_rw = 0;
-  uint64_t aborted = 0;
-  double load_s = 0;
-  Histogram latency_ns;          // committed calls, as the client saw them
-  ClusterStats stats;            // over the measured run only
-  double wall_s = 0;             // real time of the measured run
-  std::optional<SimStats> sim;   // simulated runs: NICs over the measured run, engine counters
-  uint64_t sim_cpu_busy_ns = 0;  // simulated runs: worker CPU time spent in the measured run
-};
+// The measures of a KVS run; the workload has nothing to add.
+struct KvsResult : RunMeasures {};
 
 Status ValidateKvsOptions(const KvsOptions& o);
 

@@ -1,13 +1,9 @@
 #include "pond/bench/smallbank.h"
-#include "pond/bench/progress_monitor.h"
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <vector>
 
 #include "pond/base/hash.h"
@@ -53,12 +49,11 @@ int64_t ProcessOf(uint64_t tag) { return static_cast<int64_t>(tag >> 32) - 1; }
 // ran the procedure (maybe another CN's, after routing), the rest by the calling client's
 // worker; the monitor thread reads them.
 struct alignas(64) WorkerCounters {
-  std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0}, declined{0};
+  std::atomic<uint64_t> declined{0};
   std::atomic<int64_t> net{0};
   std::array<std::atomic<uint64_t>, kSmallBankTxnCount> by_txn{};
   std::atomic<int64_t> scanned_total{0};
   std::atomic<uint64_t> scanned_rows{0};
-  Histogram latency;
   std::vector<SmallBankRecordedTxn> history;  // recording: written by this worker only
 };
 
@@ -170,7 +165,6 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   const uint16_t ts = *sav, tc = *chk;
 
   SmallBankResult result;
-  Clock& clock = cluster.clock();
   Clock& wall = SystemClock::Get();
   uint64_t load_start = wall.NowNs();
   for (uint16_t t : {ts, tc}) {
@@ -330,29 +324,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
 
   const uint64_t hot = std::max<uint64_t>(
       1, static_cast<uint64_t>(static_cast<double>(o.accounts) * o.hot_fraction));
-  std::atomic<bool> wrong{false};
-  std::mutex wrong_mu;
-  Status wrong_status;
-  ClusterStats before = cluster.Stats();
-  uint64_t cpu_before = 0;
-  if (cluster.simulated()) {
-    cluster.ResetSimStats();
-    cpu_before = cluster.GetSimStats().cpu_busy_ns;
-  }
-  uint64_t start = clock.NowNs();
-  uint64_t wall_start = wall.NowNs();
-  std::atomic<uint64_t> run_now{start};
-  uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
-
-  ProgressMonitor monitor([&] {
-    KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0, 0};
-    for (auto& c : counters) {
-      p.committed += c.committed.load(std::memory_order_relaxed);
-      p.aborted += c.aborted.load(std::memory_order_relaxed);
-    }
-    if (progress) progress(p);
-  });
-
+  MeasuredRun run(cluster, o.cluster, o.seconds, progress);
   // Recording: calls issued so far, to stop at kSmallBankHistoryTxnsMax.
   std::atomic<uint64_t> issued{0};
   auto client_of = [wpc, &o](Session& s) {
@@ -364,7 +336,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     Rng& rng = s.rng();
     const uint64_t client = client_of(s);
     uint64_t calls = 0;
-    while (s.clock().NowNs() < deadline) {
+    while (run.Running(s)) {
       if (recording && issued.fetch_add(1, std::memory_order_relaxed) >= kSmallBankHistoryTxnsMax) {
         break;
       }
@@ -391,33 +363,12 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
       uint64_t t0 = s.clock().NowNs();
       Status st =
           co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
-      uint64_t t1 = s.clock().NowNs();
-      run_now.store(t1, std::memory_order_relaxed);
-      if (st.ok()) {
-        me.latency.Record(t1 - t0);
-        me.committed.fetch_add(1, std::memory_order_relaxed);
-        if (!ro) me.committed_rw.fetch_add(1, std::memory_order_relaxed);
-        me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
-      } else if (st.code() == Code::kAborted) {
-        me.aborted.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        std::lock_guard lock(wrong_mu);
-        if (!wrong.exchange(true)) wrong_status = st;
-        break;
-      }
+      if (!run.Book(s, st, t0, s.clock().NowNs(), !ro)) break;
+      if (st.ok()) me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
     }
   });
-  uint64_t end = clock.NowNs();
-  result.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  monitor.Stop();
-  if (wrong) {
-    return Internal("a SmallBank transaction failed unexpectedly: " + wrong_status.ToString());
-  }
-  result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  result.stats = cluster.Stats().Since(before);
-  if (cluster.simulated()) {
-    result.sim = cluster.GetSimStats();
-    result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;
+  if (Status st = run.Finish(&result); !st.ok()) {
+    return Internal("a SmallBank transaction failed unexpectedly: " + st.ToString());
   }
 
   // The money check: every client reads a stride of the accounts in read-only transactions.
@@ -425,6 +376,8 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   const uint64_t clients = static_cast<uint64_t>(workers) * static_cast<uint64_t>(o.coros);
   const uint64_t batches = (o.accounts + kScanBatch - 1) / kScanBatch;
   std::atomic<bool> scan_failed{false};
+  std::mutex scan_mu;
+  Status scan_status;  // guarded by scan_mu: why the scan failed
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
     WorkerCounters& me = mine(s);
     const uint64_t self = client_of(s);
@@ -453,8 +406,8 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
       });
       if (!st.ok()) {
         scan_failed = true;
-        std::lock_guard lock(wrong_mu);
-        wrong_status = st;
+        std::lock_guard lock(scan_mu);
+        scan_status = st;
         break;
       }
       if (recording) {
@@ -467,20 +420,16 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     }
   });
   if (scan_failed) {
-    return Internal("the SmallBank balance scan failed: " + wrong_status.ToString());
+    return Internal("the SmallBank balance scan failed: " + scan_status.ToString());
   }
 
   uint64_t rows = 0;
   for (auto& c : counters) {
-    result.committed += c.committed.load();
-    result.committed_rw += c.committed_rw.load();
-    result.aborted += c.aborted.load();
     result.declined += c.declined.load();
     result.net_deposits += c.net.load();
     for (size_t k = 0; k < c.by_txn.size(); k++) result.committed_by_txn[k] += c.by_txn[k].load();
     result.final_total += c.scanned_total.load();
     rows += c.scanned_rows.load();
-    result.latency_ns.Merge(c.latency);
   }
   if (rows != 2 * o.accounts) {
     result.check_detail =

@@ -57,21 +57,13 @@ struct SmallBankOptions {
 
 inline constexpr uint64_t kSmallBankHistoryTxnsMax = 200'000;
 
-struct SmallBankResult {
-  double elapsed_s = 0;
-  uint64_t committed = 0;     // all six kinds
-  uint64_t committed_rw = 0;  // all but Balance
-  uint64_t aborted = 0;
+// The measures of the run (committed: all six kinds; committed_rw: all but Balance), and
+// SmallBank's own counts and check.
+struct SmallBankResult : RunMeasures {
   // Committed without writing: a SendPayment or TransactSavings the balance did not cover
   // (the business rule declines it; it is a commit, not an abort).
   uint64_t declined = 0;
   std::array<uint64_t, kSmallBankTxnCount> committed_by_txn{};
-  double load_s = 0;
-  Histogram latency_ns;  // committed calls, as the client saw them
-  ClusterStats stats;    // over the measured run only
-  double wall_s = 0;
-  std::optional<SimStats> sim;
-  uint64_t sim_cpu_busy_ns = 0;
   // The money check.
   int64_t initial_total = 0;
   int64_t net_deposits = 0;  // sum of the committed transactions' net changes
@@ -90,7 +82,6 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
                                      const std::function<void(const KvsProgress&)>& progress);
 
 std::string SmallBankResultJson(const SmallBankOptions& o, const SmallBankResult& r);
-
 
 // The key of an account's row (in either table): the account id above bits 0..11, its shard
 // (the account id's low 12 bits) in them.

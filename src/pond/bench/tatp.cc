@@ -1,16 +1,12 @@
 #include "pond/bench/tatp.h"
-#include "pond/bench/progress_monitor.h"
 
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <thread>
 #include <vector>
 
 #include "pond/base/hash.h"
@@ -57,10 +53,9 @@ struct Args {
 };
 
 struct alignas(64) WorkerCounters {
-  std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0}, declined{0};
+  std::atomic<uint64_t> declined{0};
   std::array<std::atomic<uint64_t>, kTatpTxnCount> by_txn{};
   std::atomic<uint64_t> rows{0};
-  Histogram latency;
 };
 
 std::array<std::byte, kRowBytes> Row(uint64_t a, uint64_t b, uint64_t c) {
@@ -174,7 +169,6 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   const uint16_t tsub = tid[0], tai = tid[1], tsf = tid[2], tcf = tid[3];
 
   TatpResult result;
-  Clock& clock = cluster.clock();
   Clock& wall = SystemClock::Get();
   uint64_t load_start = wall.NowNs();
   {
@@ -330,32 +324,11 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     co_return co_await finish(s, t, false);
   });
 
-  std::atomic<bool> wrong{false};
-  std::mutex wrong_mu;
-  Status wrong_status;
-  ClusterStats before = cluster.Stats();
-  uint64_t cpu_before = 0;
-  if (cluster.simulated()) {
-    cluster.ResetSimStats();
-    cpu_before = cluster.GetSimStats().cpu_busy_ns;
-  }
-  uint64_t start = clock.NowNs();
-  uint64_t wall_start = wall.NowNs();
-  std::atomic<uint64_t> run_now{start};
-  uint64_t deadline = start + static_cast<uint64_t>(o.seconds * 1e9);
-  ProgressMonitor monitor([&] {
-    KvsProgress p{static_cast<double>(run_now.load(std::memory_order_relaxed) - start) / 1e9, 0, 0};
-    for (auto& c : counters) {
-      p.committed += c.committed.load(std::memory_order_relaxed);
-      p.aborted += c.aborted.load(std::memory_order_relaxed);
-    }
-    if (progress) progress(p);
-  });
-
+  MeasuredRun run(cluster, o.cluster, o.seconds, progress);
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
     WorkerCounters& me = mine(s);
     Rng& rng = s.rng();
-    while (s.clock().NowNs() < deadline) {
+    while (run.Running(s)) {
       TatpTxn kind = DrawTxn(rng);
       Args a;
       a.s = DrawSubscriber(rng, n);
@@ -370,40 +343,26 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
       Status st =
           co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
       uint64_t t1 = s.clock().NowNs();
-      run_now.store(t1, std::memory_order_relaxed);
-      if (st.ok()) {
-        me.latency.Record(t1 - t0);
-        me.committed.fetch_add(1, std::memory_order_relaxed);
-        if (!ro) me.committed_rw.fetch_add(1, std::memory_order_relaxed);
-        me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
-      } else if (st.code() == Code::kAlreadyExists) {
+      if (st.code() == Code::kAlreadyExists) {
         // TATP expects this failure of InsertCallForwarding: nothing was written.
         me.declined.fetch_add(1, std::memory_order_relaxed);
-      } else if (st.code() == Code::kAborted) {
-        me.aborted.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        std::lock_guard lock(wrong_mu);
-        if (!wrong.exchange(true)) wrong_status = st;
-        break;
+        run.Publish(t1);
+        continue;
       }
+      if (!run.Book(s, st, t0, t1, !ro)) break;
+      if (st.ok()) me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
     }
   });
-  uint64_t end = clock.NowNs();
-  result.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  monitor.Stop();
-  if (wrong) return Internal("a TATP transaction failed unexpectedly: " + wrong_status.ToString());
-  result.elapsed_s = static_cast<double>(end - start) / 1e9;
-  result.stats = cluster.Stats().Since(before);
-  if (cluster.simulated()) {
-    result.sim = cluster.GetSimStats();
-    result.sim_cpu_busy_ns = result.sim->cpu_busy_ns - cpu_before;
+  if (Status st = run.Finish(&result); !st.ok()) {
+    return Internal("a TATP transaction failed unexpectedly: " + st.ToString());
   }
 
   // The referential check: every client reads every possible row of a stride of subscribers.
   const uint64_t clients = static_cast<uint64_t>(workers) * static_cast<uint64_t>(o.coros);
   const uint64_t batches = (n + kScanBatch - 1) / kScanBatch;
   std::atomic<bool> failed{false};
-  std::string detail;  // under wrong_mu
+  std::mutex detail_mu;
+  std::string detail;  // guarded by detail_mu: why the check failed
   cluster.Run(o.coros, [&](Session& s) -> Task<void> {
     WorkerCounters& me = mine(s);
     const uint64_t self =
@@ -461,7 +420,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
       });
       if (!st.ok() || !bad.empty()) {
         failed = true;
-        std::lock_guard lock(wrong_mu);
+        std::lock_guard lock(detail_mu);
         if (detail.empty()) detail = !st.ok() ? "check read failed: " + st.ToString() : bad;
         break;
       }
@@ -470,13 +429,9 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   });
 
   for (auto& c : counters) {
-    result.committed += c.committed.load();
-    result.committed_rw += c.committed_rw.load();
-    result.aborted += c.aborted.load();
     result.declined += c.declined.load();
     for (size_t k = 0; k < c.by_txn.size(); k++) result.committed_by_txn[k] += c.by_txn[k].load();
     result.rows_after += c.rows.load();
-    result.latency_ns.Merge(c.latency);
   }
   if (failed) {
     result.check_detail = detail;

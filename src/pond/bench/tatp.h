@@ -48,21 +48,12 @@ struct TatpOptions {
   std::optional<SimModel> sim;
 };
 
-struct TatpResult {
-  double elapsed_s = 0;
-  uint64_t committed = 0;
-  uint64_t committed_rw = 0;
-  uint64_t aborted = 0;
+// The measures of the run, and TATP's own counts and check.
+struct TatpResult : RunMeasures {
   // Committed without effect by TATP's rules: UpdateSubscriberData or InsertCallForwarding of a
   // special facility the subscriber lacks, and InsertCallForwarding of a present row.
   uint64_t declined = 0;
   std::array<uint64_t, kTatpTxnCount> committed_by_txn{};
-  double load_s = 0;
-  Histogram latency_ns;
-  ClusterStats stats;
-  double wall_s = 0;
-  std::optional<SimStats> sim;
-  uint64_t sim_cpu_busy_ns = 0;
   // The referential check.
   uint64_t rows_loaded = 0;  // over the four tables
   uint64_t rows_after = 0;   // found by the check

@@ -77,20 +77,10 @@ bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOption
   return sb;
 }
 
-// The measures the table shows, from a SmallBank or TATP run (their results share these fields).
-template <typename OltpResult>
-bench::KvsResult AsKvsResult(const OltpResult& s) {
+// The measures the table shows, from a SmallBank or TATP run.
+bench::KvsResult AsKvsResult(const bench::RunMeasures& m) {
   bench::KvsResult r;
-  r.elapsed_s = s.elapsed_s;
-  r.committed = s.committed;
-  r.committed_rw = s.committed_rw;
-  r.aborted = s.aborted;
-  r.load_s = s.load_s;
-  r.latency_ns = s.latency_ns;
-  r.stats = s.stats;
-  r.wall_s = s.wall_s;
-  r.sim = s.sim;
-  r.sim_cpu_busy_ns = s.sim_cpu_busy_ns;
+  static_cast<bench::RunMeasures&>(r) = m;
   return r;
 }
 
