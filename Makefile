@@ -4,7 +4,7 @@
 #                concurrent tests again under ThreadSanitizer (TSAN=0 skips that part)
 #   make tsan    only the ThreadSanitizer part
 #   make format  apply .clang-format to every C++ file
-#   make figures the throughput-latency figures of docs/perf.md (simulated; about 6 minutes)
+#   make figures the throughput-latency figures of docs/perf.md (simulated; about 5 minutes)
 JOBS ?= $(shell nproc)
 CMAKE_GEN := -G Ninja
 RUN_ARGS ?=

@@ -3,7 +3,7 @@
 # TATP on the simulated Lotus testbed under lotus, motor and ford, load grown as the paper grows
 # it — threads per CN first (1, 2, 4, 8 with one coroutine each), then coroutines per thread (2,
 # 3, 4, 6 with 8 threads): 9 to 432 concurrent transactions. Simulated results depend on the
-# seed alone, so a rerun reproduces the JSON and the PNGs exactly; it takes about 6 minutes on
+# seed alone, so a rerun reproduces the JSON and the PNGs exactly; it takes about 5 minutes on
 # 2 cores (TATP's loads dominate). Usage: scripts/perf-figures.sh [OUTDIR] (default docs/perf).
 set -euo pipefail
 cd "$(dirname "$0")/.."
