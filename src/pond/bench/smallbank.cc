@@ -139,6 +139,10 @@ Status ValidateSmallBankOptions(const SmallBankOptions& o) {
     return InvalidArgument("--hot-fraction must be in (0, 1]");
   if (!(o.hot_access >= 0 && o.hot_access <= 1))
     return InvalidArgument("--hot-access must be in [0, 1]");
+  if (o.history_calls_max < 1 || o.history_calls_max > kSmallBankHistoryTxnsMax) {
+    return InvalidArgument("a recorded SmallBank run takes 1 to " +
+                           std::to_string(kSmallBankHistoryTxnsMax) + " calls");
+  }
   return Status::Ok();
 }
 
@@ -325,7 +329,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
   const uint64_t hot = std::max<uint64_t>(
       1, static_cast<uint64_t>(static_cast<double>(o.accounts) * o.hot_fraction));
   MeasuredRun run(cluster, o.cluster, o.seconds, progress);
-  // Recording: calls issued so far, to stop at kSmallBankHistoryTxnsMax.
+  // Recording: calls issued so far, to stop at history_calls_max.
   std::atomic<uint64_t> issued{0};
   auto client_of = [wpc, &o](Session& s) {
     return static_cast<uint64_t>(s.cn() * wpc + s.worker()) * static_cast<uint64_t>(o.coros) +
@@ -337,7 +341,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     const uint64_t client = client_of(s);
     uint64_t calls = 0;
     while (run.Running(s)) {
-      if (recording && issued.fetch_add(1, std::memory_order_relaxed) >= kSmallBankHistoryTxnsMax) {
+      if (recording && issued.fetch_add(1, std::memory_order_relaxed) >= o.history_calls_max) {
         break;
       }
       SmallBankTxn kind = DrawTxn(rng);

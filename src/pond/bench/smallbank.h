@@ -51,8 +51,9 @@ struct SmallBankOptions {
   // Set: record every transaction (and the final scan) and write the run as a list-append
   // history to this file for the isolation checker (smallbank_history.h). Rows then carry a
   // writer tag beside the balance (16-byte values). Meant for test-sized runs: the run stops
-  // issuing transactions after kSmallBankHistoryTxnsMax calls.
+  // issuing transactions after history_calls_max calls (at most kSmallBankHistoryTxnsMax).
   std::string history_path;
+  uint64_t history_calls_max = 200'000;
 };
 
 inline constexpr uint64_t kSmallBankHistoryTxnsMax = 200'000;

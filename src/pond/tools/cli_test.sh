@@ -183,7 +183,9 @@ if "$pond" $cmp_args --workload smallbank --accounts 2000 --json "$tmp/cs.json" 
    grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&
    [ "$(grep -c '^money check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
    [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
-   [ "$(grep -c '"money_check"' "$tmp/cs.json")" -eq 3 ]; then
+   [ "$(grep -c '^history check [a-z]* (smallbank): ok' "$tmp/out")" -eq 3 ] &&
+   [ "$(grep -c '"money_check"' "$tmp/cs.json")" -eq 3 ] &&
+   [ "$(grep -c '"smallbank_history_check"' "$tmp/cs.json")" -eq 3 ]; then
   echo "ok   sim compare --workload smallbank"
 else
   echo "FAIL sim compare --workload smallbank:"; cat "$tmp/out"; failures=$((failures + 1))

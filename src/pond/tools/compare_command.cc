@@ -112,15 +112,45 @@ struct HistoryCheck {
   uint64_t events = 0;
 };
 
+// Parses and checks a history under `model`: true (out->ok) if it satisfies it; else false with
+// the anomalies the model forbids (or why it could not be read) in out->detail.
+bool JudgeHistory(std::istream& in, const std::string& source, check::Model model,
+                  HistoryCheck* out) {
+  Result<check::History> history = check::ParseHistory(in, source);
+  if (!history.ok()) {
+    out->detail = "unreadable history: " + history.status().ToString();
+    return false;
+  }
+  check::CheckerOptions co;
+  co.model = model;
+  check::CheckResult result = check::Check(*history, co);
+  if (result.valid) {
+    out->ok = true;
+    return true;
+  }
+  for (size_t i = 0; i < check::kAnomalyCount; i++) {
+    const check::AnomalyReport& rep = result.anomalies[i];
+    auto a = static_cast<check::Anomaly>(i);
+    if (rep.count == 0 || !check::Forbids(model, a)) continue;
+    out->detail +=
+        fmt::format("{}{} x{}", out->detail.empty() ? "" : ", ", check::AnomalyName(a), rep.count);
+    if (!rep.examples.empty()) out->detail += " (" + rep.examples[0].summary + ")";
+  }
+  return false;
+}
+
+check::Model ModelOf(Isolation iso) {
+  return iso == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
+                                     : check::Model::kStrictSerializable;
+}
+
 // The list-append workload on a fresh cluster with `o`'s settings (protocol, nodes, isolation,
 // seed, and model if simulated), about `txns` transactions in all, judged by the checker under
 // strict serializability (SR) or snapshot isolation (SI). A failing history is written to a file
 // named in `detail`.
 HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
   HistoryCheck out;
-  check::Model model = o.cluster.isolation == Isolation::kSnapshot
-                           ? check::Model::kSnapshotIsolation
-                           : check::Model::kStrictSerializable;
+  check::Model model = ModelOf(o.cluster.isolation);
   out.model = std::string(check::ModelName(model));
   auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
   if (!started.ok()) {
@@ -168,26 +198,7 @@ HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
   out.committed = run->committed;
   out.failed = run->failed;
   std::istringstream in(text.str());
-  Result<check::History> history = check::ParseHistory(in, "history of " + o.cluster.protocol.name);
-  if (!history.ok()) {
-    out.detail = "unreadable history: " + history.status().ToString();
-    return out;
-  }
-  check::CheckerOptions co;
-  co.model = model;
-  check::CheckResult result = check::Check(*history, co);
-  if (result.valid) {
-    out.ok = true;
-    return out;
-  }
-  for (size_t i = 0; i < check::kAnomalyCount; i++) {
-    const check::AnomalyReport& rep = result.anomalies[i];
-    auto a = static_cast<check::Anomaly>(i);
-    if (rep.count == 0 || !check::Forbids(model, a)) continue;
-    out.detail +=
-        fmt::format("{}{} x{}", out.detail.empty() ? "" : ", ", check::AnomalyName(a), rep.count);
-    if (!rep.examples.empty()) out.detail += " (" + rep.examples[0].summary + ")";
-  }
+  if (JudgeHistory(in, "history of " + o.cluster.protocol.name, model, &out)) return out;
   std::string path =
       (std::filesystem::temp_directory_path() /
        fmt::format("pond-compare-{}-seed{}.jsonl", o.cluster.protocol.name, o.cluster.seed))
@@ -195,6 +206,42 @@ HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
   if (WriteFile(path, text.str())) {
     out.detail +=
         "; history kept at " + path + " (pond check " + path + " --model " + out.model + ")";
+  }
+  return out;
+}
+
+// SmallBank itself, recorded (smallbank_history.h): a run of `o`'s settings that stops after
+// `calls` calls, judged like CheckHistory's. The history file is kept only if it fails.
+HistoryCheck CheckSmallBankHistory(bench::SmallBankOptions o, uint32_t calls) {
+  HistoryCheck out;
+  check::Model model = ModelOf(o.cluster.isolation);
+  out.model = std::string(check::ModelName(model));
+  o.history_path = (std::filesystem::temp_directory_path() /
+                    fmt::format("pond-compare-smallbank-{}-seed{}.jsonl", o.cluster.protocol.name,
+                                o.cluster.seed))
+                       .string();
+  o.history_calls_max = calls;
+  // Long enough for `calls` calls at any load; the call cap ends the run.
+  o.seconds = std::max(o.seconds, 1.0);
+  Result<bench::SmallBankResult> run = bench::RunSmallBank(o, nullptr);
+  if (!run.ok()) {
+    out.detail = "recorded SmallBank run failed: " + run.status().ToString();
+    return out;
+  }
+  out.wall_s = run->wall_s;
+  out.events = run->sim ? run->sim->events : 0;
+  out.committed = run->committed;
+  out.failed = run->aborted;
+  if (!run->check_ok) {
+    out.detail = "money check failed: " + run->check_detail;
+    return out;
+  }
+  std::ifstream in(o.history_path);
+  if (JudgeHistory(in, o.history_path, model, &out)) {
+    std::filesystem::remove(o.history_path);
+  } else {
+    out.detail += "; history kept at " + o.history_path + " (pond check " + o.history_path +
+                  " --model " + out.model + ")";
   }
   return out;
 }
@@ -475,7 +522,20 @@ int RunCompare(CompareArgs& a, bool simulate) {
 
   // The history checks: one per protocol, at the settings as given (not per sweep point: the
   // protocol is what is judged, and a check per point would multiply a sweep's time).
-  std::vector<HistoryCheck> checks;
+  std::vector<HistoryCheck> checks, smallbank_checks;
+  auto report = [&](const std::string& label, const HistoryCheck& c) {
+    wall_checks += c.wall_s;
+    events += c.events;
+    if (c.ok) {
+      std::printf("history check %s: ok (%lu txns, model %s)\n", label.c_str(),
+                  static_cast<unsigned long>(c.committed), c.model.c_str());
+    } else {
+      all_ok = false;
+      std::printf("history check %s: FAILED (model %s): %s\n", label.c_str(), c.model.c_str(),
+                  c.detail.c_str());
+    }
+    std::fflush(stdout);
+  };
   if (!a.no_check) {
     for (size_t i = 0; i < names->size(); i++) {
       const std::string& name = (*names)[i];
@@ -484,18 +544,14 @@ int RunCompare(CompareArgs& a, bool simulate) {
       bench::KvsOptions co = a.flags.o;
       co.cluster.protocol = *ProtocolByName(name);
       HistoryCheck c = CheckHistory(co, a.check_txns);
-      wall_checks += c.wall_s;
-      events += c.events;
-      if (c.ok) {
-        std::printf("history check %s: ok (%lu txns, model %s)\n", name.c_str(),
-                    static_cast<unsigned long>(c.committed), c.model.c_str());
-      } else {
-        all_ok = false;
-        std::printf("history check %s: FAILED (model %s): %s\n", name.c_str(), c.model.c_str(),
-                    c.detail.c_str());
-      }
-      std::fflush(stdout);
+      report(name, c);
       checks.push_back(std::move(c));
+      if (smallbank) {
+        // The measured workload itself, recorded, beside the list-append check.
+        HistoryCheck sc = CheckSmallBankHistory(SmallBankOf(a, co), a.check_txns);
+        report(name + " (smallbank)", sc);
+        smallbank_checks.push_back(std::move(sc));
+      }
     }
   }
 
@@ -527,13 +583,16 @@ int RunCompare(CompareArgs& a, bool simulate) {
       }
       auto name_it = std::find(names->begin(), names->end(), row.name);
       size_t ci = static_cast<size_t>(name_it - names->begin());
-      if (ci < checks.size()) {
-        const HistoryCheck& c = checks[ci];
-        j["history_check"] = {{"ok", c.ok},
+      auto check_json = [](const HistoryCheck& c) {
+        return nlohmann::json{{"ok", c.ok},
                               {"model", c.model},
                               {"committed", c.committed},
                               {"failed", c.failed},
                               {"detail", c.detail}};
+      };
+      if (ci < checks.size()) j["history_check"] = check_json(checks[ci]);
+      if (ci < smallbank_checks.size()) {
+        j["smallbank_history_check"] = check_json(smallbank_checks[ci]);
       }
       jrows.push_back(j);
     }
