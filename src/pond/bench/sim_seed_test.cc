@@ -28,22 +28,37 @@ SeedRange Seeds(uint64_t default_count) {
   return {1, default_count};
 }
 
-// Runs one seed; returns the checker's exit code and keeps the history if it is not 0.
-int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Model model,
-            ListAppendResult* out) {
+// A small simulated cluster for one seed: few versions, so recycling and "snapshot too old"
+// happen.
+ClusterConfig SeedCluster(const std::string& protocol, Isolation iso, uint64_t seed) {
   ClusterConfig c;
   c.protocol = ProtocolByName(protocol).value();
   c.mns = 3;
-  c.cns = 4;
+  c.cns = 3;
   c.workers_per_cn = 2;
   c.replication = 2;
-  c.versions = 2;  // few versions: recycling and "snapshot too old" happen
+  c.versions = 2;
   c.isolation = iso;
   c.region_mib = 64;
   c.lock_buckets = 1 << 12;
   c.vt_cache_entries = 1 << 12;
   c.addr_cache_entries = 1 << 14;
   c.seed = seed;
+  return c;
+}
+
+// The command that replays `seed` of the running test.
+std::string ReplayLine(uint64_t seed) {
+  const testing::TestInfo* t = testing::UnitTest::GetInstance()->current_test_info();
+  return "replay: POND_SIM_SEED=" + std::to_string(seed) + " " + testing::internal::GetArgvs()[0] +
+         " --gtest_filter=" + t->test_suite_name() + "." + t->name();
+}
+
+// Runs one seed; returns the checker's exit code and keeps the history if it is not 0.
+int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Model model,
+            ListAppendResult* out) {
+  ClusterConfig c = SeedCluster(protocol, iso, seed);
+  c.cns = 4;
   auto cluster = Cluster::StartSimulated(c, SimModel{});
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   ListAppendOptions o;
@@ -75,10 +90,8 @@ int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Mo
     std::filesystem::remove(path);
   } else {
     ADD_FAILURE() << protocol << " seed " << seed << " broke " << check::ModelName(model)
-                  << "; history kept at " << path << "\nreplay: POND_SIM_SEED=" << seed << " "
-                  << ::testing::internal::GetArgvs()[0] << " --gtest_filter="
-                  << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()
-                  << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name() << "\n"
+                  << "; history kept at " << path << "\n"
+                  << ReplayLine(seed) << "\n"
                   << text.str().substr(0, 3000) << err.str();
   }
   return code;
@@ -135,18 +148,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
   uint64_t committed = 0, aborted = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     SmallBankOptions o;
-    o.cluster.protocol = ProtocolByName(protocol).value();
-    o.cluster.mns = 3;
-    o.cluster.cns = 3;
-    o.cluster.workers_per_cn = 2;
-    o.cluster.replication = 2;
-    o.cluster.versions = 2;
-    o.cluster.isolation = iso;
-    o.cluster.region_mib = 64;
-    o.cluster.lock_buckets = 1 << 12;
-    o.cluster.vt_cache_entries = 1 << 12;
-    o.cluster.addr_cache_entries = 1 << 14;
-    o.cluster.seed = seed;
+    o.cluster = SeedCluster(protocol, iso, seed);
     o.coros = 3;
     o.accounts = 300;
     o.hot_fraction = 0.05;
@@ -171,11 +173,8 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
       continue;
     }
     ADD_FAILURE() << "smallbank " << protocol << " seed " << seed << " broke "
-                  << check::ModelName(model) << "; history kept at " << o.history_path
-                  << "\nreplay: POND_SIM_SEED=" << seed << " " << ::testing::internal::GetArgvs()[0]
-                  << " --gtest_filter="
-                  << ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name()
-                  << "." << ::testing::UnitTest::GetInstance()->current_test_info()->name() << "\n"
+                  << check::ModelName(model) << "; history kept at " << o.history_path << "\n"
+                  << ReplayLine(seed) << "\n"
                   << text.str().substr(0, 3000) << err.str();
     return;
   }
