@@ -9,6 +9,13 @@
 //
 // `write_skew` mode is the classic write-skew pattern instead: read both keys of a pair, append
 // to one. Snapshot isolation lets two such transactions commit; serializability does not.
+//
+// `user` mode runs the transactions a user writes (list_append_plan.h): half the keys start
+// absent, appends insert them and deletes remove them while other clients race to insert and read
+// them, keys are promoted from read-only to read-write, Execute runs once per step with keys
+// computed from earlier reads, and each transaction reads its own writes back. Some transactions
+// run through Session::RunTxn (every attempt recorded) and some, read-write ones, as procedures
+// through Session::Call (routed to another CN by hybrid routing).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +34,22 @@ struct ListAppendOptions {
   double read_only_fraction = 0.25;
   uint32_t mops_max = 4;  // micro-ops per transaction: 1 to mops_max
   bool write_skew = false;
+  bool user = false;
+  // user mode: shares of read-write micro-ops that delete (the rest of the writes append), of
+  // transactions that add every key first (else step by step), of those that add them read-only
+  // and promote, and of transactions run through RunTxn and through Call.
+  double delete_fraction = 0.15;
+  double upfront_fraction = 0.3;
+  double promote_fraction = 0.5;
+  double retry_fraction = 0.2;
+  double call_fraction = 0.3;
   uint64_t seed = 1;
+};
+
+// The table and, in user mode, the procedure routed calls run.
+struct ListAppendTable {
+  uint16_t table = 0;
+  ProcedureId proc = 0;
 };
 
 struct ListAppendResult {
@@ -36,10 +58,12 @@ struct ListAppendResult {
   uint64_t window_end = 0;  // the highest key the window reached
 };
 
-// Creates the table (named "lists") and loads `keys` empty lists; returns the table id.
-Result<uint16_t> SetupListAppend(Cluster& cluster, const ListAppendOptions& o);
+// Creates the table (named "lists") and loads `keys` empty lists (in user mode: the live rows of
+// every even key; the odd ones start absent), and in user mode registers the plan procedure.
+Result<ListAppendTable> SetupListAppend(Cluster& cluster, const ListAppendOptions& o);
 // Runs `clients` clients per worker until each has run txns_per_client transactions.
-Result<ListAppendResult> RunListAppend(Cluster& cluster, uint16_t table, const ListAppendOptions& o,
-                                       check::Recorder& recorder, int clients);
+Result<ListAppendResult> RunListAppend(Cluster& cluster, const ListAppendTable& table,
+                                       const ListAppendOptions& o, check::Recorder& recorder,
+                                       int clients);
 
 }  // namespace pond::bench

@@ -44,7 +44,7 @@ Checked RunAndCheck(Isolation iso, const ListAppendOptions& o, int clients, chec
                     const std::string& protocol = "lotus") {
   auto cluster = Cluster::Start(StressConfig(iso, protocol));
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
-  Result<uint16_t> table = SetupListAppend(**cluster, o);
+  Result<ListAppendTable> table = SetupListAppend(**cluster, o);
   EXPECT_TRUE(table.ok()) << table.status().ToString();
   std::string path = (std::filesystem::temp_directory_path() /
                       ("pond-history-" + std::to_string(::getpid()) + "-" +

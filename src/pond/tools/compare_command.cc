@@ -172,7 +172,7 @@ HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
   // many keys hold the window for every transaction the run can make.
   uint64_t total = lo.txns_per_client * clients;
   lo.keys = 2 * uint64_t{lo.window} + total * lo.mops_max / lo.max_appends + 64;
-  Result<uint16_t> table = bench::SetupListAppend(cluster, lo);
+  Result<bench::ListAppendTable> table = bench::SetupListAppend(cluster, lo);
   if (!table.ok()) {
     out.detail = "cannot load the lists: " + table.status().ToString();
     return out;

@@ -31,17 +31,18 @@ constexpr int kLoadCoroutines = 32;
 namespace txn {
 // Wire format of routed calls (docs/formats.md "Routed calls").
 struct CallHeader {
-  uint32_t call_id;
+  uint64_t call_id;
+  uint64_t floor;  // the lowest call id the caller still awaits (call_table.h)
   uint16_t proc;
-  uint16_t reserved;
+  uint16_t reserved[3];
 };
-static_assert(sizeof(CallHeader) == 8);
+static_assert(sizeof(CallHeader) == 24);
 struct CallResult {
-  uint32_t call_id;
+  uint64_t call_id;
   uint8_t code;
-  uint8_t reserved[3];
+  uint8_t reserved[7];
 };
-static_assert(sizeof(CallResult) == 8);
+static_assert(sizeof(CallResult) == 16);
 }  // namespace txn
 
 namespace {
@@ -132,34 +133,44 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
   while (!done()) w.sched.RunOnce();
 }
 
-// The handler side of a routed call: run the procedure here, answer the caller.
+// The handler side of a routed call: run the procedure here (once, however often the request
+// arrives), answer the caller.
 void WorkerContext::ServeCall(const Message& m) {
-  WorkerContext* w = this;
-  POND_CHECK(m.payload.size() >= sizeof(CallHeader));
   CallHeader h;
+  if (m.payload.size() < sizeof(h)) return;  // not a call: nothing to answer
   std::memcpy(&h, m.payload.data(), sizeof(h));
-  POND_CHECK(h.proc < w->cluster.procedures.size());
+  auto answer = [this, from = m.from, id = h.call_id](Code code) {
+    CallResult r{id, static_cast<uint8_t>(code), {}};
+    ep->Send(from, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
+  };
+  if (h.proc >= cluster.procedures.size()) {
+    answer(Code::kInvalidArgument);
+    return;
+  }
+  CallTable::Admit a = call_table.Request(m.from, h.call_id, h.floor);
+  if (a.what == CallAdmission::kAnswered) answer(a.code);
+  if (a.what != CallAdmission::kRun) return;
   std::vector<std::byte> args(m.payload.begin() + sizeof(h), m.payload.end());
-  w->sched.Spawn([](WorkerContext* w, CallHeader h, WorkerAddr from,
-                    std::vector<std::byte> args) -> Task<void> {
+  sched.Spawn([](WorkerContext* w, CallHeader h, WorkerAddr from,
+                 std::vector<std::byte> args) -> Task<void> {
     Session s(w, -1);
     Status st = co_await w->cluster.procedures[h.proc](s, args);
-    CallResult r{h.call_id, static_cast<uint8_t>(st.code()), {0, 0, 0}};
+    w->call_table.Finish(from, h.call_id, st.code());
+    CallResult r{h.call_id, static_cast<uint8_t>(st.code()), {}};
     w->ep->Send(from, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
-  }(w, h, m.from, std::move(args)));
+  }(this, h, m.from, std::move(args)));
 }
 
 void WorkerContext::OnCallResult(const Message& m) {
-  WorkerContext* w = this;
-  POND_CHECK(m.payload.size() == sizeof(CallResult));
   CallResult r;
+  if (m.payload.size() != sizeof(r)) return;
   std::memcpy(&r, m.payload.data(), sizeof(r));
-  auto it = w->calls.find(r.call_id);
-  if (it == w->calls.end()) return;  // a duplicate answer
-  WorkerContext::PendingCall* pc = it->second;
-  w->calls.erase(it);
+  auto it = calls.find(r.call_id);
+  if (it == calls.end()) return;  // a copy of an answer already taken
+  PendingCall* pc = it->second;
+  calls.erase(it);
   pc->code = static_cast<Code>(r.code);
-  w->sched.Ready(pc->waiter);
+  sched.Ready(pc->waiter);
 }
 
 }  // namespace txn
@@ -171,18 +182,18 @@ Txn::Txn(Txn&&) noexcept = default;
 Txn& Txn::operator=(Txn&&) noexcept = default;
 Txn::~Txn() = default;
 
-void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::Access::kRead); }
+void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadOnly); }
 void Txn::AddRW(uint16_t table, uint64_t key) {
   POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "AddRW in a read-only transaction");
-  s_->Add(table, key, txn::Access::kWrite);
+  s_->Add(table, key, txn::AddOp::kReadWrite);
 }
 void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
   POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Insert in a read-only transaction");
-  s_->Add(table, key, txn::Access::kInsert, value);
+  s_->Add(table, key, txn::AddOp::kInsert, value);
 }
 void Txn::Delete(uint16_t table, uint64_t key) {
   POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Delete in a read-only transaction");
-  s_->Add(table, key, txn::Access::kDelete);
+  s_->Add(table, key, txn::AddOp::kDelete);
 }
 Task<Status> Txn::Execute() { return s_->Execute(); }
 Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
@@ -232,10 +243,10 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
 
   w_->stats.remote_calls++;
   WorkerContext::PendingCall pc;
-  uint32_t id = w_->next_call_id++;
+  uint64_t id = w_->next_call_id++;
   w_->calls[id] = &pc;
   std::vector<std::byte> msg(sizeof(txn::CallHeader) + args.size());
-  txn::CallHeader h{id, proc, 0};
+  txn::CallHeader h{id, w_->calls.begin()->first, proc, {}};
   std::memcpy(msg.data(), &h, sizeof(h));
   if (!args.empty()) std::memcpy(msg.data() + sizeof(h), args.data(), args.size());
   w_->ep->Send(WorkerAddr{target, w_->index}, txn::kMsgCall, msg);

@@ -79,7 +79,7 @@ Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
 }
 
 Task<Status> MvccTxn::Execute() {
-  if (finished_) co_return InvalidArgument("transaction already finished");
+  if (Status s = BeginExecute(); !s.ok()) co_return s;
   if (start_ts_ == 0) start_ts_ = co_await w_.tso->Get();
   std::vector<size_t> todo = Unexecuted();
   if (todo.empty()) co_return Status::Ok();
@@ -92,10 +92,7 @@ Task<Status> MvccTxn::Execute() {
   for (size_t i : todo) {
     Item& it = items_[i];
     it.executed = true;
-    if (it.access == Access::kInsert && it.exists()) {
-      co_return Fail(Status(Code::kAlreadyExists, "insert of a present key"),
-                     &w_.stats.aborts.duplicate_key);
-    }
+    if (Status c = CheckRead(it); !c.ok()) co_return c;
   }
   co_return Status::Ok();
 }
@@ -163,6 +160,7 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       Item& it = items_[i];
       read_cvt[i] = 0;
       cas_posted[i] = 0;
+      lock_seen[i] = 0;
       MnId primary = cl.placement.Primary(it.lk.key);
       if (vt() != nullptr && LocalShard(it)) {
         if (auto hit = vt()->Get(it.lk)) {
@@ -206,6 +204,12 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       } else {
         bufs[i].resize(it.table->bucket_bytes());
         whole_bucket[i] = 1;
+        // A key this READ may find absent: an insert of it holds the bucket's insert lock from
+        // before it takes its commit timestamp until its slot is live, so that word, read first,
+        // says whether an insert the snapshot must see may still be on its way.
+        if (lock_word_matters && !it.locked && !want_bucket_lock) {
+          ep.Read(BucketLockWord(it), &lock_seen[i], sizeof(uint64_t));
+        }
         ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[i].data(), it.table->bucket_bytes());
       }
@@ -234,6 +238,22 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
     }
     std::vector<size_t> retry, to_read;
     bool wait = false;
+    // An absent key whose bucket's insert lock another transaction holds: a read-only reader
+    // waits for it as for a locked CVT; a read-write one aborts (see lock_word_matters).
+    bool absent_but_locked = false;
+    auto absent = [&](Item& it, size_t i) {
+      it.have_slot = false;
+      it.read_cell = -1;
+      it.read_ts = 0;
+      if (lock_word_matters && !it.locked && lock_seen[i] != 0 && lock_seen[i] != self) {
+        if (kind_ == TxnKind::kReadWrite) {
+          absent_but_locked = true;
+          return;
+        }
+        wait = true;
+        retry.push_back(i);
+      }
+    };
     for (size_t i : need_cvt) {
       Item& it = items_[i];
       std::span<const std::byte> cvt_bytes;
@@ -267,12 +287,10 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
             continue;
           }
           POND_CHECK(f.status().code() == Code::kNotFound);
-          it.have_slot = false;
-          it.read_cell = -1;
+          absent(it, i);
           continue;
         } else {
-          it.have_slot = false;  // not in the index: nothing to read
-          it.read_cell = -1;
+          absent(it, i);  // not in the index: nothing to read
           continue;
         }
       } else {
@@ -303,6 +321,9 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
         continue;
       }
       to_read.push_back(i);
+    }
+    if (absent_but_locked) {
+      co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
     }
     // Items served from the VT cache go straight to version choice.
     for (size_t i : todo) {
@@ -408,14 +429,15 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
     it.write_cell = target;
     const Cell& old = it.cvt.cells[target];
     uint64_t record = old.record;
-    if (record == 0 && it.access != Access::kDelete) {
+    const bool erase = it.pending == Pending::kErase;
+    if (record == 0 && !erase) {
       Result<uint64_t> lane = co_await w_.alloc->Alloc(ep, primary, it.table->record_stride);
       if (!lane.ok()) co_return lane.status();
       record = cl.layout.RecordOffset(0, *lane);
     }
     it.new_cell = Cell{.cv = static_cast<uint8_t>(old.cv + 1),
                        .valid = true,
-                       .tombstone = it.access == Access::kDelete,
+                       .tombstone = erase,
                        .commit_ts = kInvisible,
                        .record = record};
   }
@@ -488,10 +510,7 @@ Task<Status> MvccTxn::Validate() {
   ClusterImpl& cl = w_.cluster;
   Endpoint& ep = *w_.ep;
   const uint64_t self = OwnerWord();
-  std::vector<size_t> check;
-  for (size_t i = 0; i < items_.size(); i++) {
-    if (items_[i].access == Access::kRead && !items_[i].locked) check.push_back(i);
-  }
+  std::vector<size_t> check = Unprotected();
   for (int attempt = 0; !check.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) co_return AbortedBecause("validation: torn reads");
     std::vector<std::vector<std::byte>> bufs(check.size());
@@ -506,7 +525,9 @@ Task<Status> MvccTxn::Validate() {
         ep.Read(cvt_addr + offsetof(store::CvtHeader, lock), &lock_seen[k], sizeof(uint64_t));
         ep.Read(cvt_addr, bufs[k].data(), it.table->cvt_bytes);
       } else {
+        // Absent when read: the bucket's insert lock first (see ReadItems), then the bucket.
         bufs[k].resize(it.table->bucket_bytes());
+        ep.Read(BucketLockWord(it), &lock_seen[k], sizeof(uint64_t));
         ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[k].data(), it.table->bucket_bytes());
       }
@@ -516,10 +537,20 @@ Task<Status> MvccTxn::Validate() {
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
       if (!it.have_slot) {
-        // Absent when read: it must still be absent. (A key that overflowed its full home
-        // bucket is not looked for further; no workload here reads absent keys of full buckets.)
-        if (store::ScanBucket(*it.table, bufs[k], it.lk.key).match >= 0) {
-          co_return AbortedBecause("validation");
+        // Absent when read: it must still be absent, with no insert of it under way.
+        if (lock_seen[k] != 0 && lock_seen[k] != self) co_return AbortedBecause("validation");
+        store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
+        if (scan.match >= 0) co_return AbortedBecause("validation");
+        if (scan.first_empty < 0) {
+          // A full home bucket: the key may have been inserted into a later one.
+          Result<store::Found> f =
+              co_await store::Lookup(ep, *it.table, cl.placement.Primary(it.lk.key), 0, it.lk.key);
+          if (f.ok()) co_return AbortedBecause("validation");
+          if (f.status().code() == Code::kTornRead) {
+            retry.push_back(check[k]);
+            continue;
+          }
+          POND_CHECK(f.status().code() == Code::kNotFound);
         }
         continue;
       }

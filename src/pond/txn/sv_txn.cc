@@ -25,12 +25,13 @@ SvTxn::~SvTxn() {
 }
 
 Task<Status> SvTxn::Execute() {
-  if (finished_) co_return InvalidArgument("transaction already finished");
+  if (Status s = BeginExecute(); !s.ok()) co_return s;
   ClusterImpl& cl = w_.cluster;
   Endpoint& ep = *w_.ep;
   const bool rw = kind_ == TxnKind::kReadWrite;
   const uint64_t self = OwnerWord();
   std::vector<size_t> todo = Unexecuted();
+  const std::vector<size_t> executing = todo;
   std::vector<std::vector<std::byte>> bufs(items_.size());
   std::vector<char> whole_bucket(items_.size(), 0);
   std::vector<uint64_t> cas_old(items_.size(), 0);
@@ -156,11 +157,8 @@ Task<Status> SvTxn::Execute() {
     }
     todo = std::move(retry);
   }
-  for (auto& it : items_) {
-    if (it.access == Access::kInsert && it.exists() && it.executed) {
-      co_return Fail(Status(Code::kAlreadyExists, "insert of a present key"),
-                     &w_.stats.aborts.duplicate_key);
-    }
+  for (size_t i : executing) {
+    if (Status c = CheckRead(items_[i]); !c.ok()) co_return c;
   }
   co_return Status::Ok();
 }
@@ -187,11 +185,9 @@ Task<Status> SvTxn::Commit() {
 
   // Validation of the read-only items and the undo log, in one round trip: every read-only
   // item's header must be as read (unlocked, same version) or the key still absent.
-  std::vector<size_t> check;
-  for (size_t i = 0; i < items_.size(); i++) {
-    if (items_[i].access == Access::kRead) check.push_back(i);
-  }
+  std::vector<size_t> check = Unprotected();
   std::vector<std::vector<std::byte>> bufs(check.size());
+  std::vector<uint64_t> lock_seen(check.size(), 0);
   for (size_t k = 0; k < check.size(); k++) {
     Item& it = items_[check[k]];
     MnId primary = cl.placement.Primary(it.lk.key);
@@ -199,7 +195,10 @@ Task<Status> SvTxn::Commit() {
       bufs[k].resize(sizeof(SvHeader));
       ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), sizeof(SvHeader));
     } else {
+      // Absent when read: an insert of it holds the bucket's insert lock until its slot is
+      // written on every MN, so that word is read first (a READ copies backwards).
       bufs[k].resize(it.table->bucket_bytes());
+      ep.Read(BucketLockWord(it), &lock_seen[k], sizeof(uint64_t));
       ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
               bufs[k].data(), it.table->bucket_bytes());
     }
@@ -240,7 +239,14 @@ Task<Status> SvTxn::Commit() {
       changed = (h.lock != 0 && h.lock != self) || h.version != it.sv_version ||
                 (h.deleted != 0) != !it.exists();
     } else {
-      changed = store::ScanBucket(*it.table, bufs[k], it.lk.key).match >= 0;
+      store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
+      changed = (lock_seen[k] != 0 && lock_seen[k] != self) || scan.match >= 0;
+      if (!changed && scan.first_empty < 0) {
+        // A full home bucket: the key may have been inserted into a later one.
+        Result<store::SlotRef> f =
+            co_await store::SvLocate(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
+        changed = f.ok();
+      }
     }
     if (changed) co_return Fail(AbortedBecause("validation"), &w_.stats.aborts.validation);
   }
@@ -257,7 +263,7 @@ Task<Status> SvTxn::Commit() {
   std::vector<std::byte> zeros;
   for (size_t i : writes) {
     Item& it = items_[i];
-    const bool del = it.access == Access::kDelete;
+    const bool del = it.pending == Pending::kErase;
     SvHeader h{};
     h.key = it.lk.key;
     h.meta = store::PackMeta(it.live_meta != 0 ? store::kSlotClaimed : store::kSlotLive,

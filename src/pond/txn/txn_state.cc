@@ -33,27 +33,83 @@ Status TxnState::Fail(Status s, uint64_t* counter) {
   return s;
 }
 
-void TxnState::Add(uint16_t table, uint64_t key, Access access, std::span<const std::byte> value) {
+namespace {
+
+// Raises an item's access; an item already read is read again, under the stronger locks, by the
+// next Execute (a promotion), which compares that read with this one.
+void Strengthen(Item& it, Access a, bool single_version) {
+  if (a <= it.access) return;
+  if (it.executed && !it.reread) {
+    it.reread = true;
+    it.first_exists = it.exists();
+    it.first_version = single_version ? it.sv_version : it.read_ts;
+  }
+  it.executed = false;
+  it.access = a;
+}
+
+}  // namespace
+
+void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value) {
   const store::TableInfo* t = w_.cluster.Table(table);
   POND_CHECK_MSG(t != nullptr, "transaction uses a table that does not exist");
+  const bool sv = protocol().single_version;
   Item* it = Find(table, key);
   if (it == nullptr) {
     items_.emplace_back();
     it = &items_.back();
     it->lk = lock::LockKey::Record(table, key);
     it->table = t;
-    it->access = access;
-  } else if (access != Access::kRead && it->access == Access::kRead) {
-    // Promoted from read-only to read-write: lock and read it again in the next Execute.
-    it->access = access;
-    it->executed = false;
-  } else if (access != Access::kRead) {
-    it->access = access;
   }
-  if (access == Access::kInsert) {
-    it->new_value.assign(value.begin(), value.end());
-    it->dirty = true;
+  switch (op) {
+    case AddOp::kReadOnly:
+      break;
+    case AddOp::kReadWrite:
+      Strengthen(*it, Access::kWrite, sv);
+      break;
+    case AddOp::kDelete:
+      Strengthen(*it, Access::kWrite, sv);
+      it->pending = Pending::kErase;
+      break;
+    case AddOp::kInsert:
+      if (it->pending == Pending::kPut || (it->executed && it->visible())) {
+        insert_of_visible_key_ = true;  // the key exists in this transaction's view
+        break;
+      }
+      // Unread and untouched, the key must turn out absent; deleted by this transaction, it is
+      // absent in its view whatever storage holds.
+      if (!it->executed && it->pending == Pending::kNone) it->expect_absent = true;
+      // A key read with a slot (present, or a tombstone) is written in that slot under its write
+      // lock; any other may need a new slot, and so the bucket's insert lock.
+      Strengthen(*it, it->executed && it->have_slot ? Access::kWrite : Access::kInsert, sv);
+      it->pending = Pending::kPut;
+      it->new_value.assign(value.begin(), value.end());
+      break;
   }
+}
+
+Status TxnState::BeginExecute() {
+  if (finished_) return InvalidArgument("transaction already finished");
+  if (insert_of_visible_key_) {
+    return Fail(Status(Code::kAlreadyExists, "insert of a key that exists"),
+                &w_.stats.aborts.duplicate_key);
+  }
+  return Status::Ok();
+}
+
+Status TxnState::CheckRead(Item& it) {
+  if (it.reread) {
+    it.reread = false;
+    const uint64_t version = protocol().single_version ? it.sv_version : it.read_ts;
+    if (it.exists() != it.first_exists || version != it.first_version) {
+      return Fail(Aborted("changed since read"), &w_.stats.aborts.validation);
+    }
+  }
+  if (it.expect_absent && it.exists()) {
+    return Fail(Status(Code::kAlreadyExists, "insert of a present key"),
+                &w_.stats.aborts.duplicate_key);
+  }
+  return Status::Ok();
 }
 
 std::vector<size_t> TxnState::Unexecuted() const {
@@ -76,12 +132,20 @@ std::vector<size_t> TxnState::Writes() const {
   std::vector<size_t> writes;
   for (size_t i = 0; i < items_.size(); i++) {
     const Item& it = items_[i];
-    if ((it.access == Access::kWrite && it.dirty) || it.access == Access::kInsert ||
-        (it.access == Access::kDelete && it.exists())) {
+    if (it.access == Access::kRead) continue;
+    if (it.pending == Pending::kPut || (it.pending == Pending::kErase && it.exists())) {
       writes.push_back(i);
     }
   }
   return writes;
+}
+
+std::vector<size_t> TxnState::Unprotected() const {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < items_.size(); i++) {
+    if (!items_[i].locked && !items_[i].bucket_locked) out.push_back(i);
+  }
+  return out;
 }
 
 Result<std::span<const std::byte>> TxnState::Read(uint16_t table, uint64_t key) const {
@@ -89,9 +153,13 @@ Result<std::span<const std::byte>> TxnState::Read(uint16_t table, uint64_t key) 
   if (it == nullptr || !it->executed) {
     return InvalidArgument("key was not added and executed in this transaction");
   }
-  if (it->dirty) {
-    if (it->access == Access::kDelete) return NotFound("deleted in this transaction");
-    return std::span<const std::byte>(it->new_value);
+  switch (it->pending) {
+    case Pending::kPut:
+      return std::span<const std::byte>(it->new_value);
+    case Pending::kErase:
+      return NotFound("deleted in this transaction");
+    case Pending::kNone:
+      break;
   }
   if (!it->exists()) return NotFound("key does not exist");
   return std::span<const std::byte>(it->value);
@@ -102,15 +170,12 @@ Status TxnState::Write(uint16_t table, uint64_t key, std::span<const std::byte> 
   if (it == nullptr || !it->executed || it->access == Access::kRead) {
     return InvalidArgument("write of a key not added read-write and executed");
   }
-  if (it->access == Access::kDelete) return InvalidArgument("write of a key being deleted");
   if (value.size() != it->table->value_bytes) {
     return InvalidArgument("value size does not match the table");
   }
-  if (it->access == Access::kWrite && !it->exists()) {
-    return NotFound("write of a key that does not exist (use Insert)");
-  }
+  if (!it->visible()) return NotFound("write of a key that does not exist (use Insert)");
+  it->pending = Pending::kPut;
   it->new_value.assign(value.begin(), value.end());
-  it->dirty = true;
   return Status::Ok();
 }
 

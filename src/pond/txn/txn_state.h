@@ -17,6 +17,11 @@
 // docs/protocols.md gives round trips and ops per transaction for each; docs/protocol.md the
 // correctness argument for lotus.
 //
+// Items (one per key a transaction added): `access` says which locks Execute takes, `pending`
+// what Commit writes, and Read answers from the pending write before the value read. Adding a key
+// again only ever strengthens its access; an item read before that is read again by the next
+// Execute (see Item::reread). docs/api.md lists what each call does to a key already added.
+//
 // Thread rules: used only by the coroutine that owns the Txn, on its worker's thread.
 #pragma once
 
@@ -32,7 +37,14 @@
 
 namespace pond::txn {
 
-enum class Access : uint8_t { kRead, kWrite, kInsert, kDelete };
+// What a transaction needs of a key, weakest first; Execute takes the locks it names. kRead:
+// nothing (a read lock under lotus SR); kWrite: the key's write lock; kInsert: that and the insert
+// lock of the key's home index bucket, because Commit may create the key (claim a slot).
+enum class Access : uint8_t { kRead, kWrite, kInsert };
+// What Commit will do to a key, which is also what Read returns meanwhile (read-your-writes).
+enum class Pending : uint8_t { kNone, kPut, kErase };
+// The public calls that add a key (Txn::AddRO, AddRW, Insert, Delete).
+enum class AddOp : uint8_t { kReadOnly, kReadWrite, kInsert, kDelete };
 
 // Limits on the waits and retries of one Execute.
 inline constexpr int kReadAttemptsMax = 8;        // re-reads after a torn CVT or record
@@ -43,7 +55,14 @@ struct Item {
   lock::LockKey lk;
   const store::TableInfo* table = nullptr;
   Access access = Access::kRead;
+  Pending pending = Pending::kNone;
+  bool expect_absent = false;  // an Insert: Execute fails with kAlreadyExists if the key exists
   bool executed = false;
+  // Promoted after it was read (needs stronger locks): the next Execute reads it again, under
+  // the new locks, and aborts if that read differs from the first (docs/protocol.md, Promotion).
+  bool reread = false;
+  bool first_exists = false;
+  uint64_t first_version = 0;  // read_ts (mvcc) or sv_version (single-version) of the first read
   bool locked = false;         // holds a lock on lk (read or write; on a CN or an MN)
   bool bucket_locked = false;  // MN-lock protocols: holds the insert lock of the home bucket
 
@@ -57,15 +76,18 @@ struct Item {
   std::vector<std::byte> value;
 
   // What Commit writes.
-  bool dirty = false;
-  std::vector<std::byte> new_value;
+  std::vector<std::byte> new_value;  // pending == kPut
   int write_cell = -1;
   store::Cell new_cell;  // the primary's new cell
   std::vector<std::byte> record_buf;
   std::array<store::CvtCell, store::kReplicationMax> raw_cells;
   uint64_t live_meta = 0;
 
-  bool exists() const { return read_cell >= 0; }
+  bool exists() const { return read_cell >= 0; }  // in storage, at the snapshot read
+  // Whether the key exists in this transaction's view: as read, then changed by its own writes.
+  bool visible() const {
+    return pending == Pending::kPut || (pending == Pending::kNone && exists());
+  }
 };
 
 class TxnState {
@@ -73,7 +95,7 @@ class TxnState {
   TxnState(WorkerContext& w, TxnKind kind);
   virtual ~TxnState() = default;
 
-  void Add(uint16_t table, uint64_t key, Access access, std::span<const std::byte> value = {});
+  void Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value = {});
   virtual Task<Status> Execute() = 0;
   Result<std::span<const std::byte>> Read(uint16_t table, uint64_t key) const;
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
@@ -88,10 +110,18 @@ class TxnState {
   Item* Find(uint16_t table, uint64_t key);
   const Item* Find(uint16_t table, uint64_t key) const;
   Status Fail(Status s, uint64_t* counter);  // aborts, counts, and passes `s` on
+  // What every Execute checks first: the transaction is open, and no Insert since the last
+  // Execute named a key that exists in this transaction's view (that aborts, kAlreadyExists).
+  Status BeginExecute();
+  // After an item was read: a promoted item's second read must match its first (else abort);
+  // an Insert's key must be absent.
+  Status CheckRead(Item& it);
   Status CheckCommittable() const;
   std::vector<size_t> Unexecuted() const;
-  // Indexes of the items Commit must write.
+  // Indexes of the items Commit must write: puts, and erases of keys that exist.
   std::vector<size_t> Writes() const;
+  // Items whose read no lock protects until commit (motor and ford validate them).
+  std::vector<size_t> Unprotected() const;
   const ProtocolConfig& protocol() const { return w_.cluster.config.protocol; }
 
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
@@ -112,6 +142,7 @@ class TxnState {
   uint64_t start_ts_ = 0;
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
+  bool insert_of_visible_key_ = false;  // see BeginExecute
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
 };

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
+#include "pond/txn/call_table.h"
 #include "pond/txn/commit_log.h"
 #include "pond/txn/timestamp_oracle.h"
 
@@ -67,13 +69,16 @@ class WorkerContext {
   WorkerStats stats;
   uint64_t next_txn_id = 1;
 
-  // Routed calls this worker made and awaits: id -> (waiter, result).
+  // Routed calls this worker made and awaits: id -> (waiter, result). Ordered, so that the
+  // lowest id awaited (the floor every request carries, call_table.h) is the first.
   struct PendingCall {
     std::coroutine_handle<> waiter;
     Code code = Code::kOk;
   };
-  std::unordered_map<uint32_t, PendingCall*> calls;
-  uint32_t next_call_id = 0;
+  std::map<uint64_t, PendingCall*> calls;
+  uint64_t next_call_id = 1;
+  // Calls other CNs' workers made to this one: each runs at most once.
+  CallTable call_table;
 
   uint16_t cn_id() const;
   Clock& clock() { return sched.clock(); }

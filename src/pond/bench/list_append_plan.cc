@@ -1,0 +1,234 @@
+#include "pond/bench/list_append_plan.h"
+
+#include <cstring>
+
+#include "pond/base/assert.h"
+
+namespace pond::bench {
+
+std::vector<uint64_t> DecodeList(std::span<const std::byte> v) {
+  uint64_t n;
+  std::memcpy(&n, v.data(), 8);
+  POND_CHECK_MSG(8 + n * 8 <= v.size(), "a list row holds more elements than fit");
+  std::vector<uint64_t> out(n);
+  if (n > 0) std::memcpy(out.data(), v.data() + 8, n * 8);
+  return out;
+}
+
+void EncodeList(const std::vector<uint64_t>& list, std::vector<std::byte>* v) {
+  uint64_t n = list.size();
+  POND_CHECK(8 + n * 8 <= v->size());
+  std::fill(v->begin(), v->end(), std::byte{0});
+  std::memcpy(v->data(), &n, 8);
+  if (n > 0) std::memcpy(v->data() + 8, list.data(), n * 8);
+}
+
+namespace {
+
+// One plan in one transaction. Every step Executes what it added (a no-op when nothing new was
+// added), so a plan of k steps calls Execute at least k times, each time with keys chosen from
+// what the steps before it read.
+class Runner {
+ public:
+  Runner(Txn& t, uint16_t table, uint32_t max_appends, PlanLog* log)
+      : t_(t), table_(table), max_(max_appends), log_(log), value_(8 * (1 + max_appends)) {}
+
+  Task<Status> Run(const Plan& plan) {
+    if (plan.upfront) {
+      for (const PlanMop& m : plan.mops) {
+        if (plan.read_only || m.kind == PlanMop::kRead || plan.promote) {
+          t_.AddRO(table_, LiveRow(m.key));
+        } else {
+          t_.AddRW(table_, LiveRow(m.key));
+        }
+      }
+      if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+    }
+    for (const PlanMop& m : plan.mops) {
+      Status s;
+      switch (m.kind) {
+        case PlanMop::kRead:
+          s = co_await LogRead(m.key);
+          break;
+        case PlanMop::kAppend:
+          s = co_await Append(m);
+          break;
+        case PlanMop::kDelete:
+          s = co_await Delete(m);
+          break;
+      }
+      if (!s.ok()) co_return s;
+    }
+    co_return Status::Ok();
+  }
+
+ private:
+  // L's list as this transaction sees it. Adds the live row (read-write if `write`) and, only if
+  // that row is absent, the graveyard row: a key computed from what was read.
+  Task<Status> ReadList(uint64_t key, bool write, std::vector<uint64_t>* list, bool* live) {
+    const uint64_t row = LiveRow(key);
+    if (write) {
+      t_.AddRW(table_, row);
+    } else {
+      t_.AddRO(table_, row);
+    }
+    if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+    Result<std::span<const std::byte>> v = t_.Read(table_, row);
+    if (v.ok()) {
+      *list = DecodeList(*v);
+      *live = true;
+      co_return Status::Ok();
+    }
+    POND_CHECK_MSG(v.status().code() == Code::kNotFound, v.status().ToString().c_str());
+    *live = false;
+    t_.AddRO(table_, GraveRow(key));
+    if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+    Result<std::span<const std::byte>> g = t_.Read(table_, GraveRow(key));
+    if (g.ok()) {
+      *list = DecodeList(*g);
+    } else {
+      POND_CHECK_MSG(g.status().code() == Code::kNotFound, g.status().ToString().c_str());
+      list->clear();
+    }
+    co_return Status::Ok();
+  }
+
+  Task<Status> LogRead(uint64_t key) {
+    std::vector<uint64_t> list;
+    bool live = false;
+    if (Status s = co_await ReadList(key, false, &list, &live); !s.ok()) co_return s;
+    Logged(key, list);
+    co_return Status::Ok();
+  }
+
+  void Logged(uint64_t key, const std::vector<uint64_t>& list) {
+    if (list.size() >= max_) log_->full.push_back(key);
+    log_->mops.push_back(LoggedMop{.append = false, .key = key, .element = 0, .list = list});
+  }
+
+  // Sets `row` to `list`: a Write if the row exists in this transaction's view, else an Insert
+  // (which needs an Execute for its locks, and fails if another transaction inserted it first).
+  Task<Status> Put(uint64_t row, const std::vector<uint64_t>& list, bool exists) {
+    EncodeList(list, &value_);
+    if (exists) {
+      Status w = t_.Write(table_, row, value_);
+      POND_CHECK_MSG(w.ok(), w.ToString().c_str());
+      co_return Status::Ok();
+    }
+    t_.Insert(table_, row, value_);
+    co_return co_await t_.Execute();
+  }
+
+  // Sets `row` to `list`, whether or not it exists: added read-write, then written or inserted.
+  Task<Status> PutRow(uint64_t row, const std::vector<uint64_t>& list) {
+    t_.AddRW(table_, row);
+    if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+    co_return co_await Put(row, list, t_.Read(table_, row).ok());
+  }
+
+  Task<Status> Append(const PlanMop& m) {
+    std::vector<uint64_t> list;
+    bool live = false;
+    if (Status s = co_await ReadList(m.key, true, &list, &live); !s.ok()) co_return s;
+    Logged(m.key, list);
+    if (list.size() >= max_) co_return Status::Ok();
+    list.push_back(m.element);
+    if (!live) {
+      // Re-creating the live row writes the graveyard row too. Under SI, conflicts are between
+      // writes of one row, so every transaction that changes a key must write a row all the
+      // others write: with the live row absent, that is the graveyard row (a delete writes it as
+      // well; one that deletes a row it inserted itself writes nothing else).
+      if (Status s = co_await PutRow(GraveRow(m.key), list); !s.ok()) co_return s;
+    }
+    if (Status s = co_await Put(LiveRow(m.key), list, live); !s.ok()) co_return s;
+    log_->mops.push_back(LoggedMop{.append = true, .key = m.key, .element = m.element, .list = {}});
+    co_return co_await LogRead(m.key);  // read-your-writes
+  }
+
+  Task<Status> Delete(const PlanMop& m) {
+    std::vector<uint64_t> list;
+    bool live = false;
+    if (Status s = co_await ReadList(m.key, true, &list, &live); !s.ok()) co_return s;
+    Logged(m.key, list);
+    if (!live) {
+      // Deleting an absent row changes nothing; the list stays what the graveyard says.
+      t_.Delete(table_, LiveRow(m.key));
+      if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+      co_return co_await LogRead(m.key);
+    }
+    if (list.size() >= max_) co_return Status::Ok();
+    list.push_back(m.element);
+    if (Status s = co_await PutRow(GraveRow(m.key), list); !s.ok()) co_return s;
+    t_.Delete(table_, LiveRow(m.key));
+    if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
+    log_->mops.push_back(LoggedMop{.append = true, .key = m.key, .element = m.element, .list = {}});
+    co_return co_await LogRead(m.key);  // the live row must now read as absent
+  }
+
+  Txn& t_;
+  const uint16_t table_;
+  const uint32_t max_;
+  PlanLog* log_;
+  std::vector<std::byte> value_;
+};
+
+// Wire form of a routed call's arguments (in-process only: it carries a pointer).
+struct CallHead {
+  uint32_t magic;
+  uint16_t mops;
+  uint8_t read_only, upfront, promote, reserved[3];
+  uint64_t log;  // PlanLog*
+};
+struct CallMop {
+  uint64_t key, element;
+  uint8_t kind, reserved[7];
+};
+constexpr uint32_t kCallMagic = 0x504c414e;  // "PLAN"
+
+}  // namespace
+
+Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan,
+                     PlanLog* log) {
+  Runner r(t, table, max_appends, log);
+  co_return co_await r.Run(plan);
+}
+
+std::vector<std::byte> EncodeCall(const Plan& plan, PlanLog* log) {
+  std::vector<std::byte> out(sizeof(CallHead) + plan.mops.size() * sizeof(CallMop));
+  CallHead h{kCallMagic,
+             static_cast<uint16_t>(plan.mops.size()),
+             plan.read_only,
+             plan.upfront,
+             plan.promote,
+             {0, 0, 0},
+             reinterpret_cast<uint64_t>(log)};
+  std::memcpy(out.data(), &h, sizeof(h));
+  for (size_t i = 0; i < plan.mops.size(); i++) {
+    CallMop m{plan.mops[i].key, plan.mops[i].element, plan.mops[i].kind, {}};
+    std::memcpy(out.data() + sizeof(h) + i * sizeof(m), &m, sizeof(m));
+  }
+  return out;
+}
+
+Status DecodeCall(std::span<const std::byte> bytes, Plan* plan, PlanLog** log) {
+  CallHead h;
+  if (bytes.size() < sizeof(h)) return InvalidArgument("plan call too short");
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.magic != kCallMagic || bytes.size() != sizeof(h) + h.mops * sizeof(CallMop)) {
+    return InvalidArgument("not a plan call");
+  }
+  plan->read_only = h.read_only != 0;
+  plan->upfront = h.upfront != 0;
+  plan->promote = h.promote != 0;
+  plan->mops.resize(h.mops);
+  for (size_t i = 0; i < h.mops; i++) {
+    CallMop m;
+    std::memcpy(&m, bytes.data() + sizeof(h) + i * sizeof(m), sizeof(m));
+    if (m.kind > PlanMop::kDelete) return InvalidArgument("plan call with a bad step");
+    plan->mops[i] = PlanMop{static_cast<PlanMop::Kind>(m.kind), m.key, m.element};
+  }
+  *log = reinterpret_cast<PlanLog*>(h.log);
+  return Status::Ok();
+}
+
+}  // namespace pond::bench
