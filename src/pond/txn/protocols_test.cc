@@ -10,69 +10,17 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/txn/test_cluster.h"
 
 namespace pond {
 namespace {
 
-std::vector<std::string> AllConfigurations() {
-  std::vector<std::string> names = ProtocolNames();
-  for (const auto& s : AblationSteps()) {
-    if (s != "motor") names.push_back(s);
-  }
-  return names;
-}
-
-ClusterConfig Config(const std::string& protocol, Isolation iso = Isolation::kSerializable) {
-  ClusterConfig c;
-  c.protocol = ProtocolByName(protocol).value();
-  c.mns = 3;
-  c.cns = 3;
-  c.workers_per_cn = 1;
-  c.replication = 2;
-  c.versions = 3;
-  c.isolation = iso;
-  c.region_mib = 64;
-  c.lock_buckets = 1 << 12;
-  c.vt_cache_entries = 1 << 12;
-  c.addr_cache_entries = 1 << 12;
-  return c;
-}
-
-std::vector<std::byte> U64Value(uint64_t x) {
-  std::vector<std::byte> v(16);
-  std::memcpy(v.data(), &x, 8);
-  return v;
-}
-
-uint64_t AsU64(std::span<const std::byte> v) {
-  uint64_t x;
-  std::memcpy(&x, v.data(), 8);
-  return x;
-}
-
-std::unique_ptr<Cluster> StartLoaded(const ClusterConfig& c, uint16_t* table, uint64_t keys,
-                                     uint64_t start_value, const SimModel* model = nullptr) {
-  auto started = model != nullptr ? Cluster::StartSimulated(c, *model) : Cluster::Start(c);
-  POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
-  std::unique_ptr<Cluster> cl = std::move(started).value();
-  auto t = cl->CreateTable({.name = "t", .value_bytes = 16, .capacity = 1000});
-  POND_CHECK(t.ok());
-  *table = *t;
-  Status s = cl->Load(*t, keys, [&](uint64_t i, uint64_t* key, std::span<std::byte> v) {
-    *key = i;
-    uint64_t val = start_value == 0 ? 1000 + i : start_value;
-    std::memcpy(v.data(), &val, 8);
-  });
-  POND_CHECK_MSG(s.ok(), s.ToString().c_str());
-  return cl;
-}
-
-// Runs `fn` once, on CN `cn`'s worker.
-void RunOn(Cluster& c, uint16_t cn, const std::function<Task<void>(Session&)>& fn) {
-  c.Run(1, [&](Session& s) -> Task<void> {
-    if (s.cn() == cn) co_await fn(s);
-  });
-}
+using testing_cluster::AllConfigurations;
+using testing_cluster::AsU64;
+using testing_cluster::Config;
+using testing_cluster::RunOn;
+using testing_cluster::StartLoaded;
+using testing_cluster::U64Value;
 
 class ProtocolTest : public ::testing::TestWithParam<std::string> {};
 

@@ -1,0 +1,282 @@
+// Regression tests for isolation holes found through the public API, one deterministic schedule
+// each, under every protocol and ablation step it concerns:
+//   1. a key read and then promoted to read-write must not change in between (its second read is
+//      validated against the first);
+//   2. an insert is atomic with the rest of its transaction: whoever sees its other writes finds
+//      the inserted key;
+//   3. a routed call runs at most once, and its caller hears that run's outcome, even when every
+//      message is delivered twice;
+//   4. a transaction may read, overwrite and delete a key it inserted, re-insert one it deleted,
+//      and always reads its own writes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/txn/test_cluster.h"
+
+namespace pond {
+namespace {
+
+using testing_cluster::AllConfigurations;
+using testing_cluster::AsU64;
+using testing_cluster::Config;
+using testing_cluster::RunOn;
+using testing_cluster::StartLoaded;
+using testing_cluster::U64Value;
+
+struct Case {
+  std::string protocol;
+  Isolation iso;
+  bool simulated;
+};
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  std::string n = info.param.protocol + (info.param.iso == Isolation::kSnapshot ? "_si" : "_sr") +
+                  (info.param.simulated ? "_sim" : "_threads");
+  for (char& c : n) {
+    if (c == '+' || c == '-') c = '_';
+  }
+  return n;
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> out;
+  for (const std::string& p : AllConfigurations()) {
+    for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+      if (p == "ford" && iso == Isolation::kSnapshot) continue;  // ford is SR only
+      for (bool sim : {false, true}) out.push_back({p, iso, sim});
+    }
+  }
+  return out;
+}
+
+class RegressionTest : public ::testing::TestWithParam<Case> {
+ protected:
+  std::unique_ptr<Cluster> Start(uint16_t* table, uint64_t keys) {
+    const Case& c = GetParam();
+    ClusterConfig cfg = Config(c.protocol, c.iso);
+    SimModel model;
+    return StartLoaded(cfg, table, keys, 0, c.simulated ? &model : nullptr);
+  }
+};
+
+// Waits (in the session's time) until `flag` is set by another client.
+Task<void> WaitFor(Session& s, const std::atomic<bool>& flag) {
+  while (!flag.load()) co_await s.scheduler().SleepFor(1000);
+}
+
+// 1. A reads k read-only; B then writes k and commits; A promotes k, reads it again and writes it.
+// A must not commit having read k before and after B's write (a non-repeatable read and a lost
+// update). Under lotus SR, A's read lock makes B abort instead.
+TEST_P(RegressionTest, PromotedKeyIsRereadAndValidated) {
+  uint16_t t = 0;
+  auto c = Start(&t, 10);
+  std::atomic<bool> a_read{false}, b_done{false};
+  bool a_committed = false, b_committed = false, a_second_read = false;
+  uint64_t a_first = 0, a_second = 0;
+  c->Run(1, [&](Session& s) -> Task<void> {
+    if (s.cn() == 0) {
+      Txn a = s.Begin(TxnKind::kReadWrite);
+      a.AddRO(t, 0);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      a_first = AsU64(*a.Read(t, 0));
+      a_read = true;
+      co_await WaitFor(s, b_done);
+      a.AddRW(t, 0);
+      if (!(co_await a.Execute()).ok()) co_return;
+      a_second_read = true;
+      a_second = AsU64(*a.Read(t, 0));
+      EXPECT_TRUE(a.Write(t, 0, U64Value(a_second + 1)).ok());
+      a_committed = (co_await a.Commit()).ok();
+    } else if (s.cn() == 1) {
+      co_await WaitFor(s, a_read);
+      Txn b = s.Begin(TxnKind::kReadWrite);
+      b.AddRW(t, 0);
+      if ((co_await b.Execute()).ok()) {
+        EXPECT_TRUE(b.Write(t, 0, U64Value(100)).ok());
+        b_committed = (co_await b.Commit()).ok();
+      }
+      b_done = true;
+    }
+  });
+  EXPECT_EQ(a_first, 1000u);
+  if (a_second_read) {
+    EXPECT_EQ(a_second, a_first) << "the promoted key changed between its two reads";
+  }
+  EXPECT_FALSE(a_committed && b_committed) << "both committed: B's write is lost";
+  EXPECT_TRUE(a_committed || b_committed) << "one of them must commit";
+}
+
+// 2. A writer inserts key 100+n and sets the counter (key 0) to 1000+n in one transaction,
+// n = 1, 2, ...;
+// readers on the other CNs read the counter together with the keys the counter may reach next.
+// A reader that sees the counter at m must find key 100+m. Read-only readers, and read-write
+// readers that commit (their absent keys validated, under SR), are checked alike.
+TEST_P(RegressionTest, InsertIsAtomicWithTheRestOfItsTransaction) {
+  uint16_t t = 0;
+  auto c = Start(&t, 10);
+  constexpr uint64_t kInserts = 150;
+  std::atomic<bool> writer_done{false};
+  std::atomic<uint64_t> violations{0}, checked{0};
+  c->Run(2, [&](Session& s) -> Task<void> {
+    if (s.cn() == 0 && s.client() == 0) {
+      for (uint64_t n = 1; n <= kInserts; n++) {
+        // Readers get a turn between inserts, on threads as in the simulator.
+        while (checked.load() < n) co_await s.scheduler().SleepFor(1000);
+        Status st = co_await s.RunTxn(
+            TxnKind::kReadWrite,
+            [&](Txn& w) -> Task<Status> {
+              w.AddRW(t, 0);
+              w.Insert(t, 100 + n, U64Value(n));
+              if (Status e = co_await w.Execute(); !e.ok()) co_return e;
+              co_return w.Write(t, 0, U64Value(1000 + n));  // key 0 starts at 1000
+            },
+            1000);
+        EXPECT_TRUE(st.ok()) << st.ToString();
+      }
+      writer_done = true;
+      co_return;
+    }
+    if (s.cn() == 0) co_return;
+    uint64_t seen = 0;
+    while (!writer_done.load()) {
+      const TxnKind kind = s.client() == 0 ? TxnKind::kReadOnly : TxnKind::kReadWrite;
+      Txn r = s.Begin(kind);
+      r.AddRO(t, 0);
+      for (uint64_t k = seen + 1; k <= seen + 3; k++) r.AddRO(t, 100 + k);
+      if (!(co_await r.Execute()).ok()) continue;
+      const uint64_t m = AsU64(*r.Read(t, 0)) - 1000;
+      bool bad = false;
+      for (uint64_t k = seen + 1; k <= std::min(m, seen + 3); k++) bad |= !r.Read(t, 100 + k).ok();
+      if (!(co_await r.Commit()).ok()) continue;
+      checked++;
+      if (bad) violations++;
+      seen = std::max(seen, m);
+    }
+  });
+  EXPECT_GE(checked.load(), kInserts);
+  EXPECT_EQ(violations.load(), 0u) << "a reader saw an insert's transaction without the insert";
+}
+
+// 4. What a transaction may do with a key it added: read its own writes; overwrite, delete and
+// re-insert; an insert of a key it sees fails at the next Execute.
+TEST_P(RegressionTest, KeysAddedTwiceComposeAndReadTheirOwnWrites) {
+  uint16_t t = 0;
+  auto c = Start(&t, 10);
+  RunOn(*c, 1, [&](Session& s) -> Task<void> {
+    {
+      // Insert, then AddRW of the same key: still an insert; Write overwrites the new value.
+      Txn a = s.Begin(TxnKind::kReadWrite);
+      a.Insert(t, 50, U64Value(5));
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(AsU64(*a.Read(t, 50)), 5u);
+      a.AddRW(t, 50);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(AsU64(*a.Read(t, 50)), 5u);
+      EXPECT_TRUE(a.Write(t, 50, U64Value(6)).ok());
+      EXPECT_EQ(AsU64(*a.Read(t, 50)), 6u);
+      // Insert then Delete: the insert is undone.
+      a.Insert(t, 51, U64Value(1));
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      a.Delete(t, 51);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(a.Read(t, 51).status().code(), Code::kNotFound);
+      // Delete of a present key: it reads as absent, cannot be written, can be re-inserted.
+      a.AddRW(t, 3);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      a.Delete(t, 3);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(a.Read(t, 3).status().code(), Code::kNotFound);
+      EXPECT_EQ(a.Write(t, 3, U64Value(7)).code(), Code::kNotFound);
+      a.Delete(t, 4);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(a.Read(t, 4).status().code(), Code::kNotFound);
+      a.Insert(t, 4, U64Value(44));
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(AsU64(*a.Read(t, 4)), 44u);
+      // A key read as absent, then inserted: a promotion, then an insert.
+      a.AddRO(t, 60);
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(a.Read(t, 60).status().code(), Code::kNotFound);
+      a.Insert(t, 60, U64Value(66));
+      EXPECT_TRUE((co_await a.Execute()).ok());
+      EXPECT_EQ(AsU64(*a.Read(t, 60)), 66u);
+      EXPECT_TRUE((co_await a.Commit()).ok());
+    }
+    {
+      Txn r = s.Begin(TxnKind::kReadOnly);
+      for (uint64_t k : {3, 4, 50, 51, 60}) r.AddRO(t, k);
+      EXPECT_TRUE((co_await r.Execute()).ok());
+      EXPECT_EQ(AsU64(*r.Read(t, 50)), 6u) << "the overwritten insert";
+      EXPECT_EQ(r.Read(t, 51).status().code(), Code::kNotFound) << "the undone insert";
+      EXPECT_EQ(r.Read(t, 3).status().code(), Code::kNotFound) << "the delete";
+      EXPECT_EQ(AsU64(*r.Read(t, 4)), 44u) << "deleted and re-inserted: overwritten";
+      EXPECT_EQ(AsU64(*r.Read(t, 60)), 66u);
+      EXPECT_TRUE((co_await r.Commit()).ok());
+    }
+    {
+      // An insert of a key the transaction sees fails at the next Execute and aborts it.
+      Txn d = s.Begin(TxnKind::kReadWrite);
+      d.AddRW(t, 5);
+      EXPECT_TRUE((co_await d.Execute()).ok());
+      d.Insert(t, 5, U64Value(1));
+      EXPECT_EQ((co_await d.Execute()).code(), Code::kAlreadyExists);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(AllProtocols, RegressionTest, ::testing::ValuesIn(AllCases()), CaseName);
+
+// 3. Every CN-to-CN message is delivered twice: each routed call still runs once,
+// and Call returns that run's Status.
+TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
+  for (const std::string& protocol : {std::string("lotus"), std::string("+load-balancing")}) {
+    SimModel model;
+    // Copies arrive with their originals: a copy of a lock request delayed past its unlock
+    // would leave the lock held (lock_server.h), which is for fault-tolerant locking to fix.
+    model.faults.duplicate_probability = 1;
+    uint16_t t = 0;
+    auto c = StartLoaded(Config(protocol), &t, 10, 0, &model);
+    std::map<uint64_t, int> runs;  // the simulator is one thread
+    ProcedureId proc = c->RegisterProcedure(
+        [&](Session& s, std::span<const std::byte> args) -> Task<Status> {
+          uint64_t id;
+          std::memcpy(&id, args.data(), sizeof(id));
+          runs[id]++;
+          // Odd calls fail, even ones succeed: what the callers hear must match. (No transaction
+          // in it: under duplicated messages lock requests are not yet safe from stale copies,
+          // lock_server.h; this test is about calls.)
+          co_await s.scheduler().SleepFor(2000);  // copies arrive while it runs
+          co_return id % 2 == 1 ? Aborted("odd call") : Status::Ok();
+        });
+    uint64_t ok = 0, mismatched = 0;
+    c->Run(2, [&](Session& s) -> Task<void> {
+      for (uint64_t i = 0; i < 40; i++) {
+        uint64_t id = (uint64_t{s.cn()} * 2 + static_cast<uint64_t>(s.client())) * 1000 + i;
+        std::byte args[8];
+        std::memcpy(args, &id, sizeof(id));
+        // The shard map gives each CN an equal contiguous range of shards (the key's low 12
+        // bits): route every call to the next CN.
+        const uint64_t next = (s.cn() + 1u) % 3;
+        RouteHint hint{.kind = TxnKind::kReadWrite, .table = t, .first_key = (next * 4096 + 2) / 3};
+        Status st = co_await s.Call(proc, args, hint);
+        if (st.ok()) ok++;
+        if ((id % 2 == 0) != st.ok()) mismatched++;
+      }
+    });
+    EXPECT_EQ(c->Stats().remote_calls, 3u * 2 * 40) << protocol << ": every call was meant to be routed";
+    EXPECT_EQ(runs.size(), 3u * 2 * 40) << protocol;
+    for (const auto& [id, n] : runs) EXPECT_EQ(n, 1) << protocol << ": call " << id;
+    EXPECT_EQ(mismatched, 0u) << protocol << ": a caller heard another outcome than its run's";
+    EXPECT_GT(c->GetSimStats().fault_duplicates, 0u);
+    EXPECT_EQ(ok, 3u * 2 * 40 / 2) << protocol;
+  }
+}
+
+}  // namespace
+}  // namespace pond
