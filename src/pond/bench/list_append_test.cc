@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "pond/check/run_check.h"
 
@@ -127,6 +128,33 @@ TEST(ListAppendTest, MnLockAblationStepsAreStrictlySerializable) {
     Checked c = RunAndCheck(Isolation::kSerializable, Contended(), 4,
                             check::Model::kStrictSerializable, step);
     EXPECT_EQ(c.exit_code, check::kExitValid) << step;
+  }
+}
+
+// What users' transactions do (list_append_plan.h: racing inserts and deletes, absent keys,
+// promotions, an Execute per step, own reads, RunTxn retries, routed calls) on real threads, under
+// every protocol and ablation step, SR and (all but ford) SI.
+TEST(ListAppendTest, UserTransactionsUnderEveryProtocolAndIsolation) {
+  std::vector<std::string> configs = ProtocolNames();
+  for (const std::string& step : AblationSteps()) {
+    if (step != "motor" && step != "+vt-cache") configs.push_back(step);
+  }
+  ListAppendOptions o = Contended();
+  o.user = true;
+  o.keys = 8000;  // appends fill about 24000 x 4 / 32 keys
+  o.window = 40;
+  o.txns_per_client = 1500;  // 4 CNs x 4 clients x 1500 = 24000 transactions a run
+  for (const std::string& protocol : configs) {
+    for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+      if (protocol == "ford" && iso == Isolation::kSnapshot) continue;
+      const check::Model model = iso == Isolation::kSerializable
+                                     ? check::Model::kStrictSerializable
+                                     : check::Model::kSnapshotIsolation;
+      Checked c = RunAndCheck(iso, o, 4, model, protocol);
+      EXPECT_EQ(c.exit_code, check::kExitValid) << protocol << " " << IsolationName(iso);
+      EXPECT_GT(c.run.committed, 0u) << protocol << " " << IsolationName(iso);
+      EXPECT_GT(c.run.failed, 0u) << protocol << ": the run was meant to be contended";
+    }
   }
 }
 

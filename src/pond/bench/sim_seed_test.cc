@@ -139,23 +139,23 @@ void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds
 }
 
 // Every protocol and every step of the ablation, under SR and (all but ford) SI.
-TEST(SimSeedTest, LotusSerializable) { RunSeeds("lotus", Isolation::kSerializable, 40); }
-TEST(SimSeedTest, LotusSnapshot) { RunSeeds("lotus", Isolation::kSnapshot, 40); }
-TEST(SimSeedTest, MotorSerializable) { RunSeeds("motor", Isolation::kSerializable, 40); }
-TEST(SimSeedTest, MotorSnapshot) { RunSeeds("motor", Isolation::kSnapshot, 40); }
-TEST(SimSeedTest, FordSerializable) { RunSeeds("ford", Isolation::kSerializable, 40); }
+TEST(SimSeedTest, LotusSerializable) { RunSeeds("lotus", Isolation::kSerializable, 100); }
+TEST(SimSeedTest, LotusSnapshot) { RunSeeds("lotus", Isolation::kSnapshot, 100); }
+TEST(SimSeedTest, MotorSerializable) { RunSeeds("motor", Isolation::kSerializable, 100); }
+TEST(SimSeedTest, MotorSnapshot) { RunSeeds("motor", Isolation::kSnapshot, 100); }
+TEST(SimSeedTest, FordSerializable) { RunSeeds("ford", Isolation::kSerializable, 100); }
 
 TEST(SimSeedTest, AblationStepsSerializable) {
   for (const std::string& step : AblationSteps()) {
     if (step == "motor" || step == "+vt-cache") continue;  // = motor, lotus: run above
-    RunSeeds(step, Isolation::kSerializable, 15);
+    RunSeeds(step, Isolation::kSerializable, 40);
   }
 }
 
 TEST(SimSeedTest, AblationStepsSnapshot) {
   for (const std::string& step : AblationSteps()) {
     if (step == "motor" || step == "+vt-cache") continue;
-    RunSeeds(step, Isolation::kSnapshot, 15);
+    RunSeeds(step, Isolation::kSnapshot, 40);
   }
 }
 
