@@ -602,13 +602,11 @@ Task<Status> MvccTxn::Commit() {
     co_return Status::Ok();
   }
   std::vector<size_t> writes = Writes();
-  if (!writes.empty()) {
-    Status s = co_await PrepareWrites(writes);
-    if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
-  }
   if (protocol().cn_locks) {
     // Lotus: write-invisible and the commit log in one round trip, then the timestamp.
     if (!writes.empty()) {
+      Status s = co_await PrepareWrites(writes);
+      if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
       PostWrites(writes, kInvisible);
       PostLogRecord(writes);
       CheckOk(co_await w_.ep->Flush());
@@ -624,6 +622,13 @@ Task<Status> MvccTxn::Commit() {
     if (isolation_ == Isolation::kSerializable) {
       Status v = co_await Validate();
       if (!v.ok()) co_return Fail(v, &w_.stats.aborts.validation);
+    }
+    // Slots for new keys only now that nothing can abort the commit: a slot claimed stays
+    // claimed (hash_index.h), so a claim by a transaction that then failed validation would be
+    // lost to the table for good.
+    if (!writes.empty()) {
+      Status s = co_await PrepareWrites(writes);
+      if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
     }
     if (protocol().log_and_visible && !writes.empty()) {
       PostWrites(writes, kInvisible);
