@@ -13,6 +13,12 @@
 // insert of a present key) and the transaction holds no locks afterwards. A Txn dropped without
 // Commit aborts.
 //
+// A key may be added more than once; the calls compose as they read (docs/api.md, "Keys added
+// more than once"). Read always returns what this transaction would leave: its own Write or
+// Insert, NotFound after its Delete. A key read and then added again with stronger intent
+// (AddRO, then AddRW, Insert or Delete) is promoted: the next Execute locks it and reads it again,
+// and aborts if it changed since the first read; until then Read of it returns InvalidArgument.
+//
 // Read-only transactions (TxnKind::kReadOnly) take no locks: they read the snapshot at their
 // start timestamp, and AddRW, Write, Insert and Delete are refused.
 //
@@ -45,9 +51,12 @@ class Txn {
   // sets is read-write.
   void AddRO(uint16_t table, uint64_t key);
   void AddRW(uint16_t table, uint64_t key);
-  // A new key with its value; Execute fails with kAlreadyExists if the key is present.
+  // A new key with its value; the next Execute fails with kAlreadyExists if the key exists in
+  // this transaction's view (as read, or written by it). After this transaction's own Delete of
+  // the key, an Insert sets it again.
   void Insert(uint16_t table, uint64_t key, std::span<const std::byte> value);
-  // Removes a key (read-write); Execute finds whether it exists.
+  // Removes a key (read-write); Execute finds whether it exists. A Delete of a key this
+  // transaction inserted undoes the insert.
   void Delete(uint16_t table, uint64_t key);
 
   // Locks (read-write transactions) and reads every key added since the last Execute.
@@ -56,7 +65,8 @@ class Txn {
   // The value read for a key: NotFound if the key does not exist in this transaction's snapshot
   // (or was deleted by it), InvalidArgument if the key was not added and executed.
   Result<std::span<const std::byte>> Read(uint16_t table, uint64_t key) const;
-  // Sets the new value of a read-write key (after Execute).
+  // Sets the new value of a read-write key (after Execute), including one this transaction
+  // inserted; NotFound if the key does not exist in this transaction's view (use Insert).
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
 
   // Makes the writes durable on every replica and visible at the commit timestamp, then

@@ -1,5 +1,6 @@
 // The embedded cluster: setup, the worker threads' run loop, routed calls, and the public Txn and
 // Session wrappers around TxnState.
+#include <cstddef>
 #include <cstring>
 #include <optional>
 #include <thread>
@@ -36,13 +37,14 @@ struct CallHeader {
   uint16_t proc;
   uint16_t reserved[3];
 };
-static_assert(sizeof(CallHeader) == 24);
+static_assert(sizeof(CallHeader) == 24 && offsetof(CallHeader, floor) == 8 &&
+              offsetof(CallHeader, proc) == 16);
 struct CallResult {
   uint64_t call_id;
   uint8_t code;
   uint8_t reserved[7];
 };
-static_assert(sizeof(CallResult) == 16);
+static_assert(sizeof(CallResult) == 16 && offsetof(CallResult, code) == 8);
 }  // namespace txn
 
 namespace {
