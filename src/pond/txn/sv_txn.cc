@@ -248,7 +248,21 @@ Task<Status> SvTxn::Commit() {
         changed = f.ok();
       }
     }
-    if (changed) co_return Fail(AbortedBecause("validation"), &w_.stats.aborts.validation);
+    if (changed) {
+      // A claimed slot stays claimed for good (store/hash_index.h): leave each one this
+      // transaction claimed as its key's tombstone, live and deleted — as if inserted and
+      // deleted — which a later insert of the key reuses. The bucket's insert lock is still held.
+      std::vector<size_t> claimed;
+      for (size_t i : writes) {
+        if (items_[i].live_meta != 0) claimed.push_back(i);
+      }
+      if (!claimed.empty()) {
+        std::vector<std::vector<std::byte>> images;
+        PostSlotImages(claimed, /*tombstones=*/true, &images);
+        CheckOk(co_await ep.Flush());
+      }
+      co_return Fail(AbortedBecause("validation"), &w_.stats.aborts.validation);
+    }
   }
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
@@ -256,14 +270,25 @@ Task<Status> SvTxn::Commit() {
     co_return Status::Ok();
   }
 
-  // In place, on every replica; the primary's lock word stays taken in the image (if this
-  // transaction holds it) and goes free by its own WRITE after, in the same batch.
   std::vector<std::vector<std::byte>> images;
-  images.reserve(writes.size() * static_cast<size_t>(cl.placement.replication()));
+  PostSlotImages(writes, /*tombstones=*/false, &images);
+  PostUnlocks();
+  CheckOk(co_await ep.Flush());
+  finished_ = true;
+  w_.stats.committed++;
+  co_return Status::Ok();
+}
+
+void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
+                           std::vector<std::vector<std::byte>>* images) {
+  ClusterImpl& cl = w_.cluster;
+  Endpoint& ep = *w_.ep;
+  const uint64_t self = OwnerWord();
+  images->reserve(items.size() * static_cast<size_t>(cl.placement.replication()));
   std::vector<std::byte> zeros;
-  for (size_t i : writes) {
+  for (size_t i : items) {
     Item& it = items_[i];
-    const bool del = it.pending == Pending::kErase;
+    const bool del = tombstones || it.pending == Pending::kErase;
     SvHeader h{};
     h.key = it.lk.key;
     h.meta = store::PackMeta(it.live_meta != 0 ? store::kSlotClaimed : store::kSlotLive,
@@ -275,19 +300,24 @@ Task<Status> SvTxn::Commit() {
     for (int r = 0; r < cl.placement.replication(); r++) {
       GAddr slot = it.ref.Addr(*it.table, cl.placement.Replica(it.lk.key, r), r);
       GAddr word = slot + offsetof(SvHeader, lock);
-      h.lock =
-          r == 0 && std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end() ? self : 0;
-      images.emplace_back(it.table->cvt_bytes);
-      store::EncodeSvSlot(*it.table, h, value, images.back());
-      ep.Write(slot, images.back().data(), it.table->cvt_bytes);
+      const bool held = std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end();
+      h.lock = r == 0 && held ? self : 0;
+      images->emplace_back(it.table->cvt_bytes);
+      store::EncodeSvSlot(*it.table, h, value, images->back());
+      const std::byte* image = images->back().data();
+      if (r == 0 && !held) {
+        // A new key's slot whose lock word is not this transaction's: slot 0 of a bucket it
+        // overflowed into, whose word is that bucket's insert lock and may be another
+        // inserter's. Everything but the word.
+        constexpr uint32_t kWordEnd = offsetof(SvHeader, lock) + sizeof(uint64_t);
+        ep.Write(slot, image, offsetof(SvHeader, lock));
+        ep.Write(slot + kWordEnd, image + kWordEnd, it.table->cvt_bytes - kWordEnd);
+      } else {
+        ep.Write(slot, image, it.table->cvt_bytes);
+      }
       if (it.live_meta != 0) ep.Write(slot + offsetof(SvHeader, meta), &it.live_meta, 8);
     }
   }
-  PostUnlocks();
-  CheckOk(co_await ep.Flush());
-  finished_ = true;
-  w_.stats.committed++;
-  co_return Status::Ok();
 }
 
 void SvTxn::Abort() {
