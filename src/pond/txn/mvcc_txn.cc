@@ -148,6 +148,9 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
   std::vector<char> cas_posted(items_.size(), 0);
   // The lock word as read by its own READ, posted before the CVT's (see below).
   std::vector<uint64_t> lock_seen(items_.size(), 0);
+  // Found absent by a bucket READ that was not preceded by a READ of the bucket's insert lock:
+  // read both again (see below). Absent keys are rare, so only they pay that round trip.
+  std::vector<char> guard_absent(items_.size(), 0);
   int invisible_waits = 0;
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) {
@@ -204,10 +207,10 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       } else {
         bufs[i].resize(it.table->bucket_bytes());
         whole_bucket[i] = 1;
-        // A key this READ may find absent: an insert of it holds the bucket's insert lock from
-        // before it takes its commit timestamp until its slot is live, so that word, read first,
-        // says whether an insert the snapshot must see may still be on its way.
-        if (lock_word_matters && !it.locked && !want_bucket_lock) {
+        // A key found absent: an insert of it holds the bucket's insert lock from before it
+        // takes its commit timestamp until its slot is live, so that word, read first, says
+        // whether an insert the snapshot must see may still be on its way.
+        if (guard_absent[i] && !want_bucket_lock) {
           ep.Read(BucketLockWord(it), &lock_seen[i], sizeof(uint64_t));
         }
         ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
@@ -245,6 +248,12 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       it.have_slot = false;
       it.read_cell = -1;
       it.read_ts = 0;
+      if (lock_word_matters && !it.locked && !guard_absent[i]) {
+        guard_absent[i] = 1;  // read again, the insert lock first; not a failed attempt
+        retry.push_back(i);
+        attempt--;
+        return;
+      }
       if (lock_word_matters && !it.locked && lock_seen[i] != 0 && lock_seen[i] != self) {
         if (kind_ == TxnKind::kReadWrite) {
           absent_but_locked = true;
