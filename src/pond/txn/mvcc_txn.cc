@@ -248,6 +248,9 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       it.have_slot = false;
       it.read_cell = -1;
       it.read_ts = 0;
+      // An insert holding the bucket's insert lock needs no guard: no other insert can be on
+      // its way.
+      if (it.bucket_locked) return;
       if (lock_word_matters && !it.locked && !guard_absent[i]) {
         guard_absent[i] = 1;  // read again, the insert lock first; not a failed attempt
         retry.push_back(i);
