@@ -10,35 +10,16 @@
 #include <vector>
 
 #include "pond/base/assert.h"
+#include "pond/txn/test_cluster.h"
 
 namespace pond {
 namespace {
 
+using testing_cluster::AsU64;
+using testing_cluster::U64Value;
+
 ClusterConfig SmallConfig(Isolation iso = Isolation::kSerializable) {
-  ClusterConfig c;
-  c.mns = 3;
-  c.cns = 3;
-  c.workers_per_cn = 1;
-  c.replication = 2;
-  c.versions = 3;
-  c.isolation = iso;
-  c.region_mib = 64;
-  c.lock_buckets = 1 << 12;
-  c.vt_cache_entries = 1 << 12;
-  c.addr_cache_entries = 1 << 12;
-  return c;
-}
-
-std::vector<std::byte> U64Value(uint64_t x, uint32_t bytes = 16) {
-  std::vector<std::byte> v(bytes);
-  std::memcpy(v.data(), &x, 8);
-  return v;
-}
-
-uint64_t AsU64(std::span<const std::byte> v) {
-  uint64_t x;
-  std::memcpy(&x, v.data(), 8);
-  return x;
+  return testing_cluster::Config("lotus", iso);
 }
 
 struct Fixture {

@@ -38,8 +38,8 @@ inline ClusterConfig Config(const std::string& protocol, Isolation iso = Isolati
   return c;
 }
 
-inline std::vector<std::byte> U64Value(uint64_t x) {
-  std::vector<std::byte> v(16);
+inline std::vector<std::byte> U64Value(uint64_t x, uint32_t bytes = 16) {
+  std::vector<std::byte> v(bytes);
   std::memcpy(v.data(), &x, 8);
   return v;
 }
