@@ -29,27 +29,8 @@ constexpr int kLoadCoroutines = 32;
 
 }  // namespace
 
-namespace txn {
-// Wire format of routed calls (docs/formats.md "Routed calls").
-struct CallHeader {
-  uint64_t call_id;
-  uint64_t floor;  // the lowest call id the caller still awaits (call_table.h)
-  uint16_t proc;
-  uint16_t reserved[3];
-};
-static_assert(sizeof(CallHeader) == 24 && offsetof(CallHeader, floor) == 8 &&
-              offsetof(CallHeader, proc) == 16);
-struct CallResult {
-  uint64_t call_id;
-  uint8_t code;
-  uint8_t reserved[7];
-};
-static_assert(sizeof(CallResult) == 16 && offsetof(CallResult, code) == 8);
-}  // namespace txn
 
 namespace {
-using txn::CallHeader;
-using txn::CallResult;
 
 // Runs one coroutine to completion on a worker whose thread is not running (setup only).
 template <typename T>
@@ -135,44 +116,12 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
   while (!done()) w.sched.RunOnce();
 }
 
-// The handler side of a routed call: run the procedure here (once, however often the request
-// arrives), answer the caller.
-void WorkerContext::ServeCall(const Message& m) {
-  CallHeader h;
-  if (m.payload.size() < sizeof(h)) return;  // not a call: nothing to answer
-  std::memcpy(&h, m.payload.data(), sizeof(h));
-  auto answer = [this, from = m.from, id = h.call_id](Code code) {
-    CallResult r{id, static_cast<uint8_t>(code), {}};
-    ep->Send(from, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
-  };
-  if (h.proc >= cluster.procedures.size()) {
-    answer(Code::kInvalidArgument);
-    return;
+Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args) {
+  if (proc >= cluster.procedures.size()) {
+    co_return InvalidArgument("no procedure " + std::to_string(proc));
   }
-  CallTable::Admit a = call_table.Request(m.from, h.call_id, h.floor);
-  if (a.what == CallAdmission::kAnswered) answer(a.code);
-  if (a.what != CallAdmission::kRun) return;
-  std::vector<std::byte> args(m.payload.begin() + sizeof(h), m.payload.end());
-  sched.Spawn([](WorkerContext* w, CallHeader h, WorkerAddr from,
-                 std::vector<std::byte> args) -> Task<void> {
-    Session s(w, -1);
-    Status st = co_await w->cluster.procedures[h.proc](s, args);
-    w->call_table.Finish(from, h.call_id, st.code());
-    CallResult r{h.call_id, static_cast<uint8_t>(st.code()), {}};
-    w->ep->Send(from, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
-  }(this, h, m.from, std::move(args)));
-}
-
-void WorkerContext::OnCallResult(const Message& m) {
-  CallResult r;
-  if (m.payload.size() != sizeof(r)) return;
-  std::memcpy(&r, m.payload.data(), sizeof(r));
-  auto it = calls.find(r.call_id);
-  if (it == calls.end()) return;  // a copy of an answer already taken
-  PendingCall* pc = it->second;
-  calls.erase(it);
-  pc->code = static_cast<Code>(r.code);
-  sched.Ready(pc->waiter);
+  Session s(this, -1);
+  co_return co_await cluster.procedures[proc](s, args);
 }
 
 }  // namespace txn
@@ -244,22 +193,7 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
   if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
 
   w_->stats.remote_calls++;
-  WorkerContext::PendingCall pc;
-  uint64_t id = w_->next_call_id++;
-  w_->calls[id] = &pc;
-  std::vector<std::byte> msg(sizeof(txn::CallHeader) + args.size());
-  txn::CallHeader h{id, w_->calls.begin()->first, proc, {}};
-  std::memcpy(msg.data(), &h, sizeof(h));
-  if (!args.empty()) std::memcpy(msg.data() + sizeof(h), args.data(), args.size());
-  w_->ep->Send(WorkerAddr{target, w_->index}, txn::kMsgCall, msg);
-  struct Wait {
-    WorkerContext::PendingCall* pc;
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) { pc->waiter = h; }
-    void await_resume() const noexcept {}
-  };
-  co_await Wait{&pc};
-  co_return pc.code == Code::kOk ? Status::Ok() : Status(pc.code, "remote call failed");
+  co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
 }
 
 uint16_t Session::cn() const { return w_->cn_id(); }
@@ -308,8 +242,9 @@ Status Build(ClusterImpl& cl) {
                                                 host ? &cl.oracle : nullptr);
       if (host) w->tso_server = std::make_unique<txn::TsoServer>(*w->ep, cl.oracle);
       w->alloc = std::make_unique<store::Allocator>(cl.layout);
-      w->ep->OnMessage(txn::kMsgCall, [wp](const Message& m) { wp->ServeCall(m); });
-      w->ep->OnMessage(txn::kMsgCallResult, [wp](const Message& m) { wp->OnCallResult(m); });
+      w->calls = std::make_unique<txn::RoutedCalls>(
+          *w->ep, w->sched,
+          [wp](ProcedureId p, std::span<const std::byte> args) { return wp->RunProcedure(p, args); });
       // Each worker's commit log sits on one MN, spread over the MNs.
       MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
       Result<uint64_t> area = RunOn(cl, *w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));

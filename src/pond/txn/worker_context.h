@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -27,18 +26,14 @@
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
-#include "pond/txn/call_table.h"
 #include "pond/txn/commit_log.h"
+#include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
 
 namespace pond::txn {
 
 class ClusterImpl;
 class CnContext;
-
-// Message kinds 0x03xx: routed procedure calls (docs/formats.md "Message kinds").
-inline constexpr uint16_t kMsgCall = 0x0301;
-inline constexpr uint16_t kMsgCallResult = 0x0302;
 
 struct WorkerStats {
   uint64_t committed = 0;
@@ -69,23 +64,12 @@ class WorkerContext {
   WorkerStats stats;
   uint64_t next_txn_id = 1;
 
-  // Routed calls this worker made and awaits: id -> (waiter, result). Ordered, so that the
-  // lowest id awaited (the floor every request carries, call_table.h) is the first.
-  struct PendingCall {
-    std::coroutine_handle<> waiter;
-    Code code = Code::kOk;
-  };
-  std::map<uint64_t, PendingCall*> calls;
-  uint64_t next_call_id = 1;
-  // Calls other CNs' workers made to this one: each runs at most once.
-  CallTable call_table;
-
+  std::unique_ptr<RoutedCalls> calls;  // made by and to this worker
   uint16_t cn_id() const;
   Clock& clock() { return sched.clock(); }
 
-  // Message handlers of routed calls: run a procedure for another CN; take an answer.
-  void ServeCall(const Message& m);
-  void OnCallResult(const Message& m);
+  // Runs a registered procedure on this worker, for a call routed here.
+  Task<Status> RunProcedure(ProcedureId proc, std::span<const std::byte> args);
 };
 
 class CnContext {

@@ -1,0 +1,96 @@
+// RoutedCalls: one worker's side of routed procedure calls (hybrid routing, Lotus §4.3), as the
+// caller and as the callee.
+//
+// A caller sends kMsgCall to worker i of the target CN (from its own worker i) and waits for
+// kMsgCallResult. The callee runs the procedure once however often the request arrives
+// (call_table.h: ids and the caller's floor) and answers with its Status code. The caller takes
+// the first answer for a call it awaits and drops every other. Wire formats: docs/formats.md
+// "Routed calls".
+//
+// Thread rules: one RoutedCalls per worker, used from that worker's thread only. It registers
+// itself as the handler of kMsgCall and kMsgCallResult on the worker's endpoint and must outlive
+// the calls it serves and makes.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/runtime/task.h"
+#include "pond/status.h"
+#include "pond/transport/endpoint.h"
+#include "pond/txn/call_table.h"
+
+namespace pond::txn {
+
+// Message kinds 0x03xx: routed procedure calls (docs/formats.md "Message kinds").
+inline constexpr uint16_t kMsgCall = 0x0301;
+inline constexpr uint16_t kMsgCallResult = 0x0302;
+
+struct CallHeader {
+  uint64_t call_id;  // 1, 2, ... per calling worker
+  uint64_t floor;    // the lowest call id the caller still awaits (call_table.h)
+  uint16_t proc;
+  uint16_t reserved[3];
+};
+static_assert(sizeof(CallHeader) == 24 && offsetof(CallHeader, floor) == 8 &&
+              offsetof(CallHeader, proc) == 16);
+struct CallResult {
+  uint64_t call_id;
+  uint8_t code;  // pond::Code
+  uint8_t reserved[7];
+};
+static_assert(sizeof(CallResult) == 16 && offsetof(CallResult, code) == 8);
+
+struct RoutedCallStats {
+  uint64_t calls = 0;          // made by this worker
+  uint64_t answers = 0;        // taken for a call awaited
+  uint64_t answer_copies = 0;  // answers for no call awaited (copies, or late): dropped
+  uint64_t malformed = 0;      // messages too short to read: dropped
+};
+
+class RoutedCalls {
+ public:
+  // Runs procedure `proc` here with `args` (the callee side); a Status for an unknown procedure
+  // is the runner's to give.
+  using Runner = std::function<Task<Status>(ProcedureId proc, std::span<const std::byte> args)>;
+
+  RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run);
+  RoutedCalls(const RoutedCalls&) = delete;
+  RoutedCalls& operator=(const RoutedCalls&) = delete;
+
+  // Runs `proc` on `target` and returns its Status (code and "remote call failed").
+  Task<Status> Call(WorkerAddr target, ProcedureId proc, std::span<const std::byte> args);
+
+  // The message handlers (public so that tests can feed them one message at a time).
+  void OnCall(const Message& m);
+  void OnResult(const Message& m);
+
+  const CallTable& table() const { return table_; }
+  const RoutedCallStats& stats() const { return stats_; }
+  size_t awaited() const { return pending_.size(); }
+
+ private:
+  struct Pending {
+    std::coroutine_handle<> waiter;
+    Code code = Code::kOk;
+  };
+  Task<void> Serve(WorkerAddr from, CallHeader h, std::vector<std::byte> args);
+  void Answer(WorkerAddr to, uint64_t call_id, Code code);
+
+  Endpoint& ep_;
+  Scheduler& sched_;
+  Runner run_;
+  // Calls awaited, by id; ordered, so that the first is the floor every request carries.
+  std::map<uint64_t, Pending*> pending_;
+  uint64_t next_id_ = 1;
+  CallTable table_;  // calls other workers made to this one
+  RoutedCallStats stats_;
+};
+
+}  // namespace pond::txn
