@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -82,6 +83,86 @@ TEST(TsoClientTest, HostUsesTheOracleDirectly) {
       host.Run([](TsoClient* c) -> Task<uint64_t> { co_return co_await c->Get(); }(&client));
   EXPECT_LT(a, b);
   EXPECT_EQ(host.ep->stats().messages_sent, 0u);
+}
+
+// Message by message: a peer endpoint sends requests and replies by hand, as a duplicating or
+// reordering network would deliver them.
+struct TsoPeer {
+  std::vector<TsoReply> replies;
+  explicit TsoPeer(store::testing::Worker& w) {
+    w.ep->OnMessage(kMsgTsoReply, [this](const Message& m) {
+      TsoReply r;
+      ASSERT_EQ(m.payload.size(), sizeof(r));
+      std::memcpy(&r, m.payload.data(), sizeof(r));
+      replies.push_back(r);
+    });
+  }
+};
+
+TEST(TsoServerTest, ADuplicateRequestGetsAFreshBlockEchoingItsSeq) {
+  auto pool = store::testing::FormattedPool(1, 16 << 20);
+  ManualClock clock(1'000'000);
+  TimestampOracle oracle(clock);
+  store::testing::Worker host(*pool, {0, 0});
+  store::testing::Worker remote(*pool, {1, 0});
+  TsoServer server(*host.ep, oracle);
+  TsoPeer peer(remote);
+  TsoRequest req{3, 41};
+  for (int copy = 0; copy < 2; copy++) {
+    remote.ep->Send({0, 0}, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
+  }
+  remote.sched.RunOnce();  // the two copies leave
+  host.sched.RunOnce();    // both are answered
+  remote.sched.RunOnce();
+  // Expect: two answers for seq 41, blocks of 3 that do not overlap — a copy costs timestamps,
+  // never hands one out twice; the client takes the first (next test).
+  ASSERT_EQ(peer.replies.size(), 2u);
+  for (const TsoReply& r : peer.replies) {
+    EXPECT_EQ(r.seq, 41u);
+    EXPECT_EQ(r.count, 3u);
+  }
+  EXPECT_GE(peer.replies[1].first, peer.replies[0].first + 3);
+}
+
+TEST(TsoClientTest, RepliesServeTheirOwnAskersInAnyOrderAndCopiesAreIgnored) {
+  auto pool = store::testing::FormattedPool(1, 16 << 20);
+  store::testing::Worker remote(*pool, {1, 0});
+  store::testing::Worker host(*pool, {0, 0});  // no server: the test answers by hand
+  std::vector<TsoRequest> asked;
+  host.ep->OnMessage(kMsgTsoRequest, [&](const Message& m) {
+    TsoRequest r;
+    std::memcpy(&r, m.payload.data(), sizeof(r));
+    asked.push_back(r);
+  });
+  TsoClient client(*remote.ep, {0, 0}, nullptr);
+  uint64_t a = 0, b = 0;
+  auto ask = [](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); };
+  remote.sched.Spawn(ask(&client, &a));
+  remote.sched.RunOnce();  // request seq 0 (one asker)
+  remote.sched.Spawn(ask(&client, &b));
+  remote.sched.RunOnce();  // request seq 1
+  EXPECT_EQ(client.stats().requests, 2u);
+  host.sched.RunOnce();  // the two requests arrive
+  ASSERT_EQ(asked.size(), 2u);
+  EXPECT_EQ(asked[0].seq, 0u);
+  EXPECT_EQ(asked[1].seq, 1u);
+  auto reply = [&](uint64_t first, uint32_t seq) {
+    TsoReply r{first, 1, seq};
+    host.ep->Send({1, 0}, kMsgTsoReply, std::as_bytes(std::span(&r, 1)));
+    host.sched.RunOnce();
+    remote.sched.RunOnce();  // delivered; the asker made ready
+    remote.sched.RunOnce();  // and run
+  };
+  reply(900, 1);  // seq 1's answer overtakes seq 0's
+  EXPECT_EQ(b, 900u);
+  EXPECT_EQ(a, 0u);
+  reply(500, 0);
+  EXPECT_EQ(a, 500u);
+  // Expect: a copy of an answer already taken changes nothing.
+  reply(777, 1);
+  EXPECT_EQ(b, 900u);
+  EXPECT_EQ(remote.sched.live(), 0u);
+  EXPECT_EQ(client.stats().timestamps, 2u);
 }
 
 }  // namespace

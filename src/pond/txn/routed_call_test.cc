@@ -1,0 +1,207 @@
+// Routed calls message by message (STYLE.md item 10): a callee's RoutedCalls fed one request at a
+// time — new, a copy while it runs, a copy after it finished, one below its caller's floor, a
+// malformed one — and a caller's RoutedCalls fed answers: its own, a copy, one for no call.
+// Single-threaded over the local transport: every worker is driven by calling its scheduler's
+// RunOnce() in turn.
+#include "pond/txn/routed_call.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "pond/base/assert.h"
+#include "pond/runtime/clock.h"
+#include "pond/transport/local/local_fabric.h"
+
+namespace pond::txn {
+namespace {
+
+std::unique_ptr<LocalFabric> MakeFabric() {
+  auto f = LocalFabric::Create(1, 1 << 20);
+  POND_CHECK(f.ok());
+  return std::move(f).value();
+}
+
+std::vector<std::byte> Request(uint64_t id, uint64_t floor, ProcedureId proc, uint8_t arg = 0) {
+  std::vector<std::byte> b(sizeof(CallHeader) + 1);
+  CallHeader h{id, floor, proc, {}};
+  std::memcpy(b.data(), &h, sizeof(h));
+  b[sizeof(h)] = std::byte{arg};
+  return b;
+}
+
+std::vector<std::byte> Result(uint64_t id, Code code) {
+  std::vector<std::byte> b(sizeof(CallResult));
+  CallResult r{id, static_cast<uint8_t>(code), {}};
+  std::memcpy(b.data(), &r, sizeof(r));
+  return b;
+}
+
+// A worker that records every call and answer it receives.
+struct Peer {
+  ManualClock clock;
+  Scheduler sched{clock};
+  std::unique_ptr<Endpoint> ep;
+  std::vector<CallHeader> requests;
+  std::vector<CallResult> answers;
+  Peer(LocalFabric& f, WorkerAddr a) : ep(f.CreateEndpoint(a, sched)) {
+    ep->OnMessage(kMsgCall, [this](const Message& m) {
+      CallHeader h;
+      std::memcpy(&h, m.payload.data(), sizeof(h));
+      requests.push_back(h);
+    });
+    ep->OnMessage(kMsgCallResult, [this](const Message& m) {
+      CallResult r;
+      ASSERT_EQ(m.payload.size(), sizeof(r));
+      std::memcpy(&r, m.payload.data(), sizeof(r));
+      answers.push_back(r);
+    });
+  }
+};
+
+// A procedure that waits until the test lets it finish.
+struct Gate {
+  std::coroutine_handle<> waiter;
+  bool open = false;
+  bool await_ready() const noexcept { return open; }
+  void await_suspend(std::coroutine_handle<> h) { waiter = h; }
+  void await_resume() const noexcept {}
+};
+
+class RoutedCallTest : public ::testing::Test {
+ protected:
+  RoutedCallTest()
+      : fabric_(MakeFabric()),
+        ep_(fabric_->CreateEndpoint({1, 0}, sched_)),
+        calls_(*ep_, sched_,
+               [this](ProcedureId proc, std::span<const std::byte> args) {
+                 return Run(proc, args);
+               }),
+        peer_(*fabric_, {0, 0}) {}
+
+  // The procedures: 0 answers its argument as a Code at once; 1 waits at the gate, then Ok.
+  Task<Status> Run(ProcedureId proc, std::span<const std::byte> args) {
+    runs_++;
+    if (proc == 1) {
+      co_await gate_;
+      co_return Status::Ok();
+    }
+    co_return Status(static_cast<Code>(args[0]), "as asked");
+  }
+
+  // Hands one message from the peer to the callee, lets what it sends travel, and returns the
+  // answers the peer received.
+  std::vector<CallResult> Feed(const std::vector<std::byte>& payload) {
+    calls_.OnCall(Message{peer_.ep->self(), kMsgCall, payload});
+    Settle();
+    return std::exchange(peer_.answers, {});
+  }
+  void Settle() {
+    sched_.RunOnce();  // runs what was spawned; EndRound sends
+    peer_.sched.RunOnce();
+  }
+
+  ManualClock clock_;
+  Scheduler sched_{clock_};
+  std::unique_ptr<LocalFabric> fabric_;
+  std::unique_ptr<Endpoint> ep_;
+  Gate gate_;
+  int runs_ = 0;
+  RoutedCalls calls_;
+  Peer peer_;
+};
+
+TEST_F(RoutedCallTest, ANewCallRunsAndIsAnsweredWithItsCode) {
+  auto answers = Feed(Request(1, 1, 0, static_cast<uint8_t>(Code::kAborted)));
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].call_id, 1u);
+  EXPECT_EQ(answers[0].code, static_cast<uint8_t>(Code::kAborted));
+  EXPECT_EQ(runs_, 1);
+}
+
+TEST_F(RoutedCallTest, ACopyOfARunningCallIsDroppedAndTheAnswerFollowsOnce) {
+  EXPECT_TRUE(Feed(Request(1, 1, 1)).empty());  // waits at the gate: no answer yet
+  // Expect: the copy neither runs it again nor is answered.
+  EXPECT_TRUE(Feed(Request(1, 1, 1)).empty());
+  EXPECT_EQ(runs_, 1);
+  EXPECT_EQ(calls_.table().stats().copies_running, 1u);
+  gate_.open = true;
+  sched_.Ready(gate_.waiter);
+  Settle();
+  ASSERT_EQ(peer_.answers.size(), 1u);
+  EXPECT_EQ(peer_.answers[0].code, static_cast<uint8_t>(Code::kOk));
+}
+
+TEST_F(RoutedCallTest, ACopyOfAFinishedCallIsAnsweredAgainNotRun) {
+  ASSERT_EQ(Feed(Request(1, 1, 0, static_cast<uint8_t>(Code::kConflict))).size(), 1u);
+  auto again = Feed(Request(1, 1, 0, static_cast<uint8_t>(Code::kOk)));
+  // Expect: the stored outcome, whatever the copy says; one run in all.
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].code, static_cast<uint8_t>(Code::kConflict));
+  EXPECT_EQ(runs_, 1);
+}
+
+TEST_F(RoutedCallTest, ACopyBelowTheCallersFloorIsDropped) {
+  ASSERT_EQ(Feed(Request(1, 1, 0)).size(), 1u);
+  ASSERT_EQ(Feed(Request(2, 2, 0)).size(), 1u);  // the caller had call 1's answer by then
+  // Expect: a late copy of call 1 is neither run nor answered; call 1 is forgotten.
+  EXPECT_TRUE(Feed(Request(1, 1, 0)).empty());
+  EXPECT_EQ(runs_, 2);
+  EXPECT_EQ(calls_.table().stats().stale, 1u);
+  EXPECT_EQ(calls_.table().entries(), 1u);
+}
+
+TEST_F(RoutedCallTest, AMalformedRequestIsDroppedAndCounted) {
+  std::vector<std::byte> shortish(sizeof(CallHeader) - 1);
+  EXPECT_TRUE(Feed(shortish).empty());
+  EXPECT_EQ(runs_, 0);
+  EXPECT_EQ(calls_.stats().malformed, 1u);
+}
+
+// The caller's side: what it sends, and what it does with answers.
+TEST_F(RoutedCallTest, TheCallerTakesItsAnswerOnceAndCarriesItsFloor) {
+  std::optional<Status> first, second;
+  std::byte arg{7};
+  sched_.Spawn([](RoutedCalls* c, std::optional<Status>* out, std::byte* a) -> Task<void> {
+    *out = co_await c->Call({0, 0}, 3, std::span(a, 1));
+  }(&calls_, &first, &arg));
+  sched_.Spawn([](RoutedCalls* c, std::optional<Status>* out, std::byte* a) -> Task<void> {
+    *out = co_await c->Call({0, 0}, 3, std::span(a, 1));
+  }(&calls_, &second, &arg));
+  Settle();
+  // Expect: two requests, ids 1 and 2, both carrying floor 1 (call 1 is unanswered).
+  ASSERT_EQ(peer_.requests.size(), 2u);
+  EXPECT_EQ(peer_.requests[0].call_id, 1u);
+  EXPECT_EQ(peer_.requests[1].call_id, 2u);
+  EXPECT_EQ(peer_.requests[1].floor, 1u);
+  EXPECT_EQ(peer_.requests[1].proc, 3u);
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(1, Code::kAborted)});
+  sched_.RunOnce();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->code(), Code::kAborted);
+  EXPECT_FALSE(second.has_value());
+  // Expect: a copy of call 1's answer, and an answer for a call never made, change nothing.
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(1, Code::kOk)});
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(9, Code::kOk)});
+  EXPECT_EQ(calls_.stats().answer_copies, 2u);
+  EXPECT_EQ(calls_.awaited(), 1u);
+  // A third call now carries floor 2.
+  std::optional<Status> third;
+  sched_.Spawn([](RoutedCalls* c, std::optional<Status>* out, std::byte* a) -> Task<void> {
+    *out = co_await c->Call({0, 0}, 3, std::span(a, 1));
+  }(&calls_, &third, &arg));
+  Settle();
+  ASSERT_EQ(peer_.requests.size(), 3u);
+  EXPECT_EQ(peer_.requests[2].floor, 2u);
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(2, Code::kOk)});
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(3, Code::kOk)});
+  sched_.RunOnce();
+  ASSERT_TRUE(second.has_value() && third.has_value());
+  EXPECT_TRUE(second->ok() && third->ok());
+  EXPECT_EQ(calls_.stats().answers, 3u);
+}
+
+}  // namespace
+}  // namespace pond::txn
