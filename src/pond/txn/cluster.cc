@@ -1,7 +1,6 @@
-// The embedded cluster: setup, the worker threads' run loop, routed calls, and the public Txn and
-// Session wrappers around TxnState.
-#include <cstddef>
-#include <cstring>
+// The cluster: checking its config, building its CNs and workers on a transport (local threads or
+// the simulator), tables and loading, and the run loop of the worker threads. The public Txn and
+// Session live in session.cc, routed calls in routed_call.cc, the counters in cluster_stats.cc.
 #include <optional>
 #include <thread>
 
@@ -10,14 +9,12 @@
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/txn/sim_driver.h"
-#include "pond/txn/txn_state.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond {
 
 using txn::ClusterImpl;
 using txn::CnContext;
-using txn::TxnState;
 using txn::WorkerContext;
 
 namespace {
@@ -125,82 +122,6 @@ Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::
 }
 
 }  // namespace txn
-
-// ---- Txn ------------------------------------------------------------------------------------
-
-Txn::Txn(std::unique_ptr<txn::TxnState> s) : s_(std::move(s)) {}
-Txn::Txn(Txn&&) noexcept = default;
-Txn& Txn::operator=(Txn&&) noexcept = default;
-Txn::~Txn() = default;
-
-void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadOnly); }
-void Txn::AddRW(uint16_t table, uint64_t key) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "AddRW in a read-only transaction");
-  s_->Add(table, key, txn::AddOp::kReadWrite);
-}
-void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Insert in a read-only transaction");
-  s_->Add(table, key, txn::AddOp::kInsert, value);
-}
-void Txn::Delete(uint16_t table, uint64_t key) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Delete in a read-only transaction");
-  s_->Add(table, key, txn::AddOp::kDelete);
-}
-Task<Status> Txn::Execute() { return s_->Execute(); }
-Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
-  return s_->Read(table, key);
-}
-Status Txn::Write(uint16_t table, uint64_t key, std::span<const std::byte> value) {
-  return s_->Write(table, key, value);
-}
-Task<Status> Txn::Commit() { return s_->Commit(); }
-void Txn::Abort() { s_->Abort(); }
-uint64_t Txn::start_ts() const { return s_->start_ts(); }
-uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
-
-// ---- Session --------------------------------------------------------------------------------
-
-Txn Session::Begin(TxnKind kind) { return Txn(txn::NewTxnState(*w_, kind)); }
-
-Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts) {
-  Status last = Aborted("no attempt");
-  for (int a = 0; a < attempts; a++) {
-    if (a > 0) {
-      // Randomized exponential backoff: 1 µs, 2 µs, ... capped at 1 ms, times a random factor,
-      // so that transactions that collided do not collide again in lockstep.
-      uint64_t cap_ns = uint64_t{1000} << std::min(a - 1, 10);
-      co_await w_->sched.SleepFor(1 + w_->rng.Uniform(cap_ns));
-    }
-    Txn t = Begin(kind);
-    last = co_await body(t);
-    if (last.ok()) last = co_await t.Commit();
-    if (last.ok() || last.code() != Code::kAborted) co_return last;
-  }
-  co_return last;
-}
-
-Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
-                           const RouteHint& hint) {
-  ClusterImpl& cl = w_->cluster;
-  POND_CHECK(proc < cl.procedures.size());
-  // Read-only calls need no locks and stay where they are made: Lotus's second level sends them
-  // to any CN to spread load, and a client's own CN is such a CN when clients are spread over
-  // CNs evenly, as in every Pond workload — without a message hop that would buy nothing.
-  // Without hybrid routing (motor, ford, the first ablation steps) every call stays.
-  uint16_t target = !cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly
-                        ? w_->cn_id()
-                        : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
-  if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
-
-  w_->stats.remote_calls++;
-  co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
-}
-
-uint16_t Session::cn() const { return w_->cn_id(); }
-uint16_t Session::worker() const { return w_->index; }
-Rng& Session::rng() { return w_->rng; }
-Clock& Session::clock() { return w_->clock(); }
-Scheduler& Session::scheduler() { return w_->sched; }
 
 // ---- Cluster --------------------------------------------------------------------------------
 
@@ -425,104 +346,8 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   for (auto& t : threads) t.join();
 }
 
-ClusterStats ClusterStats::Since(const ClusterStats& b) const {
-  ClusterStats d = *this;
-  d.committed -= b.committed;
-  d.committed_read_only -= b.committed_read_only;
-  d.aborts.lock_conflict -= b.aborts.lock_conflict;
-  d.aborts.newer_version -= b.aborts.newer_version;
-  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
-  d.aborts.torn_read -= b.aborts.torn_read;
-  d.aborts.invisible_wait -= b.aborts.invisible_wait;
-  d.aborts.duplicate_key -= b.aborts.duplicate_key;
-  d.aborts.validation -= b.aborts.validation;
-  d.aborts.user -= b.aborts.user;
-  d.remote_calls -= b.remote_calls;
-  d.reads -= b.reads;
-  d.writes -= b.writes;
-  d.cas -= b.cas;
-  d.faa -= b.faa;
-  d.batches -= b.batches;
-  d.messages -= b.messages;
-  d.packets -= b.packets;
-  d.vt_hits -= b.vt_hits;
-  d.vt_misses -= b.vt_misses;
-  d.vt_invalidations -= b.vt_invalidations;
-  d.addr_hits -= b.addr_hits;
-  d.addr_misses -= b.addr_misses;
-  return d;
-}
-
-ClusterStats Cluster::Stats() const {
-  ClusterStats s;
-  for (auto& cn : impl_->cns) {
-    for (auto& w : cn->workers) {
-      s.committed += w->stats.committed;
-      s.committed_read_only += w->stats.committed_read_only;
-      const AbortCounts& a = w->stats.aborts;
-      s.aborts.lock_conflict += a.lock_conflict;
-      s.aborts.newer_version += a.newer_version;
-      s.aborts.snapshot_too_old += a.snapshot_too_old;
-      s.aborts.torn_read += a.torn_read;
-      s.aborts.invisible_wait += a.invisible_wait;
-      s.aborts.duplicate_key += a.duplicate_key;
-      s.aborts.validation += a.validation;
-      s.aborts.user += a.user;
-      s.remote_calls += w->stats.remote_calls;
-      const EndpointStats& e = w->ep->stats();
-      s.reads += e.ops[static_cast<int>(Verb::kRead)];
-      s.writes += e.ops[static_cast<int>(Verb::kWrite)];
-      s.cas += e.ops[static_cast<int>(Verb::kCas)];
-      s.faa += e.ops[static_cast<int>(Verb::kFaa)];
-      s.batches += e.batches;
-      s.messages += e.messages_sent;
-      s.packets += e.packets_sent;
-    }
-    if (cn->vt) {
-      cache::CacheStats v = cn->vt->stats();
-      s.vt_hits += v.hits;
-      s.vt_misses += v.misses;
-      s.vt_invalidations += v.invalidations;
-    }
-    if (cn->addr) {
-      cache::CacheStats a = cn->addr->stats();
-      s.addr_hits += a.hits;
-      s.addr_misses += a.misses;
-    }
-  }
-  return s;
-}
-
 const ClusterConfig& Cluster::config() const { return impl_->config; }
 bool Cluster::simulated() const { return impl_->driver != nullptr; }
 Clock& Cluster::clock() { return impl_->clock; }
-
-SimStats Cluster::GetSimStats() const {
-  const ClusterImpl& cl = *impl_;
-  POND_CHECK_MSG(cl.sim_fabric != nullptr, "sim stats of a cluster that is not simulated");
-  SimStats s;
-  s.virtual_ns = cl.engine->now();
-  s.events = cl.engine->stats().events_run;
-  for (MnId mn = 0; mn < cl.sim_fabric->num_mns(); mn++) {
-    SimStats::Nic n;
-    for (int k = 0; k < kNumVerbs; k++) {
-      n.busy_ns[k] = cl.sim_fabric->nic(mn).BusyNs(k);
-      n.ops[k] = cl.sim_fabric->nic(mn).ServedCount(k);
-    }
-    s.mn_nics.push_back(n);
-  }
-  s.cpu_busy_ns = cl.driver->cpu_stats().busy_ns;
-  s.cpu_rounds = cl.driver->cpu_stats().rounds;
-  sim::FaultStats f = cl.sim_fabric->fault_stats();
-  s.fault_drops = f.drop_count;
-  s.fault_duplicates = f.duplicate_count;
-  s.fault_delays = f.delay_count;
-  return s;
-}
-
-void Cluster::ResetSimStats() {
-  POND_CHECK(impl_->sim_fabric != nullptr);
-  impl_->sim_fabric->ResetNicStats();
-}
 
 }  // namespace pond

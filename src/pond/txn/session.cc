@@ -1,0 +1,92 @@
+// The public Txn and Session: thin wrappers over TxnState (txn_state.h) and the worker a client
+// coroutine runs on — retries with backoff (RunTxn) and hybrid routing of calls (Call).
+#include <algorithm>
+
+#include "pond/base/assert.h"
+#include "pond/cluster.h"
+#include "pond/txn/routed_call.h"
+#include "pond/txn/txn_state.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond {
+
+using txn::ClusterImpl;
+using txn::WorkerContext;
+
+// ---- Txn ------------------------------------------------------------------------------------
+
+Txn::Txn(std::unique_ptr<txn::TxnState> s) : s_(std::move(s)) {}
+Txn::Txn(Txn&&) noexcept = default;
+Txn& Txn::operator=(Txn&&) noexcept = default;
+Txn::~Txn() = default;
+
+void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadOnly); }
+void Txn::AddRW(uint16_t table, uint64_t key) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "AddRW in a read-only transaction");
+  s_->Add(table, key, txn::AddOp::kReadWrite);
+}
+void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Insert in a read-only transaction");
+  s_->Add(table, key, txn::AddOp::kInsert, value);
+}
+void Txn::Delete(uint16_t table, uint64_t key) {
+  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Delete in a read-only transaction");
+  s_->Add(table, key, txn::AddOp::kDelete);
+}
+Task<Status> Txn::Execute() { return s_->Execute(); }
+Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
+  return s_->Read(table, key);
+}
+Status Txn::Write(uint16_t table, uint64_t key, std::span<const std::byte> value) {
+  return s_->Write(table, key, value);
+}
+Task<Status> Txn::Commit() { return s_->Commit(); }
+void Txn::Abort() { s_->Abort(); }
+uint64_t Txn::start_ts() const { return s_->start_ts(); }
+uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
+
+// ---- Session --------------------------------------------------------------------------------
+
+Txn Session::Begin(TxnKind kind) { return Txn(txn::NewTxnState(*w_, kind)); }
+
+Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts) {
+  Status last = Aborted("no attempt");
+  for (int a = 0; a < attempts; a++) {
+    if (a > 0) {
+      // Randomized exponential backoff: 1 µs, 2 µs, ... capped at 1 ms, times a random factor,
+      // so that transactions that collided do not collide again in lockstep.
+      uint64_t cap_ns = uint64_t{1000} << std::min(a - 1, 10);
+      co_await w_->sched.SleepFor(1 + w_->rng.Uniform(cap_ns));
+    }
+    Txn t = Begin(kind);
+    last = co_await body(t);
+    if (last.ok()) last = co_await t.Commit();
+    if (last.ok() || last.code() != Code::kAborted) co_return last;
+  }
+  co_return last;
+}
+
+Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
+                           const RouteHint& hint) {
+  ClusterImpl& cl = w_->cluster;
+  POND_CHECK(proc < cl.procedures.size());
+  // Read-only calls need no locks and stay where they are made: Lotus's second level sends them
+  // to any CN to spread load, and a client's own CN is such a CN when clients are spread over
+  // CNs evenly, as in every Pond workload — without a message hop that would buy nothing.
+  // Without hybrid routing (motor, ford, the first ablation steps) every call stays.
+  uint16_t target = !cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly
+                        ? w_->cn_id()
+                        : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
+  if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
+
+  w_->stats.remote_calls++;
+  co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
+}
+
+uint16_t Session::cn() const { return w_->cn_id(); }
+uint16_t Session::worker() const { return w_->index; }
+Rng& Session::rng() { return w_->rng; }
+Clock& Session::clock() { return w_->clock(); }
+Scheduler& Session::scheduler() { return w_->sched; }
+
+}  // namespace pond
