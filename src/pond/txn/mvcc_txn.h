@@ -31,7 +31,43 @@ class MvccTxn final : public TxnState {
   bool MnLocks() const { return kind_ == TxnKind::kReadWrite && !protocol().cn_locks; }
   cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn.vt.get() : nullptr; }
   Task<Status> LockOnCns(std::vector<size_t>& todo);
+  // What one Execute's reads keep per item, across rounds.
+  struct ItemRead {
+    std::vector<std::byte> buf;  // the CVT, home bucket or record as READ
+    GAddr cas_word;              // the lock word CASed this round, if cas_posted
+    uint64_t cas_old = 0;
+    uint64_t lock_seen = 0;     // a lock word READ by itself before the CVT or bucket
+    bool whole_bucket = false;  // buf holds the home bucket (the slot was not known)
+    bool read_cvt = false;      // this round READs the CVT (else the VT cache gave it)
+    bool cas_posted = false;
+    bool guard_absent = false;  // found absent: read the bucket's insert lock word first
+  };
+  // One ReadItems call: its settings, the items' state, and the lists of the round under way.
+  struct ReadPass {
+    bool mn_locks = false;           // read-write items lock by CAS on the MN
+    bool lock_word_matters = false;  // readers watch MN lock words (see ReadItems)
+    uint64_t self = 0;               // this transaction's owner word
+    std::vector<ItemRead> items;     // by item index
+    std::vector<std::byte> delta_buf;  // motor's second record READ lands here
+    std::vector<size_t> need_cvt, to_read, fetch, retry;
+    bool wait = false;    // an item waits for a writer
+    bool failed = false;  // an item was read torn or at a stale address
+    bool absent_but_locked = false;
+    void NewRound() {
+      need_cvt.clear();
+      to_read.clear();
+      fetch.clear();
+      retry.clear();
+      wait = failed = absent_but_locked = false;
+    }
+  };
   Task<Status> ReadItems(std::vector<size_t> todo);
+  void PostCvtReads(const std::vector<size_t>& todo, ReadPass& p);
+  Status BookLocks(ReadPass& p);
+  Task<Status> DecodeCvts(ReadPass& p);
+  void Absent(size_t i, ReadPass& p);
+  Status ChooseVersions(ReadPass& p);
+  Task<void> ReadRecords(ReadPass& p);
   Status ChooseVersion(Item& it);
   // Slots for new keys, the cell to overwrite and record space: may take round trips.
   Task<Status> PrepareWrites(const std::vector<size_t>& writes);
