@@ -12,10 +12,6 @@ namespace {
 
 using store::SvHeader;
 
-Status AbortedBecause(const char* why) { return Aborted(why); }
-
-void CheckOk(const Status& s) { POND_CHECK_MSG(s.ok(), s.ToString().c_str()); }
-
 uint32_t Padded8(uint32_t n) { return (n + 7) & ~uint32_t{7}; }
 
 }  // namespace

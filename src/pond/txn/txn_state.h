@@ -5,7 +5,8 @@
 // [write visible] -> unlock. TxnState holds what every protocol needs — the items, Read/Write,
 // abort accounting, MN lock words — and two subclasses fill in the steps:
 //
-//   MvccTxn (mvcc_txn.cc): lotus, motor and the ablation steps between them, on the CVT store.
+//   MvccTxn (mvcc_read.cc: Execute; mvcc_txn.cc: Commit): lotus, motor and the ablation steps
+//     between them, on the CVT store.
 //     Lotus (§5): lock-first on CN lock tables (write locks for read-write items, read locks for
 //     read-only items under SR); CVT from the VT cache, the address cache or one bucket READ;
 //     the newest version older than the start timestamp; commit writes INVISIBLE + log, takes
@@ -30,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "pond/base/assert.h"
 #include "pond/cluster.h"
 #include "pond/lock/lock_client.h"
 #include "pond/store/hash_index.h"
@@ -45,6 +47,13 @@ enum class Access : uint8_t { kRead, kWrite, kInsert };
 enum class Pending : uint8_t { kNone, kPut, kErase };
 // The public calls that add a key (Txn::AddRO, AddRW, Insert, Delete).
 enum class AddOp : uint8_t { kReadOnly, kReadWrite, kInsert, kDelete };
+
+// Aborts carry short fixed messages: they are frequent under contention, and a message that
+// fits std::string's inline buffer costs no allocation.
+inline Status AbortedBecause(const char* why) { return Aborted(why); }
+// One-sided operations on Pond's own memory regions cannot fail on the transports Pond has; a
+// failure is a bug (transport faults, when they come, will be handled where they happen).
+inline void CheckOk(const Status& s) { POND_CHECK_MSG(s.ok(), s.ToString().c_str()); }
 
 // Limits on the waits and retries of one Execute.
 inline constexpr int kReadAttemptsMax = 8;        // re-reads after a torn CVT or record
