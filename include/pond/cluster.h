@@ -98,6 +98,16 @@ using Procedure = std::function<Task<Status>(Session&, std::span<const std::byte
 using ProcedureId = uint16_t;
 
 struct AbortCounts {
+  // Every reason, in the order reports list them: the words a report prints, the key its JSON
+  // uses, and the counter. Totals, differences, printed breakdowns and JSON all go through this
+  // table, so a new reason is counted everywhere once it is listed here.
+  struct Reason {
+    const char* words;  // "lock conflict"
+    const char* key;    // "lock_conflict"
+    uint64_t AbortCounts::*count;
+  };
+  static const std::vector<Reason>& Reasons();
+
   uint64_t lock_conflict = 0;
   uint64_t newer_version = 0;     // a version newer than the start timestamp was committed
   uint64_t snapshot_too_old = 0;  // the version the snapshot needs was recycled
@@ -106,10 +116,7 @@ struct AbortCounts {
   uint64_t duplicate_key = 0;
   uint64_t validation = 0;  // a read-only item changed before commit (motor, ford)
   uint64_t user = 0;        // the transaction body gave up
-  uint64_t Total() const {
-    return lock_conflict + newer_version + snapshot_too_old + torn_read + invisible_wait +
-           duplicate_key + validation + user;
-  }
+  uint64_t Total() const;
 };
 
 struct ClusterStats {

@@ -102,3 +102,10 @@ class [[nodiscard]] Result {
     ::pond::Status _st = (expr);   \
     if (!_st.ok()) return _st;     \
   } while (0)
+
+// The same inside a coroutine, which must co_return.
+#define POND_CO_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::pond::Status _st = (expr);      \
+    if (!_st.ok()) co_return _st;     \
+  } while (0)

@@ -1,4 +1,5 @@
 #include "pond/bench/kvs_bench.h"
+#include "pond/bench/report.h"
 
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -139,12 +140,7 @@ std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
       {"abort_rate", r.committed + r.aborted > 0 ? static_cast<double>(r.aborted) /
                                                        static_cast<double>(r.committed + r.aborted)
                                                  : 0.0},
-      {"aborts",
-       {{"lock_conflict", s.aborts.lock_conflict},
-        {"newer_version", s.aborts.newer_version},
-        {"snapshot_too_old", s.aborts.snapshot_too_old},
-        {"torn_read", s.aborts.torn_read},
-        {"invisible_wait", s.aborts.invisible_wait}}},
+      {"aborts", AbortsJson(s.aborts)},
       {"latency_ns",
        {{"p50", r.latency_ns.Percentile(0.50)},
         {"p99", r.latency_ns.Percentile(0.99)},
@@ -164,16 +160,7 @@ std::string KvsResultJson(const KvsOptions& o, const KvsResult& r) {
       {"wall_s", r.wall_s}};
   j["transport"] = o.sim ? "sim" : "local";
   if (r.sim) {
-    nlohmann::json nics = nlohmann::json::array();
-    const char* verbs[4] = {"READ", "WRITE", "CAS", "FAA"};
-    for (const auto& n : r.sim->mn_nics) {
-      nlohmann::json nic;
-      for (int k = 0; k < 4; k++) {
-        nic[verbs[k]] = {{"ops", n.ops[k]},
-                         {"busy_share", static_cast<double>(n.busy_ns[k]) / (r.elapsed_s * 1e9)}};
-      }
-      nics.push_back(nic);
-    }
+    nlohmann::json nics = NicsJson(*r.sim, r.elapsed_s * 1e9);
     j["simulation"] = {{"model", nlohmann::json::parse(o.sim->ToJson())},
                        {"virtual_s", r.elapsed_s},
                        {"events", r.sim->events},

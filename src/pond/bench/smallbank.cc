@@ -1,4 +1,5 @@
 #include "pond/bench/smallbank.h"
+#include "pond/bench/report.h"
 
 #include <atomic>
 #include <cstring>
@@ -23,13 +24,6 @@ constexpr int64_t kBalanceMin = 10'000, kBalanceSpread = 40'000;
 constexpr uint64_t kAccountsMax = uint64_t{1} << 40;  // the key keeps 12 bits for the shard
 // Accounts per read-only transaction of the final scan (two rows each).
 constexpr uint64_t kScanBatch = 64;
-
-// POND_RETURN_IF_ERROR for coroutines, which must co_return.
-#define CO_RETURN_IF_ERROR(expr)  \
-  do {                            \
-    ::pond::Status _st = (expr);  \
-    if (!_st.ok()) co_return _st; \
-  } while (0)
 
 int64_t InitialBalance(uint64_t account, bool checking) {
   return kBalanceMin +
@@ -243,9 +237,9 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     if (!s0.ok()) co_return s0.status();
     if (!c0.ok()) co_return c0.status();
     if (!c1.ok()) co_return c1.status();
-    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, 0, h));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, 0, h));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + *s0 + *c0, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, ts, a.a0, 0, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a0, 0, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + *s0 + *c0, h));
     co_return co_await finish(s, t, 0, false, h);
   });
   // Balance: the read-only one.
@@ -272,7 +266,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     if (Status e = co_await t.Execute(); !e.ok()) co_return e;
     Result<int64_t> c0 = Get(t, tc, a.a0, h);
     if (!c0.ok()) co_return c0.status();
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 + a.amount, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 + a.amount, h));
     co_return co_await finish(s, t, a.amount, false, h);
   });
   // SendPayment: checking a0 -> checking a1, declined (committed, nothing written) if a0's
@@ -289,8 +283,8 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     if (!c0.ok()) co_return c0.status();
     if (!c1.ok()) co_return c1.status();
     if (*c0 < a.amount) co_return co_await finish(s, t, 0, true, h);
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - a.amount, h));
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + a.amount, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - a.amount, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + a.amount, h));
     co_return co_await finish(s, t, 0, false, h);
   });
   // TransactSavings: a deposit (amount > 0) or withdrawal (< 0) on savings, declined if it
@@ -305,7 +299,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     Result<int64_t> s0 = Get(t, ts, a.a0, h);
     if (!s0.ok()) co_return s0.status();
     if (*s0 + a.amount < 0) co_return co_await finish(s, t, 0, true, h);
-    CO_RETURN_IF_ERROR(Put(t, ts, a.a0, *s0 + a.amount, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, ts, a.a0, *s0 + a.amount, h));
     co_return co_await finish(s, t, a.amount, false, h);
   });
   // WriteCheck: amount > 0 out of checking; one unit more as a penalty if savings + checking do
@@ -322,7 +316,7 @@ Result<SmallBankResult> RunSmallBank(const SmallBankOptions& o,
     if (!s0.ok()) co_return s0.status();
     if (!c0.ok()) co_return c0.status();
     int64_t out = *s0 + *c0 < a.amount ? a.amount + 1 : a.amount;
-    CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - out, h));
+    POND_CO_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - out, h));
     co_return co_await finish(s, t, -out, false, h);
   });
 
@@ -496,13 +490,7 @@ std::string SmallBankResultJson(const SmallBankOptions& o, const SmallBankResult
       {"abort_rate", r.committed + r.aborted > 0 ? static_cast<double>(r.aborted) /
                                                        static_cast<double>(r.committed + r.aborted)
                                                  : 0.0},
-      {"aborts",
-       {{"lock_conflict", s.aborts.lock_conflict},
-        {"newer_version", s.aborts.newer_version},
-        {"snapshot_too_old", s.aborts.snapshot_too_old},
-        {"torn_read", s.aborts.torn_read},
-        {"invisible_wait", s.aborts.invisible_wait},
-        {"validation", s.aborts.validation}}},
+      {"aborts", AbortsJson(s.aborts)},
       {"latency_ns",
        {{"p50", r.latency_ns.Percentile(0.50)},
         {"p99", r.latency_ns.Percentile(0.99)},
@@ -525,16 +513,7 @@ std::string SmallBankResultJson(const SmallBankOptions& o, const SmallBankResult
       {"load_s", r.load_s},
       {"wall_s", r.wall_s}};
   if (r.sim) {
-    nlohmann::json nics = nlohmann::json::array();
-    const char* verbs[4] = {"READ", "WRITE", "CAS", "FAA"};
-    for (const auto& n : r.sim->mn_nics) {
-      nlohmann::json nic;
-      for (int k = 0; k < 4; k++) {
-        nic[verbs[k]] = {{"ops", n.ops[k]},
-                         {"busy_share", static_cast<double>(n.busy_ns[k]) / (r.elapsed_s * 1e9)}};
-      }
-      nics.push_back(nic);
-    }
+    nlohmann::json nics = NicsJson(*r.sim, r.elapsed_s * 1e9);
     j["simulation"] = {{"model", nlohmann::json::parse(o.sim->ToJson())},
                        {"virtual_s", r.elapsed_s},
                        {"events", r.sim->events},

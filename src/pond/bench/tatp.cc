@@ -1,4 +1,5 @@
 #include "pond/bench/tatp.h"
+#include "pond/bench/report.h"
 
 #include <fmt/core.h>
 
@@ -15,12 +16,6 @@
 namespace pond::bench {
 
 namespace {
-
-#define CO_RETURN_IF_ERROR(expr)  \
-  do {                            \
-    ::pond::Status _st = (expr);  \
-    if (!_st.ok()) co_return _st; \
-  } while (0)
 
 constexpr uint64_t kSubscribersMax = uint64_t{1} << 40;
 constexpr uint64_t kScanBatch = 16;  // subscribers per read-only transaction of the check
@@ -226,7 +221,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Args a = args_of(args);
     Txn t = s.Begin(TxnKind::kReadOnly);
     t.AddRO(tsub, TatpKey(a.s, 0));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> v = t.Read(tsub, TatpKey(a.s, 0));
     if (!v.ok()) co_return v.status();
     if (Word(*v, 0) != a.s) co_return Internal("subscriber row names another subscriber");
@@ -240,7 +235,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     for (uint64_t st : kStartTimes) {
       if (st <= a.start_time) t.AddRO(tcf, TatpKey(a.s, CfSub(a.type, st)));
     }
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     if (!absent_ok(t.Read(tsf, TatpKey(a.s, a.type)))) co_return Internal("facility read failed");
     for (uint64_t st : kStartTimes) {
       if (st <= a.start_time && !absent_ok(t.Read(tcf, TatpKey(a.s, CfSub(a.type, st))))) {
@@ -254,7 +249,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Args a = args_of(args);
     Txn t = s.Begin(TxnKind::kReadOnly);
     t.AddRO(tai, TatpKey(a.s, a.type));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     if (!absent_ok(t.Read(tai, TatpKey(a.s, a.type)))) co_return Internal("access read failed");
     co_return co_await finish(s, t, false);
   });
@@ -265,7 +260,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(tsub, TatpKey(a.s, 0));
     t.AddRW(tsf, TatpKey(a.s, a.type));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> sub = t.Read(tsub, TatpKey(a.s, 0));
     if (!sub.ok()) co_return sub.status();
     Result<std::span<const std::byte>> sf = t.Read(tsf, TatpKey(a.s, a.type));
@@ -278,8 +273,9 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     uint64_t bits = Word(*sub, 2);
     bits = (bits & ~uint64_t{1}) | (a.data & 1);
     std::memcpy(nsub.data() + 16, &bits, 8);
-    CO_RETURN_IF_ERROR(t.Write(tsub, TatpKey(a.s, 0), nsub));
-    CO_RETURN_IF_ERROR(t.Write(tsf, TatpKey(a.s, a.type), Row(Word(*sf, 0), Word(*sf, 1), a.data)));
+    POND_CO_RETURN_IF_ERROR(t.Write(tsub, TatpKey(a.s, 0), nsub));
+    POND_CO_RETURN_IF_ERROR(
+        t.Write(tsf, TatpKey(a.s, a.type), Row(Word(*sf, 0), Word(*sf, 1), a.data)));
     co_return co_await finish(s, t, false);
   });
   // UpdateLocation: the subscriber's vlr_location.
@@ -287,13 +283,13 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Args a = args_of(args);
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRW(tsub, TatpKey(a.s, 0));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> sub = t.Read(tsub, TatpKey(a.s, 0));
     if (!sub.ok()) co_return sub.status();
     std::array<std::byte, kSubBytes> nsub;
     std::memcpy(nsub.data(), sub->data(), kSubBytes);
     std::memcpy(nsub.data() + 8, &a.data, 8);
-    CO_RETURN_IF_ERROR(t.Write(tsub, TatpKey(a.s, 0), nsub));
+    POND_CO_RETURN_IF_ERROR(t.Write(tsub, TatpKey(a.s, 0), nsub));
     co_return co_await finish(s, t, false);
   });
   // InsertCallForwarding: reads the subscriber and the facility, then inserts the forwarding;
@@ -304,14 +300,14 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRO(tsub, TatpKey(a.s, 0));
     t.AddRO(tsf, TatpKey(a.s, a.type));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> sf = t.Read(tsf, TatpKey(a.s, a.type));
     if (!sf.ok()) {
       if (sf.status().code() != Code::kNotFound) co_return sf.status();
       co_return co_await finish(s, t, true);
     }
     t.Insert(tcf, TatpKey(a.s, CfSub(a.type, a.start_time)), Row(a.s, a.end_time, a.data));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     co_return co_await finish(s, t, false);
   });
   // DeleteCallForwarding: reads the subscriber, deletes the forwarding (a no-op if absent).
@@ -320,7 +316,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     Txn t = s.Begin(TxnKind::kReadWrite);
     t.AddRO(tsub, TatpKey(a.s, 0));
     t.Delete(tcf, TatpKey(a.s, CfSub(a.type, a.start_time)));
-    CO_RETURN_IF_ERROR(co_await t.Execute());
+    POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     co_return co_await finish(s, t, false);
   });
 
@@ -381,7 +377,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
             for (uint64_t k : kStartTimes) t.AddRO(tcf, TatpKey(x, CfSub(ty, k)));
           }
         }
-        CO_RETURN_IF_ERROR(co_await t.Execute());
+        POND_CO_RETURN_IF_ERROR(co_await t.Execute());
         rows = 0;
         bad.clear();
         // Present: the row exists; its first word must be its subscriber's id.
@@ -474,6 +470,7 @@ std::string TatpResultJson(const TatpOptions& o, const TatpResult& r) {
       {"abort_rate", r.committed + r.aborted > 0 ? static_cast<double>(r.aborted) /
                                                        static_cast<double>(r.committed + r.aborted)
                                                  : 0.0},
+      {"aborts", AbortsJson(s.aborts)},
       {"latency_ns",
        {{"p50", r.latency_ns.Percentile(0.50)},
         {"p99", r.latency_ns.Percentile(0.99)},
@@ -491,7 +488,11 @@ std::string TatpResultJson(const TatpOptions& o, const TatpResult& r) {
         {"detail", r.check_detail}}},
       {"load_s", r.load_s},
       {"wall_s", r.wall_s}};
-  if (r.sim) j["simulation"] = {{"virtual_s", r.elapsed_s}, {"events", r.sim->events}};
+  if (r.sim) {
+    j["simulation"] = {{"virtual_s", r.elapsed_s},
+                       {"events", r.sim->events},
+                       {"mn_nics", NicsJson(*r.sim, r.elapsed_s * 1e9)}};
+  }
   return j.dump(2) + "\n";
 }
 

@@ -33,13 +33,13 @@
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/tool_util.h"
+#include "pond/transport/endpoint.h"
 
 namespace pond::tools {
 
 namespace {
 
 constexpr uint32_t kCheckTxnsMax = 1'000'000;
-const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
 
 // One protocol's run. The table reads `r`; a SmallBank row keeps its own options and result
 // too (for its money check and JSON) and copies the shared measures into `r`.
@@ -464,7 +464,9 @@ int RunCompare(CompareArgs& a, bool simulate) {
   std::printf("%-*s %12s %*s %8s %9s %9s %12s", name_w, "protocol", "txn/s", vs_w, vs.c_str(),
               "abort%", "p50 us", "p99 us", "atomics/txn");
   if (simulate) {
-    for (const char* v : kVerbNames) std::printf(" %7s", (std::string(v) + "%").c_str());
+    for (int v = 0; v < kNumVerbs; v++) {
+      std::printf(" %7s", (std::string(VerbName(static_cast<Verb>(v))) + "%").c_str());
+    }
   }
   std::printf("\n");
   for (const Row& row : rows) {
@@ -577,7 +579,9 @@ int RunCompare(CompareArgs& a, bool simulate) {
       if (swept) j["sweep_point"] = sweep.PointJson(row.point);
       if (simulate) {
         nlohmann::json share;
-        for (int v = 0; v < 4; v++) share[kVerbNames[v]] = NicShare(row.r, v);
+        for (int v = 0; v < kNumVerbs; v++) {
+          share[VerbName(static_cast<Verb>(v))] = NicShare(row.r, v);
+        }
         j["mn_nic_busy_share_mean"] = share;
         j["mn_nic_busy_share_max"] = MaxNicShare(row.r);
       }

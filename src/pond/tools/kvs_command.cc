@@ -13,6 +13,7 @@
 
 #include "pond/bench/build_info.h"
 #include "pond/bench/kvs_bench.h"
+#include "pond/bench/report.h"
 #include "pond/tools/command.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
@@ -29,26 +30,11 @@ struct KvsArgs {
   std::string sweep;  // KvsSweep grammar (kvs_sweep.h)
 };
 
-const char* kVerbNames[4] = {"READ", "WRITE", "CAS", "FAA"};
-
 std::string Header(const bench::KvsOptions& o, bool simulate) {
   return fmt::format("pond {} kvs: build {}, transport {}{}, protocol {}, {}",
                      simulate ? "sim" : "bench", bench::kBuildType, simulate ? "sim" : "local",
                      simulate ? ", model " + o.sim->name : std::string(), o.cluster.protocol.name,
                      KvsSettings(o, simulate));
-}
-
-// Busy share of an MN's NIC over the measured run, total and by verb.
-std::string NicLine(const SimStats::Nic& n, double window_ns) {
-  uint64_t busy = 0;
-  for (uint64_t b : n.busy_ns) busy += b;
-  std::string s = fmt::format("{:5.1f}%", 100.0 * static_cast<double>(busy) / window_ns);
-  s += " (";
-  for (int k = 0; k < 4; k++) {
-    s += fmt::format("{}{} {:.1f}%", k ? ", " : "", kVerbNames[k],
-                     100.0 * static_cast<double>(n.busy_ns[k]) / window_ns);
-  }
-  return s + ")";
 }
 
 void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool simulate) {
@@ -63,14 +49,9 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
               HumanRate(tput).c_str(), unit, static_cast<unsigned long>(r.committed), r.elapsed_s,
               static_cast<unsigned long>(r.committed_rw));
   std::printf(
-      "abort rate   %.2f%% (lock conflict %lu, newer version %lu, snapshot too old %lu, "
-      "torn read %lu, invisible wait %lu)\n",
+      "abort rate   %.2f%% (%s)\n",
       attempts ? 100.0 * static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0.0,
-      static_cast<unsigned long>(s.aborts.lock_conflict),
-      static_cast<unsigned long>(s.aborts.newer_version),
-      static_cast<unsigned long>(s.aborts.snapshot_too_old),
-      static_cast<unsigned long>(s.aborts.torn_read),
-      static_cast<unsigned long>(s.aborts.invisible_wait));
+      bench::AbortBreakdown(s.aborts).c_str());
   std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us%s\n",
               static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
@@ -94,7 +75,7 @@ void PrintResult(const bench::KvsOptions& o, const bench::KvsResult& r, bool sim
         static_cast<double>(r.sim_cpu_busy_ns) * per / 1e3);
     double window = r.elapsed_s * 1e9;
     for (size_t mn = 0; mn < r.sim->mn_nics.size(); mn++) {
-      std::printf("MN %zu NIC     %s\n", mn, NicLine(r.sim->mn_nics[mn], window).c_str());
+      std::printf("MN %zu NIC     %s\n", mn, bench::NicLine(r.sim->mn_nics[mn], window).c_str());
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "pond/bench/build_info.h"
+#include "pond/bench/report.h"
 #include "pond/bench/smallbank.h"
 #include "pond/check/run_check.h"
 #include "pond/tools/command.h"
@@ -53,15 +54,9 @@ void PrintResult(const bench::SmallBankOptions& o, const bench::SmallBankResult&
   }
   std::printf("committed    %s\n", mix.c_str());
   std::printf(
-      "abort rate   %.2f%% (lock conflict %lu, newer version %lu, snapshot too old %lu, "
-      "torn read %lu, invisible wait %lu, validation %lu)\n",
+      "abort rate   %.2f%% (%s)\n",
       attempts ? 100.0 * static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0.0,
-      static_cast<unsigned long>(s.aborts.lock_conflict),
-      static_cast<unsigned long>(s.aborts.newer_version),
-      static_cast<unsigned long>(s.aborts.snapshot_too_old),
-      static_cast<unsigned long>(s.aborts.torn_read),
-      static_cast<unsigned long>(s.aborts.invisible_wait),
-      static_cast<unsigned long>(s.aborts.validation));
+      bench::AbortBreakdown(s.aborts).c_str());
   std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us%s\n",
               static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
@@ -75,17 +70,8 @@ void PrintResult(const bench::SmallBankOptions& o, const bench::SmallBankResult&
       static_cast<unsigned long>(s.remote_calls));
   if (r.sim) {
     double window = r.elapsed_s * 1e9;
-    const char* verbs[4] = {"READ", "WRITE", "CAS", "FAA"};
     for (size_t mn = 0; mn < r.sim->mn_nics.size(); mn++) {
-      const SimStats::Nic& n = r.sim->mn_nics[mn];
-      uint64_t busy = 0;
-      for (uint64_t b : n.busy_ns) busy += b;
-      std::string line = fmt::format("{:5.1f}% (", 100.0 * static_cast<double>(busy) / window);
-      for (int k = 0; k < 4; k++) {
-        line += fmt::format("{}{} {:.1f}%", k ? ", " : "", verbs[k],
-                            100.0 * static_cast<double>(n.busy_ns[k]) / window);
-      }
-      std::printf("MN %zu NIC     %s)\n", mn, line.c_str());
+      std::printf("MN %zu NIC     %s\n", mn, bench::NicLine(r.sim->mn_nics[mn], window).c_str());
     }
   }
   std::printf("money check  %s: total %ld = initial %ld + committed net deposits %ld\n",

@@ -9,18 +9,35 @@ namespace pond {
 
 using txn::ClusterImpl;
 
+// A reason added to AbortCounts must be listed below too; this fails until it is.
+static_assert(sizeof(AbortCounts) == 8 * sizeof(uint64_t));
+
+const std::vector<AbortCounts::Reason>& AbortCounts::Reasons() {
+  static const std::vector<Reason> kReasons = {
+      {"lock conflict", "lock_conflict", &AbortCounts::lock_conflict},
+      {"newer version", "newer_version", &AbortCounts::newer_version},
+      {"snapshot too old", "snapshot_too_old", &AbortCounts::snapshot_too_old},
+      {"torn read", "torn_read", &AbortCounts::torn_read},
+      {"invisible wait", "invisible_wait", &AbortCounts::invisible_wait},
+      {"duplicate key", "duplicate_key", &AbortCounts::duplicate_key},
+      {"validation", "validation", &AbortCounts::validation},
+      {"user", "user", &AbortCounts::user},
+  };
+  return kReasons;
+}
+
+uint64_t AbortCounts::Total() const {
+  uint64_t n = 0;
+  for (const Reason& r : Reasons()) n += this->*r.count;
+  return n;
+}
+
 ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   ClusterStats d = *this;
   d.committed -= b.committed;
   d.committed_read_only -= b.committed_read_only;
-  d.aborts.lock_conflict -= b.aborts.lock_conflict;
-  d.aborts.newer_version -= b.aborts.newer_version;
-  d.aborts.snapshot_too_old -= b.aborts.snapshot_too_old;
-  d.aborts.torn_read -= b.aborts.torn_read;
-  d.aborts.invisible_wait -= b.aborts.invisible_wait;
-  d.aborts.duplicate_key -= b.aborts.duplicate_key;
-  d.aborts.validation -= b.aborts.validation;
-  d.aborts.user -= b.aborts.user;
+  for (const AbortCounts::Reason& r : AbortCounts::Reasons())
+    d.aborts.*r.count -= b.aborts.*r.count;
   d.remote_calls -= b.remote_calls;
   d.reads -= b.reads;
   d.writes -= b.writes;
@@ -43,15 +60,9 @@ ClusterStats Cluster::Stats() const {
     for (auto& w : cn->workers) {
       s.committed += w->stats.committed;
       s.committed_read_only += w->stats.committed_read_only;
-      const AbortCounts& a = w->stats.aborts;
-      s.aborts.lock_conflict += a.lock_conflict;
-      s.aborts.newer_version += a.newer_version;
-      s.aborts.snapshot_too_old += a.snapshot_too_old;
-      s.aborts.torn_read += a.torn_read;
-      s.aborts.invisible_wait += a.invisible_wait;
-      s.aborts.duplicate_key += a.duplicate_key;
-      s.aborts.validation += a.validation;
-      s.aborts.user += a.user;
+      for (const AbortCounts::Reason& r : AbortCounts::Reasons()) {
+        s.aborts.*r.count += w->stats.aborts.*r.count;
+      }
       s.remote_calls += w->stats.remote_calls;
       const EndpointStats& e = w->ep->stats();
       s.reads += e.ops[static_cast<int>(Verb::kRead)];
