@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cassert>
+#include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,7 +63,17 @@ inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 
-// Result<T> holds either a T or a non-OK Status.
+namespace detail {
+// value() of a Result that holds an error is a bug in every build: say so and stop, rather than
+// read a value that is not there.
+[[noreturn]] inline void ValueOfError(const Status& s) {
+  std::fprintf(stderr, "pond: Result::value() of an error: %s\n", s.ToString().c_str());
+  std::abort();
+}
+}  // namespace detail
+
+// Result<T> holds either a T or a non-OK Status. value() (and * and ->) of an error aborts the
+// process with the error on stderr, in every build; check ok() first, or use value_or.
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -73,17 +85,19 @@ class [[nodiscard]] Result {
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
   T& value() & {
-    assert(ok());
+    if (!ok()) detail::ValueOfError(status_);
     return *value_;
   }
   const T& value() const& {
-    assert(ok());
+    if (!ok()) detail::ValueOfError(status_);
     return *value_;
   }
   T&& value() && {
-    assert(ok());
+    if (!ok()) detail::ValueOfError(status_);
     return std::move(*value_);
   }
+  // The value, or `fallback` if this holds an error.
+  T value_or(T fallback) const& { return ok() ? *value_ : std::move(fallback); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }

@@ -22,6 +22,11 @@
 // Read-only transactions (TxnKind::kReadOnly) take no locks: they read the snapshot at their
 // start timestamp, and AddRW, Write, Insert and Delete are refused.
 //
+// Misuse is refused, never fatal: a call that returns a Status says so at once (Write,
+// Read: InvalidArgument); one that returns nothing (AddRO, AddRW, Insert, Delete — a read-only
+// transaction's AddRW, a table that does not exist, an Insert whose value has the wrong size)
+// makes the next Execute or Commit abort the transaction with InvalidArgument.
+//
 // Thread rules: a Txn belongs to the coroutine that began it.
 #pragma once
 

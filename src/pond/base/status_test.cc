@@ -39,6 +39,16 @@ TEST(ResultTest, HoldsValueOrStatus) {
   Result<int> bad = OutOfSpace("full");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Code::kOutOfSpace);
+  EXPECT_EQ(bad.value_or(7), 7);
+  EXPECT_EQ(good.value_or(7), 42);
+}
+
+// value() of an error is a bug in every build, Release included: it stops the process and says
+// which error, instead of reading a value that is not there.
+TEST(ResultDeathTest, ValueOfAnErrorAbortsWithTheError) {
+  Result<int> bad = OutOfSpace("full");
+  EXPECT_DEATH({ (void)bad.value(); }, "Result::value\\(\\) of an error: OutOfSpace: full");
+  EXPECT_DEATH({ (void)*bad; }, "of an error");
 }
 
 }  // namespace

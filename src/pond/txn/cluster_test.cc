@@ -281,3 +281,50 @@ TEST(BankTest, TotalIsConstantUnderSnapshotIsolation) { BankRun(Isolation::kSnap
 
 }  // namespace
 }  // namespace pond
+
+namespace pond {
+namespace {
+
+// Misuse of a Txn is refused with a Status, never fatal (txn.h).
+TEST(TxnMisuseTest, IsRefusedAtTheNextExecuteOrCommit) {
+  uint16_t t = 0;
+  auto c = testing_cluster::StartLoaded(SmallConfig(), &t, 10, 0);
+  testing_cluster::RunOn(*c, 0, [&](Session& s) -> Task<void> {
+    {
+      Txn r = s.Begin(TxnKind::kReadOnly);
+      r.AddRO(t, 1);
+      r.AddRW(t, 2);  // a read-only transaction may only read
+      EXPECT_EQ((co_await r.Execute()).code(), Code::kInvalidArgument);
+      EXPECT_EQ((co_await r.Execute()).code(), Code::kInvalidArgument) << "and it is over";
+    }
+    {
+      Txn r = s.Begin(TxnKind::kReadOnly);
+      r.Delete(t, 2);
+      EXPECT_EQ((co_await r.Commit()).code(), Code::kInvalidArgument);
+    }
+    {
+      Txn w = s.Begin(TxnKind::kReadWrite);
+      w.AddRO(999, 1);  // no such table
+      EXPECT_EQ((co_await w.Execute()).code(), Code::kInvalidArgument);
+    }
+    {
+      Txn w = s.Begin(TxnKind::kReadWrite);
+      w.Insert(t, 50, std::vector<std::byte>(3));  // the table's values are 16 bytes
+      EXPECT_EQ((co_await w.Execute()).code(), Code::kInvalidArgument);
+    }
+    {
+      // Commit before Execute of every key: refused, and the transaction holds nothing after.
+      Txn w = s.Begin(TxnKind::kReadWrite);
+      w.AddRW(t, 3);
+      EXPECT_EQ((co_await w.Commit()).code(), Code::kInvalidArgument);
+      Txn v = s.Begin(TxnKind::kReadWrite);
+      v.AddRW(t, 3);
+      EXPECT_TRUE((co_await v.Execute()).ok()) << "key 3's lock was released";
+      EXPECT_TRUE((co_await v.Commit()).ok());
+    }
+  });
+  EXPECT_EQ(c->Stats().aborts.user, 5u);
+}
+
+}  // namespace
+}  // namespace pond

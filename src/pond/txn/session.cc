@@ -21,18 +21,11 @@ Txn& Txn::operator=(Txn&&) noexcept = default;
 Txn::~Txn() = default;
 
 void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadOnly); }
-void Txn::AddRW(uint16_t table, uint64_t key) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "AddRW in a read-only transaction");
-  s_->Add(table, key, txn::AddOp::kReadWrite);
-}
+void Txn::AddRW(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadWrite); }
 void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Insert in a read-only transaction");
   s_->Add(table, key, txn::AddOp::kInsert, value);
 }
-void Txn::Delete(uint16_t table, uint64_t key) {
-  POND_CHECK_MSG(s_->kind() == TxnKind::kReadWrite, "Delete in a read-only transaction");
-  s_->Add(table, key, txn::AddOp::kDelete);
-}
+void Txn::Delete(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kDelete); }
 Task<Status> Txn::Execute() { return s_->Execute(); }
 Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
   return s_->Read(table, key);

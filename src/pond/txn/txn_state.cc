@@ -52,7 +52,19 @@ void Strengthen(Item& it, Access a, bool single_version) {
 
 void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value) {
   const store::TableInfo* t = w_.cluster.Table(table);
-  POND_CHECK_MSG(t != nullptr, "transaction uses a table that does not exist");
+  if (t == nullptr) {
+    Refuse(InvalidArgument("transaction uses table " + std::to_string(table) +
+                           ", which does not exist"));
+    return;
+  }
+  if (kind_ == TxnKind::kReadOnly && op != AddOp::kReadOnly) {
+    Refuse(InvalidArgument("a read-only transaction may only read (AddRO)"));
+    return;
+  }
+  if (op == AddOp::kInsert && value.size() != t->value_bytes) {
+    Refuse(InvalidArgument("insert of a value whose size does not match the table"));
+    return;
+  }
   const bool sv = protocol().single_version;
   Item* it = Find(table, key);
   if (it == nullptr) {
@@ -73,7 +85,8 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
       break;
     case AddOp::kInsert:
       if (it->pending == Pending::kPut || (it->executed && it->visible())) {
-        insert_of_visible_key_ = true;  // the key exists in this transaction's view
+        // The key exists in this transaction's view.
+        Refuse(Status(Code::kAlreadyExists, "insert of a key that exists"));
         break;
       }
       // Unread and untouched, the key must turn out absent; deleted by this transaction, it is
@@ -88,12 +101,18 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
   }
 }
 
+void TxnState::Refuse(Status s) {
+  if (deferred_.ok()) deferred_ = std::move(s);
+}
+
+Status TxnState::FailDeferred() {
+  return Fail(deferred_, deferred_.code() == Code::kAlreadyExists ? &w_.stats.aborts.duplicate_key
+                                                                  : &w_.stats.aborts.user);
+}
+
 Status TxnState::BeginExecute() {
   if (finished_) return InvalidArgument("transaction already finished");
-  if (insert_of_visible_key_) {
-    return Fail(Status(Code::kAlreadyExists, "insert of a key that exists"),
-                &w_.stats.aborts.duplicate_key);
-  }
+  if (!deferred_.ok()) return FailDeferred();
   return Status::Ok();
 }
 
@@ -120,10 +139,13 @@ std::vector<size_t> TxnState::Unexecuted() const {
   return todo;
 }
 
-Status TxnState::CheckCommittable() const {
+Status TxnState::CheckCommittable() {
   if (finished_) return InvalidArgument("transaction already finished");
+  if (!deferred_.ok()) return FailDeferred();
   for (const auto& it : items_) {
-    if (!it.executed) return InvalidArgument("commit before Execute of every key");
+    if (!it.executed) {
+      return Fail(InvalidArgument("commit before Execute of every key"), &w_.stats.aborts.user);
+    }
   }
   return Status::Ok();
 }

@@ -119,13 +119,17 @@ class TxnState {
   Item* Find(uint16_t table, uint64_t key);
   const Item* Find(uint16_t table, uint64_t key) const;
   Status Fail(Status s, uint64_t* counter);  // aborts, counts, and passes `s` on
-  // What every Execute checks first: the transaction is open, and no Insert since the last
-  // Execute named a key that exists in this transaction's view (that aborts, kAlreadyExists).
+  // A call that cannot be carried out (misuse, or an Insert of a key this transaction sees):
+  // the next Execute or Commit aborts the transaction with `s` (the first one refused).
+  void Refuse(Status s);
+  Status FailDeferred();
+  // What every Execute checks first: the transaction is open and nothing was refused.
   Status BeginExecute();
   // After an item was read: a promoted item's second read must match its first (else abort);
   // an Insert's key must be absent.
   Status CheckRead(Item& it);
-  Status CheckCommittable() const;
+  // Commit's first check: as BeginExecute, and every key executed (else the transaction aborts).
+  Status CheckCommittable();
   std::vector<size_t> Unexecuted() const;
   // Indexes of the items Commit must write: puts, and erases of keys that exist.
   std::vector<size_t> Writes() const;
@@ -151,7 +155,7 @@ class TxnState {
   uint64_t start_ts_ = 0;
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
-  bool insert_of_visible_key_ = false;  // see BeginExecute
+  Status deferred_;  // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
 };
