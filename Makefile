@@ -33,7 +33,7 @@ relassert: deps build/relassert/build.ninja
 	@cmake --build build/relassert -j $(JOBS)
 
 run: release
-	./build/release/pond bench kvs --seconds 10 $(RUN_ARGS)
+	./build/release/pond bench kvs $(if $(findstring --seconds,$(RUN_ARGS)),,--seconds 10) $(RUN_ARGS)
 
 tsan-build: deps build/tsan/build.ninja
 	@cmake --build build/tsan -j $(JOBS)
