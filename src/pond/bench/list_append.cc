@@ -1,5 +1,7 @@
 #include "pond/bench/list_append.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -14,15 +16,6 @@ namespace {
 
 uint32_t ValueBytes(const ListAppendOptions& o) { return 8 * (1 + o.max_appends); }
 
-struct Shared {
-  std::atomic<uint64_t> base{0};          // first active key (pair in write-skew mode)
-  std::atomic<uint64_t> next_element{1};  // elements are unique over the whole run
-  std::atomic<uint64_t> committed{0};
-  std::atomic<uint64_t> failed{0};
-  std::atomic<uint64_t> window_end{0};
-  std::atomic<bool> exhausted{false};
-};
-
 struct Mop {
   bool append;
   uint64_t key;
@@ -30,26 +23,62 @@ struct Mop {
 
 }  // namespace
 
-Result<ListAppendTable> SetupListAppend(Cluster& cluster, const ListAppendOptions& o) {
-  if (o.max_appends < 1 || o.mops_max < 1 || o.window < 1 || o.keys < 2 * o.window) {
+struct ListAppendShared {
+  std::atomic<uint64_t> base{0};          // first active key (pair in write-skew mode)
+  std::atomic<uint64_t> next_element{1};  // elements are unique over the whole run
+  std::atomic<uint64_t> window_end{0};
+  std::atomic<bool> exhausted{false};
+};
+
+ListAppendWorkload::ListAppendWorkload(const ListAppendOptions& o) : o_(o) {}
+ListAppendWorkload::~ListAppendWorkload() = default;
+
+uint64_t ListAppendWorkload::window_end() const {
+  return shared_ != nullptr ? shared_->window_end.load() : 0;
+}
+
+Status ListAppendWorkload::Validate(const RunOptions& ro) const {
+  if (!ro.record) return InvalidArgument("a list-append run is recorded: it exists to be checked");
+  if (o_.max_appends < 1 || o_.mops_max < 1 || o_.window < 1 || o_.keys < 2 * o_.window ||
+      o_.txns_per_client < 1) {
     return InvalidArgument("list-append options out of range");
   }
+  return Status::Ok();
+}
+
+std::string ListAppendWorkload::Settings() const {
+  return fmt::format("{} keys, {} active, zipf({}), {} transactions per client{}", o_.keys,
+                     o_.window, o_.theta, o_.txns_per_client,
+                     o_.write_skew ? ", write skew" : o_.user ? ", user transactions" : "");
+}
+
+nlohmann::json ListAppendWorkload::SettingsJson() const {
+  return {{"keys", o_.keys},
+          {"window", o_.window},
+          {"theta", o_.theta},
+          {"txns_per_client", o_.txns_per_client},
+          {"mode", o_.write_skew ? "write-skew" : o_.user ? "user" : "plain"}};
+}
+
+Status ListAppendWorkload::Setup(Cluster& cluster, RunContext&) {
+  const ListAppendOptions& o = o_;
+  shared_ = std::make_unique<ListAppendShared>();
   // User mode: two rows per key, and room for slots claimed by inserts that then aborted.
   const uint64_t rows = o.user ? 4 * o.keys : o.keys;
   Result<uint16_t> t = cluster.CreateTable(
       TableOptions{.name = "lists", .value_bytes = ValueBytes(o), .capacity = rows});
   if (!t.ok()) return t.status();
-  ListAppendTable out{.table = *t, .proc = 0};
+  table_ = *t;
   const bool user = o.user;
-  Status s = cluster.Load(*t, user ? o.keys / 2 : o.keys,
-                          [user](uint64_t i, uint64_t* key, std::span<std::byte>) {
-                            *key = user ? LiveRow(2 * i) : i;  // value all zero: an empty list
-                          });
-  if (!s.ok()) return s;
+  POND_RETURN_IF_ERROR(cluster.Load(*t, user ? o.keys / 2 : o.keys,
+                                    [user](uint64_t i, uint64_t* key, std::span<std::byte>) {
+                                      // value all zero: an empty list
+                                      *key = user ? LiveRow(2 * i) : i;
+                                    }));
   if (user) {
     const uint16_t table = *t;
     const uint32_t max = o.max_appends;
-    out.proc = cluster.RegisterProcedure(
+    proc_ = cluster.RegisterProcedure(
         [table, max](Session& s, std::span<const std::byte> args) -> Task<Status> {
           Plan plan;
           PlanLog* log = nullptr;
@@ -61,7 +90,7 @@ Result<ListAppendTable> SetupListAppend(Cluster& cluster, const ListAppendOption
           co_return st;
         });
   }
-  return out;
+  return Status::Ok();
 }
 
 namespace {
@@ -69,10 +98,11 @@ namespace {
 // What one client needs to run and record its transactions.
 struct Client {
   Session& s;
-  const ListAppendTable& table;
+  uint16_t table;
+  ProcedureId proc;
   const ListAppendOptions& o;
   check::Recorder& recorder;
-  Shared& shared;
+  ListAppendShared& shared;
   int64_t process;
 };
 
@@ -96,16 +126,16 @@ Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, 
     bool writes = false;
     for (auto& m2 : mops) writes |= m2.key == m.key && m2.append;
     if (writes) {
-      t.AddRW(c.table.table, m.key);
+      t.AddRW(c.table, m.key);
     } else {
-      t.AddRO(c.table.table, m.key);
+      t.AddRO(c.table, m.key);
     }
   }
   Status st = co_await t.Execute();
   if (!st.ok()) co_return st;
   std::vector<std::byte> value(ValueBytes(c.o));
   for (auto& m : mops) {
-    Result<std::span<const std::byte>> v = t.Read(c.table.table, m.key);
+    Result<std::span<const std::byte>> v = t.Read(c.table, m.key);
     POND_CHECK_MSG(v.ok(), v.status().ToString().c_str());
     std::vector<uint64_t> list = DecodeList(*v);
     if (!m.append || list.size() >= c.o.max_appends) {
@@ -116,7 +146,7 @@ Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, 
     uint64_t e = c.shared.next_element.fetch_add(1);
     list.push_back(e);
     EncodeList(list, &value);
-    Status ws = t.Write(c.table.table, m.key, value);
+    Status ws = t.Write(c.table, m.key, value);
     POND_CHECK_MSG(ws.ok(), ws.ToString().c_str());
     log->mops.push_back(LoggedMop{.append = true, .key = m.key, .element = e, .list = {}});
   }
@@ -134,8 +164,8 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
     PlanLog log;
     std::vector<std::byte> args = EncodeCall(plan, &log);
     Status st = co_await s.Call(
-        c.table.proc, args,
-        RouteHint{.kind = kind, .table = c.table.table, .first_key = LiveRow(plan.mops[0].key)});
+        c.proc, args,
+        RouteHint{.kind = kind, .table = c.table, .first_key = LiveRow(plan.mops[0].key)});
     Record(c, invoke, log, st.ok(), s.clock().NowNs());
     *full = log.full;
     co_return st.ok();
@@ -153,7 +183,7 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
               if (m.kind != PlanMop::kRead) m.element = c.shared.next_element.fetch_add(1);
             }
           }
-          co_return co_await RunPlan(t, c.table.table, o.max_appends, plan,
+          co_return co_await RunPlan(t, c.table, o.max_appends, plan,
                                      &attempts.back().second);
         },
         4);
@@ -168,7 +198,7 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
   }
   PlanLog log;
   Txn t = s.Begin(kind);
-  Status st = co_await RunPlan(t, c.table.table, o.max_appends, plan, &log);
+  Status st = co_await RunPlan(t, c.table, o.max_appends, plan, &log);
   if (st.ok()) st = co_await t.Commit();
   Record(c, invoke, log, st.ok(), s.clock().NowNs());
   *full = log.full;
@@ -176,7 +206,7 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
 }
 
 Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions& o,
-              Shared& shared) {
+              ListAppendShared& shared) {
   Plan p;
   p.read_only = rng.Chance(o.read_only_fraction);
   p.upfront = rng.Chance(o.upfront_fraction);
@@ -196,79 +226,79 @@ Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions
 
 }  // namespace
 
-Result<ListAppendResult> RunListAppend(Cluster& cluster, const ListAppendTable& table,
-                                       const ListAppendOptions& o, check::Recorder& recorder,
-                                       int clients) {
-  Shared shared;
-  Zipf zipf(o.window, o.theta);
-  const int workers = cluster.config().workers_per_cn;
-  cluster.Run(clients, [&](Session& s) -> Task<void> {
-    Rng rng(o.seed * 1000003 + (uint64_t{s.cn()} << 32) + (uint64_t{s.worker()} << 16) +
-            static_cast<uint64_t>(s.client()));
-    Client c{s,      table,
-             o,      recorder,
-             shared, (static_cast<int64_t>(s.cn()) * workers + s.worker()) * clients + s.client()};
-    for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load(); n++) {
-      uint64_t base = shared.base.load();
-      std::vector<Mop> mops;
-      Plan plan;
-      bool read_only = false;
-      if (o.user) {
-        plan = DrawPlan(rng, zipf, base, o, shared);
-        for (const PlanMop& m : plan.mops) mops.push_back({m.kind != PlanMop::kRead, m.key});
-      } else if (o.write_skew) {
-        uint64_t pair = base + zipf.Next(rng);
-        uint64_t a = 2 * pair, b = 2 * pair + 1;
-        mops = {{false, a}, {false, b}, {true, rng.Chance(0.5) ? a : b}};
-      } else {
-        read_only = rng.Chance(o.read_only_fraction);
-        uint32_t count = 1 + static_cast<uint32_t>(rng.Uniform(o.mops_max));
-        for (uint32_t i = 0; i < count; i++) {
-          mops.push_back({!read_only && rng.Chance(0.5), base + zipf.Next(rng)});
-        }
-      }
-      uint64_t top = 0;
-      for (auto& m : mops) top = std::max(top, m.key);
-      if (top >= o.keys) {
-        shared.exhausted = true;  // the window ran past the loaded keys
-        break;
-      }
-      uint64_t hw = shared.window_end.load();
-      while (top > hw && !shared.window_end.compare_exchange_weak(hw, top)) {
-      }
-
-      bool committed;
-      std::vector<uint64_t> full;
-      if (o.user) {
-        committed = co_await RunUser(c, std::move(plan), &full);
-      } else {
-        PlanLog log;
-        const uint64_t invoke = s.clock().NowNs();
-        Status st = co_await RunSimple(c, mops, read_only, &log);
-        POND_CHECK_MSG(st.ok() || st.code() == Code::kAborted, st.ToString().c_str());
-        committed = st.ok();
-        Record(c, invoke, log, committed, s.clock().NowNs());
-        full = std::move(log.full);
-      }
-      if (!committed) {
-        shared.failed++;
-        continue;
-      }
-      shared.committed++;
-      // Retire full keys: slide the window past them.
-      for (uint64_t k : full) {
-        uint64_t unit = o.write_skew ? k / 2 : k;
-        uint64_t b = shared.base.load();
-        while (unit >= b && !shared.base.compare_exchange_weak(b, unit + 1)) {
-        }
+Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
+  const ListAppendOptions& o = o_;
+  ListAppendShared& shared = *shared_;
+  const Zipf zipf(o.window, o.theta);
+  // Its own generator, not the session's: the draws depend on the workload's seed alone.
+  Rng rng(o.seed * 1000003 + (uint64_t{s.cn()} << 32) + (uint64_t{s.worker()} << 16) +
+          static_cast<uint64_t>(s.client()));
+  Client c{s, table_, proc_, o, *ctx.recorder(), shared, static_cast<int64_t>(ctx.Client(s))};
+  for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load() && ctx.NextCall(s);
+       n++) {
+    uint64_t base = shared.base.load();
+    std::vector<Mop> mops;
+    Plan plan;
+    bool read_only = false;
+    if (o.user) {
+      plan = DrawPlan(rng, zipf, base, o, shared);
+      read_only = plan.read_only;
+      for (const PlanMop& m : plan.mops) mops.push_back({m.kind != PlanMop::kRead, m.key});
+    } else if (o.write_skew) {
+      uint64_t pair = base + zipf.Next(rng);
+      uint64_t a = 2 * pair, b = 2 * pair + 1;
+      mops = {{false, a}, {false, b}, {true, rng.Chance(0.5) ? a : b}};
+    } else {
+      read_only = rng.Chance(o.read_only_fraction);
+      uint32_t count = 1 + static_cast<uint32_t>(rng.Uniform(o.mops_max));
+      for (uint32_t i = 0; i < count; i++) {
+        mops.push_back({!read_only && rng.Chance(0.5), base + zipf.Next(rng)});
       }
     }
-  });
-  if (shared.exhausted) {
-    return OutOfSpace("list-append ran past its " + std::to_string(o.keys) +
+    uint64_t top = 0;
+    for (auto& m : mops) top = std::max(top, m.key);
+    if (top >= o.keys) {
+      shared.exhausted = true;  // the window ran past the loaded keys
+      break;
+    }
+    uint64_t hw = shared.window_end.load();
+    while (top > hw && !shared.window_end.compare_exchange_weak(hw, top)) {
+    }
+
+    bool committed;
+    std::vector<uint64_t> full;
+    const uint64_t t0 = s.clock().NowNs();
+    if (o.user) {
+      committed = co_await RunUser(c, std::move(plan), &full);
+    } else {
+      PlanLog log;
+      Status st = co_await RunSimple(c, mops, read_only, &log);
+      POND_CHECK_MSG(st.ok() || st.code() == Code::kAborted, st.ToString().c_str());
+      committed = st.ok();
+      Record(c, t0, log, committed, s.clock().NowNs());
+      full = std::move(log.full);
+    }
+    // Every way a list-append transaction fails is an abort of it: the history says which.
+    ctx.Book(s, committed ? Status::Ok() : Aborted("list-append transaction failed"), t0,
+             s.clock().NowNs(), !read_only);
+    if (!committed) continue;
+    // Retire full keys: slide the window past them.
+    for (uint64_t k : full) {
+      uint64_t unit = o.write_skew ? k / 2 : k;
+      uint64_t b = shared.base.load();
+      while (unit >= b && !shared.base.compare_exchange_weak(b, unit + 1)) {
+      }
+    }
+  }
+}
+
+Status ListAppendWorkload::Finish(Cluster&, RunContext&, RunResult* r) {
+  if (shared_->exhausted) {
+    return OutOfSpace("list-append ran past its " + std::to_string(o_.keys) +
                       " keys; load more keys");
   }
-  return ListAppendResult{shared.committed.load(), shared.failed.load(), shared.window_end.load()};
+  r->loaded = fmt::format("{} lists", o_.keys);
+  return Status::Ok();
 }
 
 }  // namespace pond::bench

@@ -19,9 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
-#include "pond/check/recorder.h"
-#include "pond/cluster.h"
+#include "pond/bench/workload.h"
 
 namespace pond::bench {
 
@@ -46,24 +46,40 @@ struct ListAppendOptions {
   uint64_t seed = 1;
 };
 
-// The table and, in user mode, the procedure routed calls run.
-struct ListAppendTable {
-  uint16_t table = 0;
-  ProcedureId proc = 0;
-};
+// The run's shared state: the window, the element counter.
+struct ListAppendShared;
 
-struct ListAppendResult {
-  uint64_t committed = 0;
-  uint64_t failed = 0;
-  uint64_t window_end = 0;  // the highest key the window reached
-};
+// The workload. Every run is recorded (RunOptions::record) and ends when every client has run
+// txns_per_client transactions (or the measured run's time is up: give it room).
+class ListAppendWorkload : public Workload {
+ public:
+  explicit ListAppendWorkload(const ListAppendOptions& o);
+  ~ListAppendWorkload() override;
 
-// Creates the table (named "lists") and loads `keys` empty lists (in user mode: the live rows of
-// every even key; the odd ones start absent), and in user mode registers the plan procedure.
-Result<ListAppendTable> SetupListAppend(Cluster& cluster, const ListAppendOptions& o);
-// Runs `clients` clients per worker until each has run txns_per_client transactions.
-Result<ListAppendResult> RunListAppend(Cluster& cluster, const ListAppendTable& table,
-                                       const ListAppendOptions& o, check::Recorder& recorder,
-                                       int clients);
+  const char* name() const override { return "list-append"; }
+  const char* title() const override { return "list-append"; }
+  std::unique_ptr<Workload> Clone() const override {
+    return std::make_unique<ListAppendWorkload>(o_);
+  }
+  Status Validate(const RunOptions& o) const override;
+  std::string Settings() const override;
+  nlohmann::json SettingsJson() const override;
+  // Creates the table (named "lists") and loads `keys` empty lists (in user mode: the live rows
+  // of every even key; the odd ones start absent), and in user mode registers the plan
+  // procedure.
+  Status Setup(Cluster& cluster, RunContext& ctx) override;
+  Task<void> RunClient(Session& s, RunContext& ctx) override;
+  // OutOfSpace if the window ran past the loaded keys.
+  Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+
+  // After a run: the highest key the window reached.
+  uint64_t window_end() const;
+
+ private:
+  ListAppendOptions o_;
+  uint16_t table_ = 0;
+  ProcedureId proc_ = 0;  // user mode: the plan procedure routed calls run
+  std::unique_ptr<ListAppendShared> shared_;
+};
 
 }  // namespace pond::bench

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "pond/bench/build_info.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::bench {
@@ -42,6 +45,107 @@ nlohmann::json NicsJson(const SimStats& s, double window_ns) {
     nics.push_back(nic);
   }
   return nics;
+}
+
+
+double Throughput(const RunMeasures& r) {
+  return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
+}
+
+double AbortRate(const RunMeasures& r) {
+  uint64_t attempts = r.committed + r.aborted;
+  return attempts > 0 ? static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0;
+}
+
+double AtomicsPerTxn(const RunMeasures& r) {
+  return r.committed > 0
+             ? static_cast<double>(r.stats.cas + r.stats.faa) / static_cast<double>(r.committed)
+             : 0;
+}
+
+double NicShare(const RunMeasures& r, int verb) {
+  if (!r.sim || r.sim->mn_nics.empty()) return 0;
+  double busy = 0;
+  for (const auto& n : r.sim->mn_nics) busy += static_cast<double>(n.busy_ns[verb]);
+  return busy / static_cast<double>(r.sim->mn_nics.size()) / (r.elapsed_s * 1e9);
+}
+
+double MaxNicShare(const RunMeasures& r) {
+  double m = 0;
+  if (!r.sim) return m;
+  for (const auto& n : r.sim->mn_nics) {
+    uint64_t busy = 0;
+    for (uint64_t b : n.busy_ns) busy += b;
+    m = std::max(m, static_cast<double>(busy) / (r.elapsed_s * 1e9));
+  }
+  return m;
+}
+
+nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunResult& r) {
+  nlohmann::json j;
+  const ClusterStats& s = r.stats;
+  const double per_txn = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
+  j["bench"] = r.workload;
+  j["build_type"] = kBuildType;
+  j["transport"] = o.sim ? "sim" : "local";
+  j["protocol"] = o.cluster.protocol.name;
+  nlohmann::json settings = {{"mns", o.cluster.mns},
+                             {"cns", o.cluster.cns},
+                             {"workers_per_cn", o.cluster.workers_per_cn},
+                             {"coros", o.coros},
+                             {"replication", o.cluster.replication},
+                             {"versions", o.cluster.versions},
+                             {"isolation", IsolationName(o.cluster.isolation)},
+                             {"seconds", o.seconds},
+                             {"seed", o.cluster.seed}};
+  settings.update(w.SettingsJson());
+  j["settings"] = settings;
+  nlohmann::json result = {
+      {"elapsed_s", r.elapsed_s},
+      {"committed", r.committed},
+      {"committed_rw", r.committed_rw},
+      {"aborted", r.aborted},
+      {"txn_per_sec", Throughput(r)},
+      {"abort_rate", AbortRate(r)},
+      {"aborts", AbortsJson(s.aborts)},
+      {"latency_ns",
+       {{"p50", r.latency_ns.Percentile(0.50)},
+        {"p99", r.latency_ns.Percentile(0.99)},
+        {"p999", r.latency_ns.Percentile(0.999)},
+        {"mean", r.latency_ns.Mean()}}},
+      {"per_committed_txn",
+       {{"read", static_cast<double>(s.reads) * per_txn},
+        {"write", static_cast<double>(s.writes) * per_txn},
+        {"cas", static_cast<double>(s.cas) * per_txn},
+        {"faa", static_cast<double>(s.faa) * per_txn},
+        {"doorbell_batches", static_cast<double>(s.batches) * per_txn},
+        {"messages", static_cast<double>(s.messages) * per_txn}}},
+      {"remote_calls", s.remote_calls},
+      {"vt_cache",
+       {{"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}}},
+      {"load_s", r.load_s},
+      {"wall_s", r.wall_s}};
+  if (!r.committed_by_txn.empty()) {
+    nlohmann::json by_txn;
+    for (const auto& [name, count] : r.committed_by_txn) by_txn[name] = count;
+    result["committed_by_txn"] = by_txn;
+  }
+  if (r.declined) result["declined"] = *r.declined;
+  if (r.check) result[r.check->json_key] = r.check->json;
+  if (r.history) {
+    result["history_check"] = {{"ok", r.history->ok},
+                               {"model", r.history->model},
+                               {"txns", r.history->txns},
+                               {"detail", r.history->detail}};
+  }
+  j["result"] = result;
+  if (r.sim) {
+    j["simulation"] = {{"model", nlohmann::json::parse(o.sim->ToJson())},
+                       {"virtual_s", r.elapsed_s},
+                       {"events", r.sim->events},
+                       {"mn_nics", NicsJson(*r.sim, r.elapsed_s * 1e9)}};
+  }
+  return j;
 }
 
 }  // namespace pond::bench

@@ -1,10 +1,12 @@
-// The pieces of a benchmark's report that every workload prints and writes alike: the abort
-// breakdown (every reason in AbortCounts::Reasons()) and the simulated MN NICs' busy shares.
+// How a run's result is reported: the abort breakdown (every reason in AbortCounts::Reasons()),
+// the simulated MN NICs' busy shares, the measures tables compare runs by, and the one JSON
+// object every workload's run is written as (docs/workloads.md "Results").
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "pond/bench/workload.h"
 #include "pond/cluster.h"
 
 namespace pond::bench {
@@ -18,5 +20,21 @@ nlohmann::json AbortsJson(const AbortCounts& a);
 std::string NicLine(const SimStats::Nic& n, double window_ns);
 // Every MN NIC: [{"READ": {"ops": N, "busy_share": F}, ...}, ...].
 nlohmann::json NicsJson(const SimStats& s, double window_ns);
+
+// Committed calls per second of the run's (virtual) time; 0 for an empty run.
+double Throughput(const RunMeasures& r);
+// Aborted calls over all calls; 0 without calls.
+double AbortRate(const RunMeasures& r);
+// (CAS + FAA) per committed call.
+double AtomicsPerTxn(const RunMeasures& r);
+// The mean over MN NICs of the busy share of one verb (0 READ .. 3 FAA), and the busiest NIC's
+// share over all verbs; 0 unless simulated.
+double NicShare(const RunMeasures& r, int verb);
+double MaxNicShare(const RunMeasures& r);
+
+// The run as JSON: the workload, build, transport, protocol, the settings (the cluster's and the
+// workload's), every measure, the workload's counts and check, the history's verdict if it was
+// recorded, and the simulation's model and NICs if simulated.
+nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunResult& r);
 
 }  // namespace pond::bench

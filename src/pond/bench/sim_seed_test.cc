@@ -9,12 +9,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 
 #include "pond/bench/list_append.h"
 #include "pond/bench/smallbank.h"
-#include "pond/check/run_check.h"
+#include "pond/check/checker.h"
 
 namespace pond::bench {
 namespace {
@@ -80,55 +81,51 @@ sim::FaultConfig MessageFaults() {
   return f;
 }
 
-// Runs one seed; returns the checker's exit code and keeps the history if it is not 0.
-int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Model model,
-            ListAppendResult* out) {
-  ClusterConfig c = SeedCluster(protocol, iso, seed);
-  c.cns = 4;
-  SimModel sim;
-  sim.faults = MessageFaults();
-  auto cluster = Cluster::StartSimulated(c, sim);
-  EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
-  ListAppendOptions o = UserWorkload(seed);
-  Result<ListAppendTable> table = SetupListAppend(**cluster, o);
-  EXPECT_TRUE(table.ok()) << table.status().ToString();
-  std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("pond-sim-" + protocol + "-" + std::to_string(::getpid()) + "-" + std::to_string(seed) +
-        (iso == Isolation::kSnapshot ? "-si" : "-sr") + ".jsonl"))
-          .string();
-  auto rec = check::Recorder::OpenFile(path);
-  EXPECT_TRUE(rec.ok());
-  Result<ListAppendResult> run = RunListAppend(**cluster, *table, o, **rec, 3);
+// Writes a history that failed its check to a temp file, for `pond check` and replay.
+std::string KeepHistory(const std::string& text, const std::string& name) {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("pond-sim-" + name + "-" + std::to_string(::getpid()) + ".jsonl"))
+                         .string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Runs one seed recorded and judged (the driver judges under the model `iso` promises); returns
+// whether the history satisfied it, and the run's measures in *out.
+bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, RunResult* out) {
+  RunOptions ro;
+  ro.cluster = SeedCluster(protocol, iso, seed);
+  ro.cluster.cns = 4;
+  ro.coros = 3;
+  ro.seconds = 86400;  // the transaction count ends the run
+  ro.record = true;
+  ro.sim = SimModel{};
+  ro.sim->faults = MessageFaults();
+  ListAppendWorkload w(UserWorkload(seed));
+  EXPECT_TRUE(ValidateRun(w, ro).ok());
+  Result<RunResult> run = RunWorkload(w, ro, nullptr);
   EXPECT_TRUE(run.ok()) << run.status().ToString();
-  if (run.ok()) *out = *run;
-  EXPECT_TRUE((*rec)->Close().ok());
-  check::CheckOptions co;
-  co.history_path = path;
-  co.model = model;
-  std::ostringstream text, err;
-  int code = check::RunCheck(co, text, err);
-  if (code == check::kExitValid) {
-    std::filesystem::remove(path);
-  } else {
-    ADD_FAILURE() << protocol << " seed " << seed << " broke " << check::ModelName(model)
-                  << "; history kept at " << path << "\n"
-                  << ReplayLine(seed) << "\n"
-                  << text.str().substr(0, 3000) << err.str();
-  }
-  return code;
+  if (!run.ok()) return false;
+  *out = *std::move(run);
+  const HistoryVerdict& v = *out->history;
+  if (v.ok) return true;
+  std::string name = protocol + "-" + std::to_string(seed) +
+                     (iso == Isolation::kSnapshot ? "-si" : "-sr");
+  ADD_FAILURE() << protocol << " seed " << seed << " broke " << v.model << "; history kept at "
+                << KeepHistory(v.text, name) << "\n"
+                << ReplayLine(seed) << "\n"
+                << v.report.substr(0, 3000);
+  return false;
 }
 
 void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds) {
-  const check::Model model = iso == Isolation::kSerializable ? check::Model::kStrictSerializable
-                                                             : check::Model::kSnapshotIsolation;
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, failed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    ListAppendResult out;
-    if (RunSeed(protocol, seed, iso, model, &out) != check::kExitValid) return;
+    RunResult out;
+    if (!RunSeed(protocol, seed, iso, &out)) return;
     committed += out.committed;
-    failed += out.failed;
+    failed += out.aborted;
   }
   std::printf("%s %s: %lu seeds: %lu committed, %lu aborted\n", protocol.c_str(),
               IsolationName(iso), static_cast<unsigned long>(r.count),
@@ -165,35 +162,29 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, aborted = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    SmallBankOptions o;
-    o.cluster = SeedCluster(protocol, iso, seed);
-    o.coros = 3;
-    o.accounts = 300;
-    o.hot_fraction = 0.05;
-    o.seconds = 0.002;
-    o.sim = SimModel{};
-    o.history_path =
-        (std::filesystem::temp_directory_path() /
-         ("pond-sim-smallbank-" + protocol + "-" + std::to_string(::getpid()) + "-" +
-          std::to_string(seed) + (iso == Isolation::kSnapshot ? "-si" : "-sr") + ".jsonl"))
-            .string();
-    Result<SmallBankResult> run = RunSmallBank(o, nullptr);
+    RunOptions ro;
+    ro.cluster = SeedCluster(protocol, iso, seed);
+    ro.coros = 3;
+    ro.seconds = 0.002;
+    ro.sim = SimModel{};
+    ro.record = true;
+    ro.calls_max = kSmallBankHistoryTxnsMax;
+    SmallBankWorkload w({.accounts = 300, .hot_fraction = 0.05});
+    ASSERT_TRUE(ValidateRun(w, ro).ok());
+    Result<RunResult> run = RunWorkload(w, ro, nullptr);
     ASSERT_TRUE(run.ok()) << protocol << " seed " << seed << ": " << run.status().ToString();
-    ASSERT_TRUE(run->check_ok) << protocol << " seed " << seed << ": " << run->check_detail;
+    ASSERT_TRUE(run->check->ok) << protocol << " seed " << seed << ": " << run->check->detail;
     committed += run->committed;
     aborted += run->aborted;
-    check::CheckOptions co;
-    co.history_path = o.history_path;
-    co.model = model;
-    std::ostringstream text, err;
-    if (check::RunCheck(co, text, err) == check::kExitValid) {
-      std::filesystem::remove(o.history_path);
-      continue;
-    }
-    ADD_FAILURE() << "smallbank " << protocol << " seed " << seed << " broke "
-                  << check::ModelName(model) << "; history kept at " << o.history_path << "\n"
+    const HistoryVerdict& v = *run->history;
+    EXPECT_EQ(v.model, check::ModelName(model));
+    if (v.ok) continue;
+    std::string name = "smallbank-" + protocol + "-" + std::to_string(seed) +
+                       (iso == Isolation::kSnapshot ? "-si" : "-sr");
+    ADD_FAILURE() << "smallbank " << protocol << " seed " << seed << " broke " << v.model
+                  << "; history kept at " << KeepHistory(v.text, name) << "\n"
                   << ReplayLine(seed) << "\n"
-                  << text.str().substr(0, 3000) << err.str();
+                  << v.report.substr(0, 3000);
     return;
   }
   std::printf("smallbank %s: %lu seeds: %lu committed, %lu aborted\n", protocol.c_str(),

@@ -7,83 +7,86 @@
 
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
-
-#include "pond/check/checker.h"
-#include "pond/check/history.h"
 
 namespace pond::bench {
 namespace {
 
-SmallBankOptions Small(const std::string& protocol, Isolation iso, bool simulate) {
-  SmallBankOptions o;
-  o.cluster.protocol = ProtocolByName(protocol).value();
-  o.cluster.mns = 3;
-  o.cluster.cns = 2;
-  o.cluster.workers_per_cn = simulate ? 2 : 1;
-  o.cluster.replication = 2;
-  o.cluster.isolation = iso;
-  o.cluster.region_mib = 64;
-  o.cluster.lock_buckets = 1 << 12;
-  o.cluster.vt_cache_entries = 1 << 12;
-  o.cluster.addr_cache_entries = 1 << 14;
-  o.cluster.seed = 5;
-  o.coros = 3;
+struct SmallRun {
+  RunOptions run;
+  SmallBankParams p;
+};
+
+SmallRun Small(const std::string& protocol, Isolation iso, bool simulate) {
+  SmallRun o;
+  ClusterConfig& c = o.run.cluster;
+  c.protocol = ProtocolByName(protocol).value();
+  c.mns = 3;
+  c.cns = 2;
+  c.workers_per_cn = simulate ? 2 : 1;
+  c.replication = 2;
+  c.isolation = iso;
+  c.region_mib = 64;
+  c.lock_buckets = 1 << 12;
+  c.vt_cache_entries = 1 << 12;
+  c.addr_cache_entries = 1 << 14;
+  c.seed = 5;
+  o.run.coros = 3;
   // Few accounts and a small hot set, so that transactions collide and abort paths run too.
-  o.accounts = 1000;
-  o.hot_fraction = 0.01;
-  o.seconds = simulate ? 0.0005 : 0.15;
-  if (simulate) o.sim = SimModel{};
+  o.p.accounts = 1000;
+  o.p.hot_fraction = 0.01;
+  o.run.seconds = simulate ? 0.0005 : 0.15;
+  if (simulate) o.run.sim = SimModel{};
   return o;
+}
+
+Result<RunResult> RunSmall(const SmallRun& o) {
+  SmallBankWorkload w(o.p);
+  POND_RETURN_IF_ERROR(ValidateRun(w, o.run));
+  return RunWorkload(w, o.run, nullptr);
+}
+
+uint64_t Committed(const RunResult& r, SmallBankTxn t) {
+  return r.committed_by_txn.at(static_cast<size_t>(t)).second;
 }
 
 void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
-  Result<SmallBankResult> r = RunSmallBank(Small(protocol, iso, simulate), nullptr);
+  Result<RunResult> r = RunSmall(Small(protocol, iso, simulate));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->check_ok) << r->check_detail;
-  EXPECT_EQ(r->final_total, r->initial_total + r->net_deposits);
+  ASSERT_TRUE(r->check.has_value());
+  EXPECT_TRUE(r->check->ok) << r->check->detail;
+  const nlohmann::json& money = r->check->json;
+  EXPECT_EQ(money["final_total"].get<int64_t>(),
+            money["initial_total"].get<int64_t>() + money["net_deposits"].get<int64_t>());
   EXPECT_GT(r->committed, 0u);
   EXPECT_GT(r->committed_rw, 0u);
   // Money moved: some deposits or withdrawals committed.
-  EXPECT_GT(r->committed_by_txn[static_cast<size_t>(SmallBankTxn::kDepositChecking)] +
-                r->committed_by_txn[static_cast<size_t>(SmallBankTxn::kWriteCheck)],
+  EXPECT_GT(Committed(*r, SmallBankTxn::kDepositChecking) + Committed(*r, SmallBankTxn::kWriteCheck),
             0u);
 }
 
 // A recorded run: its history is judged by the checker under the model the isolation promises.
 void RunRecordedAndCheckHistory(const std::string& protocol, Isolation iso, bool simulate) {
   SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
-  SmallBankOptions o = Small(protocol, iso, simulate);
+  SmallRun o = Small(protocol, iso, simulate);
   // Fewer accounts than the money test, so conflicting transactions meet; a hot set of 20, not
   // 2, since a read's list is its row's whole write chain and the history (and the checker's
   // time) grows with the square of a row's writes.
-  o.accounts = 200;
-  o.hot_fraction = 0.1;
-  o.seconds = simulate ? 0.003 : 0.04;
-  std::string name = testing::UnitTest::GetInstance()->current_test_info()->name();
-  for (char& c : name) {
-    if (c == '/') c = '_';
-  }
-  o.history_path =
-      (std::filesystem::temp_directory_path() / ("pond-smallbank-" + name + ".jsonl")).string();
-  Result<SmallBankResult> r = RunSmallBank(o, nullptr);
+  o.p.accounts = 200;
+  o.p.hot_fraction = 0.1;
+  o.run.seconds = simulate ? 0.003 : 0.04;
+  o.run.record = true;
+  o.run.calls_max = kSmallBankHistoryTxnsMax;
+  Result<RunResult> r = RunSmall(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->check_ok) << r->check_detail;
-  std::ifstream in(o.history_path);
-  Result<check::History> h = check::ParseHistory(in, o.history_path);
-  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_TRUE(r->check->ok) << r->check->detail;
+  ASSERT_TRUE(r->history.has_value());
   // Every committed call and every scan batch is in the history.
-  EXPECT_EQ(r->history_txns, h->txns().size());
-  EXPECT_GE(r->history_txns, r->committed);
-  check::CheckerOptions co;
-  co.model = iso == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
-                                         : check::Model::kStrictSerializable;
-  check::CheckResult c = check::Check(*h, co);
-  EXPECT_TRUE(c.valid) << "history kept at " << o.history_path;
-  if (c.valid) std::filesystem::remove(o.history_path);
+  EXPECT_GE(r->history->txns, r->committed);
+  EXPECT_EQ(r->history->model, iso == Isolation::kSnapshot ? "snapshot-isolation"
+                                                           : "strict-serializable");
+  EXPECT_TRUE(r->history->ok) << r->history->detail;
 }
 
 class SmallBankTest : public testing::TestWithParam<std::string> {};
@@ -120,27 +123,33 @@ INSTANTIATE_TEST_SUITE_P(Protocols, SmallBankTestSnapshot, testing::Values("lotu
 
 // One seed, one simulated run: the same counts and totals twice.
 TEST(SmallBankSimTest, SameSeedSameRun) {
-  SmallBankOptions o = Small("lotus", Isolation::kSerializable, true);
-  Result<SmallBankResult> a = RunSmallBank(o, nullptr), b = RunSmallBank(o, nullptr);
+  SmallRun o = Small("lotus", Isolation::kSerializable, true);
+  Result<RunResult> a = RunSmall(o), b = RunSmall(o);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->committed, b->committed);
   EXPECT_EQ(a->aborted, b->aborted);
-  EXPECT_EQ(a->net_deposits, b->net_deposits);
-  EXPECT_EQ(a->final_total, b->final_total);
+  EXPECT_EQ(a->check->json, b->check->json);
 }
 
+// A recorded run caps its calls (the history is kept in memory); a run that records nothing
+// needs no cap.
 TEST(SmallBankOptionsTest, RejectsBadInput) {
-  SmallBankOptions o;
-  o.accounts = 1;
-  EXPECT_FALSE(ValidateSmallBankOptions(o).ok());
-  o.accounts = 100;
-  o.hot_fraction = 0;
-  EXPECT_FALSE(ValidateSmallBankOptions(o).ok());
-  o.hot_fraction = 0.04;
-  o.hot_access = 1.5;
-  EXPECT_FALSE(ValidateSmallBankOptions(o).ok());
-  o.hot_access = 0.9;
-  EXPECT_TRUE(ValidateSmallBankOptions(o).ok());
+  RunOptions run;
+  SmallBankParams p;
+  p.accounts = 1;
+  EXPECT_FALSE(SmallBankWorkload(p).Validate(run).ok());
+  p.accounts = 100;
+  p.hot_fraction = 0;
+  EXPECT_FALSE(SmallBankWorkload(p).Validate(run).ok());
+  p.hot_fraction = 0.04;
+  p.hot_access = 1.5;
+  EXPECT_FALSE(SmallBankWorkload(p).Validate(run).ok());
+  p.hot_access = 0.9;
+  EXPECT_TRUE(SmallBankWorkload(p).Validate(run).ok());
+  run.record = true;
+  EXPECT_FALSE(SmallBankWorkload(p).Validate(run).ok());
+  run.calls_max = 1000;
+  EXPECT_TRUE(SmallBankWorkload(p).Validate(run).ok());
 }
 
 TEST(SmallBankKeyTest, ShardIsTheAccountsLowBits) {

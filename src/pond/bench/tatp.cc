@@ -1,5 +1,4 @@
 #include "pond/bench/tatp.h"
-#include "pond/bench/report.h"
 
 #include <fmt/core.h>
 
@@ -7,11 +6,9 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
-#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "pond/base/hash.h"
-#include "pond/bench/build_info.h"
 
 namespace pond::bench {
 
@@ -47,11 +44,17 @@ struct Args {
   uint64_t data = 0;        // vlr_location, bit or data_a
 };
 
-struct alignas(64) WorkerCounters {
+}  // namespace
+
+// Per worker: declines are booked by the worker that ran the procedure, the rest by the calling
+// client's worker.
+struct alignas(64) TatpCounters {
   std::atomic<uint64_t> declined{0};
   std::array<std::atomic<uint64_t>, kTatpTxnCount> by_txn{};
   std::atomic<uint64_t> rows{0};
 };
+
+namespace {
 
 std::array<std::byte, kRowBytes> Row(uint64_t a, uint64_t b, uint64_t c) {
   std::array<std::byte, kRowBytes> v{};
@@ -104,23 +107,22 @@ const char* TatpTxnName(TatpTxn t) {
   return "?";
 }
 
-Status ValidateTatpOptions(const TatpOptions& o) {
-  POND_RETURN_IF_ERROR(ValidateConfig(o.cluster));
-  if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
-  if (o.subscribers < 1 || o.subscribers > kSubscribersMax)
+TatpWorkload::TatpWorkload(const TatpParams& p) : p_(p) {}
+TatpWorkload::~TatpWorkload() = default;
+
+Status TatpWorkload::Validate(const RunOptions& o) const {
+  if (o.record) return InvalidArgument("the TATP workload records no history");
+  if (p_.subscribers < 1 || p_.subscribers > kSubscribersMax)
     return InvalidArgument("--subscribers must be 1 to 2^40");
-  if (!(o.seconds > 0) || o.seconds > 86400)
-    return InvalidArgument("--seconds must be in (0, 86400]");
   return Status::Ok();
 }
 
-Result<TatpResult> RunTatp(const TatpOptions& o,
-                           const std::function<void(const KvsProgress&)>& progress) {
-  POND_RETURN_IF_ERROR(ValidateTatpOptions(o));
-  auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
-  if (!started.ok()) return started.status();
-  Cluster& cluster = **started;
-  const uint64_t n = o.subscribers;
+std::string TatpWorkload::Settings() const { return fmt::format("{} subscribers", p_.subscribers); }
+
+nlohmann::json TatpWorkload::SettingsJson() const { return {{"subscribers", p_.subscribers}}; }
+
+Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
+  const uint64_t n = p_.subscribers;
   // The rows of the other tables, listed first: Load wants a count and an index, and
   // access_info and special_facility (never inserted into) are sized to exactly their rows.
   std::vector<uint64_t> ai, sf, cf;  // (s, sub) packed as keys
@@ -161,65 +163,60 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     if (!t.ok()) return t.status();
     tid[i] = *t;
   }
-  const uint16_t tsub = tid[0], tai = tid[1], tsf = tid[2], tcf = tid[3];
+  const uint16_t tsub = tsub_ = tid[0], tai = tai_ = tid[1], tsf = tsf_ = tid[2],
+                 tcf = tcf_ = tid[3];
 
-  TatpResult result;
-  Clock& wall = SystemClock::Get();
-  uint64_t load_start = wall.NowNs();
-  {
-    Status loaded = cluster.Load(tsub, n, [](uint64_t s, uint64_t* key, std::span<std::byte> v) {
-      *key = TatpKey(s, 0);
-      uint64_t words[3] = {s, Mix64(s) & 0xffffffff, Mix64(s + 1)};
-      std::memcpy(v.data(), words, sizeof(words));
-    });
-    if (!loaded.ok()) return loaded;
-    result.rows_loaded += n;
-    auto load = [&](uint16_t table, const std::vector<uint64_t>& keys, bool facility) {
-      return cluster.Load(
-          table, keys.size(), [&keys, facility](uint64_t i, uint64_t* key, std::span<std::byte> v) {
-            *key = keys[i];
-            uint64_t s = keys[i] >> 20;
-            // is_active: 85% of special facilities (TATP).
-            uint64_t second =
-                facility ? (Mix64(keys[i]) % 100 < 85 ? 1 : 0) : 1 + Mix64(keys[i]) % 24;
-            auto row = Row(s, second, Mix64(keys[i] + 1));
-            std::memcpy(v.data(), row.data(), row.size());
-          });
-    };
-    POND_RETURN_IF_ERROR(load(tai, ai, false));
-    POND_RETURN_IF_ERROR(load(tsf, sf, true));
-    POND_RETURN_IF_ERROR(load(tcf, cf, false));
-    result.rows_loaded += ai.size() + sf.size() + cf.size();
-  }
-  result.load_s = static_cast<double>(wall.NowNs() - load_start) / 1e9;
+  POND_RETURN_IF_ERROR(
+      cluster.Load(tsub, n, [](uint64_t s, uint64_t* key, std::span<std::byte> v) {
+        *key = TatpKey(s, 0);
+        uint64_t words[3] = {s, Mix64(s) & 0xffffffff, Mix64(s + 1)};
+        std::memcpy(v.data(), words, sizeof(words));
+      }));
+  auto load = [&](uint16_t table, const std::vector<uint64_t>& keys, bool facility) {
+    return cluster.Load(
+        table, keys.size(), [&keys, facility](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+          *key = keys[i];
+          uint64_t s = keys[i] >> 20;
+          // is_active: 85% of special facilities (TATP).
+          uint64_t second =
+              facility ? (Mix64(keys[i]) % 100 < 85 ? 1 : 0) : 1 + Mix64(keys[i]) % 24;
+          auto row = Row(s, second, Mix64(keys[i] + 1));
+          std::memcpy(v.data(), row.data(), row.size());
+        });
+  };
+  POND_RETURN_IF_ERROR(load(tai, ai, false));
+  POND_RETURN_IF_ERROR(load(tsf, sf, true));
+  POND_RETURN_IF_ERROR(load(tcf, cf, false));
+  rows_loaded_ = n + ai.size() + sf.size() + cf.size();
+  counters_ = std::vector<TatpCounters>(ctx.workers());
 
-  const int workers = o.cluster.cns * o.cluster.workers_per_cn;
-  std::vector<WorkerCounters> counters(static_cast<size_t>(workers));
-  const int wpc = o.cluster.workers_per_cn;
-  auto mine = [&counters, wpc](Session& s) -> WorkerCounters& {
-    return counters[static_cast<size_t>(s.cn() * wpc + s.worker())];
-  };
-  auto args_of = [](std::span<const std::byte> args) {
-    Args a;
-    std::memcpy(&a, args.data(), sizeof(a));
-    return a;
-  };
+  RunContext* c = &ctx;
+  std::vector<TatpCounters>* counters = &counters_;
   // Commits; a declined transaction (committed without effect) is booked on this worker.
-  auto finish = [mine](Session& s, Txn& t, bool declined) -> Task<Status> {
+  auto finish = [c, counters](Session& s, Txn& t, bool declined) -> Task<Status> {
     Status st = co_await t.Commit();
-    if (st.ok() && declined) mine(s).declined.fetch_add(1, std::memory_order_relaxed);
+    if (st.ok() && declined) {
+      (*counters)[c->Worker(s)].declined.fetch_add(1, std::memory_order_relaxed);
+    }
     co_return st;
   };
   // A read whose row may be absent: NotFound is an answer, anything else an error.
   auto absent_ok = [](const Result<std::span<const std::byte>>& r) {
     return r.ok() || r.status().code() == Code::kNotFound;
   };
+  // Registers a procedure: reads its arguments, opens a transaction of `kind` and runs `body`.
+  auto add = [&](TxnKind kind, std::function<Task<Status>(Session&, Txn&, const Args&)> body) {
+    cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
+      Args a;
+      std::memcpy(&a, args.data(), sizeof(a));
+      Txn t = s.Begin(kind);
+      co_return co_await body(s, t, a);
+    });
+  };
 
   // Registered in TatpTxn order.
   // GetSubscriberData: the subscriber's row, which must name it.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadOnly);
+  add(TxnKind::kReadOnly, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRO(tsub, TatpKey(a.s, 0));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> v = t.Read(tsub, TatpKey(a.s, 0));
@@ -228,9 +225,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     co_return co_await finish(s, t, false);
   });
   // GetNewDestination: the facility and its forwardings that start by start_time.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadOnly);
+  add(TxnKind::kReadOnly, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRO(tsf, TatpKey(a.s, a.type));
     for (uint64_t st : kStartTimes) {
       if (st <= a.start_time) t.AddRO(tcf, TatpKey(a.s, CfSub(a.type, st)));
@@ -245,9 +240,7 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     co_return co_await finish(s, t, false);
   });
   // GetAccessData.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadOnly);
+  add(TxnKind::kReadOnly, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRO(tai, TatpKey(a.s, a.type));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     if (!absent_ok(t.Read(tai, TatpKey(a.s, a.type)))) co_return Internal("access read failed");
@@ -255,17 +248,15 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   });
   // UpdateSubscriberData: a bit of the subscriber and data_a of one facility; declined (nothing
   // written) if the subscriber lacks that facility, as TATP's rollback.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadWrite);
+  add(TxnKind::kReadWrite, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRW(tsub, TatpKey(a.s, 0));
     t.AddRW(tsf, TatpKey(a.s, a.type));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> sub = t.Read(tsub, TatpKey(a.s, 0));
     if (!sub.ok()) co_return sub.status();
-    Result<std::span<const std::byte>> sf = t.Read(tsf, TatpKey(a.s, a.type));
-    if (!sf.ok()) {
-      if (sf.status().code() != Code::kNotFound) co_return sf.status();
+    Result<std::span<const std::byte>> sfr = t.Read(tsf, TatpKey(a.s, a.type));
+    if (!sfr.ok()) {
+      if (sfr.status().code() != Code::kNotFound) co_return sfr.status();
       co_return co_await finish(s, t, true);
     }
     std::array<std::byte, kSubBytes> nsub;
@@ -275,13 +266,11 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     std::memcpy(nsub.data() + 16, &bits, 8);
     POND_CO_RETURN_IF_ERROR(t.Write(tsub, TatpKey(a.s, 0), nsub));
     POND_CO_RETURN_IF_ERROR(
-        t.Write(tsf, TatpKey(a.s, a.type), Row(Word(*sf, 0), Word(*sf, 1), a.data)));
+        t.Write(tsf, TatpKey(a.s, a.type), Row(Word(*sfr, 0), Word(*sfr, 1), a.data)));
     co_return co_await finish(s, t, false);
   });
   // UpdateLocation: the subscriber's vlr_location.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadWrite);
+  add(TxnKind::kReadWrite, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRW(tsub, TatpKey(a.s, 0));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     Result<std::span<const std::byte>> sub = t.Read(tsub, TatpKey(a.s, 0));
@@ -295,15 +284,13 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
   // InsertCallForwarding: reads the subscriber and the facility, then inserts the forwarding;
   // declined without the facility. A present row fails the insert with kAlreadyExists, which
   // the caller counts as declined.
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadWrite);
+  add(TxnKind::kReadWrite, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRO(tsub, TatpKey(a.s, 0));
     t.AddRO(tsf, TatpKey(a.s, a.type));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
-    Result<std::span<const std::byte>> sf = t.Read(tsf, TatpKey(a.s, a.type));
-    if (!sf.ok()) {
-      if (sf.status().code() != Code::kNotFound) co_return sf.status();
+    Result<std::span<const std::byte>> sfr = t.Read(tsf, TatpKey(a.s, a.type));
+    if (!sfr.ok()) {
+      if (sfr.status().code() != Code::kNotFound) co_return sfr.status();
       co_return co_await finish(s, t, true);
     }
     t.Insert(tcf, TatpKey(a.s, CfSub(a.type, a.start_time)), Row(a.s, a.end_time, a.data));
@@ -311,70 +298,66 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     co_return co_await finish(s, t, false);
   });
   // DeleteCallForwarding: reads the subscriber, deletes the forwarding (a no-op if absent).
-  cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-    Args a = args_of(args);
-    Txn t = s.Begin(TxnKind::kReadWrite);
+  add(TxnKind::kReadWrite, [=](Session& s, Txn& t, const Args& a) -> Task<Status> {
     t.AddRO(tsub, TatpKey(a.s, 0));
     t.Delete(tcf, TatpKey(a.s, CfSub(a.type, a.start_time)));
     POND_CO_RETURN_IF_ERROR(co_await t.Execute());
     co_return co_await finish(s, t, false);
   });
+  return Status::Ok();
+}
 
-  MeasuredRun run(cluster, o.cluster, o.seconds, progress);
-  cluster.Run(o.coros, [&](Session& s) -> Task<void> {
-    WorkerCounters& me = mine(s);
-    Rng& rng = s.rng();
-    while (run.Running(s)) {
-      TatpTxn kind = DrawTxn(rng);
-      Args a;
-      a.s = DrawSubscriber(rng, n);
-      a.type = 1 + rng.Uniform(4);
-      a.start_time = kStartTimes[rng.Uniform(3)];
-      a.end_time = 1 + rng.Uniform(24);
-      a.data = rng.Next();
-      const bool ro = kind == TatpTxn::kGetSubscriberData || kind == TatpTxn::kGetNewDestination ||
-                      kind == TatpTxn::kGetAccessData;
-      RouteHint hint{ro ? TxnKind::kReadOnly : TxnKind::kReadWrite, tsub, TatpKey(a.s, 0)};
-      uint64_t t0 = s.clock().NowNs();
-      Status st =
-          co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
-      uint64_t t1 = s.clock().NowNs();
-      if (st.code() == Code::kAlreadyExists) {
-        // TATP expects this failure of InsertCallForwarding: nothing was written.
-        me.declined.fetch_add(1, std::memory_order_relaxed);
-        run.Publish(t1);
-        continue;
-      }
-      if (!run.Book(s, st, t0, t1, !ro)) break;
-      if (st.ok()) me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
+Task<void> TatpWorkload::RunClient(Session& s, RunContext& ctx) {
+  TatpCounters& me = counters_[ctx.Worker(s)];
+  Rng& rng = s.rng();
+  while (ctx.NextCall(s)) {
+    TatpTxn kind = DrawTxn(rng);
+    Args a;
+    a.s = DrawSubscriber(rng, p_.subscribers);
+    a.type = 1 + rng.Uniform(4);
+    a.start_time = kStartTimes[rng.Uniform(3)];
+    a.end_time = 1 + rng.Uniform(24);
+    a.data = rng.Next();
+    const bool ro = kind == TatpTxn::kGetSubscriberData || kind == TatpTxn::kGetNewDestination ||
+                    kind == TatpTxn::kGetAccessData;
+    RouteHint hint{ro ? TxnKind::kReadOnly : TxnKind::kReadWrite, tsub_, TatpKey(a.s, 0)};
+    uint64_t t0 = s.clock().NowNs();
+    Status st =
+        co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
+    uint64_t t1 = s.clock().NowNs();
+    if (st.code() == Code::kAlreadyExists) {
+      // TATP expects this failure of InsertCallForwarding: nothing was written.
+      me.declined.fetch_add(1, std::memory_order_relaxed);
+      ctx.Publish(t1);
+      continue;
     }
-  });
-  if (Status st = run.Finish(&result); !st.ok()) {
-    return Internal("a TATP transaction failed unexpectedly: " + st.ToString());
+    if (!ctx.Book(s, st, t0, t1, !ro)) break;
+    if (st.ok()) me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
   }
+}
 
+Status TatpWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
   // The referential check: every client reads every possible row of a stride of subscribers.
-  const uint64_t clients = static_cast<uint64_t>(workers) * static_cast<uint64_t>(o.coros);
+  const uint64_t n = p_.subscribers;
+  const uint64_t clients = ctx.clients();
   const uint64_t batches = (n + kScanBatch - 1) / kScanBatch;
   std::atomic<bool> failed{false};
   std::mutex detail_mu;
   std::string detail;  // guarded by detail_mu: why the check failed
-  cluster.Run(o.coros, [&](Session& s) -> Task<void> {
-    WorkerCounters& me = mine(s);
-    const uint64_t self =
-        static_cast<uint64_t>(s.cn() * wpc + s.worker()) * static_cast<uint64_t>(o.coros) +
-        static_cast<uint64_t>(s.client());
+  cluster.Run(ctx.options().coros, [&](Session& s) -> Task<void> {
+    TatpCounters& me = counters_[ctx.Worker(s)];
+    const uint64_t self = ctx.Client(s);
     for (uint64_t b = self; b < batches && !failed; b += clients) {
       const uint64_t lo = b * kScanBatch, hi = std::min(n, lo + kScanBatch);
       uint64_t rows = 0;
       std::string bad;
       Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& t) -> Task<Status> {
         for (uint64_t x = lo; x < hi; x++) {
-          t.AddRO(tsub, TatpKey(x, 0));
+          t.AddRO(tsub_, TatpKey(x, 0));
           for (uint64_t ty = 1; ty <= 4; ty++) {
-            t.AddRO(tai, TatpKey(x, ty));
-            t.AddRO(tsf, TatpKey(x, ty));
-            for (uint64_t k : kStartTimes) t.AddRO(tcf, TatpKey(x, CfSub(ty, k)));
+            t.AddRO(tai_, TatpKey(x, ty));
+            t.AddRO(tsf_, TatpKey(x, ty));
+            for (uint64_t k : kStartTimes) t.AddRO(tcf_, TatpKey(x, CfSub(ty, k)));
           }
         }
         POND_CO_RETURN_IF_ERROR(co_await t.Execute());
@@ -382,29 +365,29 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
         bad.clear();
         // Present: the row exists; its first word must be its subscriber's id.
         auto present = [&](uint16_t table, uint64_t key, uint64_t x, const char* what) -> bool {
-          Result<std::span<const std::byte>> r = t.Read(table, key);
-          if (!r.ok()) {
-            if (r.status().code() != Code::kNotFound && bad.empty()) {
-              bad = std::string(what) + " read failed: " + r.status().ToString();
+          Result<std::span<const std::byte>> row = t.Read(table, key);
+          if (!row.ok()) {
+            if (row.status().code() != Code::kNotFound && bad.empty()) {
+              bad = std::string(what) + " read failed: " + row.status().ToString();
             }
             return false;
           }
           rows++;
-          if (Word(*r, 0) != x && bad.empty()) {
-            bad =
-                fmt::format("{} row {:#x} names subscriber {}, not {}", what, key, Word(*r, 0), x);
+          if (Word(*row, 0) != x && bad.empty()) {
+            bad = fmt::format("{} row {:#x} names subscriber {}, not {}", what, key,
+                              Word(*row, 0), x);
           }
           return true;
         };
         for (uint64_t x = lo; x < hi; x++) {
-          if (!present(tsub, TatpKey(x, 0), x, "subscriber") && bad.empty()) {
+          if (!present(tsub_, TatpKey(x, 0), x, "subscriber") && bad.empty()) {
             bad = fmt::format("subscriber {} is missing", x);
           }
           for (uint64_t ty = 1; ty <= 4; ty++) {
-            present(tai, TatpKey(x, ty), x, "access_info");
-            bool has_sf = present(tsf, TatpKey(x, ty), x, "special_facility");
+            present(tai_, TatpKey(x, ty), x, "access_info");
+            bool has_sf = present(tsf_, TatpKey(x, ty), x, "special_facility");
             for (uint64_t k : kStartTimes) {
-              bool has_cf = present(tcf, TatpKey(x, CfSub(ty, k)), x, "call_forwarding");
+              bool has_cf = present(tcf_, TatpKey(x, CfSub(ty, k)), x, "call_forwarding");
               if (has_cf && !has_sf && bad.empty()) {
                 bad = fmt::format("call_forwarding ({}, {}, {}) has no special_facility ({}, {})",
                                   x, ty, k, x, ty);
@@ -424,76 +407,33 @@ Result<TatpResult> RunTatp(const TatpOptions& o,
     }
   });
 
-  for (auto& c : counters) {
-    result.declined += c.declined.load();
-    for (size_t k = 0; k < c.by_txn.size(); k++) result.committed_by_txn[k] += c.by_txn[k].load();
-    result.rows_after += c.rows.load();
+  uint64_t declined = 0, rows_after = 0;
+  std::array<uint64_t, kTatpTxnCount> by_txn{};
+  for (TatpCounters& c : counters_) {
+    declined += c.declined.load();
+    for (size_t k = 0; k < c.by_txn.size(); k++) by_txn[k] += c.by_txn[k].load();
+    rows_after += c.rows.load();
   }
-  if (failed) {
-    result.check_detail = detail;
-  } else {
-    result.check_ok = true;
-  }
-  return result;
-}
-
-std::string TatpResultJson(const TatpOptions& o, const TatpResult& r) {
-  nlohmann::json j;
-  const ClusterStats& s = r.stats;
-  double per_txn = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
-  j["bench"] = "tatp";
-  j["build_type"] = kBuildType;
-  j["transport"] = o.sim ? "sim" : "local";
-  j["protocol"] = o.cluster.protocol.name;
-  j["settings"] = {{"mns", o.cluster.mns},
-                   {"cns", o.cluster.cns},
-                   {"workers_per_cn", o.cluster.workers_per_cn},
-                   {"coros", o.coros},
-                   {"replication", o.cluster.replication},
-                   {"versions", o.cluster.versions},
-                   {"isolation", IsolationName(o.cluster.isolation)},
-                   {"subscribers", o.subscribers},
-                   {"seconds", o.seconds},
-                   {"seed", o.cluster.seed}};
-  nlohmann::json by_txn;
+  r->loaded = fmt::format("{} subscribers ({} rows)", n, rows_loaded_);
+  r->declined = declined;
   for (int k = 0; k < kTatpTxnCount; k++) {
-    by_txn[TatpTxnName(static_cast<TatpTxn>(k))] = r.committed_by_txn[static_cast<size_t>(k)];
+    r->committed_by_txn.emplace_back(TatpTxnName(static_cast<TatpTxn>(k)),
+                                     by_txn[static_cast<size_t>(k)]);
   }
-  j["result"] = {
-      {"elapsed_s", r.elapsed_s},
-      {"committed", r.committed},
-      {"committed_rw", r.committed_rw},
-      {"committed_by_txn", by_txn},
-      {"declined", r.declined},
-      {"aborted", r.aborted},
-      {"txn_per_sec", r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0.0},
-      {"abort_rate", r.committed + r.aborted > 0 ? static_cast<double>(r.aborted) /
-                                                       static_cast<double>(r.committed + r.aborted)
-                                                 : 0.0},
-      {"aborts", AbortsJson(s.aborts)},
-      {"latency_ns",
-       {{"p50", r.latency_ns.Percentile(0.50)},
-        {"p99", r.latency_ns.Percentile(0.99)},
-        {"mean", r.latency_ns.Mean()}}},
-      {"per_committed_txn",
-       {{"read", static_cast<double>(s.reads) * per_txn},
-        {"write", static_cast<double>(s.writes) * per_txn},
-        {"cas", static_cast<double>(s.cas) * per_txn},
-        {"faa", static_cast<double>(s.faa) * per_txn},
-        {"messages", static_cast<double>(s.messages) * per_txn}}},
-      {"referential_check",
-       {{"ok", r.check_ok},
-        {"rows_loaded", r.rows_loaded},
-        {"rows_after", r.rows_after},
-        {"detail", r.check_detail}}},
-      {"load_s", r.load_s},
-      {"wall_s", r.wall_s}};
-  if (r.sim) {
-    j["simulation"] = {{"virtual_s", r.elapsed_s},
-                       {"events", r.sim->events},
-                       {"mn_nics", NicsJson(*r.sim, r.elapsed_s * 1e9)}};
-  }
-  return j.dump(2) + "\n";
+  WorkloadCheck check;
+  check.name = "referential check";
+  check.label = "ref. check";
+  check.json_key = "referential_check";
+  check.ok = !failed;
+  check.detail = failed ? detail : "";
+  check.summary = fmt::format("{} rows after the run ({} loaded)", rows_after, rows_loaded_);
+  check.brief = fmt::format("{} rows after the run, {} loaded", rows_after, rows_loaded_);
+  check.json = {{"ok", check.ok},
+                {"rows_loaded", rows_loaded_},
+                {"rows_after", rows_after},
+                {"detail", check.detail}};
+  r->check = std::move(check);
+  return Status::Ok();
 }
 
 }  // namespace pond::bench

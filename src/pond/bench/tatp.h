@@ -11,19 +11,15 @@
 // subscriber exists, every access_info, special_facility and call_forwarding row names it, and
 // call_forwarding rows exist only under an existing special_facility row. docs/workloads.md
 // describes the workload.
-//
-// Thread rules: RunTatp is called from one thread; it starts and stops its own cluster.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <functional>
-#include <optional>
+#include <memory>
 #include <string>
+#include <vector>
 
-#include "pond/base/histogram.h"
-#include "pond/bench/kvs_bench.h"
-#include "pond/cluster.h"
+#include "pond/bench/workload.h"
 
 namespace pond::bench {
 
@@ -40,33 +36,35 @@ constexpr int kTatpTxnCount = 7;
 const char* TatpTxnName(TatpTxn t);
 constexpr std::array<int, kTatpTxnCount> kTatpMixPct = {35, 10, 35, 2, 14, 2, 2};
 
-struct TatpOptions {
-  ClusterConfig cluster;
-  int coros = 4;
+struct TatpParams {
   uint64_t subscribers = 100'000;
-  double seconds = 10;
-  std::optional<SimModel> sim;
 };
 
-// The measures of the run, and TATP's own counts and check.
-struct TatpResult : RunMeasures {
-  // Committed without effect by TATP's rules: UpdateSubscriberData or InsertCallForwarding of a
-  // special facility the subscriber lacks, and InsertCallForwarding of a present row.
-  uint64_t declined = 0;
-  std::array<uint64_t, kTatpTxnCount> committed_by_txn{};
+struct TatpCounters;
+
+class TatpWorkload : public Workload {
+ public:
+  explicit TatpWorkload(const TatpParams& p);
+  ~TatpWorkload() override;
+  const TatpParams& params() const { return p_; }
+
+  const char* name() const override { return "tatp"; }
+  const char* title() const override { return "TATP"; }
+  std::unique_ptr<Workload> Clone() const override { return std::make_unique<TatpWorkload>(p_); }
+  Status Validate(const RunOptions& o) const override;
+  std::string Settings() const override;
+  nlohmann::json SettingsJson() const override;
+  Status Setup(Cluster& cluster, RunContext& ctx) override;
+  Task<void> RunClient(Session& s, RunContext& ctx) override;
   // The referential check.
-  uint64_t rows_loaded = 0;  // over the four tables
-  uint64_t rows_after = 0;   // found by the check
-  bool check_ok = false;
-  std::string check_detail;
+  Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+
+ private:
+  TatpParams p_;
+  uint16_t tsub_ = 0, tai_ = 0, tsf_ = 0, tcf_ = 0;
+  uint64_t rows_loaded_ = 0;
+  std::vector<TatpCounters> counters_;
 };
-
-Status ValidateTatpOptions(const TatpOptions& o);
-
-Result<TatpResult> RunTatp(const TatpOptions& o,
-                           const std::function<void(const KvsProgress&)>& progress);
-
-std::string TatpResultJson(const TatpOptions& o, const TatpResult& r);
 
 // A row's key: the subscriber id and a sub-key (0 for the subscriber, the type 1..4 for
 // access_info and special_facility, sf_type * 4 + start_time / 8 for call_forwarding) above bits

@@ -10,36 +10,55 @@
 namespace pond::bench {
 namespace {
 
-TatpOptions Small(const std::string& protocol, Isolation iso, bool simulate) {
-  TatpOptions o;
-  o.cluster.protocol = ProtocolByName(protocol).value();
-  o.cluster.mns = 3;
-  o.cluster.cns = 2;
-  o.cluster.workers_per_cn = simulate ? 2 : 1;
-  o.cluster.replication = 2;
-  o.cluster.isolation = iso;
-  o.cluster.region_mib = 64;
-  o.cluster.lock_buckets = 1 << 12;
-  o.cluster.vt_cache_entries = 1 << 12;
-  o.cluster.addr_cache_entries = 1 << 14;
-  o.cluster.seed = 5;
-  o.coros = 3;
+struct SmallRun {
+  RunOptions run;
+  TatpParams p;
+};
+
+SmallRun Small(const std::string& protocol, Isolation iso, bool simulate) {
+  SmallRun o;
+  ClusterConfig& c = o.run.cluster;
+  c.protocol = ProtocolByName(protocol).value();
+  c.mns = 3;
+  c.cns = 2;
+  c.workers_per_cn = simulate ? 2 : 1;
+  c.replication = 2;
+  c.isolation = iso;
+  c.region_mib = 64;
+  c.lock_buckets = 1 << 12;
+  c.vt_cache_entries = 1 << 12;
+  c.addr_cache_entries = 1 << 14;
+  c.seed = 5;
+  o.run.coros = 3;
   // Few subscribers, so that the 2% inserts and deletes hit the same rows and collide.
-  o.subscribers = 200;
-  o.seconds = simulate ? 0.001 : 0.15;
-  if (simulate) o.sim = SimModel{};
+  o.p.subscribers = 200;
+  o.run.seconds = simulate ? 0.001 : 0.15;
+  if (simulate) o.run.sim = SimModel{};
   return o;
 }
 
+Result<RunResult> RunSmall(const SmallRun& o) {
+  TatpWorkload w(o.p);
+  POND_RETURN_IF_ERROR(ValidateRun(w, o.run));
+  return RunWorkload(w, o.run, nullptr);
+}
+
+uint64_t Committed(const RunResult& r, TatpTxn t) {
+  return r.committed_by_txn.at(static_cast<size_t>(t)).second;
+}
+
+uint64_t RowsAfter(const RunResult& r) { return r.check->json["rows_after"].get<uint64_t>(); }
+
 void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
-  Result<TatpResult> r = RunTatp(Small(protocol, iso, simulate), nullptr);
+  Result<RunResult> r = RunSmall(Small(protocol, iso, simulate));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->check_ok) << r->check_detail;
+  ASSERT_TRUE(r->check.has_value());
+  EXPECT_TRUE(r->check->ok) << r->check->detail;
   EXPECT_GT(r->committed, 0u);
   EXPECT_GT(r->committed_rw, 0u);
-  EXPECT_GT(r->rows_after, 0u);
-  EXPECT_GT(r->committed_by_txn[static_cast<size_t>(TatpTxn::kUpdateLocation)], 0u);
+  EXPECT_GT(RowsAfter(*r), 0u);
+  EXPECT_GT(Committed(*r, TatpTxn::kUpdateLocation), 0u);
 }
 
 class TatpTest : public testing::TestWithParam<std::string> {};
@@ -66,14 +85,15 @@ INSTANTIATE_TEST_SUITE_P(Protocols, TatpTestSnapshot, testing::Values("lotus", "
 
 // A longer simulated run on few subscribers: the inserts and deletes really change rows.
 TEST(TatpSimTest, InsertsAndDeletesRun) {
-  TatpOptions o = Small("lotus", Isolation::kSerializable, true);
-  o.seconds = 0.005;
-  Result<TatpResult> r = RunTatp(o, nullptr);
+  SmallRun o = Small("lotus", Isolation::kSerializable, true);
+  o.run.seconds = 0.005;
+  Result<RunResult> r = RunSmall(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_TRUE(r->check_ok) << r->check_detail;
-  EXPECT_GT(r->committed_by_txn[static_cast<size_t>(TatpTxn::kInsertCallForwarding)], 0u);
-  EXPECT_GT(r->committed_by_txn[static_cast<size_t>(TatpTxn::kDeleteCallForwarding)], 0u);
-  EXPECT_NE(r->rows_after, r->rows_loaded) << "inserts and deletes changed no row";
+  EXPECT_TRUE(r->check->ok) << r->check->detail;
+  EXPECT_GT(Committed(*r, TatpTxn::kInsertCallForwarding), 0u);
+  EXPECT_GT(Committed(*r, TatpTxn::kDeleteCallForwarding), 0u);
+  EXPECT_NE(RowsAfter(*r), r->check->json["rows_loaded"].get<uint64_t>())
+      << "inserts and deletes changed no row";
 }
 
 TEST(TatpKeyTest, ShardIsTheSubscribersLowBits) {

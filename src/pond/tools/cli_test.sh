@@ -272,7 +272,7 @@ if "$pond" sim compare --workload tatp --protocols lotus,ford --cns 2 --workers 
 else
   echo "FAIL sim compare --workload tatp --sweep:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
-expect_error "tatp sweep of a kvs key" "shapes only the kvs workload" sim tatp --sweep theta=0,0.5
+expect_error "tatp sweep of a kvs key" "is not a setting of the tatp workload" sim tatp --sweep theta=0,0.5
 expect_error "compare sweep bad key" "--sweep key" sim compare --sweep frobs=1,2
 expect_error "smallbank sweep bad point" "coros=0" sim smallbank --sweep coros=0,1
 

@@ -20,10 +20,10 @@ struct CompareArgs {
   KvsFlags flags;
   std::string workload = "kvs";
   // --workload smallbank: its own workload flags; the cluster flags are KvsFlags'.
-  uint64_t accounts = bench::SmallBankOptions{}.accounts;
-  double hot_fraction = bench::SmallBankOptions{}.hot_fraction;
-  double hot_access = bench::SmallBankOptions{}.hot_access;
-  uint64_t subscribers = bench::TatpOptions{}.subscribers;  // --workload tatp
+  uint64_t accounts = bench::SmallBankParams{}.accounts;
+  double hot_fraction = bench::SmallBankParams{}.hot_fraction;
+  double hot_access = bench::SmallBankParams{}.hot_access;
+  uint64_t subscribers = bench::TatpParams{}.subscribers;  // --workload tatp
   std::string protocols;  // comma-separated; empty: ProtocolNames()
   bool ablation = false;
   std::string baseline;  // empty: motor if it is a row, else the first row
@@ -36,10 +36,10 @@ struct CompareArgs {
 // The CompareArgs of `pond bench|sim WORKLOAD --sweep ...`: the cluster flags as that command
 // parsed them, its one protocol as the only row, no history check (`compare --sweep` runs every
 // protocol and checks each). The caller sets the workload's own fields.
-CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig& cluster,
-                                int coros, double seconds, const std::string& isolation,
-                                const std::string& model, const std::string& protocol,
-                                const std::string& sweep, const std::string& json_path);
+CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOptions& run,
+                                const std::string& isolation, const std::string& model,
+                                const std::string& protocol, const std::string& sweep,
+                                const std::string& json_path);
 
 // Registers --sweep on `pond bench|sim smallbank|tatp` (the keys those workloads take).
 void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep);

@@ -12,10 +12,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,15 +21,15 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/list_append.h"
+#include "pond/bench/report.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
 #include "pond/check/checker.h"
-#include "pond/check/history.h"
-#include "pond/check/recorder.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
+#include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
 #include "pond/transport/endpoint.h"
 
@@ -41,67 +39,31 @@ namespace {
 
 constexpr uint32_t kCheckTxnsMax = 1'000'000;
 
-// One protocol's run. The table reads `r`; a SmallBank row keeps its own options and result
-// too (for its money check and JSON) and copies the shared measures into `r`.
+// One protocol's run at one point.
 struct Row {
   std::string name;   // the protocol or ablation step
   size_t point = 0;   // the sweep point (0 without a sweep)
   std::string label;  // name, and the point's settings in a sweep: "lotus coros=2"
-  bench::KvsOptions o;
-  bench::KvsResult r;
-  std::optional<bench::SmallBankOptions> sb;
-  std::optional<bench::SmallBankResult> sbr;
-  std::optional<bench::TatpOptions> ta;
-  std::optional<bench::TatpResult> tar;
+  bench::RunOptions run;
+  std::unique_ptr<bench::Workload> w;
+  bench::RunResult r;
 };
 
-bench::TatpOptions TatpOf(const CompareArgs& a, const bench::KvsOptions& o) {
-  bench::TatpOptions t;
-  t.cluster = o.cluster;
-  t.coros = o.coros;
-  t.seconds = o.seconds;
-  t.sim = o.sim;
-  t.subscribers = a.subscribers;
-  return t;
+// The workload the command line names, with its flags; InvalidArgument for an unknown name.
+Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
+  if (a.workload == "kvs") return std::unique_ptr<bench::Workload>(new bench::KvsWorkload(a.flags.kvs));
+  if (a.workload == "smallbank") {
+    return std::unique_ptr<bench::Workload>(new bench::SmallBankWorkload(
+        {.accounts = a.accounts, .hot_fraction = a.hot_fraction, .hot_access = a.hot_access}));
+  }
+  if (a.workload == "tatp") {
+    return std::unique_ptr<bench::Workload>(
+        new bench::TatpWorkload({.subscribers = a.subscribers}));
+  }
+  return InvalidArgument("unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
 }
 
-bench::SmallBankOptions SmallBankOf(const CompareArgs& a, const bench::KvsOptions& o) {
-  bench::SmallBankOptions sb;
-  sb.cluster = o.cluster;
-  sb.coros = o.coros;
-  sb.seconds = o.seconds;
-  sb.sim = o.sim;
-  sb.accounts = a.accounts;
-  sb.hot_fraction = a.hot_fraction;
-  sb.hot_access = a.hot_access;
-  return sb;
-}
-
-// The measures the table shows, from a SmallBank or TATP run.
-bench::KvsResult AsKvsResult(const bench::RunMeasures& m) {
-  bench::KvsResult r;
-  static_cast<bench::RunMeasures&>(r) = m;
-  return r;
-}
-
-std::string TatpSettings(const bench::TatpOptions& o, bool simulate) {
-  return fmt::format(
-      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} subscribers, {} {}s, "
-      "seed {}",
-      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
-      o.coros, o.cluster.replication, o.cluster.versions, o.subscribers, o.seconds,
-      simulate ? "virtual " : "", o.cluster.seed);
-}
-
-std::string SmallBankSettings(const bench::SmallBankOptions& o, bool simulate) {
-  return fmt::format(
-      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} accounts, {:.0f}% of "
-      "accesses to {:.1f}% hot, {} {}s, seed {}",
-      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
-      o.coros, o.cluster.replication, o.cluster.versions, o.accounts, o.hot_access * 100,
-      o.hot_fraction * 100, o.seconds, simulate ? "virtual " : "", o.cluster.seed);
-}
-
+// A history check: the recorded run's measures and the checker's verdict.
 struct HistoryCheck {
   bool ok = false;
   uint64_t committed = 0;
@@ -112,52 +74,47 @@ struct HistoryCheck {
   uint64_t events = 0;
 };
 
-// Parses and checks a history under `model`: true (out->ok) if it satisfies it; else false with
-// the anomalies the model forbids (or why it could not be read) in out->detail.
-bool JudgeHistory(std::istream& in, const std::string& source, check::Model model,
-                  HistoryCheck* out) {
-  Result<check::History> history = check::ParseHistory(in, source);
-  if (!history.ok()) {
-    out->detail = "unreadable history: " + history.status().ToString();
-    return false;
+// Runs `w` recorded with `o` and judges it; a failing history is written to a file (named
+// `file_stem`-PROTOCOL-seedN.jsonl in the temp directory) that the detail names.
+HistoryCheck RecordedCheck(bench::Workload& w, const bench::RunOptions& o,
+                           const std::string& file_stem) {
+  HistoryCheck out;
+  out.model = std::string(check::ModelName(o.cluster.isolation == Isolation::kSnapshot
+                                               ? check::Model::kSnapshotIsolation
+                                               : check::Model::kStrictSerializable));
+  Result<bench::RunResult> run = bench::RunWorkload(w, o, nullptr);
+  if (!run.ok()) {
+    out.detail = std::string(w.title()) + " run failed: " + run.status().ToString();
+    return out;
   }
-  check::CheckerOptions co;
-  co.model = model;
-  check::CheckResult result = check::Check(*history, co);
-  if (result.valid) {
-    out->ok = true;
-    return true;
+  out.wall_s = run->wall_s;
+  out.events = run->sim ? run->sim->events : 0;
+  out.committed = run->committed;
+  out.failed = run->aborted;
+  if (run->check && !run->check->ok) {
+    out.detail = run->check->name + " failed: " + run->check->detail;
+    return out;
   }
-  for (size_t i = 0; i < check::kAnomalyCount; i++) {
-    const check::AnomalyReport& rep = result.anomalies[i];
-    auto a = static_cast<check::Anomaly>(i);
-    if (rep.count == 0 || !check::Forbids(model, a)) continue;
-    out->detail +=
-        fmt::format("{}{} x{}", out->detail.empty() ? "" : ", ", check::AnomalyName(a), rep.count);
-    if (!rep.examples.empty()) out->detail += " (" + rep.examples[0].summary + ")";
+  const bench::HistoryVerdict& v = *run->history;
+  out.model = v.model;
+  out.ok = v.ok;
+  if (v.ok) return out;
+  out.detail = v.detail;
+  std::string path = (std::filesystem::temp_directory_path() /
+                      fmt::format("{}-{}-seed{}.jsonl", file_stem, o.cluster.protocol.name,
+                                  o.cluster.seed))
+                         .string();
+  if (WriteFile(path, v.text)) {
+    out.detail +=
+        "; history kept at " + path + " (pond check " + path + " --model " + out.model + ")";
   }
-  return false;
-}
-
-check::Model ModelOf(Isolation iso) {
-  return iso == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
-                                     : check::Model::kStrictSerializable;
+  return out;
 }
 
 // The list-append workload on a fresh cluster with `o`'s settings (protocol, nodes, isolation,
 // seed, and model if simulated), about `txns` transactions in all, judged by the checker under
-// strict serializability (SR) or snapshot isolation (SI). A failing history is written to a file
-// named in `detail`.
-HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
-  HistoryCheck out;
-  check::Model model = ModelOf(o.cluster.isolation);
-  out.model = std::string(check::ModelName(model));
-  auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
-  if (!started.ok()) {
-    out.detail = "cannot start the cluster: " + started.status().ToString();
-    return out;
-  }
-  Cluster& cluster = **started;
+// strict serializability (SR) or snapshot isolation (SI).
+HistoryCheck CheckHistory(bench::RunOptions o, uint32_t txns) {
   const uint64_t clients = static_cast<uint64_t>(o.cluster.cns) *
                            static_cast<uint64_t>(o.cluster.workers_per_cn) *
                            static_cast<uint64_t>(o.coros);
@@ -172,100 +129,23 @@ HistoryCheck CheckHistory(const bench::KvsOptions& o, uint32_t txns) {
   // many keys hold the window for every transaction the run can make.
   uint64_t total = lo.txns_per_client * clients;
   lo.keys = 2 * uint64_t{lo.window} + total * lo.mops_max / lo.max_appends + 64;
-  Result<bench::ListAppendTable> table = bench::SetupListAppend(cluster, lo);
-  if (!table.ok()) {
-    out.detail = "cannot load the lists: " + table.status().ToString();
-    return out;
-  }
-  std::ostringstream text;
-  check::Recorder recorder(&text);
-  Clock& wall = SystemClock::Get();
-  uint64_t wall_start = wall.NowNs();
-  uint64_t events_before = cluster.simulated() ? cluster.GetSimStats().events : 0;
-  Result<bench::ListAppendResult> run =
-      bench::RunListAppend(cluster, *table, lo, recorder, o.coros);
-  out.wall_s = static_cast<double>(wall.NowNs() - wall_start) / 1e9;
-  if (cluster.simulated()) out.events = cluster.GetSimStats().events - events_before;
-  Status closed = recorder.Close();
-  if (!run.ok()) {
-    out.detail = "list-append failed: " + run.status().ToString();
-    return out;
-  }
-  if (!closed.ok()) {
-    out.detail = "recording failed: " + closed.ToString();
-    return out;
-  }
-  out.committed = run->committed;
-  out.failed = run->failed;
-  std::istringstream in(text.str());
-  if (JudgeHistory(in, "history of " + o.cluster.protocol.name, model, &out)) return out;
-  std::string path =
-      (std::filesystem::temp_directory_path() /
-       fmt::format("pond-compare-{}-seed{}.jsonl", o.cluster.protocol.name, o.cluster.seed))
-          .string();
-  if (WriteFile(path, text.str())) {
-    out.detail +=
-        "; history kept at " + path + " (pond check " + path + " --model " + out.model + ")";
-  }
-  return out;
+  o.record = true;
+  o.calls_max = 0;
+  o.seconds = 86400;  // the transaction count ends the run
+  bench::ListAppendWorkload w(lo);
+  return RecordedCheck(w, o, "pond-compare");
 }
 
-// SmallBank itself, recorded (smallbank_history.h): a run of `o`'s settings that stops after
-// `calls` calls, judged like CheckHistory's. The history file is kept only if it fails.
-HistoryCheck CheckSmallBankHistory(bench::SmallBankOptions o, uint32_t calls) {
-  HistoryCheck out;
-  check::Model model = ModelOf(o.cluster.isolation);
-  out.model = std::string(check::ModelName(model));
-  o.history_path = (std::filesystem::temp_directory_path() /
-                    fmt::format("pond-compare-smallbank-{}-seed{}.jsonl", o.cluster.protocol.name,
-                                o.cluster.seed))
-                       .string();
-  o.history_calls_max = calls;
+// The measured workload itself, recorded (SmallBank: smallbank_history.h): a run of `o`'s
+// settings that stops after `calls` calls, judged like CheckHistory's.
+HistoryCheck CheckWorkloadHistory(const bench::Workload& measured, bench::RunOptions o,
+                                  uint32_t calls) {
+  o.record = true;
+  o.calls_max = calls;
   // Long enough for `calls` calls at any load; the call cap ends the run.
   o.seconds = std::max(o.seconds, 1.0);
-  Result<bench::SmallBankResult> run = bench::RunSmallBank(o, nullptr);
-  if (!run.ok()) {
-    out.detail = "recorded SmallBank run failed: " + run.status().ToString();
-    return out;
-  }
-  out.wall_s = run->wall_s;
-  out.events = run->sim ? run->sim->events : 0;
-  out.committed = run->committed;
-  out.failed = run->aborted;
-  if (!run->check_ok) {
-    out.detail = "money check failed: " + run->check_detail;
-    return out;
-  }
-  std::ifstream in(o.history_path);
-  if (JudgeHistory(in, o.history_path, model, &out)) {
-    std::filesystem::remove(o.history_path);
-  } else {
-    out.detail += "; history kept at " + o.history_path + " (pond check " + o.history_path +
-                  " --model " + out.model + ")";
-  }
-  return out;
-}
-
-double NicShare(const bench::KvsResult& r, int verb) {
-  if (!r.sim || r.sim->mn_nics.empty()) return 0;
-  double busy = 0;
-  for (const auto& n : r.sim->mn_nics) busy += static_cast<double>(n.busy_ns[verb]);
-  return busy / static_cast<double>(r.sim->mn_nics.size()) / (r.elapsed_s * 1e9);
-}
-
-double Throughput(const bench::KvsResult& r) {
-  return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
-}
-
-double AtomicsPerTxn(const bench::KvsResult& r) {
-  return r.committed > 0
-             ? static_cast<double>(r.stats.cas + r.stats.faa) / static_cast<double>(r.committed)
-             : 0;
-}
-
-double AbortRate(const bench::KvsResult& r) {
-  uint64_t attempts = r.committed + r.aborted;
-  return attempts > 0 ? static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0;
+  std::unique_ptr<bench::Workload> w = measured.Clone();
+  return RecordedCheck(*w, o, std::string("pond-compare-") + w->name());
 }
 
 // The rows a command line asks for; InvalidArgument on an unknown or repeated name.
@@ -291,50 +171,16 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
   return names;
 }
 
-// Runs `row`'s workload and fills its results; the error of a run that failed.
-Status RunRow(Row& row, FILE* progress_out, bool simulate) {
-  auto progress = KvsProgressPrinter(progress_out, simulate, row.label);
-  if (row.sb) {
-    auto r = bench::RunSmallBank(*row.sb, progress);
-    if (!r.ok()) return r.status();
-    row.r = AsKvsResult(*r);
-    row.sbr = *std::move(r);
-  } else if (row.ta) {
-    auto r = bench::RunTatp(*row.ta, progress);
-    if (!r.ok()) return r.status();
-    row.r = AsKvsResult(*r);
-    row.tar = *std::move(r);
-  } else {
-    auto r = bench::RunKvs(row.o, progress);
-    if (!r.ok()) return r.status();
-    row.r = *std::move(r);
-  }
-  return Status::Ok();
-}
-
-double MaxNicShare(const bench::KvsResult& r) {
-  double m = 0;
-  if (!r.sim) return m;
-  for (const auto& n : r.sim->mn_nics) {
-    uint64_t busy = 0;
-    for (uint64_t b : n.busy_ns) busy += b;
-    m = std::max(m, static_cast<double>(busy) / (r.elapsed_s * 1e9));
-  }
-  return m;
-}
-
 }  // namespace
 
-CompareArgs SingleProtocolSweep(const std::string& workload, const ClusterConfig& cluster,
-                                int coros, double seconds, const std::string& isolation,
-                                const std::string& model, const std::string& protocol,
-                                const std::string& sweep, const std::string& json_path) {
+CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOptions& run,
+                                const std::string& isolation, const std::string& model,
+                                const std::string& protocol, const std::string& sweep,
+                                const std::string& json_path) {
   CompareArgs c;
   c.command = workload;
   c.workload = workload;
-  c.flags.o.cluster = cluster;
-  c.flags.o.coros = coros;
-  c.flags.o.seconds = seconds;
+  c.flags.run = run;
   c.flags.isolation = isolation;
   c.flags.model = model;
   c.protocols = protocol;
@@ -355,10 +201,9 @@ void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep) {
 
 int RunCompare(CompareArgs& a, bool simulate) {
   const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
-  if (a.workload != "kvs" && a.workload != "smallbank" && a.workload != "tatp") {
-    return Fail(what, "unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
-  }
-  const bool smallbank = a.workload == "smallbank", tatp = a.workload == "tatp";
+  Result<std::unique_ptr<bench::Workload>> workload = MakeWorkload(a);
+  if (!workload.ok()) return Fail(what, workload.status().message());
+  const bench::Workload& base_w = **workload;
   Status resolved = ResolveKvsFlags(&a.flags, simulate);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
@@ -383,7 +228,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
     Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
     if (!parsed.ok()) return Fail(what, parsed.status().message());
     sweep = *std::move(parsed);
-    Status fits = sweep.CheckWorkload(a.workload);
+    Status fits = sweep.CheckWorkload(base_w);
     if (!fits.ok()) return Fail(what, fits.message());
   }
   const bool swept = !sweep.axes.empty();
@@ -399,17 +244,11 @@ int RunCompare(CompareArgs& a, bool simulate) {
       row.name = name;
       row.point = p;
       row.label = swept ? name + " " + sweep.PointName(p) : name;
-      row.o = swept ? sweep.Apply(a.flags.o, p) : a.flags.o;
-      row.o.cluster.protocol = *ProtocolByName(name);
-      Status valid = bench::ValidateKvsOptions(row.o);
-      if (smallbank && valid.ok()) {
-        row.sb = SmallBankOf(a, row.o);
-        valid = bench::ValidateSmallBankOptions(*row.sb);
-      }
-      if (tatp && valid.ok()) {
-        row.ta = TatpOf(a, row.o);
-        valid = bench::ValidateTatpOptions(*row.ta);
-      }
+      row.run = a.flags.run;
+      row.run.cluster.protocol = *ProtocolByName(name);
+      row.w = base_w.Clone();
+      Status valid = swept ? sweep.Apply(p, &row.run, row.w.get()) : Status::Ok();
+      if (valid.ok()) valid = bench::ValidateRun(*row.w, row.run);
       if (!valid.ok()) return Fail(what, row.label + ": " + valid.message());
       rows.push_back(std::move(row));
     }
@@ -417,14 +256,12 @@ int RunCompare(CompareArgs& a, bool simulate) {
 
   std::string row_list;
   for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
-  const bench::KvsOptions& o = a.flags.o;
+  const bench::RunOptions& o = a.flags.run;
   std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n",
               what.c_str(), bench::kBuildType, a.workload.c_str(), simulate ? "sim" : "local",
               simulate ? (", model " + o.sim->name).c_str() : "",
               a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
-              smallbank ? SmallBankSettings(SmallBankOf(a, o), simulate).c_str()
-              : tatp    ? TatpSettings(TatpOf(a, o), simulate).c_str()
-                        : KvsSettings(o, simulate).c_str(),
+              RunSettings(o, base_w).c_str(),
               swept ? fmt::format(", sweep {} ({} points)", a.sweep, points).c_str() : "");
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (bench::kAssertsOn) {
@@ -436,18 +273,21 @@ int RunCompare(CompareArgs& a, bool simulate) {
   double wall_runs = 0, wall_checks = 0;
   uint64_t events = 0;
   for (size_t i = 0; i < rows.size(); i++) {
-    std::fprintf(progress_out, "running %s (%zu of %zu)\n", rows[i].label.c_str(), i + 1,
+    Row& row = rows[i];
+    std::fprintf(progress_out, "running %s (%zu of %zu)\n", row.label.c_str(), i + 1,
                  rows.size());
     std::fflush(progress_out);
-    Status ran = RunRow(rows[i], progress_out, simulate);
+    Result<bench::RunResult> ran =
+        bench::RunWorkload(*row.w, row.run, KvsProgressPrinter(progress_out, simulate, row.label));
     if (!ran.ok()) {
       if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-      std::fprintf(stderr, "pond %s: %s: %s\n", what.c_str(), rows[i].label.c_str(),
-                   ran.ToString().c_str());
+      std::fprintf(stderr, "pond %s: %s: %s\n", what.c_str(), row.label.c_str(),
+                   ran.status().ToString().c_str());
       return 1;
     }
-    wall_runs += rows[i].r.wall_s;
-    if (rows[i].r.sim) events += rows[i].r.sim->events;
+    row.r = *std::move(ran);
+    wall_runs += row.r.wall_s;
+    if (row.r.sim) events += row.r.sim->events;
   }
 
   // The table; each row's ratio is to the baseline at the same point.
@@ -470,17 +310,18 @@ int RunCompare(CompareArgs& a, bool simulate) {
   }
   std::printf("\n");
   for (const Row& row : rows) {
-    const bench::KvsResult& r = row.r;
-    double tput = Throughput(r), base_tput = Throughput(baseline_of(row).r);
+    const bench::RunResult& r = row.r;
+    double tput = bench::Throughput(r), base_tput = bench::Throughput(baseline_of(row).r);
     if (swept) {
       for (double v : sweep.Point(row.point)) std::printf("%-8g ", v);
     }
     std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, row.name.c_str(), tput, vs_w,
-                base_tput > 0 ? tput / base_tput : 0.0, 100.0 * AbortRate(r),
+                base_tput > 0 ? tput / base_tput : 0.0, 100.0 * bench::AbortRate(r),
                 static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
-                static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, AtomicsPerTxn(r));
+                static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
+                bench::AtomicsPerTxn(r));
     if (simulate) {
-      for (int v = 0; v < 4; v++) std::printf(" %7.1f", 100.0 * NicShare(r, v));
+      for (int v = 0; v < 4; v++) std::printf(" %7.1f", 100.0 * bench::NicShare(r, v));
     }
     std::printf("\n");
   }
@@ -496,35 +337,25 @@ int RunCompare(CompareArgs& a, bool simulate) {
   // The workload's own check, one per row: SmallBank's money, TATP's references.
   bool all_ok = true;
   for (const Row& row : rows) {
-    if (row.sbr) {
-      const bench::SmallBankResult& r = *row.sbr;
-      if (r.check_ok) {
-        std::printf("money check %s: ok (total %ld = initial %ld + net deposits %ld)\n",
-                    row.label.c_str(), static_cast<long>(r.final_total),
-                    static_cast<long>(r.initial_total), static_cast<long>(r.net_deposits));
-      } else {
-        all_ok = false;
-        std::printf("money check %s: FAILED: %s\n", row.label.c_str(), r.check_detail.c_str());
-      }
-    }
-    if (row.tar) {
-      const bench::TatpResult& r = *row.tar;
-      if (r.check_ok) {
-        std::printf("referential check %s: ok (%lu rows after the run, %lu loaded)\n",
-                    row.label.c_str(), static_cast<unsigned long>(r.rows_after),
-                    static_cast<unsigned long>(r.rows_loaded));
-      } else {
-        all_ok = false;
-        std::printf("referential check %s: FAILED: %s\n", row.label.c_str(),
-                    r.check_detail.c_str());
-      }
+    if (!row.r.check) continue;
+    const bench::WorkloadCheck& c = *row.r.check;
+    if (c.ok) {
+      std::printf("%s %s: ok (%s)\n", c.name.c_str(), row.label.c_str(), c.brief.c_str());
+    } else {
+      all_ok = false;
+      std::printf("%s %s: FAILED: %s\n", c.name.c_str(), row.label.c_str(), c.detail.c_str());
     }
   }
   std::fflush(stdout);
 
   // The history checks: one per protocol, at the settings as given (not per sweep point: the
   // protocol is what is judged, and a check per point would multiply a sweep's time).
-  std::vector<HistoryCheck> checks, smallbank_checks;
+  std::vector<HistoryCheck> checks, workload_checks;
+  // Whether the measured workload can record its own history (SmallBank can).
+  bench::RunOptions recorded = a.flags.run;
+  recorded.record = true;
+  recorded.calls_max = a.check_txns;
+  const bool measured_records = bench::ValidateRun(base_w, recorded).ok();
   auto report = [&](const std::string& label, const HistoryCheck& c) {
     wall_checks += c.wall_s;
     events += c.events;
@@ -543,16 +374,16 @@ int RunCompare(CompareArgs& a, bool simulate) {
       const std::string& name = (*names)[i];
       std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, names->size());
       std::fflush(progress_out);
-      bench::KvsOptions co = a.flags.o;
+      bench::RunOptions co = a.flags.run;
       co.cluster.protocol = *ProtocolByName(name);
       HistoryCheck c = CheckHistory(co, a.check_txns);
       report(name, c);
       checks.push_back(std::move(c));
-      if (smallbank) {
+      if (measured_records) {
         // The measured workload itself, recorded, beside the list-append check.
-        HistoryCheck sc = CheckSmallBankHistory(SmallBankOf(a, co), a.check_txns);
-        report(name + " (smallbank)", sc);
-        smallbank_checks.push_back(std::move(sc));
+        HistoryCheck sc = CheckWorkloadHistory(base_w, co, a.check_txns);
+        report(name + " (" + base_w.name() + ")", sc);
+        workload_checks.push_back(std::move(sc));
       }
     }
   }
@@ -569,21 +400,18 @@ int RunCompare(CompareArgs& a, bool simulate) {
     if (swept) out["sweep"] = a.sweep;
     nlohmann::json jrows = nlohmann::json::array();
     for (const Row& row : rows) {
-      std::string row_json = row.sbr   ? bench::SmallBankResultJson(*row.sb, *row.sbr)
-                             : row.tar ? bench::TatpResultJson(*row.ta, *row.tar)
-                                       : bench::KvsResultJson(row.o, row.r);
-      nlohmann::json j = nlohmann::json::parse(row_json);
-      double base_tput = Throughput(baseline_of(row).r);
-      j["throughput_vs_baseline"] = base_tput > 0 ? Throughput(row.r) / base_tput : 0.0;
-      j["atomics_per_committed_txn"] = AtomicsPerTxn(row.r);
+      nlohmann::json j = bench::RunResultJson(row.run, *row.w, row.r);
+      double base_tput = bench::Throughput(baseline_of(row).r);
+      j["throughput_vs_baseline"] = base_tput > 0 ? bench::Throughput(row.r) / base_tput : 0.0;
+      j["atomics_per_committed_txn"] = bench::AtomicsPerTxn(row.r);
       if (swept) j["sweep_point"] = sweep.PointJson(row.point);
       if (simulate) {
         nlohmann::json share;
         for (int v = 0; v < kNumVerbs; v++) {
-          share[VerbName(static_cast<Verb>(v))] = NicShare(row.r, v);
+          share[VerbName(static_cast<Verb>(v))] = bench::NicShare(row.r, v);
         }
         j["mn_nic_busy_share_mean"] = share;
-        j["mn_nic_busy_share_max"] = MaxNicShare(row.r);
+        j["mn_nic_busy_share_max"] = bench::MaxNicShare(row.r);
       }
       auto name_it = std::find(names->begin(), names->end(), row.name);
       size_t ci = static_cast<size_t>(name_it - names->begin());
@@ -595,8 +423,8 @@ int RunCompare(CompareArgs& a, bool simulate) {
                               {"detail", c.detail}};
       };
       if (ci < checks.size()) j["history_check"] = check_json(checks[ci]);
-      if (ci < smallbank_checks.size()) {
-        j["smallbank_history_check"] = check_json(smallbank_checks[ci]);
+      if (ci < workload_checks.size()) {
+        j[a.workload + "_history_check"] = check_json(workload_checks[ci]);
       }
       jrows.push_back(j);
     }

@@ -50,8 +50,9 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
 }
 
 void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
-  bench::KvsOptions& o = f->o;
-  AddClusterFlags(cmd, &o.cluster, &o.coros, &o.seconds, &f->isolation, &f->model, simulate);
+  bench::KvsParams& o = f->kvs;
+  AddClusterFlags(cmd, &f->run.cluster, &f->run.coros, &f->run.seconds, &f->isolation, &f->model,
+                  simulate);
   cmd->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
   cmd->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
       ->capture_default_str();
@@ -60,17 +61,7 @@ void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
 }
 
 Status ResolveKvsFlags(KvsFlags* f, bool simulate) {
-  return ResolveClusterFlags(&f->o.cluster, &f->o.sim, f->isolation, f->model, simulate);
-}
-
-std::string KvsSettings(const bench::KvsOptions& o, bool simulate) {
-  return fmt::format(
-      "{}, {} MN(s), {} CN(s) x {} worker(s) x {} coro(s), R={}, N={}, {} keys, {} keys, "
-      "{:.0f}% UpdateOne, {} {}s, seed {}",
-      IsolationName(o.cluster.isolation), o.cluster.mns, o.cluster.cns, o.cluster.workers_per_cn,
-      o.coros, o.cluster.replication, o.cluster.versions, o.keys,
-      o.theta == 0 ? "uniform" : fmt::format("zipf({})", o.theta), o.rw_ratio * 100, o.seconds,
-      simulate ? "virtual " : "", o.cluster.seed);
+  return ResolveClusterFlags(&f->run.cluster, &f->run.sim, f->isolation, f->model, simulate);
 }
 
 std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,

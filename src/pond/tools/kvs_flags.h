@@ -15,7 +15,8 @@
 namespace pond::tools {
 
 struct KvsFlags {
-  bench::KvsOptions o;
+  bench::RunOptions run;
+  bench::KvsParams kvs;
   std::string isolation = "sr";
   std::string model = "cx3";  // simulated runs only
 };
@@ -35,15 +36,11 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
 // `f` must outlive the parse and the command's action.
 void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);
 
-// After parsing: applies --isolation and (simulated) --model to f->o. InvalidArgument with a
+// After parsing: applies --isolation and (simulated) --model to f->run. InvalidArgument with a
 // one-line reason on a bad model.
 Status ResolveKvsFlags(KvsFlags* f, bool simulate);
 
-// The settings part of a header line: "serializable, 3 MN(s), 9 CN(s) x 8 worker(s) x 6
-// coro(s), R=3, N=2, ..., seed 1".
-std::string KvsSettings(const bench::KvsOptions& o, bool simulate);
-
-// A RunKvs progress callback that prints one line per call on `out` (about once a wall second):
+// A RunWorkload progress callback that prints one line per call on `out` (about once a wall second):
 // elapsed (virtual) time, commits per second and abort rate since the previous line, after
 // `label` if not empty. Each run needs its own (it remembers the previous line).
 std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,

@@ -120,35 +120,39 @@ nlohmann::json KvsSweep::PointJson(size_t i) const {
   return at;
 }
 
-bench::KvsOptions KvsSweep::Apply(const bench::KvsOptions& base, size_t i) const {
-  bench::KvsOptions o = base;
+namespace {
+// The keys a sweep sets on the cluster (the rest are the workload's: Workload::Set).
+bool IsClusterKey(const std::string& key) {
+  return key == "coros" || key == "workers" || key == "cns";
+}
+}  // namespace
+
+Status KvsSweep::Apply(size_t i, bench::RunOptions* run, bench::Workload* w) const {
   std::vector<double> p = Point(i);
   for (size_t k = 0; k < axes.size(); k++) {
     const std::string& key = axes[k].key;
     double v = p[k];
     if (key == "coros") {
-      o.coros = static_cast<int>(v);
+      run->coros = static_cast<int>(v);
     } else if (key == "workers") {
-      o.cluster.workers_per_cn = static_cast<int>(v);
+      run->cluster.workers_per_cn = static_cast<int>(v);
     } else if (key == "cns") {
-      o.cluster.cns = static_cast<int>(v);
-    } else if (key == "rw-ratio") {
-      o.rw_ratio = v;
-    } else if (key == "theta") {
-      o.theta = v;
+      run->cluster.cns = static_cast<int>(v);
+    } else {
+      POND_RETURN_IF_ERROR(w->Set(key, v));
     }
   }
-  return o;
+  return Status::Ok();
 }
 
-Status KvsSweep::CheckWorkload(std::string_view workload) const {
-  if (workload == "kvs") return Status::Ok();
+Status KvsSweep::CheckWorkload(const bench::Workload& w) const {
+  std::unique_ptr<bench::Workload> probe = w.Clone();
   for (const SweepAxis& a : axes) {
-    if (a.key == "rw-ratio" || a.key == "theta") {
-      return InvalidArgument(fmt::format(
-          "--sweep {} shapes only the kvs workload; {} takes coros, workers (or threads) or cns",
-          a.name, workload));
-    }
+    if (IsClusterKey(a.key) || probe->Set(a.key, a.values.front()).ok()) continue;
+    return InvalidArgument(fmt::format(
+        "--sweep {} is not a setting of the {} workload; it takes coros, workers (or threads) "
+        "or cns",
+        a.name, w.name()));
   }
   return Status::Ok();
 }

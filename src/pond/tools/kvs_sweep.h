@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pond/bench/kvs_bench.h"
+#include "pond/bench/workload.h"
 #include "pond/status.h"
 
 namespace pond::tools {
@@ -41,11 +41,12 @@ struct KvsSweep {
   std::string PointName(size_t i) const;
   // {"coros": 4, "threads": 2}: point i for JSON results (integers where the key is one).
   nlohmann::json PointJson(size_t i) const;
-  // `base` with point i applied.
-  bench::KvsOptions Apply(const bench::KvsOptions& base, size_t i) const;
-  // OK if every key means something for `workload` (kvs, smallbank, tatp): rw-ratio and theta
-  // shape only the KVS workload's mix and keys; else InvalidArgument naming the key.
-  Status CheckWorkload(std::string_view workload) const;
+  // Applies point i: the cluster's keys (coros, workers, cns) to *run, the rest to *w
+  // (Workload::Set; its error if it has no such setting).
+  Status Apply(size_t i, bench::RunOptions* run, bench::Workload* w) const;
+  // OK if every key means something for `w`: rw-ratio and theta shape only the KVS workload's
+  // mix and keys; else InvalidArgument naming the key.
+  Status CheckWorkload(const bench::Workload& w) const;
 };
 
 // Parses a --sweep spec; InvalidArgument with a one-line reason that names the bad token.

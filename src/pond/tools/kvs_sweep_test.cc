@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "pond/bench/kvs_bench.h"
+#include "pond/bench/smallbank.h"
+#include "pond/bench/tatp.h"
+
 namespace pond::tools {
 namespace {
 
@@ -37,8 +41,9 @@ TEST(KvsSweepTest, SeveralKeysRunTheProductFirstKeyOutermost) {
   EXPECT_EQ(s->axes[1].key, "workers");
   EXPECT_EQ(Points(*s),
             (std::vector<std::vector<double>>{{1, 1}, {1, 2}, {2, 1}, {2, 2}, {4, 1}, {4, 2}}));
-  bench::KvsOptions base;
-  bench::KvsOptions p = s->Apply(base, 3);  // coros=2, threads=2
+  bench::RunOptions base, p;
+  bench::KvsWorkload w(bench::KvsParams{});
+  ASSERT_TRUE(s->Apply(3, &p, &w).ok());  // coros=2, threads=2
   EXPECT_EQ(p.coros, 2);
   EXPECT_EQ(p.cluster.workers_per_cn, 2);
   EXPECT_EQ(p.cluster.cns, base.cluster.cns);
@@ -48,12 +53,14 @@ TEST(KvsSweepTest, AppliesEveryKey) {
   Result<KvsSweep> s = ParseKvsSweep("cns=5,workers=3,coros=7,rw-ratio=0.25,theta=0.9");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->PointCount(), 1u);
-  bench::KvsOptions p = s->Apply(bench::KvsOptions{}, 0);
+  bench::RunOptions p;
+  bench::KvsWorkload w(bench::KvsParams{});
+  ASSERT_TRUE(s->Apply(0, &p, &w).ok());
   EXPECT_EQ(p.cluster.cns, 5);
   EXPECT_EQ(p.cluster.workers_per_cn, 3);
   EXPECT_EQ(p.coros, 7);
-  EXPECT_EQ(p.rw_ratio, 0.25);
-  EXPECT_EQ(p.theta, 0.9);
+  EXPECT_EQ(w.params().rw_ratio, 0.25);
+  EXPECT_EQ(w.params().theta, 0.9);
 }
 
 // Each bad spec is refused with one line that names what is wrong.
@@ -95,13 +102,16 @@ TEST(KvsSweepTest, BadSpecsAreRefusedByName) {
 TEST(KvsSweepTest, OltpWorkloadsTakeOnlyConcurrencyKeys) {
   Result<KvsSweep> s = ParseKvsSweep("coros=1..2,cns=3");
   ASSERT_TRUE(s.ok());
-  EXPECT_TRUE(s->CheckWorkload("kvs").ok());
-  EXPECT_TRUE(s->CheckWorkload("smallbank").ok());
+  const bench::KvsWorkload kvs(bench::KvsParams{});
+  const bench::SmallBankWorkload smallbank(bench::SmallBankParams{});
+  const bench::TatpWorkload tatp(bench::TatpParams{});
+  EXPECT_TRUE(s->CheckWorkload(kvs).ok());
+  EXPECT_TRUE(s->CheckWorkload(smallbank).ok());
   // The KVS mix and skew have no meaning for SmallBank or TATP: refused, naming the key.
   s = ParseKvsSweep("coros=1,theta=0.5");
   ASSERT_TRUE(s.ok());
-  EXPECT_TRUE(s->CheckWorkload("kvs").ok());
-  Status st = s->CheckWorkload("tatp");
+  EXPECT_TRUE(s->CheckWorkload(kvs).ok());
+  Status st = s->CheckWorkload(tatp);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("theta"), std::string::npos) << st.message();
 }

@@ -1,0 +1,129 @@
+#include "pond/bench/workload.h"
+
+#include <fmt/core.h>
+
+#include <sstream>
+
+#include "pond/check/checker.h"
+#include "pond/check/history.h"
+#include "pond/runtime/clock.h"
+
+namespace pond::bench {
+
+namespace {
+
+// Judges a recorded history as `pond check` would, without a file in between.
+HistoryVerdict Judge(std::string text, Isolation isolation) {
+  HistoryVerdict v;
+  const check::Model model = isolation == Isolation::kSnapshot
+                                 ? check::Model::kSnapshotIsolation
+                                 : check::Model::kStrictSerializable;
+  v.model = std::string(check::ModelName(model));
+  std::istringstream in(text);
+  Result<check::History> history = check::ParseHistory(in, "the recorded history");
+  v.text = std::move(text);
+  if (!history.ok()) {
+    v.detail = "unreadable history: " + history.status().ToString();
+    return v;
+  }
+  v.txns = history->txns().size();
+  check::CheckerOptions co;
+  co.model = model;
+  check::CheckResult result = check::Check(*history, co);
+  v.report = check::FormatText(*history, result);
+  v.ok = result.valid;
+  for (size_t i = 0; i < check::kAnomalyCount && !v.ok; i++) {
+    const check::AnomalyReport& rep = result.anomalies[i];
+    auto a = static_cast<check::Anomaly>(i);
+    if (rep.count == 0 || !check::Forbids(model, a)) continue;
+    v.detail +=
+        fmt::format("{}{} x{}", v.detail.empty() ? "" : ", ", check::AnomalyName(a), rep.count);
+    if (!rep.examples.empty()) v.detail += " (" + rep.examples[0].summary + ")";
+  }
+  return v;
+}
+
+}  // namespace
+
+Status ValidateRunOptions(const RunOptions& o) {
+  if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
+  if (!(o.seconds > 0) || o.seconds > 86400)
+    return InvalidArgument("--seconds must be in (0, 86400]");
+  if (o.calls_max > kRecordedCallsMax) {
+    return InvalidArgument("a run takes at most " + std::to_string(kRecordedCallsMax) +
+                           " calls when they are capped");
+  }
+  return Status::Ok();
+}
+
+Status ValidateRun(const Workload& w, const RunOptions& o) {
+  POND_RETURN_IF_ERROR(ValidateConfig(o.cluster));
+  POND_RETURN_IF_ERROR(ValidateRunOptions(o));
+  return w.Validate(o);
+}
+
+Status Workload::Set(std::string_view key, double) {
+  return InvalidArgument(fmt::format("{} has no setting '{}' to sweep", title(), key));
+}
+
+bool RunContext::NextCall(Session& s) {
+  if (!run_->Running(s)) return false;
+  return o_.calls_max == 0 || issued_.fetch_add(1, std::memory_order_relaxed) < o_.calls_max;
+}
+
+size_t RunContext::workers() const {
+  return static_cast<size_t>(o_.cluster.cns) * static_cast<size_t>(o_.cluster.workers_per_cn);
+}
+
+uint64_t RunContext::clients() const {
+  return static_cast<uint64_t>(workers()) * static_cast<uint64_t>(o_.coros);
+}
+
+size_t RunContext::Worker(const Session& s) const {
+  return static_cast<size_t>(s.cn()) * static_cast<size_t>(o_.cluster.workers_per_cn) +
+         s.worker();
+}
+
+uint64_t RunContext::Client(const Session& s) const {
+  return static_cast<uint64_t>(Worker(s)) * static_cast<uint64_t>(o_.coros) +
+         static_cast<uint64_t>(s.client());
+}
+
+Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
+                              const std::function<void(const KvsProgress&)>& progress) {
+  auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
+  if (!started.ok()) return started.status();
+  Cluster& cluster = **started;
+  std::ostringstream history;
+  std::unique_ptr<check::Recorder> recorder;
+  if (o.record) recorder = std::make_unique<check::Recorder>(&history);
+  RunContext ctx(o, recorder.get());
+
+  RunResult result;
+  result.workload = w.name();
+  // The wall clock measures what setting up cost (MeasuredRun measures the run).
+  Clock& wall = SystemClock::Get();
+  const uint64_t load_start = wall.NowNs();
+  POND_RETURN_IF_ERROR(w.Setup(cluster, ctx));
+  result.load_s = static_cast<double>(wall.NowNs() - load_start) / 1e9;
+  {
+    MeasuredRun run(cluster, o.cluster, o.seconds, progress);
+    ctx.run_ = &run;
+    cluster.Run(o.coros, [&w, &ctx](Session& s) { return w.RunClient(s, ctx); });
+    Status st = run.Finish(&result);
+    ctx.run_ = nullptr;
+    if (!st.ok()) {
+      return Internal(fmt::format("a {} transaction failed unexpectedly: {}", w.title(),
+                                  st.ToString()));
+    }
+  }
+  POND_RETURN_IF_ERROR(w.Finish(cluster, ctx, &result));
+  if (recorder != nullptr) {
+    Status closed = recorder->Close();
+    if (!closed.ok()) return Internal("recording the history failed: " + closed.ToString());
+    result.history = Judge(history.str(), o.cluster.isolation);
+  }
+  return result;
+}
+
+}  // namespace pond::bench

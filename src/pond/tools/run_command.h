@@ -1,0 +1,27 @@
+// One measured run of one workload, as `pond bench|sim kvs|smallbank|tatp` print it: the header
+// line, the run (progress on stdout, or on stderr when simulated so that stdout depends on the
+// seed alone), the report, the JSON file if asked, the recorded history's verdict if recorded,
+// and the exit code. Called from the CLI's thread only.
+#pragma once
+
+#include <string>
+
+#include "pond/bench/workload.h"
+
+namespace pond::tools {
+
+// The settings part of a header line: "serializable, 3 MN(s), 9 CN(s) x 8 worker(s) x 6
+// coro(s), R=3, N=2, <the workload's settings>, 0.01 virtual s, seed 1".
+std::string RunSettings(const bench::RunOptions& o, const bench::Workload& w);
+
+// The report of a run, as lines on stdout: throughput, the committed mix, aborts by reason,
+// latency, operations per transaction, NICs (simulated), the workload's check.
+void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r);
+
+// Runs `w` once with `o` (REQUIRES: bench::ValidateRun(w, o) is OK) and reports it; `what` is the command ("sim kvs"). `json_path`: also
+// write the result there; `history_path`: the recorded run's history goes there (o.record).
+// Returns the exit code: 0 every check held, 1 the run or a check failed.
+int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
+            const std::string& json_path, const std::string& history_path);
+
+}  // namespace pond::tools
