@@ -94,34 +94,7 @@ uint64_t DrawAccount(Rng& rng, uint64_t accounts, uint64_t hot, double hot_acces
   return rng.Chance(hot_access) ? rng.Uniform(hot) : rng.Uniform(accounts);
 }
 
-SmallBankTxn DrawTxn(Rng& rng) {
-  int x = static_cast<int>(rng.Uniform(100));
-  for (int i = 0; i < kSmallBankTxnCount; i++) {
-    if (x < kSmallBankMixPct[static_cast<size_t>(i)]) return static_cast<SmallBankTxn>(i);
-    x -= kSmallBankMixPct[static_cast<size_t>(i)];
-  }
-  return SmallBankTxn::kWriteCheck;
-}
-
 }  // namespace
-
-const char* SmallBankTxnName(SmallBankTxn t) {
-  switch (t) {
-    case SmallBankTxn::kAmalgamate:
-      return "Amalgamate";
-    case SmallBankTxn::kBalance:
-      return "Balance";
-    case SmallBankTxn::kDepositChecking:
-      return "DepositChecking";
-    case SmallBankTxn::kSendPayment:
-      return "SendPayment";
-    case SmallBankTxn::kTransactSavings:
-      return "TransactSavings";
-    case SmallBankTxn::kWriteCheck:
-      return "WriteCheck";
-  }
-  return "?";
-}
 
 SmallBankWorkload::SmallBankWorkload(const SmallBankParams& p) : p_(p) {}
 SmallBankWorkload::~SmallBankWorkload() = default;
@@ -333,7 +306,7 @@ Task<void> SmallBankWorkload::RunClient(Session& s, RunContext& ctx) {
   const uint64_t client = ctx.Client(s);
   uint64_t calls = 0;
   while (ctx.NextCall(s)) {
-    SmallBankTxn kind = DrawTxn(rng);
+    auto kind = static_cast<SmallBankTxn>(DrawFromMix(rng, kSmallBankMixPct));
     Args a;
     a.tag = ((client + 1) << 32) | ++calls;
     a.a0 = DrawAccount(rng, p_.accounts, hot_, p_.hot_access);
@@ -428,7 +401,7 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
   r->loaded = fmt::format("{} accounts (2 rows each)", p_.accounts);
   r->declined = declined;
   for (int k = 0; k < kSmallBankTxnCount; k++) {
-    r->committed_by_txn.emplace_back(SmallBankTxnName(static_cast<SmallBankTxn>(k)),
+    r->committed_by_txn.emplace_back(kSmallBankTxnNames[static_cast<size_t>(k)],
                                      by_txn[static_cast<size_t>(k)]);
   }
   WorkloadCheck check;

@@ -31,7 +31,8 @@ enum class SmallBankTxn : uint8_t {
   kWriteCheck,
 };
 constexpr int kSmallBankTxnCount = 6;
-const char* SmallBankTxnName(SmallBankTxn t);
+constexpr std::array<const char*, kSmallBankTxnCount> kSmallBankTxnNames = {
+    "Amalgamate", "Balance", "DepositChecking", "SendPayment", "TransactSavings", "WriteCheck"};
 // The standard mix, in percent, indexed by SmallBankTxn.
 constexpr std::array<int, kSmallBankTxnCount> kSmallBankMixPct = {15, 15, 15, 25, 15, 15};
 

@@ -9,6 +9,8 @@
 
 #include <string>
 
+#include "pond/bench/test_run.h"
+
 namespace pond::bench {
 namespace {
 
@@ -18,32 +20,16 @@ struct SmallRun {
 };
 
 SmallRun Small(const std::string& protocol, Isolation iso, bool simulate) {
-  SmallRun o;
-  ClusterConfig& c = o.run.cluster;
-  c.protocol = ProtocolByName(protocol).value();
-  c.mns = 3;
-  c.cns = 2;
-  c.workers_per_cn = simulate ? 2 : 1;
-  c.replication = 2;
-  c.isolation = iso;
-  c.region_mib = 64;
-  c.lock_buckets = 1 << 12;
-  c.vt_cache_entries = 1 << 12;
-  c.addr_cache_entries = 1 << 14;
-  c.seed = 5;
-  o.run.coros = 3;
+  SmallRun o{SmallTestRun(protocol, iso, simulate, simulate ? 0.0005 : 0.15), {}};
   // Few accounts and a small hot set, so that transactions collide and abort paths run too.
   o.p.accounts = 1000;
   o.p.hot_fraction = 0.01;
-  o.run.seconds = simulate ? 0.0005 : 0.15;
-  if (simulate) o.run.sim = SimModel{};
   return o;
 }
 
 Result<RunResult> RunSmall(const SmallRun& o) {
   SmallBankWorkload w(o.p);
-  POND_RETURN_IF_ERROR(ValidateRun(w, o.run));
-  return RunWorkload(w, o.run, nullptr);
+  return ValidateAndRun(w, o.run);
 }
 
 uint64_t Committed(const RunResult& r, SmallBankTxn t) {

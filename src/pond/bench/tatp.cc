@@ -76,36 +76,7 @@ uint64_t DrawSubscriber(Rng& rng, uint64_t n) {
   return (rng.Uniform(a + 1) | rng.Uniform(n)) % n;
 }
 
-TatpTxn DrawTxn(Rng& rng) {
-  int x = static_cast<int>(rng.Uniform(100));
-  for (int i = 0; i < kTatpTxnCount; i++) {
-    if (x < kTatpMixPct[static_cast<size_t>(i)]) return static_cast<TatpTxn>(i);
-    x -= kTatpMixPct[static_cast<size_t>(i)];
-  }
-  return TatpTxn::kDeleteCallForwarding;
-}
-
 }  // namespace
-
-const char* TatpTxnName(TatpTxn t) {
-  switch (t) {
-    case TatpTxn::kGetSubscriberData:
-      return "GetSubscriberData";
-    case TatpTxn::kGetNewDestination:
-      return "GetNewDestination";
-    case TatpTxn::kGetAccessData:
-      return "GetAccessData";
-    case TatpTxn::kUpdateSubscriberData:
-      return "UpdateSubscriberData";
-    case TatpTxn::kUpdateLocation:
-      return "UpdateLocation";
-    case TatpTxn::kInsertCallForwarding:
-      return "InsertCallForwarding";
-    case TatpTxn::kDeleteCallForwarding:
-      return "DeleteCallForwarding";
-  }
-  return "?";
-}
 
 TatpWorkload::TatpWorkload(const TatpParams& p) : p_(p) {}
 TatpWorkload::~TatpWorkload() = default;
@@ -311,7 +282,7 @@ Task<void> TatpWorkload::RunClient(Session& s, RunContext& ctx) {
   TatpCounters& me = counters_[ctx.Worker(s)];
   Rng& rng = s.rng();
   while (ctx.NextCall(s)) {
-    TatpTxn kind = DrawTxn(rng);
+    auto kind = static_cast<TatpTxn>(DrawFromMix(rng, kTatpMixPct));
     Args a;
     a.s = DrawSubscriber(rng, p_.subscribers);
     a.type = 1 + rng.Uniform(4);
@@ -417,7 +388,7 @@ Status TatpWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
   r->loaded = fmt::format("{} subscribers ({} rows)", n, rows_loaded_);
   r->declined = declined;
   for (int k = 0; k < kTatpTxnCount; k++) {
-    r->committed_by_txn.emplace_back(TatpTxnName(static_cast<TatpTxn>(k)),
+    r->committed_by_txn.emplace_back(kTatpTxnNames[static_cast<size_t>(k)],
                                      by_txn[static_cast<size_t>(k)]);
   }
   WorkloadCheck check;

@@ -33,7 +33,9 @@ enum class TatpTxn : uint8_t {
   kDeleteCallForwarding,
 };
 constexpr int kTatpTxnCount = 7;
-const char* TatpTxnName(TatpTxn t);
+constexpr std::array<const char*, kTatpTxnCount> kTatpTxnNames = {
+    "GetSubscriberData",    "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
+    "UpdateLocation",       "InsertCallForwarding", "DeleteCallForwarding"};
 constexpr std::array<int, kTatpTxnCount> kTatpMixPct = {35, 10, 35, 2, 14, 2, 2};
 
 struct TatpParams {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "pond/bench/test_run.h"
+
 namespace pond::bench {
 namespace {
 
@@ -16,31 +18,14 @@ struct SmallRun {
 };
 
 SmallRun Small(const std::string& protocol, Isolation iso, bool simulate) {
-  SmallRun o;
-  ClusterConfig& c = o.run.cluster;
-  c.protocol = ProtocolByName(protocol).value();
-  c.mns = 3;
-  c.cns = 2;
-  c.workers_per_cn = simulate ? 2 : 1;
-  c.replication = 2;
-  c.isolation = iso;
-  c.region_mib = 64;
-  c.lock_buckets = 1 << 12;
-  c.vt_cache_entries = 1 << 12;
-  c.addr_cache_entries = 1 << 14;
-  c.seed = 5;
-  o.run.coros = 3;
   // Few subscribers, so that the 2% inserts and deletes hit the same rows and collide.
-  o.p.subscribers = 200;
-  o.run.seconds = simulate ? 0.001 : 0.15;
-  if (simulate) o.run.sim = SimModel{};
-  return o;
+  return SmallRun{SmallTestRun(protocol, iso, simulate, simulate ? 0.001 : 0.15),
+                  {.subscribers = 200}};
 }
 
 Result<RunResult> RunSmall(const SmallRun& o) {
   TatpWorkload w(o.p);
-  POND_RETURN_IF_ERROR(ValidateRun(w, o.run));
-  return RunWorkload(w, o.run, nullptr);
+  return ValidateAndRun(w, o.run);
 }
 
 uint64_t Committed(const RunResult& r, TatpTxn t) {

@@ -56,6 +56,15 @@ Status ValidateRunOptions(const RunOptions& o) {
   return Status::Ok();
 }
 
+size_t DrawFromMix(Rng& rng, std::span<const int> mix_pct) {
+  int x = static_cast<int>(rng.Uniform(100));
+  for (size_t i = 0; i < mix_pct.size(); i++) {
+    if (x < mix_pct[i]) return i;
+    x -= mix_pct[i];
+  }
+  return mix_pct.size() - 1;
+}
+
 Status ValidateRun(const Workload& w, const RunOptions& o) {
   POND_RETURN_IF_ERROR(ValidateConfig(o.cluster));
   POND_RETURN_IF_ERROR(ValidateRunOptions(o));

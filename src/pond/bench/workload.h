@@ -22,6 +22,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -161,6 +162,9 @@ class Workload {
   // the workload's fields of `r`; writes the history to ctx.recorder() if it kept it aside.
   virtual Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) = 0;
 };
+
+// A transaction kind drawn by a mix in percent (summing to 100): the index of the kind.
+size_t DrawFromMix(Rng& rng, std::span<const int> mix_pct);
 
 // Everything a run needs of its inputs: the cluster config (ValidateConfig), the run's options
 // and the workload's. Callers check it where they parse the options, once, before anything runs.

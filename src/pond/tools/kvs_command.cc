@@ -33,12 +33,9 @@ struct KvsArgs {
 
 int RunKvsCommand(KvsArgs& a, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
-  Status resolved = ResolveKvsFlags(&a.flags, simulate);
-  if (!resolved.ok()) return Fail(what, resolved.message());
   bench::RunOptions& o = a.flags.run;
-  Result<ProtocolConfig> protocol = ProtocolByName(a.protocol);
-  if (!protocol.ok()) return Fail(what, protocol.status().message());
-  o.cluster.protocol = *protocol;
+  Status resolved = ResolveRunFlags(&o, a.flags.isolation, a.flags.model, a.protocol, simulate);
+  if (!resolved.ok()) return Fail(what, resolved.message());
   bench::KvsWorkload kvs(a.flags.kvs);
   if (a.sweep.empty()) {
     Status valid = bench::ValidateRun(kvs, o);

@@ -49,6 +49,15 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
   return Status::Ok();
 }
 
+Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation,
+                       const std::string& model, const std::string& protocol, bool simulate) {
+  POND_RETURN_IF_ERROR(ResolveClusterFlags(&o->cluster, &o->sim, isolation, model, simulate));
+  Result<ProtocolConfig> p = ProtocolByName(protocol);
+  if (!p.ok()) return p.status();
+  o->cluster.protocol = *p;
+  return Status::Ok();
+}
+
 void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
   bench::KvsParams& o = f->kvs;
   AddClusterFlags(cmd, &f->run.cluster, &f->run.coros, &f->run.seconds, &f->isolation, &f->model,

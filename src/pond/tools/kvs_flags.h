@@ -32,6 +32,10 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
 Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
                            const std::string& isolation, const std::string& model, bool simulate);
 
+// ResolveClusterFlags on o->cluster and o->sim, then --protocol into o->cluster.protocol.
+Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation,
+                       const std::string& model, const std::string& protocol, bool simulate);
+
 // The cluster flags (AddClusterFlags) plus the KVS workload's: --keys --rw-ratio --theta.
 // `f` must outlive the parse and the command's action.
 void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);

@@ -45,11 +45,8 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
     return RunCompare(c, simulate);
   }
   bench::RunOptions& o = a.run;
-  Status resolved = ResolveClusterFlags(&o.cluster, &o.sim, a.isolation, a.model, simulate);
+  Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
   if (!resolved.ok()) return Fail(what, resolved.message());
-  Result<ProtocolConfig> protocol = ProtocolByName(a.protocol);
-  if (!protocol.ok()) return Fail(what, protocol.status().message());
-  o.cluster.protocol = *protocol;
   if (!a.history_path.empty()) {
     o.record = true;
     o.calls_max = bench::kSmallBankHistoryTxnsMax;
