@@ -19,12 +19,11 @@
 #include <vector>
 
 #include "pond/bench/build_info.h"
+#include "pond/bench/checked_run.h"
 #include "pond/bench/kvs_bench.h"
-#include "pond/bench/list_append.h"
 #include "pond/bench/report.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
-#include "pond/check/checker.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
@@ -61,91 +60,6 @@ Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
         new bench::TatpWorkload({.subscribers = a.subscribers}));
   }
   return InvalidArgument("unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
-}
-
-// A history check: the recorded run's measures and the checker's verdict.
-struct HistoryCheck {
-  bool ok = false;
-  uint64_t committed = 0;
-  uint64_t failed = 0;
-  std::string model;
-  std::string detail;  // why it failed
-  double wall_s = 0;
-  uint64_t events = 0;
-};
-
-// Runs `w` recorded with `o` and judges it; a failing history is written to a file (named
-// `file_stem`-PROTOCOL-seedN.jsonl in the temp directory) that the detail names.
-HistoryCheck RecordedCheck(bench::Workload& w, const bench::RunOptions& o,
-                           const std::string& file_stem) {
-  HistoryCheck out;
-  out.model = std::string(check::ModelName(o.cluster.isolation == Isolation::kSnapshot
-                                               ? check::Model::kSnapshotIsolation
-                                               : check::Model::kStrictSerializable));
-  Result<bench::RunResult> run = bench::RunWorkload(w, o, nullptr);
-  if (!run.ok()) {
-    out.detail = std::string(w.title()) + " run failed: " + run.status().ToString();
-    return out;
-  }
-  out.wall_s = run->wall_s;
-  out.events = run->sim ? run->sim->events : 0;
-  out.committed = run->committed;
-  out.failed = run->aborted;
-  if (run->check && !run->check->ok) {
-    out.detail = run->check->name + " failed: " + run->check->detail;
-    return out;
-  }
-  const bench::HistoryVerdict& v = *run->history;
-  out.model = v.model;
-  out.ok = v.ok;
-  if (v.ok) return out;
-  out.detail = v.detail;
-  std::string path = (std::filesystem::temp_directory_path() /
-                      fmt::format("{}-{}-seed{}.jsonl", file_stem, o.cluster.protocol.name,
-                                  o.cluster.seed))
-                         .string();
-  if (WriteFile(path, v.text)) {
-    out.detail +=
-        "; history kept at " + path + " (pond check " + path + " --model " + out.model + ")";
-  }
-  return out;
-}
-
-// The list-append workload on a fresh cluster with `o`'s settings (protocol, nodes, isolation,
-// seed, and model if simulated), about `txns` transactions in all, judged by the checker under
-// strict serializability (SR) or snapshot isolation (SI).
-HistoryCheck CheckHistory(bench::RunOptions o, uint32_t txns) {
-  const uint64_t clients = static_cast<uint64_t>(o.cluster.cns) *
-                           static_cast<uint64_t>(o.cluster.workers_per_cn) *
-                           static_cast<uint64_t>(o.coros);
-  bench::ListAppendOptions lo;
-  lo.seed = o.cluster.seed;
-  // At least one active key per client: contended (zipf 0.99), but not so much that few of the
-  // transactions on a large cluster commit and the history says little.
-  lo.window =
-      static_cast<uint32_t>(std::max<uint64_t>(lo.window, std::min<uint64_t>(clients, 1 << 16)));
-  lo.txns_per_client = static_cast<uint32_t>(std::max<uint64_t>(1, (txns + clients - 1) / clients));
-  // A key retires after max_appends elements and a transaction appends at most mops_max, so this
-  // many keys hold the window for every transaction the run can make.
-  uint64_t total = lo.txns_per_client * clients;
-  lo.keys = 2 * uint64_t{lo.window} + total * lo.mops_max / lo.max_appends + 64;
-  o.record = true;
-  o.calls_max = 0;
-  o.seconds = 86400;  // the transaction count ends the run
-  bench::ListAppendWorkload w(lo);
-  return RecordedCheck(w, o, "pond-compare");
-}
-
-// The measured workload itself, recorded (SmallBank: smallbank_history.h): a run of `o`'s
-// settings that stops after `calls` calls, judged like CheckHistory's.
-HistoryCheck CheckWorkloadHistory(const bench::Workload& measured, bench::RunOptions o,
-                                  uint32_t calls) {
-  o.record = true;
-  o.calls_max = calls;
-  // Long enough for `calls` calls at any load; the call cap ends the run.
-  o.seconds = std::max(o.seconds, 1.0);
-  std::unique_ptr<bench::Workload> w = measured.Clone();
-  return RecordedCheck(*w, o, std::string("pond-compare-") + w->name());
 }
 
 // The rows a command line asks for; InvalidArgument on an unknown or repeated name.
@@ -350,15 +264,28 @@ int RunCompare(CompareArgs& a, bool simulate) {
 
   // The history checks: one per protocol, at the settings as given (not per sweep point: the
   // protocol is what is judged, and a check per point would multiply a sweep's time).
-  std::vector<HistoryCheck> checks, workload_checks;
+  std::vector<bench::HistoryCheck> checks, workload_checks;
   // Whether the measured workload can record its own history (SmallBank can).
   bench::RunOptions recorded = a.flags.run;
   recorded.record = true;
   recorded.calls_max = a.check_txns;
   const bool measured_records = bench::ValidateRun(base_w, recorded).ok();
-  auto report = [&](const std::string& label, const HistoryCheck& c) {
+  // Reports a check; a failing history is kept in the temp directory (as `stem`-PROTOCOL-seedN
+  // .jsonl) for `pond check` and named in the detail.
+  auto report = [&](const std::string& label, bench::HistoryCheck& c, const std::string& stem,
+                    const bench::RunOptions& o) {
     wall_checks += c.wall_s;
     events += c.events;
+    if (!c.ok && !c.history.empty()) {
+      std::string path = (std::filesystem::temp_directory_path() /
+                          fmt::format("{}-{}-seed{}.jsonl", stem, o.cluster.protocol.name,
+                                      o.cluster.seed))
+                             .string();
+      if (WriteFile(path, c.history)) {
+        c.detail +=
+            "; history kept at " + path + " (pond check " + path + " --model " + c.model + ")";
+      }
+    }
     if (c.ok) {
       std::printf("history check %s: ok (%lu txns, model %s)\n", label.c_str(),
                   static_cast<unsigned long>(c.committed), c.model.c_str());
@@ -376,13 +303,14 @@ int RunCompare(CompareArgs& a, bool simulate) {
       std::fflush(progress_out);
       bench::RunOptions co = a.flags.run;
       co.cluster.protocol = *ProtocolByName(name);
-      HistoryCheck c = CheckHistory(co, a.check_txns);
-      report(name, c);
+      bench::HistoryCheck c = bench::CheckIsolation(co, a.check_txns);
+      report(name, c, "pond-compare", co);
       checks.push_back(std::move(c));
       if (measured_records) {
         // The measured workload itself, recorded, beside the list-append check.
-        HistoryCheck sc = CheckWorkloadHistory(base_w, co, a.check_txns);
-        report(name + " (" + base_w.name() + ")", sc);
+        bench::HistoryCheck sc = bench::CheckWorkloadHistory(base_w, co, a.check_txns);
+        report(name + " (" + base_w.name() + ")", sc, std::string("pond-compare-") + base_w.name(),
+               co);
         workload_checks.push_back(std::move(sc));
       }
     }
@@ -415,7 +343,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
       }
       auto name_it = std::find(names->begin(), names->end(), row.name);
       size_t ci = static_cast<size_t>(name_it - names->begin());
-      auto check_json = [](const HistoryCheck& c) {
+      auto check_json = [](const bench::HistoryCheck& c) {
         return nlohmann::json{{"ok", c.ok},
                               {"model", c.model},
                               {"committed", c.committed},
