@@ -2,23 +2,43 @@
 // and every setting, a table, and (with --json) a machine-readable copy of the results.
 #include <fmt/core.h>
 
+#include <cctype>
 #include <cstdio>
-#include <fstream>
-#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "pond/bench/build_info.h"
 #include "pond/bench/raw_bench.h"
 #include "pond/tools/command.h"
 #include "pond/tools/tool_util.h"
+#include "pond/transport/endpoint.h"
 
 namespace pond::tools {
 
 namespace {
 
+struct RawArgs {
+  bench::RawBenchOptions o;
+  std::string json_path;
+  std::vector<std::string> verbs;  // as typed; empty: every verb
+};
+
+// The verb named `name` in any case ("read", "CAS"), by VerbName.
+std::optional<Verb> VerbByName(std::string name) {
+  for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  for (int v = 0; v < kNumVerbs; v++) {
+    if (name == VerbName(static_cast<Verb>(v))) return static_cast<Verb>(v);
+  }
+  return std::nullopt;
+}
+
 void AddRaw(CLI::App& bench, CommandAction* action) {
-  auto* o = new bench::RawBenchOptions();  // lives as long as the process, like the CLI app
-  auto* json_path = new std::string();
-  auto* verbs = new std::vector<std::string>();
+  auto a = std::make_shared<RawArgs>();
+  bench::RawBenchOptions* o = &a->o;
+  std::vector<std::string> names;
+  for (int v = 0; v < kNumVerbs; v++) names.push_back(VerbName(static_cast<Verb>(v)));
   CLI::App* raw = bench.add_subcommand(
       "raw", "One-sided READ/WRITE/CAS/FAA rate and latency on the local transport");
   raw->add_option("--threads", o->threads, "worker threads")->capture_default_str();
@@ -29,21 +49,15 @@ void AddRaw(CLI::App& bench, CommandAction* action) {
   raw->add_option("--region-mib", o->region_mib, "MiB of memory per MN")->capture_default_str();
   raw->add_option("--mns", o->mns, "memory nodes")->capture_default_str();
   raw->add_option("--seed", o->seed, "seed for the random addresses")->capture_default_str();
-  raw->add_option("--verbs", *verbs, "verbs to run (READ WRITE CAS FAA)")
-      ->check(CLI::IsMember({"READ", "WRITE", "CAS", "FAA"}, CLI::ignore_case));
-  raw->add_option("--json", *json_path, "also write the results as JSON to this file");
-  raw->callback([=] {
-    *action = [=]() -> int {
-      if (!verbs->empty()) {
-        static const std::map<std::string, Verb> kByName = {{"READ", Verb::kRead},
-                                                            {"WRITE", Verb::kWrite},
-                                                            {"CAS", Verb::kCas},
-                                                            {"FAA", Verb::kFaa}};
+  raw->add_option("--verbs", a->verbs, "verbs to run (READ WRITE CAS FAA)")
+      ->check(CLI::IsMember(names, CLI::ignore_case));
+  raw->add_option("--json", a->json_path, "also write the results as JSON to this file");
+  raw->callback([a, o, action] {
+    *action = [a, o]() -> int {
+      const std::string* json_path = &a->json_path;
+      if (!a->verbs.empty()) {
         o->verbs.clear();
-        for (auto v : *verbs) {
-          for (auto& ch : v) ch = static_cast<char>(std::toupper(ch));
-          o->verbs.push_back(kByName.at(v));
-        }
+        for (const std::string& v : a->verbs) o->verbs.push_back(*VerbByName(v));
       }
       Status valid = bench::ValidateRawOptions(*o);
       if (!valid.ok()) return Fail("bench raw", valid.message());
