@@ -27,8 +27,8 @@
 #include "pond/runtime/clock.h"
 #include "pond/runtime/rng.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
 #include "pond/status.h"
+#include "pond/task.h"
 #include "pond/transport/sim/sim_model.h"
 #include "pond/txn.h"
 

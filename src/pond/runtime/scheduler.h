@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "pond/runtime/clock.h"
-#include "pond/runtime/task.h"
+#include "pond/task.h"
 
 namespace pond {
 

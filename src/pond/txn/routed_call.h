@@ -21,8 +21,8 @@
 
 #include "pond/cluster.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
 #include "pond/status.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 #include "pond/txn/call_table.h"
 

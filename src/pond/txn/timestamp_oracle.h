@@ -22,7 +22,7 @@
 
 #include "pond/runtime/clock.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::txn {
