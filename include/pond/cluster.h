@@ -24,8 +24,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pond/runtime/clock.h"
-#include "pond/runtime/rng.h"
+#include "pond/clock.h"
+#include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/task.h"

@@ -7,6 +7,7 @@
 #include "pond/base/hash.h"
 #include "pond/bench/build_info.h"
 #include "pond/bench/zipf.h"
+#include "pond/runtime/clocks.h"
 
 namespace pond::bench {
 

@@ -11,6 +11,7 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/smallbank_history.h"
 #include "pond/check/recorder.h"
+#include "pond/runtime/clocks.h"
 
 namespace pond::bench {
 

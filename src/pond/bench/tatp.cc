@@ -12,6 +12,7 @@
 
 #include "pond/base/hash.h"
 #include "pond/bench/build_info.h"
+#include "pond/runtime/clocks.h"
 
 namespace pond::bench {
 

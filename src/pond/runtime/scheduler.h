@@ -16,7 +16,7 @@
 #include <queue>
 #include <vector>
 
-#include "pond/runtime/clock.h"
+#include "pond/clock.h"
 #include "pond/task.h"
 
 namespace pond {

@@ -28,6 +28,7 @@
 #include "pond/check/checker.h"
 #include "pond/check/history.h"
 #include "pond/check/recorder.h"
+#include "pond/runtime/clocks.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"

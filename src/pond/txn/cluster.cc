@@ -6,6 +6,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/txn/sim_driver.h"

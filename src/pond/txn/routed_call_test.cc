@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "pond/base/assert.h"
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 #include "pond/transport/local/local_fabric.h"
 
 namespace pond::txn {

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pond/runtime/clock.h"
+#include "pond/clock.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/task.h"
 #include "pond/transport/endpoint.h"

@@ -18,7 +18,7 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/sim/engine.h"
 #include "pond/store/allocator.h"
