@@ -29,7 +29,7 @@
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/task.h"
-#include "pond/transport/sim/sim_model.h"
+#include "pond/testbed.h"
 #include "pond/txn.h"
 
 namespace pond {
@@ -187,10 +187,10 @@ class Cluster {
   // An embedded cluster on real threads and shared memory (the `local` transport).
   static Result<std::unique_ptr<Cluster>> Start(const ClusterConfig& config);
   // The same cluster simulated on one thread in virtual time (the `sim` transport): config.seed
-  // seeds the whole run, and the model gives latencies, NIC rates and CPU costs. Run() then
-  // runs in virtual time, and Session::clock() is the virtual clock.
+  // seeds the whole run, and the testbed gives latencies, NIC rates, CPU costs and message
+  // faults. Run() then runs in virtual time, and Session::clock() is the virtual clock.
   static Result<std::unique_ptr<Cluster>> StartSimulated(const ClusterConfig& config,
-                                                         const SimModel& model);
+                                                         const Testbed& testbed);
   ~Cluster();
 
   // Creates a table on every MN; returns its id.

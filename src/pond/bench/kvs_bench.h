@@ -23,7 +23,7 @@ struct KvsOptions {
   double theta = 0.0;     // 0: uniform; else zipf(theta), e.g. 0.99
   uint32_t value_bytes = 40;
   // Set: run on the simulated cluster with this model; `seconds` are then virtual seconds.
-  std::optional<SimModel> sim;
+  std::optional<Testbed> sim;
 };
 
 // The measures of a KVS run; the workload has nothing to add.

@@ -71,8 +71,8 @@ ListAppendOptions UserWorkload(uint64_t seed) {
 }
 
 // CN-to-CN messages duplicated and delayed (so reordered): the faults every seed runs with.
-sim::FaultConfig MessageFaults() {
-  sim::FaultConfig f;
+MessageFaults SeedMessageFaults() {
+  MessageFaults f;
   f.duplicate_probability = 0.02;
   f.delay_probability = 0.1;
   f.delay_ns_min = 1000;
@@ -85,8 +85,8 @@ int RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, check::Mo
             ListAppendResult* out) {
   ClusterConfig c = SeedCluster(protocol, iso, seed);
   c.cns = 4;
-  SimModel sim;
-  sim.faults = MessageFaults();
+  Testbed sim;
+  sim.faults = SeedMessageFaults();
   auto cluster = Cluster::StartSimulated(c, sim);
   EXPECT_TRUE(cluster.ok()) << cluster.status().ToString();
   ListAppendOptions o = UserWorkload(seed);
@@ -171,7 +171,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
     o.accounts = 300;
     o.hot_fraction = 0.05;
     o.seconds = 0.002;
-    o.sim = SimModel{};
+    o.sim = Testbed{};
     o.history_path =
         (std::filesystem::temp_directory_path() /
          ("pond-sim-smallbank-" + protocol + "-" + std::to_string(::getpid()) + "-" +

@@ -47,7 +47,7 @@ struct SmallBankOptions {
   double hot_fraction = 0.04;  // share of the accounts in the hot set
   double hot_access = 0.90;    // share of the account draws that go to the hot set
   // Set: run on the simulated cluster with this model; `seconds` are then virtual seconds.
-  std::optional<SimModel> sim;
+  std::optional<Testbed> sim;
   // Set: record every transaction (and the final scan) and write the run as a list-append
   // history to this file for the isolation checker (smallbank_history.h). Rows then carry a
   // writer tag beside the balance (16-byte values). Meant for test-sized runs: the run stops

@@ -35,7 +35,7 @@ SmallBankOptions Small(const std::string& protocol, Isolation iso, bool simulate
   o.accounts = 1000;
   o.hot_fraction = 0.01;
   o.seconds = simulate ? 0.0005 : 0.15;
-  if (simulate) o.sim = SimModel{};
+  if (simulate) o.sim = Testbed{};
   return o;
 }
 

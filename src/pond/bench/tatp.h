@@ -45,7 +45,7 @@ struct TatpOptions {
   int coros = 4;
   uint64_t subscribers = 100'000;
   double seconds = 10;
-  std::optional<SimModel> sim;
+  std::optional<Testbed> sim;
 };
 
 // The measures of the run, and TATP's own counts and check.

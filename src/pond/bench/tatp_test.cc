@@ -27,7 +27,7 @@ TatpOptions Small(const std::string& protocol, Isolation iso, bool simulate) {
   // Few subscribers, so that the 2% inserts and deletes hit the same rows and collide.
   o.subscribers = 200;
   o.seconds = simulate ? 0.001 : 0.15;
-  if (simulate) o.sim = SimModel{};
+  if (simulate) o.sim = Testbed{};
   return o;
 }
 

@@ -195,16 +195,16 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
 }
 
 Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& config,
-                                                         const SimModel& model) {
+                                                         const Testbed& testbed) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
-  POND_RETURN_IF_ERROR(model.Validate());
+  POND_RETURN_IF_ERROR(testbed.Validate());
   uint64_t region_bytes = config.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
                                   region_bytes, kChunkBytes);
   if (!layout.ok()) return layout.status();
   auto engine = std::make_unique<sim::Engine>(config.seed);
   sim::Engine* e = engine.get();
-  auto fabric = SimFabric::Create(*e, model, static_cast<uint16_t>(config.mns), region_bytes);
+  auto fabric = SimFabric::Create(*e, testbed, static_cast<uint16_t>(config.mns), region_bytes);
   if (!fabric.ok()) return fabric.status();
   SimFabric* sf = fabric->get();
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),

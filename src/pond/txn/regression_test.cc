@@ -60,7 +60,7 @@ class RegressionTest : public ::testing::TestWithParam<Case> {
   std::unique_ptr<Cluster> Start(uint16_t* table, uint64_t keys) {
     const Case& c = GetParam();
     ClusterConfig cfg = Config(c.protocol, c.iso);
-    SimModel model;
+    Testbed model;
     return StartLoaded(cfg, table, keys, 0, c.simulated ? &model : nullptr);
   }
 };
@@ -278,7 +278,7 @@ TEST_P(RegressionTest, KeysAddedTwiceComposeAndReadTheirOwnWrites) {
 TEST(InsertAbortTest, FailedInsertsLeaveNoSlotBehind) {
   constexpr int kRounds = 100;
   for (const char* protocol : {"motor", "ford", "+full-record", "+log-visible"}) {
-    SimModel model;
+    Testbed model;
     auto started = Cluster::StartSimulated(Config(protocol), model);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     std::unique_ptr<Cluster> c = std::move(started).value();
@@ -337,7 +337,7 @@ INSTANTIATE_TEST_SUITE_P(AllProtocols, RegressionTest, ::testing::ValuesIn(AllCa
 // and Call returns that run's Status.
 TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
   for (const std::string& protocol : {std::string("lotus"), std::string("+load-balancing")}) {
-    SimModel model;
+    Testbed model;
     // Copies arrive with their originals: a copy of a lock request delayed past its unlock
     // would leave the lock held (lock_server.h), which is for fault-tolerant locking to fix.
     model.faults.duplicate_probability = 1;

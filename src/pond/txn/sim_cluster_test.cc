@@ -40,7 +40,7 @@ Outcome RunBank(uint64_t seed, Isolation iso = Isolation::kSerializable) {
   constexpr uint64_t kAccounts = 50, kStart = 1000;
   ClusterConfig cfg = SimConfig(seed);
   cfg.isolation = iso;
-  auto cluster = Cluster::StartSimulated(cfg, SimModel{});
+  auto cluster = Cluster::StartSimulated(cfg, Testbed{});
   POND_CHECK_MSG(cluster.ok(), cluster.status().ToString().c_str());
   Cluster& c = **cluster;
   uint16_t t = *c.CreateTable({.name = "bank", .value_bytes = 8, .capacity = 100});
@@ -120,7 +120,7 @@ TEST(SimClusterTest, OneSeedOneRun) {
 
 TEST(SimClusterTest, LotusUsesNoAtomicsOnMemoryNodesForTransactions) {
   ClusterConfig cfg = SimConfig(7);
-  auto cluster = Cluster::StartSimulated(cfg, SimModel{});
+  auto cluster = Cluster::StartSimulated(cfg, Testbed{});
   ASSERT_TRUE(cluster.ok());
   Cluster& c = **cluster;
   uint16_t t = *c.CreateTable({.name = "kv", .value_bytes = 40, .capacity = 1000});
