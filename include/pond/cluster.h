@@ -26,7 +26,6 @@
 
 #include "pond/clock.h"
 #include "pond/rng.h"
-#include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/task.h"
 #include "pond/testbed.h"
@@ -153,12 +152,18 @@ class Session {
   // Calls a registered procedure on the CN hybrid routing picks for `hint` (maybe this one).
   Task<Status> Call(ProcedureId proc, std::span<const std::byte> args, const RouteHint& hint);
 
+  // co_await SleepFor(ns): resumes after `ns` ns of the cluster's clock (virtual time when
+  // simulated); the worker runs its other coroutines meanwhile. Never block a worker thread
+  // instead (std::this_thread::sleep_for stalls every coroutine of the worker).
+  Task<void> SleepFor(uint64_t ns);
+  // co_await Yield(): lets the worker's other ready coroutines run first.
+  Task<void> Yield();
+
   uint16_t cn() const;
   uint16_t worker() const;
   int client() const { return client_; }  // index of this client coroutine on its worker
   Rng& rng();
   Clock& clock();
-  Scheduler& scheduler();
 
  private:
   friend class Cluster;

@@ -87,8 +87,8 @@ TEST_P(ProtocolTest, KnownAnswers) {
     b.AddRW(t, 3);  // held by a
     EXPECT_EQ((co_await b.Execute()).code(), Code::kAborted);
     EXPECT_TRUE((co_await a.Commit()).ok());
-    co_await s.scheduler().Yield();  // let a detached release of b's MN locks run
-    co_await s.scheduler().SleepFor(100'000);
+    co_await s.Yield();  // let a detached release of b's MN locks run
+    co_await s.SleepFor(100'000);
     Txn c2 = s.Begin(TxnKind::kReadWrite);
     c2.AddRW(t, 4);
     c2.AddRW(t, 3);

@@ -76,10 +76,12 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
   co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
 }
 
+Task<void> Session::SleepFor(uint64_t ns) { co_await w_->sched.SleepFor(ns); }
+Task<void> Session::Yield() { co_await w_->sched.Yield(); }
+
 uint16_t Session::cn() const { return w_->cn_id(); }
 uint16_t Session::worker() const { return w_->index; }
 Rng& Session::rng() { return w_->rng; }
 Clock& Session::clock() { return w_->clock(); }
-Scheduler& Session::scheduler() { return w_->sched; }
 
 }  // namespace pond
