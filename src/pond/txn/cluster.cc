@@ -114,12 +114,13 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
   while (!done()) w.sched.RunOnce();
 }
 
-Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args) {
+Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,
+                                         std::vector<std::byte>* reply) {
   if (proc >= cluster.procedures.size()) {
     co_return InvalidArgument("no procedure " + std::to_string(proc));
   }
   Session s(this, -1);
-  co_return co_await cluster.procedures[proc](s, args);
+  co_return co_await RunProcedureAs(s, cluster.procedures[proc], args, reply);
 }
 
 }  // namespace txn
@@ -166,7 +167,9 @@ Status Build(ClusterImpl& cl) {
       w->alloc = std::make_unique<store::Allocator>(cl.layout);
       w->calls = std::make_unique<txn::RoutedCalls>(
           *w->ep, w->sched,
-          [wp](ProcedureId p, std::span<const std::byte> args) { return wp->RunProcedure(p, args); });
+          [wp](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
+            return wp->RunProcedure(p, args, reply);
+          });
       // Each worker's commit log sits on one MN, spread over the MNs.
       MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
       Result<uint64_t> area = RunOn(cl, *w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
@@ -277,7 +280,12 @@ Status Cluster::Load(
 }
 
 ProcedureId Cluster::RegisterProcedure(Procedure p) {
-  impl_->procedures.push_back(std::move(p));
+  impl_->procedures.push_back({.plain = std::move(p)});
+  return static_cast<ProcedureId>(impl_->procedures.size() - 1);
+}
+
+ProcedureId Cluster::RegisterProcedure(ReplyProcedure p) {
+  impl_->procedures.push_back({.replying = std::move(p)});
   return static_cast<ProcedureId>(impl_->procedures.size() - 1);
 }
 
