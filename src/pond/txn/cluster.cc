@@ -48,21 +48,21 @@ const char* IsolationName(Isolation i) {
 }
 
 Status ValidateConfig(const ClusterConfig& c) {
-  if (c.mns < 1 || c.mns > 64) return InvalidArgument("--mns must be 1 to 64");
-  if (c.cns < 1 || c.cns > 64) return InvalidArgument("--cns must be 1 to 64");
+  if (c.mns < 1 || c.mns > 64) return InvalidArgument("ClusterConfig.mns must be 1 to 64");
+  if (c.cns < 1 || c.cns > 64) return InvalidArgument("ClusterConfig.cns must be 1 to 64");
   if (c.workers_per_cn < 1 || c.workers_per_cn > 64) {
-    return InvalidArgument("--workers must be 1 to 64");
+    return InvalidArgument("ClusterConfig.workers_per_cn must be 1 to 64");
   }
   if (c.replication < 1 || c.replication > c.mns || c.replication > store::kReplicationMax) {
-    return InvalidArgument("--replication must be 1 to min(MNs, 8)");
+    return InvalidArgument("ClusterConfig.replication must be 1 to min(mns, 8)");
   }
   if (c.versions < 1 || c.versions > store::kVersionsMax) {
-    return InvalidArgument("--versions must be 1 to 16");
+    return InvalidArgument("ClusterConfig.versions must be 1 to 16");
   }
   if (c.region_mib < 16 || c.region_mib > (uint64_t{1} << 20)) {
-    return InvalidArgument("--region-mib must be 16 to 1048576");
+    return InvalidArgument("ClusterConfig.region_mib must be 16 to 1048576");
   }
-  if (c.lock_buckets < 1) return InvalidArgument("lock table needs at least one bucket");
+  if (c.lock_buckets < 1) return InvalidArgument("ClusterConfig.lock_buckets must be at least 1");
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
