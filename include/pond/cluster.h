@@ -16,6 +16,7 @@
 // controlling thread, never concurrently; Session and Txn are used inside Run's coroutines.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,12 +25,11 @@
 #include <string_view>
 #include <vector>
 
-#include "pond/runtime/clock.h"
-#include "pond/runtime/rng.h"
-#include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
+#include "pond/clock.h"
+#include "pond/rng.h"
 #include "pond/status.h"
-#include "pond/transport/sim/sim_model.h"
+#include "pond/task.h"
+#include "pond/testbed.h"
 #include "pond/txn.h"
 
 namespace pond {
@@ -95,7 +95,13 @@ struct RouteHint {
 class Session;
 // A stored procedure: runs (usually one transaction) on the CN routing chose, with `args`.
 using Procedure = std::function<Task<Status>(Session&, std::span<const std::byte> args)>;
+// A stored procedure that answers with bytes (e.g. the values its transaction read): the caller
+// of Session::CallWithReply gets them, or the procedure's Status if it fails.
+using ReplyProcedure =
+    std::function<Task<Result<std::vector<std::byte>>>(Session&, std::span<const std::byte> args)>;
 using ProcedureId = uint16_t;
+// The most bytes a ReplyProcedure may answer with: a reply is a result, not a bulk transfer.
+inline constexpr size_t kReplyBytesMax = 64 * 1024;
 
 struct AbortCounts {
   // Every reason, in the order reports list them: the words a report prints, the key its JSON
@@ -150,15 +156,29 @@ class Session {
   // Executes and writes; RunTxn commits. Returns the last attempt's Status.
   Task<Status> RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts = 32);
 
-  // Calls a registered procedure on the CN hybrid routing picks for `hint` (maybe this one).
+  // Calls a registered procedure on the CN hybrid routing picks for `hint` (maybe this one). A
+  // call routed to another CN returns the code of the procedure's Status, with the message
+  // "remote call failed"; a reply procedure's bytes are dropped.
   Task<Status> Call(ProcedureId proc, std::span<const std::byte> args, const RouteHint& hint);
+  // The same call, returning what the procedure answered wherever it ran: a ReplyProcedure's
+  // bytes (none from a Procedure), or its Status whole — code and message. A reply longer than
+  // kReplyBytesMax fails with InvalidArgument.
+  Task<Result<std::vector<std::byte>>> CallWithReply(ProcedureId proc,
+                                                     std::span<const std::byte> args,
+                                                     const RouteHint& hint);
+
+  // co_await SleepFor(ns): resumes after `ns` ns of the cluster's clock (virtual time when
+  // simulated); the worker runs its other coroutines meanwhile. Never block a worker thread
+  // instead (std::this_thread::sleep_for stalls every coroutine of the worker).
+  Task<void> SleepFor(uint64_t ns);
+  // co_await Yield(): lets the worker's other ready coroutines run first.
+  Task<void> Yield();
 
   uint16_t cn() const;
   uint16_t worker() const;
   int client() const { return client_; }  // index of this client coroutine on its worker
   Rng& rng();
   Clock& clock();
-  Scheduler& scheduler();
 
  private:
   friend class Cluster;
@@ -187,10 +207,10 @@ class Cluster {
   // An embedded cluster on real threads and shared memory (the `local` transport).
   static Result<std::unique_ptr<Cluster>> Start(const ClusterConfig& config);
   // The same cluster simulated on one thread in virtual time (the `sim` transport): config.seed
-  // seeds the whole run, and the model gives latencies, NIC rates and CPU costs. Run() then
-  // runs in virtual time, and Session::clock() is the virtual clock.
+  // seeds the whole run, and the testbed gives latencies, NIC rates, CPU costs and message
+  // faults. Run() then runs in virtual time, and Session::clock() is the virtual clock.
   static Result<std::unique_ptr<Cluster>> StartSimulated(const ClusterConfig& config,
-                                                         const SimModel& model);
+                                                         const Testbed& testbed);
   ~Cluster();
 
   // Creates a table on every MN; returns its id.
@@ -200,7 +220,10 @@ class Cluster {
       uint16_t table, uint64_t count,
       const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
 
+  // Procedures and reply procedures share one space of ids; either kind may be called with
+  // Call or CallWithReply.
   ProcedureId RegisterProcedure(Procedure p);
+  ProcedureId RegisterProcedure(ReplyProcedure p);
 
   // Runs `clients` coroutines of `client` on every worker of every CN until all return.
   void Run(int clients, const std::function<Task<void>(Session&)>& client);

@@ -4,6 +4,9 @@
 // values, never exceptions: every call that can fail that way returns a Status or a Result<T>
 // and the caller must look at it ([[nodiscard]]). A broken invariant is an assert instead.
 // An OK Status costs one byte-sized enum; the message string is allocated only on failure.
+//
+// Thread rules: plain values, like std::string: one thread may use an object at a time, and
+// copies are independent.
 #pragma once
 
 #include <cassert>

@@ -35,8 +35,8 @@
 #include <memory>
 #include <span>
 
-#include "pond/runtime/task.h"
 #include "pond/status.h"
+#include "pond/task.h"
 
 namespace pond {
 

@@ -1,6 +1,6 @@
 #include "pond/bench/measured_run.h"
 
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 
 namespace pond::bench {
 

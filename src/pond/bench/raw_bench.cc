@@ -7,8 +7,8 @@
 
 #include "pond/base/assert.h"
 #include "pond/bench/build_info.h"
-#include "pond/runtime/clock.h"
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
+#include "pond/runtime/clocks.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/local/local_fabric.h"
 

@@ -72,8 +72,8 @@ ListAppendOptions UserWorkload(uint64_t seed) {
 }
 
 // CN-to-CN messages duplicated and delayed (so reordered): the faults every seed runs with.
-sim::FaultConfig MessageFaults() {
-  sim::FaultConfig f;
+MessageFaults SeedMessageFaults() {
+  MessageFaults f;
   f.duplicate_probability = 0.02;
   f.delay_probability = 0.1;
   f.delay_ns_min = 1000;
@@ -99,8 +99,8 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, RunResul
   ro.coros = 3;
   ro.seconds = 86400;  // the transaction count ends the run
   ro.record = true;
-  ro.sim = SimModel{};
-  ro.sim->faults = MessageFaults();
+  ro.sim = Testbed{};
+  ro.sim->faults = SeedMessageFaults();
   ListAppendWorkload w(UserWorkload(seed));
   EXPECT_TRUE(ValidateRun(w, ro).ok());
   Result<RunResult> run = RunWorkload(w, ro, nullptr);
@@ -166,7 +166,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
     ro.cluster = SeedCluster(protocol, iso, seed);
     ro.coros = 3;
     ro.seconds = 0.002;
-    ro.sim = SimModel{};
+    ro.sim = Testbed{};
     ro.record = true;
     ro.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankWorkload w({.accounts = 300, .hot_fraction = 0.05});

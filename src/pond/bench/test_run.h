@@ -26,7 +26,7 @@ inline RunOptions SmallTestRun(const std::string& protocol, Isolation iso, bool 
   c.seed = 5;
   o.coros = 3;
   o.seconds = seconds;
-  if (simulate) o.sim = SimModel{};
+  if (simulate) o.sim = Testbed{};
   return o;
 }
 

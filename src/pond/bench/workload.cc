@@ -6,7 +6,7 @@
 
 #include "pond/check/checker.h"
 #include "pond/check/history.h"
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 
 namespace pond::bench {
 

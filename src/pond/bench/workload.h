@@ -40,7 +40,7 @@ struct RunOptions {
   int coros = 4;       // client coroutines per worker
   double seconds = 10;  // the measured run; virtual seconds when simulated
   // Set: run on the simulated cluster with this model.
-  std::optional<SimModel> sim;
+  std::optional<Testbed> sim;
   // Record every transaction as a list-append history and judge it after the run. Meant for
   // test-sized runs: the history is kept in memory (calls_max bounds it).
   bool record = false;

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "pond/base/assert.h"
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 
 namespace pond::bench {
 

@@ -42,8 +42,8 @@
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
 #include "pond/status.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::lock {

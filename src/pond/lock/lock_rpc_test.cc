@@ -16,8 +16,8 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
-#include "pond/runtime/clock.h"
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
+#include "pond/runtime/clocks.h"
 #include "pond/transport/local/local_fabric.h"
 
 namespace pond::lock {

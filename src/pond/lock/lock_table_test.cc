@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 
 namespace pond::lock {
 namespace {

@@ -1,4 +1,4 @@
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 
 #include <gtest/gtest.h>
 

@@ -17,12 +17,8 @@ struct RootTask {
     void return_void() noexcept {}
     void unhandled_exception() noexcept { std::terminate(); }
     // From the frame pool like every Task frame: a root is spawned per routed call.
-    static void* operator new(size_t bytes) {
-      return detail::FramePool::ForThisThread().Allocate(bytes);
-    }
-    static void operator delete(void* p, size_t bytes) {
-      detail::FramePool::ForThisThread().Free(p, bytes);
-    }
+    static void* operator new(size_t bytes) { return detail::AllocateFrame(bytes); }
+    static void operator delete(void* p, size_t bytes) { detail::FreeFrame(p, bytes); }
     detail::RootLink link;
   };
   std::coroutine_handle<promise_type> h;

@@ -16,8 +16,8 @@
 #include <queue>
 #include <vector>
 
-#include "pond/runtime/clock.h"
-#include "pond/runtime/task.h"
+#include "pond/clock.h"
+#include "pond/task.h"
 
 namespace pond {
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "pond/runtime/clocks.h"
+
 namespace pond {
 namespace {
 

@@ -43,8 +43,8 @@
 
 #include "pond/base/assert.h"
 #include "pond/base/hash.h"
-#include "pond/runtime/clock.h"
-#include "pond/runtime/rng.h"
+#include "pond/clock.h"
+#include "pond/rng.h"
 #include "pond/sim/virtual_clock.h"
 
 namespace pond::sim {

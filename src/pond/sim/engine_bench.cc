@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "pond/base/hash.h"
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 #include "pond/sim/engine.h"
 #include "pond/sim/server.h"
 

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 #include "pond/status.h"
 
 namespace pond::sim {

@@ -13,7 +13,7 @@
 #include <cstdint>
 
 #include "pond/base/assert.h"
-#include "pond/runtime/clock.h"
+#include "pond/clock.h"
 
 namespace pond::sim {
 

@@ -14,9 +14,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pond/runtime/task.h"
 #include "pond/status.h"
 #include "pond/store/catalog.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::store {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 #include "pond/store/store_testing.h"
 
 namespace pond::store {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "pond/runtime/task.h"
 #include "pond/status.h"
 #include "pond/store/layout.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::store {

@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <span>
 
-#include "pond/runtime/task.h"
 #include "pond/status.h"
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/placement.h"
 #include "pond/store/record.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::store {

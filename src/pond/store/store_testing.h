@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "pond/base/assert.h"
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/store/catalog.h"
 #include "pond/transport/local/local_fabric.h"

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <span>
 
-#include "pond/runtime/task.h"
 #include "pond/status.h"
 #include "pond/store/catalog.h"
 #include "pond/store/hash_index.h"
 #include "pond/store/placement.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::store {

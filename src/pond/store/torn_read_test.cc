@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 #include "pond/store/record.h"
 #include "pond/store/store_testing.h"
 

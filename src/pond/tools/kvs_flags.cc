@@ -37,12 +37,12 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   }
 }
 
-Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
+Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate) {
   c->isolation =
       (isolation == "si" || isolation == "SI") ? Isolation::kSnapshot : Isolation::kSerializable;
   if (simulate) {
-    Result<SimModel> m = SimModel::FromFlag(model);
+    Result<Testbed> m = Testbed::FromName(model);
     if (!m.ok()) return m.status();
     *sim = *m;
   }

@@ -29,7 +29,7 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
                      std::string* isolation, std::string* model, bool simulate);
 // After parsing: applies `isolation` to c and (simulated) loads `model` into *sim.
 // InvalidArgument with a one-line reason on a bad model.
-Status ResolveClusterFlags(ClusterConfig* c, std::optional<SimModel>* sim,
+Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate);
 
 // ResolveClusterFlags on o->cluster and o->sim, then --protocol into o->cluster.protocol.

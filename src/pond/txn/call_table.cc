@@ -1,5 +1,7 @@
 #include "pond/txn/call_table.h"
 
+#include <utility>
+
 namespace pond::txn {
 
 CallTable::Admit CallTable::Request(WorkerAddr caller, uint64_t id, uint64_t floor) {
@@ -23,16 +25,16 @@ CallTable::Admit CallTable::Request(WorkerAddr caller, uint64_t id, uint64_t flo
     return {CallAdmission::kRunning};
   }
   stats_.copies_answered++;
-  return {CallAdmission::kAnswered, it->second.code};
+  return {CallAdmission::kAnswered, &it->second.outcome};
 }
 
-void CallTable::Finish(WorkerAddr caller, uint64_t id, Code code) {
+void CallTable::Finish(WorkerAddr caller, uint64_t id, CallOutcome outcome) {
   Caller& c = callers_[caller.Packed()];
   // The caller cannot have raised its floor past a call it has no answer for.
   auto it = c.calls.find(id);
   if (it == c.calls.end()) return;
   it->second.done = true;
-  it->second.code = code;
+  it->second.outcome = std::move(outcome);
 }
 
 size_t CallTable::entries() const {

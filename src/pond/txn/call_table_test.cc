@@ -14,11 +14,12 @@ TEST(CallTableTest, NewCallRunsOnce) {
   EXPECT_EQ(t.Request(kA, 1, 1).what, CallAdmission::kRun);
   // Expect: a copy while it runs is dropped: the answer will follow.
   EXPECT_EQ(t.Request(kA, 1, 1).what, CallAdmission::kRunning);
-  t.Finish(kA, 1, Code::kAborted);
+  t.Finish(kA, 1, {Code::kAborted});
   // Expect: a copy after it finished is answered again with the same outcome, not run.
   CallTable::Admit again = t.Request(kA, 1, 1);
   EXPECT_EQ(again.what, CallAdmission::kAnswered);
-  EXPECT_EQ(again.code, Code::kAborted);
+  ASSERT_NE(again.outcome, nullptr);
+  EXPECT_EQ(again.outcome->code, Code::kAborted);
   EXPECT_EQ(t.stats().runs, 1u);
   EXPECT_EQ(t.stats().copies_running, 1u);
   EXPECT_EQ(t.stats().copies_answered, 1u);
@@ -36,7 +37,7 @@ TEST(CallTableTest, FloorForgetsAnsweredCallsAndDropsStaleCopies) {
   CallTable t;
   for (uint64_t id = 1; id <= 3; id++) {
     ASSERT_EQ(t.Request(kA, id, 1).what, CallAdmission::kRun);
-    t.Finish(kA, id, Code::kOk);
+    t.Finish(kA, id, {Code::kOk});
   }
   EXPECT_EQ(t.entries(), 3u);
   // The caller has every answer below 4: its next request says so.
@@ -62,8 +63,20 @@ TEST(CallTableTest, FinishOfAForgottenCallIsIgnored) {
   CallTable t;
   EXPECT_EQ(t.Request(kA, 1, 1).what, CallAdmission::kRun);
   EXPECT_EQ(t.Request(kA, 2, 2).what, CallAdmission::kRun);  // a confused caller's floor
-  t.Finish(kA, 1, Code::kOk);
+  t.Finish(kA, 1, {Code::kOk});
   EXPECT_EQ(t.entries(), 1u);
+}
+
+TEST(CallTableTest, AFinishedCallKeepsItsMessageAndReply) {
+  CallTable t;
+  ASSERT_EQ(t.Request(kA, 1, 1).what, CallAdmission::kRun);
+  t.Finish(kA, 1, {Code::kNotFound, "no such account", {std::byte{1}, std::byte{2}}});
+  // Expect: a copy is answered from the stored outcome, whole.
+  CallTable::Admit a = t.Request(kA, 1, 1);
+  ASSERT_EQ(a.what, CallAdmission::kAnswered);
+  EXPECT_EQ(a.outcome->code, Code::kNotFound);
+  EXPECT_EQ(a.outcome->message, "no such account");
+  EXPECT_EQ(a.outcome->reply, (std::vector<std::byte>{std::byte{1}, std::byte{2}}));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/txn/sim_driver.h"
@@ -47,21 +48,21 @@ const char* IsolationName(Isolation i) {
 }
 
 Status ValidateConfig(const ClusterConfig& c) {
-  if (c.mns < 1 || c.mns > 64) return InvalidArgument("--mns must be 1 to 64");
-  if (c.cns < 1 || c.cns > 64) return InvalidArgument("--cns must be 1 to 64");
+  if (c.mns < 1 || c.mns > 64) return InvalidArgument("ClusterConfig.mns must be 1 to 64");
+  if (c.cns < 1 || c.cns > 64) return InvalidArgument("ClusterConfig.cns must be 1 to 64");
   if (c.workers_per_cn < 1 || c.workers_per_cn > 64) {
-    return InvalidArgument("--workers must be 1 to 64");
+    return InvalidArgument("ClusterConfig.workers_per_cn must be 1 to 64");
   }
   if (c.replication < 1 || c.replication > c.mns || c.replication > store::kReplicationMax) {
-    return InvalidArgument("--replication must be 1 to min(MNs, 8)");
+    return InvalidArgument("ClusterConfig.replication must be 1 to min(mns, 8)");
   }
   if (c.versions < 1 || c.versions > store::kVersionsMax) {
-    return InvalidArgument("--versions must be 1 to 16");
+    return InvalidArgument("ClusterConfig.versions must be 1 to 16");
   }
   if (c.region_mib < 16 || c.region_mib > (uint64_t{1} << 20)) {
-    return InvalidArgument("--region-mib must be 16 to 1048576");
+    return InvalidArgument("ClusterConfig.region_mib must be 16 to 1048576");
   }
-  if (c.lock_buckets < 1) return InvalidArgument("lock table needs at least one bucket");
+  if (c.lock_buckets < 1) return InvalidArgument("ClusterConfig.lock_buckets must be at least 1");
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
@@ -113,12 +114,13 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
   while (!done()) w.sched.RunOnce();
 }
 
-Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args) {
+Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,
+                                         std::vector<std::byte>* reply) {
   if (proc >= cluster.procedures.size()) {
     co_return InvalidArgument("no procedure " + std::to_string(proc));
   }
   Session s(this, -1);
-  co_return co_await cluster.procedures[proc](s, args);
+  co_return co_await RunProcedureAs(s, cluster.procedures[proc], args, reply);
 }
 
 }  // namespace txn
@@ -165,7 +167,9 @@ Status Build(ClusterImpl& cl) {
       w->alloc = std::make_unique<store::Allocator>(cl.layout);
       w->calls = std::make_unique<txn::RoutedCalls>(
           *w->ep, w->sched,
-          [wp](ProcedureId p, std::span<const std::byte> args) { return wp->RunProcedure(p, args); });
+          [wp](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
+            return wp->RunProcedure(p, args, reply);
+          });
       // Each worker's commit log sits on one MN, spread over the MNs.
       MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
       Result<uint64_t> area = RunOn(cl, *w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
@@ -194,16 +198,16 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
 }
 
 Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& config,
-                                                         const SimModel& model) {
+                                                         const Testbed& testbed) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
-  POND_RETURN_IF_ERROR(model.Validate());
+  POND_RETURN_IF_ERROR(testbed.Validate());
   uint64_t region_bytes = config.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
                                   region_bytes, kChunkBytes);
   if (!layout.ok()) return layout.status();
   auto engine = std::make_unique<sim::Engine>(config.seed);
   sim::Engine* e = engine.get();
-  auto fabric = SimFabric::Create(*e, model, static_cast<uint16_t>(config.mns), region_bytes);
+  auto fabric = SimFabric::Create(*e, testbed, static_cast<uint16_t>(config.mns), region_bytes);
   if (!fabric.ok()) return fabric.status();
   SimFabric* sf = fabric->get();
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
@@ -276,7 +280,12 @@ Status Cluster::Load(
 }
 
 ProcedureId Cluster::RegisterProcedure(Procedure p) {
-  impl_->procedures.push_back(std::move(p));
+  impl_->procedures.push_back({.plain = std::move(p)});
+  return static_cast<ProcedureId>(impl_->procedures.size() - 1);
+}
+
+ProcedureId Cluster::RegisterProcedure(ReplyProcedure p) {
+  impl_->procedures.push_back({.replying = std::move(p)});
   return static_cast<ProcedureId>(impl_->procedures.size() - 1);
 }
 

@@ -76,6 +76,16 @@ TEST(ClusterTest, StartRejectsBadConfig) {
   EXPECT_EQ(Cluster::Start(c).status().code(), Code::kInvalidArgument);
 }
 
+// A library user sets fields, not flags: the reason names the ClusterConfig field.
+TEST(ClusterTest, ConfigErrorsNameTheField) {
+  ClusterConfig c = SmallConfig();
+  c.workers_per_cn = 0;
+  EXPECT_EQ(ValidateConfig(c).message(), "ClusterConfig.workers_per_cn must be 1 to 64");
+  c = SmallConfig();
+  c.region_mib = 1;
+  EXPECT_EQ(ValidateConfig(c).message(), "ClusterConfig.region_mib must be 16 to 1048576");
+}
+
 TEST(ClusterTest, ReadsLoadedDataAndSeesCommittedWrites) {
   Fixture fx;
   uint16_t t = fx.table;

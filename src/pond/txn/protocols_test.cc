@@ -87,8 +87,8 @@ TEST_P(ProtocolTest, KnownAnswers) {
     b.AddRW(t, 3);  // held by a
     EXPECT_EQ((co_await b.Execute()).code(), Code::kAborted);
     EXPECT_TRUE((co_await a.Commit()).ok());
-    co_await s.scheduler().Yield();  // let a detached release of b's MN locks run
-    co_await s.scheduler().SleepFor(100'000);
+    co_await s.Yield();  // let a detached release of b's MN locks run
+    co_await s.SleepFor(100'000);
     Txn c2 = s.Begin(TxnKind::kReadWrite);
     c2.AddRW(t, 4);
     c2.AddRW(t, 3);
@@ -102,7 +102,7 @@ struct BankOutcome {
   uint64_t audits = 0, bad_audits = 0, transfers = 0, total = 0, aborts = 0;
 };
 
-BankOutcome Bank(const ClusterConfig& cfg, const SimModel* model, int rounds) {
+BankOutcome Bank(const ClusterConfig& cfg, const Testbed* model, int rounds) {
   constexpr uint64_t kAccounts = 20, kStart = 1000;
   uint16_t t = 0;
   auto c = StartLoaded(cfg, &t, kAccounts, kStart, model);
@@ -195,7 +195,7 @@ TEST_P(ProtocolTest, BankInSimulator) {
     cfg.cns = 4;
     cfg.workers_per_cn = 2;
     cfg.seed = 5;
-    SimModel model;
+    Testbed model;
     ExpectBank(Bank(cfg, &model, 200));
   }
 }
@@ -207,7 +207,7 @@ TEST_P(ProtocolTest, AtomicsOnMemoryNodesOnlyWithMemoryNodeLocks) {
   cfg.cns = 4;
   cfg.versions = 2;  // the warm-up below gives every cell a record buffer
   cfg.seed = 7;
-  SimModel model;
+  Testbed model;
   uint16_t t = 0;
   auto c = StartLoaded(cfg, &t, 1000, 1, &model);
   auto update_all = [&](Session& s, int count, bool every_key) -> Task<void> {

@@ -60,14 +60,14 @@ class RegressionTest : public ::testing::TestWithParam<Case> {
   std::unique_ptr<Cluster> Start(uint16_t* table, uint64_t keys) {
     const Case& c = GetParam();
     ClusterConfig cfg = Config(c.protocol, c.iso);
-    SimModel model;
+    Testbed model;
     return StartLoaded(cfg, table, keys, 0, c.simulated ? &model : nullptr);
   }
 };
 
 // Waits (in the session's time) until `flag` is set by another client.
 Task<void> WaitFor(Session& s, const std::atomic<bool>& flag) {
-  while (!flag.load()) co_await s.scheduler().SleepFor(1000);
+  while (!flag.load()) co_await s.SleepFor(1000);
 }
 
 // 1. A reads k read-only; B then writes k and commits; A promotes k, reads it again and writes it.
@@ -129,7 +129,7 @@ TEST_P(RegressionTest, InsertIsAtomicWithTheRestOfItsTransaction) {
     if (s.cn() == 1 && s.client() == 0) {
       for (uint64_t n = 1; n <= kInserts; n++) {
         // Readers get a turn between inserts, on threads as in the simulator.
-        while (checked.load() < n) co_await s.scheduler().SleepFor(1000);
+        while (checked.load() < n) co_await s.SleepFor(1000);
         Status st = co_await s.RunTxn(
             TxnKind::kReadWrite,
             [&](Txn& w) -> Task<Status> {
@@ -162,7 +162,7 @@ TEST_P(RegressionTest, InsertIsAtomicWithTheRestOfItsTransaction) {
         if (bad) violations++;
         seen = std::max(seen, m);
       }
-      co_await s.scheduler().SleepFor(2000);  // read locks (lotus SR) must not starve the writer
+      co_await s.SleepFor(2000);  // read locks (lotus SR) must not starve the writer
     }
   });
   EXPECT_GE(checked.load(), kInserts);
@@ -278,7 +278,7 @@ TEST_P(RegressionTest, KeysAddedTwiceComposeAndReadTheirOwnWrites) {
 TEST(InsertAbortTest, FailedInsertsLeaveNoSlotBehind) {
   constexpr int kRounds = 100;
   for (const char* protocol : {"motor", "ford", "+full-record", "+log-visible"}) {
-    SimModel model;
+    Testbed model;
     auto started = Cluster::StartSimulated(Config(protocol), model);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
     std::unique_ptr<Cluster> c = std::move(started).value();
@@ -337,7 +337,7 @@ INSTANTIATE_TEST_SUITE_P(AllProtocols, RegressionTest, ::testing::ValuesIn(AllCa
 // and Call returns that run's Status.
 TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
   for (const std::string& protocol : {std::string("lotus"), std::string("+load-balancing")}) {
-    SimModel model;
+    Testbed model;
     // Copies arrive with their originals: a copy of a lock request delayed past its unlock
     // would leave the lock held (lock_server.h), which is for fault-tolerant locking to fix.
     model.faults.duplicate_probability = 1;
@@ -352,7 +352,7 @@ TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
           // Odd calls fail, even ones succeed: what the callers hear must match. (No transaction
           // in it: under duplicated messages lock requests are not yet safe from stale copies,
           // lock_server.h; this test is about calls.)
-          co_await s.scheduler().SleepFor(2000);  // copies arrive while it runs
+          co_await s.SleepFor(2000);  // copies arrive while it runs
           co_return id % 2 == 1 ? Aborted("odd call") : Status::Ok();
         });
     uint64_t ok = 0, mismatched = 0;

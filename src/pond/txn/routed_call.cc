@@ -1,6 +1,8 @@
 #include "pond/txn/routed_call.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace pond::txn {
 
@@ -10,25 +12,49 @@ RoutedCalls::RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run)
   ep_.OnMessage(kMsgCallResult, [this](const Message& m) { OnResult(m); });
 }
 
-Task<Status> RoutedCalls::Call(WorkerAddr target, ProcedureId proc,
-                               std::span<const std::byte> args) {
+namespace {
+
+// Parks the caller until OnResult hands it the answer.
+template <typename Pending>
+struct Wait {
+  Pending* p;
+  bool await_ready() const noexcept { return false; }
+  void await_suspend(std::coroutine_handle<> h) { p->waiter = h; }
+  void await_resume() const noexcept {}
+};
+
+}  // namespace
+
+void RoutedCalls::Send(WorkerAddr target, ProcedureId proc, uint16_t flags,
+                       std::span<const std::byte> args, Pending* p) {
   stats_.calls++;
-  Pending p;
   const uint64_t id = next_id_++;
-  pending_[id] = &p;
+  pending_[id] = p;
   std::vector<std::byte> msg(sizeof(CallHeader) + args.size());
-  CallHeader h{id, pending_.begin()->first, proc, {}};
+  CallHeader h{id, pending_.begin()->first, proc, flags, {}};
   std::memcpy(msg.data(), &h, sizeof(h));
   if (!args.empty()) std::memcpy(msg.data() + sizeof(h), args.data(), args.size());
   ep_.Send(target, kMsgCall, msg);
-  struct Wait {
-    Pending* p;
-    bool await_ready() const noexcept { return false; }
-    void await_suspend(std::coroutine_handle<> h) { p->waiter = h; }
-    void await_resume() const noexcept {}
-  };
-  co_await Wait{&p};
-  co_return p.code == Code::kOk ? Status::Ok() : Status(p.code, "remote call failed");
+}
+
+Task<Status> RoutedCalls::Call(WorkerAddr target, ProcedureId proc,
+                               std::span<const std::byte> args) {
+  Pending p;
+  Send(target, proc, 0, args, &p);
+  co_await Wait<Pending>{&p};
+  const Code code = p.outcome.code;
+  co_return code == Code::kOk ? Status::Ok() : Status(code, "remote call failed");
+}
+
+Task<Result<std::vector<std::byte>>> RoutedCalls::CallWithReply(WorkerAddr target, ProcedureId proc,
+                                                                std::span<const std::byte> args) {
+  Pending p;
+  Send(target, proc, kCallWantsReply, args, &p);
+  co_await Wait<Pending>{&p};
+  if (p.outcome.code != Code::kOk) {
+    co_return Status(p.outcome.code, std::move(p.outcome.message));
+  }
+  co_return std::move(p.outcome.reply);
 }
 
 void RoutedCalls::OnCall(const Message& m) {
@@ -39,30 +65,56 @@ void RoutedCalls::OnCall(const Message& m) {
   }
   std::memcpy(&h, m.payload.data(), sizeof(h));
   CallTable::Admit a = table_.Request(m.from, h.call_id, h.floor);
-  if (a.what == CallAdmission::kAnswered) Answer(m.from, h.call_id, a.code);
+  if (a.what == CallAdmission::kAnswered) Answer(m.from, h.call_id, *a.outcome);
   if (a.what != CallAdmission::kRun) return;
   sched_.Spawn(Serve(m.from, h, std::vector<std::byte>(m.payload.begin() + sizeof(h),
                                                         m.payload.end())));
 }
 
 Task<void> RoutedCalls::Serve(WorkerAddr from, CallHeader h, std::vector<std::byte> args) {
-  Status st = co_await run_(h.proc, args);
-  table_.Finish(from, h.call_id, st.code());
-  Answer(from, h.call_id, st.code());
+  const bool wants_reply = (h.flags & kCallWantsReply) != 0;
+  CallOutcome out;
+  Status st = co_await run_(h.proc, args, wants_reply ? &out.reply : nullptr);
+  if (st.ok()) st = CheckReplyBytes(out.reply.size());
+  out.code = st.code();
+  if (!st.ok()) {
+    out.reply.clear();  // a failed call answers its Status only
+    if (wants_reply) {
+      out.message = st.message().substr(0, std::min(st.message().size(), kCallMessageBytesMax));
+    }
+  }
+  Answer(from, h.call_id, out);
+  table_.Finish(from, h.call_id, std::move(out));
 }
 
-void RoutedCalls::Answer(WorkerAddr to, uint64_t call_id, Code code) {
-  CallResult r{call_id, static_cast<uint8_t>(code), {}};
-  ep_.Send(to, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
+void RoutedCalls::Answer(WorkerAddr to, uint64_t call_id, const CallOutcome& outcome) {
+  CallResult r{call_id, static_cast<uint8_t>(outcome.code), 0,
+               static_cast<uint16_t>(outcome.message.size()),
+               static_cast<uint32_t>(outcome.reply.size())};
+  if (r.message_bytes == 0 && r.reply_bytes == 0) {
+    ep_.Send(to, kMsgCallResult, std::as_bytes(std::span(&r, 1)));
+    return;
+  }
+  std::vector<std::byte> msg(sizeof(r) + r.message_bytes + r.reply_bytes);
+  std::memcpy(msg.data(), &r, sizeof(r));
+  std::memcpy(msg.data() + sizeof(r), outcome.message.data(), r.message_bytes);
+  if (r.reply_bytes > 0) {
+    std::memcpy(msg.data() + sizeof(r) + r.message_bytes, outcome.reply.data(), r.reply_bytes);
+  }
+  ep_.Send(to, kMsgCallResult, msg);
 }
 
 void RoutedCalls::OnResult(const Message& m) {
   CallResult r;
-  if (m.payload.size() != sizeof(r)) {
+  if (m.payload.size() < sizeof(r)) {
     stats_.malformed++;
     return;
   }
   std::memcpy(&r, m.payload.data(), sizeof(r));
+  if (m.payload.size() != sizeof(r) + r.message_bytes + uint64_t{r.reply_bytes}) {
+    stats_.malformed++;
+    return;
+  }
   auto it = pending_.find(r.call_id);
   if (it == pending_.end()) {
     stats_.answer_copies++;  // a copy of an answer already taken
@@ -71,7 +123,10 @@ void RoutedCalls::OnResult(const Message& m) {
   Pending* p = it->second;
   pending_.erase(it);
   stats_.answers++;
-  p->code = static_cast<Code>(r.code);
+  p->outcome.code = static_cast<Code>(r.code);
+  const auto* text = reinterpret_cast<const char*>(m.payload.data() + sizeof(r));
+  p->outcome.message.assign(text, r.message_bytes);
+  p->outcome.reply.assign(m.payload.begin() + sizeof(r) + r.message_bytes, m.payload.end());
   sched_.Ready(p->waiter);
 }
 

@@ -1,6 +1,7 @@
 // The public Txn and Session: thin wrappers over TxnState (txn_state.h) and the worker a client
 // coroutine runs on — retries with backoff (RunTxn) and hybrid routing of calls (Call).
 #include <algorithm>
+#include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
@@ -59,27 +60,69 @@ Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> bod
   co_return last;
 }
 
+namespace {
+
+// The CN a call runs on. Read-only calls need no locks and stay where they are made: Lotus's
+// second level sends them to any CN to spread load, and a client's own CN is such a CN when
+// clients are spread over CNs evenly, as in every Pond workload — without a message hop that
+// would buy nothing. Without hybrid routing (motor, ford, the first ablation steps) every call
+// stays.
+uint16_t CallTarget(WorkerContext& w, const RouteHint& hint) {
+  ClusterImpl& cl = w.cluster;
+  if (!cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly) return w.cn_id();
+  return cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
+}
+
+}  // namespace
+
+namespace txn {
+
+Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
+                            std::vector<std::byte>* reply) {
+  if (p.plain) co_return co_await p.plain(s, args);
+  Result<std::vector<std::byte>> r = co_await p.replying(s, args);
+  if (!r.ok()) co_return r.status();
+  if (reply != nullptr) *reply = std::move(r).value();
+  co_return Status::Ok();
+}
+
+}  // namespace txn
+
 Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
                            const RouteHint& hint) {
   ClusterImpl& cl = w_->cluster;
   POND_CHECK(proc < cl.procedures.size());
-  // Read-only calls need no locks and stay where they are made: Lotus's second level sends them
-  // to any CN to spread load, and a client's own CN is such a CN when clients are spread over
-  // CNs evenly, as in every Pond workload — without a message hop that would buy nothing.
-  // Without hybrid routing (motor, ford, the first ablation steps) every call stays.
-  uint16_t target = !cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly
-                        ? w_->cn_id()
-                        : cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
-  if (target == w_->cn_id()) co_return co_await cl.procedures[proc](*this, args);
-
+  uint16_t target = CallTarget(*w_, hint);
+  if (target == w_->cn_id()) {
+    co_return co_await txn::RunProcedureAs(*this, cl.procedures[proc], args, nullptr);
+  }
   w_->stats.remote_calls++;
   co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
 }
+
+Task<Result<std::vector<std::byte>>> Session::CallWithReply(ProcedureId proc,
+                                                            std::span<const std::byte> args,
+                                                            const RouteHint& hint) {
+  ClusterImpl& cl = w_->cluster;
+  POND_CHECK(proc < cl.procedures.size());
+  uint16_t target = CallTarget(*w_, hint);
+  if (target == w_->cn_id()) {
+    std::vector<std::byte> reply;
+    Status st = co_await txn::RunProcedureAs(*this, cl.procedures[proc], args, &reply);
+    if (st.ok()) st = txn::CheckReplyBytes(reply.size());
+    if (!st.ok()) co_return st;
+    co_return std::move(reply);
+  }
+  w_->stats.remote_calls++;
+  co_return co_await w_->calls->CallWithReply(WorkerAddr{target, w_->index}, proc, args);
+}
+
+Task<void> Session::SleepFor(uint64_t ns) { co_await w_->sched.SleepFor(ns); }
+Task<void> Session::Yield() { co_await w_->sched.Yield(); }
 
 uint16_t Session::cn() const { return w_->cn_id(); }
 uint16_t Session::worker() const { return w_->index; }
 Rng& Session::rng() { return w_->rng; }
 Clock& Session::clock() { return w_->clock(); }
-Scheduler& Session::scheduler() { return w_->sched; }
 
 }  // namespace pond

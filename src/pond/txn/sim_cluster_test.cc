@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
@@ -40,7 +42,7 @@ Outcome RunBank(uint64_t seed, Isolation iso = Isolation::kSerializable) {
   constexpr uint64_t kAccounts = 50, kStart = 1000;
   ClusterConfig cfg = SimConfig(seed);
   cfg.isolation = iso;
-  auto cluster = Cluster::StartSimulated(cfg, SimModel{});
+  auto cluster = Cluster::StartSimulated(cfg, Testbed{});
   POND_CHECK_MSG(cluster.ok(), cluster.status().ToString().c_str());
   Cluster& c = **cluster;
   uint16_t t = *c.CreateTable({.name = "bank", .value_bytes = 8, .capacity = 100});
@@ -120,7 +122,7 @@ TEST(SimClusterTest, OneSeedOneRun) {
 
 TEST(SimClusterTest, LotusUsesNoAtomicsOnMemoryNodesForTransactions) {
   ClusterConfig cfg = SimConfig(7);
-  auto cluster = Cluster::StartSimulated(cfg, SimModel{});
+  auto cluster = Cluster::StartSimulated(cfg, Testbed{});
   ASSERT_TRUE(cluster.ok());
   Cluster& c = **cluster;
   uint16_t t = *c.CreateTable({.name = "kv", .value_bytes = 40, .capacity = 1000});
@@ -161,6 +163,66 @@ TEST(SimClusterTest, LotusUsesNoAtomicsOnMemoryNodesForTransactions) {
   }
   EXPECT_GT(writes, 0u);
   EXPECT_EQ(atomics, 0u) << "lotus locks on CNs: no CAS or FAA reaches a memory node";
+}
+
+// A reply procedure reads an account and answers its balance, or fails with NotFound and its
+// own message for an account that does not exist. Read-write hints route each call to the CN
+// that manages the key's shard, so most calls cross CNs (with CN messages duplicated and
+// delayed); wherever it ran, the caller must get exactly what the procedure answered.
+TEST(SimClusterTest, CallWithReplyReturnsTheBytesOrTheCalleesStatus) {
+  constexpr uint64_t kAccounts = 64, kMissing = 8;
+  Testbed testbed;
+  testbed.faults.duplicate_probability = 0.2;
+  testbed.faults.delay_probability = 0.2;
+  testbed.faults.delay_ns_max = 20'000;
+  auto cluster = Cluster::StartSimulated(SimConfig(5), testbed);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  Cluster& c = **cluster;
+  uint16_t t = *c.CreateTable({.name = "bank", .value_bytes = 8, .capacity = 100});
+  ASSERT_TRUE(c.Load(t, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+                 *key = i;
+                 uint64_t b = 1000 + i;
+                 std::memcpy(v.data(), &b, 8);
+               }).ok());
+  ProcedureId balance = c.RegisterProcedure(
+      [t](Session& s, std::span<const std::byte> args) -> Task<Result<std::vector<std::byte>>> {
+        uint64_t key = AsU64(args);
+        if (key >= kAccounts) co_return NotFound("no account " + std::to_string(key));
+        std::vector<std::byte> out;
+        Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& x) -> Task<Status> {
+          x.AddRO(t, key);
+          POND_CO_RETURN_IF_ERROR(co_await x.Execute());
+          std::span<const std::byte> v = *x.Read(t, key);
+          out.assign(v.begin(), v.end());
+          co_return Status::Ok();
+        });
+        if (!st.ok()) co_return st;
+        co_return out;
+      });
+  int right = 0, wrong = 0;
+  c.Run(1, [&](Session& s) -> Task<void> {
+    for (uint64_t key = s.cn() * 2 + s.worker(); key < kAccounts + kMissing; key += 8) {
+      std::byte arg[8];
+      std::memcpy(arg, &key, 8);
+      RouteHint hint{TxnKind::kReadWrite, t, key};
+      Result<std::vector<std::byte>> r = co_await s.CallWithReply(balance, arg, hint);
+      // The Status-only Call of the same procedure: its code, and no bytes.
+      Status plain = co_await s.Call(balance, arg, hint);
+      bool ok;
+      if (key < kAccounts) {
+        ok = r.ok() && r->size() == 8 && AsU64(*r) == 1000 + key && plain.ok();
+      } else {
+        ok = r.status().code() == Code::kNotFound &&
+             r.status().message() == "no account " + std::to_string(key) &&
+             plain.code() == Code::kNotFound;
+      }
+      (ok ? right : wrong)++;
+    }
+  });
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(right, static_cast<int>(kAccounts + kMissing));
+  EXPECT_GT(c.Stats().remote_calls, 0u) << "some calls must cross CNs";
+  EXPECT_GT(c.GetSimStats().fault_duplicates, 0u) << "some requests or answers came twice";
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ void SimDriver::Round(size_t core) {
   Core& c = cores_[core];
   // Still "queued" while the round runs: work it makes ready waits for the round's CPU time.
   WorkerContext& w = *c.w;
-  const SimModel& m = fabric_.model();
+  const Testbed& m = fabric_.testbed();
   w.sched.RunOnce();
   uint64_t resumes = w.sched.resumes() - c.resumes_seen;
   c.resumes_seen = w.sched.resumes();

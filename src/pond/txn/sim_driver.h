@@ -2,7 +2,7 @@
 //
 // A worker is one core. When it has work — a coroutine made ready (a completion, a reply), a
 // packet in its inbox, a timer due — the driver runs one scheduling round at the time the core
-// is free, charges the round's CPU time from SimModel (per round, per coroutine resumed, per op
+// is free, charges the round's CPU time from the Testbed (per round, per coroutine resumed, per op
 // posted, per doorbell batch, per message), and lets what the round posted leave the CN when that
 // CPU time ends. Everything happens in engine events, so a run is one seed and replays exactly.
 //

@@ -53,7 +53,7 @@ inline uint64_t AsU64(std::span<const std::byte> v) {
 // A cluster (simulated if `model` is given) with one table of `keys` keys 0..keys-1, each
 // holding start_value (or 1000 + key if start_value is 0).
 inline std::unique_ptr<Cluster> StartLoaded(const ClusterConfig& c, uint16_t* table, uint64_t keys,
-                                     uint64_t start_value, const SimModel* model = nullptr) {
+                                            uint64_t start_value, const Testbed* model = nullptr) {
   auto started = model != nullptr ? Cluster::StartSimulated(c, *model) : Cluster::Start(c);
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
   std::unique_ptr<Cluster> cl = std::move(started).value();

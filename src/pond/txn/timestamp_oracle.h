@@ -20,9 +20,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "pond/runtime/clock.h"
+#include "pond/clock.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/runtime/task.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::txn {

@@ -18,7 +18,7 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
-#include "pond/runtime/rng.h"
+#include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/sim/engine.h"
 #include "pond/store/allocator.h"
@@ -68,9 +68,20 @@ class WorkerContext {
   uint16_t cn_id() const;
   Clock& clock() { return sched.clock(); }
 
-  // Runs a registered procedure on this worker, for a call routed here.
-  Task<Status> RunProcedure(ProcedureId proc, std::span<const std::byte> args);
+  // Runs a registered procedure on this worker, for a call routed here; what a reply procedure
+  // answers goes to *reply (dropped if null).
+  Task<Status> RunProcedure(ProcedureId proc, std::span<const std::byte> args,
+                            std::vector<std::byte>* reply);
 };
+
+// A registered procedure: exactly one of the two is set.
+struct ProcedureEntry {
+  Procedure plain;
+  ReplyProcedure replying;
+};
+// Runs `p` as `s`; what a reply procedure answers goes to *reply (dropped if null).
+Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
+                            std::vector<std::byte>* reply);
 
 class CnContext {
  public:
@@ -100,7 +111,7 @@ class ClusterImpl {
   lock::ShardMap shard_map;
   TimestampOracle oracle;
   std::vector<std::unique_ptr<CnContext>> cns;
-  std::vector<Procedure> procedures;
+  std::vector<ProcedureEntry> procedures;
 
   // Run() bookkeeping: clients still running over all workers.
   std::atomic<int64_t> clients_running{0};

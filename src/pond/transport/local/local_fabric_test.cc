@@ -5,6 +5,8 @@
 #include <cstring>
 #include <thread>
 
+#include "pond/runtime/clocks.h"
+
 namespace pond {
 namespace {
 

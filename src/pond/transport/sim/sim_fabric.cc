@@ -16,8 +16,8 @@ class SimEndpoint final : public Endpoint {
       : Endpoint(self, sched),
         fabric_(fabric),
         rng_(fabric.engine().StreamRng(0x51e0000000000000ULL | self.Packed())) {
-    auto f = sim::FaultModel::Create(fabric.model().faults);
-    POND_CHECK_MSG(f.ok(), "fault config must be validated with the model");
+    auto f = sim::FaultModel::Create(FaultConfigOf(fabric.testbed().faults));
+    POND_CHECK_MSG(f.ok(), "fault config must be validated with the testbed");
     faults_ = std::move(f).value();
     UseBufferPool(&fabric.packet_buffers_);
   }
@@ -41,7 +41,7 @@ class SimEndpoint final : public Endpoint {
 
   void Launch(uint64_t at_ns) {
     sim::Engine& engine = fabric_.engine();
-    const SimModel& m = fabric_.model();
+    const Testbed& m = fabric_.testbed();
     if (!batches_.empty()) {
       // Every batch of a round reaches its MN at the same instant. As one event each, they
       // would run back to back (scheduled consecutively, so nothing sorts between them in
@@ -59,7 +59,7 @@ class SimEndpoint final : public Endpoint {
         RecycleBuffer(std::move(p.bytes));
         continue;
       }
-      uint64_t wire = m.one_way_ns + m.WireNs(p.bytes.size());
+      uint64_t wire = m.one_way_ns + WireNs(m, p.bytes.size());
       if (d.duplicate) Transmit(p.to, p.bytes, at_ns + wire + d.duplicate_delay_ns);
       Transmit(p.to, std::move(p.bytes), at_ns + wire + d.delay_ns);
     }
@@ -133,7 +133,7 @@ class SimEndpoint final : public Endpoint {
   // of those due last — and the single event takes its place in (time, seq) order. The Flush's
   // status is the error of the batch whose completion would have run first, as before.
   void ArriveAll(Batch* head) {
-    const uint64_t one_way_ns = fabric_.model().one_way_ns;
+    const uint64_t one_way_ns = fabric_.testbed().one_way_ns;
     Batch* b = head;
     while (b != nullptr) {
       Completion* c = b->done;
@@ -233,9 +233,9 @@ class SimEndpoint final : public Endpoint {
   SimActivity activity_;
 };
 
-Result<std::unique_ptr<SimFabric>> SimFabric::Create(sim::Engine& engine, const SimModel& model,
+Result<std::unique_ptr<SimFabric>> SimFabric::Create(sim::Engine& engine, const Testbed& testbed,
                                                      uint16_t num_mns, uint64_t region_bytes) {
-  POND_RETURN_IF_ERROR(model.Validate());
+  POND_RETURN_IF_ERROR(testbed.Validate());
   if (num_mns == 0) return InvalidArgument("need at least one MN");
   if (region_bytes < 4096 || region_bytes % 4096 != 0 || region_bytes > GAddr::kOffsetMask) {
     return InvalidArgument("MN region size must be a multiple of 4096 below 2^48 bytes");
@@ -250,13 +250,14 @@ Result<std::unique_ptr<SimFabric>> SimFabric::Create(sim::Engine& engine, const 
     }
     regions.push_back(static_cast<std::byte*>(p));
   }
-  return std::unique_ptr<SimFabric>(new SimFabric(engine, model, std::move(regions), region_bytes));
+  return std::unique_ptr<SimFabric>(
+      new SimFabric(engine, testbed, std::move(regions), region_bytes));
 }
 
-SimFabric::SimFabric(sim::Engine& engine, const SimModel& model, std::vector<std::byte*> regions,
+SimFabric::SimFabric(sim::Engine& engine, const Testbed& testbed, std::vector<std::byte*> regions,
                      uint64_t region_bytes)
     : engine_(engine),
-      model_(model),
+      testbed_(testbed),
       regions_(std::move(regions)),
       region_bytes_(region_bytes),
       nics_(regions_.size()) {

@@ -1,9 +1,9 @@
 // SimFabric: the `sim` transport. The same one-sided ops and CN messages as the `local`
 // transport, carried out on the simulator's virtual time: a one-sided op travels one-way
 // latency to its MN, waits for and occupies that MN's NIC (a FIFO server with a service time per
-// verb kind and per byte, SimModel), and its completion travels back. CN packets take one-way
-// latency plus their size at the link rate, and may be dropped, duplicated or delayed by the
-// model's FaultConfig.
+// verb kind and per byte, from the Testbed), and its completion travels back. CN packets take
+// one-way latency plus their size at the link rate, and may be dropped, duplicated or delayed by
+// the testbed's MessageFaults.
 //
 // MN memory is real memory in this process, so data is exact; an MN applies a batch's ops in
 // posting order when the batch reaches its NIC. The NIC serves requests FIFO, so the order of
@@ -47,7 +47,7 @@ class SimFabric final : public Fabric {
  public:
   static constexpr size_t kPacketBuffersKeptMax = 4096;
 
-  static Result<std::unique_ptr<SimFabric>> Create(sim::Engine& engine, const SimModel& model,
+  static Result<std::unique_ptr<SimFabric>> Create(sim::Engine& engine, const Testbed& testbed,
                                                    uint16_t num_mns, uint64_t region_bytes);
   ~SimFabric() override;
 
@@ -66,29 +66,29 @@ class SimFabric final : public Fabric {
 
   const sim::Server& nic(MnId mn) const { return nics_[mn]; }
   void ResetNicStats();
-  const SimModel& model() const { return model_; }
+  const Testbed& testbed() const { return testbed_; }
   sim::Engine& engine() { return engine_; }
   // Faults applied so far, over all endpoints.
   sim::FaultStats fault_stats() const;
 
  private:
   friend class SimEndpoint;
-  SimFabric(sim::Engine& engine, const SimModel& model, std::vector<std::byte*> regions,
+  SimFabric(sim::Engine& engine, const Testbed& testbed, std::vector<std::byte*> regions,
             uint64_t region_bytes);
   SimEndpoint* Find(WorkerAddr w) const;
-  // model_.NicServiceNs, remembered: it is a pure function of (kind, bytes) for one model, and
+  // pond::NicServiceNs, remembered: it is a pure function of (kind, bytes) for one testbed, and
   // the simulator asks it for every op.
   uint64_t NicServiceNs(int verb_kind, uint32_t bytes) {
-    if (bytes >= kNicServiceMemoBytes) return model_.NicServiceNs(verb_kind, bytes);
+    if (bytes >= kNicServiceMemoBytes) return pond::NicServiceNs(testbed_, verb_kind, bytes);
     uint64_t& ns = nic_service_ns_[verb_kind][bytes];
-    if (ns == kUnknown) ns = model_.NicServiceNs(verb_kind, bytes);
+    if (ns == kUnknown) ns = pond::NicServiceNs(testbed_, verb_kind, bytes);
     return ns;
   }
   static constexpr uint32_t kNicServiceMemoBytes = 512;
   static constexpr uint64_t kUnknown = UINT64_MAX;
 
   sim::Engine& engine_;
-  SimModel model_;
+  Testbed testbed_;
   std::vector<std::byte*> regions_;
   uint64_t region_bytes_;
   std::vector<sim::Server> nics_;

@@ -28,7 +28,7 @@ struct Cluster {
   };
   std::vector<Worker> workers;
 
-  Cluster(int n, SimModel model = {}, uint64_t seed = 1) : engine(seed) {
+  Cluster(int n, Testbed model = {}, uint64_t seed = 1) : engine(seed) {
     auto f = SimFabric::Create(engine, model, 2, 1 << 20);
     POND_CHECK(f.ok());
     fabric = std::move(f).value();
@@ -71,8 +71,8 @@ TEST(SimFabricTest, ReadTakesTwoOneWaysPlusNicService) {
     *done_at = c->engine.now();
   }(&c, &done_at));
   c.Run();
-  const SimModel& m = c.fabric->model();
-  EXPECT_EQ(done_at, 2 * m.one_way_ns + m.NicServiceNs(0, 64));
+  const Testbed& m = c.fabric->testbed();
+  EXPECT_EQ(done_at, 2 * m.one_way_ns + NicServiceNs(m, 0, 64));
   EXPECT_EQ(c.fabric->nic(1).ServedCount(0), 1u);
   EXPECT_EQ(c.fabric->nic(0).ServedCount(0), 0u);
 }
@@ -100,11 +100,11 @@ TEST(SimFabricTest, AtomicsQueueAtTheNicAndReadsElsewhereDoNot) {
     *done = c->engine.now();
   }(&c, &done[10]));
   c.Run();
-  const SimModel& m = c.fabric->model();
-  uint64_t cas_ns = m.NicServiceNs(2, 8);
+  const Testbed& m = c.fabric->testbed();
+  uint64_t cas_ns = NicServiceNs(m, 2, 8);
   uint64_t last = *std::max_element(done.begin(), done.begin() + 10);
   EXPECT_EQ(last, 2 * m.one_way_ns + 100 * cas_ns);
-  EXPECT_EQ(done[10], 2 * m.one_way_ns + m.NicServiceNs(0, 8));
+  EXPECT_EQ(done[10], 2 * m.one_way_ns + NicServiceNs(m, 0, 8));
   EXPECT_EQ(c.fabric->nic(0).ServedCount(2), 100u);
   // Only the first CAS on each word won.
   uint64_t words[10];
@@ -175,8 +175,8 @@ TEST(SimFabricTest, FlushOverTwoMnsWaitsForTheSlowerAndReportsTheError) {
   }(&c, &done_at));
   c.Run();
   EXPECT_EQ(c.workers[0].sched->live(), 0u);
-  const SimModel& m = c.fabric->model();
-  EXPECT_EQ(done_at, 2 * m.one_way_ns + 4 * m.NicServiceNs(2, 8));
+  const Testbed& m = c.fabric->testbed();
+  EXPECT_EQ(done_at, 2 * m.one_way_ns + 4 * NicServiceNs(m, 2, 8));
 }
 
 TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
@@ -197,12 +197,12 @@ TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
   c.Run();
   EXPECT_EQ(count, 2);
   EXPECT_EQ(c.workers[0].ep->stats().packets_sent, 1u);
-  EXPECT_GE(arrived_at, c.fabric->model().one_way_ns);
+  EXPECT_GE(arrived_at, c.fabric->testbed().one_way_ns);
   EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
 }
 
 TEST(SimFabricTest, DroppedPacketsNeverArrive) {
-  SimModel m;
+  Testbed m;
   m.faults.drop_probability = 1.0;
   Cluster c(2, m);
   int count = 0;
@@ -219,7 +219,7 @@ TEST(SimFabricTest, DroppedPacketsNeverArrive) {
 }
 
 TEST(SimFabricTest, DelaysReplayFromTheSeed) {
-  SimModel m;
+  Testbed m;
   m.faults.delay_probability = 0.5;
   m.faults.delay_ns_max = 50'000;
   auto arrivals = [&](uint64_t seed) {
@@ -242,14 +242,14 @@ TEST(SimFabricTest, DelaysReplayFromTheSeed) {
   EXPECT_NE(a, d);
 }
 
-TEST(SimModelTest, PresetsValidateAndBadValuesAreRefused) {
-  EXPECT_TRUE(SimModel::Preset("cx3").ok());
-  EXPECT_TRUE(SimModel::Preset("cx5").ok());
-  EXPECT_EQ(SimModel::Preset("cx9").status().code(), Code::kInvalidArgument);
-  SimModel m;
+TEST(TestbedTest, PresetsValidateAndBadValuesAreRefused) {
+  EXPECT_TRUE(Testbed::Preset("cx3").ok());
+  EXPECT_TRUE(Testbed::Preset("cx5").ok());
+  EXPECT_EQ(Testbed::Preset("cx9").status().code(), Code::kInvalidArgument);
+  Testbed m;
   m.mn_atomic_mops = 0;
   EXPECT_EQ(m.Validate().code(), Code::kInvalidArgument);
-  EXPECT_EQ(SimModel::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Testbed::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
 }
 
 // sim::AllocCache lives in engine.cc; it is tested here because this binary keeps the global

@@ -1,19 +1,13 @@
-// Clock: the only way Pond code learns the time.
-//
-// Protocol code takes a Clock& and never calls std::chrono or the OS directly, so the same code
-// runs on real time (SystemClock, for `pond bench`) and on the simulator's virtual time. Times
-// are nanoseconds since an arbitrary, per-clock epoch; they only ever grow.
+// The Clock implementations outside the simulator: SystemClock, real time for embedded
+// clusters and `pond bench`, and ManualClock for tests. The interface is public
+// (include/pond/clock.h); the simulator's clock is sim/virtual_clock.h.
 #pragma once
 
 #include <cstdint>
 
-namespace pond {
+#include "pond/clock.h"
 
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual uint64_t NowNs() = 0;
-};
+namespace pond {
 
 // Monotonic real time (CLOCK_MONOTONIC). Thread-safe.
 class SystemClock final : public Clock {

@@ -1,17 +1,22 @@
-// Task<T>: a lazily started C++20 coroutine returning T.
+// Task<T>: a lazily started C++20 coroutine returning T — what every Pond call that waits
+// (Txn::Execute, Session::RunTxn, Session::Call, ...) returns, and what client functions and
+// procedures are written as.
 //
 // A Task runs when it is first awaited and resumes its awaiter by symmetric transfer when it
-// finishes, so chains of awaits neither grow the stack nor go through the scheduler. Root tasks
-// are handed to Scheduler::Spawn, which owns them. Exceptions are not used on the data path: an
-// exception escaping a task terminates the process.
+// finishes, so chains of awaits neither grow the stack nor go through the worker's scheduler.
+// The tasks a cluster starts (Cluster::Run's clients, routed calls) are owned by the worker that
+// runs them. Exceptions are not used on the data path: an exception escaping a task terminates
+// the process.
+//
+// Thread rules: a Task is awaited once, by one coroutine, on the worker thread it runs on.
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <exception>
 #include <optional>
+#include <type_traits>
 #include <utility>
-
-#include "pond/runtime/frame_pool.h"
 
 namespace pond {
 
@@ -19,6 +24,11 @@ template <typename T>
 class Task;
 
 namespace detail {
+
+// Coroutine frames come from per-thread free lists (src/pond/runtime/frame_pool.h), not
+// malloc: a transaction makes a dozen of them.
+void* AllocateFrame(size_t bytes);
+void FreeFrame(void* p, size_t bytes) noexcept;
 
 struct FinalAwaiter {
   bool await_ready() noexcept { return false; }
@@ -31,9 +41,8 @@ struct FinalAwaiter {
 };
 
 struct PromiseBase {
-  // Frames come from a per-thread pool (frame_pool.h): a transaction makes many of them.
-  static void* operator new(size_t bytes) { return FramePool::ForThisThread().Allocate(bytes); }
-  static void operator delete(void* p, size_t bytes) { FramePool::ForThisThread().Free(p, bytes); }
+  static void* operator new(size_t bytes) { return AllocateFrame(bytes); }
+  static void operator delete(void* p, size_t bytes) { FreeFrame(p, bytes); }
 
   std::coroutine_handle<> continuation;
   std::suspend_always initial_suspend() noexcept { return {}; }

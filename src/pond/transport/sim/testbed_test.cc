@@ -1,7 +1,7 @@
-// SimModel presets and model files: the checked-in files models/cx3.json and models/cx5.json
+// Testbed presets and model files: the checked-in files models/cx3.json and models/cx5.json
 // must load to exactly the presets in code and give a source for every field, and the loader
 // takes notes but refuses unknown keys and bad values with one line naming them.
-#include "pond/transport/sim/sim_model.h"
+#include "pond/testbed.h"
 
 #include <gtest/gtest.h>
 
@@ -19,7 +19,7 @@ namespace {
 #endif
 
 // Every field of a model, without its name (a loaded model is named after its file).
-nlohmann::json FieldsOf(const SimModel& m) {
+nlohmann::json FieldsOf(const Testbed& m) {
   nlohmann::json j = nlohmann::json::parse(m.ToJson());
   j.erase("name");
   return j;
@@ -41,9 +41,9 @@ class ModelFileTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(ModelFileTest, LoadsToExactlyThePresetInCode) {
   std::string preset = GetParam();
   std::string path = std::string(POND_MODELS_DIR) + "/" + preset + ".json";
-  Result<SimModel> loaded = SimModel::Load(path);
+  Result<Testbed> loaded = Testbed::Load(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  Result<SimModel> code = SimModel::Preset(preset);
+  Result<Testbed> code = Testbed::Preset(preset);
   ASSERT_TRUE(code.ok());
   EXPECT_EQ(FieldsOf(*loaded), FieldsOf(*code)) << path << " differs from the preset in code";
 }
@@ -52,7 +52,7 @@ TEST_P(ModelFileTest, ListsEveryFieldWithItsSource) {
   std::string path = std::string(POND_MODELS_DIR) + "/" + GetParam() + ".json";
   std::ifstream in(path);
   nlohmann::json j = nlohmann::json::parse(in);
-  std::set<std::string> fields(SimModel::FieldNames().begin(), SimModel::FieldNames().end());
+  std::set<std::string> fields(Testbed::FieldNames().begin(), Testbed::FieldNames().end());
   std::set<std::string> in_file;
   for (auto& [key, value] : j.items()) {
     if (key == "base" || key.starts_with("_") || key.ends_with("_source")) continue;
@@ -65,34 +65,34 @@ TEST_P(ModelFileTest, ListsEveryFieldWithItsSource) {
   EXPECT_EQ(in_file, fields);
   // ToJson prints the same fields the files hold.
   std::set<std::string> printed;
-  nlohmann::json defaults = FieldsOf(SimModel{});
+  nlohmann::json defaults = FieldsOf(Testbed{});
   for (auto& [key, value] : defaults.items()) printed.insert(key);
   EXPECT_EQ(printed, fields);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, ModelFileTest, ::testing::Values("cx3", "cx5"));
 
-TEST(SimModelTest, PresetsDiffer) {
-  EXPECT_NE(FieldsOf(*SimModel::Preset("cx3")), FieldsOf(*SimModel::Preset("cx5")));
+TEST(TestbedTest, PresetsDiffer) {
+  EXPECT_NE(FieldsOf(*Testbed::Preset("cx3")), FieldsOf(*Testbed::Preset("cx5")));
 }
 
-TEST(SimModelTest, LoadAppliesFieldsOverTheBaseAndIgnoresNotes) {
+TEST(TestbedTest, LoadAppliesFieldsOverTheBaseAndIgnoresNotes) {
   std::string path = TempModel(R"({"base": "cx5", "_comment": "x", "one_way_ns": 1234,
       "one_way_ns_source": "a guess", "delay_distribution": "exponential",
       "delay_probability": 0.5, "delay_ns_max": 100, "delay_ns_mean": 10})");
-  Result<SimModel> m = SimModel::Load(path);
+  Result<Testbed> m = Testbed::Load(path);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->name, path);
   EXPECT_EQ(m->one_way_ns, 1234u);
   EXPECT_EQ(m->mn_atomic_mops, 8);  // from cx5
-  EXPECT_EQ(m->faults.delay_distribution, sim::DelayDistribution::kExponential);
+  EXPECT_EQ(m->faults.delay_distribution, DelayDistribution::kExponential);
   EXPECT_EQ(m->faults.delay_ns_mean, 10u);
   EXPECT_NE(m->ToJson().find("\"delay_distribution\":\"exponential\""), std::string::npos);
   std::filesystem::remove(path);
 }
 
 // Each bad file is refused with InvalidArgument, one line naming the file and the culprit.
-TEST(SimModelTest, BadFilesAreRefusedByName) {
+TEST(TestbedTest, BadFilesAreRefusedByName) {
   struct Case {
     const char* text;
     const char* culprit;
@@ -113,7 +113,7 @@ TEST(SimModelTest, BadFilesAreRefusedByName) {
   };
   for (const Case& c : cases) {
     std::string path = TempModel(c.text);
-    Result<SimModel> m = SimModel::Load(path);
+    Result<Testbed> m = Testbed::Load(path);
     ASSERT_FALSE(m.ok()) << c.text;
     EXPECT_EQ(m.status().code(), Code::kInvalidArgument) << c.text;
     const std::string& msg = m.status().message();
@@ -122,14 +122,14 @@ TEST(SimModelTest, BadFilesAreRefusedByName) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     std::filesystem::remove(path);
   }
-  EXPECT_EQ(SimModel::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Testbed::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
 }
 
-TEST(SimModelTest, FromFlagTakesPresetsAndFiles) {
-  EXPECT_EQ(SimModel::FromFlag("cx5")->name, "cx5");
+TEST(TestbedTest, FromNameTakesPresetsAndFiles) {
+  EXPECT_EQ(Testbed::FromName("cx5")->name, "cx5");
   std::string path = std::string(POND_MODELS_DIR) + "/cx5.json";
-  EXPECT_EQ(SimModel::FromFlag(path)->name, path);
-  EXPECT_FALSE(SimModel::FromFlag("cx9").ok());
+  EXPECT_EQ(Testbed::FromName(path)->name, path);
+  EXPECT_FALSE(Testbed::FromName("cx9").ok());
 }
 
 }  // namespace

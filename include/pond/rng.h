@@ -1,26 +1,21 @@
-// Rng: a seeded pseudo-random generator (xoshiro256**), the only source of randomness in Pond.
+// Rng: a seeded pseudo-random generator (xoshiro256**), the only source of randomness in Pond,
+// and what Session::rng() hands a client.
 //
 // Every random choice (keys, backoff, routing, fault schedules) draws from an Rng built from an
-// explicit seed, so a run is replayed by its seed. One Rng belongs to one worker; derive
-// independent streams with Fork() rather than sharing one across threads.
+// explicit seed, so a run is replayed by its seed: a client that draws from its session's Rng
+// (not from std::random_device or the time) keeps a simulated run replayable.
+//
+// Thread rules: not thread-safe. One Rng belongs to one worker; derive independent streams with
+// Fork() rather than sharing one across threads.
 #pragma once
 
 #include <cstdint>
-
-#include "pond/base/hash.h"
 
 namespace pond {
 
 class Rng {
  public:
-  explicit Rng(uint64_t seed) {
-    // splitmix64 expands the seed so that nearby seeds give unrelated streams.
-    uint64_t x = seed;
-    for (auto& w : s_) {
-      x += 0x9e3779b97f4a7c15ULL;
-      w = Mix64(x);
-    }
-  }
+  explicit Rng(uint64_t seed);
 
   uint64_t Next() {
     uint64_t result = Rotl(s_[1] * 5, 7) * 9;

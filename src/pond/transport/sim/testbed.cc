@@ -1,4 +1,4 @@
-#include "pond/transport/sim/sim_model.h"
+#include "pond/testbed.h"
 
 #include <algorithm>
 #include <fstream>
@@ -6,9 +6,11 @@
 #include <string_view>
 #include <vector>
 
+#include "pond/transport/sim/sim_model.h"
+
 namespace pond {
 
-Status SimModel::Validate() const {
+Status Testbed::Validate() const {
   if (one_way_ns == 0 || one_way_ns > 1'000'000'000) {
     return InvalidArgument("one_way_ns must be 1 ns to 1 s");
   }
@@ -20,16 +22,15 @@ Status SimModel::Validate() const {
   for (uint64_t c : {cpu_round_ns, cpu_resume_ns, cpu_op_ns, cpu_batch_ns, cpu_message_ns}) {
     if (c > 1'000'000) return InvalidArgument("CPU costs must be at most 1 ms");
   }
-  return faults.Validate();
+  if (faults.delay_distribution != DelayDistribution::kUniform &&
+      faults.delay_distribution != DelayDistribution::kExponential) {
+    return InvalidArgument("unknown delay_distribution");
+  }
+  return FaultConfigOf(faults).Validate();
 }
 
-uint64_t SimModel::NicServiceNs(int verb_kind, uint32_t bytes) const {
-  double mops = verb_kind == 0 ? mn_read_mops : verb_kind == 1 ? mn_write_mops : mn_atomic_mops;
-  return static_cast<uint64_t>(1000.0 / mops) + WireNs(bytes);
-}
-
-Result<SimModel> SimModel::Preset(const std::string& name) {
-  SimModel m;
+Result<Testbed> Testbed::Preset(const std::string& name) {
+  Testbed m;
   if (name == "cx3") return m;  // the defaults are the Lotus testbed
   if (name == "cx5") {
     m.name = "cx5";
@@ -53,7 +54,7 @@ struct FieldRef {
   double* dbl;
 };
 
-std::vector<FieldRef> Fields(SimModel& m) {
+std::vector<FieldRef> Fields(Testbed& m) {
   return {{"one_way_ns", &m.one_way_ns, nullptr},
           {"link_gbps", nullptr, &m.link_gbps},
           {"mn_read_mops", nullptr, &m.mn_read_mops},
@@ -75,8 +76,8 @@ std::vector<FieldRef> Fields(SimModel& m) {
 // The one field that is not a number.
 constexpr const char* kDistributionField = "delay_distribution";
 
-const char* DistributionName(sim::DelayDistribution d) {
-  return d == sim::DelayDistribution::kExponential ? "exponential" : "uniform";
+const char* DistributionName(DelayDistribution d) {
+  return d == DelayDistribution::kExponential ? "exponential" : "uniform";
 }
 
 constexpr std::string_view kSourceSuffix = "_source";
@@ -89,9 +90,9 @@ std::string SourcedField(const std::string& key) {
 
 }  // namespace
 
-const std::vector<std::string>& SimModel::FieldNames() {
+const std::vector<std::string>& Testbed::FieldNames() {
   static const std::vector<std::string> names = [] {
-    SimModel m;
+    Testbed m;
     std::vector<std::string> out;
     for (const FieldRef& f : Fields(m)) out.emplace_back(f.name);
     out.emplace_back(kDistributionField);
@@ -100,7 +101,7 @@ const std::vector<std::string>& SimModel::FieldNames() {
   return names;
 }
 
-Result<SimModel> SimModel::Load(const std::string& path) {
+Result<Testbed> Testbed::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("cannot read model file " + path);
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -110,9 +111,9 @@ Result<SimModel> SimModel::Load(const std::string& path) {
     if (!j["base"].is_string()) return InvalidArgument(path + ": base must be \"cx3\" or \"cx5\"");
     base = j["base"].get<std::string>();
   }
-  Result<SimModel> r = Preset(base);
+  Result<Testbed> r = Preset(base);
   if (!r.ok()) return InvalidArgument(path + ": " + r.status().message());
-  SimModel m = *r;
+  Testbed m = *r;
   m.name = path;
   std::vector<FieldRef> fields = Fields(m);
   auto known = [&](const std::string& key) {
@@ -129,9 +130,9 @@ Result<SimModel> SimModel::Load(const std::string& path) {
     if (key == kDistributionField) {
       std::string d = value.is_string() ? value.get<std::string>() : "";
       if (d == "uniform") {
-        m.faults.delay_distribution = sim::DelayDistribution::kUniform;
+        m.faults.delay_distribution = DelayDistribution::kUniform;
       } else if (d == "exponential") {
-        m.faults.delay_distribution = sim::DelayDistribution::kExponential;
+        m.faults.delay_distribution = DelayDistribution::kExponential;
       } else {
         return InvalidArgument(path + ": " + key + " must be \"uniform\" or \"exponential\"");
       }
@@ -160,13 +161,13 @@ Result<SimModel> SimModel::Load(const std::string& path) {
   return m;
 }
 
-Result<SimModel> SimModel::FromFlag(const std::string& flag) {
+Result<Testbed> Testbed::FromName(const std::string& flag) {
   if (flag == "cx3" || flag == "cx5") return Preset(flag);
   return Load(flag);
 }
 
-std::string SimModel::ToJson() const {
-  SimModel copy = *this;  // Fields() hands out pointers into a model
+std::string Testbed::ToJson() const {
+  Testbed copy = *this;  // Fields() hands out pointers into a model
   nlohmann::json j = {{"name", name}};
   for (const FieldRef& f : Fields(copy)) {
     if (f.u64 != nullptr) {

@@ -1,4 +1,4 @@
-#include "pond/runtime/clock.h"
+#include "pond/runtime/clocks.h"
 
 #include <ctime>
 

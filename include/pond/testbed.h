@@ -1,0 +1,91 @@
+// Testbed: the hardware a simulated cluster (Cluster::StartSimulated) runs on — network latency
+// and link rate, what each memory node's NIC serves per second, what a compute node's CPU spends
+// on each step — and, for testing, the faults of messages between compute nodes.
+//
+//   Testbed t = Testbed::Preset("cx5").value();   // or Testbed{} (cx3), or Testbed::Load(file)
+//   t.faults.duplicate_probability = 0.01;
+//   auto cluster = Cluster::StartSimulated(config, t);
+//
+// Every value has a source (docs/simulator.md "Network, NIC and CPU model"). The presets are
+// `cx3` (the Lotus testbed, ConnectX-3 NICs; the defaults below) and `cx5`; a JSON model file
+// names a preset as its base and overrides any field (models/cx3.json and models/cx5.json hold
+// the presets with the source of every value beside it).
+//
+// Thread rules: a Testbed is a plain value; copy it freely. The static functions may be called
+// from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pond/status.h"
+
+namespace pond {
+
+enum class DelayDistribution : uint8_t {
+  kUniform,      // uniform in [delay_ns_min, delay_ns_max]
+  kExponential,  // delay_ns_min + Exp(mean delay_ns_mean), capped at delay_ns_max
+};
+
+// What may go wrong with a message between two compute nodes (lock requests and replies,
+// timestamps, routed calls); one-sided operations on memory nodes are never faulted. All off by
+// default. Each message draws its fate from the run's seed, so a faulty run replays exactly.
+// Delays reorder messages: one delayed past the next on its link is overtaken. Pond does not
+// resend lost messages yet, so a drop leaves the transaction waiting for it stuck: a simulated
+// Run with drop_probability > 0 stops the process when the simulation runs out of events.
+// Duplicates and delays are what Pond's seed tests run with.
+struct MessageFaults {
+  double drop_probability = 0;       // the message is lost
+  double duplicate_probability = 0;  // it is delivered twice; the copy draws its own delay
+  double delay_probability = 0;      // it gets an extra delay from the distribution
+  DelayDistribution delay_distribution = DelayDistribution::kUniform;
+  uint64_t delay_ns_min = 0;
+  uint64_t delay_ns_max = 0;   // at most 10 virtual seconds
+  uint64_t delay_ns_mean = 0;  // kExponential only
+};
+
+struct Testbed {
+  std::string name = "cx3";
+
+  // Network: one-way latency of a small message or one-sided op between any two nodes, and the
+  // link rate that adds size / rate for payload bytes.
+  uint64_t one_way_ns = 1000;
+  double link_gbps = 56;
+
+  // Each MN's NIC is a FIFO server: a one-sided op occupies it 1e3 / Mops ns by verb kind, plus
+  // its payload at the link rate.
+  double mn_read_mops = 35;
+  double mn_write_mops = 35;
+  double mn_atomic_mops = 2.5;
+
+  // CN CPU: a worker is one core. A scheduling round costs cpu_round_ns, plus per coroutine
+  // resumed, per one-sided op posted, per doorbell batch, and per CN message sent or received.
+  // Calibrated against `pond bench kvs` (docs/simulator.md "Calibration").
+  uint64_t cpu_round_ns = 60;
+  uint64_t cpu_resume_ns = 370;
+  uint64_t cpu_op_ns = 60;
+  uint64_t cpu_batch_ns = 120;
+  uint64_t cpu_message_ns = 370;
+
+  MessageFaults faults;
+
+  // InvalidArgument naming the first bad field; StartSimulated refuses such a testbed.
+  Status Validate() const;
+
+  // "cx3" or "cx5"; InvalidArgument otherwise.
+  static Result<Testbed> Preset(const std::string& name);
+  // A preset (the file's "base", default cx3) with the file's fields applied; the testbed's
+  // name is the path. Besides fields, a file may hold notes, which are ignored: "<field>_source"
+  // (a string: where the field's value comes from; models/cx3.json) and any key starting with
+  // "_". InvalidArgument, naming the file and the key, on a bad value or an unknown key.
+  static Result<Testbed> Load(const std::string& path);
+  // A preset's name ("cx3", "cx5") or a model file's path.
+  static Result<Testbed> FromName(const std::string& preset_or_path);
+  // The names of every field a file may set and ToJson() prints (besides "name"), in order.
+  static const std::vector<std::string>& FieldNames();
+  // One line of JSON: the name and every field.
+  std::string ToJson() const;
+};
+
+}  // namespace pond
