@@ -34,7 +34,7 @@ namespace {
 template <typename T>
 T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
   std::optional<T> out;
-  w.sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
+  w.sched().Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
     o->emplace(co_await std::move(t));
   }(std::move(task), &out));
   cl.Drive(w, [&] { return out.has_value(); });
@@ -79,48 +79,100 @@ Status ValidateConfig(const ClusterConfig& c) {
 namespace txn {
 
 WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed)
-    : cluster(cl), cn(c), index(idx), sched(cl.clock), rng(seed) {}
+    : cluster_(cl), cn_(c), index_(idx), sched_(cl.clock_), rng_(seed) {
+  ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
+  if (cl.driver_ != nullptr) cl.driver_->AddWorker(this);
+  locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
+  lock_server_ = std::make_unique<lock::LockServer>(*ep_, c.locks);
+  if (c.vt != nullptr) {
+    cache::VtCache* vt = c.vt.get();
+    // VT cache rule 3: a remote writer is about to change the CVT in memory.
+    lock_server_->SetRemoteWriteHook([vt](const lock::LockKey& k) { vt->Invalidate(k); });
+  }
+  const bool host = c.id == cl.TsoHost(idx).cn;
+  tso_ = std::make_unique<TsoClient>(*ep_, cl.TsoHost(idx), host ? &cl.oracle_ : nullptr);
+  if (host) tso_server_ = std::make_unique<TsoServer>(*ep_, cl.oracle_);
+  alloc_ = std::make_unique<store::Allocator>(cl.layout_);
+  calls_ = std::make_unique<RoutedCalls>(
+      *ep_, sched_,
+      [this](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
+        return RunProcedure(p, args, reply);
+      });
+}
 
-uint16_t WorkerContext::cn_id() const { return cn.id; }
+Status WorkerContext::Init() {
+  const ClusterConfig& config = cluster_.config_;
+  // Each worker's commit log sits on one MN, spread over the MNs.
+  MnId log_mn = static_cast<MnId>((cn_.id * config.workers_per_cn + index_) % config.mns);
+  Result<uint64_t> area =
+      RunOn(cluster_, *this, store::CarveHeap(*ep_, cluster_.layout_, log_mn, kLogBytes));
+  if (!area.ok()) return area.status();
+  log_ = std::make_unique<CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
+  return Status::Ok();
+}
+
+uint16_t WorkerContext::cn_id() const { return cn_.id; }
+
+Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,
+                                         std::vector<std::byte>* reply) {
+  const ProcedureEntry* p = cluster_.Procedure(proc);
+  if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
+  Session s(this, -1);
+  co_return co_await RunProcedureAs(s, *p, args, reply);
+}
 
 CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
-    : id(cn_id), locks(cl.config.lock_buckets, cn_id) {
-  if (cl.config.vt_cache_entries > 0 && cl.config.protocol.vt_cache) {
-    vt = std::make_unique<cache::VtCache>(cl.config.vt_cache_entries, 16);
+    : id(cn_id), locks(cl.config().lock_buckets, cn_id) {
+  const ClusterConfig& config = cl.config();
+  if (config.vt_cache_entries > 0 && config.protocol.vt_cache) {
+    vt = std::make_unique<cache::VtCache>(config.vt_cache_entries, 16);
   }
-  if (cl.config.addr_cache_entries > 0) {
-    addr = std::make_unique<cache::AddrCache>(cl.config.addr_cache_entries, 16);
+  if (config.addr_cache_entries > 0) {
+    addr = std::make_unique<cache::AddrCache>(config.addr_cache_entries, 16);
   }
 }
 
 ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e,
                          std::unique_ptr<Fabric> f, Clock& clk, store::PoolLayout l)
-    : engine(std::move(e)),
-      config(c),
-      fabric(std::move(f)),
-      clock(clk),
-      layout(l),
-      placement(l.num_mns, l.replication),
-      shard_map(static_cast<uint16_t>(c.cns)),
-      oracle(clk) {}
+    : engine_(std::move(e)),
+      config_(c),
+      fabric_(std::move(f)),
+      clock_(clk),
+      layout_(l),
+      placement_(l.num_mns, l.replication),
+      shard_map_(static_cast<uint16_t>(c.cns)),
+      oracle_(clk) {}
 
 ClusterImpl::~ClusterImpl() = default;
 
-void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
-  if (driver != nullptr) {
-    POND_CHECK_MSG(driver->RunUntil(done), "simulation ran out of events before finishing");
-    return;
+Status ClusterImpl::Build() {
+  for (int mn = 0; mn < config_.mns; mn++) {
+    store::FormatRegion(fabric_->region(static_cast<MnId>(mn)), layout_, static_cast<MnId>(mn));
   }
-  while (!done()) w.sched.RunOnce();
+  Rng seeds(config_.seed);
+  for (int c = 0; c < config_.cns; c++) {
+    cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
+    CnContext& cn = *cns_.back();
+    for (uint32_t s = 0; s < lock::kShards; s++) {
+      cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
+    }
+  }
+  for (auto& cn : cns_) {
+    for (int i = 0; i < config_.workers_per_cn; i++) {
+      auto w = std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seeds.Next());
+      POND_RETURN_IF_ERROR(w->Init());
+      cn->workers.push_back(std::move(w));
+    }
+  }
+  return Status::Ok();
 }
 
-Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,
-                                         std::vector<std::byte>* reply) {
-  if (proc >= cluster.procedures.size()) {
-    co_return InvalidArgument("no procedure " + std::to_string(proc));
+void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
+  if (driver_ != nullptr) {
+    POND_CHECK_MSG(driver_->RunUntil(done), "simulation ran out of events before finishing");
+    return;
   }
-  Session s(this, -1);
-  co_return co_await RunProcedureAs(s, cluster.procedures[proc], args, reply);
+  while (!done()) w.sched().RunOnce();
 }
 
 }  // namespace txn
@@ -129,59 +181,6 @@ Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::
 
 Cluster::Cluster(std::unique_ptr<txn::ClusterImpl> impl) : impl_(std::move(impl)) {}
 Cluster::~Cluster() = default;
-
-namespace {
-
-// Everything but the transport: CNs, workers, lock tables, caches, clients of the services.
-Status Build(ClusterImpl& cl) {
-  const ClusterConfig& config = cl.config;
-  for (int mn = 0; mn < config.mns; mn++) {
-    store::FormatRegion(cl.fabric->region(static_cast<MnId>(mn)), cl.layout, static_cast<MnId>(mn));
-  }
-  Rng seeds(config.seed);
-  for (int c = 0; c < config.cns; c++) {
-    cl.cns.push_back(std::make_unique<CnContext>(cl, static_cast<uint16_t>(c)));
-    CnContext& cn = *cl.cns.back();
-    for (uint32_t s = 0; s < lock::kShards; s++) {
-      cn.locks.SetManaged(s, cl.shard_map.CnOf(s) == cn.id);
-    }
-  }
-  for (auto& cnp : cl.cns) {
-    CnContext& cn = *cnp;
-    for (int i = 0; i < config.workers_per_cn; i++) {
-      auto w = std::make_unique<WorkerContext>(cl, cn, static_cast<uint16_t>(i), seeds.Next());
-      WorkerContext* wp = w.get();
-      w->ep = cl.fabric->CreateEndpoint(WorkerAddr{cn.id, wp->index}, w->sched);
-      if (cl.driver != nullptr) cl.driver->AddWorker(wp);
-      w->locks = std::make_unique<lock::LockClient>(cn.id, *w->ep, cn.locks, cl.shard_map);
-      w->lock_server = std::make_unique<lock::LockServer>(*w->ep, cn.locks);
-      if (cn.vt != nullptr) {
-        cache::VtCache* vt = cn.vt.get();
-        // VT cache rule 3: a remote writer is about to change the CVT in memory.
-        w->lock_server->SetRemoteWriteHook([vt](const lock::LockKey& k) { vt->Invalidate(k); });
-      }
-      bool host = cn.id == cl.TsoHost(wp->index).cn;
-      w->tso = std::make_unique<txn::TsoClient>(*w->ep, cl.TsoHost(wp->index),
-                                                host ? &cl.oracle : nullptr);
-      if (host) w->tso_server = std::make_unique<txn::TsoServer>(*w->ep, cl.oracle);
-      w->alloc = std::make_unique<store::Allocator>(cl.layout);
-      w->calls = std::make_unique<txn::RoutedCalls>(
-          *w->ep, w->sched,
-          [wp](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
-            return wp->RunProcedure(p, args, reply);
-          });
-      // Each worker's commit log sits on one MN, spread over the MNs.
-      MnId log_mn = static_cast<MnId>((cn.id * config.workers_per_cn + i) % config.mns);
-      Result<uint64_t> area = RunOn(cl, *w, store::CarveHeap(*w->ep, cl.layout, log_mn, kLogBytes));
-      if (!area.ok()) return area.status();
-      w->log = std::make_unique<txn::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
-      cn.workers.push_back(std::move(w));
-    }
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
@@ -193,7 +192,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   if (!fabric.ok()) return fabric.status();
   auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric).value(),
                                             SystemClock::Get(), *layout);
-  POND_RETURN_IF_ERROR(Build(*impl));
+  POND_RETURN_IF_ERROR(impl->Build());
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -212,31 +211,31 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   SimFabric* sf = fabric->get();
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
                                             e->clock(), *layout);
-  impl->sim_fabric = sf;
-  impl->driver = std::make_unique<txn::SimDriver>(*e, *sf);
-  POND_RETURN_IF_ERROR(Build(*impl));
+  impl->sim_fabric_ = sf;
+  impl->driver_ = std::make_unique<txn::SimDriver>(*e, *sf);
+  POND_RETURN_IF_ERROR(impl->Build());
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
 Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   ClusterImpl& cl = *impl_;
-  WorkerContext& w = *cl.cns[0]->workers[0];
+  WorkerContext& w = *cl.cns_[0]->workers[0];
   store::TableSpec spec;
-  spec.id = static_cast<uint16_t>(cl.catalog.tables().size());
+  spec.id = static_cast<uint16_t>(cl.catalog_.tables().size());
   spec.name = options.name;
   spec.value_bytes = options.value_bytes;
-  spec.versions = cl.config.versions;
+  spec.versions = cl.config_.versions;
   spec.critical_field = options.critical_field;
-  spec.single_version = cl.config.protocol.single_version;
+  spec.single_version = cl.config_.protocol.single_version;
   // FORD's hash buckets hold 22 slots; a bucket READ (a key whose address is not cached) then
   // moves 22 whole records, the bandwidth cost Lotus §2.2 names.
   if (spec.single_version) spec.slots_per_bucket = 22;
   spec.capacity = options.capacity;
-  Status s = RunOn(cl, w, store::CreateTable(*w.ep, cl.layout, spec));
+  Status s = RunOn(cl, w, store::CreateTable(w.ep(), cl.layout_, spec));
   if (!s.ok()) return s;
-  Result<store::Catalog> cat = RunOn(cl, w, store::LoadCatalog(*w.ep));
+  Result<store::Catalog> cat = RunOn(cl, w, store::LoadCatalog(w.ep()));
   if (!cat.ok()) return cat.status();
-  cl.catalog = std::move(cat).value();
+  cl.catalog_ = std::move(cat).value();
   return spec.id;
 }
 
@@ -246,13 +245,13 @@ Status Cluster::Load(
   ClusterImpl& cl = *impl_;
   const store::TableInfo* t = cl.Table(table);
   if (t == nullptr) return InvalidArgument("no table " + std::to_string(table));
-  WorkerContext& w = *cl.cns[0]->workers[0];
+  WorkerContext& w = *cl.cns_[0]->workers[0];
   // Loaded data is committed "before time": every timestamp granted later is larger.
-  uint64_t ts = cl.oracle.Grant(1);
+  uint64_t ts = cl.oracle_.Grant(1);
   Status first_error;
   uint64_t next = 0;
   for (int c = 0; c < kLoadCoroutines; c++) {
-    w.sched.Spawn([](ClusterImpl* cl, WorkerContext* w, const store::TableInfo* t, uint64_t ts,
+    w.sched().Spawn([](ClusterImpl* cl, WorkerContext* w, const store::TableInfo* t, uint64_t ts,
                      uint64_t count, uint64_t* next, Status* err,
                      const std::function<void(uint64_t, uint64_t*, std::span<std::byte>)>* gen)
                       -> Task<void> {
@@ -266,57 +265,57 @@ Status Cluster::Load(
         // co_await inside ?:.)
         Result<store::SlotRef> r = OutOfSpace("unset");
         if (t->single_version) {
-          r = co_await store::SvInsert(*w->ep, *t, cl->placement, key, value);
+          r = co_await store::SvInsert(w->ep(), *t, cl->placement_, key, value);
         } else {
-          r = co_await store::Insert(*w->ep, *t, cl->layout, cl->placement, *w->alloc, key, value,
+          r = co_await store::Insert(w->ep(), *t, cl->layout_, cl->placement_, w->alloc(), key, value,
                                      ts);
         }
         if (!r.ok() && err->ok()) *err = r.status();
       }
     }(&cl, &w, t, ts, count, &next, &first_error, &gen));
   }
-  cl.Drive(w, [&] { return w.sched.live() == 0; });
+  cl.Drive(w, [&] { return w.sched().live() == 0; });
   return first_error;
 }
 
 ProcedureId Cluster::RegisterProcedure(Procedure p) {
-  impl_->procedures.push_back({.plain = std::move(p)});
-  return static_cast<ProcedureId>(impl_->procedures.size() - 1);
+  impl_->procedures_.push_back({.plain = std::move(p)});
+  return static_cast<ProcedureId>(impl_->procedures_.size() - 1);
 }
 
 ProcedureId Cluster::RegisterProcedure(ReplyProcedure p) {
-  impl_->procedures.push_back({.replying = std::move(p)});
-  return static_cast<ProcedureId>(impl_->procedures.size() - 1);
+  impl_->procedures_.push_back({.replying = std::move(p)});
+  return static_cast<ProcedureId>(impl_->procedures_.size() - 1);
 }
 
 void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client) {
   ClusterImpl& cl = *impl_;
   std::vector<WorkerContext*> workers;
-  for (auto& cn : cl.cns) {
+  for (auto& cn : cl.cns_) {
     for (auto& w : cn->workers) workers.push_back(w.get());
   }
-  cl.clients_running = static_cast<int64_t>(workers.size()) * clients;
-  if (cl.driver != nullptr) {
+  cl.clients_running_ = static_cast<int64_t>(workers.size()) * clients;
+  if (cl.driver_ != nullptr) {
     // One thread, virtual time: every worker's rounds are engine events.
     std::vector<std::unique_ptr<Session>> sessions;
     for (WorkerContext* w : workers) {
       for (int c = 0; c < clients; c++) {
         sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
-        w->sched.Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
+        w->sched().Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
                           std::atomic<int64_t>* running) -> Task<void> {
           co_await (*fn)(*s);
           (*running)--;
-        }(&client, sessions.back().get(), &cl.clients_running));
+        }(&client, sessions.back().get(), &cl.clients_running_));
       }
     }
     auto finished = [&] {
-      if (cl.clients_running.load() != 0 || cl.fabric->packets_in_flight() != 0) return false;
+      if (cl.clients_running_.load() != 0 || cl.fabric_->packets_in_flight() != 0) return false;
       for (WorkerContext* w : workers) {
-        if (w->sched.live() != 0) return false;
+        if (w->sched().live() != 0) return false;
       }
       return true;
     };
-    POND_CHECK_MSG(cl.driver->RunUntil(finished), "simulation ran out of events before finishing");
+    POND_CHECK_MSG(cl.driver_->RunUntil(finished), "simulation ran out of events before finishing");
     return;
   }
   std::vector<std::thread> threads;
@@ -326,7 +325,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
       std::vector<std::unique_ptr<Session>> sessions;
       for (int c = 0; c < clients; c++) {
         sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
-        w->sched.Spawn(
+        w->sched().Spawn(
             [](const std::function<Task<void>(Session&)>* fn, Session* s, int* done) -> Task<void> {
               co_await (*fn)(*s);
               (*done)++;
@@ -340,13 +339,13 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
       for (;;) {
         // An idle round gives the core away: workers may outnumber cores (4 CNs on 2 cores in
         // the tests), and the peer a worker waits for may need this core to answer.
-        if (!w->sched.RunOnce()) std::this_thread::yield();
+        if (!w->sched().RunOnce()) std::this_thread::yield();
         if (!published && done == clients) {
           published = true;
-          cl.clients_running -= clients;
+          cl.clients_running_ -= clients;
         }
-        if (published && cl.clients_running.load() == 0 && w->sched.live() == 0 &&
-            cl.fabric->packets_in_flight() == 0) {
+        if (published && cl.clients_running_.load() == 0 && w->sched().live() == 0 &&
+            cl.fabric_->packets_in_flight() == 0) {
           break;
         }
       }
@@ -355,8 +354,8 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   for (auto& t : threads) t.join();
 }
 
-const ClusterConfig& Cluster::config() const { return impl_->config; }
-bool Cluster::simulated() const { return impl_->driver != nullptr; }
-Clock& Cluster::clock() { return impl_->clock; }
+const ClusterConfig& Cluster::config() const { return impl_->config_; }
+bool Cluster::simulated() const { return impl_->driver_ != nullptr; }
+Clock& Cluster::clock() { return impl_->clock_; }
 
 }  // namespace pond

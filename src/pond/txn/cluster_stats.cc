@@ -56,15 +56,15 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
 
 ClusterStats Cluster::Stats() const {
   ClusterStats s;
-  for (auto& cn : impl_->cns) {
+  for (auto& cn : impl_->cns_) {
     for (auto& w : cn->workers) {
-      s.committed += w->stats.committed;
-      s.committed_read_only += w->stats.committed_read_only;
+      s.committed += w->stats().committed;
+      s.committed_read_only += w->stats().committed_read_only;
       for (const AbortCounts::Reason& r : AbortCounts::Reasons()) {
-        s.aborts.*r.count += w->stats.aborts.*r.count;
+        s.aborts.*r.count += w->stats().aborts.*r.count;
       }
-      s.remote_calls += w->stats.remote_calls;
-      const EndpointStats& e = w->ep->stats();
+      s.remote_calls += w->stats().remote_calls;
+      const EndpointStats& e = w->ep().stats();
       s.reads += e.ops[static_cast<int>(Verb::kRead)];
       s.writes += e.ops[static_cast<int>(Verb::kWrite)];
       s.cas += e.ops[static_cast<int>(Verb::kCas)];
@@ -90,21 +90,21 @@ ClusterStats Cluster::Stats() const {
 
 SimStats Cluster::GetSimStats() const {
   const ClusterImpl& cl = *impl_;
-  POND_CHECK_MSG(cl.sim_fabric != nullptr, "sim stats of a cluster that is not simulated");
+  POND_CHECK_MSG(cl.sim_fabric_ != nullptr, "sim stats of a cluster that is not simulated");
   SimStats s;
-  s.virtual_ns = cl.engine->now();
-  s.events = cl.engine->stats().events_run;
-  for (MnId mn = 0; mn < cl.sim_fabric->num_mns(); mn++) {
+  s.virtual_ns = cl.engine_->now();
+  s.events = cl.engine_->stats().events_run;
+  for (MnId mn = 0; mn < cl.sim_fabric_->num_mns(); mn++) {
     SimStats::Nic n;
     for (int k = 0; k < kNumVerbs; k++) {
-      n.busy_ns[k] = cl.sim_fabric->nic(mn).BusyNs(k);
-      n.ops[k] = cl.sim_fabric->nic(mn).ServedCount(k);
+      n.busy_ns[k] = cl.sim_fabric_->nic(mn).BusyNs(k);
+      n.ops[k] = cl.sim_fabric_->nic(mn).ServedCount(k);
     }
     s.mn_nics.push_back(n);
   }
-  s.cpu_busy_ns = cl.driver->cpu_stats().busy_ns;
-  s.cpu_rounds = cl.driver->cpu_stats().rounds;
-  sim::FaultStats f = cl.sim_fabric->fault_stats();
+  s.cpu_busy_ns = cl.driver_->cpu_stats().busy_ns;
+  s.cpu_rounds = cl.driver_->cpu_stats().rounds;
+  sim::FaultStats f = cl.sim_fabric_->fault_stats();
   s.fault_drops = f.drop_count;
   s.fault_duplicates = f.duplicate_count;
   s.fault_delays = f.delay_count;
@@ -112,8 +112,8 @@ SimStats Cluster::GetSimStats() const {
 }
 
 void Cluster::ResetSimStats() {
-  POND_CHECK(impl_->sim_fabric != nullptr);
-  impl_->sim_fabric->ResetNicStats();
+  POND_CHECK(impl_->sim_fabric_ != nullptr);
+  impl_->sim_fabric_->ResetNicStats();
 }
 
 }  // namespace pond

@@ -295,6 +295,25 @@ TEST(BankTest, TotalIsConstantUnderSnapshotIsolation) { BankRun(Isolation::kSnap
 namespace pond {
 namespace {
 
+// A call of a procedure nobody registered is refused, on this CN as on another (where the
+// callee answers it), and the process goes on.
+TEST(TxnMisuseTest, UnknownProcedureIsRefused) {
+  uint16_t t = 0;
+  auto c = testing_cluster::StartLoaded(SmallConfig(), &t, 10, 0);
+  testing_cluster::RunOn(*c, 0, [&](Session& s) -> Task<void> {
+    std::byte arg{0};
+    for (TxnKind kind : {TxnKind::kReadOnly, TxnKind::kReadWrite}) {
+      for (uint64_t key = 0; key < 8; key++) {  // keys whose shards some other CN manages too
+        Status st = co_await s.Call(42, std::span(&arg, 1), RouteHint{kind, t, key});
+        EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
+        Result<std::vector<std::byte>> r =
+            co_await s.CallWithReply(42, std::span(&arg, 1), RouteHint{kind, t, key});
+        EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+      }
+    }
+  });
+}
+
 // Misuse of a Txn is refused with a Status, never fatal (txn.h).
 TEST(TxnMisuseTest, IsRefusedAtTheNextExecuteOrCommit) {
   uint16_t t = 0;

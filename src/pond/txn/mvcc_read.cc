@@ -14,7 +14,7 @@ using store::Cell;
 using store::kInvisible;
 
 bool MvccTxn::LocalShard(const Item& it) const {
-  return w_.cluster.shard_map.CnOf(it.lk) == w_.cn_id();
+  return w_.cluster().shard_map().CnOf(it.lk) == w_.cn_id();
 }
 
 Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
@@ -47,8 +47,8 @@ Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
     }
   }
   if (reqs.empty()) co_return Status::Ok();
-  Status s = co_await w_.locks->Acquire(owner_, reqs);
-  if (!s.ok()) co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+  Status s = co_await w_.locks().Acquire(owner_, reqs);
+  if (!s.ok()) co_return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
   for (auto& r : reqs) {
     bool upgraded = false;
     for (auto& h : held_) {
@@ -68,7 +68,7 @@ Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
 
 Task<Status> MvccTxn::Execute() {
   if (Status s = BeginExecute(); !s.ok()) co_return s;
-  if (start_ts_ == 0) start_ts_ = co_await w_.tso->Get();
+  if (start_ts_ == 0) start_ts_ = co_await w_.tso().Get();
   std::vector<size_t> todo = Unexecuted();
   if (todo.empty()) co_return Status::Ok();
   if (kind_ == TxnKind::kReadWrite && protocol().cn_locks) {
@@ -104,11 +104,11 @@ Status MvccTxn::ChooseVersion(Item& it) {
   // A locked item must not have changed since the snapshot: its lock keeps it unchanged from
   // now to commit, so the transaction then reads as of its commit timestamp (docs/protocol.md).
   if (it.locked && newest > start_ts_) {
-    return Fail(AbortedBecause("newer version"), &w_.stats.aborts.newer_version);
+    return Fail(AbortedBecause("newer version"), &w_.stats().aborts.newer_version);
   }
   if (it.read_cell < 0 && valid == it.cvt.versions) {
     // Every cell is newer than the snapshot: the version it needs was recycled.
-    return Fail(AbortedBecause("snapshot too old"), &w_.stats.aborts.snapshot_too_old);
+    return Fail(AbortedBecause("snapshot too old"), &w_.stats().aborts.snapshot_too_old);
   }
   it.read_ts = best;
   if (it.read_cell >= 0 && it.cvt.cells[it.read_cell].tombstone) it.read_cell = -1;
@@ -136,11 +136,11 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
   int failed_attempts = 0, invisible_waits = 0;
   while (!todo.empty()) {
     if (failed_attempts >= kReadAttemptsMax) {
-      co_return Fail(AbortedBecause("torn reads"), &w_.stats.aborts.torn_read);
+      co_return Fail(AbortedBecause("torn reads"), &w_.stats().aborts.torn_read);
     }
     p.NewRound();
     PostCvtReads(todo, p);
-    if (!p.need_cvt.empty()) CheckOk(co_await w_.ep->Flush());
+    if (!p.need_cvt.empty()) CheckOk(co_await w_.ep().Flush());
     if (Status s = BookLocks(p); !s.ok()) co_return s;
     if (Status s = co_await DecodeCvts(p); !s.ok()) co_return s;
     // Items served from the VT cache go straight to version choice.
@@ -152,9 +152,9 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
     if (p.failed) failed_attempts++;
     if (p.wait) {
       if (++invisible_waits > kInvisibleWaitsMax) {
-        co_return Fail(AbortedBecause("invisible too long"), &w_.stats.aborts.invisible_wait);
+        co_return Fail(AbortedBecause("invisible too long"), &w_.stats().aborts.invisible_wait);
       }
-      co_await w_.sched.SleepFor(kInvisibleWaitNs);
+      co_await w_.sched().SleepFor(kInvisibleWaitNs);
     }
     todo = std::move(p.retry);
   }
@@ -164,15 +164,15 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
 void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
   // CVTs: from the VT cache, or one READ each, all in one batch. With MN locks, a read-write
   // item's CAS goes first in the batch, so the READ behind it sees the CVT as locked.
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   for (size_t i : todo) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
     r.read_cvt = false;
     r.cas_posted = false;
     r.lock_seen = 0;
-    MnId primary = cl.placement.Primary(it.lk.key);
+    MnId primary = cl.placement().Primary(it.lk.key);
     if (vt() != nullptr && LocalShard(it)) {
       if (auto hit = vt()->Get(it.lk)) {
         it.have_slot = true;
@@ -186,8 +186,8 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     std::optional<store::SlotRef> addr;
     if (it.have_slot) {
       addr = it.ref;
-    } else if (w_.cn.addr != nullptr) {
-      addr = w_.cn.addr->Get(it.lk);
+    } else if (w_.cn().addr != nullptr) {
+      addr = w_.cn().addr->Get(it.lk);
     }
     if (want_bucket_lock) {
       r.cas_word = BucketLockWord(it);
@@ -246,7 +246,7 @@ Status MvccTxn::BookLocks(ReadPass& p) {
       it.locked = true;
     }
   }
-  if (refused) return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+  if (refused) return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
   return Status::Ok();
 }
 
@@ -275,7 +275,7 @@ void MvccTxn::Absent(size_t i, ReadPass& p) {
 }
 
 Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
-  ClusterImpl& cl = w_.cluster;
+  const ClusterImpl& cl = w_.cluster();
   // A slot just found by a bucket READ: to be locked (MN locks), or its lock word read first,
   // next round.
   auto slot_needs_round = [&](const Item& it, bool whole_bucket) {
@@ -295,12 +295,12 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
       if (scan.match < 0) {
         // The home bucket is full: the key may have overflowed into a later bucket.
         Result<store::Found> f = co_await store::Lookup(
-            *w_.ep, *it.table, cl.placement.Primary(it.lk.key), 0, it.lk.key);
+            w_.ep(), *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
         if (f.ok()) {
           it.ref = f->ref;
           it.have_slot = true;
           it.cvt = f->cvt;
-          if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
+          if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
           (slot_needs_round(it, true) ? p.retry : p.to_read).push_back(i);
         } else if (f.status().code() == Code::kTornRead) {
           p.retry.push_back(i);
@@ -324,7 +324,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
     if (!r.whole_bucket && (cvt->state != store::kSlotLive || cvt->key != it.lk.key)) {
       // A stale cached address: forget it and find the key in its bucket. A lock word taken
       // there guards another key; it stays held (a spurious conflict at worst) until the end.
-      if (w_.cn.addr != nullptr) w_.cn.addr->Invalidate(it.lk);
+      if (w_.cn().addr != nullptr) w_.cn().addr->Invalidate(it.lk);
       it.have_slot = false;
       if (r.cas_posted) it.locked = false;
       p.retry.push_back(i);
@@ -333,11 +333,11 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
     }
     it.have_slot = true;
     it.cvt = *cvt;
-    if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
+    if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
     (slot_needs_round(it, r.whole_bucket) ? p.retry : p.to_read).push_back(i);
   }
   if (p.absent_but_locked) {
-    co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+    co_return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
   }
   co_return Status::Ok();
 }
@@ -351,7 +351,7 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
     bool busy = false;
     if (p.lock_word_matters && !it.locked && r.lock_seen != 0 && r.lock_seen != p.self) {
       if (kind_ == TxnKind::kReadWrite) {
-        return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+        return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
       }
       busy = true;
     }
@@ -376,13 +376,13 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
 Task<void> MvccTxn::ReadRecords(ReadPass& p) {
   // One batch. Motor's layout keeps a full value plus per-version deltas, so a version costs a
   // second READ of the same size (docs/protocols.md "Value + delta").
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   for (size_t i : p.fetch) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
     const Cell& cell = it.cvt.cells[it.read_cell];
-    GAddr rec = GAddr::Make(cl.placement.Primary(it.lk.key), cell.record);
+    GAddr rec = GAddr::Make(cl.placement().Primary(it.lk.key), cell.record);
     r.buf.resize(it.table->record_stride);
     if (!protocol().full_record_store) {
       p.delta_buf.resize(std::max<size_t>(p.delta_buf.size(), it.table->record_stride));

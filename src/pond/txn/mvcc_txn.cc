@@ -18,11 +18,11 @@ MvccTxn::~MvccTxn() {
 }
 
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   for (size_t i : writes) {
     Item& it = items_[i];
-    MnId primary = cl.placement.Primary(it.lk.key);
+    MnId primary = cl.placement().Primary(it.lk.key);
     if (!it.have_slot) {
       Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
       if (!ref.ok()) co_return ref.status();
@@ -52,9 +52,9 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
     uint64_t record = old.record;
     const bool erase = it.pending == Pending::kErase;
     if (record == 0 && !erase) {
-      Result<uint64_t> lane = co_await w_.alloc->Alloc(ep, primary, it.table->record_stride);
+      Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride);
       if (!lane.ok()) co_return lane.status();
-      record = cl.layout.RecordOffset(0, *lane);
+      record = cl.layout().RecordOffset(0, *lane);
     }
     it.new_cell = Cell{.cv = static_cast<uint8_t>(old.cv + 1),
                        .valid = true,
@@ -66,9 +66,9 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
 }
 
 void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
-  const store::PoolLayout& layout = cl.layout;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
+  const store::PoolLayout& layout = cl.layout();
   // Per MN in this order: record, cell, and for new keys the key and meta=live after the cell,
   // so a slot that reads live has its cell.
   for (size_t i : writes) {
@@ -80,8 +80,8 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
       it.record_buf.resize(it.table->record_stride);
       store::EncodeRecord(it.new_value, it.new_cell.cv, it.record_buf);
     }
-    for (int r = 0; r < cl.placement.replication(); r++) {
-      MnId mn = cl.placement.Replica(it.lk.key, r);
+    for (int r = 0; r < cl.placement().replication(); r++) {
+      MnId mn = cl.placement().Replica(it.lk.key, r);
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
@@ -108,7 +108,7 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
   log_buf_.assign(sizeof(LogRecordHeader) + writes.size() * sizeof(LogItem), std::byte{0});
   LogRecordHeader h{kLogMagic,  static_cast<uint16_t>(writes.size()),
                     w_.cn_id(), owner_.txn_id,
-                    w_.index,   {0, 0, 0}};
+                    w_.index(),   {0, 0, 0}};
   std::memcpy(log_buf_.data(), &h, sizeof(h));
   for (size_t k = 0; k < writes.size(); k++) {
     const Item& it = items_[writes[k]];
@@ -123,13 +123,13 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
                0};
     std::memcpy(log_buf_.data() + sizeof(h) + k * sizeof(LogItem), &li, sizeof(li));
   }
-  w_.ep->Write(w_.log->Reserve(log_buf_.size()), log_buf_.data(),
+  w_.ep().Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
                static_cast<uint32_t>(log_buf_.size()));
 }
 
 Task<Status> MvccTxn::Validate() {
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
   std::vector<size_t> check = Unprotected();
   for (int attempt = 0; !check.empty(); attempt++) {
@@ -138,7 +138,7 @@ Task<Status> MvccTxn::Validate() {
     std::vector<uint64_t> lock_seen(check.size(), 0);
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
-      MnId primary = cl.placement.Primary(it.lk.key);
+      MnId primary = cl.placement().Primary(it.lk.key);
       if (it.have_slot) {
         bufs[k].resize(it.table->cvt_bytes);
         // The lock word first, by itself: see ReadItems.
@@ -165,7 +165,7 @@ Task<Status> MvccTxn::Validate() {
         if (scan.first_empty < 0) {
           // A full home bucket: the key may have been inserted into a later one.
           Result<store::Found> f =
-              co_await store::Lookup(ep, *it.table, cl.placement.Primary(it.lk.key), 0, it.lk.key);
+              co_await store::Lookup(ep, *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
           if (f.ok()) co_return AbortedBecause("validation");
           if (f.status().code() == Code::kTornRead) {
             retry.push_back(check[k]);
@@ -219,7 +219,7 @@ Task<Status> MvccTxn::Commit() {
   if (Status s = CheckCommittable(); !s.ok()) co_return s;
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
-    w_.stats.committed_read_only++;
+    w_.stats().committed_read_only++;
     co_return Status::Ok();
   }
   std::vector<size_t> writes = Writes();
@@ -227,43 +227,43 @@ Task<Status> MvccTxn::Commit() {
     // Lotus: write-invisible and the commit log in one round trip, then the timestamp.
     if (!writes.empty()) {
       Status s = co_await PrepareWrites(writes);
-      if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
+      if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
       PostWrites(writes, kInvisible);
       PostLogRecord(writes);
-      CheckOk(co_await w_.ep->Flush());
+      CheckOk(co_await w_.ep().Flush());
       // VT cache rule 2: the cache shows the new cell INVISIBLE before the commit timestamp is
       // granted, and the timestamp before the MN does, so the cache is never older than memory.
       UpdateVtCache(writes);
     }
-    commit_ts_ = co_await w_.tso->Get();
+    commit_ts_ = co_await w_.tso().Get();
   } else {
     // Locks on MNs: the timestamp first, then validation, before anything is written — readers
     // that must not miss this transaction's versions see its lock words instead (ReadItems).
-    commit_ts_ = co_await w_.tso->Get();
+    commit_ts_ = co_await w_.tso().Get();
     if (isolation_ == Isolation::kSerializable) {
       Status v = co_await Validate();
-      if (!v.ok()) co_return Fail(v, &w_.stats.aborts.validation);
+      if (!v.ok()) co_return Fail(v, &w_.stats().aborts.validation);
     }
     // Slots for new keys only now that nothing can abort the commit: a slot claimed stays
     // claimed (hash_index.h), so a claim by a transaction that then failed validation would be
     // lost to the table for good.
     if (!writes.empty()) {
       Status s = co_await PrepareWrites(writes);
-      if (!s.ok()) co_return Fail(s, &w_.stats.aborts.user);
+      if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
     }
     if (protocol().log_and_visible && !writes.empty()) {
       PostWrites(writes, kInvisible);
       PostLogRecord(writes);
-      CheckOk(co_await w_.ep->Flush());
+      CheckOk(co_await w_.ep().Flush());
     }
   }
   if (protocol().log_and_visible) {
     for (size_t i : writes) {
       Item& it = items_[i];
       it.new_cell.commit_ts = commit_ts_;
-      for (int r = 0; r < w_.cluster.placement.replication(); r++) {
-        MnId mn = w_.cluster.placement.Replica(it.lk.key, r);
-        w_.ep->Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
+      for (int r = 0; r < w_.cluster().placement().replication(); r++) {
+        MnId mn = w_.cluster().placement().Replica(it.lk.key, r);
+        w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
                          it.write_cell * sizeof(store::CvtCell) +
                          offsetof(store::CvtCell, commit_ts),
                      &commit_ts_, sizeof(commit_ts_));
@@ -278,16 +278,16 @@ Task<Status> MvccTxn::Commit() {
   // CN locks only after the flush: a transaction that locks next must find the versions
   // visible.
   PostUnlocks();
-  CheckOk(co_await w_.ep->Flush());
-  if (!held_.empty()) w_.locks->Release(owner_, held_);
+  CheckOk(co_await w_.ep().Flush());
+  if (!held_.empty()) w_.locks().Release(owner_, held_);
   held_.clear();
   finished_ = true;
-  w_.stats.committed++;
+  w_.stats().committed++;
   co_return Status::Ok();
 }
 
 void MvccTxn::Abort() {
-  if (!held_.empty()) w_.locks->Release(owner_, held_);
+  if (!held_.empty()) w_.locks().Release(owner_, held_);
   held_.clear();
   ReleaseMnLocksDetached();
   finished_ = true;

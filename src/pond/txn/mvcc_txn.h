@@ -29,7 +29,7 @@ class MvccTxn final : public TxnState {
  private:
   bool LocalShard(const Item& it) const;
   bool MnLocks() const { return kind_ == TxnKind::kReadWrite && !protocol().cn_locks; }
-  cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn.vt.get() : nullptr; }
+  cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn().vt.get() : nullptr; }
   Task<Status> LockOnCns(std::vector<size_t>& todo);
   // What one Execute's reads keep per item, across rounds.
   struct ItemRead {

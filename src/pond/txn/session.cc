@@ -50,7 +50,7 @@ Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> bod
       // Randomized exponential backoff: 1 µs, 2 µs, ... capped at 1 ms, times a random factor,
       // so that transactions that collided do not collide again in lockstep.
       uint64_t cap_ns = uint64_t{1000} << std::min(a - 1, 10);
-      co_await w_->sched.SleepFor(1 + w_->rng.Uniform(cap_ns));
+      co_await w_->sched().SleepFor(1 + w_->rng().Uniform(cap_ns));
     }
     Txn t = Begin(kind);
     last = co_await body(t);
@@ -68,9 +68,9 @@ namespace {
 // would buy nothing. Without hybrid routing (motor, ford, the first ablation steps) every call
 // stays.
 uint16_t CallTarget(WorkerContext& w, const RouteHint& hint) {
-  ClusterImpl& cl = w.cluster;
-  if (!cl.config.protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly) return w.cn_id();
-  return cl.shard_map.CnOf(lock::LockKey::Record(hint.table, hint.first_key));
+  const ClusterImpl& cl = w.cluster();
+  if (!cl.config().protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly) return w.cn_id();
+  return cl.shard_map().CnOf(lock::LockKey::Record(hint.table, hint.first_key));
 }
 
 }  // namespace
@@ -90,39 +90,38 @@ Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const
 
 Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
                            const RouteHint& hint) {
-  ClusterImpl& cl = w_->cluster;
-  POND_CHECK(proc < cl.procedures.size());
+  // An unknown procedure is refused here as the callee would refuse it.
+  const txn::ProcedureEntry* p = w_->cluster().Procedure(proc);
+  if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
   uint16_t target = CallTarget(*w_, hint);
-  if (target == w_->cn_id()) {
-    co_return co_await txn::RunProcedureAs(*this, cl.procedures[proc], args, nullptr);
-  }
-  w_->stats.remote_calls++;
-  co_return co_await w_->calls->Call(WorkerAddr{target, w_->index}, proc, args);
+  if (target == w_->cn_id()) co_return co_await txn::RunProcedureAs(*this, *p, args, nullptr);
+  w_->stats().remote_calls++;
+  co_return co_await w_->calls().Call(WorkerAddr{target, w_->index()}, proc, args);
 }
 
 Task<Result<std::vector<std::byte>>> Session::CallWithReply(ProcedureId proc,
                                                             std::span<const std::byte> args,
                                                             const RouteHint& hint) {
-  ClusterImpl& cl = w_->cluster;
-  POND_CHECK(proc < cl.procedures.size());
+  const txn::ProcedureEntry* p = w_->cluster().Procedure(proc);
+  if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
   uint16_t target = CallTarget(*w_, hint);
   if (target == w_->cn_id()) {
     std::vector<std::byte> reply;
-    Status st = co_await txn::RunProcedureAs(*this, cl.procedures[proc], args, &reply);
+    Status st = co_await txn::RunProcedureAs(*this, *p, args, &reply);
     if (st.ok()) st = txn::CheckReplyBytes(reply.size());
     if (!st.ok()) co_return st;
     co_return std::move(reply);
   }
-  w_->stats.remote_calls++;
-  co_return co_await w_->calls->CallWithReply(WorkerAddr{target, w_->index}, proc, args);
+  w_->stats().remote_calls++;
+  co_return co_await w_->calls().CallWithReply(WorkerAddr{target, w_->index()}, proc, args);
 }
 
-Task<void> Session::SleepFor(uint64_t ns) { co_await w_->sched.SleepFor(ns); }
-Task<void> Session::Yield() { co_await w_->sched.Yield(); }
+Task<void> Session::SleepFor(uint64_t ns) { co_await w_->sched().SleepFor(ns); }
+Task<void> Session::Yield() { co_await w_->sched().Yield(); }
 
 uint16_t Session::cn() const { return w_->cn_id(); }
-uint16_t Session::worker() const { return w_->index; }
-Rng& Session::rng() { return w_->rng; }
+uint16_t Session::worker() const { return w_->index(); }
+Rng& Session::rng() { return w_->rng(); }
 Clock& Session::clock() { return w_->clock(); }
 
 }  // namespace pond

@@ -9,8 +9,8 @@ namespace pond::txn {
 void SimDriver::AddWorker(WorkerContext* w) {
   size_t core = cores_.size();
   cores_.push_back(Core{w});
-  core_of_[w->ep->self().Packed()] = core;
-  w->sched.SetWakeHook([this, core] { Wake(core); });
+  core_of_[w->ep().self().Packed()] = core;
+  w->sched().SetWakeHook([this, core] { Wake(core); });
   fabric_.SetPacketHook([this](WorkerAddr a) { Wake(core_of_.at(a.Packed())); });
 }
 
@@ -37,20 +37,20 @@ void SimDriver::Round(size_t core) {
   // Still "queued" while the round runs: work it makes ready waits for the round's CPU time.
   WorkerContext& w = *c.w;
   const Testbed& m = fabric_.testbed();
-  w.sched.RunOnce();
-  uint64_t resumes = w.sched.resumes() - c.resumes_seen;
-  c.resumes_seen = w.sched.resumes();
-  SimActivity a = fabric_.TakeActivity(w.ep->self());
+  w.sched().RunOnce();
+  uint64_t resumes = w.sched().resumes() - c.resumes_seen;
+  c.resumes_seen = w.sched().resumes();
+  SimActivity a = fabric_.TakeActivity(w.ep().self());
   uint64_t cost = m.cpu_round_ns + m.cpu_resume_ns * resumes + m.cpu_op_ns * a.ops +
                   m.cpu_batch_ns * a.batches + m.cpu_message_ns * a.messages;
   uint64_t end = engine_.now() + cost;
   c.busy_until_ns = end;
   c.stats.rounds++;
   c.stats.busy_ns += cost;
-  fabric_.Launch(w.ep->self(), end);
+  fabric_.Launch(w.ep().self(), end);
   c.queued = false;
-  if (w.sched.has_ready()) Wake(core);
-  uint64_t timer = w.sched.NextTimerNs();
+  if (w.sched().has_ready()) Wake(core);
+  uint64_t timer = w.sched().NextTimerNs();
   if (timer != UINT64_MAX) WakeForTimer(core, std::max(timer, end));
 }
 

@@ -22,8 +22,8 @@ SvTxn::~SvTxn() {
 
 Task<Status> SvTxn::Execute() {
   if (Status s = BeginExecute(); !s.ok()) co_return s;
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   const bool rw = kind_ == TxnKind::kReadWrite;
   const uint64_t self = OwnerWord();
   std::vector<size_t> todo = Unexecuted();
@@ -35,19 +35,19 @@ Task<Status> SvTxn::Execute() {
   std::vector<char> cas_posted(items_.size(), 0);
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) {
-      co_return Fail(AbortedBecause("torn reads"), &w_.stats.aborts.torn_read);
+      co_return Fail(AbortedBecause("torn reads"), &w_.stats().aborts.torn_read);
     }
     // One batch: for each item a READ of its slot (address known) or of its home bucket, with a
     // read-write item's CAS on the slot's lock word (or an insert's on the bucket's) before it.
     for (size_t i : todo) {
       Item& it = items_[i];
-      MnId primary = cl.placement.Primary(it.lk.key);
+      MnId primary = cl.placement().Primary(it.lk.key);
       cas_posted[i] = 0;
       std::optional<store::SlotRef> addr;
       if (it.have_slot) {
         addr = it.ref;
-      } else if (w_.cn.addr != nullptr) {
-        addr = w_.cn.addr->Get(it.lk);
+      } else if (w_.cn().addr != nullptr) {
+        addr = w_.cn().addr->Get(it.lk);
       }
       if (rw && it.access == Access::kInsert && !it.bucket_locked) {
         cas_word[i] = BucketLockWord(it);
@@ -86,7 +86,7 @@ Task<Status> SvTxn::Execute() {
         it.locked = true;
       }
     }
-    if (refused) co_return Fail(AbortedBecause("lock conflict"), &w_.stats.aborts.lock_conflict);
+    if (refused) co_return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
 
     std::vector<size_t> retry;
     for (size_t i : todo) {
@@ -97,7 +97,7 @@ Task<Status> SvTxn::Execute() {
         if (scan.match < 0 && scan.first_empty < 0) {
           // A full home bucket: the key may have overflowed into a later one.
           Result<store::SlotRef> f =
-              co_await store::SvLocate(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
+              co_await store::SvLocate(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
           if (f.ok()) {
             it.ref = *f;
             it.have_slot = true;
@@ -131,7 +131,7 @@ Task<Status> SvTxn::Execute() {
       Status d = store::DecodeSvSlot(*it.table, slot, &h, it.value);
       if (store::MetaState(h.meta) != store::kSlotLive || h.key != it.lk.key) {
         // A stale cached address (a lock word taken there stays held until the end).
-        if (w_.cn.addr != nullptr) w_.cn.addr->Invalidate(it.lk);
+        if (w_.cn().addr != nullptr) w_.cn().addr->Invalidate(it.lk);
         it.have_slot = false;
         if (cas_posted[i]) it.locked = false;
         retry.push_back(i);
@@ -143,9 +143,9 @@ Task<Status> SvTxn::Execute() {
       }
       if (h.lock != 0 && h.lock != self) {
         // FORD cannot read a record that is being written.
-        co_return Fail(AbortedBecause("locked"), &w_.stats.aborts.lock_conflict);
+        co_return Fail(AbortedBecause("locked"), &w_.stats().aborts.lock_conflict);
       }
-      if (w_.cn.addr != nullptr) w_.cn.addr->Put(it.lk, it.ref);
+      if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
       it.have_slot = true;
       it.sv_version = h.version;
       it.read_cell = h.deleted != 0 ? -1 : 0;
@@ -161,8 +161,8 @@ Task<Status> SvTxn::Execute() {
 
 Task<Status> SvTxn::Commit() {
   if (Status s = CheckCommittable(); !s.ok()) co_return s;
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
   std::vector<size_t> writes = kind_ == TxnKind::kReadWrite ? Writes() : std::vector<size_t>{};
 
@@ -171,8 +171,8 @@ Task<Status> SvTxn::Commit() {
     Item& it = items_[i];
     if (it.have_slot) continue;
     Result<store::SlotRef> ref =
-        co_await store::ClaimSlot(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
-    if (!ref.ok()) co_return Fail(ref.status(), &w_.stats.aborts.user);
+        co_await store::ClaimSlot(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
+    if (!ref.ok()) co_return Fail(ref.status(), &w_.stats().aborts.user);
     it.ref = *ref;
     it.have_slot = true;
     it.sv_version = 0;
@@ -186,7 +186,7 @@ Task<Status> SvTxn::Commit() {
   std::vector<uint64_t> lock_seen(check.size(), 0);
   for (size_t k = 0; k < check.size(); k++) {
     Item& it = items_[check[k]];
-    MnId primary = cl.placement.Primary(it.lk.key);
+    MnId primary = cl.placement().Primary(it.lk.key);
     if (it.have_slot) {
       bufs[k].resize(sizeof(SvHeader));
       ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), sizeof(SvHeader));
@@ -205,7 +205,7 @@ Task<Status> SvTxn::Commit() {
     log_buf_.assign(bytes, std::byte{0});
     LogRecordHeader h{kUndoLogMagic, static_cast<uint16_t>(writes.size()),
                       w_.cn_id(),    owner_.txn_id,
-                      w_.index,      {0, 0, 0}};
+                      w_.index(),      {0, 0, 0}};
     std::memcpy(log_buf_.data(), &h, sizeof(h));
     size_t off = sizeof(h);
     for (size_t i : writes) {
@@ -222,7 +222,7 @@ Task<Status> SvTxn::Commit() {
       if (it.exists()) std::memcpy(log_buf_.data() + off, it.value.data(), it.value.size());
       off += Padded8(it.table->value_bytes);
     }
-    ep.Write(w_.log->Reserve(log_buf_.size()), log_buf_.data(),
+    ep.Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
              static_cast<uint32_t>(log_buf_.size()));
   }
   if (!check.empty() || !writes.empty()) CheckOk(co_await ep.Flush());
@@ -240,7 +240,7 @@ Task<Status> SvTxn::Commit() {
       if (!changed && scan.first_empty < 0) {
         // A full home bucket: the key may have been inserted into a later one.
         Result<store::SlotRef> f =
-            co_await store::SvLocate(ep, *it.table, cl.placement.Primary(it.lk.key), it.lk.key);
+            co_await store::SvLocate(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
         changed = f.ok();
       }
     }
@@ -257,12 +257,12 @@ Task<Status> SvTxn::Commit() {
         PostSlotImages(claimed, /*tombstones=*/true, &images);
         CheckOk(co_await ep.Flush());
       }
-      co_return Fail(AbortedBecause("validation"), &w_.stats.aborts.validation);
+      co_return Fail(AbortedBecause("validation"), &w_.stats().aborts.validation);
     }
   }
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
-    w_.stats.committed_read_only++;
+    w_.stats().committed_read_only++;
     co_return Status::Ok();
   }
 
@@ -271,16 +271,16 @@ Task<Status> SvTxn::Commit() {
   PostUnlocks();
   CheckOk(co_await ep.Flush());
   finished_ = true;
-  w_.stats.committed++;
+  w_.stats().committed++;
   co_return Status::Ok();
 }
 
 void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
                            std::vector<std::vector<std::byte>>* images) {
-  ClusterImpl& cl = w_.cluster;
-  Endpoint& ep = *w_.ep;
+  const ClusterImpl& cl = w_.cluster();
+  Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
-  images->reserve(items.size() * static_cast<size_t>(cl.placement.replication()));
+  images->reserve(items.size() * static_cast<size_t>(cl.placement().replication()));
   std::vector<std::byte> zeros;
   for (size_t i : items) {
     Item& it = items_[i];
@@ -293,8 +293,8 @@ void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
     h.deleted = del ? 1 : 0;
     zeros.assign(it.table->value_bytes, std::byte{0});
     std::span<const std::byte> value = del ? std::span<const std::byte>(zeros) : it.new_value;
-    for (int r = 0; r < cl.placement.replication(); r++) {
-      GAddr slot = it.ref.Addr(*it.table, cl.placement.Replica(it.lk.key, r), r);
+    for (int r = 0; r < cl.placement().replication(); r++) {
+      GAddr slot = it.ref.Addr(*it.table, cl.placement().Replica(it.lk.key, r), r);
       GAddr word = slot + offsetof(SvHeader, lock);
       const bool held = std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end();
       h.lock = r == 0 && held ? self : 0;

@@ -7,13 +7,13 @@
 namespace pond::txn {
 
 std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind) {
-  if (w.cluster.config.protocol.single_version) return std::make_unique<SvTxn>(w, kind);
+  if (w.cluster().config().protocol.single_version) return std::make_unique<SvTxn>(w, kind);
   return std::make_unique<MvccTxn>(w, kind);
 }
 
 TxnState::TxnState(WorkerContext& w, TxnKind kind)
-    : w_(w), kind_(kind), isolation_(w.cluster.config.isolation) {
-  owner_ = lock::LockOwner{w.cn_id(), (uint64_t{w.index} << 48) | w.next_txn_id++};
+    : w_(w), kind_(kind), isolation_(w.cluster().config().isolation) {
+  owner_ = lock::LockOwner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
 }
 
 Item* TxnState::Find(uint16_t table, uint64_t key) {
@@ -51,7 +51,7 @@ void Strengthen(Item& it, Access a, bool single_version) {
 }  // namespace
 
 void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value) {
-  const store::TableInfo* t = w_.cluster.Table(table);
+  const store::TableInfo* t = w_.cluster().Table(table);
   if (t == nullptr) {
     Refuse(InvalidArgument("transaction uses table " + std::to_string(table) +
                            ", which does not exist"));
@@ -106,8 +106,8 @@ void TxnState::Refuse(Status s) {
 }
 
 Status TxnState::FailDeferred() {
-  return Fail(deferred_, deferred_.code() == Code::kAlreadyExists ? &w_.stats.aborts.duplicate_key
-                                                                  : &w_.stats.aborts.user);
+  return Fail(deferred_, deferred_.code() == Code::kAlreadyExists ? &w_.stats().aborts.duplicate_key
+                                                                  : &w_.stats().aborts.user);
 }
 
 Status TxnState::BeginExecute() {
@@ -121,12 +121,12 @@ Status TxnState::CheckRead(Item& it) {
     it.reread = false;
     const uint64_t version = protocol().single_version ? it.sv_version : it.read_ts;
     if (it.exists() != it.first_exists || version != it.first_version) {
-      return Fail(Aborted("changed since read"), &w_.stats.aborts.validation);
+      return Fail(Aborted("changed since read"), &w_.stats().aborts.validation);
     }
   }
   if (it.expect_absent && it.exists()) {
     return Fail(Status(Code::kAlreadyExists, "insert of a present key"),
-                &w_.stats.aborts.duplicate_key);
+                &w_.stats().aborts.duplicate_key);
   }
   return Status::Ok();
 }
@@ -144,7 +144,7 @@ Status TxnState::CheckCommittable() {
   if (!deferred_.ok()) return FailDeferred();
   for (const auto& it : items_) {
     if (!it.executed) {
-      return Fail(InvalidArgument("commit before Execute of every key"), &w_.stats.aborts.user);
+      return Fail(InvalidArgument("commit before Execute of every key"), &w_.stats().aborts.user);
     }
   }
   return Status::Ok();
@@ -208,7 +208,7 @@ uint64_t TxnState::OwnerWord() const {
 }
 
 GAddr TxnState::BucketLockWord(const Item& it) const {
-  return it.table->BucketAddr(w_.cluster.placement.Primary(it.lk.key), 0,
+  return it.table->BucketAddr(w_.cluster().placement().Primary(it.lk.key), 0,
                               store::HomeBucket(*it.table, it.lk.key)) +
          offsetof(store::CvtHeader, lock);
 }
@@ -225,7 +225,7 @@ Task<void> FlushPosted(Endpoint* ep) {
 }  // namespace
 
 void TxnState::PostUnlocks() {
-  for (GAddr a : mn_held_) w_.ep->Write(a, &kFreeLockWord, sizeof(kFreeLockWord));
+  for (GAddr a : mn_held_) w_.ep().Write(a, &kFreeLockWord, sizeof(kFreeLockWord));
   mn_held_.clear();
 }
 
@@ -235,7 +235,7 @@ void TxnState::ReleaseMnLocksDetached() {
   // transaction, say), so it cannot find its own old locks in its way; the task makes sure they
   // leave even if no coroutine of this worker flushes again soon.
   PostUnlocks();
-  w_.sched.Spawn(FlushPosted(w_.ep.get()));
+  w_.sched().Spawn(FlushPosted(&w_.ep()));
 }
 
 }  // namespace pond::txn

@@ -135,7 +135,7 @@ class TxnState {
   std::vector<size_t> Writes() const;
   // Items whose read no lock protects until commit (motor and ford validate them).
   std::vector<size_t> Unprotected() const;
-  const ProtocolConfig& protocol() const { return w_.cluster.config.protocol; }
+  const ProtocolConfig& protocol() const { return w_.cluster().config().protocol; }
 
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;

@@ -1,5 +1,7 @@
 // The runtime objects of an embedded cluster: one ClusterImpl, a CnContext per compute node and
-// a WorkerContext per worker thread. Internal to txn/; users see Cluster and Session.
+// a WorkerContext per worker thread. Internal to txn/; users see Cluster and Session. Their state
+// is private: protocol code reads the cluster through ClusterImpl's const accessors and uses its
+// worker's parts through WorkerContext's; only the Cluster facade changes the cluster.
 //
 // Ownership and threads: ClusterImpl owns everything. A CnContext's lock table and caches are
 // shared by that CN's workers (they are thread-safe). A WorkerContext — scheduler, endpoint, lock
@@ -42,36 +44,60 @@ struct WorkerStats {
   uint64_t remote_calls = 0;
 };
 
+// One worker: what its transactions, clients and handlers use. Its parts are built by the
+// constructor (endpoint, lock client and server, timestamp client and server, allocator, routed
+// calls) and by Init (the commit log, which needs the memory pool); nothing outside changes them.
 class WorkerContext {
  public:
   WorkerContext(ClusterImpl& cluster, CnContext& cn, uint16_t index, uint64_t seed);
   // Coroutines still parked (none after a normal Run) hold transactions that release their
   // locks when destroyed, so they go first, while the lock client still exists.
-  ~WorkerContext() { sched.DestroyUnfinished(); }
+  ~WorkerContext() { sched_.DestroyUnfinished(); }
+  WorkerContext(const WorkerContext&) = delete;
+  WorkerContext& operator=(const WorkerContext&) = delete;
 
-  ClusterImpl& cluster;
-  CnContext& cn;
-  uint16_t index;
-  Scheduler sched;
-  std::unique_ptr<Endpoint> ep;
-  std::unique_ptr<lock::LockClient> locks;
-  std::unique_ptr<lock::LockServer> lock_server;
-  std::unique_ptr<TsoClient> tso;
-  std::unique_ptr<TsoServer> tso_server;  // on the TSO host only
-  std::unique_ptr<store::Allocator> alloc;
-  std::unique_ptr<CommitLog> log;
-  Rng rng;
-  WorkerStats stats;
-  uint64_t next_txn_id = 1;
+  // Carves this worker's commit log on its MN, running the worker until it is done.
+  Status Init();
 
-  std::unique_ptr<RoutedCalls> calls;  // made by and to this worker
+  const ClusterImpl& cluster() const { return cluster_; }
+  CnContext& cn() { return cn_; }
   uint16_t cn_id() const;
-  Clock& clock() { return sched.clock(); }
+  uint16_t index() const { return index_; }
+  Scheduler& sched() { return sched_; }
+  Clock& clock() { return sched_.clock(); }
+  Endpoint& ep() { return *ep_; }
+  const Endpoint& ep() const { return *ep_; }
+  lock::LockClient& locks() { return *locks_; }
+  TsoClient& tso() { return *tso_; }
+  store::Allocator& alloc() { return *alloc_; }
+  CommitLog& log() { return *log_; }
+  RoutedCalls& calls() { return *calls_; }
+  Rng& rng() { return rng_; }
+  WorkerStats& stats() { return stats_; }
+  const WorkerStats& stats() const { return stats_; }
+  uint64_t NextTxnId() { return next_txn_id_++; }
 
   // Runs a registered procedure on this worker, for a call routed here; what a reply procedure
   // answers goes to *reply (dropped if null).
   Task<Status> RunProcedure(ProcedureId proc, std::span<const std::byte> args,
                             std::vector<std::byte>* reply);
+
+ private:
+  ClusterImpl& cluster_;
+  CnContext& cn_;
+  const uint16_t index_;
+  Scheduler sched_;
+  std::unique_ptr<Endpoint> ep_;
+  std::unique_ptr<lock::LockClient> locks_;
+  std::unique_ptr<lock::LockServer> lock_server_;
+  std::unique_ptr<TsoClient> tso_;
+  std::unique_ptr<TsoServer> tso_server_;  // on the TSO host only
+  std::unique_ptr<store::Allocator> alloc_;
+  std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
+  std::unique_ptr<CommitLog> log_;
+  Rng rng_;
+  WorkerStats stats_;
+  uint64_t next_txn_id_ = 1;
 };
 
 // A registered procedure: exactly one of the two is set.
@@ -83,11 +109,13 @@ struct ProcedureEntry {
 Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
                             std::vector<std::byte>* reply);
 
+// One compute node: what its workers share. Built by ClusterImpl; its lock table and caches are
+// thread-safe, its worker list fixed once built.
 class CnContext {
  public:
   CnContext(ClusterImpl& cluster, uint16_t id);
 
-  uint16_t id;
+  const uint16_t id;
   lock::LockTable locks;
   std::unique_ptr<cache::VtCache> vt;      // null if disabled
   std::unique_ptr<cache::AddrCache> addr;  // null if disabled
@@ -96,35 +124,56 @@ class CnContext {
 
 class SimDriver;
 
+// The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
+// the timestamp oracle, the CNs and the registered procedures. Transactions read it through the
+// const accessors; only the Cluster facade (setup, tables, procedures, runs) changes it.
 class ClusterImpl {
  public:
-  // Simulated clusters only; declared first so that it is destroyed last.
-  std::unique_ptr<sim::Engine> engine;
-  ClusterConfig config;
-  std::unique_ptr<Fabric> fabric;
-  SimFabric* sim_fabric = nullptr;    // = fabric, when simulated
-  std::unique_ptr<SimDriver> driver;  // when simulated
-  Clock& clock;  // real time on the local transport, virtual time in the simulator
-  store::PoolLayout layout;
-  store::Placement placement;
-  store::Catalog catalog;
-  lock::ShardMap shard_map;
-  TimestampOracle oracle;
-  std::vector<std::unique_ptr<CnContext>> cns;
-  std::vector<ProcedureEntry> procedures;
-
-  // Run() bookkeeping: clients still running over all workers.
-  std::atomic<int64_t> clients_running{0};
-
   ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e, std::unique_ptr<Fabric> f,
               Clock& clock, store::PoolLayout l);
   ~ClusterImpl();
 
+  // Formats the MN regions and builds the CNs and their workers (a simulated cluster's driver
+  // is set first, by Cluster::StartSimulated).
+  Status Build();
+
+  const ClusterConfig& config() const { return config_; }
+  Clock& clock() const { return clock_; }
+  const store::PoolLayout& layout() const { return layout_; }
+  const store::Placement& placement() const { return placement_; }
+  const lock::ShardMap& shard_map() const { return shard_map_; }
+  const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
+  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
+  // The registered procedure `id`; nullptr if there is none.
+  const ProcedureEntry* Procedure(ProcedureId id) const {
+    return id < procedures_.size() ? &procedures_[id] : nullptr;
+  }
+  bool simulated() const { return driver_ != nullptr; }
+
   // Runs until done() holds: on the simulation's engine, or (local, setup only: no worker
   // threads running) by rounds of worker w.
   void Drive(WorkerContext& w, const std::function<bool()>& done);
-  const store::TableInfo* Table(uint16_t id) const { return catalog.Find(id); }
-  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
+
+ private:
+  friend class pond::Cluster;        // tables, procedures, runs, stats
+  friend class WorkerContext;        // builds its parts from the cluster's services
+
+  // Simulated clusters only; declared first so that it is destroyed last.
+  std::unique_ptr<sim::Engine> engine_;
+  const ClusterConfig config_;
+  std::unique_ptr<Fabric> fabric_;
+  SimFabric* sim_fabric_ = nullptr;    // = fabric_, when simulated
+  std::unique_ptr<SimDriver> driver_;  // when simulated
+  Clock& clock_;  // real time on the local transport, virtual time in the simulator
+  const store::PoolLayout layout_;
+  const store::Placement placement_;
+  store::Catalog catalog_;
+  lock::ShardMap shard_map_;
+  TimestampOracle oracle_;
+  std::vector<std::unique_ptr<CnContext>> cns_;
+  std::vector<ProcedureEntry> procedures_;
+  // Run() bookkeeping: clients still running over all workers.
+  std::atomic<int64_t> clients_running_{0};
 };
 
 }  // namespace pond::txn
