@@ -57,14 +57,7 @@ int RunKvsCommand(KvsArgs& a, bool simulate) {
     points.emplace_back(std::move(p), std::move(w));
   }
 
-  std::printf("pond %s: build %s, transport %s%s, protocol %s, %s\n", what, bench::kBuildType,
-              simulate ? "sim" : "local", simulate ? (", model " + o.sim->name).c_str() : "",
-              o.cluster.protocol.name.c_str(), RunSettings(o, kvs).c_str());
-  if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
-  if (bench::kAssertsOn) {
-    std::printf("warning: asserts are on; numbers are not comparable with Release\n");
-  }
-  std::fflush(stdout);
+  PrintRunHeader(what, kvs, o);
   // Progress is in wall time: on stdout for real runs, on stderr for simulated ones (so that
   // stdout depends on the seed alone).
   FILE* progress_out = simulate ? stderr : stdout;

@@ -76,8 +76,8 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
   }
 }
 
-int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
-            const std::string& json_path, const std::string& history_path) {
+void PrintRunHeader(const std::string& what, const bench::Workload& w,
+                    const bench::RunOptions& o) {
   const bool simulate = o.sim.has_value();
   std::printf("pond %s: build %s, transport %s%s, protocol %s, %s\n", what.c_str(),
               bench::kBuildType, simulate ? "sim" : "local",
@@ -88,6 +88,12 @@ int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
   std::fflush(stdout);
+}
+
+int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
+            const std::string& json_path, const std::string& history_path) {
+  const bool simulate = o.sim.has_value();
+  PrintRunHeader(what, w, o);
   FILE* progress_out = simulate ? stderr : stdout;
   auto failed = [&](const std::string& why) {
     if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());

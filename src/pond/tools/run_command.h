@@ -14,6 +14,10 @@ namespace pond::tools {
 // coro(s), R=3, N=2, <the workload's settings>, 0.01 virtual s, seed 1".
 std::string RunSettings(const bench::RunOptions& o, const bench::Workload& w);
 
+// The header of a run: "pond WHAT: build B, transport T[, model M], protocol P, SETTINGS", the
+// model's JSON (simulated), and a warning if asserts are on.
+void PrintRunHeader(const std::string& what, const bench::Workload& w, const bench::RunOptions& o);
+
 // The report of a run, as lines on stdout: throughput, the committed mix, aborts by reason,
 // latency, operations per transaction, NICs (simulated), the workload's check.
 void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r);
