@@ -92,7 +92,8 @@ std::string KeepHistory(const std::string& text, const std::string& name) {
 
 // Runs one seed recorded and judged (the driver judges under the model `iso` promises); returns
 // whether the history satisfied it, and the run's measures in *out.
-bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, RunResult* out) {
+bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, double drop,
+             RunResult* out) {
   RunOptions ro;
   ro.cluster = SeedCluster(protocol, iso, seed);
   ro.cluster.cns = 4;
@@ -101,6 +102,7 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, RunResul
   ro.record = true;
   ro.sim = Testbed{};
   ro.sim->faults = SeedMessageFaults();
+  ro.sim->faults.drop_probability = drop;
   ListAppendWorkload w(UserWorkload(seed));
   EXPECT_TRUE(ValidateRun(w, ro).ok());
   Result<RunResult> run = RunWorkload(w, ro, nullptr);
@@ -118,17 +120,18 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, RunResul
   return false;
 }
 
-void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds) {
+void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds,
+              double drop = 0) {
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, failed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     RunResult out;
-    if (!RunSeed(protocol, seed, iso, &out)) return;
+    if (!RunSeed(protocol, seed, iso, drop, &out)) return;
     committed += out.committed;
     failed += out.aborted;
   }
-  std::printf("%s %s: %lu seeds: %lu committed, %lu aborted\n", protocol.c_str(),
-              IsolationName(iso), static_cast<unsigned long>(r.count),
+  std::printf("%s %s, %.0f%% of messages lost: %lu seeds: %lu committed, %lu aborted\n",
+              protocol.c_str(), IsolationName(iso), drop * 100, static_cast<unsigned long>(r.count),
               static_cast<unsigned long>(committed), static_cast<unsigned long>(failed));
   EXPECT_GT(failed, 0u) << "the runs were meant to be contended";
   // (ford aborts most attempts of this workload: every read-only item is validated.)
@@ -141,6 +144,18 @@ TEST(SimSeedTest, LotusSnapshot) { RunSeeds("lotus", Isolation::kSnapshot, 100);
 TEST(SimSeedTest, MotorSerializable) { RunSeeds("motor", Isolation::kSerializable, 100); }
 TEST(SimSeedTest, MotorSnapshot) { RunSeeds("motor", Isolation::kSnapshot, 100); }
 TEST(SimSeedTest, FordSerializable) { RunSeeds("ford", Isolation::kSerializable, 100); }
+
+// Messages lost besides: every request (lock, end, timestamp, routed call) is sent again until
+// answered, and late copies take nothing.
+TEST(SimSeedTest, LostMessagesSerializable) {
+  for (const std::string& p : ProtocolNames()) RunSeeds(p, Isolation::kSerializable, 30, 0.01);
+}
+TEST(SimSeedTest, LostMessagesSnapshot) {
+  for (const char* p : {"lotus", "motor"}) RunSeeds(p, Isolation::kSnapshot, 30, 0.01);
+}
+TEST(SimSeedTest, TenPercentOfMessagesLost) {
+  for (const std::string& p : ProtocolNames()) RunSeeds(p, Isolation::kSerializable, 5, 0.10);
+}
 
 TEST(SimSeedTest, AblationStepsSerializable) {
   for (const std::string& step : AblationSteps()) {

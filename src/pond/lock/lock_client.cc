@@ -56,6 +56,7 @@ LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardM
       pending_(map.num_cns()),
       pending_mask_((map.num_cns() + 63) / 64) {
   POND_CHECK_MSG(cn < map.num_cns(), "CN id outside the shard map");
+  POND_CHECK_MSG(map.num_cns() <= 64, "a transaction's CNs are a 64-bit mask");
   POND_CHECK_MSG(ep.self().cn == cn, "lock client on another CN's endpoint");
   ep_.scheduler().AddPoller(this);
   ep_.OnMessage(kMsgLockReplies, [this](const Message& m) { OnReplies(m); });
@@ -63,13 +64,83 @@ LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardM
 
 LockClient::~LockClient() {
   for (auto& [id, o] : outstanding_) o.st->client = nullptr;
+  ep_.scheduler().CancelAlarms(this);
 }
 
 uint32_t LockClient::NewReqId() {
   // Ids wrap after 2^32 requests; skipping the ones still outstanding keeps them unique, and the
-  // loop is bounded by the number outstanding.
-  while (outstanding_.contains(next_req_id_)) next_req_id_++;
+  // loop is bounded by the number outstanding. 0 is an unlock's.
+  while (next_req_id_ == 0 || outstanding_.contains(next_req_id_) ||
+         ends_.contains(next_req_id_)) {
+    next_req_id_++;
+  }
   return next_req_id_++;
+}
+
+void LockClient::Start(const LockOwner& owner) {
+  POND_ASSERT(owner.txn_id >= next_floor_);
+  live_.insert(owner.txn_id);
+  next_floor_ = owner.txn_id + 1;
+}
+
+void LockClient::Finish(const LockOwner& owner, std::span<const LockRequest> reqs) {
+  Release(owner, reqs);
+  if (live_.erase(owner.txn_id) == 0) return;
+  auto c = contacted_.find(owner.txn_id);
+  if (c == contacted_.end()) return;
+  for (uint64_t bits = c->second; bits != 0; bits &= bits - 1) {
+    const auto dest = static_cast<uint16_t>(std::countr_zero(bits));
+    LockRequestEntry e{};
+    e.txn_id = owner.txn_id;
+    e.op = kOpEnd;
+    e.req_id = NewReqId();
+    ends_.emplace(e.req_id, EndRequest{dest, e, ep_.scheduler().clock().NowNs()});
+    Queue(dest, e);
+    stats_.ends_sent++;
+  }
+  contacted_.erase(c);
+  ArmAlarm();
+}
+
+void LockClient::ArmAlarm() {
+  if (alarm_set_ || (outstanding_.empty() && ends_.empty())) return;
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [id, o] : outstanding_) oldest = std::min(oldest, o.sent_ns);
+  for (const auto& [id, e] : ends_) oldest = std::min(oldest, e.sent_ns);
+  ep_.scheduler().SetAlarm(oldest + kResendAfterNs, this);
+  alarm_set_ = true;
+}
+
+void LockClient::OnAlarm() {
+  alarm_set_ = false;
+  const uint64_t now = ep_.scheduler().clock().NowNs();
+  // In req_id order, so that a simulated run resends in an order fixed by its seed.
+  std::vector<uint32_t> late;
+  for (const auto& [id, o] : outstanding_) {
+    if (o.sent_ns + kResendAfterNs <= now) late.push_back(id);
+  }
+  std::sort(late.begin(), late.end());
+  for (uint32_t id : late) {
+    Outstanding& o = outstanding_.at(id);
+    const auto& item = o.st->items[o.item];
+    LockRequestEntry e{};
+    e.txn_id = o.st->owner.txn_id;
+    e.key = item.req.key.key;
+    e.table = item.req.key.table;
+    e.op = kOpLock;
+    e.mode = static_cast<uint8_t>(item.req.mode);
+    e.req_id = id;
+    o.sent_ns = now;
+    Queue(item.cn, e);
+    stats_.resends++;
+  }
+  for (auto& [id, e] : ends_) {
+    if (e.sent_ns + kResendAfterNs > now) continue;
+    e.sent_ns = now;
+    Queue(e.dest, e.entry);
+    stats_.resends++;
+  }
+  ArmAlarm();
 }
 
 void LockClient::Route(AcquireState& st, uint32_t index) {
@@ -81,7 +152,9 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
     if (dest != cn_) {
       item.state = ItemState::kPending;
       item.req_id = NewReqId();
-      outstanding_.emplace(item.req_id, Outstanding{&st, index});
+      outstanding_.emplace(item.req_id,
+                           Outstanding{&st, index, ep_.scheduler().clock().NowNs()});
+      contacted_[st.owner.txn_id] |= uint64_t{1} << dest;
       st.remaining++;
       LockRequestEntry e{};
       e.txn_id = st.owner.txn_id;
@@ -92,6 +165,7 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
       e.req_id = item.req_id;
       Queue(dest, e);
       stats_.remote_acquires++;
+      ArmAlarm();
       return;
     }
     stats_.local_acquires++;
@@ -213,7 +287,7 @@ void LockClient::EndRound() {
         const uint32_t n =
             static_cast<uint32_t>(std::min<size_t>(kLockBatchEntriesMax, entries.size() - begin));
         buf_.resize(sizeof(BatchHeader) + size_t{n} * sizeof(LockRequestEntry));
-        BatchHeader h{n, 0};
+        BatchHeader h{n, 0, Floor()};
         std::memcpy(buf_.data(), &h, sizeof(h));
         std::memcpy(buf_.data() + sizeof(h), entries.data() + begin,
                     size_t{n} * sizeof(LockRequestEntry));
@@ -237,6 +311,10 @@ void LockClient::OnReplies(const Message& m) {
   for (uint32_t i = 0; i < bh.count; i++) {
     LockReplyEntry r;
     std::memcpy(&r, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(r), sizeof(r));
+    if (auto end = ends_.find(r.req_id); end != ends_.end()) {
+      if (m.from.cn == end->second.dest) ends_.erase(end);
+      continue;
+    }
     auto it = outstanding_.find(r.req_id);
     if (it == outstanding_.end()) {
       stats_.stale_replies++;

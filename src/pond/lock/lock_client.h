@@ -20,6 +20,14 @@
 // is right because a shard moves only after every lock of it has been released (resharding
 // drains first, Lotus §4.3).
 //
+// Lost messages (lock_messages.h): a lock request unanswered for kResendAfterNs is sent again
+// with its req_id, until answered. A transaction is Started when it is made and Finished when it
+// will take no more locks: Finish releases its locks as Release does and, at every CN it sent a
+// lock request to, ends it with an end request, sent again until answered; that end releases
+// there whatever the unlocks, lost or late, did not, and makes the CN refuse late copies of the
+// transaction's lock requests. Every batch carries this worker's floor, its oldest transaction
+// Started and not Finished.
+//
 // Arguments of Acquire are copied into the coroutine when it starts; `owner` and `reqs` must stay
 // valid until the task is first awaited (as they are in `co_await client.Acquire(o, reqs)`).
 // `owner.cn` must be this CN: the managing CN takes the owner's CN from the message sender.
@@ -33,6 +41,8 @@
 #include <coroutine>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -63,9 +73,11 @@ struct LockClientStats {
   uint64_t refusals = 0;       // lock requests refused (Conflict, or WrongShard after retries)
   uint64_t unlocks_sent = 0;   // remote unlock entries queued
   uint64_t stale_replies = 0;  // replies whose Acquire is gone
+  uint64_t ends_sent = 0;      // end requests queued (first copies)
+  uint64_t resends = 0;        // lock and end requests sent again, unanswered for kResendAfterNs
 };
 
-class LockClient : public Poller {
+class LockClient : public Poller, public Alarm {
  public:
   // `cn` is this CN; `local` its lock table. Registers with the endpoint's scheduler.
   LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardMap& map);
@@ -73,23 +85,40 @@ class LockClient : public Poller {
   LockClient(const LockClient&) = delete;
   LockClient& operator=(const LockClient&) = delete;
 
+  // A transaction of this worker begins; its txn id is larger than every earlier one's.
+  void Start(const LockOwner& owner);
   Task<Status> Acquire(const LockOwner& owner, std::span<const LockRequest> reqs);
   void Release(const LockOwner& owner, std::span<const LockRequest> reqs);
+  // Releases `reqs` and ends the transaction (see above); a second Finish only releases.
+  void Finish(const LockOwner& owner, std::span<const LockRequest> reqs);
 
   // Poller.
   bool Poll() override { return false; }
   void EndRound() override;
+  // Alarm: sends again the lock and end requests unanswered for kResendAfterNs.
+  void OnAlarm() override;
 
   const LockClientStats& stats() const { return stats_; }
+
+  // The handler of kMsgLockReplies (public so that tests can feed it, or drop what it gets).
+  void OnReplies(const Message& m);
 
  private:
   struct AcquireState;  // one per running Acquire, on its coroutine frame; see lock_client.cc
   struct Outstanding {
     AcquireState* st;
-    uint32_t item;  // index of the request in st
+    uint32_t item;     // index of the request in st
+    uint64_t sent_ns;  // when it last left
   };
+  struct EndRequest {
+    uint16_t dest;
+    LockRequestEntry entry;
+    uint64_t sent_ns;
+  };
+  void ArmAlarm();
+  // This worker's floor: its oldest transaction Started and not Finished.
+  uint64_t Floor() const { return live_.empty() ? next_floor_ : *live_.begin(); }
 
-  void OnReplies(const Message& m);
   // Sends request `item` of `st` where the map says: takes it locally, or queues it for its CN
   // and counts it outstanding. Local WrongShard answers are retried here.
   void Route(AcquireState& st, uint32_t item);
@@ -109,6 +138,11 @@ class LockClient : public Poller {
   std::vector<uint64_t> pending_mask_;
   bool queued_ = false;                                    // any bit set in pending_mask_
   std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
+  std::map<uint32_t, EndRequest> ends_;                      // end requests not answered yet
+  std::set<uint64_t> live_;                                  // txns Started, not Finished
+  std::unordered_map<uint64_t, uint64_t> contacted_;  // live txn -> mask of CNs it asked
+  uint64_t next_floor_ = 0;                           // one above every txn Started
+  bool alarm_set_ = false;
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer
 };

@@ -1,7 +1,13 @@
 // Wire format of lock RPCs between CNs (docs/formats.md "Lock messages"). A request batch holds
-// every lock and unlock request one worker has for one CN in one scheduling round, across all
-// of that worker's transactions (Dandelion's batching); the reply batch answers the lock requests
-// (unlocks are not answered: they are asynchronous, Lotus §5.1).
+// every lock, unlock and end request one worker has for one CN in one scheduling round, across
+// all of that worker's transactions (Dandelion's batching); the reply batch answers the lock and
+// end requests (unlocks are not answered: they are asynchronous, Lotus §5.1).
+//
+// Messages may be lost, duplicated and delayed, so a request is sent again until answered, and
+// the server must tell a late copy from a live request: every batch carries the sender's floor
+// (its oldest transaction not yet ended), and a transaction that took locks at a CN ends there
+// with an end request, which releases whatever it still holds and is remembered; a lock request
+// of an ended transaction, or one below the floor, is refused and takes nothing.
 #pragma once
 
 #include <cstddef>
@@ -15,27 +21,31 @@ inline constexpr uint16_t kMsgLockReplies = 0x0102;
 
 inline constexpr uint8_t kOpLock = 0;
 inline constexpr uint8_t kOpUnlock = 1;
+inline constexpr uint8_t kOpEnd = 2;  // the transaction is over: release all it holds here
 
 struct BatchHeader {
   uint32_t count;     // entries that follow
   uint32_t reserved;  // zero
+  // Requests: every transaction of the sender below this id has ended (ids of one worker grow).
+  // Replies: zero.
+  uint64_t floor;
 };
-static_assert(sizeof(BatchHeader) == 8);
+static_assert(sizeof(BatchHeader) == 16 && offsetof(BatchHeader, floor) == 8);
 
 struct LockRequestEntry {
   uint64_t txn_id;  // with the sender's CN id, the owner
   uint64_t key;     // LockKey.key
   uint16_t table;   // LockKey.table (bit 15: index-bucket lock)
-  uint8_t op;       // kOpLock or kOpUnlock
-  uint8_t mode;     // LockMode
-  uint32_t req_id;  // echoed in the reply; chosen by the sender
+  uint8_t op;       // kOpLock, kOpUnlock or kOpEnd
+  uint8_t mode;     // LockMode (kOpEnd: zero)
+  uint32_t req_id;  // echoed in the reply; chosen by the sender (kOpUnlock: zero)
 };
 static_assert(sizeof(LockRequestEntry) == 24);
 static_assert(offsetof(LockRequestEntry, table) == 16 && offsetof(LockRequestEntry, req_id) == 20);
 
 struct LockReplyEntry {
   uint32_t req_id;
-  uint8_t code;  // pond::Code of the outcome: kOk, kConflict or kWrongShard
+  uint8_t code;  // pond::Code of the outcome: kOk, kConflict or kWrongShard (kOpEnd: kOk)
   uint8_t reserved[3];
 };
 static_assert(sizeof(LockReplyEntry) == 8);

@@ -13,9 +13,13 @@
 // repeated request by the same owner is answered Ok and changes nothing; an unlock of a lock not
 // held (duplicate, stale or reordered) changes nothing and is counted as stray.
 //
-// A stale lock request that arrives after the unlock meant to follow it (only a reordering
-// transport can do that; the local transport keeps order per worker pair) is granted and stays
-// held until recovery releases the owner's locks; the server cannot tell it from a fresh one.
+// Late copies (lock_messages.h): for every sender worker the server keeps the highest floor it
+// has seen, the holds it granted to that worker's live transactions, and the transactions that
+// ended above the floor. An end request releases what its transaction still holds here, however
+// its unlocks fared, and is answered Ok (again, for a copy); a lock request of an ended
+// transaction or one below the floor is refused with Conflict and takes nothing. The ended set
+// is pruned as the floor passes it, so it holds only transactions that ended while an older one
+// of the same worker was still live.
 //
 // Thread rules: one LockServer per worker; it registers as the handler of kMsgLockRequests on
 // that worker's endpoint.
@@ -23,6 +27,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "pond/lock/lock_key.h"
@@ -37,6 +45,8 @@ struct LockServerStats {
   uint64_t unlocks = 0;        // unlocks that released a hold
   uint64_t stray_unlocks = 0;  // unlocks of locks not held
   uint64_t wrong_shard = 0;
+  uint64_t ends = 0;           // end requests answered (copies included)
+  uint64_t late_locks = 0;     // lock requests of ended transactions: refused
 };
 
 class LockServer {
@@ -51,8 +61,24 @@ class LockServer {
   void OnRequests(const Message& m);
 
  private:
+  // What the server knows of one sender worker's transactions.
+  struct Sender {
+    uint64_t floor = 0;
+    std::set<uint64_t> ended;  // at or above floor
+    // Holds granted to transactions that have not ended, by txn id.
+    std::map<uint64_t, std::vector<std::pair<LockKey, LockMode>>> held;
+  };
+  Sender& SenderOf(WorkerAddr from);
+  void Advance(Sender& s, uint64_t floor);
+  // Ends `txn` of CN `cn`: releases its holds here and remembers it.
+  void End(Sender& s, uint16_t cn, uint64_t txn);
+  bool Ended(const Sender& s, uint64_t txn) const {
+    return txn < s.floor || s.ended.contains(txn);
+  }
+
   Endpoint& ep_;
   LockTable& table_;
+  std::unordered_map<uint32_t, Sender> senders_;  // by WorkerAddr::Packed()
   std::function<void(const LockKey&)> hook_;
   LockServerStats stats_;
   std::vector<std::byte> reply_;  // reused reply buffer

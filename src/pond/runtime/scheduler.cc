@@ -99,8 +99,13 @@ bool Scheduler::RunOnce() {
   if (!timers_.empty()) {
     uint64_t now = clock_.NowNs();
     while (!timers_.empty() && timers_.top().deadline <= now) {
-      Ready(timers_.top().h);
+      Timer t = timers_.top();
       timers_.pop();
+      if (t.alarm != nullptr) {
+        t.alarm->OnAlarm();  // may set alarms: they go into the heap and wait their turn
+      } else {
+        Ready(t.h);
+      }
       progress = true;
     }
   }
@@ -108,6 +113,15 @@ bool Scheduler::RunOnce() {
   for (Poller* p : pollers_) progress |= p->Poll();
   for (auto it = pollers_.rbegin(); it != pollers_.rend(); ++it) (*it)->EndRound();
   return progress;
+}
+
+void Scheduler::CancelAlarms(const Alarm* a) {
+  std::vector<Timer> keep;
+  keep.reserve(timers_.size());
+  for (; !timers_.empty(); timers_.pop()) {
+    if (timers_.top().alarm != a) keep.push_back(timers_.top());
+  }
+  timers_ = decltype(timers_)(std::greater<>(), std::move(keep));
 }
 
 void Scheduler::RunUntilIdle() {

@@ -43,6 +43,17 @@ class Poller {
   virtual void EndRound() {}
 };
 
+// Something woken at a deadline that is not a coroutine: a client that resends the requests
+// whose answer is overdue. A pending alarm is not a root task, so it keeps no Run alive, and it
+// costs nothing until its deadline.
+class Alarm {
+ public:
+  virtual ~Alarm() = default;
+  // Called in the first round at or after the deadline, before the round's polls, so that what
+  // it sends leaves in that round.
+  virtual void OnAlarm() = 0;
+};
+
 class Scheduler {
  public:
   explicit Scheduler(Clock& clock);
@@ -103,6 +114,14 @@ class Scheduler {
   }
   auto SleepFor(uint64_t ns) { return SleepUntil(clock_.NowNs() + ns); }
 
+  // Calls a->OnAlarm() in the first round at or after clock time `deadline_ns`. An alarm set
+  // twice fires twice. CancelAlarms drops every pending call of `a` (its owner calls it before
+  // it goes away).
+  void SetAlarm(uint64_t deadline_ns, Alarm* a) {
+    timers_.push(Timer{deadline_ns, timer_seq_++, {}, a});
+  }
+  void CancelAlarms(const Alarm* a);
+
   // Earliest pending timer, or UINT64_MAX; lets a simulated clock jump ahead.
   uint64_t NextTimerNs() const { return timers_.empty() ? UINT64_MAX : timers_.top().deadline; }
 
@@ -110,13 +129,14 @@ class Scheduler {
   struct Timer {
     uint64_t deadline;
     uint64_t seq;  // ties broken by insertion order, so wake-ups are deterministic
-    std::coroutine_handle<> h;
+    std::coroutine_handle<> h;  // a sleeper, or
+    Alarm* alarm = nullptr;     // an alarm
     bool operator>(const Timer& o) const {
       return deadline != o.deadline ? deadline > o.deadline : seq > o.seq;
     }
   };
   void AddTimer(uint64_t deadline, std::coroutine_handle<> h) {
-    timers_.push(Timer{deadline, timer_seq_++, h});
+    timers_.push(Timer{deadline, timer_seq_++, h, nullptr});
   }
   using RootLink = detail::RootLink;
   friend void RootStarted(Scheduler* s, RootLink* link);

@@ -77,6 +77,37 @@ TEST(SchedulerTest, SleepWakesInDeadlineOrderAndNotBefore) {
   EXPECT_EQ(woke, (std::vector<int>{2, 3, 1}));
 }
 
+struct CountingAlarm : Alarm {
+  std::vector<uint64_t> at;  // clock time of every call
+  Clock* clock = nullptr;
+  void OnAlarm() override { at.push_back(clock->NowNs()); }
+};
+
+// Alarms fire in deadline order, not before their time, once per SetAlarm; they keep no task
+// alive, and a cancelled one never fires.
+TEST(SchedulerTest, AlarmsFireAtTheirDeadlineAndCanBeCancelled) {
+  ManualClock clock;
+  Scheduler s(clock);
+  CountingAlarm a, b;
+  a.clock = b.clock = &clock;
+  s.SetAlarm(200, &a);
+  s.SetAlarm(100, &b);
+  s.SetAlarm(300, &a);
+  EXPECT_EQ(s.live(), 0u) << "an alarm is not a task";
+  EXPECT_EQ(s.NextTimerNs(), 100u);
+  s.RunOnce();
+  EXPECT_TRUE(a.at.empty() && b.at.empty());
+  clock.Advance(250);
+  s.RunOnce();
+  EXPECT_EQ(b.at, (std::vector<uint64_t>{250}));
+  EXPECT_EQ(a.at, (std::vector<uint64_t>{250}));
+  s.CancelAlarms(&a);
+  EXPECT_EQ(s.NextTimerNs(), UINT64_MAX);
+  clock.Advance(100);
+  s.RunOnce();
+  EXPECT_EQ(a.at.size(), 1u) << "cancelled";
+}
+
 TEST(SchedulerTest, WakeHookFiresWhenIdleSchedulerGetsWork) {
   // A driver of many schedulers on one thread learns of new work only through this hook: it must
   // fire on the idle -> busy transition, and not again while work is queued.

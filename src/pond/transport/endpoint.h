@@ -57,6 +57,12 @@ struct WorkerAddr {
   uint32_t Packed() const { return (uint32_t{cn} << 16) | worker; }
 };
 
+// A CN-to-CN request unanswered this long is sent again, for messages may be lost (the
+// simulator's drop faults, a real network's). It is far above a round trip under load (tens of
+// microseconds), so a request is resent rarely unless a message really was lost; every receiver
+// treats a copy as a copy (docs/formats.md says how each does).
+inline constexpr uint64_t kResendAfterNs = 1'000'000;
+
 struct Message {
   WorkerAddr from;
   uint16_t kind;

@@ -279,7 +279,7 @@ Task<Status> MvccTxn::Commit() {
   // visible.
   PostUnlocks();
   CheckOk(co_await w_.ep().Flush());
-  if (!held_.empty()) w_.locks().Release(owner_, held_);
+  EndLocks(held_);
   held_.clear();
   finished_ = true;
   w_.stats().committed++;
@@ -287,7 +287,7 @@ Task<Status> MvccTxn::Commit() {
 }
 
 void MvccTxn::Abort() {
-  if (!held_.empty()) w_.locks().Release(owner_, held_);
+  EndLocks(held_);
   held_.clear();
   ReleaseMnLocksDetached();
   finished_ = true;

@@ -12,6 +12,33 @@ RoutedCalls::RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run)
   ep_.OnMessage(kMsgCallResult, [this](const Message& m) { OnResult(m); });
 }
 
+RoutedCalls::~RoutedCalls() { sched_.CancelAlarms(this); }
+
+void RoutedCalls::ArmAlarm() {
+  if (alarm_set_ || pending_.empty()) return;
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [id, p] : pending_) oldest = std::min(oldest, p->sent_ns);
+  sched_.SetAlarm(oldest + kResendAfterNs, this);
+  alarm_set_ = true;
+}
+
+void RoutedCalls::OnAlarm() {
+  alarm_set_ = false;
+  const uint64_t now = sched_.clock().NowNs();
+  const uint64_t floor = pending_.empty() ? 0 : pending_.begin()->first;
+  for (auto& [id, p] : pending_) {
+    if (p->sent_ns + kResendAfterNs > now) continue;
+    CallHeader h;
+    std::memcpy(&h, p->request.data(), sizeof(h));
+    h.floor = floor;
+    std::memcpy(p->request.data(), &h, sizeof(h));
+    p->sent_ns = now;
+    ep_.Send(p->target, kMsgCall, p->request);
+    stats_.resends++;
+  }
+  ArmAlarm();
+}
+
 namespace {
 
 // Parks the caller until OnResult hands it the answer.
@@ -30,11 +57,14 @@ void RoutedCalls::Send(WorkerAddr target, ProcedureId proc, uint16_t flags,
   stats_.calls++;
   const uint64_t id = next_id_++;
   pending_[id] = p;
-  std::vector<std::byte> msg(sizeof(CallHeader) + args.size());
+  p->target = target;
+  p->request.resize(sizeof(CallHeader) + args.size());
   CallHeader h{id, pending_.begin()->first, proc, flags, {}};
-  std::memcpy(msg.data(), &h, sizeof(h));
-  if (!args.empty()) std::memcpy(msg.data() + sizeof(h), args.data(), args.size());
-  ep_.Send(target, kMsgCall, msg);
+  std::memcpy(p->request.data(), &h, sizeof(h));
+  if (!args.empty()) std::memcpy(p->request.data() + sizeof(h), args.data(), args.size());
+  p->sent_ns = sched_.clock().NowNs();
+  ep_.Send(target, kMsgCall, p->request);
+  ArmAlarm();
 }
 
 Task<Status> RoutedCalls::Call(WorkerAddr target, ProcedureId proc,

@@ -75,9 +75,10 @@ struct RoutedCallStats {
   uint64_t answers = 0;        // taken for a call awaited
   uint64_t answer_copies = 0;  // answers for no call awaited (copies, or late): dropped
   uint64_t malformed = 0;      // messages whose sizes do not add up: dropped
+  uint64_t resends = 0;        // requests sent again, unanswered for kResendAfterNs
 };
 
-class RoutedCalls {
+class RoutedCalls : public Alarm {
  public:
   // Runs procedure `proc` here with `args` (the callee side), putting what it answers in
   // *reply (null: the caller does not want it); a Status for an unknown procedure is the
@@ -86,6 +87,7 @@ class RoutedCalls {
                                             std::vector<std::byte>* reply)>;
 
   RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run);
+  ~RoutedCalls() override;
   RoutedCalls(const RoutedCalls&) = delete;
   RoutedCalls& operator=(const RoutedCalls&) = delete;
 
@@ -98,6 +100,9 @@ class RoutedCalls {
   // The message handlers (public so that tests can feed them one message at a time).
   void OnCall(const Message& m);
   void OnResult(const Message& m);
+  // Resends every request unanswered for kResendAfterNs, with the floor as it is now: the
+  // callee runs a call once however often its request arrives (CallTable).
+  void OnAlarm() override;
 
   const CallTable& table() const { return table_; }
   const RoutedCallStats& stats() const { return stats_; }
@@ -107,7 +112,11 @@ class RoutedCalls {
   struct Pending {
     std::coroutine_handle<> waiter;
     CallOutcome outcome;
+    WorkerAddr target;
+    std::vector<std::byte> request;  // header and arguments, as sent
+    uint64_t sent_ns = 0;            // when the request last left
   };
+  void ArmAlarm();
   // Sends the request of a new call that `p` will await.
   void Send(WorkerAddr target, ProcedureId proc, uint16_t flags, std::span<const std::byte> args,
             Pending* p);
@@ -122,6 +131,7 @@ class RoutedCalls {
   uint64_t next_id_ = 1;
   CallTable table_;  // calls other workers made to this one
   RoutedCallStats stats_;
+  bool alarm_set_ = false;
 };
 
 }  // namespace pond::txn

@@ -262,6 +262,7 @@ Task<Status> SvTxn::Commit() {
   }
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
+    EndLocks({});
     w_.stats().committed_read_only++;
     co_return Status::Ok();
   }
@@ -271,6 +272,7 @@ Task<Status> SvTxn::Commit() {
   PostUnlocks();
   CheckOk(co_await ep.Flush());
   finished_ = true;
+  EndLocks({});
   w_.stats().committed++;
   co_return Status::Ok();
 }
@@ -319,6 +321,7 @@ void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
 void SvTxn::Abort() {
   ReleaseMnLocksDetached();
   finished_ = true;
+  EndLocks({});
 }
 
 }  // namespace pond::txn

@@ -1,5 +1,6 @@
 #include "pond/txn/timestamp_oracle.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "pond/base/assert.h"
@@ -17,10 +18,12 @@ uint64_t TimestampOracle::Grant(uint32_t n) {
 }
 
 TsoClient::TsoClient(Endpoint& ep, WorkerAddr host, TimestampOracle* local)
-    : ep_(ep), host_(host), local_(local) {
-  ep_.scheduler().AddPoller(this);
+    : ep_(ep), sched_(ep.scheduler()), host_(host), local_(local) {
+  sched_.AddPoller(this);
   ep_.OnMessage(kMsgTsoReply, [this](const Message& m) { OnReply(m); });
 }
+
+TsoClient::~TsoClient() { sched_.CancelAlarms(this); }
 
 void TsoClient::Hand(std::vector<Waiter> batch, uint64_t first) {
   // Within a block, earlier askers get smaller timestamps.
@@ -42,9 +45,37 @@ void TsoClient::EndRound() {
     return;
   }
   uint32_t seq = next_seq_++;
-  sent_.emplace(seq, std::move(batch));
-  TsoRequest req{n, seq};
+  auto [it, added] = sent_.emplace(seq, Sent{std::move(batch), sched_.clock().NowNs()});
+  POND_ASSERT(added);
+  SendRequest(seq, it->second);
+  ArmAlarm();
+}
+
+void TsoClient::SendRequest(uint32_t seq, const Sent& s) {
+  TsoRequest req{static_cast<uint32_t>(s.waiters.size()), seq};
   ep_.Send(host_, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
+}
+
+void TsoClient::ArmAlarm() {
+  if (alarm_set_ || sent_.empty()) return;
+  uint64_t oldest = UINT64_MAX;
+  for (const auto& [seq, s] : sent_) oldest = std::min(oldest, s.sent_ns);
+  sched_.SetAlarm(oldest + kResendAfterNs, this);
+  alarm_set_ = true;
+}
+
+void TsoClient::OnAlarm() {
+  alarm_set_ = false;
+  const uint64_t now = sched_.clock().NowNs();
+  // A copy of a request gets a block of its own; the first reply serves the waiters and the
+  // others are dropped (OnReply), so a resend wastes timestamps, never reuses one.
+  for (auto& [seq, s] : sent_) {
+    if (s.sent_ns + kResendAfterNs > now) continue;
+    s.sent_ns = now;
+    SendRequest(seq, s);
+    stats_.resends++;
+  }
+  ArmAlarm();
 }
 
 void TsoClient::OnReply(const Message& m) {
@@ -53,8 +84,8 @@ void TsoClient::OnReply(const Message& m) {
   std::memcpy(&r, m.payload.data(), sizeof(r));
   auto it = sent_.find(r.seq);
   if (it == sent_.end()) return;  // a duplicate reply: its waiters were served already
-  POND_CHECK(it->second.size() == r.count);
-  std::vector<Waiter> batch = std::move(it->second);
+  POND_CHECK(it->second.waiters.size() == r.count);
+  std::vector<Waiter> batch = std::move(it->second.waiters);
   sent_.erase(it);
   Hand(std::move(batch), r.first);
 }

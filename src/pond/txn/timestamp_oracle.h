@@ -17,6 +17,7 @@
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -58,12 +59,16 @@ class TimestampOracle {
 struct TsoClientStats {
   uint64_t timestamps = 0;
   uint64_t requests = 0;  // blocks asked for (messages to the host, or direct grants there)
+  uint64_t resends = 0;   // requests sent again, unanswered for kResendAfterNs
 };
 
-class TsoClient : public Poller {
+class TsoClient : public Poller, public Alarm {
  public:
   // `host` is the TSO host worker; `local` is the oracle if this worker's CN is the host.
   TsoClient(Endpoint& ep, WorkerAddr host, TimestampOracle* local);
+  ~TsoClient() override;
+  TsoClient(const TsoClient&) = delete;
+  TsoClient& operator=(const TsoClient&) = delete;
 
   // co_await client.Get(): one fresh timestamp.
   auto Get() {
@@ -79,6 +84,8 @@ class TsoClient : public Poller {
 
   bool Poll() override { return false; }
   void EndRound() override;
+  // Resends every request unanswered for kResendAfterNs (the request or its reply was lost).
+  void OnAlarm() override;
   const TsoClientStats& stats() const { return stats_; }
 
  private:
@@ -86,14 +93,22 @@ class TsoClient : public Poller {
     std::coroutine_handle<> h;
     uint64_t* out;
   };
+  struct Sent {
+    std::vector<Waiter> waiters;
+    uint64_t sent_ns;  // when the request last left
+  };
   void Hand(std::vector<Waiter> batch, uint64_t first);
   void OnReply(const Message& m);
+  void SendRequest(uint32_t seq, const Sent& s);
+  void ArmAlarm();
 
   Endpoint& ep_;
+  Scheduler& sched_;
   WorkerAddr host_;
   TimestampOracle* local_;
-  std::vector<Waiter> waiting_;                             // asked this round, not yet sent
-  std::unordered_map<uint32_t, std::vector<Waiter>> sent_;  // by request seq
+  std::vector<Waiter> waiting_;     // asked this round, not yet sent
+  std::map<uint32_t, Sent> sent_;   // by request seq, answered by none of its copies yet
+  bool alarm_set_ = false;
   uint32_t next_seq_ = 0;
   TsoClientStats stats_;
 };

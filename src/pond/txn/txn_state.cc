@@ -14,6 +14,18 @@ std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind) {
 TxnState::TxnState(WorkerContext& w, TxnKind kind)
     : w_(w), kind_(kind), isolation_(w.cluster().config().isolation) {
   owner_ = lock::LockOwner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
+  w.locks().Start(owner_);
+}
+
+TxnState::~TxnState() { EndLocks({}); }
+
+void TxnState::EndLocks(std::span<const lock::LockRequest> held) {
+  if (locks_ended_) {
+    if (!held.empty()) w_.locks().Release(owner_, held);
+    return;
+  }
+  locks_ended_ = true;
+  w_.locks().Finish(owner_, held);
 }
 
 Item* TxnState::Find(uint16_t table, uint64_t key) {

@@ -102,7 +102,8 @@ struct Item {
 class TxnState {
  public:
   TxnState(WorkerContext& w, TxnKind kind);
-  virtual ~TxnState() = default;
+  // Ends the transaction at the lock client if Commit or Abort has not (see EndLocks).
+  virtual ~TxnState();
 
   void Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value = {});
   virtual Task<Status> Execute() = 0;
@@ -147,6 +148,9 @@ class TxnState {
   // Releases held MN lock words without awaiting (Abort cannot): posts them and flushes from a
   // task of their own.
   void ReleaseMnLocksDetached();
+  // Releases `held` CN locks and, the first time, ends the transaction at the lock client
+  // (LockClient::Finish): the CNs it asked for locks then refuse late copies of its requests.
+  void EndLocks(std::span<const lock::LockRequest> held);
 
   WorkerContext& w_;
   TxnKind kind_;
@@ -155,6 +159,7 @@ class TxnState {
   uint64_t start_ts_ = 0;
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
+  bool locks_ended_ = false;  // see EndLocks
   Status deferred_;  // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
