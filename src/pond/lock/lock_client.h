@@ -99,6 +99,8 @@ class LockClient : public Poller, public Alarm {
   void OnAlarm() override;
 
   const LockClientStats& stats() const { return stats_; }
+  // Lock and end requests sent and not answered yet.
+  size_t awaiting() const { return outstanding_.size() + ends_.size(); }
 
   // The handler of kMsgLockReplies (public so that tests can feed it, or drop what it gets).
   void OnReplies(const Message& m);

@@ -249,6 +249,28 @@ fi
 expect_error "smallbank --history with --sweep" "does not go with --sweep" sim smallbank \
   --history "$tmp/x.jsonl" --sweep coros=1,2
 
+# Lost messages: with 1% of CN messages dropped every protocol and ablation step completes its
+# SmallBank run and passes the money check and both history checks (requests are resent).
+sed 's/"drop_probability": *[0-9.]*/"drop_probability": 0.01/' "$models/cx3.json" >"$tmp/drop.json"
+if grep -q '"drop_probability": 0.01' "$tmp/drop.json" &&
+   "$pond" sim compare --workload smallbank --model "$tmp/drop.json" --ablation --cns 3 \
+     --workers 2 --coros 3 --accounts 2000 --region-mib 64 --virtual-seconds 0.002 \
+     --check-txns 400 >"$tmp/out" 2>/dev/null &&
+   [ "$(grep -c '^money check .*: ok' "$tmp/out")" -eq 6 ] &&
+   [ "$(grep -c '^history check .*: ok' "$tmp/out")" -eq 12 ]; then
+  echo "ok   sim compare with 1% of messages lost"
+else
+  echo "FAIL sim compare with lost messages:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+if "$pond" sim compare --workload smallbank --model "$tmp/drop.json" --cns 3 --workers 2 \
+     --coros 3 --accounts 2000 --region-mib 64 --virtual-seconds 0.002 --check-txns 400 \
+     >"$tmp/out" 2>/dev/null &&
+   [ "$(grep -c '^history check .*: ok' "$tmp/out")" -eq 6 ]; then
+  echo "ok   sim compare, lotus motor ford, with 1% of messages lost"
+else
+  echo "FAIL sim compare (protocols) with lost messages:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+
 # --sweep on the OLTP workloads: one row per point, the workload's check per row, JSON rows
 # carrying their point.
 if "$pond" sim smallbank --cns 2 --workers 1 --accounts 2000 --region-mib 64 \

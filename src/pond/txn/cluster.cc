@@ -295,6 +295,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     for (auto& w : cn->workers) workers.push_back(w.get());
   }
   cl.clients_running_ = static_cast<int64_t>(workers.size()) * clients;
+  cl.awaiting_ = 0;
   if (cl.driver_ != nullptr) {
     // One thread, virtual time: every worker's rounds are engine events.
     std::vector<std::unique_ptr<Session>> sessions;
@@ -311,7 +312,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     auto finished = [&] {
       if (cl.clients_running_.load() != 0 || cl.fabric_->packets_in_flight() != 0) return false;
       for (WorkerContext* w : workers) {
-        if (w->sched().live() != 0) return false;
+        if (w->sched().live() != 0 || w->Awaiting() != 0) return false;
       }
       return true;
     };
@@ -336,16 +337,23 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
       // asynchronous unlocks) are already in the fabric; once every client is done, only such
       // one-way messages can still be in flight, and the fabric counts them.
       bool published = false;
+      int64_t awaiting = 0;  // this worker's share of cl.awaiting_
       for (;;) {
         // An idle round gives the core away: workers may outnumber cores (4 CNs on 2 cores in
         // the tests), and the peer a worker waits for may need this core to answer.
         if (!w->sched().RunOnce()) std::this_thread::yield();
+        // Published before the clients are: once no client runs, every worker's share is in.
+        const auto now = static_cast<int64_t>(w->Awaiting());
+        if (now != awaiting) {
+          cl.awaiting_ += now - awaiting;
+          awaiting = now;
+        }
         if (!published && done == clients) {
           published = true;
           cl.clients_running_ -= clients;
         }
         if (published && cl.clients_running_.load() == 0 && w->sched().live() == 0 &&
-            cl.fabric_->packets_in_flight() == 0) {
+            cl.fabric_->packets_in_flight() == 0 && cl.awaiting_.load() == 0) {
           break;
         }
       }

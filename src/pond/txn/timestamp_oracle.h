@@ -87,6 +87,8 @@ class TsoClient : public Poller, public Alarm {
   // Resends every request unanswered for kResendAfterNs (the request or its reply was lost).
   void OnAlarm() override;
   const TsoClientStats& stats() const { return stats_; }
+  // Requests sent and not answered yet.
+  size_t awaiting() const { return sent_.size(); }
 
  private:
   struct Waiter {

@@ -76,6 +76,10 @@ class WorkerContext {
   WorkerStats& stats() { return stats_; }
   const WorkerStats& stats() const { return stats_; }
   uint64_t NextTxnId() { return next_txn_id_++; }
+  // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
+  // routed calls). A run is over only when no worker awaits one: a request may be resent, and
+  // its peer must still be there to answer.
+  size_t Awaiting() const { return locks_->awaiting() + tso_->awaiting() + calls_->awaited(); }
 
   // Runs a registered procedure on this worker, for a call routed here; what a reply procedure
   // answers goes to *reply (dropped if null).
@@ -172,8 +176,10 @@ class ClusterImpl {
   TimestampOracle oracle_;
   std::vector<std::unique_ptr<CnContext>> cns_;
   std::vector<ProcedureEntry> procedures_;
-  // Run() bookkeeping: clients still running over all workers.
+  // Run() bookkeeping: clients still running over all workers, and the requests they await
+  // (WorkerContext::Awaiting; threads publish their own share).
   std::atomic<int64_t> clients_running_{0};
+  std::atomic<int64_t> awaiting_{0};
 };
 
 }  // namespace pond::txn
