@@ -31,10 +31,9 @@ enum class DelayDistribution : uint8_t {
 // What may go wrong with a message between two compute nodes (lock requests and replies,
 // timestamps, routed calls); one-sided operations on memory nodes are never faulted. All off by
 // default. Each message draws its fate from the run's seed, so a faulty run replays exactly.
-// Delays reorder messages: one delayed past the next on its link is overtaken. Pond does not
-// resend lost messages yet, so a drop leaves the transaction waiting for it stuck: a simulated
-// Run with drop_probability > 0 stops the process when the simulation runs out of events.
-// Duplicates and delays are what Pond's seed tests run with.
+// Delays reorder messages: one delayed past the next on its link is overtaken. Pond survives all
+// three: a request unanswered for 1 ms is resent, and receivers tell copies from live requests;
+// a lost message costs its transaction that millisecond. Pond's seed tests run with them.
 struct MessageFaults {
   double drop_probability = 0;       // the message is lost
   double duplicate_probability = 0;  // it is delivered twice; the copy draws its own delay
