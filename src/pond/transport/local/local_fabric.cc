@@ -64,6 +64,14 @@ class LocalEndpoint final : public Endpoint {
     box->nonempty.store(true, std::memory_order_release);
   }
 
+  void EndRound() override {
+    Endpoint::EndRound();
+    if (consumed_ != 0) {
+      fabric_.in_flight_.fetch_sub(consumed_, std::memory_order_acq_rel);
+      consumed_ = 0;
+    }
+  }
+
   bool PollBackend() override {
     // The flag keeps an idle worker's poll to one load, not a lock.
     if (!inbox_->nonempty.load(std::memory_order_acquire)) return false;
@@ -73,8 +81,12 @@ class LocalEndpoint final : public Endpoint {
       inbox_->nonempty.store(false, std::memory_order_relaxed);
     }
     for (auto& p : arrived_) Deliver(p);
-    // Counted down only after the handlers ran, so "none in flight" means "all processed".
-    fabric_.in_flight_.fetch_sub(arrived_.size(), std::memory_order_acq_rel);
+    // Counted down only at the end of the round (EndRound), after the answers the handlers
+    // buffered have left: so "none in flight" means "all processed and answered". Counting down
+    // here would open a window, between this poll and the round's end, in which nothing is in
+    // flight yet an answer is about to leave — and a worker that left Cluster::Run in it would
+    // never take that answer, leaving it in flight for good.
+    consumed_ += arrived_.size();
     for (auto& p : arrived_) RecycleBuffer(std::move(p));
     bool any = !arrived_.empty();
     arrived_.clear();
@@ -85,6 +97,7 @@ class LocalEndpoint final : public Endpoint {
   LocalFabric& fabric_;
   LocalFabric::Mailbox* inbox_;
   std::vector<PacketBuffer> arrived_;
+  uint64_t consumed_ = 0;  // packets polled this round, still counted in flight
 };
 
 Result<std::unique_ptr<LocalFabric>> LocalFabric::Create(uint16_t num_mns, uint64_t region_bytes) {

@@ -140,6 +140,30 @@ TEST(LocalFabricTest, MessagesToOneWorkerInOneRoundShareAPacket) {
   EXPECT_EQ(b.ep->stats().packets_received, 1u);
 }
 
+// A packet counts as in flight until the round that took it has sent the answers its handlers
+// buffered: between the poll and the round's end nothing may look idle (Cluster::Run's workers
+// leave when nothing is in flight, and an answer sent to a worker that left would never arrive).
+TEST(LocalFabricTest, APacketIsInFlightUntilItsAnswerHasLeft) {
+  auto f = MakeFabric(1);
+  Worker a(*f, {0, 0});
+  Worker b(*f, {1, 0});
+  int answers = 0;
+  b.ep->OnMessage(1, [&](const Message& m) { b.ep->Send(m.from, 2, m.payload); });
+  a.ep->OnMessage(2, [&](const Message&) { answers++; });
+  std::byte x{7};
+  a.ep->Send({1, 0}, 1, std::span(&x, 1));
+  a.ep->EndRound();
+  EXPECT_EQ(f->packets_in_flight(), 1u);
+  EXPECT_TRUE(b.ep->Poll());  // the handler buffers its answer
+  EXPECT_EQ(f->packets_in_flight(), 1u) << "the request counts until its answer has left";
+  b.ep->EndRound();
+  EXPECT_EQ(f->packets_in_flight(), 1u) << "now the answer is the one in flight";
+  EXPECT_TRUE(a.ep->Poll());
+  a.ep->EndRound();
+  EXPECT_EQ(answers, 1);
+  EXPECT_EQ(f->packets_in_flight(), 0u);
+}
+
 TEST(LocalFabricTest, ConcurrentFaaAndCasAreAtomic) {
   // Four threads each add 1 to one counter 20k times by FAA, and 20k times by a CAS loop, to two
   // words; no update may be lost.
