@@ -112,16 +112,27 @@ inline constexpr uint8_t kCellTombstone = 2;  // a version that says "deleted"
 
 struct CvtCell {
   uint8_t head_cv;
-  uint8_t valid;  // kCellEmpty, kCellVersion or kCellTombstone
-  uint8_t reserved[6];
+  uint8_t valid;       // kCellEmpty, kCellVersion or kCellTombstone
+  uint8_t writer[6];   // low 48 bits of the writer tag (WriterTag)
   uint64_t commit_ts;  // kInvisible while the writer has not committed
   uint8_t record[6];   // 48-bit offset of the record, on the same MN as this CVT; 0 = none
-  uint8_t reserved2;
+  uint8_t writer_cn;   // bits 48..55 of the writer tag: the writer's CN
   uint8_t tail_cv;
 };
 static_assert(sizeof(CvtCell) == 24);
 static_assert(offsetof(CvtCell, commit_ts) == 8, "write-visible stores this word alone");
 static_assert(offsetof(CvtCell, record) == 16 && offsetof(CvtCell, tail_cv) == 23);
+
+// Which transaction wrote a cell: recovery of a failed CN touches only cells that carry the tag
+// of one of its transactions (cluster/log_recovery.h), so a cell written since by anyone else is
+// left alone. 56 bits: CN (8) | worker (8) | the low 40 bits of the worker's transaction
+// sequence, unique over 2^40 transactions of one worker (a CN's incarnation starts its
+// sequence past the previous one's). Requires cn, worker < 256 (ValidateConfig: <= 64).
+inline constexpr uint64_t kWriterSeqBits = 40;
+constexpr uint64_t WriterTag(uint16_t cn, uint16_t worker, uint64_t seq) {
+  return (uint64_t{cn} & 0xff) << 48 | (uint64_t{worker} & 0xff) << kWriterSeqBits |
+         (seq & ((uint64_t{1} << kWriterSeqBits) - 1));
+}
 
 constexpr uint32_t CvtBytes(int versions) {
   return static_cast<uint32_t>(sizeof(CvtHeader) + sizeof(CvtCell) * versions);

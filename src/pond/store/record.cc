@@ -44,6 +44,9 @@ CvtCell EncodeCell(const Cell& c) {
   raw.commit_ts = c.commit_ts;
   POND_ASSERT(c.record <= 0xffffffffffffULL);
   for (int i = 0; i < 6; i++) raw.record[i] = static_cast<uint8_t>(c.record >> (8 * i));
+  POND_ASSERT(c.writer < (uint64_t{1} << 56));
+  for (int i = 0; i < 6; i++) raw.writer[i] = static_cast<uint8_t>(c.writer >> (8 * i));
+  raw.writer_cn = static_cast<uint8_t>(c.writer >> 48);
   return raw;
 }
 
@@ -55,6 +58,8 @@ Result<Cell> DecodeCell(const CvtCell& raw) {
   c.tombstone = raw.valid == kCellTombstone;
   c.commit_ts = raw.commit_ts;
   for (int i = 0; i < 6; i++) c.record |= uint64_t{raw.record[i]} << (8 * i);
+  for (int i = 0; i < 6; i++) c.writer |= uint64_t{raw.writer[i]} << (8 * i);
+  c.writer |= uint64_t{raw.writer_cn} << 48;
   return c;
 }
 

@@ -29,6 +29,7 @@ struct Cell {
   bool tombstone = false;  // the version is "key deleted"
   uint64_t commit_ts = 0;
   uint64_t record = 0;  // offset on the CVT's MN; 0 = no record buffer yet
+  uint64_t writer = 0;  // WriterTag of the transaction that wrote it (0 if unknown)
 
   bool visible() const { return valid && commit_ts != kInvisible; }
 };

@@ -107,7 +107,7 @@ Status WorkerContext::Init() {
   Result<uint64_t> area =
       RunOn(cluster_, *this, store::CarveHeap(*ep_, cluster_.layout_, log_mn, kLogBytes));
   if (!area.ok()) return area.status();
-  log_ = std::make_unique<CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
+  log_ = std::make_unique<store::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
   return Status::Ok();
 }
 

@@ -12,6 +12,11 @@ namespace pond::txn {
 
 using store::Cell;
 using store::kInvisible;
+using store::kLogItemDelete;
+using store::kLogItemInsert;
+using store::kLogMagic;
+using store::LogItem;
+using store::LogRecordHeader;
 
 MvccTxn::~MvccTxn() {
   if (!finished_) Abort();
@@ -60,7 +65,8 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
                        .valid = true,
                        .tombstone = erase,
                        .commit_ts = kInvisible,
-                       .record = record};
+                       .record = record,
+                       .writer = store::WriterTag(w_.cn_id(), w_.index(), owner_.txn_id)};
   }
   co_return Status::Ok();
 }
@@ -106,9 +112,10 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
 
 void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
   log_buf_.assign(sizeof(LogRecordHeader) + writes.size() * sizeof(LogItem), std::byte{0});
-  LogRecordHeader h{kLogMagic,  static_cast<uint16_t>(writes.size()),
-                    w_.cn_id(), owner_.txn_id,
-                    w_.index(),   {0, 0, 0}};
+  LogRecordHeader h{kLogMagic,     static_cast<uint16_t>(writes.size()),
+                    w_.cn_id(),    owner_.txn_id,
+                    w_.index(),    0,
+                    0};
   std::memcpy(log_buf_.data(), &h, sizeof(h));
   for (size_t k = 0; k < writes.size(); k++) {
     const Item& it = items_[writes[k]];
@@ -123,6 +130,7 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
                0};
     std::memcpy(log_buf_.data() + sizeof(h) + k * sizeof(LogItem), &li, sizeof(li));
   }
+  store::SealLogRecord(log_buf_);
   w_.ep().Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
                static_cast<uint32_t>(log_buf_.size()));
 }

@@ -200,28 +200,30 @@ Task<Status> SvTxn::Commit() {
     }
   }
   if (!writes.empty()) {
-    size_t bytes = sizeof(LogRecordHeader);
-    for (size_t i : writes) bytes += sizeof(LogItem) + Padded8(items_[i].table->value_bytes);
+    size_t bytes = sizeof(store::LogRecordHeader);
+    for (size_t i : writes) bytes += sizeof(store::LogItem) + Padded8(items_[i].table->value_bytes);
     log_buf_.assign(bytes, std::byte{0});
-    LogRecordHeader h{kUndoLogMagic, static_cast<uint16_t>(writes.size()),
-                      w_.cn_id(),    owner_.txn_id,
-                      w_.index(),      {0, 0, 0}};
+    store::LogRecordHeader h{store::kUndoLogMagic, static_cast<uint16_t>(writes.size()),
+                             w_.cn_id(),           owner_.txn_id,
+                             w_.index(),           0,
+                             0};
     std::memcpy(log_buf_.data(), &h, sizeof(h));
     size_t off = sizeof(h);
     for (size_t i : writes) {
       const Item& it = items_[i];
-      LogItem li{it.lk.key,
+      store::LogItem li{it.lk.key,
                  it.ref.bucket,
                  it.lk.table,
                  static_cast<uint16_t>(it.ref.slot),
                  0,
-                 static_cast<uint8_t>(it.live_meta != 0 ? kLogItemInsert : 0),
+                 static_cast<uint8_t>(it.live_meta != 0 ? store::kLogItemInsert : 0),
                  0};
       std::memcpy(log_buf_.data() + off, &li, sizeof(li));
       off += sizeof(li);
       if (it.exists()) std::memcpy(log_buf_.data() + off, it.value.data(), it.value.size());
       off += Padded8(it.table->value_bytes);
     }
+    store::SealLogRecord(log_buf_);
     ep.Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
              static_cast<uint32_t>(log_buf_.size()));
   }

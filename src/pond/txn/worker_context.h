@@ -28,7 +28,7 @@
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
-#include "pond/txn/commit_log.h"
+#include "pond/store/commit_log.h"
 #include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
 
@@ -70,7 +70,7 @@ class WorkerContext {
   lock::LockClient& locks() { return *locks_; }
   TsoClient& tso() { return *tso_; }
   store::Allocator& alloc() { return *alloc_; }
-  CommitLog& log() { return *log_; }
+  store::CommitLog& log() { return *log_; }
   RoutedCalls& calls() { return *calls_; }
   Rng& rng() { return rng_; }
   WorkerStats& stats() { return stats_; }
@@ -98,7 +98,7 @@ class WorkerContext {
   std::unique_ptr<TsoServer> tso_server_;  // on the TSO host only
   std::unique_ptr<store::Allocator> alloc_;
   std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
-  std::unique_ptr<CommitLog> log_;
+  std::unique_ptr<store::CommitLog> log_;
   Rng rng_;
   WorkerStats stats_;
   uint64_t next_txn_id_ = 1;

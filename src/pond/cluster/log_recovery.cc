@@ -1,0 +1,158 @@
+#include "pond/cluster/log_recovery.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "pond/store/commit_log.h"
+#include "pond/store/record.h"
+
+namespace pond::cluster {
+
+namespace {
+
+using store::Cell;
+using store::CvtCell;
+using store::kInvisible;
+
+// Reads are posted in batches of this many cells, so a long log does not post one huge batch.
+constexpr size_t kCellsPerBatch = 1024;
+// Zeroing the area goes in pieces of this size.
+constexpr uint32_t kZeroChunk = 64 * 1024;
+// A cell caught mid-write by someone else's WRITE is read again, at most this often.
+constexpr int kTornRetries = 100;
+
+struct CellRef {
+  size_t record;  // index into the parsed records
+  GAddr addr;     // the cell on one replica
+  Cell cell;
+};
+
+}  // namespace
+
+LogRecoveryStats& LogRecoveryStats::operator+=(const LogRecoveryStats& o) {
+  records += o.records;
+  rolled_forward += o.rolled_forward;
+  rolled_back += o.rolled_back;
+  cells_written += o.cells_written;
+  undo_records += o.undo_records;
+  return *this;
+}
+
+Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catalog& catalog,
+                                                const store::Placement& placement, GAddr area,
+                                                uint64_t bytes, uint16_t cn, uint16_t worker) {
+  LogRecoveryStats stats;
+  std::vector<std::byte> copy(bytes);
+  for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
+    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
+    ep.Read(area + off, copy.data() + off, n);
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  std::vector<store::ParsedLogRecord> records =
+      store::ParseLogArea(copy, cn, worker, &stats.undo_records);
+  stats.records = records.size();
+
+  // Every cell every record names, on every replica.
+  std::vector<CellRef> cells;
+  for (size_t r = 0; r < records.size(); r++) {
+    for (const store::LogItem& li : records[r].items) {
+      const store::TableInfo* t = catalog.Find(li.table);
+      if (t == nullptr || li.cell >= t->versions) {
+        co_return Corruption("commit log of CN " + std::to_string(cn) + " worker " +
+                             std::to_string(worker) + " names table " + std::to_string(li.table) +
+                             " cell " + std::to_string(li.cell) + ", which does not exist");
+      }
+      for (int rep = 0; rep < placement.replication(); rep++) {
+        MnId mn = placement.Replica(li.key, rep);
+        GAddr slot = t->SlotAddr(mn, rep, li.bucket, li.slot);
+        cells.push_back(
+            CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell), Cell{}});
+      }
+    }
+  }
+  std::vector<CvtCell> raw(cells.size());
+  std::vector<size_t> todo(cells.size());
+  for (size_t i = 0; i < todo.size(); i++) todo[i] = i;
+  for (int attempt = 0; !todo.empty(); attempt++) {
+    if (attempt == kTornRetries) co_return Unavailable("cells stayed torn during log recovery");
+    for (size_t b = 0; b < todo.size(); b += kCellsPerBatch) {
+      for (size_t k = b; k < std::min(todo.size(), b + kCellsPerBatch); k++) {
+        ep.Read(cells[todo[k]].addr, &raw[todo[k]], sizeof(CvtCell));
+      }
+      if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+    }
+    std::vector<size_t> torn;
+    for (size_t i : todo) {
+      Result<Cell> c = store::DecodeCell(raw[i]);
+      if (c.ok()) {
+        cells[i].cell = *c;
+      } else {
+        torn.push_back(i);
+      }
+    }
+    todo = std::move(torn);
+  }
+
+  // Decide per record, then write.
+  size_t at = 0;
+  size_t posted = 0;
+  for (size_t r = 0; r < records.size(); r++) {
+    const store::ParsedLogRecord& rec = records[r];
+    const uint64_t tag = store::WriterTag(cn, worker, rec.header.txn_id);
+    size_t end = at;
+    while (end < cells.size() && cells[end].record == r) end++;
+    bool invisible = false;
+    uint64_t ts = kInvisible;
+    for (size_t i = at; i < end; i++) {
+      const Cell& c = cells[i].cell;
+      if (!c.valid || c.writer != tag) continue;
+      if (c.commit_ts == kInvisible) {
+        invisible = true;
+      } else if (ts == kInvisible) {
+        ts = c.commit_ts;
+      } else if (ts != c.commit_ts) {
+        co_return Corruption("transaction " + std::to_string(rec.header.txn_id) + " of CN " +
+                             std::to_string(cn) + " has two commit timestamps in its cells");
+      }
+    }
+    if (invisible) {
+      if (ts != kInvisible) {
+        stats.rolled_forward++;
+      } else {
+        stats.rolled_back++;
+      }
+      for (size_t i = at; i < end; i++) {
+        CellRef& c = cells[i];
+        if (!c.cell.valid || c.cell.writer != tag || c.cell.commit_ts != kInvisible) continue;
+        if (ts != kInvisible) {
+          // As write-visible does: the timestamp word alone.
+          c.cell.commit_ts = ts;
+          ep.Write(c.addr + offsetof(CvtCell, commit_ts), &c.cell.commit_ts, sizeof(uint64_t));
+        } else {
+          // Empty, keeping the record buffer for the next writer of the cell.
+          c.cell = Cell{.cv = c.cell.cv, .record = c.cell.record};
+          raw[i] = store::EncodeCell(c.cell);
+          ep.Write(c.addr, &raw[i], sizeof(CvtCell));
+        }
+        stats.cells_written++;
+        if (++posted % kCellsPerBatch == 0) {
+          if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+        }
+      }
+    }
+    at = end;
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+
+  // The log is consumed: only now (a crash before this point leaves it to be recovered again).
+  std::fill(copy.begin(), copy.end(), std::byte{0});
+  for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
+    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
+    ep.Write(area + off, copy.data() + off, n);
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  co_return stats;
+}
+
+}  // namespace pond::cluster

@@ -1,0 +1,78 @@
+#include "pond/store/commit_log.h"
+
+#include <cstring>
+
+#include "pond/base/assert.h"
+#include "pond/base/hash.h"
+
+namespace pond::store {
+
+namespace {
+
+constexpr uint64_t kChecksumSeed = 0x504c4f4753554d31ULL;
+
+uint32_t Checksum(std::span<const std::byte> record) {
+  // The checksum field reads as zero: hash the header with it cleared, then the rest.
+  LogRecordHeader h;
+  std::memcpy(&h, record.data(), sizeof(h));
+  h.checksum = 0;
+  uint64_t a = HashBytes(&h, sizeof(h), kChecksumSeed);
+  uint64_t b = HashBytes(record.data() + sizeof(h), record.size() - sizeof(h), a);
+  return static_cast<uint32_t>(b ^ (b >> 32));
+}
+
+}  // namespace
+
+void SealLogRecord(std::span<std::byte> record) {
+  POND_CHECK(record.size() >= sizeof(LogRecordHeader));
+  uint32_t sum = Checksum(record);
+  std::memcpy(record.data() + offsetof(LogRecordHeader, checksum), &sum, sizeof(sum));
+}
+
+std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint16_t cn,
+                                          uint16_t worker, uint64_t* undo_records) {
+  std::vector<ParsedLogRecord> out;
+  uint64_t off = 0;
+  // Records start at multiples of 8 (Reserve rounds up), so look at each such offset; a sealed
+  // record is skipped whole, anything else one word at a time.
+  while (off + sizeof(LogRecordHeader) <= area.size()) {
+    LogRecordHeader h;
+    std::memcpy(&h, area.data() + off, sizeof(h));
+    if ((h.magic != kLogMagic && h.magic != kUndoLogMagic) || h.cn != cn || h.worker != worker ||
+        h.count == 0) {
+      off += 8;
+      continue;
+    }
+    if (h.magic == kUndoLogMagic) {
+      // Its length depends on the tables' value sizes; the checksum cannot be found without
+      // them, so count it and move on a word (ford's recovery reads undo records itself).
+      if (undo_records != nullptr) ++*undo_records;
+      off += 8;
+      continue;
+    }
+    uint64_t bytes = sizeof(h) + uint64_t{h.count} * sizeof(LogItem);
+    if (off + bytes > area.size() || Checksum(area.subspan(off, bytes)) != h.checksum) {
+      off += 8;
+      continue;
+    }
+    ParsedLogRecord r;
+    r.offset = off;
+    r.header = h;
+    r.items.resize(h.count);
+    std::memcpy(r.items.data(), area.data() + off + sizeof(h), h.count * sizeof(LogItem));
+    out.push_back(std::move(r));
+    off += (bytes + 7) & ~uint64_t{7};
+  }
+  return out;
+}
+
+GAddr CommitLog::Reserve(uint64_t record_bytes) {
+  POND_CHECK_MSG(record_bytes <= bytes_, "commit log record larger than the log area");
+  record_bytes = (record_bytes + 7) & ~uint64_t{7};
+  if (cursor_ + record_bytes > bytes_) cursor_ = 0;
+  GAddr at = area_ + cursor_;
+  cursor_ += record_bytes;
+  return at;
+}
+
+}  // namespace pond::store

@@ -1,0 +1,83 @@
+// CommitLog: a worker's log area in the memory pool (Lotus §5.1 "Write Data & Log", §6), and the
+// record format that recovery of a failed CN parses (cluster/log_recovery.h).
+//
+// Before a transaction's commit timestamp is fetched, its coordinator writes one log record
+// naming every CVT cell it wrote (as INVISIBLE, stamped with the transaction's writer tag). MVCC
+// keeps the old versions, so the record needs no before-images: recovery reads the record, looks
+// at the cells it names, and finishes or rolls back the transaction. The area is a ring: a
+// record that does not fit in the space left starts again at the beginning, so old records and
+// pieces of records lie around it; a record is recognised by its magic, its writer and a
+// checksum over all its bytes. Format: docs/formats.md "Commit log".
+//
+// Thread rules: one CommitLog per worker; the parsing functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "pond/transport/gaddr.h"
+
+namespace pond::store {
+
+inline constexpr uint32_t kLogMagic = 0x474f4c50;      // "PLOG"
+inline constexpr uint32_t kUndoLogMagic = 0x444e5550;  // "PUND": ford's undo record
+inline constexpr uint8_t kLogItemInsert = 1;
+inline constexpr uint8_t kLogItemDelete = 2;
+
+struct LogRecordHeader {
+  uint32_t magic;  // kLogMagic
+  uint16_t count;  // LogItems that follow
+  uint16_t cn;
+  uint64_t txn_id;
+  uint16_t worker;
+  uint16_t reserved;
+  uint32_t checksum;  // SealLogRecord: over the whole record with this field zero
+};
+static_assert(sizeof(LogRecordHeader) == 24);
+static_assert(offsetof(LogRecordHeader, checksum) == 20);
+
+// A ford undo record is the same header (magic kUndoLogMagic) and LogItems (cell = 0), each
+// LogItem followed by the slot's old value (the table's value bytes, padded to 8).
+struct LogItem {
+  uint64_t key;
+  uint64_t bucket;  // where the CVT is: bucket and slot (same on every replica)
+  uint16_t table;
+  uint16_t slot;
+  uint8_t cell;   // the version cell written
+  uint8_t flags;  // kLogItemInsert, kLogItemDelete
+  uint16_t reserved;
+};
+static_assert(sizeof(LogItem) == 24);
+
+// Fills in the checksum of an encoded record (header first, then what follows it).
+void SealLogRecord(std::span<std::byte> record);
+
+// One commit record (kLogMagic) found in a log area.
+struct ParsedLogRecord {
+  uint64_t offset = 0;  // in the area
+  LogRecordHeader header{};
+  std::vector<LogItem> items;
+};
+
+// Every sealed commit record of worker (cn, worker) in a copy of its log area, in offset order.
+// Undo records (kUndoLogMagic) are counted in *undo_records (if not null) and skipped.
+std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint16_t cn,
+                                          uint16_t worker, uint64_t* undo_records = nullptr);
+
+class CommitLog {
+ public:
+  CommitLog(GAddr area, uint64_t bytes) : area_(area), bytes_(bytes) {}
+
+  // Where the next record of `record_bytes` goes.
+  GAddr Reserve(uint64_t record_bytes);
+  GAddr area() const { return area_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  GAddr area_;
+  uint64_t bytes_;
+  uint64_t cursor_ = 0;
+};
+
+}  // namespace pond::store
