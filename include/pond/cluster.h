@@ -202,6 +202,26 @@ struct SimStats {
   uint64_t fault_drops = 0, fault_duplicates = 0, fault_delays = 0;
 };
 
+// What membership and recovery did in a simulated run with node faults (docs/recovery.md).
+struct FailoverStats {
+  struct Failure {
+    uint16_t cn = 0;
+    uint64_t crash_ns = 0;      // virtual time of the crash (from the start of the run)
+    uint64_t detected_ns = 0;   // its lease expired; the new epoch was decided
+    uint64_t recovered_ns = 0;  // its logs were recovered and its locks released everywhere
+    uint64_t open_ns = 0;       // its shards were served again, by the survivors
+    uint64_t rolled_forward = 0, rolled_back = 0, log_records = 0;
+  };
+  std::vector<Failure> failures;
+  uint64_t epoch = 0;            // the configuration's epoch at the end
+  uint64_t faults_not_reached = 0;  // scheduled after the run had ended: never happened
+  uint64_t config_puts = 0;      // conditional puts to the coordination service
+  uint64_t unknown_calls = 0;    // calls that ended Unknown: their CN failed under them
+  uint64_t lost_packets = 0;     // packets to or from a crashed CN
+  uint64_t landed_batches = 0;   // a crashed CN's batches that reached their MN after the crash
+  uint64_t lost_batches = 0;     // and those that did not
+};
+
 class Cluster {
  public:
   // An embedded cluster on real threads and shared memory (the `local` transport).
@@ -227,6 +247,14 @@ class Cluster {
 
   // Runs `clients` coroutines of `client` on every worker of every CN until all return.
   void Run(int clients, const std::function<Task<void>(Session&)>& client);
+
+  // Simulated clusters only: node faults for the next Run (times count from its start). Refused
+  // with InvalidArgument, naming the fault and why, if this cluster cannot survive one: today
+  // CN crashes are survived under the lotus protocol with at least 2 CNs alive throughout,
+  // except of CN 0 (it hosts the timestamp oracle); restarts, MN crashes and partitions are not
+  // yet.
+  Status ScheduleFaults(std::vector<NodeFault> faults);
+  FailoverStats GetFailoverStats() const;
 
   ClusterStats Stats() const;
   const ClusterConfig& config() const;

@@ -32,6 +32,8 @@ enum class Code : unsigned char {
   kUnavailable,      // a node or resource cannot be reached now
   kCorruption,       // remote memory does not parse as the format says
   kInternal,         // a bug surfaced as a value (e.g. from a layer that cannot assert)
+  kUnknown,          // the outcome is not known: the node running it failed, and the work may
+                     // or may not have taken effect (a history records it as `info`)
 };
 
 std::string_view CodeName(Code code);
@@ -65,6 +67,7 @@ inline Status WrongShard(std::string m) { return {Code::kWrongShard, std::move(m
 inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status Unknown(std::string m) { return {Code::kUnknown, std::move(m)}; }
 
 namespace detail {
 // value() of a Result that holds an error is a bug in every build: say so and stop, rather than

@@ -44,6 +44,24 @@ struct MessageFaults {
   uint64_t delay_ns_mean = 0;  // kExponential only
 };
 
+// A node fault of a simulated run (docs/fault_schedules.md), at a virtual time counted from the
+// start of the next Cluster::Run. A crashed CN stops between two events: its volatile state
+// (lock table, caches, running transactions and clients) is gone; its commit logs and data in
+// the memory pool are not. Cluster::ScheduleFaults says which kinds a cluster can survive.
+enum class NodeFaultKind : unsigned char {
+  kCrashCn,
+  kRestartCn,
+  kCrashMn,
+  kRestartMn,
+  kPartitionCn,
+  kHealCn,
+};
+struct NodeFault {
+  NodeFaultKind kind = NodeFaultKind::kCrashCn;
+  uint16_t node = 0;
+  uint64_t at_ns = 0;
+};
+
 struct Testbed {
   std::string name = "cx3";
 

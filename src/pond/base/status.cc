@@ -26,10 +26,12 @@ std::string_view CodeName(Code code) {
       return "Unavailable";
     case Code::kCorruption:
       return "Corruption";
+    case Code::kUnknown:
+      return "Unknown";
     case Code::kInternal:
       return "Internal";
   }
-  return "Unknown";
+  return "BadCode";
 }
 
 std::string Status::ToString() const {

@@ -149,6 +149,13 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
     const uint16_t dest = map_.CnOf(item.req.key);
     POND_ASSERT(dest < pending_.size());
     item.cn = dest;
+    if (IsFailed(dest)) {
+      // Until membership moves the failed CN's shards, nobody can grant their locks.
+      item.state = ItemState::kDone;
+      item.code = Code::kConflict;
+      stats_.refusals++;
+      return;
+    }
     if (dest != cn_) {
       item.state = ItemState::kPending;
       item.req_id = NewReqId();
@@ -270,6 +277,8 @@ void LockClient::Release(const LockOwner& owner, std::span<const LockRequest> re
 }
 
 void LockClient::Queue(uint16_t dest, const LockRequestEntry& e) {
+  // A failed CN's lock table is gone: unlocks and ends for it have nothing left to release.
+  if (IsFailed(dest)) return;
   pending_[dest].push_back(e);
   pending_mask_[dest / 64] |= uint64_t{1} << (dest % 64);
   queued_ = true;
@@ -343,6 +352,37 @@ void LockClient::OnReplies(const Message& m) {
     }
     if (st.remaining == 0) ep_.scheduler().Ready(st.waiter);
   }
+}
+
+void LockClient::PeerFailed(uint16_t cn) {
+  POND_CHECK(cn < 64 && cn != cn_);
+  failed_mask_ |= uint64_t{1} << cn;
+  // Requests it will never answer are refused now, in req_id order (a simulated run replays).
+  std::vector<uint32_t> lost;
+  for (const auto& [id, o] : outstanding_) {
+    if (o.st->items[o.item].cn == cn) lost.push_back(id);
+  }
+  std::sort(lost.begin(), lost.end());
+  for (uint32_t id : lost) {
+    auto it = outstanding_.find(id);
+    AcquireState& st = *it->second.st;
+    auto& item = st.items[it->second.item];
+    outstanding_.erase(it);
+    item.state = ItemState::kDone;
+    item.code = Code::kConflict;
+    stats_.refusals++;
+    POND_ASSERT(st.remaining > 0);
+    if (--st.remaining == 0) ep_.scheduler().Ready(st.waiter);
+  }
+  std::erase_if(ends_, [cn](const auto& e) { return e.second.dest == cn; });
+  pending_[cn].clear();
+  pending_mask_[cn / 64] &= ~(uint64_t{1} << (cn % 64));
+}
+
+size_t LockClient::LiveContacting(uint16_t cn) const {
+  size_t n = 0;
+  for (const auto& [txn, mask] : contacted_) n += (mask >> cn) & 1;
+  return n;
 }
 
 }  // namespace pond::lock

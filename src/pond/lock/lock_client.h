@@ -102,6 +102,15 @@ class LockClient : public Poller, public Alarm {
   // Lock and end requests sent and not answered yet.
   size_t awaiting() const { return outstanding_.size() + ends_.size(); }
 
+  // Membership: CN `cn` failed (its lock table is gone). Requests awaiting its answer are
+  // refused (Conflict) at once, its end requests forgotten, and nothing more is sent to it: a
+  // lock of its shards is refused until the shard map names another CN, and unlocks and ends
+  // for it are dropped.
+  void PeerFailed(uint16_t cn);
+  // Live transactions of this worker that asked CN `cn` for a lock and may still hold one there.
+  // After `cn` failed, its shards may be served again only once this is 0 on every worker.
+  size_t LiveContacting(uint16_t cn) const;
+
   // The handler of kMsgLockReplies (public so that tests can feed it, or drop what it gets).
   void OnReplies(const Message& m);
 
@@ -145,6 +154,8 @@ class LockClient : public Poller, public Alarm {
   std::unordered_map<uint64_t, uint64_t> contacted_;  // live txn -> mask of CNs it asked
   uint64_t next_floor_ = 0;                           // one above every txn Started
   bool alarm_set_ = false;
+  bool IsFailed(uint16_t dest) const { return (failed_mask_ >> dest) & 1; }
+  uint64_t failed_mask_ = 0;  // CNs declared failed
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer
 };

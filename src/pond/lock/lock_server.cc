@@ -98,6 +98,10 @@ void LockServer::OnRequests(const Message& m) {
 
 LockServer::Sender& LockServer::SenderOf(WorkerAddr from) { return senders_[from.Packed()]; }
 
+void LockServer::ForgetCn(uint16_t cn) {
+  std::erase_if(senders_, [cn](const auto& s) { return (s.first >> 16) == cn; });
+}
+
 void LockServer::Advance(Sender& s, uint64_t floor) {
   if (floor <= s.floor) return;  // an older batch, reordered
   s.floor = floor;

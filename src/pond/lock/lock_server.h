@@ -56,6 +56,11 @@ class LockServer {
   void SetRemoteWriteHook(std::function<void(const LockKey&)> hook) { hook_ = std::move(hook); }
   const LockServerStats& stats() const { return stats_; }
 
+  // Recovery: CN `cn` failed and its locks in this CN's table were released (LockTable::
+  // ReleaseAllOf); forgets what it knew of that CN's workers. Their packets are refused by
+  // incarnation from then on, so nothing of the dead incarnation can take a lock again.
+  void ForgetCn(uint16_t cn);
+
   // Exposed for message-by-message tests; normally called by the endpoint. A malformed batch
   // (sizes that do not add up, more than kLockBatchEntriesMax entries) is a sender bug: assert.
   void OnRequests(const Message& m);

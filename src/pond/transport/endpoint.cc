@@ -32,6 +32,7 @@ void EndpointStats::Merge(const EndpointStats& o) {
   packets_sent += o.packets_sent;
   messages_received += o.messages_received;
   packets_received += o.packets_received;
+  packets_refused += o.packets_refused;
 }
 
 void Endpoint::SubmitPending(Completion* c) {
@@ -91,7 +92,8 @@ void Endpoint::Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> pay
 
 void Endpoint::EndRound() {
   for (auto& b : out_) {
-    PacketHeader h{kPacketMagic, self_.cn, self_.worker, b.to.cn, b.to.worker, b.count, 0};
+    PacketHeader h{kPacketMagic, self_.cn,   self_.worker, b.to.cn,
+                   b.to.worker,  b.count, incarnation_};
     std::memcpy(b.bytes.data(), &h, sizeof(h));
     stats_.packets_sent++;
     SendPacket(b.to, std::move(b.bytes));
@@ -118,9 +120,13 @@ void Endpoint::Deliver(std::span<const std::byte> packet) {
   PacketHeader h;
   std::memcpy(&h, packet.data(), sizeof(h));
   POND_CHECK_MSG(h.magic == kPacketMagic, "bad CN packet magic");
+  WorkerAddr from{h.src_cn, h.src_worker};
+  if (accept_ && !accept_(from, h.incarnation)) {
+    stats_.packets_refused++;
+    return;
+  }
   stats_.packets_received++;
   size_t at = sizeof(PacketHeader);
-  WorkerAddr from{h.src_cn, h.src_worker};
   for (uint16_t i = 0; i < h.count; i++) {
     POND_CHECK_MSG(at + sizeof(MessageHeader) <= packet.size(), "truncated CN packet");
     MessageHeader mh;

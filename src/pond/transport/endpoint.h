@@ -79,6 +79,7 @@ struct EndpointStats {
   uint64_t packets_sent = 0;
   uint64_t messages_received = 0;
   uint64_t packets_received = 0;
+  uint64_t packets_refused = 0;  // from a sender incarnation the accept filter refused
   void Merge(const EndpointStats& o);
 };
 
@@ -127,6 +128,12 @@ class Endpoint : public Poller {
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
   // Registers the handler for one message kind; a message of a kind with no handler is a bug.
   void OnMessage(uint16_t kind, MessageHandler handler);
+  // Membership (cluster/): the incarnation of this endpoint's CN, stamped on every packet it
+  // sends, and a filter every arriving packet passes first — false drops the packet whole, as
+  // from a sender incarnation that has been declared dead. Neither is used by default.
+  void set_incarnation(uint16_t incarnation) { incarnation_ = incarnation; }
+  using PacketFilter = std::function<bool(WorkerAddr from, uint16_t incarnation)>;
+  void SetPacketFilter(PacketFilter accept) { accept_ = std::move(accept); }
 
   // Poller: flush buffered messages at the end of a round; deliver completions and packets.
   void EndRound() override;
@@ -189,6 +196,8 @@ class Endpoint : public Poller {
     PacketBuffer bytes;
   };
   std::vector<OutBuffer> out_;  // one per destination with messages this round
+  uint16_t incarnation_ = 0;
+  PacketFilter accept_;
   PacketBufferPool own_buffer_pool_{kSpareBuffersMax};
   PacketBufferPool* buffer_pool_ = &own_buffer_pool_;
   EndpointStats stats_;

@@ -18,10 +18,11 @@ struct PacketHeader {
   uint16_t src_worker;
   uint16_t dst_cn;
   uint16_t dst_worker;
-  uint16_t count;     // messages that follow
-  uint16_t reserved;  // zero
+  uint16_t count;        // messages that follow
+  uint16_t incarnation;  // of the sender's CN: a receiver refuses a dead incarnation's packets
 };
 static_assert(sizeof(PacketHeader) == 16);
+static_assert(offsetof(PacketHeader, incarnation) == 14);
 static_assert(offsetof(PacketHeader, src_cn) == 4);
 static_assert(offsetof(PacketHeader, dst_cn) == 8);
 static_assert(offsetof(PacketHeader, count) == 12);

@@ -9,6 +9,7 @@
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
+#include "pond/txn/failover.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
@@ -82,6 +83,12 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
     : cluster_(cl), cn_(c), index_(idx), sched_(cl.clock_), rng_(seed) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   if (cl.driver_ != nullptr) cl.driver_->AddWorker(this);
+  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole.
+  ep_->SetPacketFilter([&c](WorkerAddr from, uint16_t incarnation) {
+    if (from.cn >= c.view.cns.size()) return true;
+    const cluster::CnStatus& s = c.view.cns[from.cn];
+    return s.alive && s.incarnation == incarnation;
+  });
   locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
   lock_server_ = std::make_unique<lock::LockServer>(*ep_, c.locks);
   if (c.vt != nullptr) {
@@ -214,6 +221,7 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   impl->sim_fabric_ = sf;
   impl->driver_ = std::make_unique<txn::SimDriver>(*e, *sf);
   POND_RETURN_IF_ERROR(impl->Build());
+  impl->failover_ = std::make_unique<txn::Failover>(*impl);
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -300,23 +308,33 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     // One thread, virtual time: every worker's rounds are engine events.
     std::vector<std::unique_ptr<Session>> sessions;
     for (WorkerContext* w : workers) {
+      if (cl.failover_->IsCrashed(w->cn_id())) continue;
+      w->clients_running() = clients;
       for (int c = 0; c < clients; c++) {
         sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
         w->sched().Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
-                          std::atomic<int64_t>* running) -> Task<void> {
+                            std::atomic<int64_t>* running, WorkerContext* w) -> Task<void> {
           co_await (*fn)(*s);
           (*running)--;
-        }(&client, sessions.back().get(), &cl.clients_running_));
+          w->clients_running()--;
+        }(&client, sessions.back().get(), &cl.clients_running_, w));
       }
     }
+    cl.clients_running_ = 0;
+    for (WorkerContext* w : workers) cl.clients_running_ += w->clients_running();
+    cl.failover_->Arm(std::exchange(cl.scheduled_faults_, {}));
+    // A crashed CN's workers are parked for good; the run is over when the others are idle and
+    // every crash has been recovered.
     auto finished = [&] {
       if (cl.clients_running_.load() != 0 || cl.fabric_->packets_in_flight() != 0) return false;
       for (WorkerContext* w : workers) {
+        if (cl.failover_->IsCrashed(w->cn_id())) continue;
         if (w->sched().live() != 0 || w->Awaiting() != 0) return false;
       }
-      return true;
+      return cl.failover_->Idle();
     };
     POND_CHECK_MSG(cl.driver_->RunUntil(finished), "simulation ran out of events before finishing");
+    cl.failover_->Disarm();
     return;
   }
   std::vector<std::thread> threads;

@@ -1,7 +1,10 @@
 // What a cluster counted: transactions, aborts by reason, one-sided operations and messages, and
 // cache hits, summed over its workers and CNs; and what a simulated cluster's hardware did.
+#include <algorithm>
+
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/txn/failover.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
@@ -52,6 +55,23 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.addr_hits -= b.addr_hits;
   d.addr_misses -= b.addr_misses;
   return d;
+}
+
+Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
+  ClusterImpl& cl = *impl_;
+  if (cl.failover_ == nullptr) {
+    return InvalidArgument("node faults need a simulated cluster (Cluster::StartSimulated)");
+  }
+  std::stable_sort(faults.begin(), faults.end(),
+                   [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
+  POND_RETURN_IF_ERROR(cl.failover_->Validate(faults));
+  cl.scheduled_faults_ = std::move(faults);
+  return Status::Ok();
+}
+
+FailoverStats Cluster::GetFailoverStats() const {
+  const ClusterImpl& cl = *impl_;
+  return cl.failover_ == nullptr ? FailoverStats{} : cl.failover_->Stats();
 }
 
 ClusterStats Cluster::Stats() const {

@@ -69,15 +69,18 @@ void RoutedCalls::Send(WorkerAddr target, ProcedureId proc, uint16_t flags,
 
 Task<Status> RoutedCalls::Call(WorkerAddr target, ProcedureId proc,
                                std::span<const std::byte> args) {
+  if (Failed(target.cn)) co_return FailedPeer(target.cn);
   Pending p;
   Send(target, proc, 0, args, &p);
   co_await Wait<Pending>{&p};
   const Code code = p.outcome.code;
-  co_return code == Code::kOk ? Status::Ok() : Status(code, "remote call failed");
+  if (code == Code::kOk) co_return Status::Ok();
+  co_return Status(code, code == Code::kUnknown ? p.outcome.message : "remote call failed");
 }
 
 Task<Result<std::vector<std::byte>>> RoutedCalls::CallWithReply(WorkerAddr target, ProcedureId proc,
                                                                 std::span<const std::byte> args) {
+  if (Failed(target.cn)) co_return FailedPeer(target.cn);
   Pending p;
   Send(target, proc, kCallWantsReply, args, &p);
   co_await Wait<Pending>{&p};
@@ -158,6 +161,30 @@ void RoutedCalls::OnResult(const Message& m) {
   p->outcome.message.assign(text, r.message_bytes);
   p->outcome.reply.assign(m.payload.begin() + sizeof(r) + r.message_bytes, m.payload.end());
   sched_.Ready(p->waiter);
+}
+
+Status RoutedCalls::FailedPeer(uint16_t cn) {
+  return Unavailable("CN " + std::to_string(cn) + " has failed; the call was not sent");
+}
+
+size_t RoutedCalls::PeerFailed(uint16_t cn) {
+  size_t unknown = 0;
+  if (failed_.size() <= cn) failed_.resize(size_t{cn} + 1, false);
+  failed_[cn] = true;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    Pending* p = it->second;
+    if (p->target.cn != cn) {
+      ++it;
+      continue;
+    }
+    it = pending_.erase(it);
+    p->outcome.code = Code::kUnknown;
+    p->outcome.message = "CN " + std::to_string(cn) + " failed while running the call";
+    p->outcome.reply.clear();
+    sched_.Ready(p->waiter);
+    unknown++;
+  }
+  return unknown;
 }
 
 }  // namespace pond::txn

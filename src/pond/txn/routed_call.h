@@ -104,6 +104,12 @@ class RoutedCalls : public Alarm {
   // callee runs a call once however often its request arrives (CallTable).
   void OnAlarm() override;
 
+  // Membership: CN `cn` failed. Every call awaited from it ends with Unknown — the callee may
+  // have run it, committed, and died before answering — and none is resent; a later call to it
+  // is refused with Unavailable without being sent.
+  // Returns how many calls ended Unknown.
+  size_t PeerFailed(uint16_t cn);
+
   const CallTable& table() const { return table_; }
   const RoutedCallStats& stats() const { return stats_; }
   size_t awaited() const { return pending_.size(); }
@@ -117,6 +123,8 @@ class RoutedCalls : public Alarm {
     uint64_t sent_ns = 0;            // when the request last left
   };
   void ArmAlarm();
+  bool Failed(uint16_t cn) const { return cn < failed_.size() && failed_[cn]; }
+  static Status FailedPeer(uint16_t cn);
   // Sends the request of a new call that `p` will await.
   void Send(WorkerAddr target, ProcedureId proc, uint16_t flags, std::span<const std::byte> args,
             Pending* p);
@@ -132,6 +140,7 @@ class RoutedCalls : public Alarm {
   CallTable table_;  // calls other workers made to this one
   RoutedCallStats stats_;
   bool alarm_set_ = false;
+  std::vector<bool> failed_;  // CNs declared failed, by id
 };
 
 }  // namespace pond::txn

@@ -16,7 +16,7 @@ void SimDriver::AddWorker(WorkerContext* w) {
 
 void SimDriver::Wake(size_t core) {
   Core& c = cores_[core];
-  if (c.queued) return;
+  if (c.queued || c.stopped) return;
   c.queued = true;
   engine_.At(std::max(engine_.now(), c.busy_until_ns), [this, core] { Round(core); });
 }
@@ -34,6 +34,7 @@ void SimDriver::WakeForTimer(size_t core, uint64_t at_ns) {
 
 void SimDriver::Round(size_t core) {
   Core& c = cores_[core];
+  if (c.stopped) return;
   // Still "queued" while the round runs: work it makes ready waits for the round's CPU time.
   WorkerContext& w = *c.w;
   const Testbed& m = fabric_.testbed();
@@ -52,6 +53,12 @@ void SimDriver::Round(size_t core) {
   if (w.sched().has_ready()) Wake(core);
   uint64_t timer = w.sched().NextTimerNs();
   if (timer != UINT64_MAX) WakeForTimer(core, std::max(timer, end));
+}
+
+void SimDriver::StopCn(uint16_t cn) {
+  for (Core& c : cores_) {
+    if (c.w->cn_id() == cn) c.stopped = true;
+  }
 }
 
 SimCpuStats SimDriver::cpu_stats() const {

@@ -41,6 +41,8 @@ class SimDriver {
   }
 
   SimCpuStats cpu_stats() const;
+  // The workers of CN `cn` crashed: they run no more rounds (their coroutines stay parked).
+  void StopCn(uint16_t cn);
 
  private:
   struct Core {
@@ -49,6 +51,7 @@ class SimDriver {
     bool queued = false;                  // a round is scheduled
     uint64_t timer_wake_ns = UINT64_MAX;  // earliest timer wake-up scheduled
     uint64_t resumes_seen = 0;
+    bool stopped = false;
     SimCpuStats stats;
   };
   void Wake(size_t core);

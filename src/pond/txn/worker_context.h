@@ -16,6 +16,7 @@
 
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
+#include "pond/cluster/membership.h"
 #include "pond/lock/lock_client.h"
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
@@ -68,6 +69,7 @@ class WorkerContext {
   Endpoint& ep() { return *ep_; }
   const Endpoint& ep() const { return *ep_; }
   lock::LockClient& locks() { return *locks_; }
+  lock::LockServer& lock_server() { return *lock_server_; }
   TsoClient& tso() { return *tso_; }
   store::Allocator& alloc() { return *alloc_; }
   store::CommitLog& log() { return *log_; }
@@ -76,6 +78,9 @@ class WorkerContext {
   WorkerStats& stats() { return stats_; }
   const WorkerStats& stats() const { return stats_; }
   uint64_t NextTxnId() { return next_txn_id_++; }
+  // Clients of the current Run still running on this worker (simulated runs: a crash of the
+  // CN takes them away).
+  int64_t& clients_running() { return clients_running_; }
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
   // its peer must still be there to answer.
@@ -102,6 +107,7 @@ class WorkerContext {
   Rng rng_;
   WorkerStats stats_;
   uint64_t next_txn_id_ = 1;
+  int64_t clients_running_ = 0;
 };
 
 // A registered procedure: exactly one of the two is set.
@@ -124,9 +130,13 @@ class CnContext {
   std::unique_ptr<cache::VtCache> vt;      // null if disabled
   std::unique_ptr<cache::AddrCache> addr;  // null if disabled
   std::vector<std::unique_ptr<WorkerContext>> workers;
+  // This CN's view of membership (simulated runs with node faults): its workers' endpoints
+  // refuse packets of CNs it holds dead. Empty: no membership, accept everything.
+  cluster::Configuration view;
 };
 
 class SimDriver;
+class Failover;
 
 // The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
 // the timestamp oracle, the CNs and the registered procedures. Transactions read it through the
@@ -147,6 +157,7 @@ class ClusterImpl {
   const store::Placement& placement() const { return placement_; }
   const lock::ShardMap& shard_map() const { return shard_map_; }
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
+  const store::Catalog& catalog() const { return catalog_; }
   WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
   // The registered procedure `id`; nullptr if there is none.
   const ProcedureEntry* Procedure(ProcedureId id) const {
@@ -161,6 +172,7 @@ class ClusterImpl {
  private:
   friend class pond::Cluster;        // tables, procedures, runs, stats
   friend class WorkerContext;        // builds its parts from the cluster's services
+  friend class Failover;             // crashes CNs, moves their shards, recovers their logs
 
   // Simulated clusters only; declared first so that it is destroyed last.
   std::unique_ptr<sim::Engine> engine_;
@@ -168,6 +180,8 @@ class ClusterImpl {
   std::unique_ptr<Fabric> fabric_;
   SimFabric* sim_fabric_ = nullptr;    // = fabric_, when simulated
   std::unique_ptr<SimDriver> driver_;  // when simulated
+  std::unique_ptr<Failover> failover_;  // when simulated
+  std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
   const store::Placement placement_;

@@ -40,6 +40,7 @@ class SimEndpoint final : public Endpoint {
   };
 
   void Launch(uint64_t at_ns) {
+    POND_ASSERT(!dead_);
     sim::Engine& engine = fabric_.engine();
     const Testbed& m = fabric_.testbed();
     if (!batches_.empty()) {
@@ -72,6 +73,16 @@ class SimEndpoint final : public Endpoint {
     return a;
   }
   const sim::FaultStats& fault_stats() const { return faults_.stats(); }
+
+  // The worker's CN crashed: nothing more is delivered to it or completed for it, and what it
+  // had received but not polled is gone.
+  void Kill() {
+    dead_ = true;
+    fabric_.in_flight_ -= inbox_.size();
+    for (auto& p : inbox_) RecycleBuffer(std::move(p));
+    inbox_.clear();
+  }
+  bool dead() const { return dead_; }
 
  protected:
   void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
@@ -121,6 +132,15 @@ class SimEndpoint final : public Endpoint {
     fabric_.engine().At(at_ns, [f = &fabric_, to, bytes = std::move(bytes)]() mutable {
       SimEndpoint* dst = f->Find(to);
       POND_CHECK_MSG(dst != nullptr, "message to a worker that has no endpoint");
+      // A packet to a crashed CN, or from one (sent before the crash, arriving after), is lost.
+      PacketHeader h;
+      std::memcpy(&h, bytes.data(), sizeof(h));
+      if (dst->dead_ || f->IsCnDown(h.src_cn)) {
+        f->in_flight_--;
+        f->crash_dropped_packets_++;
+        dst->RecycleBuffer(std::move(bytes));
+        return;
+      }
       dst->inbox_.push_back(std::move(bytes));
       if (f->packet_hook_) f->packet_hook_(to);
     });
@@ -135,6 +155,23 @@ class SimEndpoint final : public Endpoint {
   void ArriveAll(Batch* head) {
     const uint64_t one_way_ns = fabric_.testbed().one_way_ns;
     Batch* b = head;
+    if (dead_) {
+      // The CN crashed after these left: each batch (one MN's ops, on its own queue pair)
+      // independently reaches its MN or not, as posted work requests of a dying NIC may; nothing
+      // completes.
+      while (b != nullptr) {
+        Batch* next = b->next;
+        if (rng_.Chance(0.5)) {
+          Arrive(b);
+          fabric_.crash_landed_batches_++;
+        } else {
+          fabric_.crash_lost_batches_++;
+        }
+        free_batches_.push_back(b);
+        b = next;
+      }
+      return;
+    }
     while (b != nullptr) {
       Completion* c = b->done;
       Batch* first = b;
@@ -157,6 +194,7 @@ class SimEndpoint final : public Endpoint {
       fabric_.engine().At(done_ns + one_way_ns, [this, first, c, count, failed] {
         Status status = failed != nullptr ? std::move(failed->status) : Status::Ok();
         for (Batch* r = first; r != nullptr; r = r->next) free_batches_.push_back(r);
+        if (dead_) return;  // nobody is waiting any more
         if (failed != nullptr) {
           Complete(c, std::move(status), count);
         } else {
@@ -231,6 +269,7 @@ class SimEndpoint final : public Endpoint {
   std::vector<Outgoing> packets_;
   std::vector<PacketBuffer> inbox_, arrived_;
   SimActivity activity_;
+  bool dead_ = false;
 };
 
 Result<std::unique_ptr<SimFabric>> SimFabric::Create(sim::Engine& engine, const Testbed& testbed,
@@ -294,6 +333,15 @@ SimActivity SimFabric::TakeActivity(WorkerAddr worker) {
   SimEndpoint* ep = Find(worker);
   POND_CHECK(ep != nullptr);
   return ep->TakeActivity();
+}
+
+void SimFabric::CrashCn(uint16_t cn) {
+  if (down_.size() <= cn) down_.resize(size_t{cn} + 1, false);
+  down_[cn] = true;
+  if (cn >= endpoints_.size()) return;
+  for (SimEndpoint* ep : endpoints_[cn]) {
+    if (ep != nullptr) ep->Kill();
+  }
 }
 
 void SimFabric::ResetNicStats() {

@@ -64,6 +64,21 @@ class SimFabric final : public Fabric {
   // Called when a packet for `worker` has arrived (the worker must run to poll it).
   void SetPacketHook(std::function<void(WorkerAddr)> hook) { packet_hook_ = std::move(hook); }
 
+  // CN `cn` crashes now (a fault schedule's crash-cn): its endpoints stop — packets to or from
+  // it are lost from now on, what it received but had not polled is gone, and of the batches it
+  // had sent that have not reached their MNs yet each lands or not (drawn from the endpoint's
+  // stream), with no completion. Its workers must not run rounds any more (the driver's part).
+  void CrashCn(uint16_t cn);
+  bool IsCnDown(uint16_t cn) const { return cn < down_.size() && down_[cn]; }
+  struct CrashStats {
+    uint64_t dropped_packets = 0;  // to or from a crashed CN
+    uint64_t landed_batches = 0;   // of a crashed CN, reached their MN
+    uint64_t lost_batches = 0;     // of a crashed CN, did not
+  };
+  CrashStats crash_stats() const {
+    return {crash_dropped_packets_, crash_landed_batches_, crash_lost_batches_};
+  }
+
   const sim::Server& nic(MnId mn) const { return nics_[mn]; }
   void ResetNicStats();
   const Testbed& testbed() const { return testbed_; }
@@ -99,6 +114,10 @@ class SimFabric final : public Fabric {
   // Shared by every endpoint (one thread); in flight, a packet's buffer is in its event.
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
+  std::vector<bool> down_;  // by CN
+  uint64_t crash_dropped_packets_ = 0;
+  uint64_t crash_landed_batches_ = 0;
+  uint64_t crash_lost_batches_ = 0;
 };
 
 }  // namespace pond

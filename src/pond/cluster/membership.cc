@@ -1,0 +1,89 @@
+#include "pond/cluster/membership.h"
+
+#include <cstring>
+
+namespace pond::cluster {
+
+namespace {
+constexpr uint32_t kConfigMagic = 0x47464e43;  // "CNFG"
+struct ConfigHeader {
+  uint32_t magic;
+  uint16_t cns;
+  uint16_t reserved;
+  uint64_t epoch;
+};
+static_assert(sizeof(ConfigHeader) == 16);
+struct CnEntry {
+  uint8_t alive;
+  uint8_t reserved;
+  uint16_t incarnation;
+};
+static_assert(sizeof(CnEntry) == 4);
+}  // namespace
+
+std::vector<std::byte> Configuration::Encode() const {
+  std::vector<std::byte> out(sizeof(ConfigHeader) + cns.size() * sizeof(CnEntry));
+  ConfigHeader h{kConfigMagic, static_cast<uint16_t>(cns.size()), 0, epoch};
+  std::memcpy(out.data(), &h, sizeof(h));
+  for (size_t i = 0; i < cns.size(); i++) {
+    CnEntry e{static_cast<uint8_t>(cns[i].alive ? 1 : 0), 0, cns[i].incarnation};
+    std::memcpy(out.data() + sizeof(h) + i * sizeof(e), &e, sizeof(e));
+  }
+  return out;
+}
+
+Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
+  ConfigHeader h;
+  if (bytes.size() < sizeof(h)) return Corruption("configuration shorter than its header");
+  std::memcpy(&h, bytes.data(), sizeof(h));
+  if (h.magic != kConfigMagic) return Corruption("configuration has a bad magic");
+  if (bytes.size() != sizeof(h) + size_t{h.cns} * sizeof(CnEntry)) {
+    return Corruption("configuration size does not match its CN count");
+  }
+  Configuration c;
+  c.epoch = h.epoch;
+  c.cns.resize(h.cns);
+  for (size_t i = 0; i < c.cns.size(); i++) {
+    CnEntry e;
+    std::memcpy(&e, bytes.data() + sizeof(h) + i * sizeof(e), sizeof(e));
+    if (e.alive > 1) return Corruption("configuration CN entry has a bad alive flag");
+    c.cns[i] = CnStatus{e.alive == 1, e.incarnation};
+  }
+  return c;
+}
+
+std::vector<uint16_t> Configuration::Alive() const {
+  std::vector<uint16_t> out;
+  for (size_t i = 0; i < cns.size(); i++) {
+    if (cns[i].alive) out.push_back(static_cast<uint16_t>(i));
+  }
+  return out;
+}
+
+Versioned InMemoryConfigStore::Get(const std::string& key) const {
+  auto it = data_.find(key);
+  return it == data_.end() ? Versioned{} : it->second;
+}
+
+Result<uint64_t> InMemoryConfigStore::PutIf(const std::string& key,
+                                            std::span<const std::byte> value,
+                                            uint64_t expected) {
+  Versioned& v = data_[key];
+  if (v.version != expected) {
+    return Conflict("version of " + key + " is " + std::to_string(v.version) + ", not " +
+                    std::to_string(expected));
+  }
+  v.value.assign(value.begin(), value.end());
+  v.version++;
+  puts_++;
+  auto [begin, end] = watches_.equal_range(key);
+  for (auto it = begin; it != end; ++it) it->second(v);
+  return v.version;
+}
+
+void InMemoryConfigStore::Watch(const std::string& key,
+                                std::function<void(const Versioned&)> fn) {
+  watches_.emplace(key, std::move(fn));
+}
+
+}  // namespace pond::cluster

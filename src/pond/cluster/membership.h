@@ -1,0 +1,78 @@
+// Membership: which CNs are alive, in which incarnation, under which epoch; and where that
+// configuration is kept — a coordination service written only by conditional puts (FaRM,
+// SOSP'15 §5: the configuration lives in a coordination service and changes once per
+// reconfiguration; failures are found by Pond's own short leases, not the service's).
+//
+// ConfigStore is the coordination service's interface (get, conditional put, watch). The
+// simulator's stand-in, InMemoryConfigStore, keeps versions exactly as ZooKeeper's znodes do:
+// a put names the version it read and fails with Conflict if anyone wrote since, so of two
+// would-be configuration managers exactly one wins a reconfiguration.
+//
+// Thread rules: plain values; an InMemoryConfigStore is single-threaded (the simulator's thread).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pond/status.h"
+
+namespace pond::cluster {
+
+struct CnStatus {
+  bool alive = true;
+  uint16_t incarnation = 0;  // one more at each restart; packets carry it
+  friend bool operator==(const CnStatus&, const CnStatus&) = default;
+};
+
+// One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
+struct Configuration {
+  uint64_t epoch = 0;
+  std::vector<CnStatus> cns;
+  friend bool operator==(const Configuration&, const Configuration&) = default;
+
+  std::vector<std::byte> Encode() const;
+  // Corruption naming what does not parse.
+  static Result<Configuration> Decode(std::span<const std::byte> bytes);
+  // The CNs alive, in id order.
+  std::vector<uint16_t> Alive() const;
+};
+
+struct Versioned {
+  std::vector<std::byte> value;
+  uint64_t version = 0;  // 0: the key does not exist
+};
+
+class ConfigStore {
+ public:
+  virtual ~ConfigStore() = default;
+  virtual Versioned Get(const std::string& key) const = 0;
+  // Writes `value` if the key's version is still `expected` (0: the key must not exist);
+  // returns the new version, or Conflict if someone wrote in between.
+  virtual Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
+                                 uint64_t expected) = 0;
+  // Calls `fn` after every successful put of `key`, with the new value and version.
+  virtual void Watch(const std::string& key,
+                     std::function<void(const Versioned&)> fn) = 0;
+};
+
+class InMemoryConfigStore final : public ConfigStore {
+ public:
+  Versioned Get(const std::string& key) const override;
+  Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
+                         uint64_t expected) override;
+  void Watch(const std::string& key, std::function<void(const Versioned&)> fn) override;
+  uint64_t puts() const { return puts_; }
+
+ private:
+  std::map<std::string, Versioned> data_;
+  std::multimap<std::string, std::function<void(const Versioned&)>> watches_;
+  uint64_t puts_ = 0;
+};
+
+inline constexpr const char* kConfigKey = "/pond/configuration";
+
+}  // namespace pond::cluster

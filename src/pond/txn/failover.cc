@@ -1,0 +1,312 @@
+#include "pond/txn/failover.h"
+
+#include <string>
+
+#include "pond/base/assert.h"
+#include "pond/cluster/log_recovery.h"
+#include "pond/lock/lock_key.h"
+#include "pond/txn/sim_driver.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond::txn {
+
+// How a survivor waits for its transactions that asked the dead CN for a lock to end.
+constexpr uint64_t kDrainPollNs = 10'000;
+
+struct Failover::Failure {
+  uint16_t cn = 0;
+  uint64_t crash_ns = 0, detected_ns = 0, recovered_ns = 0, open_ns = 0;
+  uint64_t epoch = 0;
+  int logs_pending = 0;
+  int releases_pending = 0;
+  int drains_pending = 0;
+  int opens_pending = 0;
+  bool declared = false;
+  bool opening = false;
+  std::vector<std::pair<uint32_t, uint16_t>> moved;  // shard -> its new CN
+  uint64_t rolled_forward = 0, rolled_back = 0, records = 0;
+};
+
+Failover::Failover(ClusterImpl& cl)
+    : cl_(cl),
+      engine_(*cl.engine_),
+      crashed_(cl.config().cns, false),
+      renewed_ns_(cl.config().cns, 0) {
+  config_.cns.resize(cl.config().cns);
+  Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), 0);
+  POND_CHECK(v.ok());
+  config_version_ = *v;
+  for (auto& cn : cl_.cns_) cn->view = config_;
+}
+
+Failover::~Failover() = default;
+
+Status Failover::Validate(const std::vector<NodeFault>& faults) const {
+  const ClusterConfig& c = cl_.config();
+  int alive = c.cns;
+  for (size_t i = 0; i < faults.size(); i++) {
+    const NodeFault& f = faults[i];
+    const std::string which = "fault " + std::to_string(i + 1) + ": ";
+    switch (f.kind) {
+      case NodeFaultKind::kCrashCn:
+        break;
+      case NodeFaultKind::kRestartCn:
+        return InvalidArgument(which + "restart-cn: restarting a crashed CN is not supported yet");
+      case NodeFaultKind::kCrashMn:
+      case NodeFaultKind::kRestartMn:
+        return InvalidArgument(which + "MN crashes are not survived yet");
+      case NodeFaultKind::kPartitionCn:
+      case NodeFaultKind::kHealCn:
+        return InvalidArgument(which + "partitions are not survived yet");
+    }
+    if (f.node >= c.cns) {
+      return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) + " (the cluster has " +
+                             std::to_string(c.cns) + ")");
+    }
+    if (f.node == 0) {
+      return InvalidArgument(which + "crash-cn: CN 0 hosts the timestamp oracle, whose fail-over "
+                             "is not built yet");
+    }
+    for (size_t j = 0; j < i; j++) {
+      if (faults[j].node == f.node) {
+        return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
+                               " is already crashed");
+      }
+    }
+    if (--alive < 2) {
+      return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
+    }
+  }
+  if (!faults.empty() &&
+      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
+    return InvalidArgument("crash-cn: protocol " + c.protocol.name +
+                           " cannot recover a crashed CN yet (only lotus, whose locks live on "
+                           "CNs and whose commits are logged, does)");
+  }
+  if (!faults.empty() && c.versions < 2) {
+    return InvalidArgument("crash-cn: needs at least 2 versions per key (a rolled-back "
+                           "transaction's cell may have held the only version)");
+  }
+  return Status::Ok();
+}
+
+void Failover::Arm(const std::vector<NodeFault>& faults) {
+  base_ns_ = engine_.now();
+  const uint64_t gen = generation_;
+  faults_not_reached_ += faults.size();
+  for (const NodeFault& f : faults) {
+    engine_.At(base_ns_ + f.at_ns, [this, gen, cn = f.node] {
+      if (gen != generation_) return;
+      faults_not_reached_--;
+      Crash(cn);
+    });
+  }
+  if (!leases_armed_ && !faults.empty()) {
+    leases_armed_ = true;
+    for (size_t cn = 0; cn < renewed_ns_.size(); cn++) renewed_ns_[cn] = engine_.now();
+    engine_.At(engine_.now() + kRenewEveryNs, [this, gen] {
+      if (gen == generation_) LeaseTick();
+    });
+  }
+}
+
+void Failover::Disarm() {
+  generation_++;
+  leases_armed_ = false;
+}
+
+bool Failover::Idle() const {
+  for (size_t cn = 0; cn < crashed_.size(); cn++) {
+    if (!crashed_[cn]) continue;
+    for (const auto& f : failures_) {
+      if (f->cn == cn && f->opens_pending > 0) return false;
+      if (f->cn == cn && !f->opening) return false;
+    }
+  }
+  return true;
+}
+
+Failover::Failure& Failover::FailureOf(uint16_t cn) {
+  for (auto& f : failures_) {
+    if (f->cn == cn) return *f;
+  }
+  POND_CHECK_MSG(false, "no failure recorded for the CN");
+  __builtin_unreachable();
+}
+
+void Failover::Crash(uint16_t cn) {
+  POND_CHECK(!crashed_[cn]);
+  crashed_[cn] = true;
+  cl_.sim_fabric_->CrashCn(cn);
+  cl_.driver_->StopCn(cn);
+  for (auto& w : cl_.cns_[cn]->workers) {
+    cl_.clients_running_ -= w->clients_running();
+    w->clients_running() = 0;
+  }
+  auto f = std::make_unique<Failure>();
+  f->cn = cn;
+  f->crash_ns = engine_.now() - base_ns_;
+  failures_.push_back(std::move(f));
+}
+
+void Failover::LeaseTick() {
+  const uint64_t now = engine_.now();
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  // Renewals sent now by every CN still running reach the CM one way later.
+  for (size_t cn = 0; cn < crashed_.size(); cn++) {
+    if (!crashed_[cn]) renewed_ns_[cn] = now + one_way;
+  }
+  for (uint16_t cn = 0; cn < config_.cns.size(); cn++) {
+    if (config_.cns[cn].alive && now > renewed_ns_[cn] + kLeaseNs) Declare(cn);
+  }
+  engine_.At(now + kRenewEveryNs, [this, gen = generation_] {
+    if (gen == generation_) LeaseTick();
+  });
+}
+
+void Failover::Declare(uint16_t dead) {
+  Failure& f = FailureOf(dead);
+  POND_CHECK_MSG(crashed_[dead], "a lease expired on a running CN");
+  const uint64_t now = engine_.now();
+  config_.epoch++;
+  config_.cns[dead].alive = false;
+  f.declared = true;
+  f.detected_ns = now - base_ns_;
+  f.epoch = config_.epoch;
+  const std::vector<uint16_t> alive = config_.Alive();
+  POND_CHECK(!alive.empty());
+  // The dead CN's shards go round-robin to the survivors, closed (LockTable::SetManaged false
+  // until MaybeOpen): from now on lock requests for them find the new owner, which refuses them.
+  size_t k = 0;
+  for (uint32_t s = 0; s < lock::kShards; s++) {
+    if (cl_.shard_map_.CnOf(s) != dead) continue;
+    const uint16_t to = alive[k++ % alive.size()];
+    cl_.shard_map_.Assign(s, to);
+    f.moved.emplace_back(s, to);
+  }
+  // The reconfiguration commits when the coordination service takes the new configuration.
+  Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
+  POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
+  config_version_ = *v;
+  const int workers = cl_.config().workers_per_cn;
+  f.logs_pending = workers;
+  f.releases_pending = static_cast<int>(alive.size());
+  f.drains_pending = static_cast<int>(alive.size());
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  const uint64_t epoch = config_.epoch;
+  engine_.At(now + kConfigPutNs + one_way, [this, alive, dead, epoch] {
+    for (uint16_t s : alive) OnEpoch(s, dead, epoch);
+  });
+}
+
+void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
+  CnContext& cn = *cl_.cns_[survivor];
+  if (cn.view.epoch < epoch) cn.view = config_;
+  for (auto& w : cn.workers) {
+    w->locks().PeerFailed(dead);
+    unknown_calls_ += w->calls().PeerFailed(dead);
+  }
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  // Transaction recovery: the dead CN's worker i's log goes to the i-th survivor (round robin),
+  // on its worker i.
+  const std::vector<uint16_t> alive = config_.Alive();
+  const int workers = cl_.config().workers_per_cn;
+  for (int i = 0; i < workers; i++) {
+    if (alive[static_cast<size_t>(i) % alive.size()] != survivor) continue;
+    WorkerContext& w = *cn.workers[static_cast<size_t>(i)];
+    WorkerContext& victim = *cl_.cns_[dead]->workers[static_cast<size_t>(i)];
+    w.sched().Spawn([](Failover* fo, WorkerContext* w, GAddr area, uint64_t bytes, uint16_t dead,
+                       uint16_t worker, uint64_t one_way) -> Task<void> {
+      Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
+          w->ep(), w->cluster().catalog(), w->cluster().placement(), area, bytes, dead, worker);
+      POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
+      const uint64_t now = w->clock().NowNs();
+      fo->engine_.At(now + one_way, [fo, dead, worker, fwd = r->rolled_forward,
+                                     back = r->rolled_back, records = r->records] {
+        fo->OnRecovered(dead, worker, fwd, back, records);
+      });
+    }(this, &w, victim.log().area(), victim.log().bytes(), dead, static_cast<uint16_t>(i),
+                        one_way));
+  }
+  // Drain: this CN's live transactions that asked the dead CN for a lock finish (those in their
+  // commit phase) or abort (the rest: their next lock request or end finds the CN failed).
+  cn.workers[0]->sched().Spawn([](Failover* fo, CnContext* cn, uint16_t dead,
+                                  uint64_t one_way) -> Task<void> {
+    for (;;) {
+      size_t live = 0;
+      for (auto& w : cn->workers) live += w->locks().LiveContacting(dead);
+      if (live == 0) break;
+      co_await cn->workers[0]->sched().SleepFor(kDrainPollNs);
+    }
+    const uint64_t now = cn->workers[0]->clock().NowNs();
+    fo->engine_.At(now + one_way, [fo, dead] { fo->OnDrained(dead); });
+  }(this, &cn, dead, one_way));
+}
+
+void Failover::OnRecovered(uint16_t dead, uint16_t, uint64_t rolled_forward,
+                           uint64_t rolled_back, uint64_t records) {
+  Failure& f = FailureOf(dead);
+  f.rolled_forward += rolled_forward;
+  f.rolled_back += rolled_back;
+  f.records += records;
+  if (--f.logs_pending > 0) return;
+  // Every transaction of the dead CN is finished or undone: its locks may go (Lotus §6).
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  for (uint16_t s : config_.Alive()) {
+    engine_.At(engine_.now() + one_way, [this, s, dead, one_way] {
+      CnContext& cn = *cl_.cns_[s];
+      cn.locks.ReleaseAllOf(dead);
+      for (auto& w : cn.workers) w->lock_server().ForgetCn(dead);
+      engine_.At(engine_.now() + one_way, [this, dead] { OnReleased(dead); });
+    });
+  }
+}
+
+void Failover::OnReleased(uint16_t dead) {
+  Failure& f = FailureOf(dead);
+  if (--f.releases_pending > 0) return;
+  f.recovered_ns = engine_.now() - base_ns_;
+  MaybeOpen(dead);
+}
+
+void Failover::OnDrained(uint16_t dead) {
+  Failure& f = FailureOf(dead);
+  --f.drains_pending;
+  MaybeOpen(dead);
+}
+
+void Failover::MaybeOpen(uint16_t dead) {
+  Failure& f = FailureOf(dead);
+  if (f.opening || f.releases_pending > 0 || f.drains_pending > 0) return;
+  f.opening = true;
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  f.opens_pending = static_cast<int>(f.moved.size());
+  if (f.opens_pending == 0) f.open_ns = engine_.now() - base_ns_;
+  for (auto [shard, to] : f.moved) {
+    engine_.At(engine_.now() + one_way, [this, dead, shard, to] {
+      cl_.cns_[to]->locks.SetManaged(shard, true);
+      Failure& f = FailureOf(dead);
+      if (--f.opens_pending == 0) f.open_ns = engine_.now() - base_ns_;
+    });
+  }
+}
+
+FailoverStats Failover::Stats() const {
+  FailoverStats s;
+  for (const auto& f : failures_) {
+    s.failures.push_back(FailoverStats::Failure{f->cn, f->crash_ns, f->detected_ns,
+                                                f->recovered_ns, f->open_ns, f->rolled_forward,
+                                                f->rolled_back, f->records});
+  }
+  s.epoch = config_.epoch;
+  s.faults_not_reached = faults_not_reached_;
+  s.config_puts = store_.puts();
+  s.unknown_calls = unknown_calls_;
+  SimFabric::CrashStats c = cl_.sim_fabric_->crash_stats();
+  s.lost_packets = c.dropped_packets;
+  s.landed_batches = c.landed_batches;
+  s.lost_batches = c.lost_batches;
+  return s;
+}
+
+}  // namespace pond::txn

@@ -1,0 +1,89 @@
+// Failover: surviving CN crashes in a simulated cluster (Lotus §6 and beyond; docs/recovery.md).
+//
+// The pieces, each on its own simulated node or CN:
+//   - Leases. Every live CN renews its lease with the configuration manager (CM) every
+//     kRenewEveryNs; the CM declares a CN failed once kLeaseNs have passed without a renewal.
+//   - The CM decides the next epoch (the CN dead; its shards handed to survivors, closed) and
+//     writes it to the coordination service by a conditional put — the reconfiguration's commit
+//     point — then tells every survivor.
+//   - Each survivor, on the new epoch: refuses the dead incarnation's packets, refuses its
+//     requests awaiting the dead CN (lock requests: Conflict; routed calls: Unknown), and reports
+//     "drained" once none of its transactions that asked the dead CN for a lock is live.
+//   - Transaction recovery: each of the dead CN's commit logs is recovered by a survivor worker
+//     (cluster/log_recovery.h). When all are, every survivor releases the locks the dead CN's
+//     transactions held in its lock table (Lotus §6 step 1's order: recover, then release).
+//   - Once recovered, released everywhere and drained everywhere, the new owners start serving
+//     the dead CN's shards from empty lock tables (step 2): nobody still relies on a lock the
+//     dead table held, and no cell it guarded is left INVISIBLE.
+//
+// Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
+// CN stops at once; its packets still in flight are dropped on arrival, and its endpoints are
+// refused by incarnation. The fencing argument for live-but-cut-off CNs (partitions) is in
+// docs/recovery.md; partitions are not scheduled yet.
+//
+// Thread rules: the simulator's thread only; everything runs in engine events and in coroutines
+// on the workers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/cluster/membership.h"
+#include "pond/sim/engine.h"
+
+namespace pond::txn {
+
+class ClusterImpl;
+class WorkerContext;
+
+inline constexpr uint64_t kLeaseNs = 2'000'000;      // FaRM uses 5-10 ms on its network
+inline constexpr uint64_t kRenewEveryNs = 500'000;   // four renewals per lease
+inline constexpr uint64_t kConfigPutNs = 100'000;    // a conditional put to the service
+
+class Failover {
+ public:
+  explicit Failover(ClusterImpl& cl);
+  ~Failover();
+
+  // Refuses a schedule this cluster cannot survive (one line naming the fault and why).
+  Status Validate(const std::vector<NodeFault>& faults) const;
+  // Arms `faults` (validated) and the leases, relative to now; called as a Run starts.
+  void Arm(const std::vector<NodeFault>& faults);
+  // The run is over: faults not reached yet never happen, and the leases stop.
+  void Disarm();
+  // No crash is waiting to be detected, recovered or reopened: a run may end.
+  bool Idle() const;
+  bool IsCrashed(uint16_t cn) const { return crashed_[cn]; }
+  FailoverStats Stats() const;
+
+ private:
+  struct Failure;
+  void Crash(uint16_t cn);
+  void LeaseTick();
+  void Declare(uint16_t cn);
+  void OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch);
+  void OnRecovered(uint16_t dead, uint16_t worker, uint64_t rolled_forward, uint64_t rolled_back,
+                   uint64_t records);
+  void OnReleased(uint16_t dead);
+  void OnDrained(uint16_t dead);
+  void MaybeOpen(uint16_t dead);
+  Failure& FailureOf(uint16_t cn);
+
+  ClusterImpl& cl_;
+  sim::Engine& engine_;
+  cluster::InMemoryConfigStore store_;
+  cluster::Configuration config_;
+  uint64_t config_version_ = 0;
+  std::vector<bool> crashed_;          // by CN: stopped (the truth, which the CM learns late)
+  std::vector<uint64_t> renewed_ns_;   // by CN: when the CM last heard a renewal
+  std::vector<std::unique_ptr<Failure>> failures_;
+  uint64_t base_ns_ = 0;  // the start of the run the schedule counts from
+  bool leases_armed_ = false;
+  uint64_t generation_ = 0;  // events of an earlier Arm that find it changed do nothing
+  uint64_t faults_not_reached_ = 0;
+  uint64_t unknown_calls_ = 0;
+};
+
+}  // namespace pond::txn
