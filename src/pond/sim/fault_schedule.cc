@@ -424,7 +424,8 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   for (uint16_t n = 0; n < limits.mns; n++) mns.push_back(n);
 
   // Each part draws from its own stream, forked in a fixed order, so that refusing a kind (or a
-  // redraw in one part) leaves the draws of the other parts as they were.
+  // redraw in one part) leaves the other parts' streams as they were; the limits may still refuse
+  // what they draw (a partition beside crashes that already left few CNs up).
   Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
       message_rng = rng.Fork();
   if (!refused(FaultKind::kCrashCn)) {
