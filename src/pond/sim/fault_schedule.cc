@@ -1,0 +1,467 @@
+#include "pond/sim/fault_schedule.h"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <charconv>
+#include <system_error>
+
+namespace pond::sim {
+
+namespace {
+
+constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
+    "crash-cn", "restart-cn", "crash-mn", "restart-mn", "partition-cn", "heal-cn"};
+
+constexpr std::string_view kItemForms = "KIND:NODE@TIME, drop:P, duplicate:P or delay:P@MIN-MAX";
+constexpr std::string_view kAllKinds =
+    "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, drop, duplicate, delay";
+
+struct Unit {
+  std::string_view name;
+  uint64_t ns;
+  int zeros;  // log10(ns)
+};
+// Largest first: ToString picks the first that divides a time.
+constexpr std::array<Unit, 4> kUnits = {
+    {{"s", 1'000'000'000, 9}, {"ms", 1'000'000, 6}, {"us", 1'000, 3}, {"ns", 1, 0}}};
+
+bool IsDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// DIGITS ["." DIGITS]: the only number syntax a spec has (no sign, exponent, inf or nan).
+bool IsDecimal(std::string_view s) {
+  size_t dot = s.find('.');
+  if (dot == std::string_view::npos) return IsDigits(s);
+  return IsDigits(s.substr(0, dot)) && IsDigits(s.substr(dot + 1));
+}
+
+// The decimal digits as an integer, saturating at `cap` + 1 so that any length is safe.
+uint64_t DigitsValue(std::string_view digits, uint64_t cap) {
+  uint64_t v = 0;
+  for (char c : digits) {
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+    if (v > cap) return cap + 1;
+  }
+  return v;
+}
+
+uint64_t Pow10(int n) {
+  uint64_t v = 1;
+  while (n-- > 0) v *= 10;
+  return v;
+}
+
+std::string FormatTime(uint64_t ns) {
+  for (const Unit& u : kUnits) {
+    if (ns % u.ns == 0) return std::to_string(ns / u.ns) + std::string(u.name);
+  }
+  return std::to_string(ns) + "ns";  // not reached: ns divides every time
+}
+
+// The shortest fixed-point decimal that from_chars reads back to exactly `p`.
+std::string FormatProbability(double p) {
+  char buf[400];  // fixed notation of the smallest positive double needs ~330 characters
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, p, std::chars_format::fixed);
+  assert(ec == std::errc());
+  (void)ec;
+  return std::string(buf, end);
+}
+
+std::string FormatEvent(const FaultEvent& e) {
+  return std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) + "@" +
+         FormatTime(e.at_ns);
+}
+
+// Parsing one item: each helper returns the reason (without the item prefix) or fills `out`.
+using Reason = std::string;
+
+Reason ParseTime(std::string_view s, uint64_t* out) {
+  if (!s.empty() && s[0] == '-') return "negative time '" + std::string(s) + "'";
+  size_t unit_at = s.find_first_not_of("0123456789.");
+  std::string_view number = s.substr(0, unit_at);
+  std::string_view unit_name = unit_at == std::string_view::npos ? "" : s.substr(unit_at);
+  const std::string form =
+      " (a decimal number and a unit: ns, us, ms or s, e.g. 1.5ms; no sign or exponent)";
+  if (number.empty() || !IsDecimal(number)) return "bad time '" + std::string(s) + "'" + form;
+  const Unit* unit = nullptr;
+  for (const Unit& u : kUnits) {
+    if (u.name == unit_name) unit = &u;
+  }
+  if (unit == nullptr) {
+    return "bad unit '" + std::string(unit_name) + "' in time '" + std::string(s) +
+           "' (units: ns, us, ms, s)";
+  }
+  size_t dot = number.find('.');
+  std::string_view whole = number.substr(0, dot);
+  std::string_view frac = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  // Trailing zeros of the fraction do not change the value; what is left must fit the unit's
+  // zeros, else the time falls between two nanoseconds (its last digit is not zero).
+  while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);
+  if (static_cast<int>(frac.size()) > unit->zeros) {
+    return "time '" + std::string(s) + "' is not a whole number of nanoseconds";
+  }
+  // whole <= limit + 1 and unit <= 1e9, so the product is below 2^64.
+  uint64_t ns = DigitsValue(whole, kFaultTimeNsLimit) * unit->ns;
+  ns += DigitsValue(frac, kFaultTimeNsLimit) * Pow10(unit->zeros - static_cast<int>(frac.size()));
+  if (ns > kFaultTimeNsLimit) {
+    return "time '" + std::string(s) + "' exceeds the limit of " + FormatTime(kFaultTimeNsLimit);
+  }
+  *out = ns;
+  return {};
+}
+
+Reason ParseProbability(std::string_view s, double* out) {
+  if (!s.empty() && s[0] == '-') return "negative probability '" + std::string(s) + "'";
+  if (!IsDecimal(s)) {
+    return "bad probability '" + std::string(s) + "' (a decimal number in [0, 1], e.g. 0.01)";
+  }
+  double p = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), p, std::chars_format::fixed);
+  if (ec != std::errc() || end != s.data() + s.size() || !(p >= 0.0 && p <= 1.0)) {
+    return "probability '" + std::string(s) + "' is not in [0, 1]";
+  }
+  *out = p;
+  return {};
+}
+
+Reason ParseNode(std::string_view s, uint16_t* out) {
+  constexpr uint64_t kMax = UINT16_MAX;
+  uint64_t v = IsDigits(s) ? DigitsValue(s, kMax) : kMax + 1;
+  if (v > kMax) return "bad node '" + std::string(s) + "' (a decimal node id, 0 to 65535)";
+  *out = static_cast<uint16_t>(v);
+  return {};
+}
+
+// Which message-fault items were given, and as which item, to refuse a second one.
+struct Seen {
+  int drop = 0, duplicate = 0, delay = 0;
+};
+
+Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen) {
+  if (item.empty()) return "empty item (two commas in a row, or a comma at an end)";
+  if (item.find_first_of(" \t\r\n") != std::string_view::npos) {
+    return "spaces are not allowed (items are separated by a comma alone)";
+  }
+  if (item == kRandomFaultSpec) {
+    return "'random' stands alone: it draws a whole schedule and cannot be mixed with items";
+  }
+  size_t colon = item.find(':');
+  if (colon == std::string_view::npos) {
+    return "missing ':' (items: " + std::string(kItemForms) + ")";
+  }
+  std::string_view head = item.substr(0, colon), rest = item.substr(colon + 1);
+
+  auto once = [&](int* first, std::string_view name) -> Reason {
+    if (*first != 0) {
+      return std::string(name) + " given twice (first as item " + std::to_string(*first) + ")";
+    }
+    *first = index;
+    return {};
+  };
+  Reason r;
+  if (head == "drop" || head == "duplicate") {
+    bool drop = head == "drop";
+    if (!(r = once(drop ? &seen->drop : &seen->duplicate, head)).empty()) return r;
+    return ParseProbability(
+        rest, drop ? &s->messages.drop_probability : &s->messages.duplicate_probability);
+  }
+  if (head == "delay") {
+    if (!(r = once(&seen->delay, head)).empty()) return r;
+    size_t at = rest.find('@');
+    if (at == std::string_view::npos) return "missing '@' (delay:P@MIN-MAX)";
+    double p = 0;
+    if (!(r = ParseProbability(rest.substr(0, at), &p)).empty()) return r;
+    std::string_view range = rest.substr(at + 1);
+    // A time has no '-' of its own, so the first '-' after the first character splits the
+    // range; a leading one is a sign, which ParseTime names.
+    size_t dash = range.empty() ? std::string_view::npos : range.find('-', 1);
+    if (dash == std::string_view::npos) {
+      if (!range.empty() && range[0] == '-') {
+        return "negative time '" + std::string(range) + "'";
+      }
+      return "missing '-' between the delay bounds (delay:P@MIN-MAX, e.g. delay:0.01@1us-200us)";
+    }
+    uint64_t lo = 0, hi = 0;
+    if (!(r = ParseTime(range.substr(0, dash), &lo)).empty()) return r;
+    if (!(r = ParseTime(range.substr(dash + 1), &hi)).empty()) return r;
+    if (lo > hi) {
+      return "delay minimum " + FormatTime(lo) + " exceeds the maximum " + FormatTime(hi);
+    }
+    if (p > 0 && hi == 0) return "a delay needs a maximum above 0";
+    s->messages.delay_probability = p;
+    s->messages.delay_ns_min = lo;
+    s->messages.delay_ns_max = hi;
+    return {};
+  }
+  auto name = std::find(kKindNames.begin(), kKindNames.end(), head);
+  if (name == kKindNames.end()) {
+    return "unknown kind '" + std::string(head) + "' (kinds: " + std::string(kAllKinds) + ")";
+  }
+  size_t at = rest.find('@');
+  if (at == std::string_view::npos) {
+    return "missing '@' (" + std::string(head) + ":NODE@TIME, e.g. " + std::string(head) +
+           ":1@5ms)";
+  }
+  FaultEvent e{static_cast<FaultKind>(name - kKindNames.begin()), 0, 0};
+  if (!(r = ParseNode(rest.substr(0, at), &e.node)).empty()) return r;
+  if (!(r = ParseTime(rest.substr(at + 1), &e.at_ns)).empty()) return r;
+  s->events.push_back(e);
+  return {};
+}
+
+enum class NodeState : unsigned char { kUp, kDown, kPartitioned };
+
+const std::string* FindReason(const std::vector<std::pair<FaultKind, std::string>>& v,
+                              FaultKind k) {
+  for (const auto& [kind, reason] : v) {
+    if (kind == k) return &reason;
+  }
+  return nullptr;
+}
+
+const std::string* FindReason(const std::vector<std::pair<uint16_t, std::string>>& v,
+                              uint16_t node) {
+  for (const auto& [n, reason] : v) {
+    if (n == node) return &reason;
+  }
+  return nullptr;
+}
+
+// Draws a time in [a, b], a multiple of `grain` if [a, b] holds one, else a.
+uint64_t DrawTime(Rng& rng, uint64_t a, uint64_t b, uint64_t grain) {
+  uint64_t first = (a + grain - 1) / grain * grain, last = b / grain * grain;
+  if (first > last) return a;
+  return first + rng.Uniform((last - first) / grain + 1) * grain;
+}
+
+}  // namespace
+
+std::string_view FaultKindName(FaultKind kind) {
+  auto i = static_cast<size_t>(kind);
+  assert(i < kKindNames.size());
+  return kKindNames[i];
+}
+
+bool IsCnFault(FaultKind kind) {
+  return kind == FaultKind::kCrashCn || kind == FaultKind::kRestartCn ||
+         kind == FaultKind::kPartitionCn || kind == FaultKind::kHealCn;
+}
+
+Result<FaultSchedule> FaultSchedule::Parse(std::string_view spec) {
+  FaultSchedule s;
+  if (spec.empty()) return s;
+  Seen seen;
+  int index = 1;
+  for (size_t begin = 0;; index++) {
+    size_t comma = spec.find(',', begin);
+    std::string_view item = spec.substr(
+        begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
+    Reason r = ParseItem(item, index, &s, &seen);
+    if (!r.empty()) {
+      return InvalidArgument("--faults item " + std::to_string(index) + " '" + std::string(item) +
+                             "': " + r);
+    }
+    if (comma == std::string_view::npos) break;
+    begin = comma + 1;
+  }
+  std::stable_sort(s.events.begin(), s.events.end(),
+                   [](const FaultEvent& a, const FaultEvent& b) { return a.at_ns < b.at_ns; });
+  return s;
+}
+
+Status FaultSchedule::Validate(const FaultLimits& limits) const {
+  std::vector<NodeState> cn(limits.cns, NodeState::kUp), mn(limits.mns, NodeState::kUp);
+  int cns_up = limits.cns, mns_down = 0;
+  uint64_t prev_ns = 0;
+  for (const FaultEvent& e : events) {
+    auto fail = [&](const std::string& why) {
+      return InvalidArgument("--faults item '" + FormatEvent(e) + "': " + why);
+    };
+    const bool is_cn = IsCnFault(e.kind);
+    const std::string who = (is_cn ? "CN " : "MN ") + std::to_string(e.node);
+    if (const std::string* why = FindReason(limits.refused, e.kind)) {
+      return fail(std::string(FaultKindName(e.kind)) + ": " + *why);
+    }
+    const uint16_t count = is_cn ? limits.cns : limits.mns;
+    if (e.node >= count) {
+      return fail("no " + who + " (the cluster has " + std::to_string(count) +
+                  (is_cn ? " CNs" : " MNs") + ")");
+    }
+    if (e.at_ns < prev_ns) return fail("out of time order (events must be sorted by time)");
+    prev_ns = e.at_ns;
+    if (e.at_ns > kFaultTimeNsLimit) {
+      return fail("time exceeds the limit of " + FormatTime(kFaultTimeNsLimit));
+    }
+    if (limits.horizon_ns != 0 && e.at_ns >= limits.horizon_ns) {
+      return fail("at or after the end of the run (" + FormatTime(limits.horizon_ns) + ")");
+    }
+    if (e.kind == FaultKind::kCrashCn || e.kind == FaultKind::kPartitionCn) {
+      if (const std::string* why = FindReason(limits.protected_cns, e.node)) {
+        return fail(who + " may not be crashed or partitioned: " + *why);
+      }
+    }
+    NodeState& st = is_cn ? cn[e.node] : mn[e.node];
+    NodeState from = NodeState::kUp, to = NodeState::kDown;
+    std::string_view needs = "up";
+    switch (e.kind) {
+      case FaultKind::kCrashCn:
+      case FaultKind::kCrashMn:
+        break;
+      case FaultKind::kRestartCn:
+      case FaultKind::kRestartMn:
+        from = NodeState::kDown, to = NodeState::kUp, needs = "down";
+        break;
+      case FaultKind::kPartitionCn:
+        to = NodeState::kPartitioned;
+        break;
+      case FaultKind::kHealCn:
+        from = NodeState::kPartitioned, to = NodeState::kUp, needs = "partitioned";
+        break;
+    }
+    if (st != from) {
+      static constexpr std::array<std::string_view, 3> kStateNames = {"up", "down", "partitioned"};
+      return fail(who + " is " + std::string(kStateNames[static_cast<size_t>(st)]) + ", and " +
+                  std::string(FaultKindName(e.kind)) + " needs it " + std::string(needs));
+    }
+    st = to;
+    if (is_cn) {
+      cns_up += to == NodeState::kUp ? 1 : -1;
+      if (cns_up < limits.min_cns_up) {
+        return fail("leaves " + std::to_string(cns_up) +
+                    " CNs up and unpartitioned, fewer than the " +
+                    std::to_string(limits.min_cns_up) + " the cluster needs");
+      }
+    } else {
+      mns_down += to == NodeState::kDown ? 1 : -1;
+      if (mns_down > limits.max_mns_down) {
+        return fail("leaves " + std::to_string(mns_down) + " MNs down, more than the " +
+                    std::to_string(limits.max_mns_down) + " the cluster survives");
+      }
+    }
+  }
+  Status m = messages.Validate();
+  if (!m.ok()) return InvalidArgument("--faults message faults: " + m.message());
+  if (messages.delay_distribution != DelayDistribution::kUniform) {
+    return InvalidArgument("--faults message faults: a spec can only say uniform delays");
+  }
+  return Status::Ok();
+}
+
+std::string FaultSchedule::ToString() const {
+  std::string out;
+  auto add = [&out](const std::string& item) {
+    if (!out.empty()) out += ',';
+    out += item;
+  };
+  for (const FaultEvent& e : events) add(FormatEvent(e));
+  // Parse() sets a field only from its item, so an unset field needs no item; a delay item
+  // with probability 0 but bounds is kept so the bounds round-trip too.
+  if (messages.drop_probability != 0) add("drop:" + FormatProbability(messages.drop_probability));
+  if (messages.duplicate_probability != 0) {
+    add("duplicate:" + FormatProbability(messages.duplicate_probability));
+  }
+  if (messages.delay_probability != 0 || messages.delay_ns_min != 0 || messages.delay_ns_max != 0) {
+    add("delay:" + FormatProbability(messages.delay_probability) + "@" +
+        FormatTime(messages.delay_ns_min) + "-" + FormatTime(messages.delay_ns_max));
+  }
+  return out;
+}
+
+bool operator==(const FaultSchedule& a, const FaultSchedule& b) {
+  const FaultConfig &x = a.messages, &y = b.messages;
+  return a.events == b.events && x.drop_probability == y.drop_probability &&
+         x.duplicate_probability == y.duplicate_probability &&
+         x.delay_probability == y.delay_probability &&
+         x.delay_distribution == y.delay_distribution && x.delay_ns_min == y.delay_ns_min &&
+         x.delay_ns_max == y.delay_ns_max && x.delay_ns_mean == y.delay_ns_mean;
+}
+
+FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
+  // Bounds on the draw (STYLE.md item 4): a draw that breaks a limit is redrawn this often.
+  constexpr int kAttemptsMax = 8;
+  constexpr int kCnCrashesMax = 4;
+  constexpr uint64_t kGapNsMin = 1'000'000, kGapNsMax = 10'000'000;  // crash to restart
+  constexpr uint64_t kRateStepsMax = 100;  // message-fault rates in steps of 0.01%, up to 1%
+  constexpr uint64_t kDelayUsMin = 1, kDelayUsMax = 200;
+
+  const uint64_t horizon = std::min(
+      limits.horizon_ns != 0 ? limits.horizon_ns : kRandomFaultHorizonNsDefault, kFaultTimeNsLimit);
+  const uint64_t lo = horizon / 10, hi = horizon * 9 / 10;  // no overflow: horizon <= 10 s
+  const uint64_t span = hi - lo;
+  // Whole microseconds keep the printed spec short, unless the window is too small for them.
+  const uint64_t grain = span >= 1'000'000 ? 1'000 : 1;
+  const uint64_t gap_max = std::min(kGapNsMax, span / 2), gap_min = std::min(kGapNsMin, gap_max);
+  auto refused = [&](FaultKind k) { return FindReason(limits.refused, k) != nullptr; };
+
+  FaultSchedule s;
+  // Adds `first` on `node` and, if `second_too`, `second` a gap later, if the result still
+  // validates; redraws the node and times a bounded number of times.
+  auto try_pair = [&](Rng& r, FaultKind first, FaultKind second, bool second_too,
+                      const std::vector<uint16_t>& nodes) {
+    if (nodes.empty()) return;
+    for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
+      uint16_t node = nodes[r.Uniform(nodes.size())];
+      uint64_t gap = DrawTime(r, gap_min, gap_max, grain);
+      uint64_t at = DrawTime(r, lo, hi - gap, grain);
+      FaultSchedule c = s;
+      c.events.push_back({first, node, at});
+      if (second_too) c.events.push_back({second, node, at + gap});
+      std::stable_sort(c.events.begin(), c.events.end(),
+                       [](const FaultEvent& a, const FaultEvent& b) { return a.at_ns < b.at_ns; });
+      if (c.Validate(limits).ok()) {
+        s = std::move(c);
+        return;
+      }
+    }
+  };
+
+  std::vector<uint16_t> cns, mns;
+  for (uint16_t n = 0; n < limits.cns; n++) {
+    if (FindReason(limits.protected_cns, n) == nullptr) cns.push_back(n);
+  }
+  for (uint16_t n = 0; n < limits.mns; n++) mns.push_back(n);
+
+  // Each part draws from its own stream, forked in a fixed order, so that refusing a kind (or a
+  // redraw in one part) leaves the other parts' streams as they were; the limits may still refuse
+  // what they draw (a partition beside crashes that already left few CNs up).
+  Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
+      message_rng = rng.Fork();
+  if (!refused(FaultKind::kCrashCn)) {
+    const int crashes = 1 + static_cast<int>(crash_rng.Uniform(kCnCrashesMax));
+    for (int i = 0; i < crashes; i++) {
+      bool restart = crash_rng.Uniform(4) != 0;  // one crash in four stays down
+      try_pair(crash_rng, FaultKind::kCrashCn, FaultKind::kRestartCn,
+               restart && !refused(FaultKind::kRestartCn), cns);
+    }
+  }
+  if (!refused(FaultKind::kPartitionCn) && partition_rng.Chance(0.5)) {
+    bool heal = partition_rng.Uniform(4) != 0;
+    try_pair(partition_rng, FaultKind::kPartitionCn, FaultKind::kHealCn,
+             heal && !refused(FaultKind::kHealCn), cns);
+  }
+  if (!refused(FaultKind::kCrashMn) && limits.max_mns_down >= 1 && mn_rng.Chance(0.5)) {
+    try_pair(mn_rng, FaultKind::kCrashMn, FaultKind::kRestartMn, !refused(FaultKind::kRestartMn),
+             mns);
+  }
+
+  auto rate = [&message_rng] {
+    bool on = message_rng.Chance(0.5);
+    double p = static_cast<double>(1 + message_rng.Uniform(kRateStepsMax)) / 10'000;
+    return on ? p : 0.0;
+  };
+  s.messages.drop_probability = rate();
+  s.messages.duplicate_probability = rate();
+  s.messages.delay_probability = rate();
+  uint64_t d_min = kDelayUsMin + message_rng.Uniform(kDelayUsMax - kDelayUsMin + 1);
+  uint64_t d_max = d_min + message_rng.Uniform(kDelayUsMax - d_min + 1);
+  if (s.messages.delay_probability > 0) {
+    s.messages.delay_ns_min = d_min * 1'000;
+    s.messages.delay_ns_max = d_max * 1'000;
+  }
+  assert(s.Validate(limits).ok());
+  return s;
+}
+
+}  // namespace pond::sim

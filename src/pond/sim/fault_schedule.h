@@ -1,0 +1,120 @@
+// FaultSchedule: which nodes crash, restart, are cut off or healed, and when, plus how messages
+// misbehave — the whole fault plan of one simulated run, written as a one-line spec that a user
+// types after `--faults` and that a run prints so it replays (STYLE.md item 6; grammar and rules
+// in docs/fault_schedules.md).
+//
+// The schedule is a plan, not an actor: it schedules nothing and knows no verbs, transactions or
+// recovery; it knows only two node kinds (CN, MN), node ids and virtual times. The cluster that
+// runs it turns each event into an engine event. Parse() checks only the spec's syntax;
+// Validate() checks the plan against one cluster (node counts, which kinds the cluster survives,
+// how many nodes may be away at once), since the same spec may fit one cluster and not another.
+// RandomSchedule() draws a plan from an Rng within the same limits, so "--faults random" is one
+// seed like everything else, and the run prints the drawn plan as a spec.
+//
+// Thread rules: plain values and pure functions; one thread may use an object at a time, and
+// copies are independent.
+// Invariants: Parse() returns events sorted by at_ns, equal times in spec order (a stable sort);
+// ToString() prints a spec that Parse() turns back into an equal schedule; every event time is at
+// most kFaultTimeNsLimit; RandomSchedule() returns only schedules that pass Validate().
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pond/rng.h"
+#include "pond/sim/faults.h"
+#include "pond/status.h"
+
+namespace pond::sim {
+
+// The latest time a spec may name (10 virtual seconds), as for message delays: far beyond any
+// simulated run, and small enough that a time plus a delay cannot overflow.
+inline constexpr uint64_t kFaultTimeNsLimit = 10'000'000'000ULL;
+
+// The spec that asks for RandomSchedule() instead of a list; the caller checks for it, Parse()
+// refuses it.
+inline constexpr std::string_view kRandomFaultSpec = "random";
+
+// The horizon RandomSchedule() assumes when the limits give none.
+inline constexpr uint64_t kRandomFaultHorizonNsDefault = 100'000'000;  // 100 ms
+
+enum class FaultKind : unsigned char {
+  kCrashCn,      // the CN stops: it loses its volatile state and sends and receives nothing
+  kRestartCn,    // a crashed CN comes back empty and rejoins
+  kCrashMn,      // the same for an MN
+  kRestartMn,    // a crashed MN comes back empty and rejoins
+  kPartitionCn,  // the CN keeps running but no message or verb reaches it or leaves it
+  kHealCn,       // its links come back
+};
+inline constexpr int kFaultKindCount = 6;
+
+// The kind's spec word, e.g. "crash-cn".
+std::string_view FaultKindName(FaultKind kind);
+// True for the kinds that name a CN (crash-cn, restart-cn, partition-cn, heal-cn).
+bool IsCnFault(FaultKind kind);
+
+struct FaultEvent {
+  FaultKind kind;
+  uint16_t node;   // 0-based CN id or MN id, by kind
+  uint64_t at_ns;  // virtual time since the start of the run
+  friend bool operator==(const FaultEvent&, const FaultEvent&) = default;
+};
+
+// What one cluster can run; Validate() and RandomSchedule() hold a schedule to it.
+struct FaultLimits {
+  uint16_t cns = 0;
+  uint16_t mns = 0;
+  uint16_t min_cns_up = 1;    // CNs up and unpartitioned, at every instant
+  uint16_t max_mns_down = 0;  // MNs down at once
+  uint64_t horizon_ns = 0;    // every event strictly before it; 0 = no horizon
+  // Kinds this cluster cannot run yet, each with the one-line reason the user sees
+  // (e.g. {kCrashMn, "MN crashes are not survived yet"}).
+  std::vector<std::pair<FaultKind, std::string>> refused;
+  // CNs that may be neither crashed nor partitioned, each with its reason
+  // (e.g. {0, "CN 0 hosts the timestamp oracle"}).
+  std::vector<std::pair<uint16_t, std::string>> protected_cns;
+};
+
+struct FaultSchedule {
+  std::vector<FaultEvent> events;  // sorted by at_ns; equal times in spec order
+  // Message faults for the whole run. Parse() only sets the probabilities and the uniform delay
+  // bounds; delay_distribution stays kUniform.
+  FaultConfig messages;
+
+  // The schedule a spec describes (docs/fault_schedules.md), or InvalidArgument with one line
+  // naming the first bad item and why. Checks syntax and ranges only; "" is the empty schedule.
+  // `random` is refused: the caller draws with RandomSchedule() instead.
+  static Result<FaultSchedule> Parse(std::string_view spec);
+
+  // OK if this schedule can run on the cluster `limits` describes, or InvalidArgument with one
+  // line naming the first event (or the message faults) that cannot, and why. Walks the events in
+  // order, each node in one of three states (up, down, partitioned; all up at the start): crash
+  // and partition only of an up node, restart only of a down one, heal only of a partitioned
+  // one; after every event at least min_cns_up CNs up and at most max_mns_down MNs down.
+  Status Validate(const FaultLimits& limits) const;
+
+  // The canonical spec: events in order, then drop, duplicate, delay (each only if set); times
+  // in the largest unit that keeps them whole, probabilities in the shortest decimal that reads
+  // back to the same double. Parse(ToString()) == *this.
+  std::string ToString() const;
+
+  // No events and no message faults: the run is fault-free.
+  bool empty() const { return events.empty() && !messages.enabled(); }
+
+  friend bool operator==(const FaultSchedule& a, const FaultSchedule& b);
+};
+
+// A schedule drawn from `rng` within `limits`, deterministic in the rng's state. It has 1 to 4
+// CN crashes (most restarted 1 to 10 ms later), at most one CN partition (usually healed), at
+// most one MN crash and restart (only if max_mns_down >= 1), and each message fault with chance
+// 1/2 (drop, duplicate, delay up to 1%; delays 1 us to 200 us). Every event lies in
+// [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or kRandomFaultHorizonNsDefault if 0,
+// at most kFaultTimeNsLimit). Kinds in limits.refused and protected CNs are never drawn; a draw
+// that would break a limit is redrawn a bounded number of times, then left out, so a small
+// cluster gets fewer events. The result passes Validate(limits).
+FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits);
+
+}  // namespace pond::sim

@@ -1,0 +1,514 @@
+#include "pond/sim/fault_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pond::sim {
+namespace {
+
+uint64_t TestSeed() {
+  int s = ::testing::UnitTest::GetInstance()->random_seed();
+  uint64_t seed = s == 0 ? 20240601 : static_cast<uint64_t>(s);
+  ::testing::Test::RecordProperty("seed", std::to_string(seed));
+  return seed;
+}
+
+constexpr uint64_t kMs = 1'000'000, kUs = 1'000;
+
+FaultSchedule MustParse(std::string_view spec) {
+  Result<FaultSchedule> s = FaultSchedule::Parse(spec);
+  EXPECT_TRUE(s.ok()) << spec << ": " << s.status().ToString();
+  return s.value_or(FaultSchedule{});
+}
+
+// The error of a spec that must not parse; empty (and a test failure) if it parses.
+std::string ParseError(std::string_view spec) {
+  Result<FaultSchedule> s = FaultSchedule::Parse(spec);
+  EXPECT_FALSE(s.ok()) << spec << " parsed";
+  if (s.ok()) return "";
+  EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << spec;
+  EXPECT_EQ(s.status().message().find('\n'), std::string::npos) << s.status().message();
+  return s.status().message();
+}
+
+std::string ValidateError(std::string_view spec, const FaultLimits& limits) {
+  Status st = MustParse(spec).Validate(limits);
+  EXPECT_FALSE(st.ok()) << spec << " validated";
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << spec;
+  EXPECT_EQ(st.message().find('\n'), std::string::npos) << st.message();
+  return st.message();
+}
+
+FaultLimits Cluster(uint16_t cns, uint16_t mns) {
+  FaultLimits l;
+  l.cns = cns;
+  l.mns = mns;
+  return l;
+}
+
+TEST(FaultScheduleTest, ParsesTheExample) {
+  FaultSchedule s =
+      MustParse("crash-cn:2@5ms,crash-cn:5@5ms,restart-cn:2@40ms,crash-mn:1@12ms,drop:0.01");
+  std::vector<FaultEvent> want = {{FaultKind::kCrashCn, 2, 5 * kMs},
+                                  {FaultKind::kCrashCn, 5, 5 * kMs},
+                                  {FaultKind::kCrashMn, 1, 12 * kMs},
+                                  {FaultKind::kRestartCn, 2, 40 * kMs}};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.messages.drop_probability, 0.01);
+  EXPECT_EQ(s.messages.duplicate_probability, 0);
+  EXPECT_EQ(s.messages.delay_probability, 0);
+  EXPECT_FALSE(s.empty());
+}
+
+TEST(FaultScheduleTest, ParsesEveryKind) {
+  const std::vector<std::pair<std::string, FaultKind>> kinds = {
+      {"crash-cn", FaultKind::kCrashCn},         {"restart-cn", FaultKind::kRestartCn},
+      {"crash-mn", FaultKind::kCrashMn},         {"restart-mn", FaultKind::kRestartMn},
+      {"partition-cn", FaultKind::kPartitionCn}, {"heal-cn", FaultKind::kHealCn}};
+  ASSERT_EQ(kinds.size(), static_cast<size_t>(kFaultKindCount));
+  for (const auto& [name, kind] : kinds) {
+    FaultSchedule s = MustParse(name + ":3@7us");
+    ASSERT_EQ(s.events.size(), 1u) << name;
+    EXPECT_EQ(s.events[0], (FaultEvent{kind, 3, 7 * kUs})) << name;
+    EXPECT_EQ(FaultKindName(kind), name);
+    EXPECT_EQ(IsCnFault(kind), name.ends_with("-cn")) << name;
+  }
+}
+
+TEST(FaultScheduleTest, ParsesEveryUnitAndFractions) {
+  const std::vector<std::pair<std::string, uint64_t>> times = {
+      {"7ns", 7},
+      {"3us", 3'000},
+      {"2ms", 2'000'000},
+      {"1s", 1'000'000'000},
+      {"0s", 0},
+      {"1.5ms", 1'500'000},
+      {"0.25us", 250},
+      {"3.000ns", 3},  // trailing zeros keep a time whole
+      {"2.000000001s", 2'000'000'001},
+      {"0.000001ms", 1},
+      {"007ms", 7'000'000},
+      {"10s", kFaultTimeNsLimit},  // the limit itself is allowed
+      {"9999999999ns", 9'999'999'999}};
+  for (const auto& [text, ns] : times) {
+    FaultSchedule s = MustParse("crash-cn:0@" + text);
+    ASSERT_EQ(s.events.size(), 1u) << text;
+    EXPECT_EQ(s.events[0].at_ns, ns) << text;
+  }
+}
+
+TEST(FaultScheduleTest, ParsesMessageFaults) {
+  FaultSchedule s = MustParse("drop:0.001,duplicate:1,delay:0.5@1.5us-0.2ms");
+  EXPECT_TRUE(s.events.empty());
+  EXPECT_EQ(s.messages.drop_probability, 0.001);
+  EXPECT_EQ(s.messages.duplicate_probability, 1.0);
+  EXPECT_EQ(s.messages.delay_probability, 0.5);
+  EXPECT_EQ(s.messages.delay_distribution, DelayDistribution::kUniform);
+  EXPECT_EQ(s.messages.delay_ns_min, 1'500u);
+  EXPECT_EQ(s.messages.delay_ns_max, 200'000u);
+  EXPECT_TRUE(s.messages.Validate().ok());
+  EXPECT_FALSE(s.empty());
+  // Equal bounds are a fixed delay.
+  EXPECT_EQ(MustParse("delay:1@5us-5us").messages.delay_ns_min, 5'000u);
+}
+
+TEST(FaultScheduleTest, EmptySpecIsTheEmptySchedule) {
+  FaultSchedule s = MustParse("");
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.ToString(), "");
+  // A probability of 0 is allowed and changes nothing.
+  EXPECT_TRUE(MustParse("drop:0,duplicate:0").empty());
+}
+
+TEST(FaultScheduleTest, BadItemsAreNamedWithTheReason) {
+  struct Case {
+    std::string spec;
+    std::string item;    // "item N 'text'" the message must name; "item 1": the whole spec
+    std::string reason;  // a part of the reason
+  };
+  const std::vector<Case> cases = {
+      {"crash-cn:1@5ms,,drop:0.1", "item 2 ''", "empty item"},
+      {"crash-cn:1@5ms,", "item 2 ''", "empty item"},  // trailing comma
+      {",crash-cn:1@5ms", "item 1 ''", "empty item"},
+      {"crash-cn:1@5ms, drop:0.1", "item 2 ' drop:0.1'", "spaces"},
+      {"crash-cn1@5ms", "item 1 'crash-cn1@5ms'", "missing ':'"},
+      {"drop:0.1,crash-cn:1", "item 2 'crash-cn:1'", "missing '@'"},
+      {"crash-xx:1@5ms", "item 1 'crash-xx:1@5ms'", "unknown kind 'crash-xx' (kinds: crash-cn,"},
+      {"Crash-CN:1@5ms", "item 1 'Crash-CN:1@5ms'", "unknown kind"},
+      {"crash-cn:x@5ms", "item 1 'crash-cn:x@5ms'", "bad node 'x'"},
+      {"crash-cn:@5ms", "item 1 'crash-cn:@5ms'", "bad node ''"},
+      {"crash-cn:-1@5ms", "item 1 'crash-cn:-1@5ms'", "bad node '-1'"},
+      {"crash-cn:65536@5ms", "item 1 'crash-cn:65536@5ms'", "bad node '65536'"},
+      {"crash-cn:1@5m", "item 1 'crash-cn:1@5m'", "bad unit 'm'"},
+      {"crash-cn:1@5", "item 1 'crash-cn:1@5'", "bad unit ''"},
+      {"crash-cn:1@5sec", "item 1 'crash-cn:1@5sec'", "bad unit 'sec'"},
+      {"crash-cn:1@ms", "item 1 'crash-cn:1@ms'", "bad time 'ms'"},
+      {"crash-cn:1@.5ms", "item 1 'crash-cn:1@.5ms'", "bad time"},
+      {"crash-cn:1@1e3us", "item 1 'crash-cn:1@1e3us'", "bad unit"},
+      {"crash-cn:1@-5ms", "item 1 'crash-cn:1@-5ms'", "negative time '-5ms'"},
+      {"crash-cn:1@10.000000001s", "item 1", "exceeds the limit of 10s"},
+      {"crash-cn:1@11s", "item 1", "exceeds the limit"},
+      {"crash-cn:1@99999999999999999999999999s", "item 1", "exceeds the limit"},
+      {"crash-cn:1@1.5ns", "item 1 'crash-cn:1@1.5ns'", "not a whole number of nanoseconds"},
+      {"crash-cn:1@0.0000000001s", "item 1", "not a whole number of nanoseconds"},
+      {"drop:1.5", "item 1 'drop:1.5'", "not in [0, 1]"},
+      {"drop:-0.1", "item 1 'drop:-0.1'", "negative probability"},
+      {"duplicate:1e-3", "item 1 'duplicate:1e-3'", "bad probability"},
+      {"duplicate:nan", "item 1 'duplicate:nan'", "bad probability"},
+      {"drop:", "item 1 'drop:'", "bad probability ''"},
+      {"delay:0.1@200us-1us", "item 1 'delay:0.1@200us-1us'",
+       "minimum 200us exceeds the maximum 1us"},
+      {"delay:0.1@1us", "item 1 'delay:0.1@1us'", "missing '-'"},
+      {"delay:0.1", "item 1 'delay:0.1'", "missing '@'"},
+      {"delay:2@1us-2us", "item 1", "not in [0, 1]"},
+      {"delay:0.1@-1us-2us", "item 1", "negative time '-1us'"},
+      {"delay:0.1@1us--2us", "item 1", "negative time '-2us'"},
+      {"delay:0.1@0ns-0ns", "item 1", "a delay needs a maximum above 0"},
+      {"delay:0.1@1us-11s", "item 1", "exceeds the limit"},
+      {"drop:0.1,crash-cn:1@1ms,drop:0.2", "item 3 'drop:0.2'",
+       "drop given twice (first as item 1)"},
+      {"random", "item 1 'random'", "'random' stands alone"},
+      {"crash-cn:1@5ms,random", "item 2 'random'", "'random' stands alone"},
+  };
+  for (const Case& c : cases) {
+    std::string msg = ParseError(c.spec);
+    std::string item = c.item == "item 1" ? "item 1 '" + c.spec + "'" : c.item;
+    EXPECT_TRUE(msg.starts_with("--faults " + item + ": ")) << c.spec << " -> " << msg;
+    EXPECT_NE(msg.find(c.reason), std::string::npos) << c.spec << " -> " << msg;
+  }
+}
+
+TEST(FaultScheduleTest, SortsByTimeKeepingSpecOrderAmongEqualTimes) {
+  FaultSchedule s = MustParse(
+      "restart-cn:3@2ms,crash-cn:1@1ms,crash-cn:0@2ms,heal-cn:2@1ms,crash-mn:0@2ms,"
+      "crash-cn:7@0.5ms");
+  std::vector<FaultEvent> want = {
+      {FaultKind::kCrashCn, 7, 500 * kUs}, {FaultKind::kCrashCn, 1, 1 * kMs},
+      {FaultKind::kHealCn, 2, 1 * kMs},    {FaultKind::kRestartCn, 3, 2 * kMs},
+      {FaultKind::kCrashCn, 0, 2 * kMs},   {FaultKind::kCrashMn, 0, 2 * kMs}};
+  EXPECT_EQ(s.events, want);
+  // Spec order among equal times decides validity: the crash must come before the restart.
+  FaultLimits l = Cluster(4, 3);
+  EXPECT_TRUE(MustParse("crash-cn:1@5ms,restart-cn:1@5ms").Validate(l).ok());
+  EXPECT_NE(ValidateError("restart-cn:1@5ms,crash-cn:1@5ms", l).find("CN 1 is up"),
+            std::string::npos);
+}
+
+TEST(FaultScheduleTest, ValidateAcceptsTheExampleOnABigEnoughCluster) {
+  FaultLimits l = Cluster(6, 3);
+  l.max_mns_down = 1;
+  l.horizon_ns = 50 * kMs;
+  EXPECT_TRUE(MustParse("crash-cn:2@5ms,crash-cn:5@5ms,restart-cn:2@40ms,crash-mn:1@12ms,drop:0.01")
+                  .Validate(l)
+                  .ok());
+  EXPECT_TRUE(FaultSchedule{}.Validate(Cluster(0, 0)).ok());  // nothing to check
+  // A full cycle of every kind.
+  EXPECT_TRUE(MustParse("partition-cn:1@1ms,heal-cn:1@2ms,crash-cn:1@3ms,restart-cn:1@4ms,"
+                        "crash-mn:0@1ms,restart-mn:0@2ms,crash-mn:0@3ms")
+                  .Validate(l)
+                  .ok());
+}
+
+TEST(FaultScheduleTest, ValidateRefusesEventsThatDoNotFitTheCluster) {
+  FaultLimits l = Cluster(4, 3);
+  l.max_mns_down = 1;
+  struct Case {
+    std::string spec;
+    std::string item;    // the event the message must name
+    std::string reason;  // a part of the reason
+  };
+  const std::vector<Case> cases = {
+      {"restart-cn:1@5ms", "restart-cn:1@5ms", "CN 1 is up, and restart-cn needs it down"},
+      {"restart-mn:2@5ms", "restart-mn:2@5ms", "MN 2 is up, and restart-mn needs it down"},
+      {"crash-cn:1@5ms,crash-cn:1@6ms", "crash-cn:1@6ms", "CN 1 is down, and crash-cn needs it up"},
+      {"crash-mn:0@5ms,crash-mn:0@6ms", "crash-mn:0@6ms", "MN 0 is down"},
+      {"crash-cn:4@5ms", "crash-cn:4@5ms", "no CN 4 (the cluster has 4 CNs)"},
+      {"crash-mn:3@5ms", "crash-mn:3@5ms", "no MN 3 (the cluster has 3 MNs)"},
+      {"heal-cn:1@5ms", "heal-cn:1@5ms", "CN 1 is up, and heal-cn needs it partitioned"},
+      {"partition-cn:1@1ms,partition-cn:1@2ms", "partition-cn:1@2ms", "CN 1 is partitioned"},
+      {"crash-cn:1@1ms,partition-cn:1@2ms", "partition-cn:1@2ms", "CN 1 is down"},
+      // A partitioned CN is not up: heal it before crashing it.
+      {"partition-cn:1@1ms,crash-cn:1@2ms", "crash-cn:1@2ms", "CN 1 is partitioned"},
+      {"crash-cn:1@1ms,heal-cn:1@2ms", "heal-cn:1@2ms", "CN 1 is down"},
+      // Too many MNs down at once (max 1), though each crash alone is fine.
+      {"crash-mn:0@1ms,crash-mn:1@2ms", "crash-mn:1@2ms", "leaves 2 MNs down, more than the 1"},
+  };
+  for (const Case& c : cases) {
+    std::string msg = ValidateError(c.spec, l);
+    EXPECT_TRUE(msg.starts_with("--faults item '" + c.item + "': ")) << c.spec << " -> " << msg;
+    EXPECT_NE(msg.find(c.reason), std::string::npos) << c.spec << " -> " << msg;
+  }
+  // After a restart the MN count goes down again, so a second MN may crash.
+  EXPECT_TRUE(MustParse("crash-mn:0@1ms,restart-mn:0@2ms,crash-mn:1@3ms").Validate(l).ok());
+  // With the default max_mns_down of 0 no MN may crash at all.
+  EXPECT_NE(ValidateError("crash-mn:0@1ms", Cluster(4, 3)).find("leaves 1 MNs down"),
+            std::string::npos);
+}
+
+TEST(FaultScheduleTest, ValidateKeepsEnoughCnsUp) {
+  FaultLimits l = Cluster(4, 1);
+  l.min_cns_up = 2;
+  EXPECT_TRUE(MustParse("crash-cn:0@1ms,crash-cn:1@2ms").Validate(l).ok());
+  std::string msg = ValidateError("crash-cn:0@1ms,crash-cn:1@2ms,crash-cn:2@3ms", l);
+  EXPECT_NE(msg.find("'crash-cn:2@3ms': leaves 1 CNs up and unpartitioned, fewer than the 2"),
+            std::string::npos)
+      << msg;
+  // A partitioned CN counts as away.
+  msg = ValidateError("crash-cn:0@1ms,partition-cn:1@2ms,partition-cn:2@3ms", l);
+  EXPECT_NE(msg.find("'partition-cn:2@3ms': leaves 1 CNs"), std::string::npos) << msg;
+  // ...and comes back when healed; a restart brings one back too.
+  EXPECT_TRUE(MustParse("crash-cn:0@1ms,partition-cn:1@2ms,heal-cn:1@3ms,partition-cn:2@4ms,"
+                        "restart-cn:0@5ms,crash-cn:3@6ms")
+                  .Validate(l)
+                  .ok());
+}
+
+TEST(FaultScheduleTest, ValidateGivesTheCallersReasons) {
+  FaultLimits l = Cluster(4, 3);
+  l.max_mns_down = 1;
+  l.refused = {{FaultKind::kCrashMn, "MN crashes are not survived yet"},
+               {FaultKind::kPartitionCn, "partitions need leases"}};
+  l.protected_cns = {{0, "it hosts the timestamp oracle"}};
+  std::string msg = ValidateError("crash-cn:2@5ms,crash-mn:1@12ms", l);
+  EXPECT_EQ(msg, "--faults item 'crash-mn:1@12ms': crash-mn: MN crashes are not survived yet");
+  msg = ValidateError("partition-cn:1@1ms", l);
+  EXPECT_EQ(msg, "--faults item 'partition-cn:1@1ms': partition-cn: partitions need leases");
+  msg = ValidateError("crash-cn:0@1ms", l);
+  EXPECT_EQ(msg,
+            "--faults item 'crash-cn:0@1ms': CN 0 may not be crashed or partitioned: it hosts the "
+            "timestamp oracle");
+  // The refusal holds even where the event would be wrong anyway: the reason is the news.
+  msg = ValidateError("crash-mn:9@1ms", l);
+  EXPECT_NE(msg.find("not survived yet"), std::string::npos) << msg;
+  // Other CNs and kinds are not affected.
+  EXPECT_TRUE(MustParse("crash-cn:1@1ms,restart-cn:1@2ms").Validate(l).ok());
+}
+
+TEST(FaultScheduleTest, ValidateHoldsEventsToTheHorizonAndOrder) {
+  FaultLimits l = Cluster(4, 3);
+  l.horizon_ns = 10 * kMs;
+  EXPECT_TRUE(MustParse("crash-cn:1@9.999999ms").Validate(l).ok());
+  std::string msg = ValidateError("crash-cn:1@10ms", l);
+  EXPECT_NE(msg.find("at or after the end of the run (10ms)"), std::string::npos) << msg;
+
+  // Hand-built schedules are checked for what Parse() guarantees.
+  FaultSchedule s;
+  s.events = {{FaultKind::kCrashCn, 1, 2 * kMs}, {FaultKind::kRestartCn, 1, 1 * kMs}};
+  Status st = s.Validate(Cluster(4, 3));
+  EXPECT_NE(st.message().find("'restart-cn:1@1ms': out of time order"), std::string::npos)
+      << st.message();
+  s.events = {{FaultKind::kCrashCn, 1, kFaultTimeNsLimit + 1}};
+  st = s.Validate(Cluster(4, 3));
+  EXPECT_NE(st.message().find("exceeds the limit"), std::string::npos) << st.message();
+  s.events.clear();
+  s.messages.drop_probability = 2;
+  st = s.Validate(Cluster(4, 3));
+  EXPECT_NE(st.message().find("--faults message faults: drop_probability"), std::string::npos)
+      << st.message();
+  s.messages = {};
+  s.messages.delay_probability = 0.1;
+  s.messages.delay_ns_max = 10;
+  s.messages.delay_ns_mean = 5;
+  s.messages.delay_distribution = DelayDistribution::kExponential;
+  EXPECT_FALSE(s.Validate(Cluster(4, 3)).ok());  // a spec cannot say it
+}
+
+TEST(FaultScheduleTest, ToStringIsCanonical) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"crash-cn:1@1.5ms", "crash-cn:1@1500us"},
+      {"crash-cn:1@2000ms", "crash-cn:1@2s"},
+      {"crash-cn:1@0.000001s", "crash-cn:1@1us"},
+      {"crash-cn:1@1234567ns", "crash-cn:1@1234567ns"},
+      {"crash-cn:01@0ms", "crash-cn:1@0s"},
+      {"drop:0.0100", "drop:0.01"},
+      {"delay:0.25@1000ns-0.2ms,duplicate:1.0,drop:1", "drop:1,duplicate:1,delay:0.25@1us-200us"},
+      {"drop:0", ""},
+      {"delay:0@1us-2us", "delay:0@1us-2us"},  // bounds without a probability still round-trip
+      {"restart-cn:2@40ms,drop:0.01,crash-cn:2@5ms", "crash-cn:2@5ms,restart-cn:2@40ms,drop:0.01"},
+  };
+  for (const auto& [spec, canonical] : cases) {
+    FaultSchedule s = MustParse(spec);
+    EXPECT_EQ(s.ToString(), canonical) << spec;
+    EXPECT_EQ(MustParse(s.ToString()), s) << spec;
+  }
+}
+
+TEST(FaultScheduleTest, ToStringRoundTripsAwkwardValues) {
+  // Probabilities that are not short decimals, and the extreme node and time.
+  for (double p : {1.0 / 3, 0.1 + 0.2, 1e-300, 5e-324, 0.9999999999999999, 0.0001}) {
+    FaultSchedule s;
+    s.events = {{FaultKind::kCrashCn, 65535, kFaultTimeNsLimit},
+                {FaultKind::kRestartCn, 65535, kFaultTimeNsLimit}};
+    s.messages.drop_probability = p;
+    s.messages.delay_probability = p;
+    s.messages.delay_ns_min = 1;
+    s.messages.delay_ns_max = kFaultTimeNsLimit;
+    Result<FaultSchedule> back = FaultSchedule::Parse(s.ToString());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, s) << s.ToString();
+    EXPECT_EQ(back->messages.drop_probability, p);
+  }
+  // Equality sees every field.
+  FaultSchedule a = MustParse("crash-cn:1@1ms,drop:0.1"), b = a;
+  b.messages.delay_ns_mean = 1;
+  EXPECT_FALSE(a == b);
+  b = a;
+  b.events[0].node = 2;
+  EXPECT_FALSE(a == b);
+}
+
+// The limits RandomSchedule() is tried on: from one CN that must stay up to a large cluster
+// with refusals and protected CNs.
+std::vector<FaultLimits> SomeLimits() {
+  std::vector<FaultLimits> all;
+  FaultLimits l = Cluster(8, 4);
+  l.max_mns_down = 1;
+  l.horizon_ns = 50 * kMs;
+  all.push_back(l);
+  l = Cluster(3, 3);
+  l.min_cns_up = 2;
+  l.horizon_ns = 10 * kMs;
+  l.refused = {{FaultKind::kCrashMn, "MN crashes are not survived yet"}};
+  l.protected_cns = {{0, "it hosts the timestamp oracle"}};
+  all.push_back(l);
+  l = Cluster(3, 1);
+  l.horizon_ns = 0;  // the default horizon
+  l.refused = {{FaultKind::kRestartCn, "restarts are not survived yet"},
+               {FaultKind::kHealCn, "heals are not survived yet"}};
+  all.push_back(l);
+  l = Cluster(1, 2);  // the one CN must stay up: no CN events at all
+  l.max_mns_down = 2;
+  l.horizon_ns = 100;  // a window too short for whole microseconds
+  all.push_back(l);
+  l = Cluster(16, 6);
+  l.min_cns_up = 12;
+  l.max_mns_down = 2;
+  l.horizon_ns = 60'000'000'000;  // beyond the time limit: drawn within it
+  all.push_back(l);
+  return all;
+}
+
+TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Rng rng(seed);
+  std::vector<FaultLimits> all = SomeLimits();
+  for (size_t li = 0; li < all.size(); li++) {
+    const FaultLimits& l = all[li];
+    uint64_t horizon =
+        std::min(l.horizon_ns ? l.horizon_ns : kRandomFaultHorizonNsDefault, kFaultTimeNsLimit);
+    std::set<FaultKind> seen;
+    int with_messages = 0;
+    for (int i = 0; i < 1000; i++) {
+      FaultSchedule s = RandomSchedule(rng, l);
+      const std::string spec = s.ToString();
+      SCOPED_TRACE("limits " + std::to_string(li) + " draw " + std::to_string(i) + ": " + spec);
+      Status st = s.Validate(l);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      Result<FaultSchedule> back = FaultSchedule::Parse(spec);
+      ASSERT_TRUE(back.ok()) << back.status().ToString();
+      ASSERT_EQ(*back, s);
+      int counts[kFaultKindCount] = {};
+      for (const FaultEvent& e : s.events) {
+        ASSERT_GE(e.at_ns, horizon / 10);
+        ASSERT_LE(e.at_ns, horizon * 9 / 10);
+        counts[static_cast<int>(e.kind)]++;
+        seen.insert(e.kind);
+      }
+      ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCn)], 4);
+      ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)], 1);
+      ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashMn)], 1);
+      ASSERT_LE(s.messages.drop_probability, 0.01);
+      ASSERT_LE(s.messages.duplicate_probability, 0.01);
+      ASSERT_LE(s.messages.delay_probability, 0.01);
+      if (s.messages.delay_probability > 0) {
+        ASSERT_GE(s.messages.delay_ns_min, 1 * kUs);
+        ASSERT_LE(s.messages.delay_ns_max, 200 * kUs);
+      }
+      with_messages += s.messages.enabled();
+    }
+    // Every kind the limits allow is drawn somewhere in 1000 draws, and no other.
+    for (int k = 0; k < kFaultKindCount; k++) {
+      auto kind = static_cast<FaultKind>(k);
+      bool refused = false;
+      for (const auto& [r, why] : l.refused) refused |= r == kind;
+      bool possible = !refused;
+      if (IsCnFault(kind)) possible &= l.cns > l.min_cns_up;
+      if (!IsCnFault(kind)) possible &= l.max_mns_down >= 1 && l.mns >= 1;
+      // A crash-cn refusal takes its restart along, and so on.
+      if (kind == FaultKind::kRestartCn) possible &= seen.count(FaultKind::kCrashCn) > 0;
+      if (kind == FaultKind::kHealCn) possible &= seen.count(FaultKind::kPartitionCn) > 0;
+      if (kind == FaultKind::kRestartMn) possible &= seen.count(FaultKind::kCrashMn) > 0;
+      EXPECT_EQ(seen.count(kind) > 0, possible) << "limits " << li << " " << FaultKindName(kind);
+    }
+    EXPECT_GT(with_messages, 700) << "limits " << li;  // 1 - 1/8 of draws on average
+    EXPECT_LT(with_messages, 1000) << "limits " << li;
+  }
+}
+
+TEST(FaultScheduleTest, RandomScheduleIsDeterministicPerSeed) {
+  FaultLimits l = SomeLimits()[0];
+  std::set<std::string> specs;
+  for (uint64_t seed = 1; seed <= 100; seed++) {
+    Rng a(seed), b(seed);
+    std::string sa = RandomSchedule(a, l).ToString();
+    EXPECT_EQ(sa, RandomSchedule(b, l).ToString()) << seed;
+    EXPECT_EQ(a.Next(), b.Next()) << seed;  // and leaves the streams alike
+    specs.insert(sa);
+  }
+  EXPECT_GE(specs.size(), 95u);  // different seeds, different schedules
+}
+
+TEST(FaultScheduleTest, RefusedKindsAndProtectedCnsAreNeverDrawn) {
+  const uint64_t seed = TestSeed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  Rng rng(seed);
+  FaultLimits l = Cluster(6, 3);
+  l.max_mns_down = 1;
+  l.horizon_ns = 20 * kMs;
+  l.refused = {{FaultKind::kPartitionCn, "no"}, {FaultKind::kRestartMn, "no"}};
+  l.protected_cns = {{1, "no"}, {4, "no"}};
+  int crashes = 0, mn_crashes = 0;
+  for (int i = 0; i < 1000; i++) {
+    FaultSchedule s = RandomSchedule(rng, l);
+    for (const FaultEvent& e : s.events) {
+      ASSERT_NE(e.kind, FaultKind::kPartitionCn) << s.ToString();
+      ASSERT_NE(e.kind, FaultKind::kHealCn) << s.ToString();
+      ASSERT_NE(e.kind, FaultKind::kRestartMn) << s.ToString();
+      if (e.kind == FaultKind::kCrashCn) {
+        ASSERT_NE(e.node, 1) << s.ToString();
+        ASSERT_NE(e.node, 4) << s.ToString();
+        crashes++;
+      }
+      mn_crashes += e.kind == FaultKind::kCrashMn;
+    }
+  }
+  EXPECT_GT(crashes, 1000);  // the allowed kinds are still drawn
+  EXPECT_GT(mn_crashes, 300);
+}
+
+TEST(FaultScheduleTest, RefusingOneKindLeavesTheOtherDrawsAlone) {
+  FaultLimits all = Cluster(6, 3), no_partition;
+  all.max_mns_down = 1;
+  all.horizon_ns = 20 * kMs;
+  no_partition = all;
+  no_partition.refused = {{FaultKind::kPartitionCn, "no"}};
+  for (uint64_t seed = 1; seed <= 50; seed++) {
+    Rng a(seed), b(seed);
+    FaultSchedule x = RandomSchedule(a, all), y = RandomSchedule(b, no_partition);
+    std::erase_if(x.events, [](const FaultEvent& e) {
+      return e.kind == FaultKind::kPartitionCn || e.kind == FaultKind::kHealCn;
+    });
+    // Partitions are drawn after the crashes, from their own stream, so leaving them out
+    // changes nothing else.
+    EXPECT_EQ(x, y) << seed << ": " << x.ToString() << " vs " << y.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace pond::sim
