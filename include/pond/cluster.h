@@ -75,6 +75,9 @@ struct ClusterConfig {
 
 // Checks a config; InvalidArgument with a one-line reason.
 Status ValidateConfig(const ClusterConfig& c);
+// Whether a simulated cluster with config `c` survives `faults` (in time order): the check of
+// Cluster::ScheduleFaults. InvalidArgument with one line naming the fault and why.
+Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults);
 
 struct TableOptions {
   std::string name;
@@ -202,6 +205,16 @@ struct SimStats {
   uint64_t fault_drops = 0, fault_duplicates = 0, fault_delays = 0;
 };
 
+// Cluster::CheckReplicas's findings.
+struct ReplicaCheck {
+  uint64_t slots = 0;     // live slots compared over all their replicas
+  uint64_t versions = 0;  // visible versions whose records were compared
+  uint64_t acked = 0;     // committed writes looked for
+  uint64_t disagreements = 0, invisible = 0, locked = 0, lost_commits = 0;
+  std::vector<std::string> problems;  // the first few, one line each
+  bool ok() const { return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0; }
+};
+
 // What membership and recovery did in a simulated run with node faults (docs/recovery.md).
 struct FailoverStats {
   struct Failure {
@@ -253,8 +266,13 @@ class Cluster {
   // CN crashes are survived under the lotus protocol with at least 2 CNs alive throughout,
   // except of CN 0 (it hosts the timestamp oracle); restarts, MN crashes and partitions are not
   // yet.
+  // It also turns on the bookkeeping CheckReplicas needs (every write committed from then on).
   Status ScheduleFaults(std::vector<NodeFault> faults);
   FailoverStats GetFailoverStats() const;
+  // After a Run: whether every replica of every record agrees (versions, cells and bytes), no
+  // cell is left INVISIBLE and no lock word held, and — since ScheduleFaults — every write a
+  // transaction committed is still there (docs/recovery.md). Not while a Run is going on.
+  ReplicaCheck CheckReplicas() const;
 
   ClusterStats Stats() const;
   const ClusterConfig& config() const;

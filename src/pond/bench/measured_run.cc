@@ -35,10 +35,19 @@ bool MeasuredRun::Book(Session& s, const Status& st, uint64_t t0, uint64_t t1, b
     c.latency.Record(t1 - t0);
     c.committed.fetch_add(1, std::memory_order_relaxed);
     if (read_write) c.committed_rw.fetch_add(1, std::memory_order_relaxed);
+    const uint64_t ms = t1 > start_ ? (t1 - start_) / 1'000'000 : 0;
+    if (ms < kPerMsBucketsMax) {
+      if (c.per_ms.size() <= ms) c.per_ms.resize(ms + 1, 0);
+      c.per_ms[ms]++;
+    }
     return true;
   }
-  if (st.code() == Code::kAborted) {
+  if (st.code() == Code::kAborted || st.code() == Code::kUnavailable) {
     c.aborted.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (st.code() == Code::kUnknown) {
+    c.unknown.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   std::lock_guard lock(failure_mu_);
@@ -64,6 +73,11 @@ Status MeasuredRun::Finish(RunMeasures* out) {
     out->committed += c.committed.load();
     out->committed_rw += c.committed_rw.load();
     out->aborted += c.aborted.load();
+    out->unknown += c.unknown.load();
+    if (out->committed_per_ms.size() < c.per_ms.size()) {
+      out->committed_per_ms.resize(c.per_ms.size(), 0);
+    }
+    for (size_t i = 0; i < c.per_ms.size(); i++) out->committed_per_ms[i] += c.per_ms[i];
     out->latency_ns.Merge(c.latency);
   }
   return Status::Ok();

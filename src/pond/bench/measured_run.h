@@ -33,6 +33,10 @@ struct RunMeasures {
   uint64_t committed = 0;
   uint64_t committed_rw = 0;
   uint64_t aborted = 0;
+  // Calls whose outcome is not known: the CN running them failed (Code::kUnknown).
+  uint64_t unknown = 0;
+  // Commits per millisecond of the run's time, from its start (for recovery curves).
+  std::vector<uint64_t> committed_per_ms;
   double load_s = 0;             // wall time of loading, before the run (set by the driver)
   Histogram latency_ns;          // committed calls, as the client saw them
   ClusterStats stats;            // over the measured run only
@@ -40,6 +44,9 @@ struct RunMeasures {
   std::optional<SimStats> sim;   // simulated runs: NICs over the measured run, engine counters
   uint64_t sim_cpu_busy_ns = 0;  // simulated runs: worker CPU time spent in the measured run
 };
+
+// A run's commits per millisecond are kept for its first this many milliseconds.
+inline constexpr uint64_t kPerMsBucketsMax = 100'000;
 
 class MeasuredRun {
  public:
@@ -51,9 +58,10 @@ class MeasuredRun {
 
   // Whether a client should start another call.
   bool Running(Session& s) const { return s.clock().NowNs() < deadline_; }
-  // Books a call that ran from t0 to t1 (s.clock()): OK is a commit, kAborted an abort; any
-  // other status is kept as the run's failure (the first one) and false is returned: the client
-  // should stop.
+  // Books a call that ran from t0 to t1 (s.clock()): OK is a commit, kAborted an abort, and
+  // kUnavailable (a call to a failed CN, refused unsent) too; kUnknown is counted apart (its CN
+  // failed under it). Any other status is kept as the run's failure (the first one) and false is
+  // returned: the client should stop.
   bool Book(Session& s, const Status& st, uint64_t t0, uint64_t t1, bool read_write);
   // Publishes the run's time for progress without booking (a call the workload counts itself).
   void Publish(uint64_t t1) { run_now_.store(t1, std::memory_order_relaxed); }
@@ -64,8 +72,9 @@ class MeasuredRun {
 
  private:
   struct alignas(64) Counters {
-    std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0};
+    std::atomic<uint64_t> committed{0}, committed_rw{0}, aborted{0}, unknown{0};
     Histogram latency;
+    std::vector<uint64_t> per_ms;  // written by the worker's own thread only
   };
   void Tick();
 

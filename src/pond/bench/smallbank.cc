@@ -338,15 +338,17 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
   // The money check: every client reads a stride of the accounts in read-only transactions.
   // Nothing else runs now, so the batches add up to one consistent total.
   const bool recording = ctx.recorder() != nullptr;
-  const uint64_t clients = ctx.clients();
   const uint64_t batches = (p_.accounts + kScanBatch - 1) / kScanBatch;
+  // Batches are taken in turn rather than by client index: after a CN crash, its clients are
+  // gone and the others scan its share.
+  std::atomic<uint64_t> next_batch{0};
   std::atomic<bool> scan_failed{false};
   std::mutex scan_mu;
   Status scan_status;  // guarded by scan_mu: why the scan failed
   cluster.Run(ctx.options().coros, [&](Session& s) -> Task<void> {
     SmallBankCounters& me = counters_[ctx.Worker(s)];
     const uint64_t self = ctx.Client(s);
-    for (uint64_t b = self; b < batches && !scan_failed; b += clients) {
+    for (uint64_t b = next_batch++; b < batches && !scan_failed; b = next_batch++) {
       const uint64_t lo = b * kScanBatch, hi = std::min(p_.accounts, lo + kScanBatch);
       int64_t sum = 0;
       TxnHistory hist;

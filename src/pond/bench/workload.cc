@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "pond/check/checker.h"
@@ -98,6 +99,24 @@ uint64_t RunContext::Client(const Session& s) const {
          static_cast<uint64_t>(s.client());
 }
 
+std::optional<double> RecoveryMs(const RunResult& r) {
+  if (!r.failover || r.failover->failures.empty()) return std::nullopt;
+  uint64_t crash_ns = UINT64_MAX;
+  for (const auto& f : r.failover->failures) crash_ns = std::min(crash_ns, f.crash_ns);
+  const std::vector<uint64_t>& per_ms = r.committed_per_ms;
+  const size_t crash_ms = static_cast<size_t>(crash_ns / 1'000'000);
+  // Whole milliseconds before the crash, the first left out (clients are starting).
+  if (crash_ms < 3 || per_ms.size() < crash_ms + 2) return std::nullopt;
+  double before = 0;
+  for (size_t i = 1; i < crash_ms; i++) before += static_cast<double>(per_ms[i]);
+  before /= static_cast<double>(crash_ms - 1);
+  const size_t last = per_ms.size() - 1;  // partial
+  size_t from = last;
+  while (from > crash_ms && static_cast<double>(per_ms[from - 1]) >= 0.95 * before) from--;
+  if (from >= last) return std::nullopt;
+  return std::max(0.0, static_cast<double>(from) - static_cast<double>(crash_ns) / 1e6);
+}
+
 Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
                               const std::function<void(const KvsProgress&)>& progress) {
   auto started = o.sim ? Cluster::StartSimulated(o.cluster, *o.sim) : Cluster::Start(o.cluster);
@@ -115,6 +134,7 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   const uint64_t load_start = wall.NowNs();
   POND_RETURN_IF_ERROR(w.Setup(cluster, ctx));
   result.load_s = static_cast<double>(wall.NowNs() - load_start) / 1e9;
+  if (!o.faults.empty()) POND_RETURN_IF_ERROR(cluster.ScheduleFaults(o.node_faults));
   {
     MeasuredRun run(cluster, o.cluster, o.seconds, progress);
     ctx.run_ = &run;
@@ -127,6 +147,10 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
     }
   }
   POND_RETURN_IF_ERROR(w.Finish(cluster, ctx, &result));
+  if (!o.faults.empty()) {
+    result.failover = cluster.GetFailoverStats();
+    result.replicas = cluster.CheckReplicas();
+  }
   if (recorder != nullptr) {
     Status closed = recorder->Close();
     if (!closed.ok()) return Internal("recording the history failed: " + closed.ToString());

@@ -46,6 +46,11 @@ struct RunOptions {
   bool record = false;
   // Stop issuing after this many calls over all clients; 0: no cap (a recorded run needs one).
   uint64_t calls_max = 0;
+  // Simulated runs: a fault schedule (docs/fault_schedules.md), as its canonical spec (empty:
+  // none) and its node faults; its message faults are in sim->faults. With a schedule, the run
+  // ends with the failover report and the replica check.
+  std::string faults;
+  std::vector<NodeFault> node_faults;
 };
 
 inline constexpr uint64_t kRecordedCallsMax = 1'000'000;
@@ -92,7 +97,16 @@ struct RunResult : RunMeasures {
   bool report_caches = false;
   std::optional<WorkloadCheck> check;
   std::optional<HistoryVerdict> history;
+  // Runs with a fault schedule: what failover did, and whether the replicas agree afterwards.
+  std::optional<FailoverStats> failover;
+  std::optional<ReplicaCheck> replicas;
 };
+
+// From the first crash of a run with a crash in it: the milliseconds until throughput stays
+// within 5% of its mean over the milliseconds before the crash, to the end of the run (the last,
+// partial millisecond left out); nullopt if it never does (or there was no crash, or too little
+// before it to measure).
+std::optional<double> RecoveryMs(const RunResult& r);
 
 class Workload;
 class RunContext;

@@ -90,6 +90,7 @@ void LockClient::Finish(const LockOwner& owner, std::span<const LockRequest> req
   if (c == contacted_.end()) return;
   for (uint64_t bits = c->second; bits != 0; bits &= bits - 1) {
     const auto dest = static_cast<uint16_t>(std::countr_zero(bits));
+    if (IsFailed(dest)) continue;  // its lock table is gone, and with it what the end would end
     LockRequestEntry e{};
     e.txn_id = owner.txn_id;
     e.op = kOpEnd;

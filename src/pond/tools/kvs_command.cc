@@ -29,13 +29,18 @@ struct KvsArgs {
   std::string protocol = "lotus";
   std::string json_path;
   std::string sweep;  // KvsSweep grammar (kvs_sweep.h)
+  std::string faults;  // --faults (simulated)
 };
 
 int RunKvsCommand(KvsArgs& a, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
   bench::RunOptions& o = a.flags.run;
   Status resolved = ResolveRunFlags(&o, a.flags.isolation, a.flags.model, a.protocol, simulate);
+  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
+  if (!a.sweep.empty() && !a.faults.empty()) {
+    return Fail(what, "--faults applies to one run; not with --sweep");
+  }
   bench::KvsWorkload kvs(a.flags.kvs);
   if (a.sweep.empty()) {
     Status valid = bench::ValidateRun(kvs, o);
@@ -113,6 +118,7 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   AddKvsWorkloadFlags(kvs, &a->flags, simulate);
   kvs->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
+  if (simulate) AddFaultsFlag(kvs, &a->faults);
   kvs->add_option("--sweep", a->sweep,
                   fmt::format("run one point per combination: KEY=V1,V2,...[,KEY2=A..B...] (A..B: "
                               "integers A to B; first key outermost; at most {} points); KEY is "

@@ -50,6 +50,13 @@ Status ResolveKvsFlags(KvsFlags* f, bool simulate);
 std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,
                                                                   std::string label);
 
+// Registers --faults SPEC (simulated runs; docs/fault_schedules.md) into *spec.
+void AddFaultsFlag(CLI::App* cmd, std::string* spec);
+// After ResolveRunFlags: parses `spec` ("random" draws one from the seed), validates it against
+// the cluster and what it survives, and puts it into o (node faults, message faults into the
+// model, the canonical spec). InvalidArgument in one line on a bad or unsurvivable spec.
+Status ResolveFaults(bench::RunOptions* o, const std::string& spec);
+
 // "lotus, motor, ford, or an ablation step: +full-record, ..., +vt-cache", for --help.
 std::string ProtocolChoices();
 

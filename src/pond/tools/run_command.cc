@@ -74,6 +74,66 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
     std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
                 r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
   }
+  PrintFailover(r);
+}
+
+void PrintFailover(const bench::RunResult& r) {
+  if (r.failover) {
+    const FailoverStats& f = *r.failover;
+    for (const auto& x : f.failures) {
+      const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
+      std::printf(
+          "failover     CN %u crashed at %.3f ms: lease expired +%.3f ms, recovered +%.3f ms "
+          "(%lu log records: %lu rolled forward, %lu rolled back), its shards served again "
+          "+%.3f ms\n",
+          x.cn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.recovered_ns),
+          static_cast<unsigned long>(x.log_records), static_cast<unsigned long>(x.rolled_forward),
+          static_cast<unsigned long>(x.rolled_back), ms(x.open_ns));
+    }
+    std::printf(
+        "membership   epoch %lu, %lu configuration puts; %lu calls ended unknown, %lu unknown "
+        "outcomes booked; %lu packets lost to crashes; of crashed CNs' batches in flight %lu "
+        "landed, %lu did not%s\n",
+        static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
+        static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
+        static_cast<unsigned long>(f.lost_packets), static_cast<unsigned long>(f.landed_batches),
+        static_cast<unsigned long>(f.lost_batches),
+        f.faults_not_reached > 0
+            ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
+                  .c_str()
+            : "");
+    if (!f.failures.empty()) {
+      std::string series;
+      for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
+        series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);
+      }
+      std::printf("per ms       %s (commits in each millisecond of the run)\n", series.c_str());
+      std::optional<double> rec = bench::RecoveryMs(r);
+      if (rec) {
+        std::printf("recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n",
+                    *rec);
+      } else {
+        std::printf("recovery_ms  not reached (throughput did not come back within 5%% of its "
+                    "level before the crash by the end of the run)\n");
+      }
+    }
+  }
+  if (r.replicas) {
+    const ReplicaCheck& c = *r.replicas;
+    if (c.ok()) {
+      std::printf("replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
+                  "INVISIBLE or locked; %lu committed writes all found\n",
+                  static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
+                  static_cast<unsigned long>(c.acked));
+    } else {
+      std::printf("replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
+                  "commits; first: %s\n",
+                  static_cast<unsigned long>(c.disagreements),
+                  static_cast<unsigned long>(c.invisible), static_cast<unsigned long>(c.locked),
+                  static_cast<unsigned long>(c.lost_commits),
+                  c.problems.empty() ? "" : c.problems[0].c_str());
+    }
+  }
 }
 
 void PrintRunHeader(const std::string& what, const bench::Workload& w,
@@ -84,6 +144,7 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w,
               simulate ? (", model " + o.sim->name).c_str() : "",
               o.cluster.protocol.name.c_str(), RunSettings(o, w).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
+  if (!o.faults.empty()) std::printf("faults       %s\n", o.faults.c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
@@ -131,6 +192,11 @@ int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions
     if (!h->ok) {
       return failed("the history check failed (" + history_path + "): " + h->detail);
     }
+  }
+  if (result->replicas && !result->replicas->ok()) {
+    return failed("the replica check failed: " +
+                  (result->replicas->problems.empty() ? std::string("see above")
+                                                      : result->replicas->problems[0]));
   }
   if (result->check && !result->check->ok) {
     return failed(result->check->name + " failed: " + result->check->detail);

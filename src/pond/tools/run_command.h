@@ -21,6 +21,9 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w, const ben
 // The report of a run, as lines on stdout: throughput, the committed mix, aborts by reason,
 // latency, operations per transaction, NICs (simulated), the workload's check.
 void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r);
+// A run with a fault schedule (part of PrintRunResult): each crash and its recovery, membership,
+// the commits per millisecond and recovery_ms, and the replica check.
+void PrintFailover(const bench::RunResult& r);
 
 // Runs `w` once with `o` (REQUIRES: bench::ValidateRun(w, o) is OK) and reports it; `what` is the command ("sim kvs"). `json_path`: also
 // write the result there; `history_path`: the recorded run's history goes there (o.record).

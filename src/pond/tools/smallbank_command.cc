@@ -28,6 +28,7 @@ struct SmallBankArgs {
   std::string json_path;
   std::string history_path;
   std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
+  std::string faults;  // --faults (simulated)
 };
 
 int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
@@ -36,6 +37,7 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
     if (!a.history_path.empty()) {
       return Fail(what, "--history records one run; it does not go with --sweep");
     }
+    if (!a.faults.empty()) return Fail(what, "--faults applies to one run; not with --sweep");
     // Through `compare`, with this command's protocol as the only row.
     CompareArgs c = SingleProtocolSweep("smallbank", a.run, a.isolation, a.model, a.protocol,
                                         a.sweep, a.json_path);
@@ -46,6 +48,7 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
   }
   bench::RunOptions& o = a.run;
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
+  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (!a.history_path.empty()) {
     o.record = true;
@@ -77,6 +80,7 @@ void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate)
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
+  if (simulate) AddFaultsFlag(cmd, &a->faults);
   cmd->add_option("--history", a->history_path,
                   fmt::format("record every transaction, write the run as a list-append history "
                               "to this file and judge it with the isolation checker (for "

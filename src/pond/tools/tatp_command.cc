@@ -24,10 +24,14 @@ struct TatpArgs {
   std::string protocol = "lotus";
   std::string json_path;
   std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
+  std::string faults;  // --faults (simulated)
 };
 
 int RunTatpCommand(TatpArgs& a, bool simulate) {
   const char* what = simulate ? "sim tatp" : "bench tatp";
+  if (!a.sweep.empty() && !a.faults.empty()) {
+    return Fail(what, "--faults applies to one run; not with --sweep");
+  }
   if (!a.sweep.empty()) {
     // Through `compare`, with this command's protocol as the only row.
     CompareArgs c = SingleProtocolSweep("tatp", a.run, a.isolation, a.model, a.protocol, a.sweep,
@@ -37,6 +41,7 @@ int RunTatpCommand(TatpArgs& a, bool simulate) {
   }
   bench::RunOptions& o = a.run;
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
+  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
   bench::TatpWorkload w(a.p);
   Status valid = bench::ValidateRun(w, o);
@@ -59,6 +64,7 @@ void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
+  if (simulate) AddFaultsFlag(cmd, &a->faults);
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback(

@@ -4,6 +4,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/cluster/replica_check.h"
 #include "pond/txn/failover.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
@@ -66,7 +67,30 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
                    [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
   POND_RETURN_IF_ERROR(cl.failover_->Validate(faults));
   cl.scheduled_faults_ = std::move(faults);
+  for (auto& cn : cl.cns_) {
+    for (auto& w : cn->workers) w->TrackAcknowledged(true);
+  }
   return Status::Ok();
+}
+
+ReplicaCheck Cluster::CheckReplicas() const {
+  const ClusterImpl& cl = *impl_;
+  std::vector<cluster::AckedWrite> acked;
+  for (const auto& cn : cl.cns_) {
+    for (const auto& w : cn->workers) {
+      const auto& by_table = w->acknowledged();
+      for (size_t t = 0; t < by_table.size(); t++) {
+        for (const auto& [key, ts] : by_table[t]) {
+          acked.push_back(cluster::AckedWrite{static_cast<uint16_t>(t), key, ts});
+        }
+      }
+    }
+  }
+  cluster::ReplicaReport r = cluster::CheckReplicas(
+      cl.catalog_, cl.placement_, [&cl](MnId mn) -> const std::byte* { return cl.fabric_->region(mn); },
+      acked);
+  return ReplicaCheck{r.slots,     r.versions, r.acked,        r.disagreements,
+                      r.invisible, r.locked,   r.lost_commits, std::move(r.problems)};
 }
 
 FailoverStats Cluster::GetFailoverStats() const {

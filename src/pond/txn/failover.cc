@@ -41,8 +41,11 @@ Failover::Failover(ClusterImpl& cl)
 
 Failover::~Failover() = default;
 
-Status Failover::Validate(const std::vector<NodeFault>& faults) const {
-  const ClusterConfig& c = cl_.config();
+}  // namespace pond::txn
+
+namespace pond {
+
+Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
   int alive = c.cns;
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
@@ -88,6 +91,14 @@ Status Failover::Validate(const std::vector<NodeFault>& faults) const {
                            "transaction's cell may have held the only version)");
   }
   return Status::Ok();
+}
+
+}  // namespace pond
+
+namespace pond::txn {
+
+Status Failover::Validate(const std::vector<NodeFault>& faults) const {
+  return ValidateNodeFaults(cl_.config(), faults);
 }
 
 void Failover::Arm(const std::vector<NodeFault>& faults) {

@@ -291,6 +291,7 @@ Task<Status> MvccTxn::Commit() {
   held_.clear();
   finished_ = true;
   w_.stats().committed++;
+  for (size_t i : writes) w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, commit_ts_);
   co_return Status::Ok();
 }
 

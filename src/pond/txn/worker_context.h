@@ -81,6 +81,18 @@ class WorkerContext {
   // Clients of the current Run still running on this worker (simulated runs: a crash of the
   // CN takes them away).
   int64_t& clients_running() { return clients_running_; }
+  // Writes acknowledged to clients as committed, newest commit timestamp per (table, key), kept
+  // while tracking is on (a simulated run with faults) for the after-run check that none is lost.
+  void TrackAcknowledged(bool on) { track_acked_ = on; }
+  void Acknowledged(uint16_t table, uint64_t key, uint64_t commit_ts) {
+    if (!track_acked_) return;
+    if (acked_.size() <= table) acked_.resize(size_t{table} + 1);
+    uint64_t& ts = acked_[table][key];
+    if (ts < commit_ts) ts = commit_ts;
+  }
+  const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const {
+    return acked_;
+  }
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
   // its peer must still be there to answer.
@@ -108,6 +120,8 @@ class WorkerContext {
   WorkerStats stats_;
   uint64_t next_txn_id_ = 1;
   int64_t clients_running_ = 0;
+  bool track_acked_ = false;
+  std::vector<std::unordered_map<uint64_t, uint64_t>> acked_;  // by table: key -> commit ts
 };
 
 // A registered procedure: exactly one of the two is set.

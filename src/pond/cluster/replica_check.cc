@@ -1,0 +1,158 @@
+#include "pond/cluster/replica_check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "pond/store/record.h"
+
+namespace pond::cluster {
+
+namespace {
+
+constexpr size_t kProblemsKept = 8;
+
+void Problem(ReplicaReport& r, uint64_t* counter, std::string what) {
+  ++*counter;
+  if (r.problems.size() < kProblemsKept) r.problems.push_back(std::move(what));
+}
+
+std::string Where(const store::TableInfo& t, uint64_t key) {
+  return "table " + t.name + " key " + std::to_string(key);
+}
+
+}  // namespace
+
+ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,
+                            const std::function<const std::byte*(MnId)>& region,
+                            const std::vector<AckedWrite>& acked) {
+  ReplicaReport r;
+  const store::PoolLayout& layout = catalog.layout();
+  const int reps = placement.replication();
+  const uint16_t mns = placement.num_mns();
+  // (table, key) -> the oldest "newest visible version" over the key's replicas.
+  std::map<std::pair<uint16_t, uint64_t>, uint64_t> newest;
+  for (const store::TableInfo& t : catalog.tables()) {
+    for (uint16_t p = 0; p < mns; p++) {
+      for (uint64_t b = 0; b < t.bucket_count; b++) {
+        for (int s = 0; s < t.slots_per_bucket; s++) {
+          std::vector<const std::byte*> slot(static_cast<size_t>(reps));
+          std::vector<MnId> mn(static_cast<size_t>(reps));
+          for (int rep = 0; rep < reps; rep++) {
+            mn[rep] = static_cast<MnId>((p + rep) % mns);
+            slot[rep] = region(mn[rep]) + t.SlotAddr(mn[rep], rep, b, s).offset();
+          }
+          store::CvtHeader h0;
+          std::memcpy(&h0, slot[0], sizeof(h0));
+          if (store::MetaState(h0.meta) != store::kSlotLive) continue;
+          r.slots++;
+          for (int rep = 0; rep < reps; rep++) {
+            store::CvtHeader h;
+            std::memcpy(&h, slot[rep], sizeof(h));
+            if (h.lock != 0 && rep == 0) {
+              Problem(r, &r.locked, Where(t, h0.key) + ": lock word still held on MN " +
+                                        std::to_string(mn[rep]));
+            }
+            if (h.key != h0.key || h.meta != h0.meta) {
+              Problem(r, &r.disagreements,
+                      Where(t, h0.key) + ": replica " + std::to_string(rep) + " on MN " +
+                          std::to_string(mn[rep]) + " holds key " + std::to_string(h.key));
+            }
+          }
+          if (t.single_version) {
+            // Everything but the lock word (held on the primary only, while locked).
+            const size_t lock_at = offsetof(store::SvHeader, lock);
+            for (int rep = 1; rep < reps; rep++) {
+              if (std::memcmp(slot[rep], slot[0], lock_at) != 0 ||
+                  std::memcmp(slot[rep] + lock_at + 8, slot[0] + lock_at + 8,
+                              t.cvt_bytes - lock_at - 8) != 0) {
+                Problem(r, &r.disagreements,
+                        Where(t, h0.key) + ": replica " + std::to_string(rep) + " differs");
+              }
+            }
+            store::SvHeader sv;
+            std::memcpy(&sv, slot[0], sizeof(sv));
+            newest[{t.id, h0.key}] = sv.version;
+            continue;
+          }
+          uint64_t key_newest = UINT64_MAX;
+          std::vector<uint64_t> rep_newest(static_cast<size_t>(reps), 0);
+          for (int c = 0; c < t.versions; c++) {
+            std::vector<store::Cell> cells(static_cast<size_t>(reps));
+            bool torn = false;
+            for (int rep = 0; rep < reps; rep++) {
+              store::CvtCell raw;
+              std::memcpy(&raw, slot[rep] + sizeof(store::CvtHeader) + c * sizeof(raw),
+                          sizeof(raw));
+              Result<store::Cell> cell = store::DecodeCell(raw);
+              if (!cell.ok()) {
+                torn = true;
+                break;
+              }
+              cells[rep] = *cell;
+            }
+            if (torn) {
+              Problem(r, &r.disagreements, Where(t, h0.key) + ": a cell is torn at rest");
+              continue;
+            }
+            const store::Cell& c0 = cells[0];
+            if (c0.valid && c0.commit_ts == store::kInvisible) {
+              Problem(r, &r.invisible, Where(t, h0.key) + ": cell " + std::to_string(c) +
+                                           " left INVISIBLE");
+            }
+            for (int rep = 1; rep < reps; rep++) {
+              const store::Cell& cr = cells[rep];
+              const bool same_record =
+                  (c0.record == 0 && cr.record == 0) ||
+                  (c0.record != 0 && cr.record != 0 &&
+                   c0.record - layout.RecordOffset(0, 0) == cr.record - layout.RecordOffset(rep, 0));
+              if (cr.valid != c0.valid || cr.tombstone != c0.tombstone || cr.cv != c0.cv ||
+                  (c0.valid && (cr.commit_ts != c0.commit_ts || cr.writer != c0.writer ||
+                                !same_record))) {
+                Problem(r, &r.disagreements,
+                        Where(t, h0.key) + ": cell " + std::to_string(c) + " of replica " +
+                            std::to_string(rep) + " differs (ts " + std::to_string(cr.commit_ts) +
+                            " vs " + std::to_string(c0.commit_ts) + ")");
+              }
+            }
+            if (!c0.visible()) continue;
+            for (int rep = 0; rep < reps; rep++) {
+              if (cells[rep].visible()) {
+                rep_newest[rep] = std::max(rep_newest[rep], cells[rep].commit_ts);
+              }
+            }
+            if (c0.tombstone || c0.record == 0) continue;
+            r.versions++;
+            for (int rep = 1; rep < reps; rep++) {
+              if (cells[rep].record == 0) continue;
+              if (std::memcmp(region(mn[rep]) + cells[rep].record, region(mn[0]) + c0.record,
+                              t.record_stride) != 0) {
+                Problem(r, &r.disagreements,
+                        Where(t, h0.key) + ": the record of cell " + std::to_string(c) +
+                            " differs on replica " + std::to_string(rep));
+              }
+            }
+          }
+          for (uint64_t n : rep_newest) key_newest = std::min(key_newest, n);
+          newest[{t.id, h0.key}] = key_newest;
+        }
+      }
+    }
+  }
+  for (const AckedWrite& a : acked) {
+    r.acked++;
+    auto it = newest.find({a.table, a.key});
+    const uint64_t have = it == newest.end() ? 0 : it->second;
+    if (have < a.commit_ts) {
+      const store::TableInfo* t = catalog.Find(a.table);
+      Problem(r, &r.lost_commits,
+              (t != nullptr ? Where(*t, a.key) : "key " + std::to_string(a.key)) +
+                  ": committed at " + std::to_string(a.commit_ts) + ", newest version found " +
+                  std::to_string(have));
+    }
+  }
+  return r;
+}
+
+}  // namespace pond::cluster
