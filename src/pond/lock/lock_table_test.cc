@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <map>
+#include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -238,31 +241,94 @@ TEST(LockTableTest, CollidingKeysShareASlotButNotTheirHolds) {
   EXPECT_TRUE(t->VerifyInvariants().ok());
 }
 
-// Four threads run short transactions (1-8 locks) on a few hundred keys of a tiny table (8
-// buckets, so buckets fill and freed slots are reused all the time), with repeats, upgrades and
-// stray releases mixed in. Mutual exclusion is checked twice over: atomic reader/writer counts per
-// key, and a plain counter per key that only write-lock holders change (a lapse is a data race
-// ThreadSanitizer reports, and a lost or unexpected change the readers and writers see).
+// Four threads run short transactions (1-8 locks) on 300 keys of a tiny table (8 buckets, so
+// buckets fill and freed slots are reused all the time), with repeats, upgrades and stray
+// releases mixed in. Mutual exclusion is checked twice over: atomic reader/writer counts per key,
+// and a plain counter per key that only write-lock holders change (a lapse is a data race
+// ThreadSanitizer reports, and a lost or unexpected change the readers and writers see). Each
+// violation is counted by kind with a description of its first occurrence, so a failure says
+// which rule broke.
+//
+// Full buckets must be reached whatever the scheduler does. A full bucket needs nine keys of one
+// bucket held at one moment, more than one transaction takes (at most 8), so in a free table it
+// needs transactions to overlap, and how much they do is the scheduler's choice: with a second
+// copy of the test beside it (as under `ctest -j` on 2 cores) the median run saw 16 full buckets
+// in ~900,000 requests and 0.4-1.7% of runs none at all (failing the check below), and with the
+// threads run one after another no run ever saw one.
+// So the test first write-locks kBlockersPerBucket keys (outside the workers' range) in every
+// bucket and holds them to the end: with 3 slots left per bucket, a transaction that draws 4 keys
+// of one bucket fills it on its own (thousands of times per run, even with no overlap at all),
+// and the workers' keys crowd into few slots, so freed slots change hands between threads more.
 TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
   constexpr int kThreads = 4;
   constexpr uint64_t kKeys = 300;
   constexpr int kTxnsPerThread = 50000;
+  constexpr uint32_t kBuckets = 8;
+  constexpr int kBlockersPerBucket = kSlotsPerBucket - 3;
   const uint64_t seed = TestSeed();
   SCOPED_TRACE("seed " + std::to_string(seed));
-  auto t = MakeTable(8);
+  auto t = MakeTable(kBuckets);
+
+  // The blockers: keys from kKeys up, the first kBlockersPerBucket of each bucket, one owner that
+  // no worker is (workers run on CNs 0 and 1).
+  const LockOwner blocker = O(1, 2);
+  std::vector<LockKey> blocked;
+  {
+    std::vector<int> in_bucket(kBuckets, 0);
+    for (uint64_t k = kKeys; blocked.size() < kBuckets * kBlockersPerBucket; k++) {
+      const uint32_t b = t->BucketOf(K(k));
+      if (in_bucket[b] == kBlockersPerBucket) continue;
+      in_bucket[b]++;
+      blocked.push_back(K(k));
+      ASSERT_TRUE(t->Acquire(K(k), W, blocker).ok());
+    }
+  }
 
   struct PerKey {
     std::atomic<int> readers{0}, writers{0};
     uint64_t value = 0;  // protected by the key's lock only
   };
   std::vector<PerKey> keys(kKeys);
-  std::atomic<uint64_t> violations{0}, granted{0}, refused{0};
+
+  enum Kind {
+    kRefusedNotConflict,      // Acquire refused with another code than Conflict
+    kWriterNotAlone,          // a new write hold found other writers or readers of its key
+    kReaderWithWriter,        // a new read hold found a writer of its key
+    kValueChanged,            // the key's value changed while this transaction held a lock on it
+    kStrayReleaseTookEffect,  // Release of a hold the transaction lacks was not NotFound
+    kReleaseFailed,           // Release of a hold the transaction has was not Ok
+    kInvariantBroken,         // VerifyInvariants failed while the workers ran
+    kKinds
+  };
+  static constexpr const char* kKindNames[kKinds] = {
+      "acquire refused with a code other than Conflict",
+      "write hold granted while others held the key",
+      "read hold granted while a writer held the key",
+      "value changed under a held lock",
+      "stray release was not NotFound",
+      "release of a held lock failed",
+      "VerifyInvariants failed during the run",
+  };
+  std::array<std::atomic<uint64_t>, kKinds> violations{};
+  std::mutex first_mu;
+  std::array<std::string, kKinds> first;  // guarded by first_mu
+  auto violated = [&](Kind kind, const std::string& what) {
+    if (violations[kind].fetch_add(1) == 0) {
+      std::lock_guard guard(first_mu);
+      first[kind] = what;
+    }
+  };
+  std::atomic<uint64_t> granted{0}, refused{0};
 
   auto worker = [&](int id) {
     Rng rng(seed * 31 + static_cast<uint64_t>(id));
     const uint16_t cn = static_cast<uint16_t>(id % 2);
     for (int n = 0; n < kTxnsPerThread; n++) {
       const LockOwner owner{cn, (uint64_t{static_cast<uint32_t>(id)} << 32) | uint64_t(n)};
+      auto where = [&](uint64_t k) {
+        return "thread " + std::to_string(id) + " txn " + std::to_string(n) + " key " +
+               std::to_string(k);
+      };
       struct Hold {
         uint64_t key;
         LockMode mode;
@@ -275,6 +341,15 @@ TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
         }
         return nullptr;
       };
+      // A new write hold (or an upgrade, whose read was already taken off `readers`).
+      auto enter_writer = [&](uint64_t k, PerKey& pk) {
+        const int writers = pk.writers.fetch_add(1);
+        const int readers = pk.readers.load();
+        if (writers != 0 || readers != 0) {
+          violated(kWriterNotAlone, where(k) + ": " + std::to_string(writers) + " other writers, " +
+                                        std::to_string(readers) + " readers");
+        }
+      };
       bool aborted = false;
       const int wanted = 1 + static_cast<int>(rng.Uniform(8));
       for (int i = 0; i < wanted && !aborted; i++) {
@@ -284,7 +359,9 @@ TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
         Status s = t->Acquire(K(k), mode, owner);
         if (!s.ok()) {
           refused++;
-          if (s.code() != Code::kConflict) violations++;
+          if (s.code() != Code::kConflict) {
+            violated(kRefusedNotConflict, where(k) + ": " + s.ToString());
+          }
           aborted = true;
           break;
         }
@@ -292,49 +369,64 @@ TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
         PerKey& pk = keys[k];
         if (h == nullptr) {
           if (mode == W) {
-            if (pk.writers.fetch_add(1) != 0 || pk.readers.load() != 0) violations++;
+            enter_writer(k, pk);
             pk.value++;
           } else {
             pk.readers.fetch_add(1);
-            if (pk.writers.load() != 0) violations++;
+            const int writers = pk.writers.load();
+            if (writers != 0) {
+              violated(kReaderWithWriter, where(k) + ": " + std::to_string(writers) + " writers");
+            }
           }
           holds.push_back(Hold{k, mode, pk.value});
         } else if (h->mode == R && mode == W) {  // upgrade
           pk.readers.fetch_sub(1);
-          if (pk.writers.fetch_add(1) != 0 || pk.readers.load() != 0) violations++;
-          if (pk.value != h->seen) violations++;
+          enter_writer(k, pk);
+          if (pk.value != h->seen) {
+            violated(kValueChanged, where(k) + " (upgrade): value " + std::to_string(pk.value) +
+                                        ", read " + std::to_string(h->seen));
+          }
           h->mode = W;
           h->seen = ++pk.value;
         }
       }
       if (rng.Chance(0.05)) {
         // A stray release: of a key this transaction does not hold, it must change nothing.
-        uint64_t k = rng.Uniform(kKeys);
-        if (find(k) == nullptr && t->Release(K(k), W, owner).code() != Code::kNotFound) {
-          violations++;
+        const uint64_t k = rng.Uniform(kKeys);
+        if (find(k) == nullptr) {
+          Status s = t->Release(K(k), W, owner);
+          if (s.code() != Code::kNotFound) {
+            violated(kStrayReleaseTookEffect, where(k) + ": " + s.ToString());
+          }
         }
       }
       for (const Hold& h : holds) {
         PerKey& pk = keys[h.key];
-        if (pk.value != h.seen) violations++;  // someone wrote while we held the lock
+        if (pk.value != h.seen) {
+          violated(kValueChanged, where(h.key) + ": value " + std::to_string(pk.value) +
+                                      ", held since " + std::to_string(h.seen));
+        }
         if (h.mode == W) {
           pk.writers.fetch_sub(1);
         } else {
           pk.readers.fetch_sub(1);
         }
-        if (!t->Release(K(h.key), h.mode, owner).ok()) violations++;
+        Status s = t->Release(K(h.key), h.mode, owner);
+        if (!s.ok()) violated(kReleaseFailed, where(h.key) + ": " + s.ToString());
       }
     }
   };
   std::atomic<bool> stop{false};
   std::atomic<int> live_checks{0};
   std::thread checker([&] {
-    // Invariants hold for every stripe at every moment nobody is inside it.
-    while (!stop.load()) {
-      if (!t->VerifyInvariants().ok()) violations++;
+    // Invariants hold for every stripe at every moment nobody is inside it. At least one check
+    // even if the workers are done before this thread first runs (a loaded machine).
+    do {
+      Status inv = t->VerifyInvariants();
+      if (!inv.ok()) violated(kInvariantBroken, inv.ToString());
       live_checks++;
       std::this_thread::yield();
-    }
+    } while (!stop.load());
   });
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; i++) threads.emplace_back(worker, i);
@@ -342,14 +434,30 @@ TEST(LockTableTest, ConcurrentTransactionsKeepMutualExclusion) {
   stop = true;
   checker.join();
 
-  EXPECT_EQ(violations.load(), 0u);
-  EXPECT_GT(granted.load(), 0u);
-  EXPECT_GT(refused.load(), 0u) << "the test should reach conflicts";
-  EXPECT_GT(t->stats().bucket_full.load(), 0u) << "the test should reach full buckets";
-  EXPECT_GT(live_checks.load(), 0);
-  EXPECT_TRUE(t->HeldLocks().empty());
+  const LockTableStats& st = t->stats();
+  const std::string counts =
+      "granted " + std::to_string(granted.load()) + ", refused " + std::to_string(refused.load()) +
+      " (conflicts " + std::to_string(st.conflicts.load()) + ", bucket_full " +
+      std::to_string(st.bucket_full.load()) + "), upgraded " + std::to_string(st.upgraded.load()) +
+      ", live checks " + std::to_string(live_checks.load());
+  RecordProperty("counts", counts);
+  for (int kind = 0; kind < kKinds; kind++) {
+    EXPECT_EQ(violations[kind].load(), 0u) << kKindNames[kind] << "; first: " << first[kind] << "\n"
+                                           << counts;
+  }
+  EXPECT_GT(granted.load(), 0u) << counts;
+  EXPECT_GT(st.bucket_full.load(), 0u) << "the test should reach full buckets; " << counts;
+  EXPECT_GT(st.upgraded.load(), 0u) << "the test should reach upgrades; " << counts;
+  EXPECT_GT(live_checks.load(), 0) << counts;
   Status inv = t->VerifyInvariants();
   EXPECT_TRUE(inv.ok()) << inv.ToString();
+
+  // Only the blockers are left; without them the table is empty.
+  auto held = t->HeldLocks();
+  EXPECT_EQ(held.size(), blocked.size());
+  for (const auto& h : held) EXPECT_EQ(h.owner, blocker);
+  for (const LockKey& k : blocked) EXPECT_TRUE(t->Release(k, W, blocker).ok());
+  EXPECT_TRUE(t->HeldLocks().empty());
   for (uint32_t b = 0; b < t->buckets(); b++) {
     for (int i = 0; i < kSlotsPerBucket; i++) EXPECT_EQ(t->SlotWord(b, i), 0u);
   }
