@@ -138,6 +138,40 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                                {"txns", r.history->txns},
                                {"detail", r.history->detail}};
   }
+  if (r.failover) {
+    nlohmann::json failures = nlohmann::json::array();
+    for (const auto& f : r.failover->failures) {
+      failures.push_back({{"cn", f.cn},
+                          {"crash_ms", static_cast<double>(f.crash_ns) / 1e6},
+                          {"detected_ms", static_cast<double>(f.detected_ns) / 1e6},
+                          {"recovered_ms", static_cast<double>(f.recovered_ns) / 1e6},
+                          {"open_ms", static_cast<double>(f.open_ns) / 1e6},
+                          {"log_records", f.log_records},
+                          {"rolled_forward", f.rolled_forward},
+                          {"rolled_back", f.rolled_back}});
+    }
+    std::optional<double> rec = RecoveryMs(r);
+    result["faults"] = {{"spec", o.faults},
+                        {"failures", failures},
+                        {"epoch", r.failover->epoch},
+                        {"config_puts", r.failover->config_puts},
+                        {"unknown_calls", r.failover->unknown_calls},
+                        {"unknown_booked", r.unknown},
+                        {"faults_not_reached", r.failover->faults_not_reached},
+                        {"committed_per_ms", r.committed_per_ms},
+                        {"recovery_ms", rec ? nlohmann::json(*rec) : nlohmann::json(nullptr)}};
+  }
+  if (r.replicas) {
+    result["replica_check"] = {{"ok", r.replicas->ok()},
+                               {"slots", r.replicas->slots},
+                               {"versions", r.replicas->versions},
+                               {"acked", r.replicas->acked},
+                               {"disagreements", r.replicas->disagreements},
+                               {"invisible", r.replicas->invisible},
+                               {"locked", r.replicas->locked},
+                               {"lost_commits", r.replicas->lost_commits},
+                               {"problems", r.replicas->problems}};
+  }
   j["result"] = result;
   if (r.sim) {
     j["simulation"] = {{"model", nlohmann::json::parse(o.sim->ToJson())},

@@ -187,5 +187,70 @@ TEST(LockClientLossTest, AnOlderLiveTransactionStillLocksAfterAYoungerOneEnded) 
   ASSERT_GE(c.PumpUntil([&] { return c.NoLocks(); }), 0);
 }
 
+// A peer CN fails (docs/recovery.md): the client stops waiting for it and sends it nothing more.
+TEST(LockClientPeerFailureTest, ARequestAwaitingAFailedCnIsRefusedAndItsEndIsNotKept) {
+  Cluster c(3);
+  const LockOwner owner{0, 1};
+  const LockKey on1 = KeyOn(c.map, 1, 1), on2 = KeyOn(c.map, 2, 1);
+  DropRequests(c.At(2), 1);  // CN 2 never answers: it has crashed
+  c.At(0).client->Start(owner);
+  std::optional<Status> st;
+  c.At(0).sched.Spawn(AcquireInto(c.At(0).client.get(), owner, {{on1, W}, {on2, W}}, &st));
+  EXPECT_EQ(c.PumpUntil([&] { return st.has_value(); }, 20), -1);
+  EXPECT_EQ(c.At(0).client->LiveContacting(2), 1u);
+  EXPECT_EQ(c.At(0).client->LiveContacting(1), 1u);
+  c.At(0).client->PeerFailed(2);
+  ASSERT_GE(c.PumpUntil([&] { return st.has_value(); }), 0);
+  EXPECT_EQ(st->code(), Code::kConflict) << "its lock table is gone";
+  // The lock CN 1 granted is given back by the failed Acquire; the transaction ends only at CN 1.
+  c.At(0).client->Finish(owner, {});
+  ASSERT_GE(c.PumpUntil([&] { return c.At(0).client->awaiting() == 0; }), 0)
+      << "no end request is kept for the failed CN";
+  EXPECT_TRUE(c.Table(1).HeldLocks().empty());
+  EXPECT_EQ(c.At(0).client->LiveContacting(2), 0u);
+  // A later lock of a shard the map still gives the failed CN is refused at once, unsent.
+  const LockOwner next{0, 2};
+  c.At(0).client->Start(next);
+  std::optional<Status> st2;
+  c.At(0).sched.Spawn(AcquireInto(c.At(0).client.get(), next, {{on2, R}}, &st2));
+  ASSERT_GE(c.PumpUntil([&] { return st2.has_value(); }), 0);
+  EXPECT_EQ(st2->code(), Code::kConflict);
+  EXPECT_EQ(c.At(0).client->awaiting(), 0u);
+  c.At(0).client->Finish(next, {});
+}
+
+TEST(LockClientPeerFailureTest, LiveContactingCountsUntilTheTransactionEnds) {
+  Cluster c(2);
+  const LockOwner owner{0, 1};
+  const LockKey k = KeyOn(c.map, 1, 1);
+  c.At(0).client->Start(owner);
+  std::optional<Status> st;
+  c.At(0).sched.Spawn(AcquireInto(c.At(0).client.get(), owner, {{k, W}}, &st));
+  ASSERT_GE(c.PumpUntil([&] { return st.has_value(); }), 0);
+  ASSERT_TRUE(st->ok());
+  // CN 1 fails while the transaction holds its lock there (a commit in progress): the drain
+  // waits for it.
+  c.At(0).client->PeerFailed(1);
+  EXPECT_EQ(c.At(0).client->LiveContacting(1), 1u);
+  const std::vector<LockRequest> held = {{k, W}};
+  c.At(0).client->Finish(owner, held);
+  EXPECT_EQ(c.At(0).client->LiveContacting(1), 0u);
+  c.PumpUntil([] { return false; }, 5);
+  EXPECT_EQ(c.At(0).client->awaiting(), 0u) << "neither the unlock nor the end is awaited";
+}
+
+// The server forgets a failed CN's workers once their locks are released.
+TEST_F(LockServerTest, ForgetCnDropsTheFailedCnsSenders) {
+  const LockKey a = KeyOn(map_, 1, 1);
+  ASSERT_EQ(Feed(remote_, {Entry(kOpLock, a, W, 7, 1)}, /*floor=*/7).size(), 1u);
+  EXPECT_EQ(table_->ReleaseAllOf(0), 1u);
+  server_.ForgetCn(0);
+  // The floor 7 is forgotten with the rest: a transaction of the same worker address numbered
+  // below it (a later incarnation's) is not taken for a late copy.
+  auto replies = Feed(remote_, {Entry(kOpLock, a, W, 1, 2)}, /*floor=*/1);
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(replies[0][0].code, kOk);
+}
+
 }  // namespace
 }  // namespace pond::lock

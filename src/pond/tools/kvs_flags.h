@@ -52,9 +52,7 @@ std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, boo
 
 // Registers --faults SPEC (simulated runs; docs/fault_schedules.md) into *spec.
 void AddFaultsFlag(CLI::App* cmd, std::string* spec);
-// After ResolveRunFlags: parses `spec` ("random" draws one from the seed), validates it against
-// the cluster and what it survives, and puts it into o (node faults, message faults into the
-// model, the canonical spec). InvalidArgument in one line on a bad or unsurvivable spec.
+// After ResolveRunFlags: bench::ResolveFaults (bench/run_faults.h).
 Status ResolveFaults(bench::RunOptions* o, const std::string& spec);
 
 // "lotus, motor, ford, or an ablation step: +full-record, ..., +vt-cache", for --help.

@@ -50,6 +50,10 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
+  if (!a.history_path.empty() && !o.node_faults.empty()) {
+    return Fail(what, "--history does not go with node faults yet: a crashed CN's calls in "
+                      "flight are not recorded as unknown (info)");
+  }
   if (!a.history_path.empty()) {
     o.record = true;
     o.calls_max = bench::kSmallBankHistoryTxnsMax;

@@ -1,5 +1,7 @@
 #include "pond/txn/failover.h"
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "pond/base/assert.h"
@@ -17,14 +19,18 @@ struct Failover::Failure {
   uint16_t cn = 0;
   uint64_t crash_ns = 0, detected_ns = 0, recovered_ns = 0, open_ns = 0;
   uint64_t epoch = 0;
-  int logs_pending = 0;
-  int releases_pending = 0;
-  int drains_pending = 0;
-  int opens_pending = 0;
   bool declared = false;
-  bool opening = false;
+  bool released = false;  // every survivor released its locks (recovered_ns is set)
+  bool opening = false;   // the open of its shards is on its way
+  int opens_pending = 0;
+  // The failed CN's workers whose logs are not recovered yet, and the survivor each was given
+  // to (reassigned if that survivor fails too).
+  std::map<uint16_t, uint16_t> logs_pending;
+  std::set<uint16_t> release_waiting;  // survivors that have not released its locks yet
+  std::set<uint16_t> drain_waiting;    // survivors that have not drained yet
   std::vector<std::pair<uint32_t, uint16_t>> moved;  // shard -> its new CN
   uint64_t rolled_forward = 0, rolled_back = 0, records = 0;
+  bool Ready() const { return declared && released && drain_waiting.empty(); }
 };
 
 Failover::Failover(ClusterImpl& cl)
@@ -130,8 +136,7 @@ bool Failover::Idle() const {
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) continue;
     for (const auto& f : failures_) {
-      if (f->cn == cn && f->opens_pending > 0) return false;
-      if (f->cn == cn && !f->opening) return false;
+      if (f->cn == cn && (!f->opening || f->opens_pending > 0)) return false;
     }
   }
   return true;
@@ -186,8 +191,9 @@ void Failover::Declare(uint16_t dead) {
   f.epoch = config_.epoch;
   const std::vector<uint16_t> alive = config_.Alive();
   POND_CHECK(!alive.empty());
-  // The dead CN's shards go round-robin to the survivors, closed (LockTable::SetManaged false
-  // until MaybeOpen): from now on lock requests for them find the new owner, which refuses them.
+  // The dead CN's shards (those it was given by an earlier failure included) go round-robin to
+  // the survivors, closed (LockTable::SetManaged false until MaybeFinish opens them): from now on lock
+  // requests for them find the new owner, which refuses them.
   size_t k = 0;
   for (uint32_t s = 0; s < lock::kShards; s++) {
     if (cl_.shard_map_.CnOf(s) != dead) continue;
@@ -199,48 +205,69 @@ void Failover::Declare(uint16_t dead) {
   Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
   POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
   config_version_ = *v;
+  // Recovery work: the dead CN's worker i's log goes to the i-th survivor, round robin.
   const int workers = cl_.config().workers_per_cn;
-  f.logs_pending = workers;
-  f.releases_pending = static_cast<int>(alive.size());
-  f.drains_pending = static_cast<int>(alive.size());
+  for (int i = 0; i < workers; i++) {
+    f.logs_pending[static_cast<uint16_t>(i)] = alive[static_cast<size_t>(i) % alive.size()];
+  }
+  f.release_waiting = std::set<uint16_t>(alive.begin(), alive.end());
+  f.drain_waiting = f.release_waiting;
+  // A CN that dies while it owes another failure work: its logs to recover go to someone else,
+  // and it is waited for no more (its lock table and its transactions died with it).
+  for (auto& other : failures_) {
+    if (other.get() == &f || !other->declared || other->opening) continue;
+    other->release_waiting.erase(dead);
+    other->drain_waiting.erase(dead);
+    size_t n = 0;
+    for (auto& [worker, cn] : other->logs_pending) {
+      if (cn != dead) continue;
+      cn = alive[n++ % alive.size()];
+      StartLogRecovery(other->cn, worker, cn);
+    }
+  }
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   const uint64_t epoch = config_.epoch;
-  engine_.At(now + kConfigPutNs + one_way, [this, alive, dead, epoch] {
-    for (uint16_t s : alive) OnEpoch(s, dead, epoch);
+  engine_.At(now + kConfigPutNs + one_way, [this, dead, epoch] {
+    for (uint16_t s : config_.Alive()) OnEpoch(s, dead, epoch);
   });
+  for (auto& other : failures_) MaybeFinish(*other);
+}
+
+void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor) {
+  if (crashed_[survivor]) return;  // its own declaration will hand this on
+  CnContext& cn = *cl_.cns_[survivor];
+  WorkerContext& w = *cn.workers[worker % cn.workers.size()];
+  WorkerContext& victim = *cl_.cns_[dead]->workers[worker];
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  w.sched().Spawn([](Failover* fo, WorkerContext* w, GAddr area, uint64_t bytes, uint16_t dead,
+                     uint16_t worker, uint64_t one_way) -> Task<void> {
+    Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
+        w->ep(), w->cluster().catalog(), w->cluster().placement(), area, bytes, dead, worker);
+    POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
+    const uint64_t now = w->clock().NowNs();
+    const uint16_t by = w->cn_id();
+    fo->engine_.At(now + one_way, [fo, dead, worker, by, fwd = r->rolled_forward,
+                                   back = r->rolled_back, records = r->records] {
+      fo->OnRecovered(dead, worker, by, fwd, back, records);
+    });
+  }(this, &w, victim.log().area(), victim.log().bytes(), dead, worker, one_way));
 }
 
 void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
+  if (crashed_[survivor]) return;  // it died meanwhile; nobody hears this
   CnContext& cn = *cl_.cns_[survivor];
   if (cn.view.epoch < epoch) cn.view = config_;
   for (auto& w : cn.workers) {
     w->locks().PeerFailed(dead);
     unknown_calls_ += w->calls().PeerFailed(dead);
   }
-  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  // Transaction recovery: the dead CN's worker i's log goes to the i-th survivor (round robin),
-  // on its worker i.
-  const std::vector<uint16_t> alive = config_.Alive();
-  const int workers = cl_.config().workers_per_cn;
-  for (int i = 0; i < workers; i++) {
-    if (alive[static_cast<size_t>(i) % alive.size()] != survivor) continue;
-    WorkerContext& w = *cn.workers[static_cast<size_t>(i)];
-    WorkerContext& victim = *cl_.cns_[dead]->workers[static_cast<size_t>(i)];
-    w.sched().Spawn([](Failover* fo, WorkerContext* w, GAddr area, uint64_t bytes, uint16_t dead,
-                       uint16_t worker, uint64_t one_way) -> Task<void> {
-      Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
-          w->ep(), w->cluster().catalog(), w->cluster().placement(), area, bytes, dead, worker);
-      POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
-      const uint64_t now = w->clock().NowNs();
-      fo->engine_.At(now + one_way, [fo, dead, worker, fwd = r->rolled_forward,
-                                     back = r->rolled_back, records = r->records] {
-        fo->OnRecovered(dead, worker, fwd, back, records);
-      });
-    }(this, &w, victim.log().area(), victim.log().bytes(), dead, static_cast<uint16_t>(i),
-                        one_way));
+  Failure& f = FailureOf(dead);
+  for (const auto& [worker, to] : f.logs_pending) {
+    if (to == survivor) StartLogRecovery(dead, worker, survivor);
   }
   // Drain: this CN's live transactions that asked the dead CN for a lock finish (those in their
-  // commit phase) or abort (the rest: their next lock request or end finds the CN failed).
+  // commit phase) or abort (the rest: their next lock request finds the CN failed).
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   cn.workers[0]->sched().Spawn([](Failover* fo, CnContext* cn, uint16_t dead,
                                   uint64_t one_way) -> Task<void> {
     for (;;) {
@@ -250,55 +277,72 @@ void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
       co_await cn->workers[0]->sched().SleepFor(kDrainPollNs);
     }
     const uint64_t now = cn->workers[0]->clock().NowNs();
-    fo->engine_.At(now + one_way, [fo, dead] { fo->OnDrained(dead); });
+    fo->engine_.At(now + one_way, [fo, dead, by = cn->id] { fo->OnDrained(dead, by); });
   }(this, &cn, dead, one_way));
 }
 
-void Failover::OnRecovered(uint16_t dead, uint16_t, uint64_t rolled_forward,
+void Failover::OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
                            uint64_t rolled_back, uint64_t records) {
   Failure& f = FailureOf(dead);
+  auto it = f.logs_pending.find(worker);
+  // A report from a recoverer that has died since, for a log handed on meanwhile: the new
+  // recoverer's report counts (the rule is idempotent, so both did the same).
+  if (it == f.logs_pending.end() || it->second != by || crashed_[by]) return;
+  f.logs_pending.erase(it);
   f.rolled_forward += rolled_forward;
   f.rolled_back += rolled_back;
   f.records += records;
-  if (--f.logs_pending > 0) return;
+  if (!f.logs_pending.empty()) return;
   // Every transaction of the dead CN is finished or undone: its locks may go (Lotus §6).
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  for (uint16_t s : config_.Alive()) {
+  for (uint16_t s : std::set<uint16_t>(f.release_waiting)) {
     engine_.At(engine_.now() + one_way, [this, s, dead, one_way] {
+      if (crashed_[s]) return;
       CnContext& cn = *cl_.cns_[s];
       cn.locks.ReleaseAllOf(dead);
       for (auto& w : cn.workers) w->lock_server().ForgetCn(dead);
-      engine_.At(engine_.now() + one_way, [this, dead] { OnReleased(dead); });
+      engine_.At(engine_.now() + one_way, [this, s, dead] { OnReleased(dead, s); });
     });
   }
 }
 
-void Failover::OnReleased(uint16_t dead) {
+void Failover::OnReleased(uint16_t dead, uint16_t by) {
   Failure& f = FailureOf(dead);
-  if (--f.releases_pending > 0) return;
-  f.recovered_ns = engine_.now() - base_ns_;
-  MaybeOpen(dead);
+  f.release_waiting.erase(by);
+  MaybeFinish(f);
 }
 
-void Failover::OnDrained(uint16_t dead) {
+void Failover::OnDrained(uint16_t dead, uint16_t by) {
   Failure& f = FailureOf(dead);
-  --f.drains_pending;
-  MaybeOpen(dead);
+  f.drain_waiting.erase(by);
+  MaybeFinish(f);
 }
 
-void Failover::MaybeOpen(uint16_t dead) {
-  Failure& f = FailureOf(dead);
-  if (f.opening || f.releases_pending > 0 || f.drains_pending > 0) return;
-  f.opening = true;
+void Failover::MaybeFinish(Failure& f) {
+  if (f.declared && !f.released && f.logs_pending.empty() && f.release_waiting.empty()) {
+    f.released = true;
+    f.recovered_ns = engine_.now() - base_ns_;
+  }
+  // Shards open together: one that moved twice (its CN failed, then the CN it went to) must
+  // wait for both failures' recoveries, and failures are rare enough not to mind the coupling.
+  for (const auto& other : failures_) {
+    if (crashed_[other->cn] && !other->opening && !other->Ready()) return;
+  }
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  f.opens_pending = static_cast<int>(f.moved.size());
-  if (f.opens_pending == 0) f.open_ns = engine_.now() - base_ns_;
-  for (auto [shard, to] : f.moved) {
-    engine_.At(engine_.now() + one_way, [this, dead, shard, to] {
-      cl_.cns_[to]->locks.SetManaged(shard, true);
-      Failure& f = FailureOf(dead);
-      if (--f.opens_pending == 0) f.open_ns = engine_.now() - base_ns_;
-    });
+  for (auto& g : failures_) {
+    if (g->opening || !g->Ready()) continue;
+    g->opening = true;
+    g->opens_pending = 0;
+    for (auto [shard, to] : g->moved) {
+      // A shard whose new owner failed too has moved on; that failure opens it.
+      if (cl_.shard_map_.CnOf(shard) != to) continue;
+      g->opens_pending++;
+      engine_.At(engine_.now() + one_way, [this, g = g.get(), shard, to] {
+        cl_.cns_[to]->locks.SetManaged(shard, true);
+        if (--g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
+      });
+    }
+    if (g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
   }
 }
 

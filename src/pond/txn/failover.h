@@ -63,12 +63,15 @@ class Failover {
   void Crash(uint16_t cn);
   void LeaseTick();
   void Declare(uint16_t cn);
+  void StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor);
   void OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch);
-  void OnRecovered(uint16_t dead, uint16_t worker, uint64_t rolled_forward, uint64_t rolled_back,
-                   uint64_t records);
-  void OnReleased(uint16_t dead);
-  void OnDrained(uint16_t dead);
-  void MaybeOpen(uint16_t dead);
+  void OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
+                   uint64_t rolled_back, uint64_t records);
+  void OnReleased(uint16_t dead, uint16_t by);
+  void OnDrained(uint16_t dead, uint16_t by);
+  // Notes a failure recovered once every log is and every survivor released its locks, and
+  // opens the moved shards once every failure is recovered and drained.
+  void MaybeFinish(Failure& f);
   Failure& FailureOf(uint16_t cn);
 
   ClusterImpl& cl_;

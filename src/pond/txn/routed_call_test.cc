@@ -326,5 +326,40 @@ TEST_F(RoutedCallTest, TheCallerGetsTheReplyOrTheCalleesWholeStatus) {
   EXPECT_EQ(second->status().message(), "no account 42");
 }
 
+// The callee's CN fails (docs/recovery.md): a call awaited from it may have run and committed
+// before it died, so its outcome is Unknown — never a guess; a later call is refused unsent.
+TEST_F(RoutedCallTest, ACallAwaitedFromAFailedCnEndsUnknownAndALaterOneIsRefused) {
+  std::optional<Status> awaited;
+  std::optional<pond::Result<std::vector<std::byte>>> with_reply;
+  std::byte arg{7};
+  sched_.Spawn([](RoutedCalls* c, std::optional<Status>* out, std::byte* a) -> Task<void> {
+    *out = co_await c->Call({0, 0}, 3, std::span(a, 1));
+  }(&calls_, &awaited, &arg));
+  sched_.Spawn([](RoutedCalls* c, std::optional<pond::Result<std::vector<std::byte>>>* out,
+                  std::byte* a) -> Task<void> {
+    out->emplace(co_await c->CallWithReply({0, 0}, 2, std::span(a, 1)));
+  }(&calls_, &with_reply, &arg));
+  Settle();
+  ASSERT_EQ(peer_.requests.size(), 2u);
+  EXPECT_EQ(calls_.PeerFailed(0), 2u);
+  sched_.RunOnce();
+  ASSERT_TRUE(awaited.has_value() && with_reply.has_value());
+  EXPECT_EQ(awaited->code(), Code::kUnknown) << awaited->ToString();
+  EXPECT_NE(awaited->message().find("CN 0 failed"), std::string::npos) << awaited->message();
+  EXPECT_EQ(with_reply->status().code(), Code::kUnknown);
+  EXPECT_EQ(calls_.awaited(), 0u) << "nothing is resent to a failed CN";
+  // A late answer from the dead CN changes nothing.
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, Result(1, Code::kOk)});
+  EXPECT_EQ(calls_.stats().answer_copies, 1u);
+  std::optional<Status> later;
+  sched_.Spawn([](RoutedCalls* c, std::optional<Status>* out, std::byte* a) -> Task<void> {
+    *out = co_await c->Call({0, 0}, 3, std::span(a, 1));
+  }(&calls_, &later, &arg));
+  Settle();
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->code(), Code::kUnavailable);
+  EXPECT_EQ(peer_.requests.size(), 2u) << "refused without being sent";
+}
+
 }  // namespace
 }  // namespace pond::txn

@@ -164,6 +164,36 @@ TEST(LocalFabricTest, APacketIsInFlightUntilItsAnswerHasLeft) {
   EXPECT_EQ(f->packets_in_flight(), 0u);
 }
 
+// Membership's fence on the wire: a packet carries its sender CN's incarnation, and a receiver's
+// filter drops a dead incarnation's packets whole, before any handler sees them.
+TEST(LocalFabricTest, APacketFilterDropsADeadIncarnationsPackets) {
+  auto f = MakeFabric(1);
+  Worker a(*f, {0, 0});
+  Worker b(*f, {1, 0});
+  int delivered = 0;
+  b.ep->OnMessage(1, [&](const Message&) { delivered++; });
+  uint16_t live_incarnation = 1;
+  b.ep->SetPacketFilter([&](WorkerAddr from, uint16_t incarnation) {
+    return from.cn != 0 || incarnation == live_incarnation;
+  });
+  std::byte x{7};
+  a.ep->Send({1, 0}, 1, std::span(&x, 1));
+  a.ep->Send({1, 0}, 1, std::span(&x, 1));
+  a.ep->EndRound();  // incarnation 0: the dead one
+  EXPECT_TRUE(b.ep->Poll());
+  b.ep->EndRound();
+  EXPECT_EQ(delivered, 0);
+  EXPECT_EQ(b.ep->stats().packets_refused, 1u);
+  EXPECT_EQ(b.ep->stats().messages_received, 0u);
+  a.ep->set_incarnation(1);
+  a.ep->Send({1, 0}, 1, std::span(&x, 1));
+  a.ep->EndRound();
+  EXPECT_TRUE(b.ep->Poll());
+  b.ep->EndRound();
+  EXPECT_EQ(delivered, 1);
+  EXPECT_EQ(f->packets_in_flight(), 0u) << "a refused packet is not left in flight";
+}
+
 TEST(LocalFabricTest, ConcurrentFaaAndCasAreAtomic) {
   // Four threads each add 1 to one counter 20k times by FAA, and 20k times by a CAS loop, to two
   // words; no update may be lost.

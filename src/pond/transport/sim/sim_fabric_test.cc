@@ -112,6 +112,45 @@ TEST(SimFabricTest, AtomicsQueueAtTheNicAndReadsElsewhereDoNot) {
   for (uint64_t w : words) EXPECT_EQ(w, 1u);
 }
 
+// A CN crash (fault schedules' crash-cn): packets to it and from it are lost from then on, even
+// those already on the wire; each batch it had launched reaches its MN or not, with no completion.
+TEST(SimFabricTest, ACrashedCnSendsAndReceivesNothingMoreAndItsBatchesDoNotComplete) {
+  Cluster c(3);
+  int at1 = 0, at2 = 0;
+  c.workers[1].ep->OnMessage(1, [&](const Message&) { at1++; });
+  c.workers[2].ep->OnMessage(1, [&](const Message&) { at2++; });
+  bool completed = false;
+  std::byte x{1};
+  uint64_t words[4] = {1, 2, 3, 4};
+  // Worker 1 sends a packet to 2 and posts writes to both MNs, then its CN dies while they are
+  // on their way (one way takes 1 us).
+  c.workers[1].sched->Spawn([](Cluster* c, std::byte* x, uint64_t* words, bool* done) -> Task<void> {
+    Endpoint& ep = *c->workers[1].ep;
+    ep.Send({2, 0}, 1, std::span(x, 1));
+    ep.Write(GAddr::Make(0, 4096), &words[0], 16);
+    ep.Write(GAddr::Make(1, 4096), &words[2], 16);
+    (void)co_await ep.Flush();
+    *done = true;
+  }(&c, &x, words, &completed));
+  c.engine.At(500, [&c] { c.fabric->CrashCn(1); });
+  // Worker 0 sends to the dead CN afterwards.
+  c.engine.At(600, [&c, &x] {
+    c.workers[0].ep->Send({1, 0}, 1, std::span(&x, 1));
+    c.workers[0].ep->EndRound();
+    c.fabric->Launch({0, 0}, c.engine.now());
+  });
+  c.Run();
+  EXPECT_FALSE(completed) << "nobody is left to resume";
+  EXPECT_EQ(at1, 0);
+  EXPECT_EQ(at2, 0) << "a packet from a crashed CN arriving after the crash is lost";
+  EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
+  SimFabric::CrashStats s = c.fabric->crash_stats();
+  EXPECT_EQ(s.dropped_packets, 2u);
+  EXPECT_EQ(s.landed_batches + s.lost_batches, 2u);
+  EXPECT_TRUE(c.fabric->IsCnDown(1));
+  EXPECT_FALSE(c.fabric->IsCnDown(0));
+}
+
 TEST(SimFabricTest, BatchAppliesInPostingOrder) {
   Cluster c(1);
   c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {

@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Throughput around a crash, from `pond sim smallbank|tatp|kvs --faults ... --json FILE`, as PNG.
+
+Each file is one run with a fault schedule: its commits in every millisecond of virtual time
+(result.faults.committed_per_ms) become one line, in thousands of transactions per second, with
+a mark at each crash and where its shards were served again. Several files draw several lines
+on one figure (say, a CN crash and an MN crash), labelled with their fault specs unless --label
+names them. The last millisecond, which the run's end cuts short, is left out.
+
+Uses Debian's matplotlib (python3-matplotlib), without a display. Bad input: one line on
+stderr, exit 2.
+"""
+
+import argparse
+import json
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+class BadInput(Exception):
+    pass
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):
+        print(f"plot_recovery.py: {message} (see --help)", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def run_of(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as e:
+        raise BadInput(f"cannot read {path}: {e.strerror}")
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{path}:{e.lineno}: not JSON: {e.msg}")
+    try:
+        faults = data["result"]["faults"]
+        per_ms = [int(x) for x in faults["committed_per_ms"]]
+        failures = [(float(f["crash_ms"]), float(f["open_ms"]), int(f["cn"]))
+                    for f in faults["failures"]]
+        spec = str(faults["spec"])
+        recovery = faults.get("recovery_ms")
+    except (KeyError, TypeError, ValueError) as e:
+        raise BadInput(f"{path}: not a Pond run with --faults ({e})")
+    if len(per_ms) < 2:
+        raise BadInput(f"{path}: the run is shorter than 2 ms")
+    return {"per_ms": per_ms[:-1], "failures": failures, "spec": spec, "recovery": recovery,
+            "protocol": data.get("protocol", "?"), "bench": data.get("bench", "?")}
+
+
+def main():
+    p = Parser(description=__doc__.splitlines()[0])
+    p.add_argument("json", nargs="+", help="result files of runs with --faults")
+    p.add_argument("-o", "--output", required=True, help="the PNG to write")
+    p.add_argument("--title", default=None, help="the figure's title")
+    p.add_argument("--label", action="append", default=None,
+                   help="a line's label, once per file, in order (default: the fault spec)")
+    args = p.parse_args()
+    try:
+        runs = [run_of(path) for path in args.json]
+        if args.label is not None and len(args.label) != len(runs):
+            raise BadInput(f"{len(args.label)} --label(s) for {len(runs)} file(s)")
+    except BadInput as e:
+        print(f"plot_recovery.py: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    for i, run in enumerate(runs):
+        label = args.label[i] if args.label else f"{run['protocol']}: {run['spec']}"
+        if run["recovery"] is not None:
+            label += f" (recovery_ms {run['recovery']:.0f})"
+        xs = [ms + 0.5 for ms in range(len(run["per_ms"]))]
+        ys = [n for n in run["per_ms"]]  # commits in a millisecond = thousands per second
+        line, = ax.plot(xs, ys, label=label, linewidth=1.5)
+        for crash_ms, open_ms, cn in run["failures"]:
+            ax.axvline(crash_ms, color=line.get_color(), linestyle="--", linewidth=0.8)
+            ax.axvline(open_ms, color=line.get_color(), linestyle=":", linewidth=0.8)
+    ax.set_xlabel("virtual time (ms); dashed: crash, dotted: its shards served again")
+    ax.set_ylabel("throughput (K txn/s, per 1 ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(args.title or f"{runs[0]['bench']}: throughput around failures")
+    fig.tight_layout()
+    fig.savefig(args.output)
+    print(f"plotted {len(runs)} run(s), {sum(len(r['per_ms']) for r in runs)} millisecond(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# `pond sim smallbank --faults` end to end, and bench/plot_recovery.py on what it writes: a CN
+# crash is reported (the schedule, the failover, the commits per millisecond, recovery_ms, the
+# replica check) and plotted; bad schedules are refused with one line and exit 2.
+# Usage: plot_recovery_test.sh PYTHON POND
+set -euo pipefail
+python=$1
+pond=$2
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "plot_recovery_test: $*" >&2; exit 1; }
+
+run=(sim smallbank --cns 4 --workers 2 --coros 4 --accounts 20000 --virtual-seconds 0.008)
+"$pond" "${run[@]}" --faults crash-cn:2@3ms --json "$tmp/crash.json" >"$tmp/out" 2>"$tmp/err" ||
+  fail "the run with a crash failed: $(tail -3 "$tmp/out") $(tail -3 "$tmp/err")"
+for line in "^faults       crash-cn:2@3ms$" "^failover     CN 2 crashed at 3.000 ms" \
+  "^per ms       " "^recovery_ms  " "^replicas     ok: " "^money check  ok"; do
+  grep -q "$line" "$tmp/out" || fail "no line '$line' in: $(cat "$tmp/out")"
+done
+"$python" - "$tmp/crash.json" <<'PY' || fail "the JSON lacks the failover"
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+f = r["faults"]
+assert f["spec"] == "crash-cn:2@3ms", f["spec"]
+assert f["failures"][0]["cn"] == 2 and f["failures"][0]["crash_ms"] == 3.0
+assert len(f["committed_per_ms"]) >= 8 and sum(f["committed_per_ms"]) == r["committed"]
+assert r["replica_check"]["ok"] and r["replica_check"]["acked"] > 0
+PY
+
+# The same seed draws the same random schedule, printed so that it replays.
+"$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r1" 2>/dev/null || fail "random run failed"
+"$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r2" 2>/dev/null || fail "random rerun failed"
+spec=$(sed -n 's/^faults       //p' "$tmp/r1")
+[ -n "$spec" ] || fail "the random schedule was not printed"
+diff <(grep -v "wall clock" "$tmp/r1") <(grep -v "wall clock" "$tmp/r2") >/dev/null ||
+  fail "a random schedule did not replay from its seed"
+"$pond" "${run[@]}" --faults "$spec" --seed 5 >"$tmp/r3" 2>/dev/null || fail "replay by spec failed"
+diff <(grep -v "wall clock" "$tmp/r1") <(grep -v "wall clock" "$tmp/r3") >/dev/null ||
+  fail "the printed schedule did not replay the run"
+
+# Bad schedules: one line, exit 2.
+for bad in "crash-xx:1@1ms" "crash-cn:1@" "crash-cn:0@1ms" "crash-mn:1@1ms" "crash-cn:9@1ms" \
+  "drop:2"; do
+  set +e
+  "$pond" "${run[@]}" --faults "$bad" >"$tmp/bad.out" 2>"$tmp/bad.err"
+  code=$?
+  set -e
+  [ "$code" = 2 ] || fail "--faults $bad: exit $code, not 2"
+  [ "$(wc -l <"$tmp/bad.err")" = 1 ] || fail "--faults $bad: not one line: $(cat "$tmp/bad.err")"
+done
+set +e
+"$pond" "${run[@]}" --protocol motor --faults crash-cn:1@1ms >/dev/null 2>"$tmp/motor.err"
+code=$?
+"$pond" "${run[@]}" --faults crash-cn:1@1ms --history "$tmp/h.jsonl" >/dev/null 2>"$tmp/hist.err"
+hcode=$?
+set -e
+[ "$code" = 2 ] && grep -q "cannot recover a crashed CN" "$tmp/motor.err" ||
+  fail "motor with a CN crash: exit $code: $(cat "$tmp/motor.err")"
+[ "$hcode" = 2 ] || fail "--history with a crash: exit $hcode"
+
+"$python" "$here/plot_recovery.py" "$tmp/crash.json" -o "$tmp/crash.png" >"$tmp/plot.out" ||
+  fail "plot_recovery.py failed"
+grep -q "plotted 1 run(s)" "$tmp/plot.out" || fail "unexpected summary: $(cat "$tmp/plot.out")"
+[ -s "$tmp/crash.png" ] || fail "no PNG written"
+set +e
+"$python" "$here/plot_recovery.py" "$tmp/out" -o "$tmp/x.png" 2>"$tmp/perr"
+pcode=$?
+set -e
+[ "$pcode" = 2 ] && [ "$(wc -l <"$tmp/perr")" = 1 ] || fail "bad plot input: exit $pcode"
+echo "plot_recovery_test: ok"

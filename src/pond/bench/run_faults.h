@@ -1,0 +1,20 @@
+// --faults for a simulated run (docs/fault_schedules.md): turns a spec into the node faults and
+// message faults of RunOptions. Shared by the CLI and the seed tests, so both run exactly the
+// same schedule for a seed. Called from one thread.
+#pragma once
+
+#include <string>
+
+#include "pond/bench/workload.h"
+#include "pond/status.h"
+
+namespace pond::bench {
+
+// Parses `spec` ("random" draws one from o->cluster.seed; empty: no faults), validates it against
+// the cluster and what it survives — kinds Pond does not survive yet, CN 0 (the timestamp oracle),
+// at least 2 CNs up, crashes for a protocol that cannot recover them — and puts it into *o: the
+// node faults, the message faults into o->sim, and the canonical spec that replays it. A random
+// schedule draws only what the cluster survives. InvalidArgument in one line otherwise.
+Status ResolveFaults(RunOptions* o, const std::string& spec);
+
+}  // namespace pond::bench

@@ -1,0 +1,59 @@
+// The configuration's encoding and the coordination service stand-in's conditional puts.
+#include "pond/cluster/membership.h"
+
+#include <gtest/gtest.h>
+
+namespace pond::cluster {
+namespace {
+
+Configuration Three() {
+  Configuration c;
+  c.epoch = 4;
+  c.cns = {CnStatus{true, 0}, CnStatus{false, 2}, CnStatus{true, 1}};
+  return c;
+}
+
+TEST(ConfigurationTest, EncodesAndDecodesExactly) {
+  Configuration c = Three();
+  Result<Configuration> d = Configuration::Decode(c.Encode());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(*d, c);
+  EXPECT_EQ(d->Alive(), (std::vector<uint16_t>{0, 2}));
+}
+
+TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
+  std::vector<std::byte> b = Three().Encode();
+  EXPECT_EQ(Configuration::Decode(std::span(b).first(10)).status().code(), Code::kCorruption);
+  std::vector<std::byte> longer = b;
+  longer.push_back(std::byte{0});
+  EXPECT_EQ(Configuration::Decode(longer).status().code(), Code::kCorruption);
+  std::vector<std::byte> magic = b;
+  magic[0] = std::byte{0};
+  EXPECT_EQ(Configuration::Decode(magic).status().code(), Code::kCorruption);
+  std::vector<std::byte> alive = b;
+  alive[16] = std::byte{7};  // the first CN's alive flag
+  EXPECT_EQ(Configuration::Decode(alive).status().code(), Code::kCorruption);
+}
+
+TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {
+  InMemoryConfigStore store;
+  std::vector<uint64_t> seen;
+  store.Watch(kConfigKey, [&seen](const Versioned& v) { seen.push_back(v.version); });
+  EXPECT_EQ(store.Get(kConfigKey).version, 0u);
+  std::vector<std::byte> a = Three().Encode();
+  ASSERT_EQ(store.PutIf(kConfigKey, a, 0).value(), 1u);
+  // Two would-be managers read version 1; the first to put wins, the second is refused.
+  Configuration next = Three();
+  next.epoch = 5;
+  ASSERT_EQ(store.PutIf(kConfigKey, next.Encode(), 1).value(), 2u);
+  Result<uint64_t> loser = store.PutIf(kConfigKey, a, 1);
+  EXPECT_EQ(loser.status().code(), Code::kConflict);
+  EXPECT_EQ(Configuration::Decode(store.Get(kConfigKey).value)->epoch, 5u);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1, 2})) << "watchers see every successful put only";
+  EXPECT_EQ(store.PutIf("/other", a, 3).status().code(), Code::kConflict)
+      << "a key that does not exist has version 0";
+  EXPECT_EQ(store.puts(), 2u);
+}
+
+}  // namespace
+}  // namespace pond::cluster
