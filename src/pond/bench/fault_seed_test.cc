@@ -117,7 +117,10 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
       static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
   EXPECT_GT(t.committed, 0u);
   if (r.count < 50) return;  // too few seeds to promise which paths were reached
-  EXPECT_GT(t.message_faulted, t.seeds / 2) << "random schedules were meant to fault messages";
+  // (FORD sends no CN messages at all: its locks, timestamps and data are on the MNs.)
+  if (protocol != "ford") {
+    EXPECT_GT(t.message_faulted, t.seeds / 2) << "random schedules were meant to fault messages";
+  }
   if (crashes) {
     EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
     EXPECT_GT(t.rolled_forward + t.rolled_back, 0u) << "no crash fell inside a commit";

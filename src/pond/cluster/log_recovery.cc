@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "pond/store/commit_log.h"
@@ -40,17 +41,26 @@ LogRecoveryStats& LogRecoveryStats::operator+=(const LogRecoveryStats& o) {
 }
 
 Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catalog& catalog,
-                                                const store::Placement& placement, GAddr area,
-                                                uint64_t bytes, uint16_t cn, uint16_t worker) {
+                                                const store::Placement& placement,
+                                                std::vector<GAddr> areas, uint64_t bytes,
+                                                uint16_t cn, uint16_t worker) {
   LogRecoveryStats stats;
-  std::vector<std::byte> copy(bytes);
-  for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
-    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
-    ep.Read(area + off, copy.data() + off, n);
+  std::vector<std::vector<std::byte>> copies(areas.size(), std::vector<std::byte>(bytes));
+  for (size_t a = 0; a < areas.size(); a++) {
+    for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
+      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
+      ep.Read(areas[a] + off, copies[a].data() + off, n);
+    }
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
-  std::vector<store::ParsedLogRecord> records =
-      store::ParseLogArea(copy, cn, worker, &stats.undo_records);
+  // The same record may have a copy in several rings: one of each transaction is enough.
+  std::vector<store::ParsedLogRecord> records;
+  std::set<uint64_t> seen;
+  for (const auto& copy : copies) {
+    for (store::ParsedLogRecord& r : store::ParseLogArea(copy, cn, worker, &stats.undo_records)) {
+      if (seen.insert(r.header.txn_id).second) records.push_back(std::move(r));
+    }
+  }
   stats.records = records.size();
 
   // Every cell every record names, on every replica.
@@ -116,28 +126,42 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
                              std::to_string(cn) + " has two commit timestamps in its cells");
       }
     }
-    if (invisible) {
-      if (ts != kInvisible) {
-        stats.rolled_forward++;
-      } else {
-        stats.rolled_back++;
-      }
+    if (invisible && ts != kInvisible) {
+      stats.rolled_forward++;
       for (size_t i = at; i < end; i++) {
         CellRef& c = cells[i];
         if (!c.cell.valid || c.cell.writer != tag || c.cell.commit_ts != kInvisible) continue;
-        if (ts != kInvisible) {
-          // As write-visible does: the timestamp word alone.
-          c.cell.commit_ts = ts;
-          ep.Write(c.addr + offsetof(CvtCell, commit_ts), &c.cell.commit_ts, sizeof(uint64_t));
-        } else {
-          // Empty, keeping the record buffer for the next writer of the cell.
-          c.cell = Cell{.cv = c.cell.cv, .record = c.cell.record};
-          raw[i] = store::EncodeCell(c.cell);
-          ep.Write(c.addr, &raw[i], sizeof(CvtCell));
-        }
+        // As write-visible does: the timestamp word alone.
+        c.cell.commit_ts = ts;
+        ep.Write(c.addr + offsetof(CvtCell, commit_ts), &c.cell.commit_ts, sizeof(uint64_t));
         stats.cells_written++;
         if (++posted % kCellsPerBatch == 0) {
           if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+        }
+      }
+    } else if (invisible) {
+      stats.rolled_back++;
+      // Per item (its replicas are consecutive): where the write landed on some replica but not
+      // all, the others still hold the version it was overwriting — the key's oldest, which the
+      // write gave up. Every replica of the cell is emptied alike (the cacheline version of the
+      // write, each replica's own record buffer), so the replicas agree again. An item whose
+      // write landed nowhere is left as it is.
+      const size_t reps = static_cast<size_t>(placement.replication());
+      for (size_t item = at; item < end; item += reps) {
+        int cv = -1;
+        for (size_t i = item; i < item + reps; i++) {
+          if (cells[i].cell.valid && cells[i].cell.writer == tag) cv = cells[i].cell.cv;
+        }
+        if (cv < 0) continue;
+        for (size_t i = item; i < item + reps; i++) {
+          CellRef& c = cells[i];
+          c.cell = Cell{.cv = static_cast<uint8_t>(cv), .record = c.cell.record};
+          raw[i] = store::EncodeCell(c.cell);
+          ep.Write(c.addr, &raw[i], sizeof(CvtCell));
+          stats.cells_written++;
+          if (++posted % kCellsPerBatch == 0) {
+            if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+          }
         }
       }
     }
@@ -146,10 +170,12 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
 
   // The log is consumed: only now (a crash before this point leaves it to be recovered again).
-  std::fill(copy.begin(), copy.end(), std::byte{0});
-  for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
-    uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
-    ep.Write(area + off, copy.data() + off, n);
+  const std::vector<std::byte> zeros(std::min<uint64_t>(kZeroChunk, bytes));
+  for (const GAddr& area : areas) {
+    for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
+      uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
+      ep.Write(area + off, zeros.data(), n);
+    }
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   co_return stats;

@@ -10,9 +10,12 @@
 //     one replica, so someone may have read the version (and, once every replica had it, a
 //     client may have heard "committed"): roll forward, writing T into every INVISIBLE one;
 //   - all INVISIBLE: no replica has a timestamp, nobody can have read the version or heard of its
-//     commit: roll back, emptying every cell that carries the tag.
-// Cells that do not carry the tag are never touched: they belong to someone else (the record is
-// old, or the transaction's write never reached that replica). The rule is idempotent, so a
+//     commit: roll back, emptying the cell on every replica of each item whose write landed on
+//     any (the replicas it missed hold the oldest version it was replacing; all are emptied
+//     alike so that they agree again).
+// Records with no INVISIBLE cell under their tag are never acted on: they are old, and their
+// cells may belong to later writers. For an unfinished record no one else can have written its
+// cells (the transaction still holds their locks). The rule is idempotent, so a
 // recovery that is itself cut short by a crash is simply run again by another CN. When it is
 // done, the area is zeroed: the next incarnation's records start from a clean log.
 //
@@ -24,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "pond/task.h"
 #include "pond/status.h"
@@ -42,11 +46,13 @@ struct LogRecoveryStats {
   LogRecoveryStats& operator+=(const LogRecoveryStats& o);
 };
 
-// Finishes the transactions of worker `worker` of CN `cn` logged in [area, area + bytes), then
-// zeroes the area. Corruption if a record names a table that does not exist or two replicas of
+// Finishes the transactions of worker `worker` of CN `cn` logged in its rings (`areas`, each
+// `bytes` long: one per MN; a record has a copy on every MN its transaction wrote a cell on),
+// then zeroes them. Corruption if a record names a table that does not exist or two replicas of
 // its cells carry different timestamps under its tag; Unavailable if the pool cannot be reached.
 Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catalog& catalog,
-                                                const store::Placement& placement, GAddr area,
-                                                uint64_t bytes, uint16_t cn, uint16_t worker);
+                                                const store::Placement& placement,
+                                                std::vector<GAddr> areas, uint64_t bytes,
+                                                uint16_t cn, uint16_t worker);
 
 }  // namespace pond::cluster

@@ -100,7 +100,8 @@ class LogRecoveryTest : public ::testing::Test {
     log_cursor_ += (rec.size() + 7) & ~size_t{7};
   }
   Result<LogRecoveryStats> Recover() {
-    return w_.Run(RecoverCommitLog(*w_.ep, catalog_, placement_, area_, kLogBytes, kCn, kWorker));
+    return w_.Run(
+        RecoverCommitLog(*w_.ep, catalog_, placement_, {area_}, kLogBytes, kCn, kWorker));
   }
 
   static Cell Committed(uint64_t ts, uint64_t writer, uint8_t cv = 1) {
@@ -191,17 +192,20 @@ TEST_F(LogRecoveryTest, FinishedAndForeignCellsAreNotTouched) {
   }
 }
 
-TEST_F(LogRecoveryTest, InvisibleWriteThatReachedSomeReplicasIsRolledBackThere) {
+TEST_F(LogRecoveryTest, AWriteThatReachedSomeReplicasIsRolledBackOnAllAlike) {
   store::SlotRef a = Key(100, kOld);
   SetCell(100, a, 2, 0, Invisible(Tag(10)));  // replicas 0 and 1 still hold the old version
   Log(10, {{100, a, 0}});
   Result<LogRecoveryStats> s = Recover();
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->rolled_back, 1u);
-  EXPECT_EQ(s->cells_written, 1u);
-  EXPECT_EQ(GetCell(100, a, 0, 0).commit_ts, 10u);
-  EXPECT_EQ(GetCell(100, a, 1, 0).commit_ts, 10u);
-  EXPECT_FALSE(GetCell(100, a, 2, 0).valid);
+  EXPECT_EQ(s->cells_written, 3u);
+  for (int r = 0; r < 3; r++) {
+    Cell c = GetCell(100, a, r, 0);
+    EXPECT_FALSE(c.valid) << "replica " << r << ": the oldest version goes on every replica";
+    EXPECT_EQ(c.cv, 2) << "one cacheline version on every replica";
+  }
+  EXPECT_EQ(GetCell(100, a, 0, 1).commit_ts, 10u) << "the other cells stay";
 }
 
 TEST_F(LogRecoveryTest, RecoveryIsIdempotentAndConsumesTheLog) {

@@ -66,12 +66,14 @@ std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint1
   return out;
 }
 
-GAddr CommitLog::Reserve(uint64_t record_bytes) {
+GAddr CommitLog::Reserve(MnId mn, uint64_t record_bytes) {
   POND_CHECK_MSG(record_bytes <= bytes_, "commit log record larger than the log area");
+  POND_CHECK(mn < areas_.size());
   record_bytes = (record_bytes + 7) & ~uint64_t{7};
-  if (cursor_ + record_bytes > bytes_) cursor_ = 0;
-  GAddr at = area_ + cursor_;
-  cursor_ += record_bytes;
+  uint64_t& cursor = cursors_[mn];
+  if (cursor + record_bytes > bytes_) cursor = 0;
+  GAddr at = areas_[mn] + cursor;
+  cursor += record_bytes;
   return at;
 }
 

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "pond/transport/gaddr.h"
@@ -65,19 +66,25 @@ struct ParsedLogRecord {
 std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint16_t cn,
                                           uint16_t worker, uint64_t* undo_records = nullptr);
 
+// A worker's log: one ring per MN. A commit record is written to every MN the transaction
+// writes a cell on, ahead of its cells in that MN's batch: an MN applies a batch in order (as an
+// RC queue pair does), so wherever a cell of the transaction has landed, a copy of its record
+// has landed before it, whatever the crash cut short. Recovery reads every ring.
 class CommitLog {
  public:
-  CommitLog(GAddr area, uint64_t bytes) : area_(area), bytes_(bytes) {}
+  // areas[mn]: the ring on MN mn, `bytes` long.
+  CommitLog(std::vector<GAddr> areas, uint64_t bytes)
+      : areas_(std::move(areas)), bytes_(bytes), cursors_(areas_.size(), 0) {}
 
-  // Where the next record of `record_bytes` goes.
-  GAddr Reserve(uint64_t record_bytes);
-  GAddr area() const { return area_; }
+  // Where the next record of `record_bytes` goes on MN `mn`.
+  GAddr Reserve(MnId mn, uint64_t record_bytes);
+  const std::vector<GAddr>& areas() const { return areas_; }
   uint64_t bytes() const { return bytes_; }
 
  private:
-  GAddr area_;
+  std::vector<GAddr> areas_;
   uint64_t bytes_;
-  uint64_t cursor_ = 0;
+  std::vector<uint64_t> cursors_;
 };
 
 }  // namespace pond::store

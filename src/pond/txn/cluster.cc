@@ -23,7 +23,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kChunkBytes = 1 << 20;
-constexpr uint64_t kLogBytes = 1 << 20;  // per worker
+constexpr uint64_t kLogBytes = 256 << 10;  // per worker and MN
 constexpr int kLoadCoroutines = 32;
 
 }  // namespace
@@ -109,12 +109,16 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
 
 Status WorkerContext::Init() {
   const ClusterConfig& config = cluster_.config_;
-  // Each worker's commit log sits on one MN, spread over the MNs.
-  MnId log_mn = static_cast<MnId>((cn_.id * config.workers_per_cn + index_) % config.mns);
-  Result<uint64_t> area =
-      RunOn(cluster_, *this, store::CarveHeap(*ep_, cluster_.layout_, log_mn, kLogBytes));
-  if (!area.ok()) return area.status();
-  log_ = std::make_unique<store::CommitLog>(GAddr::Make(log_mn, *area), kLogBytes);
+  // A ring on every MN (store/commit_log.h: a record goes ahead of its cells on each MN).
+  std::vector<GAddr> areas;
+  for (int mn = 0; mn < config.mns; mn++) {
+    Result<uint64_t> area = RunOn(cluster_, *this,
+                                  store::CarveHeap(*ep_, cluster_.layout_, static_cast<MnId>(mn),
+                                                   kLogBytes));
+    if (!area.ok()) return area.status();
+    areas.push_back(GAddr::Make(static_cast<MnId>(mn), *area));
+  }
+  log_ = std::make_unique<store::CommitLog>(std::move(areas), kLogBytes);
   return Status::Ok();
 }
 

@@ -239,10 +239,11 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
   WorkerContext& w = *cn.workers[worker % cn.workers.size()];
   WorkerContext& victim = *cl_.cns_[dead]->workers[worker];
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  w.sched().Spawn([](Failover* fo, WorkerContext* w, GAddr area, uint64_t bytes, uint16_t dead,
-                     uint16_t worker, uint64_t one_way) -> Task<void> {
+  w.sched().Spawn([](Failover* fo, WorkerContext* w, std::vector<GAddr> areas, uint64_t bytes,
+                     uint16_t dead, uint16_t worker, uint64_t one_way) -> Task<void> {
     Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
-        w->ep(), w->cluster().catalog(), w->cluster().placement(), area, bytes, dead, worker);
+        w->ep(), w->cluster().catalog(), w->cluster().placement(), std::move(areas), bytes, dead,
+        worker);
     POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
     const uint64_t now = w->clock().NowNs();
     const uint16_t by = w->cn_id();
@@ -250,7 +251,7 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
                                    back = r->rolled_back, records = r->records] {
       fo->OnRecovered(dead, worker, by, fwd, back, records);
     });
-  }(this, &w, victim.log().area(), victim.log().bytes(), dead, worker, one_way));
+  }(this, &w, victim.log().areas(), victim.log().bytes(), dead, worker, one_way));
 }
 
 void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {

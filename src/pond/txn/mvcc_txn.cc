@@ -3,6 +3,7 @@
 #include "pond/txn/mvcc_txn.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "pond/base/assert.h"
@@ -131,8 +132,18 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
     std::memcpy(log_buf_.data() + sizeof(h) + k * sizeof(LogItem), &li, sizeof(li));
   }
   store::SealLogRecord(log_buf_);
-  w_.ep().Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
-               static_cast<uint32_t>(log_buf_.size()));
+  // A copy on every MN that gets a cell, posted before the cells (store/commit_log.h).
+  uint64_t mns = 0;
+  for (size_t i : writes) {
+    for (int r = 0; r < w_.cluster().placement().replication(); r++) {
+      mns |= uint64_t{1} << w_.cluster().placement().Replica(items_[i].lk.key, r);
+    }
+  }
+  for (; mns != 0; mns &= mns - 1) {
+    const auto mn = static_cast<MnId>(std::countr_zero(mns));
+    w_.ep().Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
+                  static_cast<uint32_t>(log_buf_.size()));
+  }
 }
 
 Task<Status> MvccTxn::Validate() {
@@ -236,8 +247,8 @@ Task<Status> MvccTxn::Commit() {
     if (!writes.empty()) {
       Status s = co_await PrepareWrites(writes);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
-      PostWrites(writes, kInvisible);
       PostLogRecord(writes);
+      PostWrites(writes, kInvisible);
       CheckOk(co_await w_.ep().Flush());
       // VT cache rule 2: the cache shows the new cell INVISIBLE before the commit timestamp is
       // granted, and the timestamp before the MN does, so the cache is never older than memory.
@@ -260,8 +271,8 @@ Task<Status> MvccTxn::Commit() {
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
     }
     if (protocol().log_and_visible && !writes.empty()) {
-      PostWrites(writes, kInvisible);
       PostLogRecord(writes);
+      PostWrites(writes, kInvisible);
       CheckOk(co_await w_.ep().Flush());
     }
   }

@@ -224,7 +224,11 @@ Task<Status> SvTxn::Commit() {
       off += Padded8(it.table->value_bytes);
     }
     store::SealLogRecord(log_buf_);
-    ep.Write(w_.log().Reserve(log_buf_.size()), log_buf_.data(),
+    // One copy, on the worker's own MN: ford's recovery is not built yet.
+    const MnId home =
+        static_cast<MnId>((w_.cn_id() * w_.cluster().config().workers_per_cn + w_.index()) %
+                          w_.cluster().config().mns);
+    ep.Write(w_.log().Reserve(home, log_buf_.size()), log_buf_.data(),
              static_cast<uint32_t>(log_buf_.size()));
   }
   if (!check.empty() || !writes.empty()) CheckOk(co_await ep.Flush());
