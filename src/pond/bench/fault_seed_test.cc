@@ -171,6 +171,40 @@ TEST(FaultSeedTest, TwoCnsCrashAtOnce) {
   EXPECT_GT(run->committed_per_ms[6], 0u);
 }
 
+// A CN crashes while the survivors are recovering another (its lease expires 2 ms after its
+// crash, and recovery takes about a millisecond more): whatever it owed the first failure — a
+// log to recover, its locks to release, its drain — is handed on or no longer waited for.
+TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
+  uint64_t handed_on = 0;
+  for (const char* spec : {"crash-cn:1@3ms,crash-cn:3@5100us", "crash-cn:2@3ms,crash-cn:1@5150us",
+                           "crash-cn:3@3ms,crash-cn:4@5050us,crash-cn:2@5500us"}) {
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 3);
+    o.seconds = 0.012;
+    ASSERT_TRUE(ResolveFaults(&o, spec).ok()) << spec;
+    SmallBankParams p;
+    p.accounts = 20000;
+    SmallBankWorkload w(p);
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const auto& failures = run->failover->failures;
+    ASSERT_GE(failures.size(), 2u) << spec;
+    handed_on += run->failover->handed_on;
+    // The second crash fell inside the first one's recovery.
+    EXPECT_LT(failures[1].crash_ns, failures[0].open_ns) << spec;
+    for (const auto& f : failures) {
+      EXPECT_GT(f.open_ns, f.detected_ns) << spec << ": CN " << f.cn << " never reopened";
+    }
+    EXPECT_TRUE(run->check->ok) << spec << ": " << run->check->detail;
+    EXPECT_TRUE(run->replicas->ok())
+        << spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    EXPECT_GT(run->committed_per_ms.back() + run->committed_per_ms[run->committed_per_ms.size() - 2],
+              0u)
+        << spec << ": the survivors serve again";
+  }
+  EXPECT_GT(handed_on, 0u) << "no crash caught a CN with a log to recover";
+}
+
 TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) {
   SeedRange r = Seeds(20);
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {

@@ -156,6 +156,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"epoch", r.failover->epoch},
                         {"config_puts", r.failover->config_puts},
                         {"unknown_calls", r.failover->unknown_calls},
+                        {"log_recoveries_handed_on", r.failover->handed_on},
                         {"unknown_booked", r.unknown},
                         {"faults_not_reached", r.failover->faults_not_reached},
                         {"committed_per_ms", r.committed_per_ms},

@@ -91,10 +91,11 @@ void PrintFailover(const bench::RunResult& r) {
           static_cast<unsigned long>(x.rolled_back), ms(x.open_ns));
     }
     std::printf(
-        "membership   epoch %lu, %lu configuration puts; %lu calls ended unknown, %lu unknown "
-        "outcomes booked; %lu packets lost to crashes; of crashed CNs' batches in flight %lu "
-        "landed, %lu did not%s\n",
+        "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
+        "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes; of crashed CNs' "
+        "batches in flight %lu landed, %lu did not%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
+        static_cast<unsigned long>(f.handed_on),
         static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
         static_cast<unsigned long>(f.lost_packets), static_cast<unsigned long>(f.landed_batches),
         static_cast<unsigned long>(f.lost_batches),

@@ -222,6 +222,7 @@ void Failover::Declare(uint16_t dead) {
     for (auto& [worker, cn] : other->logs_pending) {
       if (cn != dead) continue;
       cn = alive[n++ % alive.size()];
+      handed_on_++;
       StartLogRecovery(other->cn, worker, cn);
     }
   }
@@ -358,6 +359,7 @@ FailoverStats Failover::Stats() const {
   s.faults_not_reached = faults_not_reached_;
   s.config_puts = store_.puts();
   s.unknown_calls = unknown_calls_;
+  s.handed_on = handed_on_;
   SimFabric::CrashStats c = cl_.sim_fabric_->crash_stats();
   s.lost_packets = c.dropped_packets;
   s.landed_batches = c.landed_batches;

@@ -87,6 +87,7 @@ class Failover {
   uint64_t generation_ = 0;  // events of an earlier Arm that find it changed do nothing
   uint64_t faults_not_reached_ = 0;
   uint64_t unknown_calls_ = 0;
+  uint64_t handed_on_ = 0;
 };
 
 }  // namespace pond::txn
