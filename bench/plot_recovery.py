@@ -39,8 +39,10 @@ def run_of(path):
     try:
         faults = data["result"]["faults"]
         per_ms = [int(x) for x in faults["committed_per_ms"]]
-        failures = [(float(f["crash_ms"]), float(f["open_ms"]), int(f["cn"]))
-                    for f in faults["failures"]]
+        # A CN is back in service when its shards are; an MN when every CN uses the replicas left.
+        failures = [(float(f["crash_ms"]), float(f["open_ms"])) for f in faults["failures"]]
+        failures += [(float(f["crash_ms"]), float(f["down_ms"]))
+                     for f in faults.get("mn_failures", [])]
         spec = str(faults["spec"])
         recovery = faults.get("recovery_ms")
     except (KeyError, TypeError, ValueError) as e:
@@ -79,10 +81,11 @@ def main():
         xs = [ms + 0.5 for ms in range(len(run["per_ms"]))]
         ys = [n for n in run["per_ms"]]  # commits in a millisecond = thousands per second
         line, = ax.plot(xs, ys, label=label, linewidth=1.5)
-        for crash_ms, open_ms, cn in run["failures"]:
+        for crash_ms, open_ms in run["failures"]:
             ax.axvline(crash_ms, color=line.get_color(), linestyle="--", linewidth=0.8)
             ax.axvline(open_ms, color=line.get_color(), linestyle=":", linewidth=0.8)
-    ax.set_xlabel("virtual time (ms); dashed: crash, dotted: its shards served again")
+    ax.set_xlabel("virtual time (ms); dashed: crash, dotted: served again (a CN's shards by "
+                  "survivors, an MN's data by its replicas left)")
     ax.set_ylabel("throughput (K txn/s, per 1 ms)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `pond sim smallbank --faults` end to end, and bench/plot_recovery.py on what it writes: a CN
-# crash is reported (the schedule, the failover, the commits per millisecond, recovery_ms, the
-# replica check) and plotted; bad schedules are refused with one line and exit 2.
+# crash and an MN crash are reported (the schedule, the failover, the commits per millisecond,
+# recovery_ms, the replica check) and plotted; bad schedules are refused with one line and exit 2.
 # Usage: plot_recovery_test.sh PYTHON POND
 set -euo pipefail
 python=$1
@@ -28,6 +28,22 @@ assert len(f["committed_per_ms"]) >= 8 and sum(f["committed_per_ms"]) == r["comm
 assert r["replica_check"]["ok"] and r["replica_check"]["acked"] > 0
 PY
 
+# An MN crash: reported, in the JSON, and plotted beside the CN crash.
+"$pond" "${run[@]}" --faults crash-mn:1@3ms --json "$tmp/mn.json" >"$tmp/mn.out" 2>"$tmp/err" ||
+  fail "the run with an MN crash failed: $(tail -3 "$tmp/mn.out") $(tail -3 "$tmp/err")"
+for line in "^failover     MN 1 crashed at 3.000 ms" "^recovery_ms  " "^replicas     ok: " \
+  "^money check  ok"; do
+  grep -q "$line" "$tmp/mn.out" || fail "no line '$line' in: $(cat "$tmp/mn.out")"
+done
+"$python" - "$tmp/mn.json" <<'PY' || fail "the JSON lacks the MN failure"
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+m = r["faults"]["mn_failures"][0]
+assert m["mn"] == 1 and m["crash_ms"] == 3.0 and m["down_ms"] > m["detected_ms"] > 3.0, m
+assert r["aborts"]["mn_unreachable"] > 0, r["aborts"]
+assert r["replica_check"]["ok"]
+PY
+
 # The same seed draws the same random schedule, printed so that it replays.
 "$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r1" 2>/dev/null || fail "random run failed"
 "$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r2" 2>/dev/null || fail "random rerun failed"
@@ -40,7 +56,7 @@ diff <(grep -v "wall clock" "$tmp/r1") <(grep -v "wall clock" "$tmp/r3") >/dev/n
   fail "the printed schedule did not replay the run"
 
 # Bad schedules: one line, exit 2.
-for bad in "crash-xx:1@1ms" "crash-cn:1@" "crash-cn:0@1ms" "crash-mn:1@1ms" "crash-cn:9@1ms" \
+for bad in "crash-xx:1@1ms" "crash-cn:1@" "crash-cn:0@1ms" "restart-mn:1@1ms" "crash-cn:9@1ms" \
   "drop:2"; do
   set +e
   "$pond" "${run[@]}" --faults "$bad" >"$tmp/bad.out" 2>"$tmp/bad.err"
@@ -58,10 +74,16 @@ set -e
 [ "$code" = 2 ] && grep -q "cannot recover a crashed CN" "$tmp/motor.err" ||
   fail "motor with a CN crash: exit $code: $(cat "$tmp/motor.err")"
 [ "$hcode" = 2 ] || fail "--history with a crash: exit $hcode"
+set +e
+"$pond" "${run[@]}" --protocol ford --faults crash-mn:1@1ms >/dev/null 2>"$tmp/ford.err"
+code=$?
+set -e
+[ "$code" = 2 ] && grep -q "cannot survive an MN crash" "$tmp/ford.err" ||
+  fail "ford with an MN crash: exit $code: $(cat "$tmp/ford.err")"
 
-"$python" "$here/plot_recovery.py" "$tmp/crash.json" -o "$tmp/crash.png" >"$tmp/plot.out" ||
-  fail "plot_recovery.py failed"
-grep -q "plotted 1 run(s)" "$tmp/plot.out" || fail "unexpected summary: $(cat "$tmp/plot.out")"
+"$python" "$here/plot_recovery.py" "$tmp/crash.json" "$tmp/mn.json" -o "$tmp/crash.png" \
+  >"$tmp/plot.out" || fail "plot_recovery.py failed"
+grep -q "plotted 2 run(s)" "$tmp/plot.out" || fail "unexpected summary: $(cat "$tmp/plot.out")"
 [ -s "$tmp/crash.png" ] || fail "no PNG written"
 set +e
 "$python" "$here/plot_recovery.py" "$tmp/out" -o "$tmp/x.png" 2>"$tmp/perr"

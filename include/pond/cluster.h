@@ -125,6 +125,7 @@ struct AbortCounts {
   uint64_t duplicate_key = 0;
   uint64_t validation = 0;  // a read-only item changed before commit (motor, ford)
   uint64_t user = 0;        // the transaction body gave up
+  uint64_t mn_unreachable = 0;  // an MN it read from did not answer (it was down)
   uint64_t Total() const;
 };
 
@@ -211,8 +212,12 @@ struct ReplicaCheck {
   uint64_t versions = 0;  // visible versions whose records were compared
   uint64_t acked = 0;     // committed writes looked for
   uint64_t disagreements = 0, invisible = 0, locked = 0, lost_commits = 0;
+  uint64_t lost_groups = 0;  // slots whose every replica is on a down MN
   std::vector<std::string> problems;  // the first few, one line each
-  bool ok() const { return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0; }
+  bool ok() const {
+    return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
+           lost_groups == 0;
+  }
 };
 
 // What membership and recovery did in a simulated run with node faults (docs/recovery.md).
@@ -226,6 +231,13 @@ struct FailoverStats {
     uint64_t rolled_forward = 0, rolled_back = 0, log_records = 0;
   };
   std::vector<Failure> failures;
+  struct MnFailure {
+    uint16_t mn = 0;
+    uint64_t crash_ns = 0;     // virtual time of the crash (from the start of the run)
+    uint64_t detected_ns = 0;  // its lease expired; the new epoch was decided
+    uint64_t down_ns = 0;      // every CN reads the replicas left and writes skip it
+  };
+  std::vector<MnFailure> mn_failures;
   uint64_t epoch = 0;            // the configuration's epoch at the end
   uint64_t faults_not_reached = 0;  // scheduled after the run had ended: never happened
   uint64_t config_puts = 0;      // conditional puts to the coordination service

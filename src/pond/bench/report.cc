@@ -150,9 +150,17 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                           {"rolled_forward", f.rolled_forward},
                           {"rolled_back", f.rolled_back}});
     }
+    nlohmann::json mn_failures = nlohmann::json::array();
+    for (const auto& f : r.failover->mn_failures) {
+      mn_failures.push_back({{"mn", f.mn},
+                             {"crash_ms", static_cast<double>(f.crash_ns) / 1e6},
+                             {"detected_ms", static_cast<double>(f.detected_ns) / 1e6},
+                             {"down_ms", static_cast<double>(f.down_ns) / 1e6}});
+    }
     std::optional<double> rec = RecoveryMs(r);
     result["faults"] = {{"spec", o.faults},
                         {"failures", failures},
+                        {"mn_failures", mn_failures},
                         {"epoch", r.failover->epoch},
                         {"config_puts", r.failover->config_puts},
                         {"unknown_calls", r.failover->unknown_calls},
@@ -171,6 +179,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                                {"invisible", r.replicas->invisible},
                                {"locked", r.replicas->locked},
                                {"lost_commits", r.replicas->lost_commits},
+                               {"lost_groups", r.replicas->lost_groups},
                                {"problems", r.replicas->problems}};
   }
   j["result"] = result;

@@ -24,12 +24,11 @@ Status ResolveFaults(RunOptions* o, const std::string& spec) {
   limits.cns = static_cast<uint16_t>(c.cns);
   limits.mns = static_cast<uint16_t>(c.mns);
   limits.min_cns_up = 2;
-  limits.max_mns_down = 0;
+  limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
   limits.horizon_ns = static_cast<uint64_t>(o->seconds * 1e9);
   limits.refused = {
       {sim::FaultKind::kRestartCn, "restarting a crashed CN is not supported yet"},
-      {sim::FaultKind::kCrashMn, "MN crashes are not survived yet"},
-      {sim::FaultKind::kRestartMn, "MN crashes are not survived yet"},
+      {sim::FaultKind::kRestartMn, "re-replication onto a restarted MN is not built yet"},
       {sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
       {sim::FaultKind::kHealCn, "partitions are not survived yet"}};
   if (Status crash = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashCn, 1, 0}});
@@ -38,6 +37,13 @@ Status ResolveFaults(RunOptions* o, const std::string& spec) {
     const std::string& m = crash.message();
     const size_t at = m.find("crash-cn: ");
     limits.refused.emplace_back(sim::FaultKind::kCrashCn,
+                                at == std::string::npos ? m : m.substr(at + 10));
+  }
+  if (Status crash = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashMn, 0, 0}});
+      !crash.ok() && c.replication > 1) {
+    const std::string& m = crash.message();
+    const size_t at = m.find("crash-mn: ");
+    limits.refused.emplace_back(sim::FaultKind::kCrashMn,
                                 at == std::string::npos ? m : m.substr(at + 10));
   }
   limits.protected_cns = {{0, "CN 0 hosts the timestamp oracle, whose fail-over is not built yet"}};

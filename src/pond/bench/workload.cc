@@ -100,9 +100,12 @@ uint64_t RunContext::Client(const Session& s) const {
 }
 
 std::optional<double> RecoveryMs(const RunResult& r) {
-  if (!r.failover || r.failover->failures.empty()) return std::nullopt;
+  if (!r.failover || (r.failover->failures.empty() && r.failover->mn_failures.empty())) {
+    return std::nullopt;
+  }
   uint64_t crash_ns = UINT64_MAX;
   for (const auto& f : r.failover->failures) crash_ns = std::min(crash_ns, f.crash_ns);
+  for (const auto& f : r.failover->mn_failures) crash_ns = std::min(crash_ns, f.crash_ns);
   const std::vector<uint64_t>& per_ms = r.committed_per_ms;
   const size_t crash_ms = static_cast<size_t>(crash_ns / 1'000'000);
   // Whole milliseconds before the crash, the first left out (clients are starting).

@@ -27,6 +27,7 @@ struct CellRef {
   size_t record;  // index into the parsed records
   GAddr addr;     // the cell on one replica
   Cell cell;
+  bool down;      // its MN is down: neither read nor written, and it decides nothing
 };
 
 }  // namespace
@@ -47,6 +48,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   LogRecoveryStats stats;
   std::vector<std::vector<std::byte>> copies(areas.size(), std::vector<std::byte>(bytes));
   for (size_t a = 0; a < areas.size(); a++) {
+    if (placement.IsDown(areas[a].mn())) continue;  // its copies are gone; the others have them
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Read(areas[a] + off, copies[a].data() + off, n);
@@ -76,14 +78,16 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
       for (int rep = 0; rep < placement.replication(); rep++) {
         MnId mn = placement.Replica(li.key, rep);
         GAddr slot = t->SlotAddr(mn, rep, li.bucket, li.slot);
-        cells.push_back(
-            CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell), Cell{}});
+        cells.push_back(CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell),
+                                Cell{}, placement.IsDown(mn)});
       }
     }
   }
   std::vector<CvtCell> raw(cells.size());
-  std::vector<size_t> todo(cells.size());
-  for (size_t i = 0; i < todo.size(); i++) todo[i] = i;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < cells.size(); i++) {
+    if (!cells[i].down) todo.push_back(i);
+  }
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt == kTornRetries) co_return Unavailable("cells stayed torn during log recovery");
     for (size_t b = 0; b < todo.size(); b += kCellsPerBatch) {
@@ -155,6 +159,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
         if (cv < 0) continue;
         for (size_t i = item; i < item + reps; i++) {
           CellRef& c = cells[i];
+          if (c.down) continue;
           c.cell = Cell{.cv = static_cast<uint8_t>(cv), .record = c.cell.record};
           raw[i] = store::EncodeCell(c.cell);
           ep.Write(c.addr, &raw[i], sizeof(CvtCell));
@@ -172,6 +177,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   // The log is consumed: only now (a crash before this point leaves it to be recovered again).
   const std::vector<std::byte> zeros(std::min<uint64_t>(kZeroChunk, bytes));
   for (const GAddr& area : areas) {
+    if (placement.IsDown(area.mn())) continue;
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Write(area + off, zeros.data(), n);

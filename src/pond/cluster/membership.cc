@@ -9,7 +9,7 @@ constexpr uint32_t kConfigMagic = 0x47464e43;  // "CNFG"
 struct ConfigHeader {
   uint32_t magic;
   uint16_t cns;
-  uint16_t reserved;
+  uint16_t mns;
   uint64_t epoch;
 };
 static_assert(sizeof(ConfigHeader) == 16);
@@ -19,15 +19,29 @@ struct CnEntry {
   uint16_t incarnation;
 };
 static_assert(sizeof(CnEntry) == 4);
+struct MnEntry {
+  uint8_t alive;
+  uint8_t reserved[3];
+};
+static_assert(sizeof(MnEntry) == 4);
 }  // namespace
 
 std::vector<std::byte> Configuration::Encode() const {
-  std::vector<std::byte> out(sizeof(ConfigHeader) + cns.size() * sizeof(CnEntry));
-  ConfigHeader h{kConfigMagic, static_cast<uint16_t>(cns.size()), 0, epoch};
+  std::vector<std::byte> out(sizeof(ConfigHeader) + cns.size() * sizeof(CnEntry) +
+                             mns.size() * sizeof(MnEntry));
+  ConfigHeader h{kConfigMagic, static_cast<uint16_t>(cns.size()),
+                 static_cast<uint16_t>(mns.size()), epoch};
   std::memcpy(out.data(), &h, sizeof(h));
-  for (size_t i = 0; i < cns.size(); i++) {
-    CnEntry e{static_cast<uint8_t>(cns[i].alive ? 1 : 0), 0, cns[i].incarnation};
-    std::memcpy(out.data() + sizeof(h) + i * sizeof(e), &e, sizeof(e));
+  std::byte* at = out.data() + sizeof(h);
+  for (const CnStatus& cn : cns) {
+    CnEntry e{static_cast<uint8_t>(cn.alive ? 1 : 0), 0, cn.incarnation};
+    std::memcpy(at, &e, sizeof(e));
+    at += sizeof(e);
+  }
+  for (const MnStatus& mn : mns) {
+    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), {}};
+    std::memcpy(at, &e, sizeof(e));
+    at += sizeof(e);
   }
   return out;
 }
@@ -37,8 +51,8 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof(h)) return Corruption("configuration shorter than its header");
   std::memcpy(&h, bytes.data(), sizeof(h));
   if (h.magic != kConfigMagic) return Corruption("configuration has a bad magic");
-  if (bytes.size() != sizeof(h) + size_t{h.cns} * sizeof(CnEntry)) {
-    return Corruption("configuration size does not match its CN count");
+  if (bytes.size() != sizeof(h) + size_t{h.cns} * sizeof(CnEntry) + size_t{h.mns} * sizeof(MnEntry)) {
+    return Corruption("configuration size does not match its CN and MN counts");
   }
   Configuration c;
   c.epoch = h.epoch;
@@ -48,6 +62,14 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
     std::memcpy(&e, bytes.data() + sizeof(h) + i * sizeof(e), sizeof(e));
     if (e.alive > 1) return Corruption("configuration CN entry has a bad alive flag");
     c.cns[i] = CnStatus{e.alive == 1, e.incarnation};
+  }
+  c.mns.resize(h.mns);
+  const std::byte* mn_at = bytes.data() + sizeof(h) + c.cns.size() * sizeof(CnEntry);
+  for (size_t i = 0; i < c.mns.size(); i++) {
+    MnEntry e;
+    std::memcpy(&e, mn_at + i * sizeof(e), sizeof(e));
+    if (e.alive > 1) return Corruption("configuration MN entry has a bad alive flag");
+    c.mns[i] = MnStatus{e.alive == 1};
   }
   return c;
 }

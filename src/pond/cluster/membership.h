@@ -28,10 +28,15 @@ struct CnStatus {
   friend bool operator==(const CnStatus&, const CnStatus&) = default;
 };
 
+struct MnStatus {
+  bool alive = true;  // a failed MN is not used again (re-replication onto a new one: not yet)
+  friend bool operator==(const MnStatus&, const MnStatus&) = default;
+};
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
 struct Configuration {
   uint64_t epoch = 0;
   std::vector<CnStatus> cns;
+  std::vector<MnStatus> mns;
   friend bool operator==(const Configuration&, const Configuration&) = default;
 
   std::vector<std::byte> Encode() const;

@@ -10,6 +10,7 @@ Configuration Three() {
   Configuration c;
   c.epoch = 4;
   c.cns = {CnStatus{true, 0}, CnStatus{false, 2}, CnStatus{true, 1}};
+  c.mns = {MnStatus{true}, MnStatus{false}};
   return c;
 }
 
@@ -33,6 +34,9 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   std::vector<std::byte> alive = b;
   alive[16] = std::byte{7};  // the first CN's alive flag
   EXPECT_EQ(Configuration::Decode(alive).status().code(), Code::kCorruption);
+  std::vector<std::byte> mn_alive = b;
+  mn_alive[16 + 3 * 4] = std::byte{2};  // the first MN's alive flag, after three CN entries
+  EXPECT_EQ(Configuration::Decode(mn_alive).status().code(), Code::kCorruption);
 }
 
 TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {

@@ -37,17 +37,28 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
     for (uint16_t p = 0; p < mns; p++) {
       for (uint64_t b = 0; b < t.bucket_count; b++) {
         for (int s = 0; s < t.slots_per_bucket; s++) {
+          // The replicas whose MN is up; `first` stands for them all (docs/recovery.md "MN
+          // crash": a down MN's memory is gone, and its replicas with it).
           std::vector<const std::byte*> slot(static_cast<size_t>(reps));
           std::vector<MnId> mn(static_cast<size_t>(reps));
+          std::vector<int> up;
           for (int rep = 0; rep < reps; rep++) {
             mn[rep] = static_cast<MnId>((p + rep) % mns);
+            if (placement.IsDown(mn[rep])) continue;
+            up.push_back(rep);
             slot[rep] = region(mn[rep]) + t.SlotAddr(mn[rep], rep, b, s).offset();
           }
+          if (up.empty()) {
+            Problem(r, &r.lost_groups, "every replica of MN " + std::to_string(p) +
+                                           "'s group is down");
+            continue;
+          }
+          const int first = up[0];
           store::CvtHeader h0;
-          std::memcpy(&h0, slot[0], sizeof(h0));
+          std::memcpy(&h0, slot[first], sizeof(h0));
           if (store::MetaState(h0.meta) != store::kSlotLive) continue;
           r.slots++;
-          for (int rep = 0; rep < reps; rep++) {
+          for (int rep : up) {
             store::CvtHeader h;
             std::memcpy(&h, slot[rep], sizeof(h));
             if (h.lock != 0 && rep == 0) {
@@ -63,16 +74,16 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
           if (t.single_version) {
             // Everything but the lock word (held on the primary only, while locked).
             const size_t lock_at = offsetof(store::SvHeader, lock);
-            for (int rep = 1; rep < reps; rep++) {
-              if (std::memcmp(slot[rep], slot[0], lock_at) != 0 ||
-                  std::memcmp(slot[rep] + lock_at + 8, slot[0] + lock_at + 8,
+            for (int rep : up) {
+              if (std::memcmp(slot[rep], slot[first], lock_at) != 0 ||
+                  std::memcmp(slot[rep] + lock_at + 8, slot[first] + lock_at + 8,
                               t.cvt_bytes - lock_at - 8) != 0) {
                 Problem(r, &r.disagreements,
                         Where(t, h0.key) + ": replica " + std::to_string(rep) + " differs");
               }
             }
             store::SvHeader sv;
-            std::memcpy(&sv, slot[0], sizeof(sv));
+            std::memcpy(&sv, slot[first], sizeof(sv));
             newest[{t.id, h0.key}] = sv.version;
             continue;
           }
@@ -81,7 +92,7 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
           for (int c = 0; c < t.versions; c++) {
             std::vector<store::Cell> cells(static_cast<size_t>(reps));
             bool torn = false;
-            for (int rep = 0; rep < reps; rep++) {
+            for (int rep : up) {
               store::CvtCell raw;
               std::memcpy(&raw, slot[rep] + sizeof(store::CvtHeader) + c * sizeof(raw),
                           sizeof(raw));
@@ -96,17 +107,17 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               Problem(r, &r.disagreements, Where(t, h0.key) + ": a cell is torn at rest");
               continue;
             }
-            const store::Cell& c0 = cells[0];
+            const store::Cell& c0 = cells[first];
             if (c0.valid && c0.commit_ts == store::kInvisible) {
               Problem(r, &r.invisible, Where(t, h0.key) + ": cell " + std::to_string(c) +
                                            " left INVISIBLE");
             }
-            for (int rep = 1; rep < reps; rep++) {
+            for (int rep : up) {
               const store::Cell& cr = cells[rep];
-              const bool same_record =
-                  (c0.record == 0 && cr.record == 0) ||
-                  (c0.record != 0 && cr.record != 0 &&
-                   c0.record - layout.RecordOffset(0, 0) == cr.record - layout.RecordOffset(rep, 0));
+              const bool same_record = (c0.record == 0 && cr.record == 0) ||
+                                       (c0.record != 0 && cr.record != 0 &&
+                                        c0.record - layout.RecordOffset(first, 0) ==
+                                            cr.record - layout.RecordOffset(rep, 0));
               if (cr.valid != c0.valid || cr.tombstone != c0.tombstone || cr.cv != c0.cv ||
                   (c0.valid && (cr.commit_ts != c0.commit_ts || cr.writer != c0.writer ||
                                 !same_record))) {
@@ -117,16 +128,16 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               }
             }
             if (!c0.visible()) continue;
-            for (int rep = 0; rep < reps; rep++) {
+            for (int rep : up) {
               if (cells[rep].visible()) {
                 rep_newest[rep] = std::max(rep_newest[rep], cells[rep].commit_ts);
               }
             }
             if (c0.tombstone || c0.record == 0) continue;
             r.versions++;
-            for (int rep = 1; rep < reps; rep++) {
+            for (int rep : up) {
               if (cells[rep].record == 0) continue;
-              if (std::memcmp(region(mn[rep]) + cells[rep].record, region(mn[0]) + c0.record,
+              if (std::memcmp(region(mn[rep]) + cells[rep].record, region(mn[first]) + c0.record,
                               t.record_stride) != 0) {
                 Problem(r, &r.disagreements,
                         Where(t, h0.key) + ": the record of cell " + std::to_string(c) +
@@ -134,7 +145,7 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               }
             }
           }
-          for (uint64_t n : rep_newest) key_newest = std::min(key_newest, n);
+          for (int rep : up) key_newest = std::min(key_newest, rep_newest[rep]);
           newest[{t.id, h0.key}] = key_newest;
         }
       }

@@ -10,6 +10,8 @@
 //   - nothing half-committed: no cell is INVISIBLE, and no lock word is held;
 //   - no lost commit: for every write a client was told committed, with timestamp T, every
 //     replica's newest version of the key has a timestamp >= T.
+// Replicas on MNs the placement holds down are gone and not compared; a replica group with none
+// left up is a problem of its own (lost_groups).
 //
 // Thread rules: a pure function of memory that nothing writes while it runs.
 #pragma once
@@ -39,8 +41,12 @@ struct ReplicaReport {
   uint64_t invisible = 0;    // cells left INVISIBLE
   uint64_t locked = 0;       // lock words left held
   uint64_t lost_commits = 0;  // acknowledged writes not found
+  uint64_t lost_groups = 0;   // slots with every replica down
   std::vector<std::string> problems;  // the first few, one line each
-  bool ok() const { return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0; }
+  bool ok() const {
+    return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
+           lost_groups == 0;
+  }
 };
 
 ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,

@@ -90,6 +90,12 @@ void PrintFailover(const bench::RunResult& r) {
           static_cast<unsigned long>(x.log_records), static_cast<unsigned long>(x.rolled_forward),
           static_cast<unsigned long>(x.rolled_back), ms(x.open_ns));
     }
+    for (const auto& x : f.mn_failures) {
+      const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
+      std::printf("failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
+                  "replicas left +%.3f ms\n",
+                  x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
+    }
     std::printf(
         "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes; of crashed CNs' "
@@ -103,7 +109,7 @@ void PrintFailover(const bench::RunResult& r) {
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()
             : "");
-    if (!f.failures.empty()) {
+    if (!f.failures.empty() || !f.mn_failures.empty()) {
       std::string series;
       for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
         series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);
@@ -128,10 +134,11 @@ void PrintFailover(const bench::RunResult& r) {
                   static_cast<unsigned long>(c.acked));
     } else {
       std::printf("replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
-                  "commits; first: %s\n",
+                  "commits, %lu slots with no replica up; first: %s\n",
                   static_cast<unsigned long>(c.disagreements),
                   static_cast<unsigned long>(c.invisible), static_cast<unsigned long>(c.locked),
                   static_cast<unsigned long>(c.lost_commits),
+                  static_cast<unsigned long>(c.lost_groups),
                   c.problems.empty() ? "" : c.problems[0].c_str());
     }
   }

@@ -90,6 +90,12 @@ class Endpoint : public Poller {
     std::coroutine_handle<> waiter;
     Status status;
     int outstanding = 0;
+    uint64_t unreachable = 0;  // bit i: MN i did not answer (it is down); status is Unavailable
+  };
+  // A Flush's outcome, with which MNs could not be reached (see FlushReporting).
+  struct FlushResult {
+    Status status;
+    uint64_t unreachable = 0;
   };
 
   Endpoint(WorkerAddr self, Scheduler& sched) : self_(self), sched_(sched) {}
@@ -124,6 +130,23 @@ class Endpoint : public Poller {
     };
     return Awaiter{this, {}};
   }
+  // co_await FlushReporting(): Flush, also saying which MNs did not answer. A batch to an MN
+  // that is down fails with Unavailable after the transport's timeout, its ops undone or done,
+  // unknown: a committing writer waits until such an MN is declared failed and then counts its
+  // writes to the MNs that answered (txn/mvcc_txn.cc).
+  auto FlushReporting() {
+    struct Awaiter {
+      Endpoint* ep;
+      Completion c;
+      bool await_ready() const noexcept { return ep->pending_count_ == 0; }
+      void await_suspend(std::coroutine_handle<> h) {
+        c.waiter = h;
+        ep->SubmitPending(&c);
+      }
+      FlushResult await_resume() { return {std::move(c.status), c.unreachable}; }
+    };
+    return Awaiter{this, {}};
+  }
 
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
   // Registers the handler for one message kind; a message of a kind with no handler is a bug.
@@ -155,6 +178,11 @@ class Endpoint : public Poller {
 
   // `batches` of c's batches are done; status is the first error among them, if any.
   void Complete(Completion* c, Status status, int batches = 1);
+  // `batches` of c's batches are done, and MNs `mns` did not answer them.
+  void CompleteUnreachable(Completion* c, uint64_t mns, int batches) {
+    c->unreachable |= mns;
+    Complete(c, Unavailable("an MN did not answer: it is down"), batches);
+  }
   // Complete(c, Status::Ok(), batches) without making and moving a Status.
   void CompleteOk(Completion* c, int batches = 1) {
     POND_ASSERT(c->outstanding >= batches && batches > 0);

@@ -14,7 +14,7 @@ namespace pond {
 using txn::ClusterImpl;
 
 // A reason added to AbortCounts must be listed below too; this fails until it is.
-static_assert(sizeof(AbortCounts) == 8 * sizeof(uint64_t));
+static_assert(sizeof(AbortCounts) == 9 * sizeof(uint64_t));
 
 const std::vector<AbortCounts::Reason>& AbortCounts::Reasons() {
   static const std::vector<Reason> kReasons = {
@@ -26,6 +26,7 @@ const std::vector<AbortCounts::Reason>& AbortCounts::Reasons() {
       {"duplicate key", "duplicate_key", &AbortCounts::duplicate_key},
       {"validation", "validation", &AbortCounts::validation},
       {"user", "user", &AbortCounts::user},
+      {"MN unreachable", "mn_unreachable", &AbortCounts::mn_unreachable},
   };
   return kReasons;
 }
@@ -89,8 +90,8 @@ ReplicaCheck Cluster::CheckReplicas() const {
   cluster::ReplicaReport r = cluster::CheckReplicas(
       cl.catalog_, cl.placement_, [&cl](MnId mn) -> const std::byte* { return cl.fabric_->region(mn); },
       acked);
-  return ReplicaCheck{r.slots,     r.versions, r.acked,        r.disagreements,
-                      r.invisible, r.locked,   r.lost_commits, std::move(r.problems)};
+  return ReplicaCheck{r.slots,     r.versions, r.acked,        r.disagreements, r.invisible,
+                      r.locked,    r.lost_commits, r.lost_groups, std::move(r.problems)};
 }
 
 FailoverStats Cluster::GetFailoverStats() const {

@@ -37,8 +37,11 @@ Failover::Failover(ClusterImpl& cl)
     : cl_(cl),
       engine_(*cl.engine_),
       crashed_(cl.config().cns, false),
-      renewed_ns_(cl.config().cns, 0) {
+      renewed_ns_(cl.config().cns, 0),
+      mn_crashed_(cl.config().mns, false),
+      mn_renewed_ns_(cl.config().mns, 0) {
   config_.cns.resize(cl.config().cns);
+  config_.mns.resize(cl.config().mns);
   Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), 0);
   POND_CHECK(v.ok());
   config_version_ = *v;
@@ -53,6 +56,8 @@ namespace pond {
 
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
   int alive = c.cns;
+  int mns_down = 0;
+  bool cn_crashes = false, mn_crashes = false;
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
@@ -62,12 +67,36 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       case NodeFaultKind::kRestartCn:
         return InvalidArgument(which + "restart-cn: restarting a crashed CN is not supported yet");
       case NodeFaultKind::kCrashMn:
+        break;
       case NodeFaultKind::kRestartMn:
-        return InvalidArgument(which + "MN crashes are not survived yet");
+        return InvalidArgument(which + "restart-mn: re-replication onto a restarted MN is not "
+                               "built yet");
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn:
         return InvalidArgument(which + "partitions are not survived yet");
     }
+    bool again = false;
+    for (size_t j = 0; j < i; j++) again |= faults[j].kind == f.kind && faults[j].node == f.node;
+    if (f.kind == NodeFaultKind::kCrashMn) {
+      mn_crashes = true;
+      if (f.node >= c.mns) {
+        return InvalidArgument(which + "crash-mn: no MN " + std::to_string(f.node) +
+                               " (the cluster has " + std::to_string(c.mns) + ")");
+      }
+      if (again) {
+        return InvalidArgument(which + "crash-mn: MN " + std::to_string(f.node) +
+                               " is already crashed");
+      }
+      if (++mns_down > c.replication - 1) {
+        return InvalidArgument(which + "crash-mn: at most " + std::to_string(c.replication - 1) +
+                               " MNs may crash with replication " +
+                               std::to_string(c.replication) +
+                               " (each replica group must keep one; re-replication is not built "
+                               "yet)");
+      }
+      continue;
+    }
+    cn_crashes = true;
     if (f.node >= c.cns) {
       return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) + " (the cluster has " +
                              std::to_string(c.cns) + ")");
@@ -76,23 +105,27 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       return InvalidArgument(which + "crash-cn: CN 0 hosts the timestamp oracle, whose fail-over "
                              "is not built yet");
     }
-    for (size_t j = 0; j < i; j++) {
-      if (faults[j].node == f.node) {
-        return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
-                               " is already crashed");
-      }
+    if (again) {
+      return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
+                             " is already crashed");
     }
     if (--alive < 2) {
       return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
     }
   }
-  if (!faults.empty() &&
+  if (mn_crashes &&
+      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
+    return InvalidArgument("crash-mn: protocol " + c.protocol.name +
+                           " cannot survive an MN crash yet (its lock words live on the primary "
+                           "MN and would be lost with it; lotus's locks live on CNs)");
+  }
+  if (cn_crashes &&
       (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
     return InvalidArgument("crash-cn: protocol " + c.protocol.name +
                            " cannot recover a crashed CN yet (only lotus, whose locks live on "
                            "CNs and whose commits are logged, does)");
   }
-  if (!faults.empty() && c.versions < 2) {
+  if (cn_crashes && c.versions < 2) {
     return InvalidArgument("crash-cn: needs at least 2 versions per key (a rolled-back "
                            "transaction's cell may have held the only version)");
   }
@@ -112,15 +145,20 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
   const uint64_t gen = generation_;
   faults_not_reached_ += faults.size();
   for (const NodeFault& f : faults) {
-    engine_.At(base_ns_ + f.at_ns, [this, gen, cn = f.node] {
+    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node] {
       if (gen != generation_) return;
       faults_not_reached_--;
-      Crash(cn);
+      if (kind == NodeFaultKind::kCrashMn) {
+        CrashMn(node);
+      } else {
+        Crash(node);
+      }
     });
   }
   if (!leases_armed_ && !faults.empty()) {
     leases_armed_ = true;
     for (size_t cn = 0; cn < renewed_ns_.size(); cn++) renewed_ns_[cn] = engine_.now();
+    for (size_t mn = 0; mn < mn_renewed_ns_.size(); mn++) mn_renewed_ns_[mn] = engine_.now();
     engine_.At(engine_.now() + kRenewEveryNs, [this, gen] {
       if (gen == generation_) LeaseTick();
     });
@@ -133,6 +171,11 @@ void Failover::Disarm() {
 }
 
 bool Failover::Idle() const {
+  // A crashed MN is waited for until every CN has stopped using it: writers hold their locks
+  // until then (MvccTxn::CommitFlush).
+  for (const auto& m : mn_failures_) {
+    if (m.down_ns == 0) return false;
+  }
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) continue;
     for (const auto& f : failures_) {
@@ -165,15 +208,29 @@ void Failover::Crash(uint16_t cn) {
   failures_.push_back(std::move(f));
 }
 
+void Failover::CrashMn(MnId mn) {
+  POND_CHECK(!mn_crashed_[mn]);
+  mn_crashed_[mn] = true;
+  cl_.sim_fabric_->CrashMn(mn);
+  mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_, 0, 0});
+}
+
 void Failover::LeaseTick() {
   const uint64_t now = engine_.now();
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  // Renewals sent now by every CN still running reach the CM one way later.
+  // Renewals sent now by every CN and MN still running reach the CM one way later. (An MN
+  // renews its lease as a CN does: memory nodes have a CPU for that much, as in FaRM.)
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) renewed_ns_[cn] = now + one_way;
   }
+  for (size_t mn = 0; mn < mn_crashed_.size(); mn++) {
+    if (!mn_crashed_[mn]) mn_renewed_ns_[mn] = now + one_way;
+  }
   for (uint16_t cn = 0; cn < config_.cns.size(); cn++) {
     if (config_.cns[cn].alive && now > renewed_ns_[cn] + kLeaseNs) Declare(cn);
+  }
+  for (uint16_t mn = 0; mn < config_.mns.size(); mn++) {
+    if (config_.mns[mn].alive && now > mn_renewed_ns_[mn] + kLeaseNs) DeclareMn(mn);
   }
   engine_.At(now + kRenewEveryNs, [this, gen = generation_] {
     if (gen == generation_) LeaseTick();
@@ -234,6 +291,36 @@ void Failover::Declare(uint16_t dead) {
   for (auto& other : failures_) MaybeFinish(*other);
 }
 
+void Failover::DeclareMn(MnId mn) {
+  POND_CHECK_MSG(mn_crashed_[mn], "a lease expired on a running MN");
+  config_.epoch++;
+  config_.mns[mn].alive = false;
+  Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
+  POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
+  config_version_ = *v;
+  FailoverStats::MnFailure* f = nullptr;
+  for (auto& m : mn_failures_) {
+    if (m.mn == mn) f = &m;
+  }
+  POND_CHECK(f != nullptr);
+  f->detected_ns = engine_.now() - base_ns_;
+  // Every CN hears the epoch at once here, and the simulated CNs share one Placement. Until
+  // they hear it, their batches to the MN fail after the transport's timeout: readers abort
+  // and retry, committing writers wait (MvccTxn::CommitFlush); nobody acts on the old epoch's
+  // view of the MN once it has heard the new one.
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  const uint64_t epoch = config_.epoch;
+  engine_.At(engine_.now() + kConfigPutNs + one_way, [this, mn, epoch] {
+    cl_.placement_.SetDown(mn);
+    for (uint16_t s : config_.Alive()) {
+      if (cl_.cns_[s]->view.epoch < epoch) cl_.cns_[s]->view = config_;
+    }
+    for (auto& m : mn_failures_) {
+      if (m.mn == mn) m.down_ns = engine_.now() - base_ns_;
+    }
+  });
+}
+
 void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor) {
   if (crashed_[survivor]) return;  // its own declaration will hand this on
   CnContext& cn = *cl_.cns_[survivor];
@@ -243,8 +330,14 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
   w.sched().Spawn([](Failover* fo, WorkerContext* w, std::vector<GAddr> areas, uint64_t bytes,
                      uint16_t dead, uint16_t worker, uint64_t one_way) -> Task<void> {
     Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
-        w->ep(), w->cluster().catalog(), w->cluster().placement(), std::move(areas), bytes, dead,
-        worker);
+        w->ep(), w->cluster().catalog(), w->cluster().placement(), areas, bytes, dead, worker);
+    // An MN that crashes under a recovery does not answer it: once every CN has stopped using
+    // that MN, the recovery starts over (it is idempotent), leaving the MN out.
+    while (!r.ok() && r.status().code() == Code::kUnavailable) {
+      co_await w->sched().SleepFor(kDrainPollNs);
+      r = co_await cluster::RecoverCommitLog(w->ep(), w->cluster().catalog(),
+                                             w->cluster().placement(), areas, bytes, dead, worker);
+    }
     POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
     const uint64_t now = w->clock().NowNs();
     const uint16_t by = w->cn_id();
@@ -355,6 +448,7 @@ FailoverStats Failover::Stats() const {
                                                 f->recovered_ns, f->open_ns, f->rolled_forward,
                                                 f->rolled_back, f->records});
   }
+  s.mn_failures = mn_failures_;
   s.epoch = config_.epoch;
   s.faults_not_reached = faults_not_reached_;
   s.config_puts = store_.puts();

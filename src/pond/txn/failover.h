@@ -32,6 +32,7 @@
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
 #include "pond/sim/engine.h"
+#include "pond/transport/gaddr.h"
 
 namespace pond::txn {
 
@@ -56,13 +57,18 @@ class Failover {
   // No crash is waiting to be detected, recovered or reopened: a run may end.
   bool Idle() const;
   bool IsCrashed(uint16_t cn) const { return crashed_[cn]; }
+  bool IsMnCrashed(MnId mn) const { return mn_crashed_[mn]; }
   FailoverStats Stats() const;
 
  private:
   struct Failure;
   void Crash(uint16_t cn);
+  void CrashMn(MnId mn);
   void LeaseTick();
   void Declare(uint16_t cn);
+  // An MN's lease expired: a new epoch without it; every CN then reads the replicas left, and
+  // writes skip it (docs/recovery.md "MN crash").
+  void DeclareMn(MnId mn);
   void StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor);
   void OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch);
   void OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
@@ -82,6 +88,9 @@ class Failover {
   std::vector<bool> crashed_;          // by CN: stopped (the truth, which the CM learns late)
   std::vector<uint64_t> renewed_ns_;   // by CN: when the CM last heard a renewal
   std::vector<std::unique_ptr<Failure>> failures_;
+  std::vector<bool> mn_crashed_;          // by MN: the truth
+  std::vector<uint64_t> mn_renewed_ns_;   // by MN: when the CM last heard its renewal
+  std::vector<FailoverStats::MnFailure> mn_failures_;
   uint64_t base_ns_ = 0;  // the start of the run the schedule counts from
   bool leases_armed_ = false;
   uint64_t generation_ = 0;  // events of an earlier Arm that find it changed do nothing

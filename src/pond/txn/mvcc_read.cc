@@ -140,7 +140,9 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
     }
     p.NewRound();
     PostCvtReads(todo, p);
-    if (!p.need_cvt.empty()) CheckOk(co_await w_.ep().Flush());
+    if (!p.need_cvt.empty()) {
+      if (Status s = co_await w_.ep().Flush(); !s.ok()) co_return FailUnreachable(s);
+    }
     if (Status s = BookLocks(p); !s.ok()) co_return s;
     if (Status s = co_await DecodeCvts(p); !s.ok()) co_return s;
     // Items served from the VT cache go straight to version choice.
@@ -148,7 +150,7 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       if (!p.items[i].read_cvt) p.to_read.push_back(i);
     }
     if (Status s = ChooseVersions(p); !s.ok()) co_return s;
-    co_await ReadRecords(p);
+    if (Status s = co_await ReadRecords(p); !s.ok()) co_return s;
     if (p.failed) failed_attempts++;
     if (p.wait) {
       if (++invisible_waits > kInvisibleWaitsMax) {
@@ -172,7 +174,9 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     r.read_cvt = false;
     r.cas_posted = false;
     r.lock_seen = 0;
-    MnId primary = cl.placement().Primary(it.lk.key);
+    // With MN locks (motor) every access goes to the primary; lotus reads the first replica up.
+    r.rep = p.mn_locks ? 0 : cl.placement().ReadReplica(it.lk.key);
+    const MnId primary = cl.placement().Replica(it.lk.key, r.rep);
     if (vt() != nullptr && LocalShard(it)) {
       if (auto hit = vt()->Get(it.lk)) {
         it.have_slot = true;
@@ -202,7 +206,7 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
       r.buf.resize(it.table->cvt_bytes);
       r.whole_bucket = false;
       it.ref = *addr;
-      GAddr cvt_addr = addr->Addr(*it.table, primary, 0);
+      GAddr cvt_addr = addr->Addr(*it.table, primary, r.rep);
       // A READ copies from the end backwards (docs/formats.md), so the lock word inside the
       // CVT's copy is read *after* its cells and may show a writer's unlock without its cell.
       // Read first, in its own READ, a free lock word means: no writer with an older timestamp
@@ -220,7 +224,7 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
       if (r.guard_absent && !want_bucket_lock) {
         ep.Read(BucketLockWord(it), &r.lock_seen, sizeof(uint64_t));
       }
-      ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+      ep.Read(it.table->BucketAddr(primary, r.rep, store::HomeBucket(*it.table, it.lk.key)),
               r.buf.data(), it.table->bucket_bytes());
     }
     r.read_cvt = true;
@@ -295,16 +299,19 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
       if (scan.match < 0) {
         // The home bucket is full: the key may have overflowed into a later bucket.
         Result<store::Found> f = co_await store::Lookup(
-            w_.ep(), *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
+            w_.ep(), *it.table, cl.placement().Replica(it.lk.key, r.rep), r.rep, it.lk.key);
         if (f.ok()) {
           it.ref = f->ref;
           it.have_slot = true;
           it.cvt = f->cvt;
+          ToPrimaryLane(it.cvt, r.rep);
           if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
           (slot_needs_round(it, true) ? p.retry : p.to_read).push_back(i);
         } else if (f.status().code() == Code::kTornRead) {
           p.retry.push_back(i);
           p.failed = true;
+        } else if (f.status().code() == Code::kUnavailable) {
+          co_return FailUnreachable(f.status());
         } else {
           POND_CHECK(f.status().code() == Code::kNotFound);
           Absent(i, p);
@@ -333,6 +340,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
     }
     it.have_slot = true;
     it.cvt = *cvt;
+    ToPrimaryLane(it.cvt, r.rep);
     if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
     (slot_needs_round(it, r.whole_bucket) ? p.retry : p.to_read).push_back(i);
   }
@@ -373,16 +381,14 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
   return Status::Ok();
 }
 
-Task<void> MvccTxn::ReadRecords(ReadPass& p) {
+Task<Status> MvccTxn::ReadRecords(ReadPass& p) {
   // One batch. Motor's layout keeps a full value plus per-version deltas, so a version costs a
   // second READ of the same size (docs/protocols.md "Value + delta").
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   for (size_t i : p.fetch) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
-    const Cell& cell = it.cvt.cells[it.read_cell];
-    GAddr rec = GAddr::Make(cl.placement().Primary(it.lk.key), cell.record);
+    const GAddr rec = RecordAddr(it, it.cvt.cells[it.read_cell]);
     r.buf.resize(it.table->record_stride);
     if (!protocol().full_record_store) {
       p.delta_buf.resize(std::max<size_t>(p.delta_buf.size(), it.table->record_stride));
@@ -390,8 +396,8 @@ Task<void> MvccTxn::ReadRecords(ReadPass& p) {
     }
     ep.Read(rec, r.buf.data(), it.table->record_stride);
   }
-  if (p.fetch.empty()) co_return;
-  CheckOk(co_await ep.Flush());
+  if (p.fetch.empty()) co_return Status::Ok();
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return FailUnreachable(s);
   for (size_t i : p.fetch) {
     Item& it = items_[i];
     it.value.resize(it.table->value_bytes);
@@ -403,6 +409,7 @@ Task<void> MvccTxn::ReadRecords(ReadPass& p) {
       p.failed = true;
     }
   }
+  co_return Status::Ok();
 }
 
 }  // namespace pond::txn

@@ -23,13 +23,53 @@ MvccTxn::~MvccTxn() {
   if (!finished_) Abort();
 }
 
+void MvccTxn::ToPrimaryLane(store::Cvt& cvt, int rep) const {
+  if (rep == 0) return;
+  const store::PoolLayout& layout = w_.cluster().layout();
+  for (int c = 0; c < cvt.versions; c++) {
+    Cell& cell = cvt.cells[c];
+    if (cell.record != 0) {
+      cell.record = layout.RecordOffset(0, cell.record - layout.RecordOffset(rep, 0));
+    }
+  }
+}
+
+GAddr MvccTxn::RecordAddr(const Item& it, const Cell& cell) const {
+  const ClusterImpl& cl = w_.cluster();
+  const int rep = cl.placement().ReadReplica(it.lk.key);
+  const uint64_t lane_rel = cell.record - cl.layout().RecordOffset(0, 0);
+  return GAddr::Make(cl.placement().Replica(it.lk.key, rep),
+                     cl.layout().RecordOffset(rep, lane_rel));
+}
+
+Status MvccTxn::FailUnreachable(const Status& s) {
+  POND_CHECK_MSG(s.code() == Code::kUnavailable, s.ToString().c_str());
+  return Fail(AbortedBecause("MN unreachable"), &w_.stats().aborts.mn_unreachable);
+}
+
+Task<void> MvccTxn::CommitFlush() {
+  Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
+  if (r.unreachable == 0) {
+    CheckOk(r.status);
+    co_return;
+  }
+  // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
+  // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
+  while ((r.unreachable & ~w_.cluster().placement().down_mask()) != 0) {
+    co_await w_.sched().SleepFor(kUnreachablePollNs);
+  }
+}
+
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   for (size_t i : writes) {
     Item& it = items_[i];
     MnId primary = cl.placement().Primary(it.lk.key);
+    // A new slot or new record space is carved on the primary, which must be up for it.
+    const bool primary_down = cl.placement().IsDown(primary);
     if (!it.have_slot) {
+      if (primary_down) co_return Unavailable("the key's primary MN is down: no insert");
       Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
       if (!ref.ok()) co_return ref.status();
       it.ref = *ref;
@@ -58,6 +98,7 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
     uint64_t record = old.record;
     const bool erase = it.pending == Pending::kErase;
     if (record == 0 && !erase) {
+      if (primary_down) co_return Unavailable("the key's primary MN is down: no new record");
       Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride);
       if (!lane.ok()) co_return lane.status();
       record = cl.layout().RecordOffset(0, *lane);
@@ -89,6 +130,7 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
     }
     for (int r = 0; r < cl.placement().replication(); r++) {
       MnId mn = cl.placement().Replica(it.lk.key, r);
+      if (cl.placement().IsDown(mn)) continue;
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
@@ -139,7 +181,7 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
       mns |= uint64_t{1} << w_.cluster().placement().Replica(items_[i].lk.key, r);
     }
   }
-  for (; mns != 0; mns &= mns - 1) {
+  for (mns &= ~w_.cluster().placement().down_mask(); mns != 0; mns &= mns - 1) {
     const auto mn = static_cast<MnId>(std::countr_zero(mns));
     w_.ep().Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
                   static_cast<uint32_t>(log_buf_.size()));
@@ -246,10 +288,11 @@ Task<Status> MvccTxn::Commit() {
     // Lotus: write-invisible and the commit log in one round trip, then the timestamp.
     if (!writes.empty()) {
       Status s = co_await PrepareWrites(writes);
+      if (s.code() == Code::kUnavailable) co_return FailUnreachable(s);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
       PostLogRecord(writes);
       PostWrites(writes, kInvisible);
-      CheckOk(co_await w_.ep().Flush());
+      co_await CommitFlush();
       // VT cache rule 2: the cache shows the new cell INVISIBLE before the commit timestamp is
       // granted, and the timestamp before the MN does, so the cache is never older than memory.
       UpdateVtCache(writes);
@@ -282,6 +325,7 @@ Task<Status> MvccTxn::Commit() {
       it.new_cell.commit_ts = commit_ts_;
       for (int r = 0; r < w_.cluster().placement().replication(); r++) {
         MnId mn = w_.cluster().placement().Replica(it.lk.key, r);
+        if (w_.cluster().placement().IsDown(mn)) continue;
         w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
                          it.write_cell * sizeof(store::CvtCell) +
                          offsetof(store::CvtCell, commit_ts),
@@ -297,7 +341,7 @@ Task<Status> MvccTxn::Commit() {
   // CN locks only after the flush: a transaction that locks next must find the versions
   // visible.
   PostUnlocks();
-  CheckOk(co_await w_.ep().Flush());
+  co_await CommitFlush();
   EndLocks(held_);
   held_.clear();
   finished_ = true;

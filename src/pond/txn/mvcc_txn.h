@@ -41,6 +41,7 @@ class MvccTxn final : public TxnState {
     bool read_cvt = false;      // this round READs the CVT (else the VT cache gave it)
     bool cas_posted = false;
     bool guard_absent = false;  // found absent: read the bucket's insert lock word first
+    int rep = 0;                // the replica the CVT or bucket was READ from
   };
   // One ReadItems call: its settings, the items' state, and the lists of the round under way.
   struct ReadPass {
@@ -67,7 +68,7 @@ class MvccTxn final : public TxnState {
   Task<Status> DecodeCvts(ReadPass& p);
   void Absent(size_t i, ReadPass& p);
   Status ChooseVersions(ReadPass& p);
-  Task<void> ReadRecords(ReadPass& p);
+  Task<Status> ReadRecords(ReadPass& p);
   Status ChooseVersion(Item& it);
   // Slots for new keys, the cell to overwrite and record space: may take round trips.
   Task<Status> PrepareWrites(const std::vector<size_t>& writes);
@@ -77,6 +78,15 @@ class MvccTxn final : public TxnState {
   // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
   Task<Status> Validate();
   void UpdateVtCache(const std::vector<size_t>& writes);
+  // MNs down (docs/recovery.md "MN crash"). Cells name their record on their own replica's lane;
+  // an Item's CVT always names it on the primary's (replica 0), whichever replica it came from.
+  void ToPrimaryLane(store::Cvt& cvt, int rep) const;
+  GAddr RecordAddr(const Item& it, const store::Cell& cell) const;
+  // A read batch an MN did not answer: the transaction aborts (it retries in the new epoch).
+  Status FailUnreachable(const Status& s);
+  // A commit batch: every MN up has it once this returns. One that did not answer is waited out
+  // until it is declared down; the replicas up then hold the transaction's writes.
+  Task<void> CommitFlush();
 
   std::vector<lock::LockRequest> held_;  // CN locks
   std::vector<std::byte> log_buf_;

@@ -59,6 +59,8 @@ inline void CheckOk(const Status& s) { POND_CHECK_MSG(s.ok(), s.ToString().c_str
 inline constexpr int kReadAttemptsMax = 8;        // re-reads after a torn CVT or record
 inline constexpr int kInvisibleWaitsMax = 20000;  // re-reads while a cell is INVISIBLE
 inline constexpr uint64_t kInvisibleWaitNs = 1000;
+// How often a committing writer looks whether an MN that did not answer has been declared down.
+inline constexpr uint64_t kUnreachablePollNs = 10'000;
 
 struct Item {
   lock::LockKey lk;

@@ -198,7 +198,7 @@ class ClusterImpl {
   std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
-  const store::Placement placement_;
+  store::Placement placement_;  // its down MNs change with the epoch (Failover)
   store::Catalog catalog_;
   lock::ShardMap shard_map_;
   TimestampOracle oracle_;

@@ -36,6 +36,7 @@ class SimEndpoint final : public Endpoint {
     Completion* done;
     Status status;  // set (and read) only when the batch failed
     bool failed;
+    bool unreachable;  // failed because its MN is down
     Batch* next;  // the next batch of the same launch
   };
 
@@ -192,10 +193,19 @@ class SimEndpoint final : public Endpoint {
       }
       last->next = nullptr;  // b already holds the next Flush's first batch
       fabric_.engine().At(done_ns + one_way_ns, [this, first, c, count, failed] {
-        Status status = failed != nullptr ? std::move(failed->status) : Status::Ok();
-        for (Batch* r = first; r != nullptr; r = r->next) free_batches_.push_back(r);
+        Status status = failed != nullptr && !failed->unreachable ? std::move(failed->status)
+                                                                  : Status::Ok();
+        // An MN that crashed after a batch reached it never acknowledges it either.
+        uint64_t unreachable = 0;
+        for (Batch* r = first; r != nullptr; r = r->next) {
+          if (r->unreachable || fabric_.IsMnDown(r->mn)) unreachable |= uint64_t{1} << r->mn;
+          free_batches_.push_back(r);
+        }
         if (dead_) return;  // nobody is waiting any more
-        if (failed != nullptr) {
+        if (unreachable != 0) {
+          if (!status.ok()) c->status = std::move(status);
+          CompleteUnreachable(c, unreachable, count);
+        } else if (failed != nullptr) {
           Complete(c, std::move(status), count);
         } else {
           CompleteOk(c, count);
@@ -212,7 +222,12 @@ class SimEndpoint final : public Endpoint {
     // way and every batch passes here.
     Status status;
     b->failed = true;
+    b->unreachable = false;
     uint64_t done_ns = engine.now();
+    if (fabric_.IsMnDown(b->mn)) {
+      b->unreachable = true;
+      return done_ns + SimFabric::kMnUnreachableNs;  // nothing applied
+    }
     if (b->mn >= fabric_.num_mns()) {
       status = InvalidArgument("no MN " + std::to_string(b->mn));
     } else {
@@ -342,6 +357,14 @@ void SimFabric::CrashCn(uint16_t cn) {
   for (SimEndpoint* ep : endpoints_[cn]) {
     if (ep != nullptr) ep->Kill();
   }
+}
+
+void SimFabric::CrashMn(MnId mn) {
+  POND_CHECK(mn < num_mns());
+  if (mn_down_.size() <= mn) mn_down_.resize(size_t{mn} + 1, false);
+  mn_down_[mn] = true;
+  // Its memory is gone: nothing may read it any more, and a bug that did would read zeros.
+  madvise(regions_[mn], region_bytes_, MADV_DONTNEED);
 }
 
 void SimFabric::ResetNicStats() {

@@ -79,6 +79,15 @@ class SimFabric final : public Fabric {
     return {crash_dropped_packets_, crash_landed_batches_, crash_lost_batches_};
   }
 
+  // MN `mn` crashes now (a fault schedule's crash-mn): its memory is gone, and every batch that
+  // reaches it from now on — or reached it but had not completed — fails after
+  // kMnUnreachableNs, its bit set in the Flush's unreachable mask.
+  void CrashMn(MnId mn);
+  bool IsMnDown(MnId mn) const { return mn < mn_down_.size() && mn_down_[mn]; }
+  // How long a queue pair tries an MN that does not answer before it reports the error: RDMA's
+  // retransmission timeout, set short (about 70 us) times its 7 retries.
+  static constexpr uint64_t kMnUnreachableNs = 500'000;
+
   const sim::Server& nic(MnId mn) const { return nics_[mn]; }
   void ResetNicStats();
   const Testbed& testbed() const { return testbed_; }
@@ -115,6 +124,7 @@ class SimFabric final : public Fabric {
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
   std::vector<bool> down_;  // by CN
+  std::vector<bool> mn_down_;
   uint64_t crash_dropped_packets_ = 0;
   uint64_t crash_landed_batches_ = 0;
   uint64_t crash_lost_batches_ = 0;

@@ -151,6 +151,46 @@ TEST(SimFabricTest, ACrashedCnSendsAndReceivesNothingMoreAndItsBatchesDoNotCompl
   EXPECT_FALSE(c.fabric->IsCnDown(0));
 }
 
+// A crashed MN answers nothing: a Flush with a batch to it fails Unavailable after the queue
+// pair's timeout and names it, while the batch to the MN that is up is applied; a batch that
+// reached the MN before its crash but had not completed is unreachable too.
+TEST(SimFabricTest, ACrashedMnFailsItsBatchesAfterTheTimeoutAndSaysWhich) {
+  Cluster c(1);
+  struct Seen {
+    Endpoint::FlushResult before, after;
+    uint64_t after_at = 0, posted_at = 0;
+    uint64_t got0 = 0;
+  } seen;
+  c.workers[0].sched->Spawn([](Cluster* c, Seen* seen) -> Task<void> {
+    Endpoint& ep = *c->workers[0].ep;
+    uint64_t one = 1, two = 2, x = 0;
+    // In flight when MN 1 crashes: it has reached the NIC and is being served.
+    ep.Write(GAddr::Make(1, 4096), &one, 8);
+    seen->before = co_await ep.FlushReporting();
+    seen->posted_at = c->engine.now();
+    ep.Write(GAddr::Make(0, 4096), &two, 8);
+    ep.Read(GAddr::Make(1, 4096), &x, 8);
+    ep.Read(GAddr::Make(0, 4096), &seen->got0, 8);
+    seen->after = co_await ep.FlushReporting();
+    seen->after_at = c->engine.now();
+  }(&c, &seen));
+  const Testbed& m = c.fabric->testbed();
+  c.engine.At(m.one_way_ns + 1, [&c] { c.fabric->CrashMn(1); });
+  c.Run();
+  EXPECT_TRUE(c.fabric->IsMnDown(1));
+  EXPECT_FALSE(c.fabric->IsMnDown(0));
+  EXPECT_EQ(seen.before.status.code(), Code::kUnavailable);
+  EXPECT_EQ(seen.before.unreachable, 2u) << "reached MN 1, never acknowledged";
+  EXPECT_EQ(seen.after.status.code(), Code::kUnavailable);
+  EXPECT_EQ(seen.after.unreachable, 2u) << "MN 1 only";
+  EXPECT_EQ(seen.got0, 2u) << "the batch to MN 0 is applied";
+  EXPECT_EQ(seen.after_at - seen.posted_at, m.one_way_ns + SimFabric::kMnUnreachableNs + m.one_way_ns);
+  uint64_t word = 1;
+  std::memcpy(&word, c.fabric->region(1) + 4096, 8);
+  EXPECT_EQ(word, 0u) << "a crashed MN's memory is gone";
+  EXPECT_EQ(c.workers[0].sched->live(), 0u);
+}
+
 TEST(SimFabricTest, BatchAppliesInPostingOrder) {
   Cluster c(1);
   c.workers[0].sched->Spawn([](Cluster* c) -> Task<void> {
