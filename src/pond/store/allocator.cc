@@ -4,7 +4,8 @@
 
 namespace pond::store {
 
-Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
+Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes,
+                                        uint64_t down_mns) {
   POND_ASSERT(mn < cursors_.size());
   bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
   if (bytes == 0 || bytes > layout_.chunk_bytes) {
@@ -33,7 +34,7 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes) {
   }
   if (c.end - c.next < bytes) {
     carving_[mn] = true;
-    Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes);
+    Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes, down_mns);
     carving_[mn] = false;
     for (auto h : carve_waiters_[mn]) ep.scheduler().Ready(h);
     carve_waiters_[mn].clear();

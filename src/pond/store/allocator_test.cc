@@ -115,5 +115,36 @@ TEST(AllocatorTest, ConcurrentCoroutinesShareOneCarve) {
   EXPECT_EQ(alloc.stats().wasted_bytes, 0u);
 }
 
+// While a group's primary MN is down, chunks come from its backups' cursor mirrors, and never
+// overlap what the primary handed out before; the mirrors keep up with the primary meanwhile.
+TEST(AllocatorTest, WithThePrimaryDownChunksComeFromAMirrorPastEverythingCarved) {
+  constexpr uint64_t kChunk = 64 << 10;
+  auto pool = testing::FormattedPool(3, 64 << 20, kChunk, 3);
+  testing::Worker w(*pool, {0, 0});
+  Allocator before(pool.layout), after(pool.layout), later(pool.layout);
+  uint64_t highest_end = 0;
+  for (int i = 0; i < 5; i++) {  // five chunks of group 1 carved with every MN up
+    Result<uint64_t> off = w.Run(before.Alloc(*w.ep, 1, static_cast<uint32_t>(kChunk)));
+    ASSERT_TRUE(off.ok()) << off.status().ToString();
+    highest_end = std::max(highest_end, *off + kChunk);
+  }
+  Superblock sb[3];
+  for (MnId mn = 0; mn < 3; mn++) std::memcpy(&sb[mn], pool->region(mn), sizeof(Superblock));
+  EXPECT_EQ(sb[1].lane_cursor, 5 * kChunk);
+  EXPECT_EQ(sb[2].lane_mirror[0], 5 * kChunk) << "MN 2 is replica 1 of group 1";
+  EXPECT_EQ(sb[0].lane_mirror[1], 5 * kChunk) << "MN 0 is replica 2 of group 1";
+  // MN 1 (group 1's primary) is down: the mirror on MN 2 carves.
+  Result<uint64_t> off = w.Run(after.Alloc(*w.ep, 1, 64, uint64_t{1} << 1));
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_GE(*off, highest_end);
+  // MNs 1 and 2 down: the mirror on MN 0, past both.
+  Result<uint64_t> off2 =
+      w.Run(later.Alloc(*w.ep, 1, 64, (uint64_t{1} << 1) | (uint64_t{1} << 2)));
+  ASSERT_TRUE(off2.ok()) << off2.status().ToString();
+  EXPECT_GE(*off2, *off + kChunk);
+  // Every cursor of the group down: no space, said so.
+  Allocator none(pool.layout);
+  EXPECT_EQ(w.Run(none.Alloc(*w.ep, 1, 64, 7)).status().code(), Code::kUnavailable);
+}
 }  // namespace
 }  // namespace pond::store

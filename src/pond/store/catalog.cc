@@ -1,6 +1,8 @@
 #include "pond/store/catalog.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "pond/base/assert.h"
 #include "pond/store/placement.h"
@@ -124,8 +126,22 @@ Task<Result<uint64_t>> CarveHeap(Endpoint& ep, const PoolLayout& l, MnId mn, uin
   return Carve(ep, mn, offsetof(Superblock, heap_cursor), bytes, l.heap_end, "general heap");
 }
 
-Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& l, MnId primary, uint64_t bytes) {
-  return Carve(ep, primary, offsetof(Superblock, lane_cursor), bytes, l.lane_bytes, "record lanes");
+Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& l, MnId primary, uint64_t bytes,
+                                 uint64_t down_mns) {
+  // One awaited FAA after another, highest replica first: a cursor is never behind a lower
+  // replica's, so the lowest one up hands out only ranges nobody had (docs/formats.md).
+  const int mirrors = std::min(l.replication - 1, kLaneMirrorsMax);
+  std::optional<Result<uint64_t>> got;
+  for (int i = mirrors; i >= 0; i--) {
+    const auto mn = static_cast<MnId>((primary + static_cast<unsigned>(i)) % l.num_mns);
+    if ((down_mns >> mn) & 1) continue;
+    const uint64_t cursor = i == 0 ? offsetof(Superblock, lane_cursor)
+                                   : offsetof(Superblock, lane_mirror) + (i - 1) * sizeof(uint64_t);
+    got = co_await Carve(ep, mn, cursor, bytes, l.lane_bytes, "record lanes");
+    if (!got->ok()) co_return got->status();
+  }
+  if (!got) co_return Unavailable("every lane cursor of MN " + std::to_string(primary) + "'s group is down");
+  co_return std::move(*got);
 }
 
 Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec& spec) {

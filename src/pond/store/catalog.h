@@ -105,9 +105,11 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep);
 // FAA on an MN's general-heap cursor: `bytes` (rounded up to kHeapAlign) of never-used, zeroed
 // general heap, as an offset on that MN.
 Task<Result<uint64_t>> CarveHeap(Endpoint& ep, const PoolLayout& layout, MnId mn, uint64_t bytes);
-// FAA on `primary`'s lane cursor: `bytes` of lane space reserved on all R replicas of the keys
-// whose primary is `primary`, as a lane-relative offset (see PoolLayout::RecordOffset).
+// `bytes` of lane space reserved on all R replicas of the keys whose primary is `primary`, as a
+// lane-relative offset (see PoolLayout::RecordOffset): FAA on the group's cursor mirrors, then on
+// the primary's lane cursor (docs/formats.md "Superblock"), skipping the MNs in `down_mns`.
+// Unavailable if no cursor of the group is up, or an MN did not answer.
 Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& layout, MnId primary,
-                                 uint64_t bytes);
+                                 uint64_t bytes, uint64_t down_mns = 0);
 
 }  // namespace pond::store

@@ -45,12 +45,17 @@ struct Superblock {
   uint32_t tables_max;      // kTablesMax
   uint16_t replication;     // R: lanes per region
   uint16_t reserved;
-  uint64_t reserved2[5];
+  // lane_mirror[i-1]: a copy of the lane cursor of the group for which this MN is replica i
+  // (i = 1..kLaneMirrorsMax), bumped before the primary's, so never behind it: a CN carves from
+  // the mirror while the primary is down (CarveLane).
+  uint64_t lane_mirror[5];
 };
 static_assert(sizeof(Superblock) == 128);
 static_assert(offsetof(Superblock, heap_cursor) == 40, "CNs FAA this word by offset");
 static_assert(offsetof(Superblock, lane_cursor) == 64, "CNs FAA this word by offset");
 static_assert(offsetof(Superblock, replication) == 84);
+inline constexpr int kLaneMirrorsMax = 5;
+static_assert(offsetof(Superblock, lane_mirror) == 88, "CNs FAA these words by offset");
 
 // ---- Catalog ------------------------------------------------------------------------------
 inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table

@@ -66,10 +66,12 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   for (size_t i : writes) {
     Item& it = items_[i];
     MnId primary = cl.placement().Primary(it.lk.key);
-    // A new slot or new record space is carved on the primary, which must be up for it.
-    const bool primary_down = cl.placement().IsDown(primary);
+    // A new key's slot is claimed by CAS on the primary's bucket, which must be up for it.
+    // (Record space is carved from a backup's cursor mirror while the primary is down.)
     if (!it.have_slot) {
-      if (primary_down) co_return Unavailable("the key's primary MN is down: no insert");
+      if (cl.placement().IsDown(primary)) {
+        co_return Unavailable("the key's primary MN is down: no insert");
+      }
       Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
       if (!ref.ok()) co_return ref.status();
       it.ref = *ref;
@@ -98,8 +100,8 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
     uint64_t record = old.record;
     const bool erase = it.pending == Pending::kErase;
     if (record == 0 && !erase) {
-      if (primary_down) co_return Unavailable("the key's primary MN is down: no new record");
-      Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride);
+      Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride,
+                                                        cl.placement().down_mask());
       if (!lane.ok()) co_return lane.status();
       record = cl.layout().RecordOffset(0, *lane);
     }
