@@ -60,6 +60,23 @@ Task<void> MvccTxn::CommitFlush() {
   }
 }
 
+void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) {
+  const store::Placement& placement = w_.cluster().placement();
+  for (size_t i : writes) {
+    Item& it = items_[i];
+    it.new_cell.commit_ts = commit_ts_;
+    const int read_rep = placement.ReadReplica(it.lk.key);
+    for (int r = 0; r < placement.replication(); r++) {
+      MnId mn = placement.Replica(it.lk.key, r);
+      if ((r == read_rep) != read_replica || placement.IsDown(mn)) continue;
+      // The timestamp word alone: a reader sees the cell INVISIBLE or committed, never torn.
+      w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
+                        it.write_cell * sizeof(store::CvtCell) + offsetof(store::CvtCell, commit_ts),
+                    &commit_ts_, sizeof(commit_ts_));
+    }
+  }
+}
+
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
@@ -322,18 +339,12 @@ Task<Status> MvccTxn::Commit() {
     }
   }
   if (protocol().log_and_visible) {
-    for (size_t i : writes) {
-      Item& it = items_[i];
-      it.new_cell.commit_ts = commit_ts_;
-      for (int r = 0; r < w_.cluster().placement().replication(); r++) {
-        MnId mn = w_.cluster().placement().Replica(it.lk.key, r);
-        if (w_.cluster().placement().IsDown(mn)) continue;
-        w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
-                         it.write_cell * sizeof(store::CvtCell) +
-                         offsetof(store::CvtCell, commit_ts),
-                     &commit_ts_, sizeof(commit_ts_));
-      }
-    }
+    // Write-visible reaches the replicas readers do not use before the one they do (FaRM's
+    // COMMIT-BACKUP before COMMIT-PRIMARY): a timestamp a reader saw is then on every replica
+    // up, so recovery of this CN finds it even if that MN dies too (docs/recovery.md).
+    PostVisible(writes, false);
+    co_await CommitFlush();
+    PostVisible(writes, true);
     UpdateVtCache(writes);
   } else {
     // Motor: committed cells directly (it relies on battery-backed MN memory, not a log).

@@ -75,6 +75,9 @@ class MvccTxn final : public TxnState {
   // Posts records and cells (commit_ts = `ts`, kInvisible for write-invisible) on every replica.
   void PostWrites(const std::vector<size_t>& writes, uint64_t ts);
   void PostLogRecord(const std::vector<size_t>& writes);
+  // Write-visible (the commit timestamp into the written cells) on the replica readers use, or
+  // on every other replica up.
+  void PostVisible(const std::vector<size_t>& writes, bool read_replica);
   // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
   Task<Status> Validate();
   void UpdateVtCache(const std::vector<size_t>& writes);
