@@ -134,6 +134,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
   if (r.check) result[r.check->json_key] = r.check->json;
   if (r.history) {
     result["history_check"] = {{"ok", r.history->ok},
+                               {"infos", r.history->infos},
                                {"model", r.history->model},
                                {"txns", r.history->txns},
                                {"detail", r.history->detail}};

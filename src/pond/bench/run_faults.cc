@@ -1,5 +1,7 @@
 #include "pond/bench/run_faults.h"
 
+#include <algorithm>
+
 #include "pond/rng.h"
 #include "pond/sim/fault_schedule.h"
 
@@ -16,53 +18,56 @@ static_assert(static_cast<int>(sim::FaultKind::kPartitionCn) ==
               static_cast<int>(NodeFaultKind::kPartitionCn));
 static_assert(static_cast<int>(sim::FaultKind::kHealCn) == static_cast<int>(NodeFaultKind::kHealCn));
 
-Status ResolveFaults(RunOptions* o, const std::string& spec) {
-  if (spec.empty()) return Status::Ok();
-  if (!o->sim) return InvalidArgument("--faults needs a simulated run (pond sim ...)");
-  const ClusterConfig& c = o->cluster;
+namespace {
+
+// What the cluster of `o` can run (sim::FaultLimits): the counts, the kinds it refuses and why.
+sim::FaultLimits LimitsOf(const RunOptions& o) {
+  const ClusterConfig& c = o.cluster;
   sim::FaultLimits limits;
   limits.cns = static_cast<uint16_t>(c.cns);
   limits.mns = static_cast<uint16_t>(c.mns);
   limits.min_cns_up = 2;
   limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
-  limits.horizon_ns = static_cast<uint64_t>(o->seconds * 1e9);
+  limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
   limits.refused = {
       {sim::FaultKind::kRestartCn, "restarting a crashed CN is not supported yet"},
       {sim::FaultKind::kRestartMn, "re-replication onto a restarted MN is not built yet"},
       {sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
       {sim::FaultKind::kHealCn, "partitions are not survived yet"}};
-  if (Status crash = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashCn, 1, 0}});
-      !crash.ok() && c.cns > 2) {
-    // The protocol (or the config) cannot recover a crashed CN: say why, and draw none.
-    const std::string& m = crash.message();
-    const size_t at = m.find("crash-cn: ");
-    limits.refused.emplace_back(sim::FaultKind::kCrashCn,
-                                at == std::string::npos ? m : m.substr(at + 10));
-  }
-  if (Status crash = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashMn, 0, 0}});
-      !crash.ok() && c.replication > 1) {
-    const std::string& m = crash.message();
-    const size_t at = m.find("crash-mn: ");
-    limits.refused.emplace_back(sim::FaultKind::kCrashMn,
-                                at == std::string::npos ? m : m.substr(at + 10));
-  }
+  // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
+  // cluster too small for any crash is left to the counts, which say that.)
+  auto refuse_if_fatal = [&](NodeFaultKind kind, uint16_t node, const std::string& prefix) {
+    Status s = ValidateNodeFaults(c, {NodeFault{kind, node, 0}});
+    if (s.ok()) return;
+    const std::string& m = s.message();
+    const size_t at = m.find(prefix);
+    limits.refused.emplace_back(static_cast<sim::FaultKind>(kind),
+                                at == std::string::npos ? m : m.substr(at + prefix.size()));
+  };
+  if (c.cns > 2) refuse_if_fatal(NodeFaultKind::kCrashCn, 1, "crash-cn: ");
+  if (c.replication > 1) refuse_if_fatal(NodeFaultKind::kCrashMn, 0, "crash-mn: ");
   limits.protected_cns = {{0, "CN 0 hosts the timestamp oracle, whose fail-over is not built yet"}};
-  sim::FaultSchedule schedule;
-  if (spec == sim::kRandomFaultSpec) {
-    // Its own stream of the seed: the run's other draws stay as they were.
-    Rng rng(c.seed ^ 0x6661756c74730000ULL);
-    schedule = sim::RandomSchedule(rng, limits);
-  } else {
-    Result<sim::FaultSchedule> parsed = sim::FaultSchedule::Parse(spec);
-    if (!parsed.ok()) return parsed.status();
-    schedule = std::move(parsed).value();
+  return limits;
+}
+
+// `into` also holds to `other`: every kind either refuses (with the first reason given), the
+// stricter counts.
+void Tighten(sim::FaultLimits* into, const sim::FaultLimits& other) {
+  into->min_cns_up = std::max(into->min_cns_up, other.min_cns_up);
+  into->max_mns_down = std::min(into->max_mns_down, other.max_mns_down);
+  for (const auto& r : other.refused) {
+    auto same = [&](const auto& x) { return x.first == r.first; };
+    if (std::none_of(into->refused.begin(), into->refused.end(), same)) into->refused.push_back(r);
   }
-  POND_RETURN_IF_ERROR(schedule.Validate(limits));
+}
+
+// Puts a validated schedule into *o.
+Status Apply(const sim::FaultSchedule& schedule, RunOptions* o) {
   o->node_faults.clear();
   for (const sim::FaultEvent& e : schedule.events) {
     o->node_faults.push_back(NodeFault{static_cast<NodeFaultKind>(e.kind), e.node, e.at_ns});
   }
-  POND_RETURN_IF_ERROR(ValidateNodeFaults(c, o->node_faults));
+  POND_RETURN_IF_ERROR(ValidateNodeFaults(o->cluster, o->node_faults));
   const sim::FaultConfig& m = schedule.messages;
   if (m.enabled()) {
     MessageFaults& f = o->sim->faults;
@@ -75,6 +80,34 @@ Status ResolveFaults(RunOptions* o, const std::string& spec) {
   }
   o->faults = schedule.ToString();
   if (o->faults.empty()) o->faults = "none";
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveFaults(RunOptions* o, const std::string& spec) {
+  return ResolveFaultsForAll({o}, spec);
+}
+
+Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::string& spec) {
+  if (spec.empty() || runs.empty()) return Status::Ok();
+  for (const RunOptions* o : runs) {
+    if (!o->sim) return InvalidArgument("--faults needs a simulated run (pond sim ...)");
+  }
+  sim::FaultLimits limits = LimitsOf(*runs[0]);
+  for (size_t i = 1; i < runs.size(); i++) Tighten(&limits, LimitsOf(*runs[i]));
+  sim::FaultSchedule schedule;
+  if (spec == sim::kRandomFaultSpec) {
+    // Its own stream of the seed: the run's other draws stay as they were.
+    Rng rng(runs[0]->cluster.seed ^ 0x6661756c74730000ULL);
+    schedule = sim::RandomSchedule(rng, limits);
+  } else {
+    Result<sim::FaultSchedule> parsed = sim::FaultSchedule::Parse(spec);
+    if (!parsed.ok()) return parsed.status();
+    schedule = std::move(parsed).value();
+  }
+  POND_RETURN_IF_ERROR(schedule.Validate(limits));
+  for (RunOptions* o : runs) POND_RETURN_IF_ERROR(Apply(schedule, o));
   return Status::Ok();
 }
 

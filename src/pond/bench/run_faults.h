@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "pond/bench/workload.h"
 #include "pond/status.h"
@@ -16,5 +17,8 @@ namespace pond::bench {
 // node faults, the message faults into o->sim, and the canonical spec that replays it. A random
 // schedule draws only what the cluster survives. InvalidArgument in one line otherwise.
 Status ResolveFaults(RunOptions* o, const std::string& spec);
+// The same for runs that must share one schedule (the rows of `pond sim compare`, which differ in
+// protocol only): it must fit every run, and `random` draws only what all of them survive.
+Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::string& spec);
 
 }  // namespace pond::bench

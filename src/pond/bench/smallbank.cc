@@ -54,6 +54,9 @@ struct alignas(64) SmallBankCounters {
   // is left after the run is in doubt — its CN crashed mid-commit, and recovery decided (written
   // by this worker only).
   std::map<uint64_t, int64_t> committing;
+  // Recording: the histories of those same transactions, kept from before their Commit; what is
+  // left after the run becomes an `info` transaction (its outcome is unknown to every client).
+  std::map<uint64_t, SmallBankRecordedTxn> committing_history;
 };
 
 namespace {
@@ -200,8 +203,12 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
                               TxnHistory* h) -> Task<Status> {
     SmallBankCounters& mine = (*counters)[c->Worker(s)];
     mine.committing[tag] = net;
+    // Every read and write is known before Commit: if this CN crashes inside it, the history
+    // still has the transaction, as info.
+    if (h != nullptr) mine.committing_history[tag] = h->txn;
     Status st = co_await t.Commit();
     mine.committing.erase(tag);
+    mine.committing_history.erase(tag);
     if (st.ok()) {
       mine.net.fetch_add(net, std::memory_order_relaxed);
       if (declined) mine.declined.fetch_add(1, std::memory_order_relaxed);
@@ -467,6 +474,21 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
     std::vector<SmallBankRecordedTxn> txns;
     for (SmallBankCounters& c : counters_) {
       for (SmallBankRecordedTxn& t : c.history) txns.push_back(std::move(t));
+      // Caught mid-commit by a crash of their CN: finished or undone by recovery, nobody was
+      // told which. Each gets a process of its own, as Jepsen gives a process after an info
+      // (its client is gone, or heard Unknown and went on).
+      for (auto& [tag, t] : c.committing_history) {
+        t.unknown = true;
+        t.process = kInfoProcessBase + static_cast<int64_t>(txns.size());
+        txns.push_back(std::move(t));
+      }
+    }
+    // An info line's time says nothing (the checker orders nothing after an info); the end of
+    // the history is where its client stopped waiting.
+    uint64_t end_ns = 0;
+    for (const SmallBankRecordedTxn& t : txns) end_ns = std::max({end_ns, t.invoke_ns, t.complete_ns});
+    for (SmallBankRecordedTxn& t : txns) {
+      if (t.unknown) t.complete_ns = end_ns;
     }
     POND_RETURN_IF_ERROR(WriteSmallBankHistory(txns, *ctx.recorder()));
   }

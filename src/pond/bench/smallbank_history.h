@@ -34,7 +34,11 @@ struct SmallBankRecordedTxn {
   uint64_t invoke_ns = 0, complete_ns = 0;
   bool committed = false;
   std::vector<SmallBankOp> ops;  // in program order; a write follows a read of its row
+  bool unknown = false;  // caught by a crash: recorded as info, committed or not
 };
+
+// Processes from here up are given to info transactions, one each, apart from the clients'.
+inline constexpr int64_t kInfoProcessBase = int64_t{1} << 40;
 
 // The history key of a row.
 inline uint64_t SmallBankHistoryKey(uint16_t table, uint64_t account) {

@@ -53,6 +53,23 @@ TEST(SmallBankHistoryTest, ASerialRunReadsItsChains) {
   EXPECT_NE(text.find("[\"r\",1,[11,21]]"), std::string::npos) << text;
 }
 
+// Caught mid-commit by a crash: written as info, so a later read of its write (recovery rolled
+// it forward) is valid, and so is a history where nobody saw it (rolled back).
+TEST(SmallBankHistoryTest, AnUnknownOutcomeIsInfoWhetherOrNotItsWriteWasSeen) {
+  SmallBankRecordedTxn caught = Txn(1 << 20, 10, 100, false, {R(kA, 0), W(kA, 11)});
+  caught.unknown = true;
+  for (bool seen : {true, false}) {
+    std::vector<SmallBankRecordedTxn> txns = {
+        caught, Txn(0, 50, 60, true, {R(kA, seen ? 11 : 0), W(kA, 21)}),
+        Txn(0, 70, 80, true, {R(kA, 21)})};
+    std::string text;
+    check::CheckResult c = Judge(txns, &text);
+    EXPECT_TRUE(c.valid) << text;
+    EXPECT_EQ(c.info_count, 1u) << text;
+    EXPECT_NE(text.find("\"type\":\"info\""), std::string::npos) << text;
+  }
+}
+
 TEST(SmallBankHistoryTest, TwoWritersOfOneVersionAreALostUpdate) {
   // Both read A's loaded value and both wrote it: one update is lost.
   std::vector<SmallBankRecordedTxn> txns = {

@@ -31,6 +31,7 @@ HistoryVerdict Judge(std::string text, Isolation isolation) {
   check::CheckerOptions co;
   co.model = model;
   check::CheckResult result = check::Check(*history, co);
+  v.infos = result.info_count;
   v.report = check::FormatText(*history, result);
   v.ok = result.valid;
   for (size_t i = 0; i < check::kAnomalyCount && !v.ok; i++) {

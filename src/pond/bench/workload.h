@@ -75,6 +75,7 @@ struct WorkloadCheck {
 struct HistoryVerdict {
   std::string model;     // "strict-serializable", "snapshot-isolation"
   uint64_t txns = 0;     // transactions in the history
+  uint64_t infos = 0;    // of them, with an unknown outcome (caught by a crash)
   bool ok = false;
   std::string detail;    // the forbidden anomalies found, or why the history could not be read
   std::string report;    // the checker's full text report (what `pond check` prints)

@@ -31,6 +31,7 @@ struct CompareArgs {
   bool no_check = false;
   uint32_t check_txns = 5000;
   std::string json_path;
+  std::string faults;  // --faults (simulated): one schedule for every row
 };
 
 // The CompareArgs of `pond bench|sim WORKLOAD --sweep ...`: the cluster flags as that command

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "pond/bench/checked_run.h"
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/report.h"
+#include "pond/bench/run_faults.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
 #include "pond/tools/command.h"
@@ -168,6 +170,16 @@ int RunCompare(CompareArgs& a, bool simulate) {
     }
   }
 
+  // One fault schedule for every row, so that the rows differ in protocol only: it must fit
+  // every protocol, and `random` draws only what all of them survive.
+  if (!a.faults.empty()) {
+    if (swept) return Fail(what, "--faults applies to one point; not with --sweep");
+    std::vector<bench::RunOptions*> runs;
+    for (Row& row : rows) runs.push_back(&row.run);
+    Status f = bench::ResolveFaultsForAll(runs, a.faults);
+    if (!f.ok()) return Fail(what, f.message());
+  }
+
   std::string row_list;
   for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
   const bench::RunOptions& o = a.flags.run;
@@ -178,6 +190,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
               RunSettings(o, base_w).c_str(),
               swept ? fmt::format(", sweep {} ({} points)", a.sweep, points).c_str() : "");
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
+  if (!a.faults.empty()) std::printf("faults       %s\n", rows.front().run.faults.c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
@@ -258,6 +271,29 @@ int RunCompare(CompareArgs& a, bool simulate) {
     } else {
       all_ok = false;
       std::printf("%s %s: FAILED: %s\n", c.name.c_str(), row.label.c_str(), c.detail.c_str());
+    }
+  }
+  // With --faults: what failover did, and the replica check (docs/recovery.md), one per row.
+  for (const Row& row : rows) {
+    if (!row.r.failover) continue;
+    const FailoverStats& f = *row.r.failover;
+    std::optional<double> rec = bench::RecoveryMs(row.r);
+    std::string summary = fmt::format(
+        "{} CN and {} MN crash(es), {} calls unknown, recovery_ms {}", f.failures.size(),
+        f.mn_failures.size(), row.r.unknown,
+        rec ? fmt::format("{:.0f}", *rec)
+            : (f.failures.empty() && f.mn_failures.empty() ? "-" : "not reached"));
+    const bool ok = row.r.replicas && row.r.replicas->ok();
+    all_ok &= ok;
+    if (ok) {
+      std::printf("faults %s: %s; replicas ok (%lu committed writes all found)\n",
+                  row.label.c_str(), summary.c_str(),
+                  static_cast<unsigned long>(row.r.replicas->acked));
+    } else {
+      std::printf("faults %s: %s; replicas FAILED: %s\n", row.label.c_str(), summary.c_str(),
+                  row.r.replicas && !row.r.replicas->problems.empty()
+                      ? row.r.replicas->problems[0].c_str()
+                      : "not checked");
     }
   }
   std::fflush(stdout);
@@ -417,6 +453,8 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                               "theta. The throughput-latency curves of bench/plot.py",
                               kSweepPointsMax));
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
+  // The history checks run without it: they judge the protocol, not the schedule.
+  if (simulate) AddFaultsFlag(cmd, &a->faults);
   cmd->callback(
       [a, action, simulate] { *action = [a, simulate] { return RunCompare(*a, simulate); }; });
 }

@@ -5,7 +5,6 @@
 // line; progress goes to stderr.
 #include <fmt/core.h>
 
-#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -51,13 +50,6 @@ int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
-  const bool cn_faults =
-      std::any_of(o.node_faults.begin(), o.node_faults.end(),
-                  [](const NodeFault& f) { return f.kind != NodeFaultKind::kCrashMn; });
-  if (!a.history_path.empty() && cn_faults) {
-    return Fail(what, "--history does not go with CN faults yet: a crashed CN's calls in "
-                      "flight are not recorded as unknown (info)");
-  }
   if (!a.history_path.empty()) {
     o.record = true;
     o.calls_max = bench::kSmallBankHistoryTxnsMax;

@@ -115,37 +115,33 @@ class Endpoint : public Poller {
 
   size_t pending() const { return pending_count_; }
 
+  // What Flush and FlushReporting share: submit on suspend, resume when every batch is done.
+  struct FlushAwaiter {
+    Endpoint* ep;
+    Completion c;
+    bool await_ready() const noexcept { return ep->pending_count_ == 0; }
+    void await_suspend(std::coroutine_handle<> h) {
+      c.waiter = h;
+      ep->SubmitPending(&c);
+    }
+  };
   // co_await Flush(): carry out all posted ops; the Status is the first error of any batch (an
   // op outside the MN's region fails its batch from that op on, like an RDMA QP error).
   auto Flush() {
-    struct Awaiter {
-      Endpoint* ep;
-      Completion c;
-      bool await_ready() const noexcept { return ep->pending_count_ == 0; }
-      void await_suspend(std::coroutine_handle<> h) {
-        c.waiter = h;
-        ep->SubmitPending(&c);
-      }
+    struct Awaiter : FlushAwaiter {
       Status await_resume() { return std::move(c.status); }
     };
-    return Awaiter{this, {}};
+    return Awaiter{{this, {}}};
   }
   // co_await FlushReporting(): Flush, also saying which MNs did not answer. A batch to an MN
   // that is down fails with Unavailable after the transport's timeout, its ops undone or done,
   // unknown: a committing writer waits until such an MN is declared failed and then counts its
   // writes to the MNs that answered (txn/mvcc_txn.cc).
   auto FlushReporting() {
-    struct Awaiter {
-      Endpoint* ep;
-      Completion c;
-      bool await_ready() const noexcept { return ep->pending_count_ == 0; }
-      void await_suspend(std::coroutine_handle<> h) {
-        c.waiter = h;
-        ep->SubmitPending(&c);
-      }
+    struct Awaiter : FlushAwaiter {
       FlushResult await_resume() { return {std::move(c.status), c.unreachable}; }
     };
-    return Awaiter{this, {}};
+    return Awaiter{{this, {}}};
   }
 
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);

@@ -49,8 +49,8 @@ Status MvccTxn::FailUnreachable(const Status& s) {
 
 Task<void> MvccTxn::CommitFlush() {
   Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
-  if (r.unreachable == 0) {
-    CheckOk(r.status);
+  if (r.unreachable == 0 || r.status.code() != Code::kUnavailable) {
+    CheckOk(r.status);  // anything but an MN that did not answer is a bug
     co_return;
   }
   // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
