@@ -28,6 +28,9 @@ struct CellRef {
   GAddr addr;     // the cell on one replica
   Cell cell;
   bool down;      // its MN is down: neither read nor written, and it decides nothing
+  GAddr slot;     // the slot the cell is in
+  const store::LogItem* item;
+  uint64_t live_meta;  // the slot's meta once live, for an insert's rollback to write
 };
 
 }  // namespace
@@ -79,7 +82,10 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
         MnId mn = placement.Replica(li.key, rep);
         GAddr slot = t->SlotAddr(mn, rep, li.bucket, li.slot);
         cells.push_back(CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell),
-                                Cell{}, placement.IsDown(mn)});
+                                Cell{}, placement.IsDown(mn), slot, &li,
+                                store::PackMeta(store::kSlotLive, t->id,
+                                                static_cast<uint8_t>(t->versions),
+                                                t->value_bytes)});
       }
     }
   }
@@ -163,6 +169,14 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
           c.cell = Cell{.cv = static_cast<uint8_t>(cv), .record = c.cell.record};
           raw[i] = store::EncodeCell(c.cell);
           ep.Write(c.addr, &raw[i], sizeof(CvtCell));
+          // An insert whose slot went live on some replica but not all: live on every one (the
+          // key, then the meta, as the commit writes them), with the cell empty — the key is
+          // absent either way, and the replicas agree. (Unclaiming the slot instead could cut
+          // the probe chain of a key inserted past it.)
+          if (c.item->flags & store::kLogItemInsert) {
+            ep.Write(c.slot + offsetof(store::CvtHeader, key), &c.item->key, sizeof(uint64_t));
+            ep.Write(c.slot + offsetof(store::CvtHeader, meta), &c.live_meta, sizeof(uint64_t));
+          }
           stats.cells_written++;
           if (++posted % kCellsPerBatch == 0) {
             if (Status s = co_await ep.Flush(); !s.ok()) co_return s;

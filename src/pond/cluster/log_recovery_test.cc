@@ -80,6 +80,7 @@ class LogRecoveryTest : public ::testing::Test {
     uint64_t key;
     store::SlotRef ref;
     int cell;
+    uint8_t flags = 0;  // store::kLogItemInsert, kLogItemDelete
   };
   void Log(uint64_t seq, const std::vector<Named>& items, uint16_t worker = kWorker) {
     std::vector<std::byte> rec(sizeof(store::LogRecordHeader) +
@@ -92,12 +93,17 @@ class LogRecoveryTest : public ::testing::Test {
     for (size_t i = 0; i < items.size(); i++) {
       store::LogItem li{items[i].key, items[i].ref.bucket, 1,
                         static_cast<uint16_t>(items[i].ref.slot),
-                        static_cast<uint8_t>(items[i].cell), 0, 0};
+                        static_cast<uint8_t>(items[i].cell), items[i].flags, 0};
       std::memcpy(rec.data() + sizeof(h) + i * sizeof(li), &li, sizeof(li));
     }
     store::SealLogRecord(rec);
     std::memcpy(pool_->region(1) + area_.offset() + log_cursor_, rec.data(), rec.size());
     log_cursor_ += (rec.size() + 7) & ~size_t{7};
+  }
+  store::CvtHeader& Header(uint64_t key, store::SlotRef ref, int replica) {
+    MnId mn = placement_.Replica(key, replica);
+    return *reinterpret_cast<store::CvtHeader*>(pool_->region(mn) +
+                                                ref.Addr(*table_, mn, replica).offset());
   }
   Result<LogRecoveryStats> Recover() {
     return w_.Run(
@@ -137,6 +143,30 @@ TEST_F(LogRecoveryTest, AllInvisibleIsRolledBackAndOtherCellsStay) {
     EXPECT_FALSE(c.valid) << "replica " << r;
     EXPECT_EQ(c.record, 8192u) << "the record buffer is kept for the next writer";
     for (int other : {0, 1, 3}) EXPECT_EQ(GetCell(100, a, r, other).commit_ts, 10u);
+  }
+}
+
+// An insert's write-invisible reached the primary (record, cell, then key and meta = live) and
+// no backup; no timestamp anywhere, so it is rolled back — and its slot, live on the primary,
+// must be live on every replica too, with the cell empty, or the replicas disagree for good.
+TEST_F(LogRecoveryTest, AnInsertRolledBackLeavesItsSlotLiveAndEmptyOnEveryReplica) {
+  const uint64_t key = 300;
+  store::SlotRef a = Key(key, Cell{});
+  const uint64_t live = store::PackMeta(store::kSlotLive, 1, kCells, table_->value_bytes);
+  Header(key, a, 0).key = key;
+  Header(key, a, 0).meta = live;
+  SetCell(key, a, 0, 0, Invisible(Tag(8)));
+  for (int r = 1; r < 3; r++) Header(key, a, r) = store::CvtHeader{};
+  Log(8, {{key, a, 0, store::kLogItemInsert}});
+  Result<LogRecoveryStats> s = Recover();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rolled_back, 1u);
+  for (int r = 0; r < 3; r++) {
+    EXPECT_EQ(Header(key, a, r).key, key) << "replica " << r;
+    EXPECT_EQ(Header(key, a, r).meta, live) << "replica " << r;
+    Cell c = GetCell(key, a, r, 0);
+    EXPECT_FALSE(c.valid) << "replica " << r;
+    EXPECT_EQ(c.cv, 2) << "replica " << r << ": emptied alike";
   }
 }
 
