@@ -306,7 +306,7 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
 }
 
 TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) {
-  SeedRange r = Seeds(20);
+  SeedRange r = Seeds(100);
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed);
     ASSERT_TRUE(ResolveFaults(&o, "random").ok());
