@@ -11,33 +11,14 @@ Uses Debian's matplotlib (python3-matplotlib), without a display. Bad input: one
 stderr, exit 2.
 """
 
-import argparse
-import json
 import sys
 
-EXIT_BAD_INPUT = 2
-
-
-class BadInput(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        # One line, as every Pond command answers bad input; --help has the rest.
-        print(f"plot.py: {message} (see --help)", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+from plot_common import EXIT_BAD_INPUT, BadInput, Parser, load_json
 
 
 def rows_of(path):
     """The result rows in one file: a compare result's rows, a sweep's list, or one result."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}")
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}:{e.lineno}: not JSON: {e.msg}")
+    data = load_json(path)
     if isinstance(data, dict) and "rows" in data:
         rows = data["rows"]
     elif isinstance(data, list):

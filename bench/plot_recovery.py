@@ -11,31 +11,13 @@ Uses Debian's matplotlib (python3-matplotlib), without a display. Bad input: one
 stderr, exit 2.
 """
 
-import argparse
-import json
 import sys
 
-EXIT_BAD_INPUT = 2
-
-
-class BadInput(Exception):
-    pass
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message):
-        print(f"plot_recovery.py: {message} (see --help)", file=sys.stderr)
-        sys.exit(EXIT_BAD_INPUT)
+from plot_common import EXIT_BAD_INPUT, BadInput, Parser, load_json
 
 
 def run_of(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as e:
-        raise BadInput(f"cannot read {path}: {e.strerror}")
-    except json.JSONDecodeError as e:
-        raise BadInput(f"{path}:{e.lineno}: not JSON: {e.msg}")
+    data = load_json(path)
     try:
         faults = data["result"]["faults"]
         per_ms = [int(x) for x in faults["committed_per_ms"]]
