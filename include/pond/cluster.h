@@ -123,8 +123,8 @@ struct AbortCounts {
   uint64_t torn_read = 0;         // a concurrent writer was caught mid-write too often
   uint64_t invisible_wait = 0;    // a writer stayed between write-invisible and visible too long
   uint64_t duplicate_key = 0;
-  uint64_t validation = 0;  // a read-only item changed before commit (motor, ford)
-  uint64_t user = 0;        // the transaction body gave up
+  uint64_t validation = 0;      // a read-only item changed before commit (motor, ford)
+  uint64_t user = 0;            // the transaction body gave up
   uint64_t mn_unreachable = 0;  // an MN it read from did not answer (it was down)
   uint64_t Total() const;
 };
@@ -186,6 +186,7 @@ class Session {
 
  private:
   friend class Cluster;
+  friend class txn::ClusterImpl;  // a restarted CN's clients
   friend class txn::WorkerContext;
   Session(txn::WorkerContext* w, int client) : w_(w), client_(client) {}
   txn::WorkerContext* w_;
@@ -212,7 +213,7 @@ struct ReplicaCheck {
   uint64_t versions = 0;  // visible versions whose records were compared
   uint64_t acked = 0;     // committed writes looked for
   uint64_t disagreements = 0, invisible = 0, locked = 0, lost_commits = 0;
-  uint64_t lost_groups = 0;  // slots whose every replica is on a down MN
+  uint64_t lost_groups = 0;           // slots whose every replica is on a down MN
   std::vector<std::string> problems;  // the first few, one line each
   bool ok() const {
     return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
@@ -229,6 +230,10 @@ struct FailoverStats {
     uint64_t recovered_ns = 0;  // its logs were recovered and its locks released everywhere
     uint64_t open_ns = 0;       // its shards were served again, by the survivors
     uint64_t rolled_forward = 0, rolled_back = 0, log_records = 0;
+    // restart-cn: when the new incarnation was running clients (0: never restarted), and when
+    // the shards it managed before were its own again (0: not, or not all of them).
+    uint64_t restart_ns = 0;
+    uint64_t returned_ns = 0;
   };
   std::vector<Failure> failures;
   struct MnFailure {
@@ -238,14 +243,14 @@ struct FailoverStats {
     uint64_t down_ns = 0;      // every CN reads the replicas left and writes skip it
   };
   std::vector<MnFailure> mn_failures;
-  uint64_t epoch = 0;            // the configuration's epoch at the end
+  uint64_t epoch = 0;               // the configuration's epoch at the end
   uint64_t faults_not_reached = 0;  // scheduled after the run had ended: never happened
-  uint64_t config_puts = 0;      // conditional puts to the coordination service
-  uint64_t unknown_calls = 0;    // calls that ended Unknown: their CN failed under them
-  uint64_t handed_on = 0;        // log recoveries given to another CN: theirs failed meanwhile
-  uint64_t lost_packets = 0;     // packets to or from a crashed CN
-  uint64_t landed_batches = 0;   // a crashed CN's batches that reached their MN after the crash
-  uint64_t lost_batches = 0;     // and those that did not
+  uint64_t config_puts = 0;         // conditional puts to the coordination service
+  uint64_t unknown_calls = 0;       // calls that ended Unknown: their CN failed under them
+  uint64_t handed_on = 0;           // log recoveries given to another CN: theirs failed meanwhile
+  uint64_t lost_packets = 0;        // packets to or from a crashed CN
+  uint64_t landed_batches = 0;      // a crashed CN's batches that reached their MN after the crash
+  uint64_t lost_batches = 0;        // and those that did not
 };
 
 class Cluster {

@@ -59,8 +59,8 @@ std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
 }
 
 struct Totals {
-  uint64_t seeds = 0, crashes = 0, mn_crashes = 0, rolled_forward = 0, rolled_back = 0,
-           unknown = 0, mn_unreachable = 0;
+  uint64_t seeds = 0, crashes = 0, mn_crashes = 0, rolled_forward = 0, rolled_back = 0, unknown = 0,
+           mn_unreachable = 0;
   uint64_t committed = 0, message_faulted = 0;
 };
 
@@ -75,8 +75,8 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   SmallBankWorkload w(p);
   EXPECT_TRUE(ValidateRun(w, o).ok());
   Result<RunResult> run = RunWorkload(w, o, nullptr);
-  const std::string where = protocol + " " + IsolationName(iso) + " seed " +
-                            std::to_string(seed) + ", faults " + o.faults + "\n" +
+  const std::string where = protocol + " " + IsolationName(iso) + " seed " + std::to_string(seed) +
+                            ", faults " + o.faults + "\n" +
                             Replay(protocol, iso, seed, "smallbank");
   EXPECT_TRUE(run.ok()) << where << "\n" << run.status().ToString();
   if (!run.ok()) return false;
@@ -182,6 +182,71 @@ TEST(FaultSeedTest, TwoCnsCrashAtOnce) {
   EXPECT_GT(run->committed_per_ms[6], 0u);
 }
 
+// A CN restarts before its lease has even expired: it waits until its failure is recovered and
+// its shards are open elsewhere, then comes back empty, runs clients, and takes its shards home.
+TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) {
+  RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 5);
+  ASSERT_TRUE(ResolveFaults(&o, "crash-cn:2@2ms,restart-cn:2@2500us").ok());
+  SmallBankParams p;
+  p.accounts = 20000;
+  SmallBankWorkload w(p);
+  Result<RunResult> run = RunWorkload(w, o, nullptr);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->failover.has_value());
+  ASSERT_EQ(run->failover->failures.size(), 1u);
+  const FailoverStats::Failure& f = run->failover->failures[0];
+  EXPECT_GT(f.detected_ns, 2'500'000u) << "the restart came before the lease expired";
+  EXPECT_GT(f.restart_ns, f.open_ns) << "it serves only after its recovery finished";
+  EXPECT_GT(f.returned_ns, f.restart_ns) << "its shards came home";
+  EXPECT_EQ(run->failover->epoch, 2u) << "one epoch for the failure, one for the restart";
+  EXPECT_TRUE(run->check->ok) << run->check->detail;
+  EXPECT_TRUE(run->replicas->ok())
+      << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+  // Five CNs' clients run again: the last full millisecond commits about as much as the one
+  // before the crash (without the restart four CNs' clients are left).
+  ASSERT_EQ(run->committed_per_ms.size(), 9u);
+  EXPECT_GT(run->committed_per_ms[7] * 100, run->committed_per_ms[1] * 95)
+      << run->committed_per_ms[1] << " before, " << run->committed_per_ms[7] << " at the end";
+}
+
+// A CN crashes, restarts, crashes and restarts again. In the second run its second crash is
+// scheduled while the first restart still waits for the recovery: the crash comes after that
+// restart, in its order, and catches the new incarnation before it served anyone.
+TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
+  for (const bool queued : {false, true}) {
+    const std::string spec = queued ? "crash-cn:3@1ms,restart-cn:3@1500us,crash-cn:3@2ms,"
+                                      "restart-cn:3@2500us"
+                                    : "crash-cn:3@1ms,restart-cn:3@1500us,crash-cn:3@6ms,"
+                                      "restart-cn:3@6500us";
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 2);
+    o.seconds = 0.012;
+    ASSERT_TRUE(ResolveFaults(&o, spec).ok()) << spec;
+    SmallBankParams p;
+    p.accounts = 20000;
+    SmallBankWorkload w(p);
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const auto& failures = run->failover->failures;
+    ASSERT_EQ(failures.size(), 2u) << spec;
+    if (queued) {
+      EXPECT_GE(failures[1].crash_ns, failures[0].open_ns) << spec << ": the crash waited";
+      EXPECT_EQ(failures[0].restart_ns, 0u) << spec << ": it died before it served";
+    } else {
+      EXPECT_GT(failures[0].restart_ns, failures[0].open_ns) << spec;
+      EXPECT_GT(failures[0].returned_ns, failures[0].restart_ns) << spec;
+      EXPECT_GT(failures[1].crash_ns, failures[0].returned_ns) << spec;
+    }
+    EXPECT_GT(failures[1].restart_ns, failures[1].open_ns) << spec;
+    EXPECT_GT(failures[1].returned_ns, failures[1].restart_ns) << spec;
+    EXPECT_EQ(run->failover->epoch, 4u) << spec;
+    EXPECT_EQ(run->failover->faults_not_reached, 0u) << spec;
+    EXPECT_TRUE(run->check->ok) << spec << ": " << run->check->detail;
+    EXPECT_TRUE(run->replicas->ok())
+        << spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+  }
+}
+
 // A CN crashes while the survivors are recovering another (its lease expires 2 ms after its
 // crash, and recovery takes about a millisecond more): whatever it owed the first failure — a
 // log to recover, its locks to release, its drain — is handed on or no longer waited for.
@@ -209,8 +274,8 @@ TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
     EXPECT_TRUE(run->check->ok) << spec << ": " << run->check->detail;
     EXPECT_TRUE(run->replicas->ok())
         << spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
-    EXPECT_GT(run->committed_per_ms.back() + run->committed_per_ms[run->committed_per_ms.size() - 2],
-              0u)
+    EXPECT_GT(
+        run->committed_per_ms.back() + run->committed_per_ms[run->committed_per_ms.size() - 2], 0u)
         << spec << ": the survivors serve again";
   }
   EXPECT_GT(handed_on, 0u) << "no crash caught a CN with a log to recover";
@@ -273,7 +338,8 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
                               ", faults " + o.faults + "\n" +
-                              Replay("lotus", iso, seed, "smallbank") + " (with --accounts 2000 "
+                              Replay("lotus", iso, seed, "smallbank") +
+                              " (with --accounts 2000 "
                               "--history FILE)";
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
     ASSERT_TRUE(run->history.has_value()) << where;
@@ -286,11 +352,12 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     mn_crashes += run->failover->mn_failures.size();
     infos += run->history->infos > 0;
   }
-  std::printf("lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes, %lu MN "
-              "crashes, %lu transactions, %lu seeds with info transactions\n",
-              IsolationName(iso), static_cast<unsigned long>(r.count),
-              static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(mn_crashes),
-              static_cast<unsigned long>(txns), static_cast<unsigned long>(infos));
+  std::printf(
+      "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes, %lu MN "
+      "crashes, %lu transactions, %lu seeds with info transactions\n",
+      IsolationName(iso), static_cast<unsigned long>(r.count),
+      static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(mn_crashes),
+      static_cast<unsigned long>(txns), static_cast<unsigned long>(infos));
   if (r.count >= 50) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";
@@ -333,7 +400,9 @@ TEST(FaultSeedTest, SchedulesPondCannotSurviveAreRefusedInOneLine) {
            {"lotus", "crash-mn:1@1ms,crash-mn:2@1ms,crash-mn:0@2ms", ""},
            {"motor", "crash-mn:1@1ms", "cannot survive an MN crash"},
            {"ford", "crash-mn:1@1ms", "cannot survive an MN crash"},
-           {"lotus", "crash-cn:1@1ms,restart-cn:1@2ms", "restarting a crashed CN"},
+           {"lotus", "restart-cn:1@1ms", "is up"},
+           {"lotus", "crash-cn:1@1ms,restart-cn:1@2ms,restart-cn:1@3ms", "is up"},
+           {"motor", "crash-cn:1@1ms,restart-cn:1@2ms", "cannot recover a crashed CN"},
            {"lotus", "partition-cn:1@1ms", "partitions are not survived yet"},
            {"lotus", "crash-cn:1@1ms,crash-cn:2@1ms,crash-cn:3@1ms,crash-cn:4@1ms", ""},
            {"motor", "crash-cn:1@1ms", "cannot recover a crashed CN"},

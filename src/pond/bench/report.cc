@@ -47,7 +47,6 @@ nlohmann::json NicsJson(const SimStats& s, double window_ns) {
   return nics;
 }
 
-
 double Throughput(const RunMeasures& r) {
   return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
 }
@@ -149,7 +148,9 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                           {"open_ms", static_cast<double>(f.open_ns) / 1e6},
                           {"log_records", f.log_records},
                           {"rolled_forward", f.rolled_forward},
-                          {"rolled_back", f.rolled_back}});
+                          {"rolled_back", f.rolled_back},
+                          {"restart_ms", static_cast<double>(f.restart_ns) / 1e6},
+                          {"returned_ms", static_cast<double>(f.returned_ns) / 1e6}});
     }
     nlohmann::json mn_failures = nlohmann::json::array();
     for (const auto& f : r.failover->mn_failures) {

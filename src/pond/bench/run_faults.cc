@@ -8,15 +8,18 @@
 namespace pond::bench {
 
 // The simulator's fault kinds and the public API's are the same list, in the same order.
-static_assert(static_cast<int>(sim::FaultKind::kCrashCn) == static_cast<int>(NodeFaultKind::kCrashCn));
+static_assert(static_cast<int>(sim::FaultKind::kCrashCn) ==
+              static_cast<int>(NodeFaultKind::kCrashCn));
 static_assert(static_cast<int>(sim::FaultKind::kRestartCn) ==
               static_cast<int>(NodeFaultKind::kRestartCn));
-static_assert(static_cast<int>(sim::FaultKind::kCrashMn) == static_cast<int>(NodeFaultKind::kCrashMn));
+static_assert(static_cast<int>(sim::FaultKind::kCrashMn) ==
+              static_cast<int>(NodeFaultKind::kCrashMn));
 static_assert(static_cast<int>(sim::FaultKind::kRestartMn) ==
               static_cast<int>(NodeFaultKind::kRestartMn));
 static_assert(static_cast<int>(sim::FaultKind::kPartitionCn) ==
               static_cast<int>(NodeFaultKind::kPartitionCn));
-static_assert(static_cast<int>(sim::FaultKind::kHealCn) == static_cast<int>(NodeFaultKind::kHealCn));
+static_assert(static_cast<int>(sim::FaultKind::kHealCn) ==
+              static_cast<int>(NodeFaultKind::kHealCn));
 
 namespace {
 
@@ -30,7 +33,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
   limits.refused = {
-      {sim::FaultKind::kRestartCn, "restarting a crashed CN is not supported yet"},
       {sim::FaultKind::kRestartMn, "re-replication onto a restarted MN is not built yet"},
       {sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
       {sim::FaultKind::kHealCn, "partitions are not survived yet"}};

@@ -57,6 +57,9 @@ struct alignas(64) SmallBankCounters {
   // Recording: the histories of those same transactions, kept from before their Commit; what is
   // left after the run becomes an `info` transaction (its outcome is unknown to every client).
   std::map<uint64_t, SmallBankRecordedTxn> committing_history;
+  // Calls made so far by each client of this worker, over every incarnation of its CN: a
+  // restarted CN's client goes on numbering where the dead one stopped, so no tag recurs.
+  std::vector<uint64_t> calls;
 };
 
 namespace {
@@ -143,9 +146,8 @@ std::string SmallBankWorkload::Settings() const {
 }
 
 nlohmann::json SmallBankWorkload::SettingsJson() const {
-  return {{"accounts", p_.accounts},
-          {"hot_fraction", p_.hot_fraction},
-          {"hot_access", p_.hot_access}};
+  return {
+      {"accounts", p_.accounts}, {"hot_fraction", p_.hot_fraction}, {"hot_access", p_.hot_access}};
 }
 
 Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
@@ -166,8 +168,8 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const uint16_t ts = ts_ = *sav, tc = tc_ = *chk;
   for (uint16_t t : {ts, tc}) {
     const bool checking = t == tc;
-    POND_RETURN_IF_ERROR(cluster.Load(
-        t, p_.accounts, [checking](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+    POND_RETURN_IF_ERROR(
+        cluster.Load(t, p_.accounts, [checking](uint64_t i, uint64_t* key, std::span<std::byte> v) {
           *key = SmallBankKey(i);
           int64_t b = InitialBalance(i, checking);
           std::memset(v.data(), 0, v.size());  // a recorded row starts with tag 0: loaded
@@ -179,6 +181,7 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
     initial_total_ += InitialBalance(a, false) + InitialBalance(a, true);
   }
   counters_ = std::vector<SmallBankCounters>(ctx.workers());
+  for (SmallBankCounters& c : counters_) c.calls.resize(static_cast<size_t>(ctx.options().coros));
   hot_ = std::max<uint64_t>(
       1, static_cast<uint64_t>(static_cast<double>(p_.accounts) * p_.hot_fraction));
 
@@ -334,7 +337,8 @@ Task<void> SmallBankWorkload::RunClient(Session& s, RunContext& ctx) {
   SmallBankCounters& me = counters_[ctx.Worker(s)];
   Rng& rng = s.rng();
   const uint64_t client = ctx.Client(s);
-  uint64_t calls = 0;
+  // Sized before any client runs: another client's growth must not move this one's counter.
+  uint64_t& calls = me.calls.at(static_cast<size_t>(s.client()));
   while (ctx.NextCall(s)) {
     auto kind = static_cast<SmallBankTxn>(DrawFromMix(rng, kSmallBankMixPct));
     Args a;
@@ -441,13 +445,12 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
   WorkloadCheck check;
   check.name = check.label = "money check";
   check.json_key = "money_check";
-  check.summary = fmt::format("total {} = initial {} + committed net deposits {}{}", final_total,
-                              initial_total_, net,
-                              in_doubt.empty()
-                                  ? ""
-                                  : fmt::format(" (+ {} caught mid-commit by a crash, each "
-                                                "finished or undone)",
-                                                in_doubt.size()));
+  check.summary = fmt::format(
+      "total {} = initial {} + committed net deposits {}{}", final_total, initial_total_, net,
+      in_doubt.empty() ? ""
+                       : fmt::format(" (+ {} caught mid-commit by a crash, each "
+                                     "finished or undone)",
+                                     in_doubt.size()));
   check.brief =
       fmt::format("total {} = initial {} + net deposits {}", final_total, initial_total_, net);
   if (rows != 2 * p_.accounts) {
@@ -456,9 +459,9 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
     check.detail = fmt::format(
         "balances total {}, expected {} initial + {} committed net deposits{}", final_total,
         initial_total_, net,
-        in_doubt.empty() ? ""
-                         : fmt::format(" + any of {} in-doubt transactions' deposits",
-                                       in_doubt.size()));
+        in_doubt.empty()
+            ? ""
+            : fmt::format(" + any of {} in-doubt transactions' deposits", in_doubt.size()));
   } else {
     check.ok = true;
   }
@@ -486,7 +489,8 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
     // An info line's time says nothing (the checker orders nothing after an info); the end of
     // the history is where its client stopped waiting.
     uint64_t end_ns = 0;
-    for (const SmallBankRecordedTxn& t : txns) end_ns = std::max({end_ns, t.invoke_ns, t.complete_ns});
+    for (const SmallBankRecordedTxn& t : txns)
+      end_ns = std::max({end_ns, t.invoke_ns, t.complete_ns});
     for (SmallBankRecordedTxn& t : txns) {
       if (t.unknown) t.complete_ns = end_ns;
     }

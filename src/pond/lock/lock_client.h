@@ -107,6 +107,9 @@ class LockClient : public Poller, public Alarm {
   // lock of its shards is refused until the shard map names another CN, and unlocks and ends
   // for it are dropped.
   void PeerFailed(uint16_t cn);
+  // CN `cn` came back as a new incarnation (empty lock table): it may be asked again, once the
+  // shard map names it for a shard.
+  void PeerRestarted(uint16_t cn) { failed_mask_ &= ~(uint64_t{1} << cn); }
   // Live transactions of this worker that asked CN `cn` for a lock and may still hold one there.
   // After `cn` failed, its shards may be served again only once this is 0 on every worker.
   size_t LiveContacting(uint16_t cn) const;
@@ -149,10 +152,10 @@ class LockClient : public Poller, public Alarm {
   std::vector<uint64_t> pending_mask_;
   bool queued_ = false;                                    // any bit set in pending_mask_
   std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
-  std::map<uint32_t, EndRequest> ends_;                      // end requests not answered yet
-  std::set<uint64_t> live_;                                  // txns Started, not Finished
-  std::unordered_map<uint64_t, uint64_t> contacted_;  // live txn -> mask of CNs it asked
-  uint64_t next_floor_ = 0;                           // one above every txn Started
+  std::map<uint32_t, EndRequest> ends_;                    // end requests not answered yet
+  std::set<uint64_t> live_;                                // txns Started, not Finished
+  std::unordered_map<uint64_t, uint64_t> contacted_;       // live txn -> mask of CNs it asked
+  uint64_t next_floor_ = 0;                                // one above every txn Started
   bool alarm_set_ = false;
   bool IsFailed(uint16_t dest) const { return (failed_mask_ >> dest) & 1; }
   uint64_t failed_mask_ = 0;  // CNs declared failed

@@ -8,8 +8,7 @@ ShardMap::ShardMap(uint16_t num_cns) : num_cns_(num_cns) {
   POND_CHECK_MSG(num_cns > 0, "a shard map needs at least one CN");
   for (uint32_t s = 0; s < kShards; s++) {
     // Contiguous equal ranges keep neighbouring shard numbers (e.g. warehouses 1..k) on one CN.
-    owner_[s].store(static_cast<uint16_t>(uint64_t{s} * num_cns / kShards),
-                    std::memory_order_relaxed);
+    owner_[s].store(HomeOf(s), std::memory_order_relaxed);
   }
 }
 

@@ -22,6 +22,10 @@ class ShardMap {
 
   uint16_t CnOf(uint32_t shard) const { return owner_[shard].load(std::memory_order_acquire); }
   uint16_t CnOf(const LockKey& k) const { return CnOf(k.shard()); }
+  // Where the shard starts, and goes back to when its CN restarts.
+  uint16_t HomeOf(uint32_t shard) const {
+    return static_cast<uint16_t>(uint64_t{shard} * num_cns_ / kShards);
+  }
   uint16_t num_cns() const { return num_cns_; }
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
 

@@ -39,10 +39,17 @@ class Allocator {
   // Record space for a key whose primary is `primary`: `bytes` rounded up to 64, at most one
   // chunk. Returns a lane-relative offset. OutOfSpace when the group's lanes are exhausted.
   // Chunks are carved from the group's cursors on MNs not in `down_mns` (CarveLane).
-  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes,
-                               uint64_t down_mns = 0);
+  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes, uint64_t down_mns = 0);
   // Returns a piece to this allocator's free list (it never goes back to the MN).
   void Free(MnId primary, uint64_t lane_offset, uint32_t bytes);
+  // A restarted worker goes on in the chunks its dead incarnation carved: their unused ends and
+  // free pieces are nobody else's, and a piece the dead one handed out for a transaction that
+  // recovery rolled back lies below the cursor, lost but harmless. A carve the dead one had in
+  // flight is not taken over (its chunk, if the FAA landed, is lost).
+  void TakeOver(const Allocator& dead) {
+    cursors_ = dead.cursors_;
+    free_ = dead.free_;
+  }
 
   const AllocatorStats& stats() const { return stats_; }
 

@@ -89,22 +89,29 @@ void PrintFailover(const bench::RunResult& r) {
           x.cn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.recovered_ns),
           static_cast<unsigned long>(x.log_records), static_cast<unsigned long>(x.rolled_forward),
           static_cast<unsigned long>(x.rolled_back), ms(x.open_ns));
+      if (x.restart_ns != 0) {
+        std::printf(
+            "failover     CN %u restarted: running clients +%.3f ms, %s\n", x.cn, ms(x.restart_ns),
+            x.returned_ns != 0
+                ? fmt::format("its shards its own again +{:.3f} ms", ms(x.returned_ns)).c_str()
+                : "some of its shards stay where a later failure put them");
+      }
     }
     for (const auto& x : f.mn_failures) {
       const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
-      std::printf("failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
-                  "replicas left +%.3f ms\n",
-                  x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
+      std::printf(
+          "failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
+          "replicas left +%.3f ms\n",
+          x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
     }
     std::printf(
         "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes; of crashed CNs' "
         "batches in flight %lu landed, %lu did not%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
-        static_cast<unsigned long>(f.handed_on),
-        static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
-        static_cast<unsigned long>(f.lost_packets), static_cast<unsigned long>(f.landed_batches),
-        static_cast<unsigned long>(f.lost_batches),
+        static_cast<unsigned long>(f.handed_on), static_cast<unsigned long>(f.unknown_calls),
+        static_cast<unsigned long>(r.unknown), static_cast<unsigned long>(f.lost_packets),
+        static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
         f.faults_not_reached > 0
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()
@@ -117,40 +124,41 @@ void PrintFailover(const bench::RunResult& r) {
       std::printf("per ms       %s (commits in each millisecond of the run)\n", series.c_str());
       std::optional<double> rec = bench::RecoveryMs(r);
       if (rec) {
-        std::printf("recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n",
-                    *rec);
+        std::printf(
+            "recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n", *rec);
       } else {
-        std::printf("recovery_ms  not reached (throughput did not come back within 5%% of its "
-                    "level before the crash by the end of the run)\n");
+        std::printf(
+            "recovery_ms  not reached (throughput did not come back within 5%% of its "
+            "level before the crash by the end of the run)\n");
       }
     }
   }
   if (r.replicas) {
     const ReplicaCheck& c = *r.replicas;
     if (c.ok()) {
-      std::printf("replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
-                  "INVISIBLE or locked; %lu committed writes all found\n",
-                  static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
-                  static_cast<unsigned long>(c.acked));
+      std::printf(
+          "replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
+          "INVISIBLE or locked; %lu committed writes all found\n",
+          static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
+          static_cast<unsigned long>(c.acked));
     } else {
-      std::printf("replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
-                  "commits, %lu slots with no replica up; first: %s\n",
-                  static_cast<unsigned long>(c.disagreements),
-                  static_cast<unsigned long>(c.invisible), static_cast<unsigned long>(c.locked),
-                  static_cast<unsigned long>(c.lost_commits),
-                  static_cast<unsigned long>(c.lost_groups),
-                  c.problems.empty() ? "" : c.problems[0].c_str());
+      std::printf(
+          "replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
+          "commits, %lu slots with no replica up; first: %s\n",
+          static_cast<unsigned long>(c.disagreements), static_cast<unsigned long>(c.invisible),
+          static_cast<unsigned long>(c.locked), static_cast<unsigned long>(c.lost_commits),
+          static_cast<unsigned long>(c.lost_groups),
+          c.problems.empty() ? "" : c.problems[0].c_str());
     }
   }
 }
 
-void PrintRunHeader(const std::string& what, const bench::Workload& w,
-                    const bench::RunOptions& o) {
+void PrintRunHeader(const std::string& what, const bench::Workload& w, const bench::RunOptions& o) {
   const bool simulate = o.sim.has_value();
   std::printf("pond %s: build %s, transport %s%s, protocol %s, %s\n", what.c_str(),
               bench::kBuildType, simulate ? "sim" : "local",
-              simulate ? (", model " + o.sim->name).c_str() : "",
-              o.cluster.protocol.name.c_str(), RunSettings(o, w).c_str());
+              simulate ? (", model " + o.sim->name).c_str() : "", o.cluster.protocol.name.c_str(),
+              RunSettings(o, w).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (!o.faults.empty()) std::printf("faults       %s\n", o.faults.c_str());
   if (bench::kAssertsOn) {
@@ -202,8 +210,8 @@ int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions
     }
   }
   if (result->replicas && !result->replicas->ok()) {
-    return failed("the replica check failed: " +
-                  (result->replicas->problems.empty() ? std::string("see above")
+    return failed("the replica check failed: " + (result->replicas->problems.empty()
+                                                      ? std::string("see above")
                                                       : result->replicas->problems[0]));
   }
   if (result->check && !result->check->ok) {

@@ -28,7 +28,6 @@ constexpr int kLoadCoroutines = 32;
 
 }  // namespace
 
-
 namespace {
 
 // Runs one coroutine to completion on a worker whose thread is not running (setup only).
@@ -79,10 +78,17 @@ Status ValidateConfig(const ClusterConfig& c) {
 
 namespace txn {
 
-WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed)
-    : cluster_(cl), cn_(c), index_(idx), sched_(cl.clock_), rng_(seed) {
+WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed,
+                             uint16_t incarnation)
+    : cluster_(cl),
+      cn_(c),
+      index_(idx),
+      sched_(cl.clock_),
+      rng_(seed),
+      // 32 bits of transactions per incarnation, inside the writer tag's 40-bit sequence.
+      next_txn_id_(uint64_t{incarnation} << 32 | 1) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
-  if (cl.driver_ != nullptr) cl.driver_->AddWorker(this);
+  ep_->set_incarnation(incarnation);
   // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole.
   ep_->SetPacketFilter([&c](WorkerAddr from, uint16_t incarnation) {
     if (from.cn >= c.view.cns.size()) return true;
@@ -104,7 +110,14 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       *ep_, sched_,
       [this](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
         return RunProcedure(p, args, reply);
-      });
+      },
+      uint64_t{incarnation} << 48 | 1);
+  // CNs this incarnation's view holds dead are not asked for anything.
+  for (uint16_t peer = 0; peer < c.view.cns.size(); peer++) {
+    if (c.view.cns[peer].alive || peer == c.id) continue;
+    locks_->PeerFailed(peer);
+    calls_->PeerFailed(peer);
+  }
 }
 
 Status WorkerContext::Init() {
@@ -112,14 +125,18 @@ Status WorkerContext::Init() {
   // A ring on every MN (store/commit_log.h: a record goes ahead of its cells on each MN).
   std::vector<GAddr> areas;
   for (int mn = 0; mn < config.mns; mn++) {
-    Result<uint64_t> area = RunOn(cluster_, *this,
-                                  store::CarveHeap(*ep_, cluster_.layout_, static_cast<MnId>(mn),
-                                                   kLogBytes));
+    Result<uint64_t> area =
+        RunOn(cluster_, *this,
+              store::CarveHeap(*ep_, cluster_.layout_, static_cast<MnId>(mn), kLogBytes));
     if (!area.ok()) return area.status();
     areas.push_back(GAddr::Make(static_cast<MnId>(mn), *area));
   }
   log_ = std::make_unique<store::CommitLog>(std::move(areas), kLogBytes);
   return Status::Ok();
+}
+
+void WorkerContext::InitWithLog(const store::CommitLog& earlier) {
+  log_ = std::make_unique<store::CommitLog>(earlier.areas(), earlier.bytes());
 }
 
 uint16_t WorkerContext::cn_id() const { return cn_.id; }
@@ -171,11 +188,51 @@ Status ClusterImpl::Build() {
   for (auto& cn : cns_) {
     for (int i = 0; i < config_.workers_per_cn; i++) {
       auto w = std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seeds.Next());
+      if (driver_ != nullptr) driver_->AddWorker(w.get());
       POND_RETURN_IF_ERROR(w->Init());
       cn->workers.push_back(std::move(w));
     }
   }
   return Status::Ok();
+}
+
+void ClusterImpl::RestartCn(uint16_t id, uint16_t incarnation, const cluster::Configuration& view) {
+  POND_CHECK(driver_ != nullptr && incarnation > 0);
+  std::unique_ptr<CnContext>& slot = cns_[id];
+  std::unique_ptr<CnContext> dead = std::move(slot);
+  slot = std::make_unique<CnContext>(*this, id);
+  CnContext& cn = *slot;
+  cn.view = view;
+  sim_fabric_->RestartCn(id);
+  // Seeds of their own, drawn from the cluster's seed: a restart replays exactly.
+  Rng seeds(config_.seed ^ (0x7265737461727400ULL + (uint64_t{incarnation} << 16 | id)));
+  std::vector<WorkerContext*> workers;
+  for (auto& old : dead->workers) {
+    auto w = std::make_unique<WorkerContext>(*this, cn, old->index(), seeds.Next(), incarnation);
+    w->InitWithLog(old->log());
+    w->TakeOverChunks(old->alloc());
+    w->TrackAcknowledged(old->tracking_acknowledged());
+    workers.push_back(w.get());
+    cn.workers.push_back(std::move(w));
+  }
+  driver_->RestartCn(id, workers);
+  retired_.push_back(std::move(dead));
+  for (WorkerContext* w : workers) StartClients(*w);
+}
+
+void ClusterImpl::StartClients(WorkerContext& w) {
+  if (run_.client == nullptr) return;
+  w.clients_running() += run_.per_worker;
+  clients_running_ += run_.per_worker;
+  for (int c = 0; c < run_.per_worker; c++) {
+    run_.sessions.push_back(std::unique_ptr<Session>(new Session(&w, c)));
+    w.sched().Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
+                       std::atomic<int64_t>* running, WorkerContext* w) -> Task<void> {
+      co_await (*fn)(*s);
+      (*running)--;
+      w->clients_running()--;
+    }(run_.client, run_.sessions.back().get(), &clients_running_, &w));
+  }
 }
 
 void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
@@ -264,9 +321,9 @@ Status Cluster::Load(
   uint64_t next = 0;
   for (int c = 0; c < kLoadCoroutines; c++) {
     w.sched().Spawn([](ClusterImpl* cl, WorkerContext* w, const store::TableInfo* t, uint64_t ts,
-                     uint64_t count, uint64_t* next, Status* err,
-                     const std::function<void(uint64_t, uint64_t*, std::span<std::byte>)>* gen)
-                      -> Task<void> {
+                       uint64_t count, uint64_t* next, Status* err,
+                       const std::function<void(uint64_t, uint64_t*, std::span<std::byte>)>* gen)
+                        -> Task<void> {
       std::vector<std::byte> value(t->value_bytes);
       while (*next < count && err->ok()) {
         uint64_t i = (*next)++;
@@ -279,8 +336,8 @@ Status Cluster::Load(
         if (t->single_version) {
           r = co_await store::SvInsert(w->ep(), *t, cl->placement_, key, value);
         } else {
-          r = co_await store::Insert(w->ep(), *t, cl->layout_, cl->placement_, w->alloc(), key, value,
-                                     ts);
+          r = co_await store::Insert(w->ep(), *t, cl->layout_, cl->placement_, w->alloc(), key,
+                                     value, ts);
         }
         if (!r.ok() && err->ok()) *err = r.status();
       }
@@ -310,35 +367,31 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   cl.awaiting_ = 0;
   if (cl.driver_ != nullptr) {
     // One thread, virtual time: every worker's rounds are engine events.
-    std::vector<std::unique_ptr<Session>> sessions;
-    for (WorkerContext* w : workers) {
-      if (cl.failover_->IsCrashed(w->cn_id())) continue;
-      w->clients_running() = clients;
-      for (int c = 0; c < clients; c++) {
-        sessions.push_back(std::unique_ptr<Session>(new Session(w, c)));
-        w->sched().Spawn([](const std::function<Task<void>(Session&)>* fn, Session* s,
-                            std::atomic<int64_t>* running, WorkerContext* w) -> Task<void> {
-          co_await (*fn)(*s);
-          (*running)--;
-          w->clients_running()--;
-        }(&client, sessions.back().get(), &cl.clients_running_, w));
-      }
-    }
     cl.clients_running_ = 0;
-    for (WorkerContext* w : workers) cl.clients_running_ += w->clients_running();
+    cl.run_ = txn::RunClients{&client, clients, {}};
+    for (WorkerContext* w : workers) {
+      w->clients_running() = 0;
+      if (!cl.failover_->IsCrashed(w->cn_id())) cl.StartClients(*w);
+    }
     cl.failover_->Arm(std::exchange(cl.scheduled_faults_, {}));
-    // A crashed CN's workers are parked for good; the run is over when the others are idle and
-    // every crash has been recovered.
-    auto finished = [&] {
+    // A crashed CN's workers are parked for good (a restart brings new ones, which run the
+    // clients too); the run is over when the live ones are idle and every crash has been
+    // recovered.
+    auto finished = [&cl] {
       if (cl.clients_running_.load() != 0 || cl.fabric_->packets_in_flight() != 0) return false;
-      for (WorkerContext* w : workers) {
-        if (cl.failover_->IsCrashed(w->cn_id())) continue;
-        if (w->sched().live() != 0 || w->Awaiting() != 0) return false;
+      for (auto& cn : cl.cns_) {
+        if (cl.failover_->IsCrashed(cn->id)) continue;
+        for (auto& w : cn->workers) {
+          if (w->sched().live() != 0 || w->Awaiting() != 0) return false;
+        }
       }
       return cl.failover_->Idle();
     };
     POND_CHECK_MSG(cl.driver_->RunUntil(finished), "simulation ran out of events before finishing");
     cl.failover_->Disarm();
+    // The sessions go with the Run, as before restarts: a dead incarnation's parked coroutines
+    // are never resumed.
+    cl.run_ = txn::RunClients{};
     return;
   }
   std::vector<std::thread> threads;

@@ -77,21 +77,20 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
 ReplicaCheck Cluster::CheckReplicas() const {
   const ClusterImpl& cl = *impl_;
   std::vector<cluster::AckedWrite> acked;
-  for (const auto& cn : cl.cns_) {
-    for (const auto& w : cn->workers) {
-      const auto& by_table = w->acknowledged();
-      for (size_t t = 0; t < by_table.size(); t++) {
-        for (const auto& [key, ts] : by_table[t]) {
-          acked.push_back(cluster::AckedWrite{static_cast<uint16_t>(t), key, ts});
-        }
+  // A restarted CN's dead incarnation acknowledged writes too.
+  cl.ForEachWorkerEver([&acked](const txn::WorkerContext& w) {
+    const auto& by_table = w.acknowledged();
+    for (size_t t = 0; t < by_table.size(); t++) {
+      for (const auto& [key, ts] : by_table[t]) {
+        acked.push_back(cluster::AckedWrite{static_cast<uint16_t>(t), key, ts});
       }
     }
-  }
+  });
   cluster::ReplicaReport r = cluster::CheckReplicas(
-      cl.catalog_, cl.placement_, [&cl](MnId mn) -> const std::byte* { return cl.fabric_->region(mn); },
-      acked);
-  return ReplicaCheck{r.slots,     r.versions, r.acked,        r.disagreements, r.invisible,
-                      r.locked,    r.lost_commits, r.lost_groups, std::move(r.problems)};
+      cl.catalog_, cl.placement_,
+      [&cl](MnId mn) -> const std::byte* { return cl.fabric_->region(mn); }, acked);
+  return ReplicaCheck{r.slots,  r.versions,     r.acked,       r.disagreements,      r.invisible,
+                      r.locked, r.lost_commits, r.lost_groups, std::move(r.problems)};
 }
 
 FailoverStats Cluster::GetFailoverStats() const {
@@ -101,33 +100,36 @@ FailoverStats Cluster::GetFailoverStats() const {
 
 ClusterStats Cluster::Stats() const {
   ClusterStats s;
-  for (auto& cn : impl_->cns_) {
-    for (auto& w : cn->workers) {
-      s.committed += w->stats().committed;
-      s.committed_read_only += w->stats().committed_read_only;
-      for (const AbortCounts::Reason& r : AbortCounts::Reasons()) {
-        s.aborts.*r.count += w->stats().aborts.*r.count;
+  // Every incarnation's work counts, a restarted CN's dead one included.
+  impl_->ForEachWorkerEver([&s](const txn::WorkerContext& w) {
+    s.committed += w.stats().committed;
+    s.committed_read_only += w.stats().committed_read_only;
+    for (const AbortCounts::Reason& r : AbortCounts::Reasons()) {
+      s.aborts.*r.count += w.stats().aborts.*r.count;
+    }
+    s.remote_calls += w.stats().remote_calls;
+    const EndpointStats& e = w.ep().stats();
+    s.reads += e.ops[static_cast<int>(Verb::kRead)];
+    s.writes += e.ops[static_cast<int>(Verb::kWrite)];
+    s.cas += e.ops[static_cast<int>(Verb::kCas)];
+    s.faa += e.ops[static_cast<int>(Verb::kFaa)];
+    s.batches += e.batches;
+    s.messages += e.messages_sent;
+    s.packets += e.packets_sent;
+  });
+  for (const auto* list : {&impl_->cns_, &impl_->retired_}) {
+    for (const auto& cn : *list) {
+      if (cn->vt) {
+        cache::CacheStats v = cn->vt->stats();
+        s.vt_hits += v.hits;
+        s.vt_misses += v.misses;
+        s.vt_invalidations += v.invalidations;
       }
-      s.remote_calls += w->stats().remote_calls;
-      const EndpointStats& e = w->ep().stats();
-      s.reads += e.ops[static_cast<int>(Verb::kRead)];
-      s.writes += e.ops[static_cast<int>(Verb::kWrite)];
-      s.cas += e.ops[static_cast<int>(Verb::kCas)];
-      s.faa += e.ops[static_cast<int>(Verb::kFaa)];
-      s.batches += e.batches;
-      s.messages += e.messages_sent;
-      s.packets += e.packets_sent;
-    }
-    if (cn->vt) {
-      cache::CacheStats v = cn->vt->stats();
-      s.vt_hits += v.hits;
-      s.vt_misses += v.misses;
-      s.vt_invalidations += v.invalidations;
-    }
-    if (cn->addr) {
-      cache::CacheStats a = cn->addr->stats();
-      s.addr_hits += a.hits;
-      s.addr_misses += a.misses;
+      if (cn->addr) {
+        cache::CacheStats a = cn->addr->stats();
+        s.addr_hits += a.hits;
+        s.addr_misses += a.misses;
+      }
     }
   }
   return s;

@@ -1,5 +1,6 @@
 #include "pond/txn/failover.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -30,7 +31,19 @@ struct Failover::Failure {
   std::set<uint16_t> drain_waiting;    // survivors that have not drained yet
   std::vector<std::pair<uint32_t, uint16_t>> moved;  // shard -> its new CN
   uint64_t rolled_forward = 0, rolled_back = 0, records = 0;
+  uint64_t restart_ns = 0, returned_ns = 0;
+  int returns_left = 0;        // holders still to give its shards back after its restart
+  bool return_failed = false;  // a failure kept some of them where it put them
   bool Ready() const { return declared && released && drain_waiting.empty(); }
+};
+
+// The return of a restarted CN's shards from one holder.
+struct Failover::Return {
+  Failure* failure = nullptr;       // the restarted CN's last failure
+  uint16_t cn = 0, inc = 0;         // the restarted CN and its incarnation
+  uint16_t from = 0, from_inc = 0;  // the holder
+  std::vector<uint32_t> shards;
+  bool done = false;  // drained (or the holder failed, whose failure then moved them)
 };
 
 Failover::Failover(ClusterImpl& cl)
@@ -50,92 +63,6 @@ Failover::Failover(ClusterImpl& cl)
 
 Failover::~Failover() = default;
 
-}  // namespace pond::txn
-
-namespace pond {
-
-Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
-  int alive = c.cns;
-  int mns_down = 0;
-  bool cn_crashes = false, mn_crashes = false;
-  for (size_t i = 0; i < faults.size(); i++) {
-    const NodeFault& f = faults[i];
-    const std::string which = "fault " + std::to_string(i + 1) + ": ";
-    switch (f.kind) {
-      case NodeFaultKind::kCrashCn:
-        break;
-      case NodeFaultKind::kRestartCn:
-        return InvalidArgument(which + "restart-cn: restarting a crashed CN is not supported yet");
-      case NodeFaultKind::kCrashMn:
-        break;
-      case NodeFaultKind::kRestartMn:
-        return InvalidArgument(which + "restart-mn: re-replication onto a restarted MN is not "
-                               "built yet");
-      case NodeFaultKind::kPartitionCn:
-      case NodeFaultKind::kHealCn:
-        return InvalidArgument(which + "partitions are not survived yet");
-    }
-    bool again = false;
-    for (size_t j = 0; j < i; j++) again |= faults[j].kind == f.kind && faults[j].node == f.node;
-    if (f.kind == NodeFaultKind::kCrashMn) {
-      mn_crashes = true;
-      if (f.node >= c.mns) {
-        return InvalidArgument(which + "crash-mn: no MN " + std::to_string(f.node) +
-                               " (the cluster has " + std::to_string(c.mns) + ")");
-      }
-      if (again) {
-        return InvalidArgument(which + "crash-mn: MN " + std::to_string(f.node) +
-                               " is already crashed");
-      }
-      if (++mns_down > c.replication - 1) {
-        return InvalidArgument(which + "crash-mn: at most " + std::to_string(c.replication - 1) +
-                               " MNs may crash with replication " +
-                               std::to_string(c.replication) +
-                               " (each replica group must keep one; re-replication is not built "
-                               "yet)");
-      }
-      continue;
-    }
-    cn_crashes = true;
-    if (f.node >= c.cns) {
-      return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) + " (the cluster has " +
-                             std::to_string(c.cns) + ")");
-    }
-    if (f.node == 0) {
-      return InvalidArgument(which + "crash-cn: CN 0 hosts the timestamp oracle, whose fail-over "
-                             "is not built yet");
-    }
-    if (again) {
-      return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
-                             " is already crashed");
-    }
-    if (--alive < 2) {
-      return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
-    }
-  }
-  if (mn_crashes &&
-      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument("crash-mn: protocol " + c.protocol.name +
-                           " cannot survive an MN crash yet (its lock words live on the primary "
-                           "MN and would be lost with it; lotus's locks live on CNs)");
-  }
-  if (cn_crashes &&
-      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument("crash-cn: protocol " + c.protocol.name +
-                           " cannot recover a crashed CN yet (only lotus, whose locks live on "
-                           "CNs and whose commits are logged, does)");
-  }
-  if (cn_crashes && c.versions < 2) {
-    return InvalidArgument("crash-cn: needs at least 2 versions per key (a rolled-back "
-                           "transaction's cell may have held the only version)");
-  }
-  return Status::Ok();
-}
-
-}  // namespace pond
-
-namespace pond::txn {
-
 Status Failover::Validate(const std::vector<NodeFault>& faults) const {
   return ValidateNodeFaults(cl_.config(), faults);
 }
@@ -148,10 +75,16 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
     engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node] {
       if (gen != generation_) return;
       faults_not_reached_--;
-      if (kind == NodeFaultKind::kCrashMn) {
-        CrashMn(node);
-      } else {
-        Crash(node);
+      switch (kind) {
+        case NodeFaultKind::kCrashMn:
+          CrashMn(node);
+          break;
+        case NodeFaultKind::kCrashCn:
+        case NodeFaultKind::kRestartCn:
+          Enqueue(node, kind);
+          break;
+        default:
+          POND_CHECK_MSG(false, "a fault kind Validate refuses");
       }
     });
   }
@@ -176,6 +109,7 @@ bool Failover::Idle() const {
   for (const auto& m : mn_failures_) {
     if (m.down_ns == 0) return false;
   }
+  if (queued_count_ > 0 || returns_pending_ > 0) return false;
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) continue;
     for (const auto& f : failures_) {
@@ -186,16 +120,48 @@ bool Failover::Idle() const {
 }
 
 Failover::Failure& Failover::FailureOf(uint16_t cn) {
-  for (auto& f : failures_) {
-    if (f->cn == cn) return *f;
+  // The latest: a restarted CN may fail again.
+  for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+    if ((*it)->cn == cn) return **it;
   }
   POND_CHECK_MSG(false, "no failure recorded for the CN");
   __builtin_unreachable();
 }
 
+void Failover::Enqueue(uint16_t cn, NodeFaultKind kind) {
+  if (queued_.size() <= cn) queued_.resize(size_t{cn} + 1);
+  queued_[cn].push_back(kind);
+  queued_count_++;
+  if (queued_[cn].size() == 1) RunQueue(cn);
+}
+
+void Failover::RunQueue(uint16_t cn) {
+  std::vector<NodeFaultKind>& q = queued_[cn];
+  while (!q.empty()) {
+    if (q.front() == NodeFaultKind::kCrashCn) {
+      Crash(cn);
+    } else if (!Restart(cn)) {
+      engine_.At(engine_.now() + kDrainPollNs, [this, cn, gen = generation_] {
+        if (gen == generation_) RunQueue(cn);
+      });
+      return;
+    }
+    q.erase(q.begin());
+    queued_count_--;
+  }
+}
+
 void Failover::Crash(uint16_t cn) {
   POND_CHECK(!crashed_[cn]);
   crashed_[cn] = true;
+  // Shards it was giving back to a restarted CN are its failure's to move now.
+  for (auto& r : returns_) {
+    if (r->done || r->from != cn) continue;
+    r->done = true;
+    returns_pending_--;
+    r->failure->return_failed = true;
+    r->failure->returns_left--;
+  }
   cl_.sim_fabric_->CrashCn(cn);
   cl_.driver_->StopCn(cn);
   for (auto& w : cl_.cns_[cn]->workers) {
@@ -206,6 +172,133 @@ void Failover::Crash(uint16_t cn) {
   f->cn = cn;
   f->crash_ns = engine_.now() - base_ns_;
   failures_.push_back(std::move(f));
+}
+
+bool Failover::Restart(uint16_t cn) {
+  Failure& f = FailureOf(cn);
+  // It serves only after its recovery has finished (Lotus §6): until its failure is declared,
+  // recovered and its shards open elsewhere, the new incarnation waits to be let in.
+  if (!f.opening || f.opens_pending > 0) return false;
+  POND_CHECK(crashed_[cn]);
+  const uint64_t now = engine_.now();
+  crashed_[cn] = false;
+  renewed_ns_[cn] = now;
+  config_.epoch++;
+  config_.cns[cn].alive = true;
+  const uint16_t inc = ++config_.cns[cn].incarnation;
+  Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
+  POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
+  config_version_ = *v;
+  // The new incarnation exists from the put on (a failure declared from now on counts it among
+  // the survivors and may give it work); it talks to others once they hold it alive.
+  cl_.RestartCn(cn, inc, config_);
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  engine_.At(now + kConfigPutNs + one_way, [this, cn, inc, f = &f] {
+    if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;  // died again meanwhile
+    for (uint16_t s : config_.Alive()) {
+      CnContext& peer = *cl_.cns_[s];
+      if (peer.view.epoch < config_.epoch) peer.view = config_;
+      if (s == cn) continue;
+      for (auto& w : peer.workers) {
+        w->locks().PeerRestarted(cn);
+        w->calls().PeerRestarted(cn);
+      }
+    }
+    for (auto& w : cl_.cns_[cn]->workers) cl_.StartClients(*w);
+    f->restart_ns = engine_.now() - base_ns_;
+    StartReturn(cn, inc);
+  });
+  return true;
+}
+
+void Failover::StartReturn(uint16_t cn, uint16_t inc) {
+  Failure& f = FailureOf(cn);
+  std::map<uint16_t, std::vector<uint32_t>> by_holder;
+  for (uint32_t s = 0; s < lock::kShards; s++) {
+    if (cl_.shard_map_.HomeOf(s) == cn && cl_.shard_map_.CnOf(s) != cn) {
+      by_holder[cl_.shard_map_.CnOf(s)].push_back(s);
+    }
+  }
+  if (by_holder.empty()) f.returned_ns = engine_.now() - base_ns_;
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  for (auto& [holder, shards] : by_holder) {
+    if (crashed_[holder]) {
+      // Crashed, not declared yet: its declaration will move these on.
+      f.return_failed = true;
+      continue;
+    }
+    auto r = std::make_unique<Return>();
+    r->failure = &f;
+    r->cn = cn;
+    r->inc = inc;
+    r->from = holder;
+    r->from_inc = config_.cns[holder].incarnation;
+    r->shards = std::move(shards);
+    f.returns_left++;
+    returns_pending_++;
+    Return* ret = r.get();
+    returns_.push_back(std::move(r));
+    // The holder closes them: from now on a request for them is refused (WrongShard) and its
+    // transaction aborts and retries. It reports once no lock in them is held in its table.
+    engine_.At(engine_.now() + one_way, [this, ret, one_way] {
+      if (ret->done) return;  // the holder failed on the way (Crash gave up the return)
+      CnContext& holder = *cl_.cns_[ret->from];
+      for (uint32_t s : ret->shards) holder.locks.SetManaged(s, false);
+      holder.workers[0]->sched().Spawn(
+          [](Failover* fo, CnContext* holder, Return* ret, uint64_t one_way) -> Task<void> {
+            for (;;) {
+              bool held = false;
+              for (const auto& h : holder->locks.HeldLocks()) {
+                held |= std::binary_search(ret->shards.begin(), ret->shards.end(), h.key.shard());
+              }
+              if (!held) break;
+              co_await holder->workers[0]->sched().SleepFor(kDrainPollNs);
+            }
+            const uint64_t now = holder->workers[0]->clock().NowNs();
+            fo->engine_.At(now + one_way, [fo, ret] { fo->OnReturnDrained(*ret); });
+          }(this, &holder, ret, one_way));
+    });
+  }
+}
+
+void Failover::OnReturnDrained(Return& r) {
+  if (r.done) return;  // the holder failed; its failure moved the shards
+  r.done = true;
+  CnContext& holder = *cl_.cns_[r.from];
+  Failure& f = *r.failure;
+  if (crashed_[r.cn] || config_.cns[r.cn].incarnation != r.inc) {
+    // The restarted CN died again: the shards stay where they are, open again.
+    for (uint32_t s : r.shards) {
+      if (cl_.shard_map_.CnOf(s) == r.from) holder.locks.SetManaged(s, true);
+    }
+    f.return_failed = true;
+    f.returns_left--;
+    returns_pending_--;
+    return;
+  }
+  for (uint32_t s : r.shards) {
+    POND_CHECK(cl_.shard_map_.CnOf(s) == r.from);
+    cl_.shard_map_.Assign(s, r.cn);
+  }
+  // The restarted CN opens them when it hears; were it to die first, its declaration moves them
+  // on (the map names it), closed, as any of its shards.
+  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  engine_.At(engine_.now() + one_way, [this, ret = &r] {
+    Failure& f = *ret->failure;
+    returns_pending_--;
+    f.returns_left--;
+    if (crashed_[ret->cn] || config_.cns[ret->cn].incarnation != ret->inc) {
+      f.return_failed = true;
+      return;
+    }
+    CnContext& cn = *cl_.cns_[ret->cn];
+    for (uint32_t s : ret->shards) {
+      if (cl_.shard_map_.CnOf(s) != ret->cn) continue;
+      if (cn.vt) cn.vt->InvalidateShard(s);
+      cn.locks.SetManaged(s, true);
+    }
+    if (f.returns_left == 0 && !f.return_failed) f.returned_ns = engine_.now() - base_ns_;
+  });
 }
 
 void Failover::CrashMn(MnId mn) {
@@ -249,8 +342,8 @@ void Failover::Declare(uint16_t dead) {
   const std::vector<uint16_t> alive = config_.Alive();
   POND_CHECK(!alive.empty());
   // The dead CN's shards (those it was given by an earlier failure included) go round-robin to
-  // the survivors, closed (LockTable::SetManaged false until MaybeFinish opens them): from now on lock
-  // requests for them find the new owner, which refuses them.
+  // the survivors, closed (LockTable::SetManaged false until MaybeFinish opens them): from now on
+  // lock requests for them find the new owner, which refuses them.
   size_t k = 0;
   for (uint32_t s = 0; s < lock::kShards; s++) {
     if (cl_.shard_map_.CnOf(s) != dead) continue;
@@ -363,17 +456,17 @@ void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
   // Drain: this CN's live transactions that asked the dead CN for a lock finish (those in their
   // commit phase) or abort (the rest: their next lock request finds the CN failed).
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  cn.workers[0]->sched().Spawn([](Failover* fo, CnContext* cn, uint16_t dead,
-                                  uint64_t one_way) -> Task<void> {
-    for (;;) {
-      size_t live = 0;
-      for (auto& w : cn->workers) live += w->locks().LiveContacting(dead);
-      if (live == 0) break;
-      co_await cn->workers[0]->sched().SleepFor(kDrainPollNs);
-    }
-    const uint64_t now = cn->workers[0]->clock().NowNs();
-    fo->engine_.At(now + one_way, [fo, dead, by = cn->id] { fo->OnDrained(dead, by); });
-  }(this, &cn, dead, one_way));
+  cn.workers[0]->sched().Spawn(
+      [](Failover* fo, CnContext* cn, uint16_t dead, uint64_t one_way) -> Task<void> {
+        for (;;) {
+          size_t live = 0;
+          for (auto& w : cn->workers) live += w->locks().LiveContacting(dead);
+          if (live == 0) break;
+          co_await cn->workers[0]->sched().SleepFor(kDrainPollNs);
+        }
+        const uint64_t now = cn->workers[0]->clock().NowNs();
+        fo->engine_.At(now + one_way, [fo, dead, by = cn->id] { fo->OnDrained(dead, by); });
+      }(this, &cn, dead, one_way));
 }
 
 void Failover::OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
@@ -433,7 +526,11 @@ void Failover::MaybeFinish(Failure& f) {
       if (cl_.shard_map_.CnOf(shard) != to) continue;
       g->opens_pending++;
       engine_.At(engine_.now() + one_way, [this, g = g.get(), shard, to] {
-        cl_.cns_[to]->locks.SetManaged(shard, true);
+        CnContext& cn = *cl_.cns_[to];
+        // It may have managed the shard before (a restarted CN took it back since): what its
+        // VT cache kept from then is stale.
+        if (cn.vt) cn.vt->InvalidateShard(shard);
+        cn.locks.SetManaged(shard, true);
         if (--g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
       });
     }
@@ -444,9 +541,9 @@ void Failover::MaybeFinish(Failure& f) {
 FailoverStats Failover::Stats() const {
   FailoverStats s;
   for (const auto& f : failures_) {
-    s.failures.push_back(FailoverStats::Failure{f->cn, f->crash_ns, f->detected_ns,
-                                                f->recovered_ns, f->open_ns, f->rolled_forward,
-                                                f->rolled_back, f->records});
+    s.failures.push_back(FailoverStats::Failure{
+        f->cn, f->crash_ns, f->detected_ns, f->recovered_ns, f->open_ns, f->rolled_forward,
+        f->rolled_back, f->records, f->restart_ns, f->return_failed ? 0 : f->returned_ns});
   }
   s.mn_failures = mn_failures_;
   s.epoch = config_.epoch;

@@ -15,6 +15,12 @@
 //   - Once recovered, released everywhere and drained everywhere, the new owners start serving
 //     the dead CN's shards from empty lock tables (step 2): nobody still relies on a lock the
 //     dead table held, and no cell it guarded is left INVISIBLE.
+//   - Restart (restart-cn): once its failure is recovered and its shards open elsewhere, the CN
+//     comes back as a new incarnation — empty lock table and caches, its old logs (zeroed by
+//     recovery) — by an epoch that names it alive again. Every CN hears it, and its clients
+//     start. Then its shards come home one holder at a time: the holder closes them, waits until
+//     its table holds no lock in them, and the map gives them back; the restarted CN opens them.
+//     No shard is ever managed by two CNs, and none is opened while a lock in it is held.
 //
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
 // CN stops at once; its packets still in flight are dropped on arrival, and its endpoints are
@@ -39,9 +45,9 @@ namespace pond::txn {
 class ClusterImpl;
 class WorkerContext;
 
-inline constexpr uint64_t kLeaseNs = 2'000'000;      // FaRM uses 5-10 ms on its network
-inline constexpr uint64_t kRenewEveryNs = 500'000;   // four renewals per lease
-inline constexpr uint64_t kConfigPutNs = 100'000;    // a conditional put to the service
+inline constexpr uint64_t kLeaseNs = 2'000'000;     // FaRM uses 5-10 ms on its network
+inline constexpr uint64_t kRenewEveryNs = 500'000;  // four renewals per lease
+inline constexpr uint64_t kConfigPutNs = 100'000;   // a conditional put to the service
 
 class Failover {
  public:
@@ -62,7 +68,17 @@ class Failover {
 
  private:
   struct Failure;
+  struct Return;
+  // A CN's crashes and restarts happen in their order: one that comes while a restart waits for
+  // the recovery before it waits too.
+  void Enqueue(uint16_t cn, NodeFaultKind kind);
+  void RunQueue(uint16_t cn);
   void Crash(uint16_t cn);
+  // Restarts the CN if its last failure is recovered; false if it must wait.
+  bool Restart(uint16_t cn);
+  // The restarted CN `cn` (incarnation `inc`) takes back the shards it managed before.
+  void StartReturn(uint16_t cn, uint16_t inc);
+  void OnReturnDrained(Return& r);
   void CrashMn(MnId mn);
   void LeaseTick();
   void Declare(uint16_t cn);
@@ -85,11 +101,11 @@ class Failover {
   cluster::InMemoryConfigStore store_;
   cluster::Configuration config_;
   uint64_t config_version_ = 0;
-  std::vector<bool> crashed_;          // by CN: stopped (the truth, which the CM learns late)
-  std::vector<uint64_t> renewed_ns_;   // by CN: when the CM last heard a renewal
+  std::vector<bool> crashed_;         // by CN: stopped (the truth, which the CM learns late)
+  std::vector<uint64_t> renewed_ns_;  // by CN: when the CM last heard a renewal
   std::vector<std::unique_ptr<Failure>> failures_;
-  std::vector<bool> mn_crashed_;          // by MN: the truth
-  std::vector<uint64_t> mn_renewed_ns_;   // by MN: when the CM last heard its renewal
+  std::vector<bool> mn_crashed_;         // by MN: the truth
+  std::vector<uint64_t> mn_renewed_ns_;  // by MN: when the CM last heard its renewal
   std::vector<FailoverStats::MnFailure> mn_failures_;
   uint64_t base_ns_ = 0;  // the start of the run the schedule counts from
   bool leases_armed_ = false;
@@ -97,6 +113,10 @@ class Failover {
   uint64_t faults_not_reached_ = 0;
   uint64_t unknown_calls_ = 0;
   uint64_t handed_on_ = 0;
+  std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
+  size_t queued_count_ = 0;
+  int returns_pending_ = 0;  // shard returns under way
+  std::vector<std::unique_ptr<Return>> returns_;
 };
 
 }  // namespace pond::txn

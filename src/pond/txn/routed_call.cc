@@ -6,8 +6,8 @@
 
 namespace pond::txn {
 
-RoutedCalls::RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run)
-    : ep_(ep), sched_(sched), run_(std::move(run)) {
+RoutedCalls::RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run, uint64_t first_id)
+    : ep_(ep), sched_(sched), run_(std::move(run)), next_id_(first_id) {
   ep_.OnMessage(kMsgCall, [this](const Message& m) { OnCall(m); });
   ep_.OnMessage(kMsgCallResult, [this](const Message& m) { OnResult(m); });
 }
@@ -100,8 +100,8 @@ void RoutedCalls::OnCall(const Message& m) {
   CallTable::Admit a = table_.Request(m.from, h.call_id, h.floor);
   if (a.what == CallAdmission::kAnswered) Answer(m.from, h.call_id, *a.outcome);
   if (a.what != CallAdmission::kRun) return;
-  sched_.Spawn(Serve(m.from, h, std::vector<std::byte>(m.payload.begin() + sizeof(h),
-                                                        m.payload.end())));
+  sched_.Spawn(
+      Serve(m.from, h, std::vector<std::byte>(m.payload.begin() + sizeof(h), m.payload.end())));
 }
 
 Task<void> RoutedCalls::Serve(WorkerAddr from, CallHeader h, std::vector<std::byte> args) {

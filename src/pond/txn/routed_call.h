@@ -86,7 +86,10 @@ class RoutedCalls : public Alarm {
   using Runner = std::function<Task<Status>(ProcedureId proc, std::span<const std::byte> args,
                                             std::vector<std::byte>* reply)>;
 
-  RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run);
+  // Calls are numbered from `first_id`: a restarted CN's workers start past every id their
+  // earlier incarnations used (high bits: the incarnation), so a late answer to a call of the
+  // dead incarnation matches none of the new one's.
+  RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run, uint64_t first_id = 1);
   ~RoutedCalls() override;
   RoutedCalls(const RoutedCalls&) = delete;
   RoutedCalls& operator=(const RoutedCalls&) = delete;
@@ -109,6 +112,10 @@ class RoutedCalls : public Alarm {
   // is refused with Unavailable without being sent.
   // Returns how many calls ended Unknown.
   size_t PeerFailed(uint16_t cn);
+  // CN `cn` came back as a new incarnation: calls to it are sent again.
+  void PeerRestarted(uint16_t cn) {
+    if (cn < failed_.size()) failed_[cn] = false;
+  }
 
   const CallTable& table() const { return table_; }
   const RoutedCallStats& stats() const { return stats_; }

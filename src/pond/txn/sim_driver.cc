@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pond/base/assert.h"
+
 #include "pond/txn/worker_context.h"
 
 namespace pond::txn {
@@ -18,15 +20,18 @@ void SimDriver::Wake(size_t core) {
   Core& c = cores_[core];
   if (c.queued || c.stopped) return;
   c.queued = true;
-  engine_.At(std::max(engine_.now(), c.busy_until_ns), [this, core] { Round(core); });
+  engine_.At(std::max(engine_.now(), c.busy_until_ns), [this, core, inc = c.incarnation] {
+    if (cores_[core].incarnation == inc) Round(core);
+  });
 }
 
 void SimDriver::WakeForTimer(size_t core, uint64_t at_ns) {
   Core& c = cores_[core];
   if (at_ns >= c.timer_wake_ns && c.timer_wake_ns >= engine_.now()) return;  // one is coming
   c.timer_wake_ns = at_ns;
-  engine_.At(at_ns, [this, core, at_ns] {
+  engine_.At(at_ns, [this, core, at_ns, inc = c.incarnation] {
     Core& c = cores_[core];
+    if (c.incarnation != inc) return;
     if (c.timer_wake_ns == at_ns) c.timer_wake_ns = UINT64_MAX;
     Wake(core);
   });
@@ -59,6 +64,27 @@ void SimDriver::StopCn(uint16_t cn) {
   for (Core& c : cores_) {
     if (c.w->cn_id() == cn) c.stopped = true;
   }
+}
+
+void SimDriver::RestartCn(uint16_t cn, const std::vector<WorkerContext*>& workers) {
+  size_t next = 0;
+  for (size_t core = 0; core < cores_.size(); core++) {
+    Core& c = cores_[core];
+    if (c.w->cn_id() != cn) continue;
+    POND_CHECK(c.stopped && next < workers.size());
+    c.w->sched().SetWakeHook(nullptr);  // the dead incarnation wakes nothing
+    WorkerContext* w = workers[next++];
+    POND_CHECK(w->ep().self() == c.w->ep().self());
+    c.w = w;
+    c.stopped = false;
+    c.queued = false;
+    c.incarnation++;
+    c.busy_until_ns = engine_.now();
+    c.timer_wake_ns = UINT64_MAX;
+    c.resumes_seen = 0;
+    w->sched().SetWakeHook([this, core] { Wake(core); });
+  }
+  POND_CHECK(next == workers.size());
 }
 
 SimCpuStats SimDriver::cpu_stats() const {

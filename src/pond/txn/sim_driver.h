@@ -43,6 +43,9 @@ class SimDriver {
   SimCpuStats cpu_stats() const;
   // The workers of CN `cn` crashed: they run no more rounds (their coroutines stay parked).
   void StopCn(uint16_t cn);
+  // CN `cn` restarted: `workers` (its new incarnation's, in index order) take over the cores
+  // of the stopped ones, which never run again.
+  void RestartCn(uint16_t cn, const std::vector<WorkerContext*>& workers);
 
  private:
   struct Core {
@@ -52,6 +55,7 @@ class SimDriver {
     uint64_t timer_wake_ns = UINT64_MAX;  // earliest timer wake-up scheduled
     uint64_t resumes_seen = 0;
     bool stopped = false;
+    uint32_t incarnation = 0;  // events of an earlier one find it changed and do nothing
     SimCpuStats stats;
   };
   void Wake(size_t core);

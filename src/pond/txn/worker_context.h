@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -26,10 +27,10 @@
 #include "pond/sim/engine.h"
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
+#include "pond/store/commit_log.h"
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
-#include "pond/store/commit_log.h"
 #include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
 
@@ -50,7 +51,11 @@ struct WorkerStats {
 // calls) and by Init (the commit log, which needs the memory pool); nothing outside changes them.
 class WorkerContext {
  public:
-  WorkerContext(ClusterImpl& cluster, CnContext& cn, uint16_t index, uint64_t seed);
+  // `incarnation`: of its CN, 0 until the CN first restarts; stamped on its packets and in the
+  // high bits of its transaction and call numbers, so no number of an earlier incarnation
+  // recurs.
+  WorkerContext(ClusterImpl& cluster, CnContext& cn, uint16_t index, uint64_t seed,
+                uint16_t incarnation = 0);
   // Coroutines still parked (none after a normal Run) hold transactions that release their
   // locks when destroyed, so they go first, while the lock client still exists.
   ~WorkerContext() { sched_.DestroyUnfinished(); }
@@ -59,6 +64,11 @@ class WorkerContext {
 
   // Carves this worker's commit log on its MN, running the worker until it is done.
   Status Init();
+  // A restarted worker takes over its earlier incarnation's log areas, which the recovery of
+  // that incarnation left zeroed (cluster/log_recovery.h).
+  void InitWithLog(const store::CommitLog& earlier);
+  // ... and its chunks of record space (store::Allocator::TakeOver).
+  void TakeOverChunks(const store::Allocator& earlier) { alloc_->TakeOver(earlier); }
 
   const ClusterImpl& cluster() const { return cluster_; }
   CnContext& cn() { return cn_; }
@@ -84,15 +94,14 @@ class WorkerContext {
   // Writes acknowledged to clients as committed, newest commit timestamp per (table, key), kept
   // while tracking is on (a simulated run with faults) for the after-run check that none is lost.
   void TrackAcknowledged(bool on) { track_acked_ = on; }
+  bool tracking_acknowledged() const { return track_acked_; }
   void Acknowledged(uint16_t table, uint64_t key, uint64_t commit_ts) {
     if (!track_acked_) return;
     if (acked_.size() <= table) acked_.resize(size_t{table} + 1);
     uint64_t& ts = acked_[table][key];
     if (ts < commit_ts) ts = commit_ts;
   }
-  const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const {
-    return acked_;
-  }
+  const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const { return acked_; }
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
   // its peer must still be there to answer.
@@ -118,7 +127,7 @@ class WorkerContext {
   std::unique_ptr<store::CommitLog> log_;
   Rng rng_;
   WorkerStats stats_;
-  uint64_t next_txn_id_ = 1;
+  uint64_t next_txn_id_;
   int64_t clients_running_ = 0;
   bool track_acked_ = false;
   std::vector<std::unordered_map<uint64_t, uint64_t>> acked_;  // by table: key -> commit ts
@@ -147,6 +156,13 @@ class CnContext {
   // This CN's view of membership (simulated runs with node faults): its workers' endpoints
   // refuse packets of CNs it holds dead. Empty: no membership, accept everything.
   cluster::Configuration view;
+};
+
+// A Run's clients, kept while it goes on so that a restarted CN's new workers run them too.
+struct RunClients {
+  const std::function<Task<void>(Session&)>* client = nullptr;  // null: no Run going on
+  int per_worker = 0;
+  std::vector<std::unique_ptr<Session>> sessions;
 };
 
 class SimDriver;
@@ -183,18 +199,36 @@ class ClusterImpl {
   // threads running) by rounds of worker w.
   void Drive(WorkerContext& w, const std::function<bool()>& done);
 
+  // Simulated clusters: CN `cn` (crashed, recovered) comes back as incarnation `incarnation`
+  // with empty lock tables and caches, managing no shard, its workers on its earlier
+  // incarnation's logs and running the current Run's clients. The dead incarnation is kept
+  // (its coroutines stay parked; its counters still count) until the cluster goes.
+  void RestartCn(uint16_t cn, uint16_t incarnation, const cluster::Configuration& view);
+  // Every worker of every incarnation, the dead ones included (stats, acknowledged writes).
+  template <typename F>
+  void ForEachWorkerEver(F&& f) const {
+    for (const auto* list : {&cns_, &retired_}) {
+      for (const auto& cn : *list) {
+        for (const auto& w : cn->workers) f(*w);
+      }
+    }
+  }
+
  private:
-  friend class pond::Cluster;        // tables, procedures, runs, stats
-  friend class WorkerContext;        // builds its parts from the cluster's services
-  friend class Failover;             // crashes CNs, moves their shards, recovers their logs
+  friend class pond::Cluster;  // tables, procedures, runs, stats
+  friend class WorkerContext;  // builds its parts from the cluster's services
+  friend class Failover;       // crashes CNs, moves their shards, recovers their logs
+
+  // Runs the Run's clients on `w` (simulated runs).
+  void StartClients(WorkerContext& w);
 
   // Simulated clusters only; declared first so that it is destroyed last.
   std::unique_ptr<sim::Engine> engine_;
   const ClusterConfig config_;
   std::unique_ptr<Fabric> fabric_;
-  SimFabric* sim_fabric_ = nullptr;    // = fabric_, when simulated
-  std::unique_ptr<SimDriver> driver_;  // when simulated
-  std::unique_ptr<Failover> failover_;  // when simulated
+  SimFabric* sim_fabric_ = nullptr;          // = fabric_, when simulated
+  std::unique_ptr<SimDriver> driver_;        // when simulated
+  std::unique_ptr<Failover> failover_;       // when simulated
   std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
@@ -203,6 +237,8 @@ class ClusterImpl {
   lock::ShardMap shard_map_;
   TimestampOracle oracle_;
   std::vector<std::unique_ptr<CnContext>> cns_;
+  std::vector<std::unique_ptr<CnContext>> retired_;  // crashed incarnations of restarted CNs
+  RunClients run_;
   std::vector<ProcedureEntry> procedures_;
   // Run() bookkeeping: clients still running over all workers, and the requests they await
   // (WorkerContext::Awaiting; threads publish their own share).

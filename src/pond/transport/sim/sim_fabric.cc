@@ -15,14 +15,18 @@ class SimEndpoint final : public Endpoint {
   SimEndpoint(SimFabric& fabric, WorkerAddr self, Scheduler& sched)
       : Endpoint(self, sched),
         fabric_(fabric),
-        rng_(fabric.engine().StreamRng(0x51e0000000000000ULL | self.Packed())) {
+        // A restarted CN's endpoints draw a stream of their own (the incarnation is in the key).
+        rng_(fabric.engine().StreamRng(
+            0x51e0000000000000ULL | uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())) {
     auto f = sim::FaultModel::Create(FaultConfigOf(fabric.testbed().faults));
     POND_CHECK_MSG(f.ok(), "fault config must be validated with the testbed");
     faults_ = std::move(f).value();
     UseBufferPool(&fabric.packet_buffers_);
   }
   ~SimEndpoint() override {
-    fabric_.endpoints_[self().cn][self().worker] = nullptr;
+    // A crashed incarnation's endpoint is destroyed after its successor took the address.
+    SimEndpoint*& slot = fabric_.endpoints_[self().cn][self().worker];
+    if (slot == this) slot = nullptr;
     for (Batch* b : batches_) delete b;
     for (Batch* b : free_batches_) delete b;
   }
@@ -37,7 +41,7 @@ class SimEndpoint final : public Endpoint {
     Status status;  // set (and read) only when the batch failed
     bool failed;
     bool unreachable;  // failed because its MN is down
-    Batch* next;  // the next batch of the same launch
+    Batch* next;       // the next batch of the same launch
   };
 
   void Launch(uint64_t at_ns) {
@@ -130,13 +134,16 @@ class SimEndpoint final : public Endpoint {
   // buffer itself (a vector fits in an event slot), so a packet in flight allocates nothing.
   void Transmit(WorkerAddr to, PacketBuffer bytes, uint64_t at_ns) {
     fabric_.in_flight_++;
-    fabric_.engine().At(at_ns, [f = &fabric_, to, bytes = std::move(bytes)]() mutable {
+    // A packet belongs to the incarnations of both ends it left between, as a message belongs
+    // to its queue pair: a crash or restart of either end before it arrives loses it.
+    const uint32_t ends = uint32_t{fabric_.Generation(self().cn)} << 16 | fabric_.Generation(to.cn);
+    fabric_.engine().At(at_ns, [f = &fabric_, to, ends, bytes = std::move(bytes)]() mutable {
       SimEndpoint* dst = f->Find(to);
       POND_CHECK_MSG(dst != nullptr, "message to a worker that has no endpoint");
-      // A packet to a crashed CN, or from one (sent before the crash, arriving after), is lost.
       PacketHeader h;
       std::memcpy(&h, bytes.data(), sizeof(h));
-      if (dst->dead_ || f->IsCnDown(h.src_cn)) {
+      if (dst->dead_ || f->IsCnDown(h.src_cn) ||
+          ends != (uint32_t{f->Generation(h.src_cn)} << 16 | f->Generation(to.cn))) {
         f->in_flight_--;
         f->crash_dropped_packets_++;
         dst->RecycleBuffer(std::move(bytes));
@@ -193,8 +200,8 @@ class SimEndpoint final : public Endpoint {
       }
       last->next = nullptr;  // b already holds the next Flush's first batch
       fabric_.engine().At(done_ns + one_way_ns, [this, first, c, count, failed] {
-        Status status = failed != nullptr && !failed->unreachable ? std::move(failed->status)
-                                                                  : Status::Ok();
+        Status status =
+            failed != nullptr && !failed->unreachable ? std::move(failed->status) : Status::Ok();
         // An MN that crashed after a batch reached it never acknowledges it either.
         uint64_t unreachable = 0;
         for (Batch* r = first; r != nullptr; r = r->next) {
@@ -352,11 +359,22 @@ SimActivity SimFabric::TakeActivity(WorkerAddr worker) {
 
 void SimFabric::CrashCn(uint16_t cn) {
   if (down_.size() <= cn) down_.resize(size_t{cn} + 1, false);
+  if (generation_.size() <= cn) generation_.resize(size_t{cn} + 1, 0);
   down_[cn] = true;
+  generation_[cn]++;
   if (cn >= endpoints_.size()) return;
   for (SimEndpoint* ep : endpoints_[cn]) {
     if (ep != nullptr) ep->Kill();
   }
+}
+
+void SimFabric::RestartCn(uint16_t cn) {
+  POND_CHECK_MSG(IsCnDown(cn), "restart of a CN that is up");
+  down_[cn] = false;
+  generation_[cn]++;
+  // The dead endpoints stay with their owners (their batches in flight still point at them)
+  // but leave the address to the new incarnation's.
+  if (cn < endpoints_.size()) std::fill(endpoints_[cn].begin(), endpoints_[cn].end(), nullptr);
 }
 
 void SimFabric::CrashMn(MnId mn) {

@@ -70,6 +70,15 @@ class SimFabric final : public Fabric {
   // stream), with no completion. Its workers must not run rounds any more (the driver's part).
   void CrashCn(uint16_t cn);
   bool IsCnDown(uint16_t cn) const { return cn < down_.size() && down_[cn]; }
+  // CN `cn` (crashed) comes back as a new incarnation: its old endpoints give up their
+  // addresses, and CreateEndpoint makes the new ones. Packets that left before — to it or from
+  // it — are lost, as is anything sent to it while it was down.
+  void RestartCn(uint16_t cn);
+  // Bumped by every crash and restart of the CN; a packet is delivered only if neither end's
+  // changed while it was on the wire.
+  uint16_t Generation(uint16_t cn) const {
+    return cn < generation_.size() ? generation_[cn] : uint16_t{0};
+  }
   struct CrashStats {
     uint64_t dropped_packets = 0;  // to or from a crashed CN
     uint64_t landed_batches = 0;   // of a crashed CN, reached their MN
@@ -123,7 +132,8 @@ class SimFabric final : public Fabric {
   // Shared by every endpoint (one thread); in flight, a packet's buffer is in its event.
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
-  std::vector<bool> down_;  // by CN
+  std::vector<bool> down_;            // by CN
+  std::vector<uint16_t> generation_;  // by CN: crashes and restarts so far
   std::vector<bool> mn_down_;
   uint64_t crash_dropped_packets_ = 0;
   uint64_t crash_landed_batches_ = 0;

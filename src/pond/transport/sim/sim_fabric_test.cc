@@ -124,14 +124,15 @@ TEST(SimFabricTest, ACrashedCnSendsAndReceivesNothingMoreAndItsBatchesDoNotCompl
   uint64_t words[4] = {1, 2, 3, 4};
   // Worker 1 sends a packet to 2 and posts writes to both MNs, then its CN dies while they are
   // on their way (one way takes 1 us).
-  c.workers[1].sched->Spawn([](Cluster* c, std::byte* x, uint64_t* words, bool* done) -> Task<void> {
-    Endpoint& ep = *c->workers[1].ep;
-    ep.Send({2, 0}, 1, std::span(x, 1));
-    ep.Write(GAddr::Make(0, 4096), &words[0], 16);
-    ep.Write(GAddr::Make(1, 4096), &words[2], 16);
-    (void)co_await ep.Flush();
-    *done = true;
-  }(&c, &x, words, &completed));
+  c.workers[1].sched->Spawn(
+      [](Cluster* c, std::byte* x, uint64_t* words, bool* done) -> Task<void> {
+        Endpoint& ep = *c->workers[1].ep;
+        ep.Send({2, 0}, 1, std::span(x, 1));
+        ep.Write(GAddr::Make(0, 4096), &words[0], 16);
+        ep.Write(GAddr::Make(1, 4096), &words[2], 16);
+        (void)co_await ep.Flush();
+        *done = true;
+      }(&c, &x, words, &completed));
   c.engine.At(500, [&c] { c.fabric->CrashCn(1); });
   // Worker 0 sends to the dead CN afterwards.
   c.engine.At(600, [&c, &x] {
@@ -149,6 +150,50 @@ TEST(SimFabricTest, ACrashedCnSendsAndReceivesNothingMoreAndItsBatchesDoNotCompl
   EXPECT_EQ(s.landed_batches + s.lost_batches, 2u);
   EXPECT_TRUE(c.fabric->IsCnDown(1));
   EXPECT_FALSE(c.fabric->IsCnDown(0));
+}
+
+// A restarted CN gets new endpoints at the same addresses. What was on the wire to or from it
+// when it crashed or restarted is lost — a late packet must not reach the new incarnation — and
+// what is sent once it is back arrives.
+TEST(SimFabricTest, ARestartedCnGetsOnlyPacketsSentAfterItCameBack) {
+  Cluster c(2);
+  std::byte x{1};
+  auto send = [&c, &x] {
+    c.workers[0].ep->Send({1, 0}, 1, std::span(&x, 1));
+    c.workers[0].ep->EndRound();
+    c.fabric->Launch({0, 0}, c.engine.now());
+  };
+  int at_old = 0, at_new = 0;
+  c.workers[1].ep->OnMessage(1, [&at_old](const Message&) { at_old++; });
+  const uint16_t gen0 = c.fabric->Generation(1);
+  c.engine.At(100, [&] { send(); });  // on the wire at the crash (one way is 1 us): lost
+  c.engine.At(500, [&c] { c.fabric->CrashCn(1); });
+  c.engine.At(600, [&] { send(); });  // to a dead CN: lost
+  // The dead incarnation's scheduler and endpoint outlive the restart, as a crashed CN's
+  // workers do in a cluster.
+  std::unique_ptr<Scheduler> old_sched;
+  std::unique_ptr<Endpoint> old_ep;
+  c.engine.At(1'200, [&] {
+    c.fabric->RestartCn(1);
+    old_sched = std::move(c.workers[1].sched);
+    old_ep = std::move(c.workers[1].ep);
+    c.workers[1].sched = std::make_unique<Scheduler>(c.engine.clock());
+    c.workers[1].ep = c.fabric->CreateEndpoint({1, 0}, *c.workers[1].sched);
+    c.workers[1].ep->OnMessage(1, [&at_new](const Message&) { at_new++; });
+  });
+  c.engine.At(1'300, [&] { send(); });  // after the restart: arrives
+  c.Run();
+  EXPECT_EQ(at_old, 0);
+  EXPECT_EQ(at_new, 1) << "only the packet sent after the restart reaches the new incarnation";
+  EXPECT_FALSE(c.fabric->IsCnDown(1));
+  EXPECT_EQ(c.fabric->Generation(1), gen0 + 2) << "one crash, one restart";
+  EXPECT_EQ(c.fabric->crash_stats().dropped_packets, 2u);
+  // The dead endpoint goes while its successor lives: the address stays the successor's.
+  old_ep.reset();
+  send();
+  c.Run();
+  EXPECT_EQ(at_new, 2);
+  EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
 }
 
 // A crashed MN answers nothing: a Flush with a batch to it fails Unavailable after the queue
@@ -184,7 +229,8 @@ TEST(SimFabricTest, ACrashedMnFailsItsBatchesAfterTheTimeoutAndSaysWhich) {
   EXPECT_EQ(seen.after.status.code(), Code::kUnavailable);
   EXPECT_EQ(seen.after.unreachable, 2u) << "MN 1 only";
   EXPECT_EQ(seen.got0, 2u) << "the batch to MN 0 is applied";
-  EXPECT_EQ(seen.after_at - seen.posted_at, m.one_way_ns + SimFabric::kMnUnreachableNs + m.one_way_ns);
+  EXPECT_EQ(seen.after_at - seen.posted_at,
+            m.one_way_ns + SimFabric::kMnUnreachableNs + m.one_way_ns);
   uint64_t word = 1;
   std::memcpy(&word, c.fabric->region(1) + 4096, 8);
   EXPECT_EQ(word, 0u) << "a crashed MN's memory is gone";

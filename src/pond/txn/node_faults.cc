@@ -1,0 +1,109 @@
+// ValidateNodeFaults: which node-fault schedules a cluster survives, and for the rest one line
+// saying why not. Kept apart from the Failover that carries them out: the bench layer asks it
+// before any cluster exists (bench/run_faults.cc draws random schedules within it).
+#include <string>
+#include <vector>
+
+#include "pond/cluster.h"
+
+namespace pond {
+
+Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
+  int alive = c.cns;
+  int mns_down = 0;
+  bool cn_crashes = false, mn_crashes = false;
+  std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
+  std::vector<int> restarts(cn_down.size(), 0);
+  for (size_t i = 0; i < faults.size(); i++) {
+    const NodeFault& f = faults[i];
+    const std::string which = "fault " + std::to_string(i + 1) + ": ";
+    switch (f.kind) {
+      case NodeFaultKind::kCrashCn:
+        break;
+      case NodeFaultKind::kRestartCn:
+        if (f.node >= c.cns) {
+          return InvalidArgument(which + "restart-cn: no CN " + std::to_string(f.node) +
+                                 " (the cluster has " + std::to_string(c.cns) + ")");
+        }
+        if (!cn_down[f.node]) {
+          return InvalidArgument(which + "restart-cn: CN " + std::to_string(f.node) +
+                                 " is up, and restart-cn needs it down");
+        }
+        // A worker's transaction numbers carry the incarnation in 8 bits of the writer tag.
+        if (++restarts[f.node] > 255) {
+          return InvalidArgument(which + "restart-cn: CN " + std::to_string(f.node) +
+                                 " restarts more than 255 times");
+        }
+        cn_down[f.node] = false;
+        alive++;
+        continue;
+      case NodeFaultKind::kCrashMn:
+        break;
+      case NodeFaultKind::kRestartMn:
+        return InvalidArgument(which +
+                               "restart-mn: re-replication onto a restarted MN is not "
+                               "built yet");
+      case NodeFaultKind::kPartitionCn:
+      case NodeFaultKind::kHealCn:
+        return InvalidArgument(which + "partitions are not survived yet");
+    }
+    bool again = false;
+    for (size_t j = 0; j < i; j++) again |= faults[j].kind == f.kind && faults[j].node == f.node;
+    if (f.kind == NodeFaultKind::kCrashMn) {
+      mn_crashes = true;
+      if (f.node >= c.mns) {
+        return InvalidArgument(which + "crash-mn: no MN " + std::to_string(f.node) +
+                               " (the cluster has " + std::to_string(c.mns) + ")");
+      }
+      if (again) {
+        return InvalidArgument(which + "crash-mn: MN " + std::to_string(f.node) +
+                               " is already crashed");
+      }
+      if (++mns_down > c.replication - 1) {
+        return InvalidArgument(which + "crash-mn: at most " + std::to_string(c.replication - 1) +
+                               " MNs may crash with replication " + std::to_string(c.replication) +
+                               " (each replica group must keep one; re-replication is not built "
+                               "yet)");
+      }
+      continue;
+    }
+    cn_crashes = true;
+    if (f.node >= c.cns) {
+      return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) +
+                             " (the cluster has " + std::to_string(c.cns) + ")");
+    }
+    if (f.node == 0) {
+      return InvalidArgument(which +
+                             "crash-cn: CN 0 hosts the timestamp oracle, whose fail-over "
+                             "is not built yet");
+    }
+    if (cn_down[f.node]) {
+      return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
+                             " is already crashed");
+    }
+    cn_down[f.node] = true;
+    if (--alive < 2) {
+      return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
+    }
+  }
+  if (mn_crashes &&
+      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
+    return InvalidArgument("crash-mn: protocol " + c.protocol.name +
+                           " cannot survive an MN crash yet (its lock words live on the primary "
+                           "MN and would be lost with it; lotus's locks live on CNs)");
+  }
+  if (cn_crashes &&
+      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
+    return InvalidArgument("crash-cn: protocol " + c.protocol.name +
+                           " cannot recover a crashed CN yet (only lotus, whose locks live on "
+                           "CNs and whose commits are logged, does)");
+  }
+  if (cn_crashes && c.versions < 2) {
+    return InvalidArgument(
+        "crash-cn: needs at least 2 versions per key (a rolled-back "
+        "transaction's cell may have held the only version)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace pond
