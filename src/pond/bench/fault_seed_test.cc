@@ -60,7 +60,7 @@ std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
 
 struct Totals {
   uint64_t seeds = 0, crashes = 0, mn_crashes = 0, rolled_forward = 0, rolled_back = 0, unknown = 0,
-           mn_unreachable = 0;
+           mn_unreachable = 0, restarts = 0, returned = 0;
   uint64_t committed = 0, message_faulted = 0;
 };
 
@@ -90,6 +90,8 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   for (const auto& f : r.failover->failures) {
     EXPECT_GT(f.open_ns, f.crash_ns) << where << "\nCN " << f.cn << " was never reopened";
     t->crashes++;
+    t->restarts += f.restart_ns != 0;
+    t->returned += f.returned_ns != 0;
     t->rolled_forward += f.rolled_forward;
     t->rolled_back += f.rolled_back;
   }
@@ -116,11 +118,12 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
   }
   std::printf(
       "%s %s: %lu seeds of random faults: %lu committed, %lu CN crashes (%lu transactions rolled "
-      "forward, %lu back), %lu MN crashes (%lu aborts on an unreachable MN), %lu calls unknown, "
-      "%lu seeds with message faults\n",
+      "forward, %lu back; %lu restarted, %lu of them with all their shards back), %lu MN crashes "
+      "(%lu aborts on an unreachable MN), %lu calls unknown, %lu seeds with message faults\n",
       protocol.c_str(), IsolationName(iso), static_cast<unsigned long>(t.seeds),
       static_cast<unsigned long>(t.committed), static_cast<unsigned long>(t.crashes),
       static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
+      static_cast<unsigned long>(t.restarts), static_cast<unsigned long>(t.returned),
       static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
       static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
   EXPECT_GT(t.committed, 0u);
@@ -131,6 +134,8 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
   }
   if (crashes) {
     EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
+    EXPECT_GT(t.restarts, t.crashes / 4) << "random schedules were meant to restart CNs";
+    EXPECT_GT(t.returned, 0u) << "no restarted CN got its shards back";
     EXPECT_GT(t.rolled_forward + t.rolled_back, 0u) << "no crash fell inside a commit";
     EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
     EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
@@ -202,11 +207,17 @@ TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) 
   EXPECT_TRUE(run->check->ok) << run->check->detail;
   EXPECT_TRUE(run->replicas->ok())
       << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
-  // Five CNs' clients run again: the last full millisecond commits about as much as the one
-  // before the crash (without the restart four CNs' clients are left).
+  // Five CNs' clients run again: the last full millisecond commits within 5% of what it does in
+  // the same run without faults (four CNs' clients alone commit about a fifth less).
+  RunOptions calm = FaultyRun("lotus", Isolation::kSerializable, 5);
+  SmallBankWorkload w2(p);
+  Result<RunResult> base = RunWorkload(w2, calm, nullptr);
+  ASSERT_TRUE(base.ok()) << base.status().ToString();
   ASSERT_EQ(run->committed_per_ms.size(), 9u);
-  EXPECT_GT(run->committed_per_ms[7] * 100, run->committed_per_ms[1] * 95)
-      << run->committed_per_ms[1] << " before, " << run->committed_per_ms[7] << " at the end";
+  ASSERT_EQ(base->committed_per_ms.size(), 9u);
+  const uint64_t after = run->committed_per_ms[7], calm_ms = base->committed_per_ms[7];
+  EXPECT_GT(after * 100, calm_ms * 95) << after << " at the end, " << calm_ms << " without faults";
+  EXPECT_LT(after * 100, calm_ms * 105) << after << " at the end, " << calm_ms << " without faults";
 }
 
 // A CN crashes, restarts, crashes and restarts again. In the second run its second crash is
@@ -326,7 +337,7 @@ TEST(FaultSeedTest, AnMnCrashKeepsEveryCommitAndIsolation) {
 // strict-serializable under SR and snapshot-isolated under SI, besides every other check.
 void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
   SeedRange r = Seeds(default_seeds);
-  uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0;
+  uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     RunOptions o = FaultyRun("lotus", iso, seed);
     ASSERT_TRUE(ResolveFaults(&o, "random").ok());
@@ -349,15 +360,17 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
         << where << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
     txns += run->history->txns;
     cn_crashes += run->failover->failures.size();
+    for (const auto& f : run->failover->failures) restarts += f.restart_ns != 0;
     mn_crashes += run->failover->mn_failures.size();
     infos += run->history->infos > 0;
   }
   std::printf(
-      "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes, %lu MN "
-      "crashes, %lu transactions, %lu seeds with info transactions\n",
+      "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), %lu "
+      "MN crashes, %lu transactions, %lu seeds with info transactions\n",
       IsolationName(iso), static_cast<unsigned long>(r.count),
-      static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(mn_crashes),
-      static_cast<unsigned long>(txns), static_cast<unsigned long>(infos));
+      static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(restarts),
+      static_cast<unsigned long>(mn_crashes), static_cast<unsigned long>(txns),
+      static_cast<unsigned long>(infos));
   if (r.count >= 50) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";

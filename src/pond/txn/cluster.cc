@@ -217,11 +217,11 @@ void ClusterImpl::RestartCn(uint16_t id, uint16_t incarnation, const cluster::Co
   }
   driver_->RestartCn(id, workers);
   retired_.push_back(std::move(dead));
-  for (WorkerContext* w : workers) StartClients(*w);
 }
 
 void ClusterImpl::StartClients(WorkerContext& w) {
   if (run_.client == nullptr) return;
+  POND_CHECK_MSG(w.clients_running() == 0, "a worker's clients started twice");
   w.clients_running() += run_.per_worker;
   clients_running_ += run_.per_worker;
   for (int c = 0; c < run_.per_worker; c++) {

@@ -109,7 +109,7 @@ bool Failover::Idle() const {
   for (const auto& m : mn_failures_) {
     if (m.down_ns == 0) return false;
   }
-  if (queued_count_ > 0 || returns_pending_ > 0) return false;
+  if (queued_count_ > 0 || booting_ > 0 || returns_pending_ > 0) return false;
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) continue;
     for (const auto& f : failures_) {
@@ -193,7 +193,11 @@ bool Failover::Restart(uint16_t cn) {
   // the survivors and may give it work); it talks to others once they hold it alive.
   cl_.RestartCn(cn, inc, config_);
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+  // A run does not end between the restart and its clients' start (Idle): the next run's
+  // clients would be started twice.
+  booting_++;
   engine_.At(now + kConfigPutNs + one_way, [this, cn, inc, f = &f] {
+    booting_--;
     if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;  // died again meanwhile
     for (uint16_t s : config_.Alive()) {
       CnContext& peer = *cl_.cns_[s];

@@ -115,6 +115,7 @@ class Failover {
   uint64_t handed_on_ = 0;
   std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
   size_t queued_count_ = 0;
+  int booting_ = 0;          // restarted, clients not started yet
   int returns_pending_ = 0;  // shard returns under way
   std::vector<std::unique_ptr<Return>> returns_;
 };

@@ -71,7 +71,8 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
       if ((r == read_rep) != read_replica || placement.IsDown(mn)) continue;
       // The timestamp word alone: a reader sees the cell INVISIBLE or committed, never torn.
       w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
-                        it.write_cell * sizeof(store::CvtCell) + offsetof(store::CvtCell, commit_ts),
+                        it.write_cell * sizeof(store::CvtCell) +
+                        offsetof(store::CvtCell, commit_ts),
                     &commit_ts_, sizeof(commit_ts_));
     }
   }
@@ -174,10 +175,8 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
 
 void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
   log_buf_.assign(sizeof(LogRecordHeader) + writes.size() * sizeof(LogItem), std::byte{0});
-  LogRecordHeader h{kLogMagic,     static_cast<uint16_t>(writes.size()),
-                    w_.cn_id(),    owner_.txn_id,
-                    w_.index(),    0,
-                    0};
+  LogRecordHeader h{
+      kLogMagic, static_cast<uint16_t>(writes.size()), w_.cn_id(), owner_.txn_id, w_.index(), 0, 0};
   std::memcpy(log_buf_.data(), &h, sizeof(h));
   for (size_t k = 0; k < writes.size(); k++) {
     const Item& it = items_[writes[k]];
@@ -244,8 +243,8 @@ Task<Status> MvccTxn::Validate() {
         if (scan.match >= 0) co_return AbortedBecause("validation");
         if (scan.first_empty < 0) {
           // A full home bucket: the key may have been inserted into a later one.
-          Result<store::Found> f =
-              co_await store::Lookup(ep, *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
+          Result<store::Found> f = co_await store::Lookup(
+              ep, *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
           if (f.ok()) co_return AbortedBecause("validation");
           if (f.status().code() == Code::kTornRead) {
             retry.push_back(check[k]);

@@ -45,10 +45,10 @@ class MvccTxn final : public TxnState {
   };
   // One ReadItems call: its settings, the items' state, and the lists of the round under way.
   struct ReadPass {
-    bool mn_locks = false;           // read-write items lock by CAS on the MN
-    bool lock_word_matters = false;  // readers watch MN lock words (see ReadItems)
-    uint64_t self = 0;               // this transaction's owner word
-    std::vector<ItemRead> items;     // by item index
+    bool mn_locks = false;             // read-write items lock by CAS on the MN
+    bool lock_word_matters = false;    // readers watch MN lock words (see ReadItems)
+    uint64_t self = 0;                 // this transaction's owner word
+    std::vector<ItemRead> items;       // by item index
     std::vector<std::byte> delta_buf;  // motor's second record READ lands here
     std::vector<size_t> need_cvt, to_read, fetch, retry;
     bool wait = false;    // an item waits for a writer

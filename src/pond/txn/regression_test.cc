@@ -287,7 +287,8 @@ TEST(InsertAbortTest, FailedInsertsLeaveNoSlotBehind) {
     auto tiny = c->CreateTable({.name = "tiny", .value_bytes = 16, .capacity = 1});
     ASSERT_TRUE(big.ok() && tiny.ok());
     const uint16_t r = *big, t = *tiny;
-    ASSERT_TRUE(c->Load(r, 1, [](uint64_t, uint64_t* key, std::span<std::byte>) { *key = 0; }).ok());
+    ASSERT_TRUE(
+        c->Load(r, 1, [](uint64_t, uint64_t* key, std::span<std::byte>) { *key = 0; }).ok());
     std::atomic<bool> a_ready{false}, b_done{false};
     int validation_aborts = 0, other_failures = 0, later_inserts = 0;
     c->Run(1, [&](Session& s) -> Task<void> {
@@ -344,8 +345,8 @@ TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
     uint16_t t = 0;
     auto c = StartLoaded(Config(protocol), &t, 10, 0, &model);
     std::map<uint64_t, int> runs;  // the simulator is one thread
-    ProcedureId proc = c->RegisterProcedure(
-        [&](Session& s, std::span<const std::byte> args) -> Task<Status> {
+    ProcedureId proc =
+        c->RegisterProcedure([&](Session& s, std::span<const std::byte> args) -> Task<Status> {
           uint64_t id;
           std::memcpy(&id, args.data(), sizeof(id));
           runs[id]++;
@@ -370,7 +371,8 @@ TEST(RoutedCallTest, RunsOnceUnderDuplicatedMessages) {
         if ((id % 2 == 0) != st.ok()) mismatched++;
       }
     });
-    EXPECT_EQ(c->Stats().remote_calls, 3u * 2 * 40) << protocol << ": every call was meant to be routed";
+    EXPECT_EQ(c->Stats().remote_calls, 3u * 2 * 40)
+        << protocol << ": every call was meant to be routed";
     EXPECT_EQ(runs.size(), 3u * 2 * 40) << protocol;
     for (const auto& [id, n] : runs) EXPECT_EQ(n, 1) << protocol << ": call " << id;
     EXPECT_EQ(mismatched, 0u) << protocol << ": a caller heard another outcome than its run's";

@@ -203,21 +203,24 @@ Task<Status> SvTxn::Commit() {
     size_t bytes = sizeof(store::LogRecordHeader);
     for (size_t i : writes) bytes += sizeof(store::LogItem) + Padded8(items_[i].table->value_bytes);
     log_buf_.assign(bytes, std::byte{0});
-    store::LogRecordHeader h{store::kUndoLogMagic, static_cast<uint16_t>(writes.size()),
-                             w_.cn_id(),           owner_.txn_id,
-                             w_.index(),           0,
+    store::LogRecordHeader h{store::kUndoLogMagic,
+                             static_cast<uint16_t>(writes.size()),
+                             w_.cn_id(),
+                             owner_.txn_id,
+                             w_.index(),
+                             0,
                              0};
     std::memcpy(log_buf_.data(), &h, sizeof(h));
     size_t off = sizeof(h);
     for (size_t i : writes) {
       const Item& it = items_[i];
       store::LogItem li{it.lk.key,
-                 it.ref.bucket,
-                 it.lk.table,
-                 static_cast<uint16_t>(it.ref.slot),
-                 0,
-                 static_cast<uint8_t>(it.live_meta != 0 ? store::kLogItemInsert : 0),
-                 0};
+                        it.ref.bucket,
+                        it.lk.table,
+                        static_cast<uint16_t>(it.ref.slot),
+                        0,
+                        static_cast<uint8_t>(it.live_meta != 0 ? store::kLogItemInsert : 0),
+                        0};
       std::memcpy(log_buf_.data() + off, &li, sizeof(li));
       off += sizeof(li);
       if (it.exists()) std::memcpy(log_buf_.data() + off, it.value.data(), it.value.size());

@@ -108,8 +108,8 @@ class TsoClient : public Poller, public Alarm {
   Scheduler& sched_;
   WorkerAddr host_;
   TimestampOracle* local_;
-  std::vector<Waiter> waiting_;     // asked this round, not yet sent
-  std::map<uint32_t, Sent> sent_;   // by request seq, answered by none of its copies yet
+  std::vector<Waiter> waiting_;    // asked this round, not yet sent
+  std::map<uint32_t, Sent> sent_;  // by request seq, answered by none of its copies yet
   bool alarm_set_ = false;
   uint32_t next_seq_ = 0;
   TsoClientStats stats_;

@@ -162,7 +162,7 @@ class TxnState {
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
   bool locks_ended_ = false;  // see EndLocks
-  Status deferred_;  // see Refuse
+  Status deferred_;           // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
 };

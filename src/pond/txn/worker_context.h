@@ -201,7 +201,8 @@ class ClusterImpl {
 
   // Simulated clusters: CN `cn` (crashed, recovered) comes back as incarnation `incarnation`
   // with empty lock tables and caches, managing no shard, its workers on its earlier
-  // incarnation's logs and running the current Run's clients. The dead incarnation is kept
+  // incarnation's logs; StartClients then runs the current Run's clients on its workers, once
+  // the others hold it alive. The dead incarnation is kept
   // (its coroutines stay parked; its counters still count) until the cluster goes.
   void RestartCn(uint16_t cn, uint16_t incarnation, const cluster::Configuration& view);
   // Every worker of every incarnation, the dead ones included (stats, acknowledged writes).
