@@ -25,13 +25,17 @@ def run_of(path):
         failures = [(float(f["crash_ms"]), float(f["open_ms"])) for f in faults["failures"]]
         failures += [(float(f["crash_ms"]), float(f["down_ms"]))
                      for f in faults.get("mn_failures", [])]
+        # A restarted CN is whole again when its shards are back home (0: not restarted).
+        returned = [float(f.get("returned_ms", 0)) for f in faults["failures"]]
+        returned = [ms for ms in returned if ms > 0]
         spec = str(faults["spec"])
         recovery = faults.get("recovery_ms")
     except (KeyError, TypeError, ValueError) as e:
         raise BadInput(f"{path}: not a Pond run with --faults ({e})")
     if len(per_ms) < 2:
         raise BadInput(f"{path}: the run is shorter than 2 ms")
-    return {"per_ms": per_ms[:-1], "failures": failures, "spec": spec, "recovery": recovery,
+    return {"per_ms": per_ms[:-1], "failures": failures, "returned": returned, "spec": spec,
+            "recovery": recovery,
             "protocol": data.get("protocol", "?"), "bench": data.get("bench", "?")}
 
 
@@ -66,8 +70,11 @@ def main():
         for crash_ms, open_ms in run["failures"]:
             ax.axvline(crash_ms, color=line.get_color(), linestyle="--", linewidth=0.8)
             ax.axvline(open_ms, color=line.get_color(), linestyle=":", linewidth=0.8)
+        for returned_ms in run["returned"]:
+            ax.axvline(returned_ms, color=line.get_color(), linestyle="-.", linewidth=0.8)
     ax.set_xlabel("virtual time (ms); dashed: crash, dotted: served again (a CN's shards by "
-                  "survivors, an MN's data by its replicas left)")
+                  "survivors, an MN's data by its replicas left),\ndash-dot: a restarted CN's "
+                  "shards back home")
     ax.set_ylabel("throughput (K txn/s, per 1 ms)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `pond sim smallbank --faults` end to end, and bench/plot_recovery.py on what it writes: a CN
-# crash and an MN crash are reported (the schedule, the failover, the commits per millisecond,
-# recovery_ms, the replica check) and plotted; bad schedules are refused with one line and exit 2.
+# crash and restart and an MN crash are reported (the schedule, the failover, the commits per
+# millisecond, recovery_ms, the replica check) and plotted; bad schedules are refused with one
+# line and exit 2.
 # Usage: plot_recovery_test.sh PYTHON POND
 set -euo pipefail
 python=$1
@@ -12,18 +13,21 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "plot_recovery_test: $*" >&2; exit 1; }
 
 run=(sim smallbank --cns 4 --workers 2 --coros 4 --accounts 20000 --virtual-seconds 0.008)
-"$pond" "${run[@]}" --faults crash-cn:2@3ms --json "$tmp/crash.json" >"$tmp/out" 2>"$tmp/err" ||
-  fail "the run with a crash failed: $(tail -3 "$tmp/out") $(tail -3 "$tmp/err")"
-for line in "^faults       crash-cn:2@3ms$" "^failover     CN 2 crashed at 3.000 ms" \
-  "^per ms       " "^recovery_ms  " "^replicas     ok: " "^money check  ok"; do
+"$pond" "${run[@]}" --faults crash-cn:2@3ms,restart-cn:2@3ms --json "$tmp/crash.json" >"$tmp/out" \
+  2>"$tmp/err" || fail "the run with a crash failed: $(tail -3 "$tmp/out") $(tail -3 "$tmp/err")"
+for line in "^faults       crash-cn:2@3ms,restart-cn:2@3ms$" "^failover     CN 2 crashed at 3.000 ms" \
+  "^failover     CN 2 restarted: running clients +" "^per ms       " "^recovery_ms  " \
+  "^replicas     ok: " "^money check  ok"; do
   grep -q "$line" "$tmp/out" || fail "no line '$line' in: $(cat "$tmp/out")"
 done
 "$python" - "$tmp/crash.json" <<'PY' || fail "the JSON lacks the failover"
 import json, sys
 r = json.load(open(sys.argv[1]))["result"]
 f = r["faults"]
-assert f["spec"] == "crash-cn:2@3ms", f["spec"]
-assert f["failures"][0]["cn"] == 2 and f["failures"][0]["crash_ms"] == 3.0
+assert f["spec"] == "crash-cn:2@3ms,restart-cn:2@3ms", f["spec"]
+c = f["failures"][0]
+assert c["cn"] == 2 and c["crash_ms"] == 3.0
+assert c["returned_ms"] > c["restart_ms"] > c["open_ms"] > c["detected_ms"] > 3.0, c
 assert len(f["committed_per_ms"]) >= 8 and sum(f["committed_per_ms"]) == r["committed"]
 assert r["replica_check"]["ok"] and r["replica_check"]["acked"] > 0
 PY
