@@ -131,9 +131,12 @@ static_assert(offsetof(CvtCell, record) == 16 && offsetof(CvtCell, tail_cv) == 2
 // Which transaction wrote a cell: recovery of a failed CN touches only cells that carry the tag
 // of one of its transactions (cluster/log_recovery.h), so a cell written since by anyone else is
 // left alone. 56 bits: CN (8) | worker (8) | the low 40 bits of the worker's transaction
-// sequence, unique over 2^40 transactions of one worker (a CN's incarnation starts its
-// sequence past the previous one's). Requires cn, worker < 256 (ValidateConfig: <= 64).
+// sequence, whose top 8 bits are the CN's incarnation (docs/formats.md "Cell"), so a tag is
+// unique over 2^32 transactions of one worker in one incarnation and never recurs in another.
+// Requires cn, worker < 256 (ValidateConfig: <= 64).
 inline constexpr uint64_t kWriterSeqBits = 40;
+inline constexpr uint64_t kSeqIncarnationShift = 32;  // seq := incarnation:8 n:32
+static_assert(kSeqIncarnationShift + 8 == kWriterSeqBits);
 constexpr uint64_t WriterTag(uint16_t cn, uint16_t worker, uint64_t seq) {
   return (uint64_t{cn} & 0xff) << 48 | (uint64_t{worker} & 0xff) << kWriterSeqBits |
          (seq & ((uint64_t{1} << kWriterSeqBits) - 1));

@@ -85,8 +85,8 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       index_(idx),
       sched_(cl.clock_),
       rng_(seed),
-      // 32 bits of transactions per incarnation, inside the writer tag's 40-bit sequence.
-      next_txn_id_(uint64_t{incarnation} << 32 | 1) {
+      // The incarnation in the writer tag's sequence (docs/formats.md "Cell").
+      next_txn_id_(uint64_t{incarnation} << store::kSeqIncarnationShift | 1) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   ep_->set_incarnation(incarnation);
   // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole.
@@ -111,7 +111,7 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       [this](ProcedureId p, std::span<const std::byte> args, std::vector<std::byte>* reply) {
         return RunProcedure(p, args, reply);
       },
-      uint64_t{incarnation} << 48 | 1);
+      uint64_t{incarnation} << kCallIdIncarnationShift | 1);
   // CNs this incarnation's view holds dead are not asked for anything.
   for (uint16_t peer = 0; peer < c.view.cns.size(); peer++) {
     if (c.view.cns[peer].alive || peer == c.id) continue;

@@ -23,8 +23,8 @@
 //     No shard is ever managed by two CNs, and none is opened while a lock in it is held.
 //
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
-// CN stops at once; its packets still in flight are dropped on arrival, and its endpoints are
-// refused by incarnation. The fencing argument for live-but-cut-off CNs (partitions) is in
+// CN stops at once; its packets still in flight are dropped on arrival, and its packets are
+// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing argument for live-but-cut-off CNs (partitions) is in
 // docs/recovery.md; partitions are not scheduled yet.
 //
 // Thread rules: the simulator's thread only; everything runs in engine events and in coroutines

@@ -38,6 +38,8 @@ inline constexpr uint16_t kMsgCallResult = 0x0302;
 // is the bare 16-byte CallResult, as before replies existed, so Status-only calls cost the
 // same bytes (and a simulated run the same time).
 inline constexpr uint16_t kCallWantsReply = 1;
+// call_id := incarnation:16 n:48 (docs/formats.md "Routed calls").
+inline constexpr uint64_t kCallIdIncarnationShift = 48;
 // Longer Status messages are cut: a message explains, it does not carry data.
 inline constexpr size_t kCallMessageBytesMax = 1024;
 
