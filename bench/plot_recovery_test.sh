@@ -60,7 +60,7 @@ diff <(grep -v "wall clock" "$tmp/r1") <(grep -v "wall clock" "$tmp/r3") >/dev/n
   fail "the printed schedule did not replay the run"
 
 # Bad schedules: one line, exit 2.
-for bad in "crash-xx:1@1ms" "crash-cn:1@" "crash-cn:0@1ms" "restart-mn:1@1ms" "crash-cn:9@1ms" \
+for bad in "crash-xx:1@1ms" "crash-cn:1@" "restart-cn:1@1ms" "restart-mn:1@1ms" "crash-cn:9@1ms" \
   "drop:2"; do
   set +e
   "$pond" "${run[@]}" --faults "$bad" >"$tmp/bad.out" 2>"$tmp/bad.err"

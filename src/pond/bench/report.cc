@@ -164,6 +164,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"failures", failures},
                         {"mn_failures", mn_failures},
                         {"epoch", r.failover->epoch},
+                        {"tso_host", r.failover->tso_host},
+                        {"tso_moves", r.failover->tso_moves},
                         {"config_puts", r.failover->config_puts},
                         {"unknown_calls", r.failover->unknown_calls},
                         {"log_recoveries_handed_on", r.failover->handed_on},

@@ -48,7 +48,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   };
   if (c.cns > 2) refuse_if_fatal(NodeFaultKind::kCrashCn, 1, "crash-cn: ");
   if (c.replication > 1) refuse_if_fatal(NodeFaultKind::kCrashMn, 0, "crash-mn: ");
-  limits.protected_cns = {{0, "CN 0 hosts the timestamp oracle, whose fail-over is not built yet"}};
   return limits;
 }
 

@@ -27,8 +27,8 @@ struct CellRef {
   size_t record;  // index into the parsed records
   GAddr addr;     // the cell on one replica
   Cell cell;
-  bool down;      // its MN is down: neither read nor written, and it decides nothing
-  GAddr slot;     // the slot the cell is in
+  bool down;   // its MN is down: neither read nor written, and it decides nothing
+  GAddr slot;  // the slot the cell is in
   const store::LogItem* item;
   uint64_t live_meta;  // the slot's meta once live, for an insert's rollback to write
 };
@@ -81,11 +81,11 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
       for (int rep = 0; rep < placement.replication(); rep++) {
         MnId mn = placement.Replica(li.key, rep);
         GAddr slot = t->SlotAddr(mn, rep, li.bucket, li.slot);
-        cells.push_back(CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell),
-                                Cell{}, placement.IsDown(mn), slot, &li,
-                                store::PackMeta(store::kSlotLive, t->id,
-                                                static_cast<uint8_t>(t->versions),
-                                                t->value_bytes)});
+        cells.push_back(
+            CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell), Cell{},
+                    placement.IsDown(mn), slot, &li,
+                    store::PackMeta(store::kSlotLive, t->id, static_cast<uint8_t>(t->versions),
+                                    t->value_bytes)});
       }
     }
   }

@@ -39,8 +39,7 @@ class LogRecoveryTest : public ::testing::Test {
     POND_CHECK(cat.ok());
     catalog_ = std::move(cat).value();
     table_ = catalog_.Find(1);
-    Result<uint64_t> area =
-        w_.Run(store::CarveHeap(*w_.ep, pool_.layout, 1, kLogBytes));
+    Result<uint64_t> area = w_.Run(store::CarveHeap(*w_.ep, pool_.layout, 1, kLogBytes));
     POND_CHECK(area.ok());
     area_ = GAddr::Make(1, *area);
   }
@@ -56,8 +55,8 @@ class LogRecoveryTest : public ::testing::Test {
     return *ref;
   }
   GAddr CellAddr(uint64_t key, store::SlotRef ref, int replica, int cell) {
-    return ref.Addr(*table_, placement_.Replica(key, replica), replica) +
-           sizeof(store::CvtHeader) + cell * sizeof(CvtCell);
+    return ref.Addr(*table_, placement_.Replica(key, replica), replica) + sizeof(store::CvtHeader) +
+           cell * sizeof(CvtCell);
   }
   void SetCell(uint64_t key, store::SlotRef ref, int replica, int cell, const Cell& c) {
     CvtCell raw = store::EncodeCell(c);
@@ -85,15 +84,17 @@ class LogRecoveryTest : public ::testing::Test {
   void Log(uint64_t seq, const std::vector<Named>& items, uint16_t worker = kWorker) {
     std::vector<std::byte> rec(sizeof(store::LogRecordHeader) +
                                items.size() * sizeof(store::LogItem));
-    store::LogRecordHeader h{store::kLogMagic, static_cast<uint16_t>(items.size()),
-                             kCn,              TxnId(seq),
-                             worker,           0,
-                             0};
+    store::LogRecordHeader h{
+        store::kLogMagic, static_cast<uint16_t>(items.size()), kCn, TxnId(seq), worker, 0, 0};
     std::memcpy(rec.data(), &h, sizeof(h));
     for (size_t i = 0; i < items.size(); i++) {
-      store::LogItem li{items[i].key, items[i].ref.bucket, 1,
+      store::LogItem li{items[i].key,
+                        items[i].ref.bucket,
+                        1,
                         static_cast<uint16_t>(items[i].ref.slot),
-                        static_cast<uint8_t>(items[i].cell), items[i].flags, 0};
+                        static_cast<uint8_t>(items[i].cell),
+                        items[i].flags,
+                        0};
       std::memcpy(rec.data() + sizeof(h) + i * sizeof(li), &li, sizeof(li));
     }
     store::SealLogRecord(rec);
@@ -106,8 +107,7 @@ class LogRecoveryTest : public ::testing::Test {
                                                 ref.Addr(*table_, mn, replica).offset());
   }
   Result<LogRecoveryStats> Recover() {
-    return w_.Run(
-        RecoverCommitLog(*w_.ep, catalog_, placement_, {area_}, kLogBytes, kCn, kWorker));
+    return w_.Run(RecoverCommitLog(*w_.ep, catalog_, placement_, {area_}, kLogBytes, kCn, kWorker));
   }
 
   static Cell Committed(uint64_t ts, uint64_t writer, uint8_t cv = 1) {

@@ -1,6 +1,8 @@
 #include "pond/cluster/membership.h"
 
+#include <cstddef>
 #include <cstring>
+#include <string>
 
 namespace pond::cluster {
 
@@ -15,10 +17,12 @@ struct ConfigHeader {
 static_assert(sizeof(ConfigHeader) == 16);
 struct CnEntry {
   uint8_t alive;
-  uint8_t reserved;
+  uint8_t flags;  // kHostsTso
   uint16_t incarnation;
 };
 static_assert(sizeof(CnEntry) == 4);
+static_assert(offsetof(CnEntry, flags) == 1 && offsetof(CnEntry, incarnation) == 2);
+constexpr uint8_t kHostsTso = 1;
 struct MnEntry {
   uint8_t alive;
   uint8_t reserved[3];
@@ -29,12 +33,14 @@ static_assert(sizeof(MnEntry) == 4);
 std::vector<std::byte> Configuration::Encode() const {
   std::vector<std::byte> out(sizeof(ConfigHeader) + cns.size() * sizeof(CnEntry) +
                              mns.size() * sizeof(MnEntry));
-  ConfigHeader h{kConfigMagic, static_cast<uint16_t>(cns.size()),
-                 static_cast<uint16_t>(mns.size()), epoch};
+  ConfigHeader h{kConfigMagic, static_cast<uint16_t>(cns.size()), static_cast<uint16_t>(mns.size()),
+                 epoch};
   std::memcpy(out.data(), &h, sizeof(h));
   std::byte* at = out.data() + sizeof(h);
-  for (const CnStatus& cn : cns) {
-    CnEntry e{static_cast<uint8_t>(cn.alive ? 1 : 0), 0, cn.incarnation};
+  for (size_t i = 0; i < cns.size(); i++) {
+    const CnStatus& cn = cns[i];
+    CnEntry e{static_cast<uint8_t>(cn.alive ? 1 : 0), i == tso_host ? kHostsTso : uint8_t{0},
+              cn.incarnation};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -51,17 +57,28 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
   if (bytes.size() < sizeof(h)) return Corruption("configuration shorter than its header");
   std::memcpy(&h, bytes.data(), sizeof(h));
   if (h.magic != kConfigMagic) return Corruption("configuration has a bad magic");
-  if (bytes.size() != sizeof(h) + size_t{h.cns} * sizeof(CnEntry) + size_t{h.mns} * sizeof(MnEntry)) {
+  if (bytes.size() !=
+      sizeof(h) + size_t{h.cns} * sizeof(CnEntry) + size_t{h.mns} * sizeof(MnEntry)) {
     return Corruption("configuration size does not match its CN and MN counts");
   }
   Configuration c;
   c.epoch = h.epoch;
   c.cns.resize(h.cns);
+  int tso_hosts = 0;
   for (size_t i = 0; i < c.cns.size(); i++) {
     CnEntry e;
     std::memcpy(&e, bytes.data() + sizeof(h) + i * sizeof(e), sizeof(e));
     if (e.alive > 1) return Corruption("configuration CN entry has a bad alive flag");
+    if ((e.flags & ~kHostsTso) != 0) return Corruption("configuration CN entry has unknown flags");
+    if (e.flags & kHostsTso) {
+      tso_hosts++;
+      c.tso_host = static_cast<uint16_t>(i);
+    }
     c.cns[i] = CnStatus{e.alive == 1, e.incarnation};
+  }
+  if (!c.cns.empty() && tso_hosts != 1) {
+    return Corruption("configuration names " + std::to_string(tso_hosts) +
+                      " timestamp oracle hosts, not 1");
   }
   c.mns.resize(h.mns);
   const std::byte* mn_at = bytes.data() + sizeof(h) + c.cns.size() * sizeof(CnEntry);
@@ -88,8 +105,7 @@ Versioned InMemoryConfigStore::Get(const std::string& key) const {
 }
 
 Result<uint64_t> InMemoryConfigStore::PutIf(const std::string& key,
-                                            std::span<const std::byte> value,
-                                            uint64_t expected) {
+                                            std::span<const std::byte> value, uint64_t expected) {
   Versioned& v = data_[key];
   if (v.version != expected) {
     return Conflict("version of " + key + " is " + std::to_string(v.version) + ", not " +
@@ -103,8 +119,7 @@ Result<uint64_t> InMemoryConfigStore::PutIf(const std::string& key,
   return v.version;
 }
 
-void InMemoryConfigStore::Watch(const std::string& key,
-                                std::function<void(const Versioned&)> fn) {
+void InMemoryConfigStore::Watch(const std::string& key, std::function<void(const Versioned&)> fn) {
   watches_.emplace(key, std::move(fn));
 }
 

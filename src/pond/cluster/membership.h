@@ -37,6 +37,7 @@ struct Configuration {
   uint64_t epoch = 0;
   std::vector<CnStatus> cns;
   std::vector<MnStatus> mns;
+  uint16_t tso_host = 0;  // the CN whose oracle grants timestamps (moves when it fails)
   friend bool operator==(const Configuration&, const Configuration&) = default;
 
   std::vector<std::byte> Encode() const;

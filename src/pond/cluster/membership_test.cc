@@ -11,6 +11,7 @@ Configuration Three() {
   c.epoch = 4;
   c.cns = {CnStatus{true, 0}, CnStatus{false, 2}, CnStatus{true, 1}};
   c.mns = {MnStatus{true}, MnStatus{false}};
+  c.tso_host = 2;  // CN 0 failed and came back; the oracle moved to CN 2
   return c;
 }
 
@@ -37,6 +38,17 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   std::vector<std::byte> mn_alive = b;
   mn_alive[16 + 3 * 4] = std::byte{2};  // the first MN's alive flag, after three CN entries
   EXPECT_EQ(Configuration::Decode(mn_alive).status().code(), Code::kCorruption);
+  std::vector<std::byte> flags = b;
+  flags[17] = std::byte{2};  // the first CN's flags: only bit 0 (hosts the oracle) means anything
+  EXPECT_EQ(Configuration::Decode(flags).status().code(), Code::kCorruption);
+  std::vector<std::byte> two_hosts = b;
+  two_hosts[17] = std::byte{1};  // CN 0 hosts the oracle too, beside CN 2
+  Result<Configuration> two = Configuration::Decode(two_hosts);
+  EXPECT_EQ(two.status().code(), Code::kCorruption);
+  EXPECT_NE(two.status().message().find("2 timestamp oracle hosts"), std::string::npos);
+  std::vector<std::byte> no_host = b;
+  no_host[16 + 2 * 4 + 1] = std::byte{0};  // CN 2's flags
+  EXPECT_EQ(Configuration::Decode(no_host).status().code(), Code::kCorruption);
 }
 
 TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {

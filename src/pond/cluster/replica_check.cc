@@ -49,8 +49,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
             slot[rep] = region(mn[rep]) + t.SlotAddr(mn[rep], rep, b, s).offset();
           }
           if (up.empty()) {
-            Problem(r, &r.lost_groups, "every replica of MN " + std::to_string(p) +
-                                           "'s group is down");
+            Problem(r, &r.lost_groups,
+                    "every replica of MN " + std::to_string(p) + "'s group is down");
             continue;
           }
           const int first = up[0];
@@ -62,8 +62,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
             store::CvtHeader h;
             std::memcpy(&h, slot[rep], sizeof(h));
             if (h.lock != 0 && rep == 0) {
-              Problem(r, &r.locked, Where(t, h0.key) + ": lock word still held on MN " +
-                                        std::to_string(mn[rep]));
+              Problem(r, &r.locked,
+                      Where(t, h0.key) + ": lock word still held on MN " + std::to_string(mn[rep]));
             }
             if (h.key != h0.key || h.meta != h0.meta) {
               Problem(r, &r.disagreements,
@@ -109,8 +109,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
             }
             const store::Cell& c0 = cells[first];
             if (c0.valid && c0.commit_ts == store::kInvisible) {
-              Problem(r, &r.invisible, Where(t, h0.key) + ": cell " + std::to_string(c) +
-                                           " left INVISIBLE");
+              Problem(r, &r.invisible,
+                      Where(t, h0.key) + ": cell " + std::to_string(c) + " left INVISIBLE");
             }
             for (int rep : up) {
               const store::Cell& cr = cells[rep];
@@ -119,8 +119,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
                                         c0.record - layout.RecordOffset(first, 0) ==
                                             cr.record - layout.RecordOffset(rep, 0));
               if (cr.valid != c0.valid || cr.tombstone != c0.tombstone || cr.cv != c0.cv ||
-                  (c0.valid && (cr.commit_ts != c0.commit_ts || cr.writer != c0.writer ||
-                                !same_record))) {
+                  (c0.valid &&
+                   (cr.commit_ts != c0.commit_ts || cr.writer != c0.writer || !same_record))) {
                 Problem(r, &r.disagreements,
                         Where(t, h0.key) + ": cell " + std::to_string(c) + " of replica " +
                             std::to_string(rep) + " differs (ts " + std::to_string(cr.commit_ts) +

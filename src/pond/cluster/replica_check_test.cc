@@ -21,8 +21,7 @@ using store::testing::Worker;
 class ReplicaCheckTest : public ::testing::Test {
  protected:
   ReplicaCheckTest() : pool_(FormattedPool(3, 16 << 20, 1 << 20, 3)), w_(*pool_, {0, 0}) {
-    store::TableSpec spec{.id = 1, .name = "t", .value_bytes = 40, .versions = 2,
-                          .capacity = 100};
+    store::TableSpec spec{.id = 1, .name = "t", .value_bytes = 40, .versions = 2, .capacity = 100};
     POND_CHECK(w_.Run(store::CreateTable(*w_.ep, pool_.layout, spec)).ok());
     catalog_ = w_.Run(store::LoadCatalog(*w_.ep)).value();
     table_ = catalog_.Find(1);
@@ -41,8 +40,9 @@ class ReplicaCheckTest : public ::testing::Test {
     }
   }
   ReplicaReport Check(const std::vector<AckedWrite>& acked = {}) {
-    return CheckReplicas(catalog_, placement_,
-                         [this](MnId mn) -> const std::byte* { return pool_->region(mn); }, acked);
+    return CheckReplicas(
+        catalog_, placement_, [this](MnId mn) -> const std::byte* { return pool_->region(mn); },
+        acked);
   }
   std::byte* CellOf(int replica) {
     const MnId mn = placement_.Replica(kKey, replica);
@@ -67,8 +67,11 @@ TEST_F(ReplicaCheckTest, AHealthyPoolPasses) {
 }
 
 TEST_F(ReplicaCheckTest, ACellThatDiffersOnOneReplicaIsFound) {
-  CvtCell c = store::EncodeCell(Cell{.cv = 1, .valid = true, .commit_ts = 11,
-                                     .record = pool_.layout.RecordOffset(2, 128), .writer = 5});
+  CvtCell c = store::EncodeCell(Cell{.cv = 1,
+                                     .valid = true,
+                                     .commit_ts = 11,
+                                     .record = pool_.layout.RecordOffset(2, 128),
+                                     .writer = 5});
   std::memcpy(CellOf(2), &c, sizeof(c));
   ReplicaReport r = Check();
   EXPECT_FALSE(r.ok());
@@ -83,8 +86,11 @@ TEST_F(ReplicaCheckTest, ARecordThatDiffersOnOneReplicaIsFound) {
 
 TEST_F(ReplicaCheckTest, AnInvisibleCellLeftBehindIsFound) {
   for (int r = 0; r < 3; r++) {
-    CvtCell c = store::EncodeCell(Cell{.cv = 2, .valid = true, .commit_ts = store::kInvisible,
-                                       .record = pool_.layout.RecordOffset(r, 256), .writer = 6});
+    CvtCell c = store::EncodeCell(Cell{.cv = 2,
+                                       .valid = true,
+                                       .commit_ts = store::kInvisible,
+                                       .record = pool_.layout.RecordOffset(r, 256),
+                                       .writer = 6});
     std::memcpy(CellOf(r) + sizeof(CvtCell), &c, sizeof(c));
   }
   ReplicaReport r = Check();
@@ -102,9 +108,9 @@ TEST_F(ReplicaCheckTest, ACommittedWriteThatIsNotThereIsALostCommit) {
 TEST_F(ReplicaCheckTest, AHeldLockWordIsFound) {
   const MnId mn = placement_.Replica(kKey, 0);
   uint64_t owner = 99;
-  std::memcpy(pool_->region(mn) + ref_.Addr(*table_, mn, 0).offset() +
-                  offsetof(store::CvtHeader, lock),
-              &owner, sizeof(owner));
+  std::memcpy(
+      pool_->region(mn) + ref_.Addr(*table_, mn, 0).offset() + offsetof(store::CvtHeader, lock),
+      &owner, sizeof(owner));
   EXPECT_EQ(Check().locked, 1u);
 }
 

@@ -72,6 +72,12 @@ class Scheduler {
   // driver that runs many schedulers on one thread (the simulator) knows whom to run next.
   // Real threads poll instead and need no hook.
   void SetWakeHook(std::function<void()> hook) { wake_ = std::move(hook); }
+  // Asks for a round although no coroutine is ready: something outside the rounds (a change of
+  // membership) left work for the pollers or alarms, and a simulated worker that is idle would
+  // otherwise not run until its next timer.
+  void Poke() {
+    if (ready_.empty() && wake_) wake_();
+  }
   bool has_ready() const { return !ready_.empty(); }
   void AddPoller(Poller* p) { pollers_.push_back(p); }
 
@@ -128,7 +134,7 @@ class Scheduler {
  private:
   struct Timer {
     uint64_t deadline;
-    uint64_t seq;  // ties broken by insertion order, so wake-ups are deterministic
+    uint64_t seq;               // ties broken by insertion order, so wake-ups are deterministic
     std::coroutine_handle<> h;  // a sleeper, or
     Alarm* alarm = nullptr;     // an alarm
     bool operator>(const Timer& o) const {

@@ -107,11 +107,15 @@ void PrintFailover(const bench::RunResult& r) {
     std::printf(
         "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes; of crashed CNs' "
-        "batches in flight %lu landed, %lu did not%s\n",
+        "batches in flight %lu landed, %lu did not%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
         static_cast<unsigned long>(f.handed_on), static_cast<unsigned long>(f.unknown_calls),
         static_cast<unsigned long>(r.unknown), static_cast<unsigned long>(f.lost_packets),
         static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
+        f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",
+                                      f.tso_moves, f.tso_host)
+                              .c_str()
+                        : "",
         f.faults_not_reached > 0
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()

@@ -103,8 +103,9 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
     lock_server_->SetRemoteWriteHook([vt](const lock::LockKey& k) { vt->Invalidate(k); });
   }
   const bool host = c.id == cl.TsoHost(idx).cn;
-  tso_ = std::make_unique<TsoClient>(*ep_, cl.TsoHost(idx), host ? &cl.oracle_ : nullptr);
-  if (host) tso_server_ = std::make_unique<TsoServer>(*ep_, cl.oracle_);
+  POND_CHECK(!host || c.oracle != nullptr);
+  tso_ = std::make_unique<TsoClient>(*ep_, cl.TsoHost(idx), host ? c.oracle.get() : nullptr);
+  tso_server_ = std::make_unique<TsoServer>(*ep_, host ? c.oracle.get() : nullptr);
   alloc_ = std::make_unique<store::Allocator>(cl.layout_);
   calls_ = std::make_unique<RoutedCalls>(
       *ep_, sched_,
@@ -133,6 +134,11 @@ Status WorkerContext::Init() {
   }
   log_ = std::make_unique<store::CommitLog>(std::move(areas), kLogBytes);
   return Status::Ok();
+}
+
+void WorkerContext::HostTso(TimestampOracle& o) {
+  tso_server_->SetOracle(&o);
+  tso_->SetHost(ep_->self(), &o);
 }
 
 void WorkerContext::InitWithLog(const store::CommitLog& earlier) {
@@ -168,8 +174,7 @@ ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e,
       clock_(clk),
       layout_(l),
       placement_(l.num_mns, l.replication),
-      shard_map_(static_cast<uint16_t>(c.cns)),
-      oracle_(clk) {}
+      shard_map_(static_cast<uint16_t>(c.cns)) {}
 
 ClusterImpl::~ClusterImpl() = default;
 
@@ -181,6 +186,7 @@ Status ClusterImpl::Build() {
   for (int c = 0; c < config_.cns; c++) {
     cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
     CnContext& cn = *cns_.back();
+    if (cn.id == tso_cn_) cn.oracle = std::make_unique<TimestampOracle>(clock_);
     for (uint32_t s = 0; s < lock::kShards; s++) {
       cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
     }
@@ -198,6 +204,7 @@ Status ClusterImpl::Build() {
 
 void ClusterImpl::RestartCn(uint16_t id, uint16_t incarnation, const cluster::Configuration& view) {
   POND_CHECK(driver_ != nullptr && incarnation > 0);
+  POND_CHECK_MSG(id != tso_cn_, "the oracle moved away when the CN was declared failed");
   std::unique_ptr<CnContext>& slot = cns_[id];
   std::unique_ptr<CnContext> dead = std::move(slot);
   slot = std::make_unique<CnContext>(*this, id);
@@ -316,7 +323,7 @@ Status Cluster::Load(
   if (t == nullptr) return InvalidArgument("no table " + std::to_string(table));
   WorkerContext& w = *cl.cns_[0]->workers[0];
   // Loaded data is committed "before time": every timestamp granted later is larger.
-  uint64_t ts = cl.oracle_.Grant(1);
+  uint64_t ts = cl.cns_[cl.tso_cn_]->oracle->Grant(1);
   Status first_error;
   uint64_t next = 0;
   for (int c = 0; c < kLoadCoroutines; c++) {

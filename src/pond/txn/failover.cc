@@ -59,6 +59,7 @@ Failover::Failover(ClusterImpl& cl)
   POND_CHECK(v.ok());
   config_version_ = *v;
   for (auto& cn : cl_.cns_) cn->view = config_;
+  oracle_ = cl_.cns_[config_.tso_host]->oracle.get();
 }
 
 Failover::~Failover() = default;
@@ -201,7 +202,7 @@ bool Failover::Restart(uint16_t cn) {
     if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;  // died again meanwhile
     for (uint16_t s : config_.Alive()) {
       CnContext& peer = *cl_.cns_[s];
-      if (peer.view.epoch < config_.epoch) peer.view = config_;
+      Hear(peer);
       if (s == cn) continue;
       for (auto& w : peer.workers) {
         w->locks().PeerRestarted(cn);
@@ -345,6 +346,13 @@ void Failover::Declare(uint16_t dead) {
   f.epoch = config_.epoch;
   const std::vector<uint16_t> alive = config_.Alive();
   POND_CHECK(!alive.empty());
+  // The timestamp oracle moves with the epoch to the lowest survivor, which starts a new one
+  // from its clock when it hears (Hear; timestamp_oracle.h says why its grants exceed the old).
+  if (config_.tso_host == dead) {
+    config_.tso_host = alive[0];
+    cl_.tso_cn_ = alive[0];
+    tso_moves_++;
+  }
   // The dead CN's shards (those it was given by an earlier failure included) go round-robin to
   // the survivors, closed (LockTable::SetManaged false until MaybeFinish opens them): from now on
   // lock requests for them find the new owner, which refuses them.
@@ -410,7 +418,7 @@ void Failover::DeclareMn(MnId mn) {
   engine_.At(engine_.now() + kConfigPutNs + one_way, [this, mn, epoch] {
     cl_.placement_.SetDown(mn);
     for (uint16_t s : config_.Alive()) {
-      if (cl_.cns_[s]->view.epoch < epoch) cl_.cns_[s]->view = config_;
+      if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
     }
     for (auto& m : mn_failures_) {
       if (m.mn == mn) m.down_ns = engine_.now() - base_ns_;
@@ -445,10 +453,30 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
   }(this, &w, victim.log().areas(), victim.log().bytes(), dead, worker, one_way));
 }
 
+void Failover::Hear(CnContext& cn) {
+  if (cn.view.epoch >= config_.epoch) return;
+  const uint16_t tso_before = cn.view.tso_host;
+  cn.view = config_;
+  if (config_.tso_host == tso_before) return;
+  if (cn.id == config_.tso_host) {
+    if (cn.oracle == nullptr) {
+      cn.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
+      // What docs/recovery.md argues, checked: the new oracle starts past the old one.
+      POND_CHECK_MSG(cn.oracle->NextAtLeast() > oracle_->last(),
+                     "a new timestamp oracle would grant below the old one");
+      oracle_ = cn.oracle.get();
+    }
+    for (auto& w : cn.workers) w->HostTso(*cn.oracle);
+  } else {
+    for (auto& w : cn.workers) w->tso().SetHost(cl_.TsoHost(w->index()), nullptr);
+  }
+}
+
 void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
   if (crashed_[survivor]) return;  // it died meanwhile; nobody hears this
   CnContext& cn = *cl_.cns_[survivor];
-  if (cn.view.epoch < epoch) cn.view = config_;
+  (void)epoch;  // a later epoch may have come first: the view jumps to the newest
+  Hear(cn);
   for (auto& w : cn.workers) {
     w->locks().PeerFailed(dead);
     unknown_calls_ += w->calls().PeerFailed(dead);
@@ -555,6 +583,8 @@ FailoverStats Failover::Stats() const {
   s.config_puts = store_.puts();
   s.unknown_calls = unknown_calls_;
   s.handed_on = handed_on_;
+  s.tso_host = config_.tso_host;
+  s.tso_moves = tso_moves_;
   SimFabric::CrashStats c = cl_.sim_fabric_->crash_stats();
   s.lost_packets = c.dropped_packets;
   s.landed_batches = c.landed_batches;

@@ -24,8 +24,8 @@
 //
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
 // CN stops at once; its packets still in flight are dropped on arrival, and its packets are
-// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing argument for live-but-cut-off CNs (partitions) is in
-// docs/recovery.md; partitions are not scheduled yet.
+// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing argument for
+// live-but-cut-off CNs (partitions) is in docs/recovery.md; partitions are not scheduled yet.
 //
 // Thread rules: the simulator's thread only; everything runs in engine events and in coroutines
 // on the workers.
@@ -43,6 +43,8 @@
 namespace pond::txn {
 
 class ClusterImpl;
+class CnContext;
+class TimestampOracle;
 class WorkerContext;
 
 inline constexpr uint64_t kLeaseNs = 2'000'000;     // FaRM uses 5-10 ms on its network
@@ -86,6 +88,9 @@ class Failover {
   // writes skip it (docs/recovery.md "MN crash").
   void DeclareMn(MnId mn);
   void StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor);
+  // `cn` hears the newest epoch: its view changes, and if the oracle moved, its workers ask the
+  // new host — or, on the new host, serve from a new oracle.
+  void Hear(CnContext& cn);
   void OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch);
   void OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
                    uint64_t rolled_back, uint64_t records);
@@ -113,6 +118,8 @@ class Failover {
   uint64_t faults_not_reached_ = 0;
   uint64_t unknown_calls_ = 0;
   uint64_t handed_on_ = 0;
+  uint64_t tso_moves_ = 0;
+  const TimestampOracle* oracle_;  // the one granting now (the old one lives as long as we do)
   std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
   size_t queued_count_ = 0;
   int booting_ = 0;          // restarted, clients not started yet

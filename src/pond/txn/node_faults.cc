@@ -72,11 +72,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) +
                              " (the cluster has " + std::to_string(c.cns) + ")");
     }
-    if (f.node == 0) {
-      return InvalidArgument(which +
-                             "crash-cn: CN 0 hosts the timestamp oracle, whose fail-over "
-                             "is not built yet");
-    }
     if (cn_down[f.node]) {
       return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
                              " is already crashed");

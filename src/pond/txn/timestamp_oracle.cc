@@ -51,6 +51,25 @@ void TsoClient::EndRound() {
   ArmAlarm();
 }
 
+void TsoClient::SetHost(WorkerAddr host, TimestampOracle* local) {
+  host_ = host;
+  local_ = local;
+  if (local_ != nullptr) {
+    for (auto& [seq, s] : sent_) {
+      Hand(std::move(s.waiters), local_->Grant(static_cast<uint32_t>(s.waiters.size())));
+    }
+    sent_.clear();
+    return;
+  }
+  // Every request awaiting the old host is due at once: the alarm resends it, to the new host,
+  // in this worker's next round, which the poke makes happen even if the worker is idle.
+  for (auto& [seq, s] : sent_) s.sent_ns = 0;
+  sched_.CancelAlarms(this);
+  alarm_set_ = false;
+  ArmAlarm();
+  sched_.Poke();
+}
+
 void TsoClient::SendRequest(uint32_t seq, const Sent& s) {
   TsoRequest req{static_cast<uint32_t>(s.waiters.size()), seq};
   ep_.Send(host_, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
@@ -90,13 +109,17 @@ void TsoClient::OnReply(const Message& m) {
   Hand(std::move(batch), r.first);
 }
 
-TsoServer::TsoServer(Endpoint& ep, TimestampOracle& oracle) : ep_(ep), oracle_(oracle) {
+TsoServer::TsoServer(Endpoint& ep, TimestampOracle* oracle) : ep_(ep), oracle_(oracle) {
   ep_.OnMessage(kMsgTsoRequest, [this](const Message& m) {
     POND_CHECK(m.payload.size() == sizeof(TsoRequest));
     TsoRequest req;
     std::memcpy(&req, m.payload.data(), sizeof(req));
     POND_CHECK(req.count >= 1);
-    TsoReply reply{oracle_.Grant(req.count), req.count, req.seq};
+    if (oracle_ == nullptr) {
+      dropped_++;
+      return;
+    }
+    TsoReply reply{oracle_->Grant(req.count), req.count, req.seq};
     ep_.Send(m.from, kMsgTsoReply, std::as_bytes(std::span(&reply, 1)));
   });
 }

@@ -4,7 +4,11 @@
 // a physical-clock component: ts = (clock µs << kLogicalBits) | logical. The physical part lets
 // garbage collection reason about a version's age (Lotus §7.1); the logical part keeps grants
 // unique when many come in one microsecond. One oracle serves the cluster; it lives on one CN
-// (the "TSO host").
+// (the "TSO host"). When that CN fails, a new oracle starts on a survivor from its own clock
+// (docs/recovery.md "The timestamp oracle"): its grants exceed every grant of the old one because
+// an oracle runs ahead of its clock only by the grants of one microsecond (65,536 of them would
+// be needed to reach the next) or by its clock stepping back, and the new one starts a lease
+// after the old one could last grant. The simulator checks it at every move.
 //
 // TsoClient is a worker's access to it. All Get() calls of a worker's coroutines in one
 // scheduling round become one request for a block of timestamps — one message and one round trip
@@ -14,6 +18,7 @@
 // Thread rules: TimestampOracle is thread-safe. TsoClient and TsoServer belong to one worker.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <coroutine>
 #include <cstdint>
@@ -50,6 +55,11 @@ class TimestampOracle {
   explicit TimestampOracle(Clock& clock) : clock_(clock) {}
   // Grants `n` >= 1 consecutive timestamps and returns the first.
   uint64_t Grant(uint32_t n);
+  // The last timestamp granted (0: none), and the least the next grant can be.
+  uint64_t last() const { return last_.load(std::memory_order_acquire); }
+  uint64_t NextAtLeast() const {
+    return std::max(last() + 1, (clock_.NowNs() / 1000) << kLogicalBits);
+  }
 
  private:
   Clock& clock_;
@@ -84,6 +94,10 @@ class TsoClient : public Poller, public Alarm {
 
   bool Poll() override { return false; }
   void EndRound() override;
+  // The oracle moved (its CN failed): requests go to `host` from now on (`local` if this
+  // worker's CN is the new host), and those awaiting the old one are sent there at once — the
+  // old host's answers, if any were on their way, died with it.
+  void SetHost(WorkerAddr host, TimestampOracle* local);
   // Resends every request unanswered for kResendAfterNs (the request or its reply was lost).
   void OnAlarm() override;
   const TsoClientStats& stats() const { return stats_; }
@@ -115,14 +129,19 @@ class TsoClient : public Poller, public Alarm {
   TsoClientStats stats_;
 };
 
-// The TSO host's handler for requests from other CNs' workers.
+// The handler for timestamp requests from other CNs' workers. Every worker has one; it grants
+// only on the TSO host (`oracle` set). Elsewhere it drops a request — one sent to a CN that has
+// not heard yet that it hosts the oracle now — and the asker resends it.
 class TsoServer {
  public:
-  TsoServer(Endpoint& ep, TimestampOracle& oracle);
+  TsoServer(Endpoint& ep, TimestampOracle* oracle);
+  void SetOracle(TimestampOracle* oracle) { oracle_ = oracle; }
+  uint64_t dropped() const { return dropped_; }
 
  private:
   Endpoint& ep_;
-  TimestampOracle& oracle_;
+  TimestampOracle* oracle_;
+  uint64_t dropped_ = 0;
 };
 
 }  // namespace pond::txn

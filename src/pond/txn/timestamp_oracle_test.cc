@@ -54,7 +54,7 @@ TEST(TsoClientTest, OneRequestPerRoundAcrossCoroutines) {
   TimestampOracle oracle(clock);
   store::testing::Worker host(*pool, {0, 0});
   store::testing::Worker remote(*pool, {1, 0});
-  TsoServer server(*host.ep, oracle);
+  TsoServer server(*host.ep, &oracle);
   TsoClient client(*remote.ep, {0, 0}, nullptr);
   std::vector<uint64_t> got(5, 0);
   for (int i = 0; i < 5; i++) {
@@ -105,7 +105,7 @@ TEST(TsoServerTest, ADuplicateRequestGetsAFreshBlockEchoingItsSeq) {
   TimestampOracle oracle(clock);
   store::testing::Worker host(*pool, {0, 0});
   store::testing::Worker remote(*pool, {1, 0});
-  TsoServer server(*host.ep, oracle);
+  TsoServer server(*host.ep, &oracle);
   TsoPeer peer(remote);
   TsoRequest req{3, 41};
   for (int copy = 0; copy < 2; copy++) {
@@ -163,6 +163,64 @@ TEST(TsoClientTest, RepliesServeTheirOwnAskersInAnyOrderAndCopiesAreIgnored) {
   EXPECT_EQ(b, 900u);
   EXPECT_EQ(remote.sched.live(), 0u);
   EXPECT_EQ(client.stats().timestamps, 2u);
+}
+
+// The oracle's host fails with a request unanswered: the client, told the new host, sends it
+// there in its next round; the new oracle, started later from its own clock, grants past every
+// timestamp of the old one. A CN that does not host the oracle drops a request sent to it.
+TEST(TsoClientTest, ARequestTheOldHostNeverAnsweredGoesToTheNewOne) {
+  auto pool = store::testing::FormattedPool(1, 16 << 20);
+  ManualClock clock(1'000'000);
+  TimestampOracle old_oracle(clock);
+  store::testing::Worker old_host(*pool, {0, 0});
+  store::testing::Worker new_host(*pool, {2, 0});
+  store::testing::Worker remote(*pool, {1, 0});
+  TsoServer not_yet(*new_host.ep, nullptr);  // CN 2 hosts nothing yet
+  TsoClient client(*remote.ep, {0, 0}, nullptr);
+  const uint64_t old_last = old_oracle.Grant(1000);
+  uint64_t got = 0;
+  remote.sched.Spawn(
+      [](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); }(&client, &got));
+  remote.sched.RunOnce();  // the request leaves for CN 0, which dies with it unread
+  EXPECT_EQ(client.awaiting(), 1u);
+  // A stray request to CN 2 before it hosts the oracle is dropped, not answered.
+  TsoRequest stray{1, 99};
+  remote.ep->Send({2, 0}, kMsgTsoRequest, std::as_bytes(std::span(&stray, 1)));
+  remote.sched.RunOnce();
+  new_host.sched.RunOnce();
+  EXPECT_EQ(not_yet.dropped(), 1u);
+  // The lease passes; CN 2 starts an oracle from its clock and hosts it.
+  clock.Advance(2'000'000);
+  TimestampOracle new_oracle(clock);
+  not_yet.SetOracle(&new_oracle);
+  client.SetHost({2, 0}, nullptr);
+  remote.sched.RunOnce();  // resent to CN 2 at once, not after kResendAfterNs
+  new_host.sched.RunOnce();
+  remote.sched.RunOnce();
+  remote.sched.RunOnce();
+  EXPECT_EQ(remote.sched.live(), 0u);
+  EXPECT_GT(got, old_last + 999) << "the new oracle granted below the old one";
+  EXPECT_EQ(client.stats().resends, 1u);
+  EXPECT_EQ(client.awaiting(), 0u);
+}
+
+// On the new host's own workers the waiting requests are served by the oracle directly.
+TEST(TsoClientTest, ANewHostServesItsOwnWaitingRequestsDirectly) {
+  auto pool = store::testing::FormattedPool(1, 16 << 20);
+  ManualClock clock(1'000'000);
+  store::testing::Worker me(*pool, {2, 0});
+  store::testing::Worker dead(*pool, {0, 0});  // the old host: never runs again
+  TsoClient client(*me.ep, {0, 0}, nullptr);
+  uint64_t got = 0;
+  me.sched.Spawn(
+      [](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); }(&client, &got));
+  me.sched.RunOnce();  // sent to CN 0, which is gone
+  TimestampOracle oracle(clock);
+  client.SetHost({2, 0}, &oracle);
+  me.sched.RunOnce();
+  EXPECT_EQ(me.sched.live(), 0u);
+  EXPECT_EQ(got, uint64_t{1000} << kLogicalBits);
+  EXPECT_EQ(client.awaiting(), 0u);
 }
 
 }  // namespace

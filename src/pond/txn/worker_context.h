@@ -81,6 +81,9 @@ class WorkerContext {
   lock::LockClient& locks() { return *locks_; }
   lock::LockServer& lock_server() { return *lock_server_; }
   TsoClient& tso() { return *tso_; }
+  // This worker's CN now hosts the timestamp oracle `o` (the old host failed): it serves other
+  // CNs' requests for worker index() and takes its own timestamps from `o` directly.
+  void HostTso(TimestampOracle& o);
   store::Allocator& alloc() { return *alloc_; }
   store::CommitLog& log() { return *log_; }
   RoutedCalls& calls() { return *calls_; }
@@ -121,7 +124,7 @@ class WorkerContext {
   std::unique_ptr<lock::LockClient> locks_;
   std::unique_ptr<lock::LockServer> lock_server_;
   std::unique_ptr<TsoClient> tso_;
-  std::unique_ptr<TsoServer> tso_server_;  // on the TSO host only
+  std::unique_ptr<TsoServer> tso_server_;  // grants on the TSO host only
   std::unique_ptr<store::Allocator> alloc_;
   std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
   std::unique_ptr<store::CommitLog> log_;
@@ -150,8 +153,9 @@ class CnContext {
 
   const uint16_t id;
   lock::LockTable locks;
-  std::unique_ptr<cache::VtCache> vt;      // null if disabled
-  std::unique_ptr<cache::AddrCache> addr;  // null if disabled
+  std::unique_ptr<cache::VtCache> vt;       // null if disabled
+  std::unique_ptr<cache::AddrCache> addr;   // null if disabled
+  std::unique_ptr<TimestampOracle> oracle;  // on the TSO host only
   std::vector<std::unique_ptr<WorkerContext>> workers;
   // This CN's view of membership (simulated runs with node faults): its workers' endpoints
   // refuse packets of CNs it holds dead. Empty: no membership, accept everything.
@@ -188,7 +192,7 @@ class ClusterImpl {
   const lock::ShardMap& shard_map() const { return shard_map_; }
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
   const store::Catalog& catalog() const { return catalog_; }
-  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{0, worker}; }
+  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{tso_cn_, worker}; }
   // The registered procedure `id`; nullptr if there is none.
   const ProcedureEntry* Procedure(ProcedureId id) const {
     return id < procedures_.size() ? &procedures_[id] : nullptr;
@@ -236,7 +240,7 @@ class ClusterImpl {
   store::Placement placement_;  // its down MNs change with the epoch (Failover)
   store::Catalog catalog_;
   lock::ShardMap shard_map_;
-  TimestampOracle oracle_;
+  uint16_t tso_cn_ = 0;  // the CN hosting the timestamp oracle (its CnContext has it)
   std::vector<std::unique_ptr<CnContext>> cns_;
   std::vector<std::unique_ptr<CnContext>> retired_;  // crashed incarnations of restarted CNs
   RunClients run_;
