@@ -24,8 +24,9 @@
 //
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
 // CN stops at once; its packets still in flight are dropped on arrival, and its packets are
-// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing argument for
-// live-but-cut-off CNs (partitions) is in docs/recovery.md; partitions are not scheduled yet.
+// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing rule for a
+// live but cut-off CN is in docs/recovery.md "Partitions and fencing"; partitions are refused
+// until it is built.
 //
 // Thread rules: the simulator's thread only; everything runs in engine events and in coroutines
 // on the workers.
