@@ -159,15 +159,37 @@ TEST(FaultSeedTest, FordSerializable) {
   RunSmallBankSeeds("ford", Isolation::kSerializable, 200, false);
 }
 
+// SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded
+// and judged by the isolation checker if `record`.
+Result<RunResult> RunScheduled(const std::string& spec, uint64_t seed, double seconds = 0.008,
+                               Isolation iso = Isolation::kSerializable, uint64_t accounts = 20000,
+                               bool record = false) {
+  RunOptions o = FaultyRun("lotus", iso, seed);
+  o.seconds = seconds;
+  if (!spec.empty()) POND_RETURN_IF_ERROR(ResolveFaults(&o, spec));
+  if (record) {
+    o.record = true;
+    o.calls_max = kSmallBankHistoryTxnsMax;
+  }
+  SmallBankParams p;
+  p.accounts = accounts;
+  SmallBankWorkload w(p);
+  return RunWorkload(w, o, nullptr);
+}
+
+// The checks after every faulty run: the workload's own, and every replica of every record.
+void ExpectChecksHold(const RunResult& r, const std::string& where) {
+  ASSERT_TRUE(r.check.has_value()) << where;
+  EXPECT_TRUE(r.check->ok) << where << ": " << r.check->detail;
+  ASSERT_TRUE(r.replicas.has_value()) << where;
+  EXPECT_TRUE(r.replicas->ok()) << where << ": "
+                                << (r.replicas->problems.empty() ? "" : r.replicas->problems[0]);
+}
+
 // Two of the five CNs crash at the same instant (Lotus §6 Remarks: concurrent failures are
 // recovered in parallel), every check holding.
 TEST(FaultSeedTest, TwoCnsCrashAtOnce) {
-  RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 7);
-  ASSERT_TRUE(ResolveFaults(&o, "crash-cn:2@3ms,crash-cn:4@3ms").ok());
-  SmallBankParams p;
-  p.accounts = 20000;
-  SmallBankWorkload w(p);
-  Result<RunResult> run = RunWorkload(w, o, nullptr);
+  Result<RunResult> run = RunScheduled("crash-cn:2@3ms,crash-cn:4@3ms", 7);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   ASSERT_TRUE(run->failover.has_value());
   ASSERT_EQ(run->failover->failures.size(), 2u);
@@ -179,8 +201,7 @@ TEST(FaultSeedTest, TwoCnsCrashAtOnce) {
     EXPECT_GT(f.log_records, 0u) << "CN " << f.cn << " had committed before it crashed";
   }
   EXPECT_EQ(run->failover->epoch, 2u) << "one epoch per failure";
-  EXPECT_TRUE(run->check->ok) << run->check->detail;
-  EXPECT_TRUE(run->replicas->ok());
+  ExpectChecksHold(*run, "two CNs at once");
   EXPECT_GT(run->replicas->acked, 0u);
   // Throughput came back after the shards reopened: the last full millisecond commits.
   ASSERT_GE(run->committed_per_ms.size(), 8u);
@@ -190,12 +211,7 @@ TEST(FaultSeedTest, TwoCnsCrashAtOnce) {
 // A CN restarts before its lease has even expired: it waits until its failure is recovered and
 // its shards are open elsewhere, then comes back empty, runs clients, and takes its shards home.
 TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) {
-  RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 5);
-  ASSERT_TRUE(ResolveFaults(&o, "crash-cn:2@2ms,restart-cn:2@2500us").ok());
-  SmallBankParams p;
-  p.accounts = 20000;
-  SmallBankWorkload w(p);
-  Result<RunResult> run = RunWorkload(w, o, nullptr);
+  Result<RunResult> run = RunScheduled("crash-cn:2@2ms,restart-cn:2@2500us", 5);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   ASSERT_TRUE(run->failover.has_value());
   ASSERT_EQ(run->failover->failures.size(), 1u);
@@ -204,14 +220,10 @@ TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) 
   EXPECT_GT(f.restart_ns, f.open_ns) << "it serves only after its recovery finished";
   EXPECT_GT(f.returned_ns, f.restart_ns) << "its shards came home";
   EXPECT_EQ(run->failover->epoch, 2u) << "one epoch for the failure, one for the restart";
-  EXPECT_TRUE(run->check->ok) << run->check->detail;
-  EXPECT_TRUE(run->replicas->ok())
-      << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+  ExpectChecksHold(*run, "a restart");
   // Five CNs' clients run again: the last full millisecond commits within 5% of what it does in
   // the same run without faults (four CNs' clients alone commit about a fifth less).
-  RunOptions calm = FaultyRun("lotus", Isolation::kSerializable, 5);
-  SmallBankWorkload w2(p);
-  Result<RunResult> base = RunWorkload(w2, calm, nullptr);
+  Result<RunResult> base = RunScheduled("", 5);
   ASSERT_TRUE(base.ok()) << base.status().ToString();
   ASSERT_EQ(run->committed_per_ms.size(), 9u);
   ASSERT_EQ(base->committed_per_ms.size(), 9u);
@@ -226,23 +238,15 @@ TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) 
 // then the host fails again, and the oracle moves on.
 TEST(FaultSeedTest, TheTimestampOracleMovesWhenItsCnFails) {
   for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
-    RunOptions o = FaultyRun("lotus", iso, 4);
-    ASSERT_TRUE(ResolveFaults(&o, "crash-cn:0@2ms,restart-cn:0@2ms,crash-cn:1@5ms").ok());
-    o.record = true;
-    o.calls_max = kSmallBankHistoryTxnsMax;
-    SmallBankParams p;
-    p.accounts = 2000;
-    SmallBankWorkload w(p);
-    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    Result<RunResult> run = RunScheduled("crash-cn:0@2ms,restart-cn:0@2ms,crash-cn:1@5ms", 4, 0.008,
+                                         iso, 2000, /*record=*/true);
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     EXPECT_EQ(run->failover->tso_moves, 2u);
     EXPECT_EQ(run->failover->tso_host, 0u) << "CN 1 died too; CN 0, back, is the lowest alive";
     ASSERT_TRUE(run->history.has_value());
     EXPECT_TRUE(run->history->ok) << IsolationName(iso) << ": " << run->history->detail;
-    EXPECT_TRUE(run->check->ok) << run->check->detail;
-    EXPECT_TRUE(run->replicas->ok())
-        << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    ExpectChecksHold(*run, IsolationName(iso));
     ASSERT_EQ(run->committed_per_ms.size(), 9u);
     EXPECT_GT(run->committed_per_ms[7], 0u) << "the cluster serves again after both moves";
   }
@@ -257,13 +261,7 @@ TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
                                       "restart-cn:3@2500us"
                                     : "crash-cn:3@1ms,restart-cn:3@1500us,crash-cn:3@6ms,"
                                       "restart-cn:3@6500us";
-    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 2);
-    o.seconds = 0.012;
-    ASSERT_TRUE(ResolveFaults(&o, spec).ok()) << spec;
-    SmallBankParams p;
-    p.accounts = 20000;
-    SmallBankWorkload w(p);
-    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    Result<RunResult> run = RunScheduled(spec, 2, 0.012);
     ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     const auto& failures = run->failover->failures;
@@ -280,9 +278,7 @@ TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
     EXPECT_GT(failures[1].returned_ns, failures[1].restart_ns) << spec;
     EXPECT_EQ(run->failover->epoch, 4u) << spec;
     EXPECT_EQ(run->failover->faults_not_reached, 0u) << spec;
-    EXPECT_TRUE(run->check->ok) << spec << ": " << run->check->detail;
-    EXPECT_TRUE(run->replicas->ok())
-        << spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    ExpectChecksHold(*run, spec);
   }
 }
 
@@ -293,13 +289,7 @@ TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
   uint64_t handed_on = 0;
   for (const char* spec : {"crash-cn:1@3ms,crash-cn:3@5100us", "crash-cn:2@3ms,crash-cn:1@5150us",
                            "crash-cn:3@3ms,crash-cn:4@5050us,crash-cn:2@5500us"}) {
-    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 3);
-    o.seconds = 0.012;
-    ASSERT_TRUE(ResolveFaults(&o, spec).ok()) << spec;
-    SmallBankParams p;
-    p.accounts = 20000;
-    SmallBankWorkload w(p);
-    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    Result<RunResult> run = RunScheduled(spec, 3, 0.012);
     ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     const auto& failures = run->failover->failures;
@@ -310,9 +300,7 @@ TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
     for (const auto& f : failures) {
       EXPECT_GT(f.open_ns, f.detected_ns) << spec << ": CN " << f.cn << " never reopened";
     }
-    EXPECT_TRUE(run->check->ok) << spec << ": " << run->check->detail;
-    EXPECT_TRUE(run->replicas->ok())
-        << spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    ExpectChecksHold(*run, spec);
     EXPECT_GT(
         run->committed_per_ms.back() + run->committed_per_ms[run->committed_per_ms.size() - 2], 0u)
         << spec << ": the survivors serve again";
@@ -331,14 +319,8 @@ TEST(FaultSeedTest, AnMnCrashKeepsEveryCommitAndIsolation) {
   for (const Case& c : {Case{Isolation::kSerializable, "crash-mn:1@3ms"},
                         Case{Isolation::kSnapshot, "crash-mn:0@2500us"},
                         Case{Isolation::kSerializable, "crash-mn:2@3ms,crash-cn:3@3500us"}}) {
-    RunOptions o = FaultyRun("lotus", c.iso, 5);
-    ASSERT_TRUE(ResolveFaults(&o, c.spec).ok()) << c.spec;
-    o.record = true;
-    o.calls_max = kSmallBankHistoryTxnsMax;
-    SmallBankParams p;
-    p.accounts = 2000;  // few accounts: many conflicts for the checker to judge
-    SmallBankWorkload w(p);
-    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    // Few accounts: many conflicts for the checker to judge.
+    Result<RunResult> run = RunScheduled(c.spec, 5, 0.008, c.iso, 2000, /*record=*/true);
     ASSERT_TRUE(run.ok()) << c.spec << ": " << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     ASSERT_EQ(run->failover->mn_failures.size(), 1u);
@@ -346,10 +328,7 @@ TEST(FaultSeedTest, AnMnCrashKeepsEveryCommitAndIsolation) {
     EXPECT_GT(m.detected_ns, m.crash_ns);
     EXPECT_GT(m.down_ns, m.detected_ns);
     EXPECT_GT(run->stats.aborts.mn_unreachable, 0u) << c.spec << ": readers met the dead MN";
-    EXPECT_TRUE(run->check->ok) << c.spec << ": " << run->check->detail;
-    ASSERT_TRUE(run->replicas.has_value());
-    EXPECT_TRUE(run->replicas->ok())
-        << c.spec << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    ExpectChecksHold(*run, c.spec);
     EXPECT_GT(run->replicas->acked, 0u);
     // Commits go on once the MN is declared down (the last full millisecond commits).
     ASSERT_GE(run->committed_per_ms.size(), 8u);
