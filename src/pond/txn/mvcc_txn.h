@@ -27,6 +27,7 @@ class MvccTxn final : public TxnState {
   void Abort() override;
 
  private:
+  // Whether this CN's VT cache covers the item's key: this CN manages the key's shard.
   bool LocalShard(const Item& it) const;
   bool MnLocks() const { return kind_ == TxnKind::kReadWrite && !protocol().cn_locks; }
   cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn().vt.get() : nullptr; }
