@@ -112,8 +112,12 @@ Status MvccTxn::ChooseVersion(Item& it) {
   if (it.locked && newest > start_ts_) {
     return Fail(AbortedBecause("newer version"), &w_.stats().aborts.newer_version);
   }
-  if (it.read_cell < 0 && valid == it.cvt.versions) {
-    // Every cell is newer than the snapshot: the version it needs was recycled.
+  if (it.read_cell < 0 && valid > 0) {
+    // Every version is newer than the snapshot. With every cell full, the version it needs was
+    // recycled. With a cell empty, either the key was inserted after the snapshot or recovery
+    // rolled back a write into the cell that held the oldest version (docs/recovery.md): the two
+    // look alike, and answering "absent" in the second would be wrong, so both abort; the retry
+    // reads a newer snapshot.
     return Fail(AbortedBecause("snapshot too old"), &w_.stats().aborts.snapshot_too_old);
   }
   it.read_ts = best;
