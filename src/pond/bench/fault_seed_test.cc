@@ -284,6 +284,22 @@ TEST(FaultSeedTest, AVersionARollbackGaveUpIsTooOldNotAbsent) {
   ExpectChecksHold(*run, "seed 463");
 }
 
+// Found by the 5,000-seed soak (seed 1785, SR: lost update): a holder closed a shard to return it
+// to a restarted CN while a transaction of its own held a lock in it; that transaction committed
+// during the close without updating the VT cache (the shard was no longer managed there); the
+// restarted CN crashed, the holder reopened the shard with the stale entry, and its next writer
+// overwrote the newest version. Every opening now drops the shard's cache entries.
+TEST(FaultSeedTest, AShardReopenedAfterAFailedReturnDropsItsCacheEntries) {
+  Result<RunResult> run = RunScheduled(
+      "crash-cn:0@1407us,restart-cn:0@4389us,crash-cn:0@4545us,restart-cn:0@6611us,drop:0.0066,"
+      "duplicate:0.0011,delay:0.0025@143us-179us",
+      1785, 0.008, Isolation::kSerializable, 2000, /*record=*/true);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->history.has_value());
+  EXPECT_TRUE(run->history->ok) << run->history->detail;
+  ExpectChecksHold(*run, "seed 1785");
+}
+
 // A CN crashes, restarts, crashes and restarts again. In the second run its second crash is
 // scheduled while the first restart still waits for the recovery: the crash comes after that
 // restart, in its order, and catches the new incarnation before it served anyone.

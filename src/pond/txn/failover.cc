@@ -272,9 +272,13 @@ void Failover::OnReturnDrained(Return& r) {
   CnContext& holder = *cl_.cns_[r.from];
   Failure& f = *r.failure;
   if (crashed_[r.cn] || config_.cns[r.cn].incarnation != r.inc) {
-    // The restarted CN died again: the shards stay where they are, open again.
+    // The restarted CN died again: the shards stay where they are, open again. Their VT-cache
+    // entries go first, as at every opening: a transaction that held a lock when the shard
+    // closed committed while it was closed, and did not update a cache the CN no longer used.
     for (uint32_t s : r.shards) {
-      if (cl_.shard_map_.CnOf(s) == r.from) holder.locks.SetManaged(s, true);
+      if (cl_.shard_map_.CnOf(s) != r.from) continue;
+      if (holder.vt) holder.vt->InvalidateShard(s);
+      holder.locks.SetManaged(s, true);
     }
     f.return_failed = true;
     f.returns_left--;
