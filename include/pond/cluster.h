@@ -241,6 +241,13 @@ struct FailoverStats {
     uint64_t crash_ns = 0;     // virtual time of the crash (from the start of the run)
     uint64_t detected_ns = 0;  // its lease expired; the new epoch was decided
     uint64_t down_ns = 0;      // every CN reads the replicas left and writes skip it
+    // restart-mn (0: never restarted, or not that far): the MN came back blank and took writes;
+    // the copy of its replicas began and ended; it was readable again, R copies restored.
+    uint64_t restart_ns = 0;
+    uint64_t copy_start_ns = 0;
+    uint64_t copied_ns = 0;
+    uint64_t readable_ns = 0;
+    uint64_t slots_copied = 0;  // key slots copied onto it
   };
   std::vector<MnFailure> mn_failures;
   uint64_t epoch = 0;               // the configuration's epoch at the end

@@ -157,7 +157,12 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
       mn_failures.push_back({{"mn", f.mn},
                              {"crash_ms", static_cast<double>(f.crash_ns) / 1e6},
                              {"detected_ms", static_cast<double>(f.detected_ns) / 1e6},
-                             {"down_ms", static_cast<double>(f.down_ns) / 1e6}});
+                             {"down_ms", static_cast<double>(f.down_ns) / 1e6},
+                             {"restart_ms", static_cast<double>(f.restart_ns) / 1e6},
+                             {"copy_start_ms", static_cast<double>(f.copy_start_ns) / 1e6},
+                             {"copied_ms", static_cast<double>(f.copied_ns) / 1e6},
+                             {"readable_ms", static_cast<double>(f.readable_ns) / 1e6},
+                             {"slots_copied", f.slots_copied}});
     }
     std::optional<double> rec = RecoveryMs(r);
     result["faults"] = {{"spec", o.faults},

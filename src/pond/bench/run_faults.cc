@@ -32,10 +32,8 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.min_cns_up = 2;
   limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
-  limits.refused = {
-      {sim::FaultKind::kRestartMn, "re-replication onto a restarted MN is not built yet"},
-      {sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
-      {sim::FaultKind::kHealCn, "partitions are not survived yet"}};
+  limits.refused = {{sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
+                    {sim::FaultKind::kHealCn, "partitions are not survived yet"}};
   // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
   // cluster too small for any crash is left to the counts, which say that.)
   auto refuse_if_fatal = [&](NodeFaultKind kind, uint16_t node, const std::string& prefix) {

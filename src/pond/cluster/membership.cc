@@ -25,9 +25,11 @@ static_assert(offsetof(CnEntry, flags) == 1 && offsetof(CnEntry, incarnation) ==
 constexpr uint8_t kHostsTso = 1;
 struct MnEntry {
   uint8_t alive;
-  uint8_t reserved[3];
+  uint8_t rejoin;  // MnStatus::Rejoin; 0 unless alive
+  uint8_t reserved[2];
 };
 static_assert(sizeof(MnEntry) == 4);
+static_assert(offsetof(MnEntry, rejoin) == 1);
 }  // namespace
 
 std::vector<std::byte> Configuration::Encode() const {
@@ -45,7 +47,7 @@ std::vector<std::byte> Configuration::Encode() const {
     at += sizeof(e);
   }
   for (const MnStatus& mn : mns) {
-    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), {}};
+    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), static_cast<uint8_t>(mn.rejoin), {}};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -86,7 +88,14 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
     MnEntry e;
     std::memcpy(&e, mn_at + i * sizeof(e), sizeof(e));
     if (e.alive > 1) return Corruption("configuration MN entry has a bad alive flag");
-    c.mns[i] = MnStatus{e.alive == 1};
+    if (e.rejoin > static_cast<uint8_t>(MnStatus::Rejoin::kFrozen) ||
+        (e.rejoin != 0 && e.alive == 0)) {
+      return Corruption("configuration MN entry has a bad rejoin state");
+    }
+    if (e.reserved[0] != 0 || e.reserved[1] != 0) {
+      return Corruption("configuration MN entry has reserved bytes set");
+    }
+    c.mns[i] = MnStatus{e.alive == 1, static_cast<MnStatus::Rejoin>(e.rejoin)};
   }
   return c;
 }

@@ -29,7 +29,12 @@ struct CnStatus {
 };
 
 struct MnStatus {
-  bool alive = true;  // a failed MN is not used again (re-replication onto a new one: not yet)
+  // A restarted MN rejoins in two steps (docs/recovery.md "MN restart"): it takes writes while
+  // its replicas are copied to it (kCopying), then carves for its groups stop while its lane
+  // cursors are brought into step (kFrozen); then it is up (kNone) and read like any replica.
+  enum class Rejoin : uint8_t { kNone = 0, kCopying = 1, kFrozen = 2 };
+  bool alive = true;
+  Rejoin rejoin = Rejoin::kNone;  // kNone unless alive
   friend bool operator==(const MnStatus&, const MnStatus&) = default;
 };
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
@@ -61,8 +66,7 @@ class ConfigStore {
   virtual Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
                                  uint64_t expected) = 0;
   // Calls `fn` after every successful put of `key`, with the new value and version.
-  virtual void Watch(const std::string& key,
-                     std::function<void(const Versioned&)> fn) = 0;
+  virtual void Watch(const std::string& key, std::function<void(const Versioned&)> fn) = 0;
 };
 
 class InMemoryConfigStore final : public ConfigStore {

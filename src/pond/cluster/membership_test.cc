@@ -10,7 +10,7 @@ Configuration Three() {
   Configuration c;
   c.epoch = 4;
   c.cns = {CnStatus{true, 0}, CnStatus{false, 2}, CnStatus{true, 1}};
-  c.mns = {MnStatus{true}, MnStatus{false}};
+  c.mns = {MnStatus{true}, MnStatus{false}, MnStatus{true, MnStatus::Rejoin::kFrozen}};
   c.tso_host = 2;  // CN 0 failed and came back; the oracle moved to CN 2
   return c;
 }
@@ -38,6 +38,15 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   std::vector<std::byte> mn_alive = b;
   mn_alive[16 + 3 * 4] = std::byte{2};  // the first MN's alive flag, after three CN entries
   EXPECT_EQ(Configuration::Decode(mn_alive).status().code(), Code::kCorruption);
+  std::vector<std::byte> rejoin = b;
+  rejoin[16 + 3 * 4 + 1] = std::byte{3};  // the first MN's rejoin state: 0, 1 or 2 only
+  EXPECT_EQ(Configuration::Decode(rejoin).status().code(), Code::kCorruption);
+  std::vector<std::byte> dead_rejoining = b;
+  dead_rejoining[16 + 4 * 4 + 1] = std::byte{1};  // MN 1 is down: it cannot be rejoining
+  EXPECT_EQ(Configuration::Decode(dead_rejoining).status().code(), Code::kCorruption);
+  std::vector<std::byte> reserved = b;
+  reserved[16 + 5 * 4 + 3] = std::byte{1};
+  EXPECT_EQ(Configuration::Decode(reserved).status().code(), Code::kCorruption);
   std::vector<std::byte> flags = b;
   flags[17] = std::byte{2};  // the first CN's flags: only bit 0 (hosts the oracle) means anything
   EXPECT_EQ(Configuration::Decode(flags).status().code(), Code::kCorruption);

@@ -37,14 +37,15 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
     for (uint16_t p = 0; p < mns; p++) {
       for (uint64_t b = 0; b < t.bucket_count; b++) {
         for (int s = 0; s < t.slots_per_bucket; s++) {
-          // The replicas whose MN is up; `first` stands for them all (docs/recovery.md "MN
-          // crash": a down MN's memory is gone, and its replicas with it).
+          // The replicas whose MN is readable; `first` stands for them all (docs/recovery.md
+          // "MN crash": a down MN's memory is gone, and its replicas with it; a rejoining MN
+          // holds a full copy only once it is readable).
           std::vector<const std::byte*> slot(static_cast<size_t>(reps));
           std::vector<MnId> mn(static_cast<size_t>(reps));
           std::vector<int> up;
           for (int rep = 0; rep < reps; rep++) {
             mn[rep] = static_cast<MnId>((p + rep) % mns);
-            if (placement.IsDown(mn[rep])) continue;
+            if (!placement.Readable(mn[rep])) continue;
             up.push_back(rep);
             slot[rep] = region(mn[rep]) + t.SlotAddr(mn[rep], rep, b, s).offset();
           }

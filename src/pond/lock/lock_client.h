@@ -99,6 +99,11 @@ class LockClient : public Poller, public Alarm {
   void OnAlarm() override;
 
   const LockClientStats& stats() const { return stats_; }
+  // This worker's floor (its oldest transaction Started and not Finished), and the floor it
+  // will have once every transaction Started so far has Finished: a caller that notes
+  // next_floor() knows those have all ended once floor() reaches it.
+  uint64_t floor() const { return Floor(); }
+  uint64_t next_floor() const { return next_floor_; }
   // Lock and end requests sent and not answered yet.
   size_t awaiting() const { return outstanding_.size() + ends_.size(); }
 

@@ -4,8 +4,8 @@
 
 namespace pond::store {
 
-Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes,
-                                        uint64_t down_mns) {
+Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes, uint64_t down_mns,
+                                        bool carve_frozen) {
   POND_ASSERT(mn < cursors_.size());
   bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
   if (bytes == 0 || bytes > layout_.chunk_bytes) {
@@ -33,6 +33,10 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes,
     co_await Wait{&carve_waiters_[mn]};
   }
   if (c.end - c.next < bytes) {
+    if (carve_frozen) {
+      co_return Unavailable("record space: MN " + std::to_string(mn) +
+                            "'s group is bringing a rejoining replica's cursors into step");
+    }
     carving_[mn] = true;
     Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes, down_mns);
     carving_[mn] = false;

@@ -38,8 +38,11 @@ class Allocator {
 
   // Record space for a key whose primary is `primary`: `bytes` rounded up to 64, at most one
   // chunk. Returns a lane-relative offset. OutOfSpace when the group's lanes are exhausted.
-  // Chunks are carved from the group's cursors on MNs not in `down_mns` (CarveLane).
-  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes, uint64_t down_mns = 0);
+  // Chunks are carved from the group's cursors on MNs not in `down_mns` (CarveLane). With
+  // `carve_frozen`, an allocation that needs a new chunk fails Unavailable instead (a rejoining
+  // MN's cursors are being brought into step, docs/recovery.md "MN restart").
+  Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes, uint64_t down_mns = 0,
+                               bool carve_frozen = false);
   // Returns a piece to this allocator's free list (it never goes back to the MN).
   void Free(MnId primary, uint64_t lane_offset, uint32_t bytes);
   // A restarted worker goes on in the chunks its dead incarnation carved: their unused ends and

@@ -86,6 +86,31 @@ void FormatRegion(std::byte* base, const PoolLayout& l, MnId mn) {
   RemoteStore(base, &sb, sizeof(sb));
 }
 
+void RestoreRegion(std::byte* base, const Catalog& catalog, MnId mn) {
+  const PoolLayout& l = catalog.layout();
+  FormatRegion(base, l, mn);
+  for (const TableInfo& t : catalog.tables()) {
+    TableDesc d{};
+    d.table_id = t.id;
+    d.versions = static_cast<uint8_t>(t.versions);
+    d.flags = kTablePresent | (t.critical_field ? kTableCriticalField : 0) |
+              (t.single_version ? kTableSingleVersion : 0);
+    d.value_bytes = t.value_bytes;
+    d.record_stride = t.record_stride;
+    d.cvt_bytes = t.cvt_bytes;
+    d.bucket_count = t.bucket_count;
+    d.index_offset = t.index_offset[mn];
+    d.slots_per_bucket = static_cast<uint16_t>(t.slots_per_bucket);
+    d.replication = static_cast<uint8_t>(t.replication);
+    std::memcpy(d.name, t.name.data(), std::min(t.name.size(), kTableNameMax));
+    RemoteStore(base + CatalogSlot(mn, t.id).offset(), &d, sizeof(d));
+  }
+  // Where its earlier life carved index and log areas is known (the catalog, the logs'
+  // owners); what else it carved is not, so nothing more is carved from its general heap.
+  const uint64_t closed = l.heap_end;
+  RemoteStore(base + offsetof(Superblock, heap_cursor), &closed, sizeof(closed));
+}
+
 Status ValidateTableSpec(const TableSpec& spec) {
   if (spec.id >= kTablesMax) return InvalidArgument("table id must be below 256");
   if (spec.name.empty() || spec.name.size() > kTableNameMax) {
@@ -140,7 +165,9 @@ Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& l, MnId primary
     got = co_await Carve(ep, mn, cursor, bytes, l.lane_bytes, "record lanes");
     if (!got->ok()) co_return got->status();
   }
-  if (!got) co_return Unavailable("every lane cursor of MN " + std::to_string(primary) + "'s group is down");
+  if (!got)
+    co_return Unavailable("every lane cursor of MN " + std::to_string(primary) +
+                          "'s group is down");
   co_return std::move(*got);
 }
 

@@ -95,6 +95,11 @@ class Catalog {
 
 // MN side, at start: lay out an empty region. `base` is the region's memory.
 void FormatRegion(std::byte* base, const PoolLayout& layout, MnId mn);
+// A restarted MN's region, blank, laid out as before its crash (docs/recovery.md "MN restart"):
+// the superblock, the catalog with this MN's index areas where they were, and its general heap
+// closed (heap_cursor at heap_end). Index, log and record areas stay zero until written; the lane
+// cursors are 0 until the restart brings them into step.
+void RestoreRegion(std::byte* base, const Catalog& catalog, MnId mn);
 
 // Validates a spec (sizes, limits) without touching memory.
 Status ValidateTableSpec(const TableSpec& spec);

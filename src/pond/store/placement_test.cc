@@ -31,5 +31,32 @@ TEST(PlacementTest, SameKeySamePlaceOnEveryCn) {
   for (uint64_t key = 0; key < 100; key++) EXPECT_EQ(a.Replica(key, 1), b.Replica(key, 1));
 }
 
+// A rejoining MN is written, never read, and its cursors are left out of carves until it is up;
+// frozen, carves of every group it belongs to are refused.
+TEST(PlacementTest, ARejoiningMnIsWrittenButNotReadUntilUp) {
+  Placement p(4, 3);
+  uint64_t key = 0;
+  while (p.Primary(key) != 1) key++;
+  p.SetDown(1);
+  EXPECT_FALSE(p.Readable(1));
+  EXPECT_NE(p.ReadReplica(key), 0);
+  p.SetJoining(1);
+  EXPECT_FALSE(p.IsDown(1)) << "writes go to it";
+  EXPECT_FALSE(p.Readable(1));
+  EXPECT_NE(p.ReadReplica(key), 0) << "reads do not";
+  EXPECT_EQ(p.carve_skip_mask(), uint64_t{1} << 1);
+  EXPECT_FALSE(p.CarveFrozen(1));
+  p.SetFrozen(1);
+  EXPECT_TRUE(p.CarveFrozen(1));   // its own group
+  EXPECT_TRUE(p.CarveFrozen(0));   // it is replica 1 of MN 0's group
+  EXPECT_TRUE(p.CarveFrozen(3));   // and replica 2 of MN 3's
+  EXPECT_FALSE(p.CarveFrozen(2));  // MN 2's group is 2, 3, 0
+  p.SetUp(1);
+  EXPECT_TRUE(p.Readable(1));
+  EXPECT_EQ(p.ReadReplica(key), 0);
+  EXPECT_EQ(p.carve_skip_mask(), 0u);
+  EXPECT_FALSE(p.CarveFrozen(1));
+}
+
 }  // namespace
 }  // namespace pond::store

@@ -103,6 +103,15 @@ void PrintFailover(const bench::RunResult& r) {
           "failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
           "replicas left +%.3f ms\n",
           x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
+      if (x.restart_ns == 0) continue;
+      std::printf("failover     MN %u restarted +%.3f ms: copying +%.3f ms", x.mn, ms(x.restart_ns),
+                  ms(x.copy_start_ns));
+      if (x.readable_ns != 0) {
+        std::printf(", %lu slots copied +%.3f ms, readable (R copies again) +%.3f ms\n",
+                    static_cast<unsigned long>(x.slots_copied), ms(x.copied_ns), ms(x.readable_ns));
+      } else {
+        std::printf(", crashed again before it was readable\n");
+      }
     }
     std::printf(
         "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "

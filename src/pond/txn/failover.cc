@@ -8,13 +8,11 @@
 #include "pond/base/assert.h"
 #include "pond/cluster/log_recovery.h"
 #include "pond/lock/lock_key.h"
+#include "pond/txn/failover_rejoin.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond::txn {
-
-// How a survivor waits for its transactions that asked the dead CN for a lock to end.
-constexpr uint64_t kDrainPollNs = 10'000;
 
 struct Failover::Failure {
   uint16_t cn = 0;
@@ -80,6 +78,9 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
         case NodeFaultKind::kCrashMn:
           CrashMn(node);
           break;
+        case NodeFaultKind::kRestartMn:
+          RestartMn(node);
+          break;
         case NodeFaultKind::kCrashCn:
         case NodeFaultKind::kRestartCn:
           Enqueue(node, kind);
@@ -109,6 +110,11 @@ bool Failover::Idle() const {
   // until then (MvccTxn::CommitFlush).
   for (const auto& m : mn_failures_) {
     if (m.down_ns == 0) return false;
+  }
+  // A rejoin under way finishes first: the checks after a run judge every MN readable.
+  if (mn_faults_waiting_ > 0) return false;
+  for (const auto& r : rejoins_) {
+    if (!r->finished) return false;
   }
   if (queued_count_ > 0 || booting_ > 0 || returns_pending_ > 0) return false;
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
@@ -310,13 +316,6 @@ void Failover::OnReturnDrained(Return& r) {
   });
 }
 
-void Failover::CrashMn(MnId mn) {
-  POND_CHECK(!mn_crashed_[mn]);
-  mn_crashed_[mn] = true;
-  cl_.sim_fabric_->CrashMn(mn);
-  mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_, 0, 0});
-}
-
 void Failover::LeaseTick() {
   const uint64_t now = engine_.now();
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
@@ -397,37 +396,8 @@ void Failover::Declare(uint16_t dead) {
   engine_.At(now + kConfigPutNs + one_way, [this, dead, epoch] {
     for (uint16_t s : config_.Alive()) OnEpoch(s, dead, epoch);
   });
+  RejoinCnFailed(dead);
   for (auto& other : failures_) MaybeFinish(*other);
-}
-
-void Failover::DeclareMn(MnId mn) {
-  POND_CHECK_MSG(mn_crashed_[mn], "a lease expired on a running MN");
-  config_.epoch++;
-  config_.mns[mn].alive = false;
-  Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
-  POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
-  config_version_ = *v;
-  FailoverStats::MnFailure* f = nullptr;
-  for (auto& m : mn_failures_) {
-    if (m.mn == mn) f = &m;
-  }
-  POND_CHECK(f != nullptr);
-  f->detected_ns = engine_.now() - base_ns_;
-  // Every CN hears the epoch at once here, and the simulated CNs share one Placement. Until
-  // they hear it, their batches to the MN fail after the transport's timeout: readers abort
-  // and retry, committing writers wait (MvccTxn::CommitFlush); nobody acts on the old epoch's
-  // view of the MN once it has heard the new one.
-  const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  const uint64_t epoch = config_.epoch;
-  engine_.At(engine_.now() + kConfigPutNs + one_way, [this, mn, epoch] {
-    cl_.placement_.SetDown(mn);
-    for (uint16_t s : config_.Alive()) {
-      if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
-    }
-    for (auto& m : mn_failures_) {
-      if (m.mn == mn) m.down_ns = engine_.now() - base_ns_;
-    }
-  });
 }
 
 void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivor) {

@@ -51,6 +51,9 @@ class WorkerContext;
 inline constexpr uint64_t kLeaseNs = 2'000'000;     // FaRM uses 5-10 ms on its network
 inline constexpr uint64_t kRenewEveryNs = 500'000;  // four renewals per lease
 inline constexpr uint64_t kConfigPutNs = 100'000;   // a conditional put to the service
+// How often the CM (or a CN) looks again at what it waits for: transactions to end, a
+// declaration, a recovery.
+inline constexpr uint64_t kDrainPollNs = 10'000;
 
 class Failover {
  public:
@@ -82,7 +85,28 @@ class Failover {
   // The restarted CN `cn` (incarnation `inc`) takes back the shards it managed before.
   void StartReturn(uint16_t cn, uint16_t inc);
   void OnReturnDrained(Return& r);
+  // MN crashes and restarts (failover_mn.cc; docs/recovery.md "MN crash", "MN restart").
+  // A crash that would leave a group with no full copy (more than R-1 MNs down or rejoining)
+  // waits until a rejoining MN is up.
   void CrashMn(MnId mn);
+  // Restarts a crashed MN once its failure is declared: blank memory laid out as before, named
+  // rejoining by an epoch; then its replicas are copied to it and its cursors brought into step
+  // (struct Rejoin's phases), and a last epoch makes it readable.
+  void RestartMn(MnId mn);
+  struct Rejoin;
+  // Each step of a rejoin waits until every transaction that began before the epoch that
+  // started it has ended: then none acts on the view before it.
+  void CaptureFloors(Rejoin& r);
+  bool FloorsPassed(const Rejoin& r) const;
+  void PollRejoin(Rejoin& r);
+  void StartCopy(Rejoin& r);
+  void SpawnCopier(Rejoin& r, uint16_t cn, uint16_t worker);
+  void CopyDone(Rejoin& r);
+  void StartSync(Rejoin& r);
+  void RejoinEpoch(Rejoin& r, cluster::MnStatus::Rejoin state);
+  // A CN declared failed gives back the rejoin work it held.
+  void RejoinCnFailed(uint16_t dead);
+  int MnsNotReadable() const;
   void LeaseTick();
   void Declare(uint16_t cn);
   // An MN's lease expired: a new epoch without it; every CN then reads the replicas left, and
@@ -113,7 +137,9 @@ class Failover {
   std::vector<bool> mn_crashed_;         // by MN: the truth
   std::vector<uint64_t> mn_renewed_ns_;  // by MN: when the CM last heard its renewal
   std::vector<FailoverStats::MnFailure> mn_failures_;
-  uint64_t base_ns_ = 0;  // the start of the run the schedule counts from
+  std::vector<std::unique_ptr<Rejoin>> rejoins_;
+  int mn_faults_waiting_ = 0;  // restarts waiting for their declaration, crashes for a rejoin
+  uint64_t base_ns_ = 0;       // the start of the run the schedule counts from
   bool leases_armed_ = false;
   uint64_t generation_ = 0;  // events of an earlier Arm that find it changed do nothing
   uint64_t faults_not_reached_ = 0;

@@ -55,7 +55,10 @@ Task<void> MvccTxn::CommitFlush() {
   }
   // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
   // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
-  while ((r.unreachable & ~w_.cluster().placement().down_mask()) != 0) {
+  // One that is rejoining is not read either: it is read only once a copy taken under this
+  // transaction's locks — after it ends — is there (docs/recovery.md "MN restart").
+  const store::Placement& placement = w_.cluster().placement();
+  while ((r.unreachable & ~(placement.down_mask() | placement.joining_mask())) != 0) {
     co_await w_.sched().SleepFor(kUnreachablePollNs);
   }
 }
@@ -84,11 +87,12 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   for (size_t i : writes) {
     Item& it = items_[i];
     MnId primary = cl.placement().Primary(it.lk.key);
-    // A new key's slot is claimed by CAS on the primary's bucket, which must be up for it.
-    // (Record space is carved from a backup's cursor mirror while the primary is down.)
+    // A new key's slot is claimed by CAS on the primary's bucket, which must be readable for
+    // it: down, its buckets are gone; joining, they are not all copied yet. (Record space is
+    // carved from a backup's cursor mirror meanwhile.)
     if (!it.have_slot) {
-      if (cl.placement().IsDown(primary)) {
-        co_return Unavailable("the key's primary MN is down: no insert");
+      if (!cl.placement().Readable(primary)) {
+        co_return Unavailable("the key's primary MN is down or rejoining: no insert");
       }
       Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
       if (!ref.ok()) co_return ref.status();
@@ -118,8 +122,11 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
     uint64_t record = old.record;
     const bool erase = it.pending == Pending::kErase;
     if (record == 0 && !erase) {
+      // Handed out of a chunk this worker holds, or carved; no carve while a rejoining MN's
+      // cursors are brought into step (Placement::CarveFrozen): the transaction aborts.
       Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride,
-                                                        cl.placement().down_mask());
+                                                        cl.placement().carve_skip_mask(),
+                                                        cl.placement().CarveFrozen(primary));
       if (!lane.ok()) co_return lane.status();
       record = cl.layout().RecordOffset(0, *lane);
     }

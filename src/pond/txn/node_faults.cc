@@ -14,6 +14,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   bool cn_crashes = false, mn_crashes = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<int> restarts(cn_down.size(), 0);
+  std::vector<bool> mn_down(c.mns > 0 ? static_cast<size_t>(c.mns) : 0, false);
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
@@ -40,30 +41,40 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       case NodeFaultKind::kCrashMn:
         break;
       case NodeFaultKind::kRestartMn:
-        return InvalidArgument(which +
-                               "restart-mn: re-replication onto a restarted MN is not "
-                               "built yet");
+        if (f.node >= c.mns) {
+          return InvalidArgument(which + "restart-mn: no MN " + std::to_string(f.node) +
+                                 " (the cluster has " + std::to_string(c.mns) + ")");
+        }
+        if (!mn_down[f.node]) {
+          return InvalidArgument(which + "restart-mn: MN " + std::to_string(f.node) +
+                                 " is up, and restart-mn needs it down");
+        }
+        // Its lane cursors and sub-indexes are brought into step by the restart; the replica
+        // count of its groups comes back once the copy is done (a crash meanwhile waits for it).
+        mn_down[f.node] = false;
+        mns_down--;
+        continue;
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn:
         return InvalidArgument(which + "partitions are not survived yet");
     }
-    bool again = false;
-    for (size_t j = 0; j < i; j++) again |= faults[j].kind == f.kind && faults[j].node == f.node;
     if (f.kind == NodeFaultKind::kCrashMn) {
       mn_crashes = true;
       if (f.node >= c.mns) {
         return InvalidArgument(which + "crash-mn: no MN " + std::to_string(f.node) +
                                " (the cluster has " + std::to_string(c.mns) + ")");
       }
-      if (again) {
+      if (mn_down[f.node]) {
         return InvalidArgument(which + "crash-mn: MN " + std::to_string(f.node) +
                                " is already crashed");
       }
+      mn_down[f.node] = true;
       if (++mns_down > c.replication - 1) {
         return InvalidArgument(which + "crash-mn: at most " + std::to_string(c.replication - 1) +
-                               " MNs may crash with replication " + std::to_string(c.replication) +
-                               " (each replica group must keep one; re-replication is not built "
-                               "yet)");
+                               " MNs may be down at once with replication " +
+                               std::to_string(c.replication) +
+                               " (each replica group must keep "
+                               "one copy)");
       }
       continue;
     }

@@ -40,8 +40,9 @@ class SimEndpoint final : public Endpoint {
     Completion* done;
     Status status;  // set (and read) only when the batch failed
     bool failed;
-    bool unreachable;  // failed because its MN is down
-    Batch* next;       // the next batch of the same launch
+    bool unreachable;        // failed because its MN is down
+    uint16_t mn_generation;  // its MN's when posted: a restart since then loses the batch
+    Batch* next;             // the next batch of the same launch
   };
 
   void Launch(uint64_t at_ns) {
@@ -99,6 +100,7 @@ class SimEndpoint final : public Endpoint {
       free_batches_.pop_back();
     }
     b->mn = mn;
+    b->mn_generation = fabric_.MnGeneration(mn);
     activity_.ops += ops.size();
     b->ops.swap(ops);
     b->done = done;
@@ -205,7 +207,10 @@ class SimEndpoint final : public Endpoint {
         // An MN that crashed after a batch reached it never acknowledges it either.
         uint64_t unreachable = 0;
         for (Batch* r = first; r != nullptr; r = r->next) {
-          if (r->unreachable || fabric_.IsMnDown(r->mn)) unreachable |= uint64_t{1} << r->mn;
+          if (r->unreachable || fabric_.IsMnDown(r->mn) ||
+              fabric_.MnGeneration(r->mn) != r->mn_generation) {
+            unreachable |= uint64_t{1} << r->mn;
+          }
           free_batches_.push_back(r);
         }
         if (dead_) return;  // nobody is waiting any more
@@ -231,7 +236,7 @@ class SimEndpoint final : public Endpoint {
     b->failed = true;
     b->unreachable = false;
     uint64_t done_ns = engine.now();
-    if (fabric_.IsMnDown(b->mn)) {
+    if (fabric_.IsMnDown(b->mn) || fabric_.MnGeneration(b->mn) != b->mn_generation) {
       b->unreachable = true;
       return done_ns + SimFabric::kMnUnreachableNs;  // nothing applied
     }
@@ -382,6 +387,15 @@ void SimFabric::CrashMn(MnId mn) {
   if (mn_down_.size() <= mn) mn_down_.resize(size_t{mn} + 1, false);
   mn_down_[mn] = true;
   // Its memory is gone: nothing may read it any more, and a bug that did would read zeros.
+  madvise(regions_[mn], region_bytes_, MADV_DONTNEED);
+}
+
+void SimFabric::RestartMn(MnId mn) {
+  POND_CHECK(mn < num_mns() && IsMnDown(mn));
+  mn_down_[mn] = false;
+  if (mn_generation_.size() <= mn) mn_generation_.resize(size_t{mn} + 1, 0);
+  mn_generation_[mn]++;
+  // Blank memory, as a replacement machine's (zero pages; the crash gave them back already).
   madvise(regions_[mn], region_bytes_, MADV_DONTNEED);
 }
 

@@ -93,6 +93,13 @@ class SimFabric final : public Fabric {
   // kMnUnreachableNs, its bit set in the Flush's unreachable mask.
   void CrashMn(MnId mn);
   bool IsMnDown(MnId mn) const { return mn < mn_down_.size() && mn_down_[mn]; }
+  // MN `mn` (crashed) comes back with blank memory (a restart-mn; the caller formats it). A
+  // batch posted to it before — or reaching it before and completing after — fails as
+  // unreachable: its queue pair died with the old MN.
+  void RestartMn(MnId mn);
+  uint16_t MnGeneration(MnId mn) const {
+    return mn < mn_generation_.size() ? mn_generation_[mn] : uint16_t{0};
+  }
   // How long a queue pair tries an MN that does not answer before it reports the error: RDMA's
   // retransmission timeout, set short (about 70 us) times its 7 retries.
   static constexpr uint64_t kMnUnreachableNs = 500'000;
@@ -135,6 +142,7 @@ class SimFabric final : public Fabric {
   std::vector<bool> down_;            // by CN
   std::vector<uint16_t> generation_;  // by CN: crashes and restarts so far
   std::vector<bool> mn_down_;
+  std::vector<uint16_t> mn_generation_;  // by MN: restarts so far
   uint64_t crash_dropped_packets_ = 0;
   uint64_t crash_landed_batches_ = 0;
   uint64_t crash_lost_batches_ = 0;

@@ -1,0 +1,194 @@
+#include "pond/txn/rereplication.h"
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pond/base/assert.h"
+#include "pond/lock/lock_client.h"
+#include "pond/store/layout.h"
+#include "pond/store/record.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond::txn {
+namespace {
+
+// A bucket whose locks were refused is tried again after this; one whose MN did not answer,
+// after the poll below (by then the MN may be declared down and another replica the source).
+constexpr uint64_t kLockRetryNs = 20'000;
+constexpr uint64_t kUnreachablePollNs = 100'000;
+
+MnId ReplicaOfGroup(const store::Placement& pl, MnId primary, int i) {
+  return static_cast<MnId>((primary + static_cast<unsigned>(i)) % pl.num_mns());
+}
+
+// The slots of bucket `b` whose keys this worker holds write locks on are copied from `src`
+// (replica `src_rep`) to `mn` (replica `rep`). Slots that went live after the locks were asked
+// for are left alone: their inserts wrote `mn` too.
+Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, MnId mn, int rep,
+                                  MnId src, int src_rep, uint64_t b,
+                                  const std::vector<lock::LockRequest>& locked) {
+  Endpoint& ep = w.ep();
+  const store::PoolLayout& layout = w.cluster().layout();
+  std::vector<std::byte> bucket(t.bucket_bytes());
+  ep.Read(t.BucketAddr(src, src_rep, b), bucket.data(), t.bucket_bytes());
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+
+  struct Slot {
+    int index;
+    store::CvtHeader header;
+    std::vector<store::Cell> cells;
+  };
+  std::vector<Slot> slots;
+  std::vector<std::vector<std::byte>> records;
+  std::vector<std::pair<size_t, size_t>> record_of;  // (slot, cell) per entry of `records`
+  for (int s = 0; s < t.slots_per_bucket; s++) {
+    const std::byte* at = bucket.data() + static_cast<size_t>(s) * t.cvt_bytes;
+    store::CvtHeader h;
+    std::memcpy(&h, at, sizeof(h));
+    if (store::MetaState(h.meta) != store::kSlotLive) continue;
+    bool held = false;
+    for (const lock::LockRequest& r : locked) held |= r.key.key == h.key;
+    if (!held) continue;
+    Slot slot{s, h, {}};
+    for (int c = 0; c < t.versions; c++) {
+      store::CvtCell raw;
+      std::memcpy(&raw, at + sizeof(h) + static_cast<size_t>(c) * sizeof(raw), sizeof(raw));
+      Result<store::Cell> cell = store::DecodeCell(raw);
+      // Nobody writes a slot whose key's write lock we hold: a torn cell is not a race.
+      if (!cell.ok()) co_return Corruption("a cell torn under its key's write lock");
+      if (cell->valid && !cell->tombstone && cell->record != 0) {
+        records.emplace_back(t.record_stride);
+        record_of.emplace_back(slots.size(), static_cast<size_t>(c));
+        ep.Read(GAddr::Make(src, cell->record), records.back().data(), t.record_stride);
+      }
+      slot.cells.push_back(*cell);
+    }
+    slots.push_back(std::move(slot));
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+
+  // Per slot, as a commit orders its writes: records, then cells, then the header (meta live
+  // last), so the copy never holds a live slot whose cells are not there.
+  auto to_rep = [&](uint64_t record) {
+    return record == 0 ? 0 : layout.RecordOffset(rep, record - layout.RecordOffset(src_rep, 0));
+  };
+  for (size_t k = 0; k < records.size(); k++) {
+    const store::Cell& c = slots[record_of[k].first].cells[record_of[k].second];
+    ep.Write(GAddr::Make(mn, to_rep(c.record)), records[k].data(), t.record_stride);
+  }
+  std::vector<store::CvtCell> raw_cells;
+  raw_cells.reserve(slots.size() * static_cast<size_t>(t.versions));
+  for (const Slot& slot : slots) {
+    const GAddr to = t.SlotAddr(mn, rep, b, slot.index);
+    for (size_t c = 0; c < slot.cells.size(); c++) {
+      store::Cell cell = slot.cells[c];
+      cell.record = to_rep(cell.record);
+      raw_cells.push_back(store::EncodeCell(cell));
+      ep.Write(to + sizeof(store::CvtHeader) + c * sizeof(store::CvtCell), &raw_cells.back(),
+               sizeof(store::CvtCell));
+    }
+    ep.Write(to, &slot.header, sizeof(store::CvtHeader));
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  co_return static_cast<uint64_t>(slots.size());
+}
+
+Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, MnId mn, int rep,
+                                  MnId src, int src_rep, uint64_t b) {
+  Endpoint& ep = w.ep();
+  std::vector<std::byte> bucket(t.bucket_bytes());
+  ep.Read(t.BucketAddr(src, src_rep, b), bucket.data(), t.bucket_bytes());
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  std::vector<lock::LockRequest> reqs;
+  for (int s = 0; s < t.slots_per_bucket; s++) {
+    store::CvtHeader h;
+    std::memcpy(&h, bucket.data() + static_cast<size_t>(s) * t.cvt_bytes, sizeof(h));
+    if (store::MetaState(h.meta) != store::kSlotLive) continue;
+    reqs.push_back({lock::LockKey::Record(t.id, h.key), lock::LockMode::kWrite});
+  }
+  if (reqs.empty()) co_return uint64_t{0};
+  // The copier takes the locks as a transaction of this worker would, so the lock tables, the
+  // ends and the worker's floor treat it as one.
+  const lock::LockOwner owner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
+  w.locks().Start(owner);
+  Status s = co_await w.locks().Acquire(owner, reqs);
+  if (!s.ok()) {
+    w.locks().Finish(owner, {});
+    co_return s;
+  }
+  Result<uint64_t> r = co_await CopyLocked(w, t, mn, rep, src, src_rep, b, reqs);
+  w.locks().Finish(owner, reqs);
+  co_return r;
+}
+
+}  // namespace
+
+Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
+  const store::TableInfo* t = w.cluster().catalog().Find(u.table);
+  POND_CHECK(t != nullptr && !t->single_version);
+  const store::Placement& pl = w.cluster().placement();
+  const MnId primary = static_cast<MnId>((mn + pl.num_mns() - u.replica) % pl.num_mns());
+  uint64_t copied = 0;
+  for (uint64_t b = u.first; b < u.end;) {
+    if (!pl.IsJoining(mn)) {
+      co_return Unavailable("MN " + std::to_string(mn) + " is not rejoining any more");
+    }
+    int src_rep = -1;
+    for (int j = 0; j < pl.replication() && src_rep < 0; j++) {
+      if (j != u.replica && pl.Readable(ReplicaOfGroup(pl, primary, j))) src_rep = j;
+    }
+    POND_CHECK_MSG(src_rep >= 0, "a rejoining MN's group has no readable replica to copy");
+    Result<uint64_t> r =
+        co_await CopyBucket(w, *t, mn, u.replica, ReplicaOfGroup(pl, primary, src_rep), src_rep, b);
+    if (r.ok()) {
+      copied += *r;
+      b++;
+      continue;
+    }
+    switch (r.status().code()) {
+      case Code::kConflict:
+      case Code::kWrongShard:
+        co_await w.sched().SleepFor(kLockRetryNs);
+        break;
+      case Code::kUnavailable:
+        co_await w.sched().SleepFor(kUnreachablePollNs);
+        break;
+      default:
+        co_return r.status();
+    }
+  }
+  co_return copied;
+}
+
+Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn) {
+  const store::Placement& pl = w.cluster().placement();
+  Endpoint& ep = w.ep();
+  // Replicas past the last mirror take no part in carves (store::CarveLane).
+  const int reps = std::min(pl.replication(), store::kLaneMirrorsMax + 1);
+  auto field = [](int i) {
+    return i == 0 ? offsetof(store::Superblock, lane_cursor)
+                  : offsetof(store::Superblock, lane_mirror) +
+                        static_cast<size_t>(i - 1) * sizeof(uint64_t);
+  };
+  for (int i = 0; i < reps; i++) {
+    const MnId primary = static_cast<MnId>((mn + pl.num_mns() - i) % pl.num_mns());
+    int from = -1;
+    for (int j = i + 1; j < reps && from < 0; j++) {
+      if (pl.Readable(ReplicaOfGroup(pl, primary, j))) from = j;
+    }
+    for (int j = i - 1; j >= 0 && from < 0; j--) {
+      if (pl.Readable(ReplicaOfGroup(pl, primary, j))) from = j;
+    }
+    POND_CHECK_MSG(from >= 0, "a rejoining MN's group has no readable replica");
+    uint64_t cursor = 0;
+    ep.Read(GAddr::Make(ReplicaOfGroup(pl, primary, from), field(from)), &cursor, sizeof(cursor));
+    if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+    ep.Write(GAddr::Make(mn, field(i)), &cursor, sizeof(cursor));
+    if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  }
+  co_return Status::Ok();
+}
+
+}  // namespace pond::txn

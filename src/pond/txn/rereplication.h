@@ -1,0 +1,47 @@
+// Re-replication: a restarted MN gets back the replicas it held, while transactions go on
+// (docs/recovery.md "MN restart"). The Failover orders the steps; these are the parts that run
+// on CN workers.
+//
+// Why a copy under the key's lock is exact: under lotus every write to a key's slot on any
+// replica — a commit's cells and records, write-visible, an insert's key and meta, recovery's
+// roll-forward and roll-back — is made by a transaction holding that key's write lock (recovery
+// acts while the dead transaction's locks are still held, or its shard closed). Once every
+// transaction that chose its replicas before the MN was named rejoining has ended, every later
+// write goes to the rejoining MN too. A copier holding the key's write lock therefore reads a
+// slot that nobody is changing, and after it lets go every change reaches both the source and
+// the copy: the copy stays equal to the source.
+#pragma once
+
+#include <cstdint>
+
+#include "pond/status.h"
+#include "pond/task.h"
+#include "pond/transport/gaddr.h"
+
+namespace pond::txn {
+
+class WorkerContext;
+
+// A piece of a rejoining MN's index to copy: buckets [first, end) of its sub-index `replica` of
+// table `table` (the keys for which it is replica `replica`).
+struct CopyUnit {
+  uint16_t table = 0;
+  uint8_t replica = 0;
+  uint64_t first = 0, end = 0;
+};
+
+// Copies the unit onto `mn` from a readable replica of its group: every live slot (header, cells,
+// the records of valid cells, each record offset moved to `mn`'s lane), one bucket at a time,
+// under the write locks of the bucket's keys. A bucket whose locks are refused is tried again.
+// Returns the slots copied, or Unavailable once `mn` is not rejoining any more (it crashed
+// again: the copy is abandoned).
+Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit unit);
+
+// Sets each lane cursor of `mn` (its own group's, and its mirror of every group it is a backup
+// of) in step with the group's readable replicas, keeping a cursor never behind a lower
+// replica's and never behind a range handed out (docs/formats.md "Superblock"): to the cursor of
+// the nearest readable replica above it, else of the nearest below. Call only while no carve for
+// these groups can be in flight.
+Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn);
+
+}  // namespace pond::txn
