@@ -104,6 +104,7 @@ class Failover {
   void CopyDone(Rejoin& r);
   void StartSync(Rejoin& r);
   void RejoinEpoch(Rejoin& r, cluster::MnStatus::Rejoin state);
+  void OpenWhenNoCommitIsMidVisible(Rejoin& r, uint64_t epoch);
   // A CN declared failed gives back the rejoin work it held.
   void RejoinCnFailed(uint16_t dead);
   int MnsNotReadable() const;

@@ -8,6 +8,7 @@
 #include "pond/txn/failover.h"
 #include "pond/txn/failover_rejoin.h"
 #include "pond/txn/rereplication.h"
+#include "pond/txn/txn_state.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond::txn {
@@ -15,7 +16,7 @@ namespace pond::txn {
 // Buckets per unit of copy work: small enough that the work spreads over every worker and a
 // CN's failure loses little, large enough that handing units out costs nothing.
 constexpr uint64_t kCopyUnitBuckets = 32;
-constexpr int kCopiersPerWorker = 2;
+constexpr int kCopiersPerWorker = 1;
 
 int Failover::MnsNotReadable() const {
   int n = 0;
@@ -128,27 +129,49 @@ void Failover::RejoinEpoch(Rejoin& r, cluster::MnStatus::Rejoin state) {
     Rejoin& r = *rp;
     if (r.finished) return;  // it crashed again meanwhile
     using S = cluster::MnStatus::Rejoin;
+    if (state == S::kNone) {
+      cl_.visible_gate_closed_ = true;
+      OpenWhenNoCommitIsMidVisible(r, epoch);
+      return;
+    }
     if (state == S::kCopying) {
       cl_.placement_.SetJoining(r.mn);
-    } else if (state == S::kFrozen) {
-      cl_.placement_.SetFrozen(r.mn);
     } else {
-      cl_.placement_.SetUp(r.mn);
+      cl_.placement_.SetFrozen(r.mn);
     }
     for (uint16_t s : config_.Alive()) {
       if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
     }
-    if (state == S::kNone) {
-      r.finished = true;
-      r.phase = Rejoin::Phase::kDone;
-      FailoverStats::MnFailure& f = mn_failures_[r.failure];
-      f.readable_ns = engine_.now() - base_ns_;
-      f.slots_copied = r.slots;
-      return;
-    }
     CaptureFloors(r);
     PollRejoin(r);
   });
+}
+
+void Failover::OpenWhenNoCommitIsMidVisible(Rejoin& r, uint64_t epoch) {
+  // Readers of the MN's keys move to it at this instant: no commit may be between its two
+  // write-visible rounds, or a reader could find a timestamp on it that the replica read so
+  // far lacks (MvccTxn::Commit holds new commits meanwhile).
+  bool mid = false;
+  for (uint16_t cn : config_.Alive()) {
+    if (crashed_[cn]) continue;
+    for (const auto& w : cl_.cns_[cn]->workers) mid |= w->commits_mid_visible() > 0;
+  }
+  if (mid && !r.finished) {
+    engine_.At(engine_.now() + kVisibleGatePollNs,
+               [this, rp = &r, epoch] { OpenWhenNoCommitIsMidVisible(*rp, epoch); });
+    return;
+  }
+  cl_.visible_gate_closed_ = false;
+  if (r.finished) return;  // it crashed again meanwhile
+  cl_.placement_.SetUp(r.mn);
+  for (uint16_t s : config_.Alive()) {
+    if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
+  }
+  r.finished = true;
+  r.phase = Rejoin::Phase::kDone;
+  FailoverStats::MnFailure& f = mn_failures_[r.failure];
+  f.readable_ns = engine_.now() - base_ns_;
+  f.slots_copied = r.slots;
 }
 
 void Failover::CaptureFloors(Rejoin& r) {

@@ -68,10 +68,14 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
   for (size_t i : writes) {
     Item& it = items_[i];
     it.new_cell.commit_ts = commit_ts_;
+    // The second round goes to the replica readers used at the first, and to the one they use
+    // now if an MN was declared down in between (that one had the first round already).
     const int read_rep = placement.ReadReplica(it.lk.key);
+    if (!read_replica) it.visible_read_rep = read_rep;
     for (int r = 0; r < placement.replication(); r++) {
       MnId mn = placement.Replica(it.lk.key, r);
-      if ((r == read_rep) != read_replica || placement.IsDown(mn)) continue;
+      const bool reads_here = r == it.visible_read_rep || (read_replica && r == read_rep);
+      if (reads_here != read_replica || placement.IsDown(mn)) continue;
       // The timestamp word alone: a reader sees the cell INVISIBLE or committed, never torn.
       w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
                         it.write_cell * sizeof(store::CvtCell) +
@@ -348,6 +352,13 @@ Task<Status> MvccTxn::Commit() {
     // Write-visible reaches the replicas readers do not use before the one they do (FaRM's
     // COMMIT-BACKUP before COMMIT-PRIMARY): a timestamp a reader saw is then on every replica
     // up, so recovery of this CN finds it even if that MN dies too (docs/recovery.md).
+    // A rejoining MN turns readable, and becomes the replica readers use for its keys, only at
+    // an instant when no commit is between these rounds: else a reader could find the
+    // timestamp there before the replica that was read so far has it (the Failover waits for
+    // that instant, holding new commits here meanwhile).
+    while (w_.cluster().visible_gate_closed()) co_await w_.sched().SleepFor(kVisibleGatePollNs);
+    w_.commits_mid_visible()++;
+    mid_visible_ = true;
     PostVisible(writes, false);
     co_await CommitFlush();
     PostVisible(writes, true);
@@ -361,6 +372,10 @@ Task<Status> MvccTxn::Commit() {
   // visible.
   PostUnlocks();
   co_await CommitFlush();
+  if (mid_visible_) {
+    w_.commits_mid_visible()--;
+    mid_visible_ = false;
+  }
   EndLocks(held_);
   held_.clear();
   finished_ = true;

@@ -94,6 +94,7 @@ class MvccTxn final : public TxnState {
 
   std::vector<lock::LockRequest> held_;  // CN locks
   std::vector<std::byte> log_buf_;
+  bool mid_visible_ = false;  // counted in the worker's commits_mid_visible()
 };
 
 }  // namespace pond::txn

@@ -69,8 +69,10 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
 
-  // Per slot, as a commit orders its writes: records, then cells, then the header (meta live
-  // last), so the copy never holds a live slot whose cells are not there.
+  // Records first, then each slot whole in one WRITE: header and cells with their record
+  // offsets moved to `mn`'s lane. (A commit writes the meta last so that a reader never sees a
+  // live slot without its cells; nobody reads a rejoining MN, and nobody else touches these
+  // slots while we hold their keys' locks, so one WRITE per slot is enough.)
   auto to_rep = [&](uint64_t record) {
     return record == 0 ? 0 : layout.RecordOffset(rep, record - layout.RecordOffset(src_rep, 0));
   };
@@ -78,18 +80,17 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
     const store::Cell& c = slots[record_of[k].first].cells[record_of[k].second];
     ep.Write(GAddr::Make(mn, to_rep(c.record)), records[k].data(), t.record_stride);
   }
-  std::vector<store::CvtCell> raw_cells;
-  raw_cells.reserve(slots.size() * static_cast<size_t>(t.versions));
-  for (const Slot& slot : slots) {
-    const GAddr to = t.SlotAddr(mn, rep, b, slot.index);
-    for (size_t c = 0; c < slot.cells.size(); c++) {
-      store::Cell cell = slot.cells[c];
+  std::vector<std::byte> out(slots.size() * t.cvt_bytes);
+  for (size_t i = 0; i < slots.size(); i++) {
+    std::byte* at = out.data() + i * t.cvt_bytes;
+    std::memcpy(at, &slots[i].header, sizeof(store::CvtHeader));
+    for (size_t c = 0; c < slots[i].cells.size(); c++) {
+      store::Cell cell = slots[i].cells[c];
       cell.record = to_rep(cell.record);
-      raw_cells.push_back(store::EncodeCell(cell));
-      ep.Write(to + sizeof(store::CvtHeader) + c * sizeof(store::CvtCell), &raw_cells.back(),
-               sizeof(store::CvtCell));
+      const store::CvtCell raw = store::EncodeCell(cell);
+      std::memcpy(at + sizeof(store::CvtHeader) + c * sizeof(raw), &raw, sizeof(raw));
     }
-    ep.Write(to, &slot.header, sizeof(store::CvtHeader));
+    ep.Write(t.SlotAddr(mn, rep, b, slots[i].index), at, t.cvt_bytes);
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   co_return static_cast<uint64_t>(slots.size());

@@ -61,6 +61,9 @@ inline constexpr int kInvisibleWaitsMax = 20000;  // re-reads while a cell is IN
 inline constexpr uint64_t kInvisibleWaitNs = 1000;
 // How often a committing writer looks whether an MN that did not answer has been declared down.
 inline constexpr uint64_t kUnreachablePollNs = 10'000;
+// How often a commit held before write-visible looks again (a rejoining MN turning readable
+// waits only for the commits already between their rounds: a few microseconds).
+inline constexpr uint64_t kVisibleGatePollNs = 1'000;
 
 struct Item {
   lock::LockKey lk;
@@ -89,7 +92,8 @@ struct Item {
   // What Commit writes.
   std::vector<std::byte> new_value;  // pending == kPut
   int write_cell = -1;
-  store::Cell new_cell;  // the primary's new cell
+  int visible_read_rep = 0;  // the replica readers used at the first write-visible round
+  store::Cell new_cell;      // the primary's new cell
   std::vector<std::byte> record_buf;
   std::array<store::CvtCell, store::kReplicationMax> raw_cells;
   uint64_t live_meta = 0;

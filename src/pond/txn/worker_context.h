@@ -94,6 +94,9 @@ class WorkerContext {
   // Clients of the current Run still running on this worker (simulated runs: a crash of the
   // CN takes them away).
   int64_t& clients_running() { return clients_running_; }
+  // Commits of this worker between the start of their first write-visible round and the end of
+  // their second: a rejoining MN turns readable only when this is 0 on every worker.
+  int64_t& commits_mid_visible() { return mid_visible_; }
   // Writes acknowledged to clients as committed, newest commit timestamp per (table, key), kept
   // while tracking is on (a simulated run with faults) for the after-run check that none is lost.
   void TrackAcknowledged(bool on) { track_acked_ = on; }
@@ -132,6 +135,7 @@ class WorkerContext {
   WorkerStats stats_;
   uint64_t next_txn_id_;
   int64_t clients_running_ = 0;
+  int64_t mid_visible_ = 0;
   bool track_acked_ = false;
   std::vector<std::unordered_map<uint64_t, uint64_t>> acked_;  // by table: key -> commit ts
 };
@@ -189,6 +193,9 @@ class ClusterImpl {
   Clock& clock() const { return clock_; }
   const store::PoolLayout& layout() const { return layout_; }
   const store::Placement& placement() const { return placement_; }
+  // Closed while a rejoining MN is about to turn readable: a commit does not begin its
+  // write-visible rounds then (MvccTxn::Commit, Failover; docs/recovery.md "MN restart").
+  bool visible_gate_closed() const { return visible_gate_closed_; }
   const lock::ShardMap& shard_map() const { return shard_map_; }
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
   const store::Catalog& catalog() const { return catalog_; }
@@ -238,6 +245,7 @@ class ClusterImpl {
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
   store::Placement placement_;  // its down MNs change with the epoch (Failover)
+  bool visible_gate_closed_ = false;
   store::Catalog catalog_;
   lock::ShardMap shard_map_;
   uint16_t tso_cn_ = 0;  // the CN hosting the timestamp oracle (its CnContext has it)
