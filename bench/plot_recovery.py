@@ -25,8 +25,10 @@ def run_of(path):
         failures = [(float(f["crash_ms"]), float(f["open_ms"])) for f in faults["failures"]]
         failures += [(float(f["crash_ms"]), float(f["down_ms"]))
                      for f in faults.get("mn_failures", [])]
-        # A restarted CN is whole again when its shards are back home (0: not restarted).
+        # A restarted CN is whole again when its shards are back home, a restarted MN when it is
+        # read again with every replica copied (0: not restarted, or not that far).
         returned = [float(f.get("returned_ms", 0)) for f in faults["failures"]]
+        returned += [float(f.get("readable_ms", 0)) for f in faults.get("mn_failures", [])]
         returned = [ms for ms in returned if ms > 0]
         spec = str(faults["spec"])
         recovery = faults.get("recovery_ms")
@@ -74,7 +76,7 @@ def main():
             ax.axvline(returned_ms, color=line.get_color(), linestyle="-.", linewidth=0.8)
     ax.set_xlabel("virtual time (ms); dashed: crash, dotted: served again (a CN's shards by "
                   "survivors, an MN's data by its replicas left),\ndash-dot: a restarted CN's "
-                  "shards back home")
+                  "shards back home, a restarted MN read again")
     ax.set_ylabel("throughput (K txn/s, per 1 ms)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)

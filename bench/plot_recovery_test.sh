@@ -32,11 +32,15 @@ assert len(f["committed_per_ms"]) >= 8 and sum(f["committed_per_ms"]) == r["comm
 assert r["replica_check"]["ok"] and r["replica_check"]["acked"] > 0
 PY
 
-# An MN crash: reported, in the JSON, and plotted beside the CN crash.
-"$pond" "${run[@]}" --faults crash-mn:1@3ms --json "$tmp/mn.json" >"$tmp/mn.out" 2>"$tmp/err" ||
+# An MN crash and restart: reported, in the JSON, and plotted beside the CN crash. The run lasts
+# until the restarted MN holds its replicas again (40,000 slots: 2 tables of 20,000 accounts, and
+# with R = 3 on 3 MNs every MN holds every key); the replica check then compares it too.
+"$pond" "${run[@]}" --faults crash-mn:1@3ms,restart-mn:1@3ms --json "$tmp/mn.json" >"$tmp/mn.out" \
+  2>"$tmp/err" ||
   fail "the run with an MN crash failed: $(tail -3 "$tmp/mn.out") $(tail -3 "$tmp/err")"
-for line in "^failover     MN 1 crashed at 3.000 ms" "^recovery_ms  " "^replicas     ok: " \
-  "^money check  ok"; do
+for line in "^failover     MN 1 crashed at 3.000 ms" \
+  "^failover     MN 1 restarted +.*40000 slots copied +.*readable (R copies again) +" \
+  "^recovery_ms  " "^replicas     ok: " "^money check  ok"; do
   grep -q "$line" "$tmp/mn.out" || fail "no line '$line' in: $(cat "$tmp/mn.out")"
 done
 "$python" - "$tmp/mn.json" <<'PY' || fail "the JSON lacks the MN failure"
@@ -44,6 +48,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))["result"]
 m = r["faults"]["mn_failures"][0]
 assert m["mn"] == 1 and m["crash_ms"] == 3.0 and m["down_ms"] > m["detected_ms"] > 3.0, m
+assert m["readable_ms"] > m["copied_ms"] > m["copy_start_ms"] > m["restart_ms"] >= m["down_ms"], m
+assert m["slots_copied"] == 40000, m
 assert r["aborts"]["mn_unreachable"] > 0, r["aborts"]
 assert r["replica_check"]["ok"]
 PY

@@ -21,6 +21,9 @@
 //     start. Then its shards come home one holder at a time: the holder closes them, waits until
 //     its table holds no lock in them, and the map gives them back; the restarted CN opens them.
 //     No shard is ever managed by two CNs, and none is opened while a lock in it is held.
+//   - MNs (failover_mn.cc): an MN's crash is declared by its lease; every CN then reads the
+//     replicas left. A restarted MN comes back blank, takes writes, gets its replicas copied
+//     under the keys' locks, its lane cursors set in step, and is read again (Rejoin).
 //
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
 // CN stops at once; its packets still in flight are dropped on arrival, and its packets are
