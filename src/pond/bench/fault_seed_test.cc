@@ -434,6 +434,18 @@ TEST(FaultSeedTest, AnMnRestartGetsItsReplicasBackWhileTransactionsGoOn) {
     EXPECT_TRUE(run->history->ok) << c.spec << ": " << run->history->detail;
     EXPECT_GT(run->history->txns, 1000u);
   }
+  // A crash that would leave no full copy of a group (MN 1 rejoining, MN 0 down, and now MN 2)
+  // waits until MN 1 is readable; then MN 1 alone holds every group, and nothing is lost.
+  const char* spec = "crash-mn:1@1ms,restart-mn:1@2ms,crash-mn:0@3ms,crash-mn:2@4ms";
+  Result<RunResult> run = RunScheduled(spec, 5, 0.008, Isolation::kSerializable, 2000, true);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const auto& m = run->failover->mn_failures;
+  ASSERT_EQ(m.size(), 3u);
+  EXPECT_EQ(m[2].mn, 2);
+  EXPECT_GT(m[0].readable_ns, 0u);
+  EXPECT_GE(m[2].crash_ns, m[0].readable_ns) << "MN 2's crash waited for MN 1's rejoin";
+  ExpectChecksHold(*run, spec);
+  EXPECT_TRUE(run->history->ok) << run->history->detail;
 }
 
 // The isolation checker over random schedules (CN and MN crashes, message faults): SmallBank on

@@ -96,6 +96,8 @@ class Failover {
   // rejoining by an epoch; then its replicas are copied to it and its cursors brought into step
   // (struct Rejoin's phases), and a last epoch makes it readable.
   void RestartMn(MnId mn);
+  // A crash or restart that must wait is tried again a poll later.
+  void RetryMnFaultLater(NodeFaultKind kind, MnId mn);
   struct Rejoin;
   // Each step of a rejoin waits until every transaction that began before the epoch that
   // started it has ended: then none acts on the view before it.

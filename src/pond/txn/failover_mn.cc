@@ -29,6 +29,20 @@ int Failover::MnsNotReadable() const {
   return n;
 }
 
+void Failover::RetryMnFaultLater(NodeFaultKind kind, MnId mn) {
+  // Counted, so that the run does not end while a fault it reached still waits (Idle).
+  mn_faults_waiting_++;
+  engine_.At(engine_.now() + kDrainPollNs, [this, kind, mn, gen = generation_] {
+    mn_faults_waiting_--;
+    if (gen != generation_) return;
+    if (kind == NodeFaultKind::kCrashMn) {
+      CrashMn(mn);
+    } else {
+      RestartMn(mn);
+    }
+  });
+}
+
 void Failover::CrashMn(MnId mn) {
   POND_CHECK(!mn_crashed_[mn]);
   // Every group keeps one full copy: a crash that would leave more than R-1 MNs without one
@@ -37,12 +51,7 @@ void Failover::CrashMn(MnId mn) {
     bool rejoining = false;
     for (const auto& r : rejoins_) rejoining |= !r->finished && r->mn == mn;
     if (!rejoining) {
-      mn_faults_waiting_++;
-      engine_.At(engine_.now() + kDrainPollNs, [this, mn, gen = generation_] {
-        if (gen != generation_) return;
-        mn_faults_waiting_--;
-        CrashMn(mn);
-      });
+      RetryMnFaultLater(NodeFaultKind::kCrashMn, mn);
       return;
     }
   }
@@ -92,12 +101,7 @@ void Failover::RestartMn(MnId mn) {
     if (m.mn == mn) down = m.down_ns != 0;  // its latest failure decides
   }
   if (!down) {
-    mn_faults_waiting_++;
-    engine_.At(engine_.now() + kDrainPollNs, [this, mn, gen = generation_] {
-      if (gen != generation_) return;
-      mn_faults_waiting_--;
-      RestartMn(mn);
-    });
+    RetryMnFaultLater(NodeFaultKind::kRestartMn, mn);
     return;
   }
   POND_CHECK(mn_crashed_[mn]);
