@@ -448,6 +448,26 @@ TEST(FaultSeedTest, AnMnRestartGetsItsReplicasBackWhileTransactionsGoOn) {
   EXPECT_TRUE(run->history->ok) << run->history->detail;
 }
 
+// Readers of a restarted MN's keys move to it when it turns readable. A commit between its two
+// write-visible rounds at that instant would, had the switch not waited for it, send its second
+// round to the restarted MN only — the replica read so far never getting the timestamp. These
+// two seeds caught that; the replica check would fail them.
+TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) {
+  for (uint64_t seed : {2, 11}) {
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed);
+    o.coros = 6;
+    o.seconds = 0.02;
+    ASSERT_TRUE(ResolveFaults(&o, "crash-mn:1@1ms,restart-mn:1@2ms").ok());
+    SmallBankParams p;
+    p.accounts = 2000;
+    SmallBankWorkload w(p);
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_GT(run->failover->mn_failures[0].readable_ns, 0u);
+    ExpectChecksHold(*run, "seed " + std::to_string(seed));
+  }
+}
+
 // The isolation checker over random schedules (CN and MN crashes, message faults): SmallBank on
 // few accounts, recorded — a transaction caught mid-commit by its CN's crash as info — and judged
 // strict-serializable under SR and snapshot-isolated under SI, besides every other check.
