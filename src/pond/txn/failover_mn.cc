@@ -239,7 +239,6 @@ void Failover::StartCopy(Rejoin& r) {
 
 void Failover::SpawnCopier(Rejoin& r, uint16_t cn, uint16_t worker) {
   WorkerContext& w = *cl_.cns_[cn]->workers[worker];
-  r.copiers++;
   // Units are handed out by direct calls here; the CM of separate daemons sends them as messages.
   w.sched().Spawn([](Failover* fo, Rejoin* r, WorkerContext* w, uint16_t cn) -> Task<void> {
     while (r->phase == Rejoin::Phase::kCopying && !r->todo.empty()) {
@@ -262,7 +261,6 @@ void Failover::SpawnCopier(Rejoin& r, uint16_t cn, uint16_t worker) {
       }
       r->slots += *copied;
     }
-    r->copiers--;
     fo->CopyDone(*r);
   }(this, &r, &w, cn));
 }

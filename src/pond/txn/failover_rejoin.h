@@ -30,7 +30,6 @@ struct Failover::Rejoin {
   std::vector<const CnContext*> contexts;  // a restart makes a new one
   std::deque<CopyUnit> todo;
   std::vector<std::vector<CopyUnit>> running;  // by CN: handed out, not done
-  int copiers = 0;                             // coroutines alive
   uint16_t syncer = 0;                         // the CN running SyncLaneCursors
   uint64_t slots = 0;
 };
