@@ -234,8 +234,17 @@ struct FailoverStats {
     // the shards it managed before were its own again (0: not, or not all of them).
     uint64_t restart_ns = 0;
     uint64_t returned_ns = 0;
+    bool fenced = false;  // it stopped itself: a partition outlasted its lease
   };
   std::vector<Failure> failures;
+  // partition-cn: the CN cut off from the others and the configuration manager.
+  struct Partition {
+    uint16_t cn = 0;
+    uint64_t cut_ns = 0;     // virtual time of the cut (from the start of the run)
+    uint64_t fenced_ns = 0;  // its lease ended and it stopped serving (0: healed before)
+    uint64_t healed_ns = 0;  // heal-cn (0: not within the run)
+  };
+  std::vector<Partition> partitions;
   struct MnFailure {
     uint16_t mn = 0;
     uint64_t crash_ns = 0;     // virtual time of the crash (from the start of the run)
@@ -260,6 +269,7 @@ struct FailoverStats {
   uint64_t lost_packets = 0;        // packets to or from a crashed CN
   uint64_t landed_batches = 0;      // a crashed CN's batches that reached their MN after the crash
   uint64_t lost_batches = 0;        // and those that did not
+  uint64_t cut_packets = 0;         // packets to or from a partitioned CN
 };
 
 class Cluster {

@@ -13,6 +13,7 @@
 #include "pond/bench/run_faults.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
+#include "pond/txn/failover.h"
 
 namespace pond::bench {
 namespace {
@@ -61,7 +62,7 @@ std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
 struct Totals {
   uint64_t seeds = 0, crashes = 0, mn_crashes = 0, rolled_forward = 0, rolled_back = 0, unknown = 0,
            mn_unreachable = 0, restarts = 0, returned = 0, mn_restarts = 0, mn_readable = 0,
-           slots_copied = 0;
+           slots_copied = 0, partitions = 0, fenced = 0, kept_lease = 0;
   uint64_t committed = 0, message_faulted = 0;
 };
 
@@ -96,6 +97,11 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
     t->rolled_forward += f.rolled_forward;
     t->rolled_back += f.rolled_back;
   }
+  for (const auto& p : r.failover->partitions) {
+    t->partitions++;
+    t->fenced += p.fenced_ns != 0;
+    t->kept_lease += p.fenced_ns == 0 && p.healed_ns != 0;
+  }
   for (const auto& m : r.failover->mn_failures) {
     EXPECT_GT(m.down_ns, m.crash_ns) << where << "\nMN " << m.mn << " was never declared down";
     t->mn_crashes++;
@@ -124,15 +130,17 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
       "%s %s: %lu seeds of random faults: %lu committed, %lu CN crashes (%lu transactions rolled "
       "forward, %lu back; %lu restarted, %lu of them with all their shards back), %lu MN crashes "
       "(%lu aborts on an unreachable MN; %lu restarted, %lu of them readable again, %lu slots "
-      "copied), %lu calls unknown, %lu seeds with message faults\n",
+      "copied), %lu CN partitions (%lu fenced themselves, %lu healed within their lease), %lu "
+      "calls unknown, %lu seeds with message faults\n",
       protocol.c_str(), IsolationName(iso), static_cast<unsigned long>(t.seeds),
       static_cast<unsigned long>(t.committed), static_cast<unsigned long>(t.crashes),
       static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
       static_cast<unsigned long>(t.restarts), static_cast<unsigned long>(t.returned),
       static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
       static_cast<unsigned long>(t.mn_restarts), static_cast<unsigned long>(t.mn_readable),
-      static_cast<unsigned long>(t.slots_copied), static_cast<unsigned long>(t.unknown),
-      static_cast<unsigned long>(t.message_faulted));
+      static_cast<unsigned long>(t.slots_copied), static_cast<unsigned long>(t.partitions),
+      static_cast<unsigned long>(t.fenced), static_cast<unsigned long>(t.kept_lease),
+      static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
   EXPECT_GT(t.committed, 0u);
   if (r.count < 50) return;  // too few seeds to promise which paths were reached
   // (FORD sends no CN messages at all: its locks, timestamps and data are on the MNs.)
@@ -148,8 +156,12 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
     EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
     EXPECT_GT(t.mn_unreachable, 0u) << "no transaction met a crashed MN";
     EXPECT_GT(t.mn_readable, t.mn_crashes / 4) << "random schedules were meant to restart MNs";
+    EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
+    EXPECT_GT(t.fenced, 0u) << "no partition outlasted a lease";
+    EXPECT_GT(t.kept_lease, 0u) << "no partition healed within its lease";
   } else {
     EXPECT_EQ(t.crashes, 0u) << protocol << " cannot recover a crashed CN; none may be drawn";
+    EXPECT_EQ(t.partitions, 0u) << protocol << " cannot fence a partitioned CN; none may be drawn";
     EXPECT_EQ(t.mn_crashes, 0u) << protocol << " cannot survive an MN crash; none may be drawn";
   }
 }
@@ -258,6 +270,82 @@ TEST(FaultSeedTest, TheTimestampOracleMovesWhenItsCnFails) {
     ASSERT_EQ(run->committed_per_ms.size(), 9u);
     EXPECT_GT(run->committed_per_ms[7], 0u) << "the cluster serves again after both moves";
   }
+}
+
+// Partitions (docs/recovery.md "Partitions and fencing"). The CN hosting the timestamp oracle is
+// cut off past its lease: it keeps serving what it can alone (its own shards, its own oracle)
+// until its own count of its lease ends, stops itself, and only then does the CM declare it and
+// the others take over; healed, it comes back as a new incarnation. Every check holds, and the
+// history is judged.
+TEST(FaultSeedTest, ACnCutOffPastItsLeaseFencesItselfBeforeItIsDeclared) {
+  for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+    Result<RunResult> run =
+        RunScheduled("partition-cn:0@2ms,heal-cn:0@5ms", 3, 0.010, iso, 2000, /*record=*/true);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const FailoverStats& f = *run->failover;
+    ASSERT_EQ(f.partitions.size(), 1u);
+    const FailoverStats::Partition& p = f.partitions[0];
+    EXPECT_EQ(p.cut_ns, 2'000'000u);
+    EXPECT_GT(p.fenced_ns, p.cut_ns);
+    EXPECT_LE(p.fenced_ns - p.cut_ns, txn::kCnLeaseNs) << "it fences within a lease of the cut";
+    EXPECT_EQ(p.healed_ns, 5'000'000u);
+    ASSERT_EQ(f.failures.size(), 1u);
+    const FailoverStats::Failure& x = f.failures[0];
+    EXPECT_TRUE(x.fenced);
+    EXPECT_EQ(x.crash_ns, p.fenced_ns);
+    EXPECT_GT(x.detected_ns, x.crash_ns) << "the CM declared it only after it had stopped";
+    EXPECT_GT(x.restart_ns, p.healed_ns) << "healed, it rejoined as a new incarnation";
+    EXPECT_EQ(f.tso_moves, 1u);
+    EXPECT_GT(f.cut_packets, 0u);
+    ASSERT_TRUE(run->history.has_value());
+    EXPECT_TRUE(run->history->ok) << IsolationName(iso) << ": " << run->history->detail;
+    ExpectChecksHold(*run, IsolationName(iso));
+    ASSERT_EQ(run->committed_per_ms.size(), 11u);
+    EXPECT_GT(run->committed_per_ms[9], 0u) << "the cluster serves again";
+  }
+}
+
+// Healed within its lease, a cut-off CN goes on as it was: no epoch, no recovery; the requests
+// lost both ways were sent again.
+TEST(FaultSeedTest, ACnHealedWithinItsLeaseGoesOn) {
+  Result<RunResult> run = RunScheduled("partition-cn:2@2ms,heal-cn:2@3ms", 3);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->failover.has_value());
+  const FailoverStats& f = *run->failover;
+  ASSERT_EQ(f.partitions.size(), 1u);
+  EXPECT_EQ(f.partitions[0].fenced_ns, 0u);
+  EXPECT_EQ(f.partitions[0].healed_ns, 3'000'000u);
+  EXPECT_TRUE(f.failures.empty());
+  EXPECT_EQ(f.epoch, 0u);
+  EXPECT_GT(f.cut_packets, 0u);
+  ExpectChecksHold(*run, "a short partition");
+  ASSERT_EQ(run->committed_per_ms.size(), 9u);
+  EXPECT_GT(run->committed_per_ms[7], 0u);
+}
+
+// Healed a moment before its lease ends, too late for a renewal to come back: it fences itself
+// all the same (its lease is what it holds, not its links) and, connected, rejoins at once as a
+// new incarnation — before a crash scheduled for it later, which then finds it up.
+TEST(FaultSeedTest, ACnHealedTooLateForItsLeaseFencesAndRejoins) {
+  // Its last renewal acknowledged was sent at 1.5 ms: its lease ends at 1.5 ms + kCnLeaseNs.
+  const uint64_t heal_ns = 1'500'000 + txn::kCnLeaseNs - 1'000;
+  Result<RunResult> run = RunScheduled(
+      "partition-cn:2@2ms,heal-cn:2@" + std::to_string(heal_ns / 1'000) + "us,crash-cn:2@7ms", 3,
+      0.009);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->failover.has_value());
+  const FailoverStats& f = *run->failover;
+  ASSERT_EQ(f.partitions.size(), 1u);
+  const FailoverStats::Partition& p = f.partitions[0];
+  EXPECT_EQ(p.healed_ns, heal_ns);
+  EXPECT_EQ(p.fenced_ns, 1'500'000 + txn::kCnLeaseNs);
+  ASSERT_EQ(f.failures.size(), 2u);
+  EXPECT_TRUE(f.failures[0].fenced);
+  EXPECT_GT(f.failures[0].restart_ns, 0u) << "it rejoined without a restart-cn";
+  EXPECT_FALSE(f.failures[1].fenced);
+  EXPECT_EQ(f.failures[1].crash_ns, 7'000'000u);
+  ExpectChecksHold(*run, "a heal too late");
 }
 
 // Found by the 5,000-seed soak (seed 331): CN 0 managed a shard, lost it home to a restarted CN,
@@ -468,12 +556,14 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
   }
 }
 
-// The isolation checker over random schedules (CN and MN crashes, message faults): SmallBank on
-// few accounts, recorded — a transaction caught mid-commit by its CN's crash as info — and judged
-// strict-serializable under SR and snapshot-isolated under SI, besides every other check.
+// The isolation checker over random schedules (CN and MN crashes, partitions, message faults):
+// SmallBank on few accounts, recorded — a transaction caught mid-commit by its CN's crash as
+// info — and judged strict-serializable under SR and snapshot-isolated under SI, besides every
+// other check.
 void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
   SeedRange r = Seeds(default_seeds);
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
+  uint64_t partitions = 0, fenced = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     RunOptions o = FaultyRun("lotus", iso, seed);
     ASSERT_TRUE(ResolveFaults(&o, "random").ok());
@@ -499,19 +589,24 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     for (const auto& f : run->failover->failures) restarts += f.restart_ns != 0;
     mn_crashes += run->failover->mn_failures.size();
     for (const auto& m : run->failover->mn_failures) mn_readable += m.readable_ns != 0;
+    partitions += run->failover->partitions.size();
+    for (const auto& x : run->failover->partitions) fenced += x.fenced_ns != 0;
     infos += run->history->infos > 0;
   }
   std::printf(
       "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), %lu "
-      "MN crashes (%lu restarted and readable again), %lu transactions, %lu seeds with info "
-      "transactions\n",
+      "MN crashes (%lu restarted and readable again), %lu CN partitions (%lu fenced themselves), "
+      "%lu transactions, %lu seeds with info transactions\n",
       IsolationName(iso), static_cast<unsigned long>(r.count),
       static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(restarts),
       static_cast<unsigned long>(mn_crashes), static_cast<unsigned long>(mn_readable),
+      static_cast<unsigned long>(partitions), static_cast<unsigned long>(fenced),
       static_cast<unsigned long>(txns), static_cast<unsigned long>(infos));
   if (r.count >= 50) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";
+    EXPECT_GT(partitions, r.count / 4) << "schedules were meant to partition CNs";
+    EXPECT_GT(fenced, 0u) << "no partition outlasted a lease";
     EXPECT_GT(infos, 0u) << "no crash caught a transaction mid-commit";
   }
 }
@@ -554,7 +649,11 @@ TEST(FaultSeedTest, SchedulesPondCannotSurviveAreRefusedInOneLine) {
            {"lotus", "restart-cn:1@1ms", "is up"},
            {"lotus", "crash-cn:1@1ms,restart-cn:1@2ms,restart-cn:1@3ms", "is up"},
            {"motor", "crash-cn:1@1ms,restart-cn:1@2ms", "cannot recover a crashed CN"},
-           {"lotus", "partition-cn:1@1ms", "partitions are not survived yet"},
+           {"motor", "partition-cn:1@1ms,heal-cn:1@2ms", "cannot survive a partitioned CN"},
+           {"ford", "partition-cn:1@1ms", "cannot survive a partitioned CN"},
+           {"lotus", "heal-cn:1@1ms", "needs it partitioned"},
+           {"lotus", "partition-cn:1@1ms,crash-cn:1@2ms", "is partitioned"},
+           {"lotus", "partition-cn:1@1ms,restart-cn:1@2ms", "is partitioned"},
            {"lotus", "crash-cn:1@1ms,crash-cn:2@1ms,crash-cn:3@1ms,crash-cn:4@1ms", ""},
            {"motor", "crash-cn:1@1ms", "cannot recover a crashed CN"},
            {"ford", "crash-cn:1@1ms", "cannot recover a crashed CN"},

@@ -150,7 +150,15 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                           {"rolled_forward", f.rolled_forward},
                           {"rolled_back", f.rolled_back},
                           {"restart_ms", static_cast<double>(f.restart_ns) / 1e6},
-                          {"returned_ms", static_cast<double>(f.returned_ns) / 1e6}});
+                          {"returned_ms", static_cast<double>(f.returned_ns) / 1e6},
+                          {"fenced", f.fenced}});
+    }
+    nlohmann::json partitions = nlohmann::json::array();
+    for (const auto& p : r.failover->partitions) {
+      partitions.push_back({{"cn", p.cn},
+                            {"cut_ms", static_cast<double>(p.cut_ns) / 1e6},
+                            {"fenced_ms", static_cast<double>(p.fenced_ns) / 1e6},
+                            {"healed_ms", static_cast<double>(p.healed_ns) / 1e6}});
     }
     nlohmann::json mn_failures = nlohmann::json::array();
     for (const auto& f : r.failover->mn_failures) {
@@ -168,6 +176,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
     result["faults"] = {{"spec", o.faults},
                         {"failures", failures},
                         {"mn_failures", mn_failures},
+                        {"partitions", partitions},
+                        {"cut_packets", r.failover->cut_packets},
                         {"epoch", r.failover->epoch},
                         {"tso_host", r.failover->tso_host},
                         {"tso_moves", r.failover->tso_moves},

@@ -32,8 +32,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.min_cns_up = 2;
   limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
-  limits.refused = {{sim::FaultKind::kPartitionCn, "partitions are not survived yet"},
-                    {sim::FaultKind::kHealCn, "partitions are not survived yet"}};
   // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
   // cluster too small for any crash is left to the counts, which say that.)
   auto refuse_if_fatal = [&](NodeFaultKind kind, uint16_t node, const std::string& prefix) {
@@ -46,6 +44,14 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   };
   if (c.cns > 2) refuse_if_fatal(NodeFaultKind::kCrashCn, 1, "crash-cn: ");
   if (c.replication > 1) refuse_if_fatal(NodeFaultKind::kCrashMn, 0, "crash-mn: ");
+  if (c.cns > 2) {
+    refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");
+    // A heal needs a partition: refused with it, for the same reason.
+    for (const auto& [kind, why] : std::vector(limits.refused)) {
+      if (kind == sim::FaultKind::kPartitionCn)
+        limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
+    }
+  }
   return limits;
 }
 

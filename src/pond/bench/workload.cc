@@ -16,9 +16,8 @@ namespace {
 // Judges a recorded history as `pond check` would, without a file in between.
 HistoryVerdict Judge(std::string text, Isolation isolation) {
   HistoryVerdict v;
-  const check::Model model = isolation == Isolation::kSnapshot
-                                 ? check::Model::kSnapshotIsolation
-                                 : check::Model::kStrictSerializable;
+  const check::Model model = isolation == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
+                                                               : check::Model::kStrictSerializable;
   v.model = std::string(check::ModelName(model));
   std::istringstream in(text);
   Result<check::History> history = check::ParseHistory(in, "the recorded history");
@@ -91,8 +90,7 @@ uint64_t RunContext::clients() const {
 }
 
 size_t RunContext::Worker(const Session& s) const {
-  return static_cast<size_t>(s.cn()) * static_cast<size_t>(o_.cluster.workers_per_cn) +
-         s.worker();
+  return static_cast<size_t>(s.cn()) * static_cast<size_t>(o_.cluster.workers_per_cn) + s.worker();
 }
 
 uint64_t RunContext::Client(const Session& s) const {
@@ -101,12 +99,15 @@ uint64_t RunContext::Client(const Session& s) const {
 }
 
 std::optional<double> RecoveryMs(const RunResult& r) {
-  if (!r.failover || (r.failover->failures.empty() && r.failover->mn_failures.empty())) {
+  if (!r.failover || (r.failover->failures.empty() && r.failover->mn_failures.empty() &&
+                      r.failover->partitions.empty())) {
     return std::nullopt;
   }
+  // From the first fault that costs throughput: a crash, or a cut (not its fence, later).
   uint64_t crash_ns = UINT64_MAX;
   for (const auto& f : r.failover->failures) crash_ns = std::min(crash_ns, f.crash_ns);
   for (const auto& f : r.failover->mn_failures) crash_ns = std::min(crash_ns, f.crash_ns);
+  for (const auto& p : r.failover->partitions) crash_ns = std::min(crash_ns, p.cut_ns);
   const std::vector<uint64_t>& per_ms = r.committed_per_ms;
   const size_t crash_ms = static_cast<size_t>(crash_ns / 1'000'000);
   // Whole milliseconds before the crash, the first left out (clients are starting).
@@ -146,8 +147,8 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
     Status st = run.Finish(&result);
     ctx.run_ = nullptr;
     if (!st.ok()) {
-      return Internal(fmt::format("a {} transaction failed unexpectedly: {}", w.title(),
-                                  st.ToString()));
+      return Internal(
+          fmt::format("a {} transaction failed unexpectedly: {}", w.title(), st.ToString()));
     }
   }
   POND_RETURN_IF_ERROR(w.Finish(cluster, ctx, &result));

@@ -80,15 +80,30 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
 void PrintFailover(const bench::RunResult& r) {
   if (r.failover) {
     const FailoverStats& f = *r.failover;
+    for (const auto& p : f.partitions) {
+      const auto ms = [&p](uint64_t t) { return static_cast<double>(t - p.cut_ns) / 1e6; };
+      std::string fate =
+          p.fenced_ns != 0
+              ? fmt::format("its lease ended and it fenced itself +{:.3f} ms", ms(p.fenced_ns))
+              : std::string("it kept its lease");
+      if (p.healed_ns != 0) {
+        fate += fmt::format(", healed +{:.3f} ms", ms(p.healed_ns));
+      } else {
+        fate += ", not healed in the run";
+      }
+      std::printf("failover     CN %u partitioned at %.3f ms: %s\n", p.cn,
+                  static_cast<double>(p.cut_ns) / 1e6, fate.c_str());
+    }
     for (const auto& x : f.failures) {
       const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
       std::printf(
-          "failover     CN %u crashed at %.3f ms: lease expired +%.3f ms, recovered +%.3f ms "
+          "failover     CN %u %s at %.3f ms: lease expired +%.3f ms, recovered +%.3f ms "
           "(%lu log records: %lu rolled forward, %lu rolled back), its shards served again "
           "+%.3f ms\n",
-          x.cn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.recovered_ns),
-          static_cast<unsigned long>(x.log_records), static_cast<unsigned long>(x.rolled_forward),
-          static_cast<unsigned long>(x.rolled_back), ms(x.open_ns));
+          x.cn, x.fenced ? "fenced itself" : "crashed", static_cast<double>(x.crash_ns) / 1e6,
+          ms(x.detected_ns), ms(x.recovered_ns), static_cast<unsigned long>(x.log_records),
+          static_cast<unsigned long>(x.rolled_forward), static_cast<unsigned long>(x.rolled_back),
+          ms(x.open_ns));
       if (x.restart_ns != 0) {
         std::printf(
             "failover     CN %u restarted: running clients +%.3f ms, %s\n", x.cn, ms(x.restart_ns),
@@ -115,11 +130,12 @@ void PrintFailover(const bench::RunResult& r) {
     }
     std::printf(
         "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
-        "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes; of crashed CNs' "
-        "batches in flight %lu landed, %lu did not%s%s\n",
+        "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
+        "CNs' batches in flight %lu landed, %lu did not%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
         static_cast<unsigned long>(f.handed_on), static_cast<unsigned long>(f.unknown_calls),
         static_cast<unsigned long>(r.unknown), static_cast<unsigned long>(f.lost_packets),
+        f.partitions.empty() ? "" : fmt::format(", {} to partitions", f.cut_packets).c_str(),
         static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
         f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",
                                       f.tso_moves, f.tso_host)
@@ -129,7 +145,7 @@ void PrintFailover(const bench::RunResult& r) {
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()
             : "");
-    if (!f.failures.empty() || !f.mn_failures.empty()) {
+    if (!f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty()) {
       std::string series;
       for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
         series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);

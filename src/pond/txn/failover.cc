@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/cluster/log_recovery.h"
@@ -30,6 +31,7 @@ struct Failover::Failure {
   std::vector<std::pair<uint32_t, uint16_t>> moved;  // shard -> its new CN
   uint64_t rolled_forward = 0, rolled_back = 0, records = 0;
   uint64_t restart_ns = 0, returned_ns = 0;
+  bool fenced = false;         // it stopped itself: a partition outlasted its lease
   int returns_left = 0;        // holders still to give its shards back after its restart
   bool return_failed = false;  // a failure kept some of them where it put them
   bool Ready() const { return declared && released && drain_waiting.empty(); }
@@ -49,6 +51,9 @@ Failover::Failover(ClusterImpl& cl)
       engine_(*cl.engine_),
       crashed_(cl.config().cns, false),
       renewed_ns_(cl.config().cns, 0),
+      lease_end_ns_(cl.config().cns, 0),
+      partitioned_(cl.config().cns, false),
+      parked_(cl.config().cns),
       mn_crashed_(cl.config().mns, false),
       mn_renewed_ns_(cl.config().mns, 0) {
   config_.cns.resize(cl.config().cns);
@@ -83,10 +88,10 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
           break;
         case NodeFaultKind::kCrashCn:
         case NodeFaultKind::kRestartCn:
+        case NodeFaultKind::kPartitionCn:
+        case NodeFaultKind::kHealCn:
           Enqueue(node, kind);
           break;
-        default:
-          POND_CHECK_MSG(false, "a fault kind Validate refuses");
       }
     });
   }
@@ -94,6 +99,11 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
     leases_armed_ = true;
     for (size_t cn = 0; cn < renewed_ns_.size(); cn++) renewed_ns_[cn] = engine_.now();
     for (size_t mn = 0; mn < mn_renewed_ns_.size(); mn++) mn_renewed_ns_[mn] = engine_.now();
+    for (uint16_t cn = 0; cn < lease_end_ns_.size(); cn++) {
+      if (crashed_[cn]) continue;
+      lease_end_ns_[cn] = engine_.now() + kCnLeaseNs;
+      ArmFence(cn);
+    }
     engine_.At(engine_.now() + kRenewEveryNs, [this, gen] {
       if (gen == generation_) LeaseTick();
     });
@@ -117,6 +127,11 @@ bool Failover::Idle() const {
     if (!r->finished) return false;
   }
   if (queued_count_ > 0 || booting_ > 0 || returns_pending_ > 0) return false;
+  // A cut-off CN is waited for until it heals or fences itself: its clients and what the others
+  // ask of it cannot finish before.
+  for (size_t cn = 0; cn < partitioned_.size(); cn++) {
+    if ((partitioned_[cn] && !crashed_[cn]) || !parked_[cn].empty()) return false;
+  }
   for (size_t cn = 0; cn < crashed_.size(); cn++) {
     if (!crashed_[cn]) continue;
     for (const auto& f : failures_) {
@@ -145,9 +160,24 @@ void Failover::Enqueue(uint16_t cn, NodeFaultKind kind) {
 void Failover::RunQueue(uint16_t cn) {
   std::vector<NodeFaultKind>& q = queued_[cn];
   while (!q.empty()) {
-    if (q.front() == NodeFaultKind::kCrashCn) {
-      Crash(cn);
-    } else if (!Restart(cn)) {
+    bool done = true;
+    switch (q.front()) {
+      case NodeFaultKind::kCrashCn:
+        Crash(cn);
+        break;
+      case NodeFaultKind::kRestartCn:
+        done = Restart(cn);
+        break;
+      case NodeFaultKind::kPartitionCn:
+        done = Cut(cn);
+        break;
+      case NodeFaultKind::kHealCn:
+        done = Heal(cn);
+        break;
+      default:
+        POND_CHECK_MSG(false, "an MN fault in a CN's queue");
+    }
+    if (!done) {
       engine_.At(engine_.now() + kDrainPollNs, [this, cn, gen = generation_] {
         if (gen == generation_) RunQueue(cn);
       });
@@ -190,6 +220,7 @@ bool Failover::Restart(uint16_t cn) {
   const uint64_t now = engine_.now();
   crashed_[cn] = false;
   renewed_ns_[cn] = now;
+  lease_end_ns_[cn] = now + kCnLeaseNs;
   config_.epoch++;
   config_.cns[cn].alive = true;
   const uint16_t inc = ++config_.cns[cn].incarnation;
@@ -199,25 +230,36 @@ bool Failover::Restart(uint16_t cn) {
   // The new incarnation exists from the put on (a failure declared from now on counts it among
   // the survivors and may give it work); it talks to others once they hold it alive.
   cl_.RestartCn(cn, inc, config_);
+  ArmFence(cn);
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   // A run does not end between the restart and its clients' start (Idle): the next run's
   // clients would be started twice.
   booting_++;
   engine_.At(now + kConfigPutNs + one_way, [this, cn, inc, f = &f] {
-    booting_--;
-    if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;  // died again meanwhile
-    for (uint16_t s : config_.Alive()) {
-      CnContext& peer = *cl_.cns_[s];
-      Hear(peer);
-      if (s == cn) continue;
-      for (auto& w : peer.workers) {
-        w->locks().PeerRestarted(cn);
-        w->calls().PeerRestarted(cn);
-      }
+    if (crashed_[cn] || config_.cns[cn].incarnation != inc) {  // died again meanwhile
+      booting_--;
+      return;
     }
-    for (auto& w : cl_.cns_[cn]->workers) cl_.StartClients(*w);
-    f->restart_ns = engine_.now() - base_ns_;
-    StartReturn(cn, inc);
+    for (uint16_t s : config_.Alive()) {
+      if (s == cn) continue;
+      Arrive(s, [this, s, cn, inc] {
+        if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;
+        CnContext& peer = *cl_.cns_[s];
+        Hear(peer);
+        for (auto& w : peer.workers) {
+          w->locks().PeerRestarted(cn);
+          w->calls().PeerRestarted(cn);
+        }
+      });
+    }
+    Arrive(cn, [this, cn, inc, f] {
+      booting_--;
+      if (crashed_[cn] || config_.cns[cn].incarnation != inc) return;
+      Hear(*cl_.cns_[cn]);
+      for (auto& w : cl_.cns_[cn]->workers) cl_.StartClients(*w);
+      f->restart_ns = engine_.now() - base_ns_;
+      StartReturn(cn, inc);
+    });
   });
   return true;
 }
@@ -252,24 +294,30 @@ void Failover::StartReturn(uint16_t cn, uint16_t inc) {
     // The holder closes them: from now on a request for them is refused (WrongShard) and its
     // transaction aborts and retries. It reports once no lock in them is held in its table.
     engine_.At(engine_.now() + one_way, [this, ret, one_way] {
-      if (ret->done) return;  // the holder failed on the way (Crash gave up the return)
-      CnContext& holder = *cl_.cns_[ret->from];
-      for (uint32_t s : ret->shards) holder.locks.SetManaged(s, false);
-      holder.workers[0]->sched().Spawn(
-          [](Failover* fo, CnContext* holder, Return* ret, uint64_t one_way) -> Task<void> {
-            for (;;) {
-              bool held = false;
-              for (const auto& h : holder->locks.HeldLocks()) {
-                held |= std::binary_search(ret->shards.begin(), ret->shards.end(), h.key.shard());
-              }
-              if (!held) break;
-              co_await holder->workers[0]->sched().SleepFor(kDrainPollNs);
-            }
-            const uint64_t now = holder->workers[0]->clock().NowNs();
-            fo->engine_.At(now + one_way, [fo, ret] { fo->OnReturnDrained(*ret); });
-          }(this, &holder, ret, one_way));
+      Arrive(ret->from, [this, ret, one_way] { CloseForReturn(*ret, one_way); });
     });
   }
+}
+
+void Failover::CloseForReturn(Return& r, uint64_t one_way) {
+  Return* ret = &r;
+  if (ret->done) return;  // the holder failed on the way (Crash gave up the return)
+  CnContext& holder = *cl_.cns_[ret->from];
+  for (uint32_t s : ret->shards) holder.locks.SetManaged(s, false);
+  holder.workers[0]->sched().Spawn([](Failover* fo, CnContext* holder, Return* ret,
+                                      uint64_t one_way) -> Task<void> {
+    for (;;) {
+      bool held = false;
+      for (const auto& h : holder->locks.HeldLocks()) {
+        held |= std::binary_search(ret->shards.begin(), ret->shards.end(), h.key.shard());
+      }
+      if (!held) break;
+      co_await holder->workers[0]->sched().SleepFor(kDrainPollNs);
+    }
+    const uint64_t now = holder->workers[0]->clock().NowNs();
+    fo->engine_.At(now + one_way,
+                   [fo, ret] { fo->Arrive(ret->from, [fo, ret] { fo->OnReturnDrained(*ret); }); });
+  }(this, &holder, ret, one_way));
 }
 
 void Failover::OnReturnDrained(Return& r) {
@@ -298,22 +346,121 @@ void Failover::OnReturnDrained(Return& r) {
   // The restarted CN opens them when it hears; were it to die first, its declaration moves them
   // on (the map names it), closed, as any of its shards.
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
-  engine_.At(engine_.now() + one_way, [this, ret = &r] {
-    Failure& f = *ret->failure;
-    returns_pending_--;
-    f.returns_left--;
-    if (crashed_[ret->cn] || config_.cns[ret->cn].incarnation != ret->inc) {
-      f.return_failed = true;
-      return;
+  engine_.At(engine_.now() + one_way,
+             [this, ret = &r] { Arrive(ret->cn, [this, ret] { OpenReturned(*ret); }); });
+}
+
+void Failover::OpenReturned(Return& r) {
+  Return* ret = &r;
+  Failure& f = *ret->failure;
+  returns_pending_--;
+  f.returns_left--;
+  if (crashed_[ret->cn] || config_.cns[ret->cn].incarnation != ret->inc) {
+    f.return_failed = true;
+    return;
+  }
+  CnContext& cn = *cl_.cns_[ret->cn];
+  for (uint32_t s : ret->shards) {
+    if (cl_.shard_map_.CnOf(s) != ret->cn) continue;
+    if (cn.vt) cn.vt->InvalidateShard(s);
+    cn.locks.SetManaged(s, true);
+  }
+  if (f.returns_left == 0 && !f.return_failed) f.returned_ns = engine_.now() - base_ns_;
+}
+
+bool Failover::Cut(uint16_t cn) {
+  POND_CHECK(!crashed_[cn] && !partitioned_[cn]);
+  // The schedule keeps two CNs up besides it, but restarts wait for recoveries and so come
+  // later than scheduled: a cut that would leave fewer than two CNs serving waits for them (a
+  // lone survivor cut off would leave nobody to recover anyone).
+  int serving = 0;
+  for (uint16_t other = 0; other < crashed_.size(); other++) {
+    serving += other != cn && !crashed_[other] && !partitioned_[other];
+  }
+  if (serving < 2) return false;
+  partitioned_[cn] = true;
+  cl_.sim_fabric_->PartitionCn(cn);
+  partitions_.push_back(FailoverStats::Partition{cn, engine_.now() - base_ns_});
+  return true;
+}
+
+bool Failover::Heal(uint16_t cn) {
+  if (partitioned_[cn]) {
+    partitioned_[cn] = false;
+    cl_.sim_fabric_->HealCn(cn);
+    for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+      if (it->cn != cn) continue;
+      it->healed_ns = engine_.now() - base_ns_;
+      break;
     }
-    CnContext& cn = *cl_.cns_[ret->cn];
-    for (uint32_t s : ret->shards) {
-      if (cl_.shard_map_.CnOf(s) != ret->cn) continue;
-      if (cn.vt) cn.vt->InvalidateShard(s);
-      cn.locks.SetManaged(s, true);
+    if (!crashed_[cn]) {
+      // Back before its lease ended: what waited on either side goes through (sent again), and
+      // so does a renewal, at once — should its lease end before the acknowledgement comes, it
+      // fences itself all the same, and rejoins (Fence).
+      const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
+      const uint64_t now = engine_.now();
+      engine_.At(now + one_way,
+                 [this, cn, inc = config_.cns[cn].incarnation, now, one_way, gen = generation_] {
+                   if (gen != generation_ || crashed_[cn] || partitioned_[cn] ||
+                       config_.cns[cn].incarnation != inc) {
+                     return;
+                   }
+                   renewed_ns_[cn] = std::max(renewed_ns_[cn], now + one_way);
+                   engine_.At(now + 2 * one_way, [this, cn, inc, now, gen] {
+                     if (gen == generation_) CnLeaseRenewed(cn, inc, now);
+                   });
+                 });
+      for (auto& fn : std::exchange(parked_[cn], {})) {
+        engine_.At(engine_.now() + one_way,
+                   [this, cn, fn = std::move(fn)]() mutable { Arrive(cn, std::move(fn)); });
+      }
+      return true;
     }
-    if (f.returns_left == 0 && !f.return_failed) f.returned_ns = engine_.now() - base_ns_;
+  }
+  if (!crashed_[cn]) return true;
+  // It fenced itself: it comes back as a new incarnation once its failure is recovered.
+  return Restart(cn);
+}
+
+void Failover::Fence(uint16_t cn) {
+  Crash(cn);
+  failures_.back()->fenced = true;
+  for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+    if (it->cn != cn) continue;
+    it->fenced_ns = engine_.now() - base_ns_;
+    break;
+  }
+  for (auto& fn : std::exchange(parked_[cn], {})) fn();
+  // Healed, but too late for its lease: it hears the configuration at once and rejoins as a new
+  // incarnation, as a CN healed after fencing itself does — before any fault scheduled later.
+  if (!partitioned_[cn]) {
+    if (queued_.size() <= cn) queued_.resize(size_t{cn} + 1);
+    queued_[cn].insert(queued_[cn].begin(), NodeFaultKind::kRestartCn);
+    queued_count_++;
+    if (queued_[cn].size() == 1) RunQueue(cn);
+  }
+}
+
+void Failover::CnLeaseRenewed(uint16_t cn, uint16_t inc, uint64_t sent_ns) {
+  if (crashed_[cn] || partitioned_[cn] || config_.cns[cn].incarnation != inc) return;
+  if (sent_ns + kCnLeaseNs <= lease_end_ns_[cn]) return;
+  lease_end_ns_[cn] = sent_ns + kCnLeaseNs;
+  ArmFence(cn);
+}
+
+void Failover::ArmFence(uint16_t cn) {
+  engine_.At(lease_end_ns_[cn], [this, cn, inc = config_.cns[cn].incarnation, gen = generation_] {
+    if (gen != generation_ || crashed_[cn] || config_.cns[cn].incarnation != inc) return;
+    if (engine_.now() >= lease_end_ns_[cn]) Fence(cn);
   });
+}
+
+void Failover::Arrive(uint16_t cn, std::function<void()> fn) {
+  if (partitioned_[cn] && !crashed_[cn]) {
+    parked_[cn].push_back(std::move(fn));
+    return;
+  }
+  fn();
 }
 
 void Failover::LeaseTick() {
@@ -321,8 +468,15 @@ void Failover::LeaseTick() {
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   // Renewals sent now by every CN and MN still running reach the CM one way later. (An MN
   // renews its lease as a CN does: memory nodes have a CPU for that much, as in FaRM.)
-  for (size_t cn = 0; cn < crashed_.size(); cn++) {
-    if (!crashed_[cn]) renewed_ns_[cn] = now + one_way;
+  for (uint16_t cn = 0; cn < crashed_.size(); cn++) {
+    // A cut-off CN's renewal is lost; so is the CM's acknowledgement that comes back to a CN cut
+    // off meanwhile, and the CN's own count of its lease runs on from its last one.
+    if (crashed_[cn] || partitioned_[cn]) continue;
+    renewed_ns_[cn] = now + one_way;
+    engine_.At(now + 2 * one_way,
+               [this, cn, inc = config_.cns[cn].incarnation, now, gen = generation_] {
+                 if (gen == generation_) CnLeaseRenewed(cn, inc, now);
+               });
   }
   for (size_t mn = 0; mn < mn_crashed_.size(); mn++) {
     if (!mn_crashed_[mn]) mn_renewed_ns_[mn] = now + one_way;
@@ -340,7 +494,9 @@ void Failover::LeaseTick() {
 
 void Failover::Declare(uint16_t dead) {
   Failure& f = FailureOf(dead);
-  POND_CHECK_MSG(crashed_[dead], "a lease expired on a running CN");
+  // The fencing rule, checked: a CN's own count of its lease ends before the CM's, so a CN the
+  // CM gives up has stopped serving, cut off or not (docs/recovery.md).
+  POND_CHECK_MSG(crashed_[dead], "a lease expired at the CM on a CN still serving");
   const uint64_t now = engine_.now();
   config_.epoch++;
   config_.cns[dead].alive = false;
@@ -394,7 +550,8 @@ void Failover::Declare(uint16_t dead) {
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   const uint64_t epoch = config_.epoch;
   engine_.At(now + kConfigPutNs + one_way, [this, dead, epoch] {
-    for (uint16_t s : config_.Alive()) OnEpoch(s, dead, epoch);
+    for (uint16_t s : config_.Alive())
+      Arrive(s, [this, s, dead, epoch] { OnEpoch(s, dead, epoch); });
   });
   RejoinCnFailed(dead);
   for (auto& other : failures_) MaybeFinish(*other);
@@ -422,7 +579,7 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
     const uint16_t by = w->cn_id();
     fo->engine_.At(now + one_way, [fo, dead, worker, by, fwd = r->rolled_forward,
                                    back = r->rolled_back, records = r->records] {
-      fo->OnRecovered(dead, worker, by, fwd, back, records);
+      fo->Arrive(by, [=] { fo->OnRecovered(dead, worker, by, fwd, back, records); });
     });
   }(this, &w, victim.log().areas(), victim.log().bytes(), dead, worker, one_way));
 }
@@ -471,7 +628,9 @@ void Failover::OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch) {
           co_await cn->workers[0]->sched().SleepFor(kDrainPollNs);
         }
         const uint64_t now = cn->workers[0]->clock().NowNs();
-        fo->engine_.At(now + one_way, [fo, dead, by = cn->id] { fo->OnDrained(dead, by); });
+        fo->engine_.At(now + one_way, [fo, dead, by = cn->id] {
+          fo->Arrive(by, [fo, dead, by] { fo->OnDrained(dead, by); });
+        });
       }(this, &cn, dead, one_way));
 }
 
@@ -491,11 +650,14 @@ void Failover::OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   for (uint16_t s : std::set<uint16_t>(f.release_waiting)) {
     engine_.At(engine_.now() + one_way, [this, s, dead, one_way] {
-      if (crashed_[s]) return;
-      CnContext& cn = *cl_.cns_[s];
-      cn.locks.ReleaseAllOf(dead);
-      for (auto& w : cn.workers) w->lock_server().ForgetCn(dead);
-      engine_.At(engine_.now() + one_way, [this, s, dead] { OnReleased(dead, s); });
+      Arrive(s, [this, s, dead, one_way] {
+        if (crashed_[s]) return;
+        CnContext& cn = *cl_.cns_[s];
+        cn.locks.ReleaseAllOf(dead);
+        for (auto& w : cn.workers) w->lock_server().ForgetCn(dead);
+        engine_.At(engine_.now() + one_way,
+                   [this, s, dead] { Arrive(s, [this, s, dead] { OnReleased(dead, s); }); });
+      });
     });
   }
 }
@@ -532,12 +694,14 @@ void Failover::MaybeFinish(Failure& f) {
       if (cl_.shard_map_.CnOf(shard) != to) continue;
       g->opens_pending++;
       engine_.At(engine_.now() + one_way, [this, g = g.get(), shard, to] {
-        CnContext& cn = *cl_.cns_[to];
-        // It may have managed the shard before (a restarted CN took it back since): what its
-        // VT cache kept from then is stale.
-        if (cn.vt) cn.vt->InvalidateShard(shard);
-        cn.locks.SetManaged(shard, true);
-        if (--g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
+        Arrive(to, [this, g, shard, to] {
+          CnContext& cn = *cl_.cns_[to];
+          // It may have managed the shard before (a restarted CN took it back since): what its
+          // VT cache kept from then is stale.
+          if (cn.vt) cn.vt->InvalidateShard(shard);
+          cn.locks.SetManaged(shard, true);
+          if (--g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
+        });
       });
     }
     if (g->opens_pending == 0) g->open_ns = engine_.now() - base_ns_;
@@ -547,10 +711,12 @@ void Failover::MaybeFinish(Failure& f) {
 FailoverStats Failover::Stats() const {
   FailoverStats s;
   for (const auto& f : failures_) {
-    s.failures.push_back(FailoverStats::Failure{
-        f->cn, f->crash_ns, f->detected_ns, f->recovered_ns, f->open_ns, f->rolled_forward,
-        f->rolled_back, f->records, f->restart_ns, f->return_failed ? 0 : f->returned_ns});
+    s.failures.push_back(FailoverStats::Failure{f->cn, f->crash_ns, f->detected_ns, f->recovered_ns,
+                                                f->open_ns, f->rolled_forward, f->rolled_back,
+                                                f->records, f->restart_ns,
+                                                f->return_failed ? 0 : f->returned_ns, f->fenced});
   }
+  s.partitions = partitions_;
   s.mn_failures = mn_failures_;
   s.epoch = config_.epoch;
   s.faults_not_reached = faults_not_reached_;
@@ -563,6 +729,7 @@ FailoverStats Failover::Stats() const {
   s.lost_packets = c.dropped_packets;
   s.landed_batches = c.landed_batches;
   s.lost_batches = c.lost_batches;
+  s.cut_packets = c.cut_packets;
   return s;
 }
 

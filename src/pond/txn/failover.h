@@ -25,17 +25,22 @@
 //     replicas left. A restarted MN comes back blank, takes writes, gets its replicas copied
 //     under the keys' locks, its lane cursors set in step, and is read again (Rejoin).
 //
+//   - Partitions (partition-cn): a CN cut off from the CM and the other CNs keeps running until
+//     its own count of its lease ends, then stops itself (fences) as a crash; the CM declares it
+//     only later (docs/recovery.md "Partitions and fencing" says why the timings make that so,
+//     and Declare checks it). Healed before, it goes on; healed after, it restarts.
+//
 // Timing (why a crashed CN cannot still act when others take over): in the simulator a crashed
 // CN stops at once; its packets still in flight are dropped on arrival, and its packets are
-// refused by incarnation, a restarted CN's new incarnation's accepted. The fencing rule for a
-// live but cut-off CN is in docs/recovery.md "Partitions and fencing"; partitions are refused
-// until it is built.
+// refused by incarnation, a restarted CN's new incarnation's accepted. A live but cut-off CN has
+// stopped itself before the CM declares it (the fencing rule above).
 //
 // Thread rules: the simulator's thread only; everything runs in engine events and in coroutines
 // on the workers.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -53,7 +58,12 @@ class WorkerContext;
 
 inline constexpr uint64_t kLeaseNs = 2'000'000;     // FaRM uses 5-10 ms on its network
 inline constexpr uint64_t kRenewEveryNs = 500'000;  // four renewals per lease
-inline constexpr uint64_t kConfigPutNs = 100'000;   // a conditional put to the service
+// A CN's own count of its lease: from when it sent the renewal the CM acknowledged, shortened by
+// a bound on how much faster its clock may run than the CM's (1%). The CM counts kLeaseNs from
+// when it received that renewal, so the CN's lease always ends first (docs/recovery.md
+// "Partitions and fencing"). Simulated clocks agree; the margin is there for real ones.
+inline constexpr uint64_t kCnLeaseNs = kLeaseNs - kLeaseNs / 100;
+inline constexpr uint64_t kConfigPutNs = 100'000;  // a conditional put to the service
 // How often the CM (or a CN) looks again at what it waits for: transactions to end, a
 // declaration, a recovery.
 inline constexpr uint64_t kDrainPollNs = 10'000;
@@ -83,11 +93,31 @@ class Failover {
   void Enqueue(uint16_t cn, NodeFaultKind kind);
   void RunQueue(uint16_t cn);
   void Crash(uint16_t cn);
+  // partition-cn: `cn` is cut off from the CM and the other CNs (not from the memory pool).
+  // False if it must wait: it would leave fewer than two CNs serving.
+  bool Cut(uint16_t cn);
+  // heal-cn: its links come back. If it had not fenced itself, it goes on; if it had, it comes
+  // back as a new incarnation, as restart-cn brings a crashed CN (false: that must wait).
+  bool Heal(uint16_t cn);
+  // `cn`'s own count of its lease ended with no renewal acknowledged: it stops serving — its
+  // transactions, committing ones included, end as at a crash (recovery decides from the logs).
+  void Fence(uint16_t cn);
+  // The CM's acknowledgement of a renewal `cn` sent at `sent_ns` reaches it.
+  void CnLeaseRenewed(uint16_t cn, uint16_t inc, uint64_t sent_ns);
+  void ArmFence(uint16_t cn);
+  // A control message between the CM and `cn`, either way, arrives: `fn` runs now — or, while
+  // `cn` is cut off, once it heals (both ends send again until acknowledged) or fences itself
+  // (then it finds `cn` crashed, as a message on the wire at a crash does).
+  void Arrive(uint16_t cn, std::function<void()> fn);
   // Restarts the CN if its last failure is recovered; false if it must wait.
   bool Restart(uint16_t cn);
   // The restarted CN `cn` (incarnation `inc`) takes back the shards it managed before.
   void StartReturn(uint16_t cn, uint16_t inc);
+  // The holder closes the shards it gives back, and reports once no lock in them is held.
+  void CloseForReturn(Return& r, uint64_t one_way);
   void OnReturnDrained(Return& r);
+  // The restarted CN opens the shards it got back.
+  void OpenReturned(Return& r);
   // MN crashes and restarts (failover_mn.cc; docs/recovery.md "MN crash", "MN restart").
   // A crash that would leave a group with no full copy (more than R-1 MNs down or rejoining)
   // waits until a rejoining MN is up.
@@ -122,6 +152,8 @@ class Failover {
   // `cn` hears the newest epoch: its view changes, and if the oracle moved, its workers ask the
   // new host — or, on the new host, serve from a new oracle.
   void Hear(CnContext& cn);
+  // `cn` hears `epoch` (an MN's) if it has not heard a newer one, once the message arrives.
+  void HearLater(uint16_t cn, uint64_t epoch);
   void OnEpoch(uint16_t survivor, uint16_t dead, uint64_t epoch);
   void OnRecovered(uint16_t dead, uint16_t worker, uint16_t by, uint64_t rolled_forward,
                    uint64_t rolled_back, uint64_t records);
@@ -137,8 +169,12 @@ class Failover {
   cluster::InMemoryConfigStore store_;
   cluster::Configuration config_;
   uint64_t config_version_ = 0;
-  std::vector<bool> crashed_;         // by CN: stopped (the truth, which the CM learns late)
-  std::vector<uint64_t> renewed_ns_;  // by CN: when the CM last heard a renewal
+  std::vector<bool> crashed_;           // by CN: stopped (the truth, which the CM learns late)
+  std::vector<uint64_t> renewed_ns_;    // by CN: when the CM last heard a renewal
+  std::vector<uint64_t> lease_end_ns_;  // by CN: when its own count of its lease ends
+  std::vector<bool> partitioned_;       // by CN: cut off (the truth, which the CM never learns)
+  std::vector<std::vector<std::function<void()>>> parked_;  // by CN: control messages held by a cut
+  std::vector<FailoverStats::Partition> partitions_;
   std::vector<std::unique_ptr<Failure>> failures_;
   std::vector<bool> mn_crashed_;         // by MN: the truth
   std::vector<uint64_t> mn_renewed_ns_;  // by MN: when the CM last heard its renewal

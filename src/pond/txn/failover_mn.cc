@@ -87,10 +87,14 @@ void Failover::DeclareMn(MnId mn) {
   const uint64_t epoch = config_.epoch;
   engine_.At(engine_.now() + kConfigPutNs + one_way, [this, mn, epoch, f] {
     cl_.placement_.SetDown(mn);
-    for (uint16_t s : config_.Alive()) {
-      if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
-    }
+    for (uint16_t s : config_.Alive()) HearLater(s, epoch);
     mn_failures_[f].down_ns = engine_.now() - base_ns_;
+  });
+}
+
+void Failover::HearLater(uint16_t cn, uint64_t epoch) {
+  Arrive(cn, [this, cn, epoch] {
+    if (cl_.cns_[cn]->view.epoch < epoch) Hear(*cl_.cns_[cn]);
   });
 }
 
@@ -143,9 +147,7 @@ void Failover::RejoinEpoch(Rejoin& r, cluster::MnStatus::Rejoin state) {
     } else {
       cl_.placement_.SetFrozen(r.mn);
     }
-    for (uint16_t s : config_.Alive()) {
-      if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
-    }
+    for (uint16_t s : config_.Alive()) HearLater(s, epoch);
     CaptureFloors(r);
     PollRejoin(r);
   });
@@ -168,9 +170,7 @@ void Failover::OpenWhenNoCommitIsMidVisible(Rejoin& r, uint64_t epoch) {
   cl_.visible_gate_closed_ = false;
   if (r.finished) return;  // it crashed again meanwhile
   cl_.placement_.SetUp(r.mn);
-  for (uint16_t s : config_.Alive()) {
-    if (cl_.cns_[s]->view.epoch < epoch) Hear(*cl_.cns_[s]);
-  }
+  for (uint16_t s : config_.Alive()) HearLater(s, epoch);
   r.finished = true;
   r.phase = Rejoin::Phase::kDone;
   FailoverStats::MnFailure& f = mn_failures_[r.failure];

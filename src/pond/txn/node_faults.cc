@@ -11,8 +11,9 @@ namespace pond {
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
   int alive = c.cns;
   int mns_down = 0;
-  bool cn_crashes = false, mn_crashes = false;
+  bool cn_crashes = false, mn_crashes = false, partitions = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
+  std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
   std::vector<bool> mn_down(c.mns > 0 ? static_cast<size_t>(c.mns) : 0, false);
   for (size_t i = 0; i < faults.size(); i++) {
@@ -28,7 +29,8 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         }
         if (!cn_down[f.node]) {
           return InvalidArgument(which + "restart-cn: CN " + std::to_string(f.node) +
-                                 " is up, and restart-cn needs it down");
+                                 (cn_cut[f.node] ? " is partitioned (heal-cn brings it back)"
+                                                 : " is up, and restart-cn needs it down"));
         }
         // A worker's transaction numbers carry the incarnation in 8 bits of the writer tag.
         if (++restarts[f.node] > 255) {
@@ -55,8 +57,35 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         mns_down--;
         continue;
       case NodeFaultKind::kPartitionCn:
-      case NodeFaultKind::kHealCn:
-        return InvalidArgument(which + "partitions are not survived yet");
+      case NodeFaultKind::kHealCn: {
+        // A cut-off CN fences itself when its lease ends, which is a crash; heal brings it back
+        // (a restart if it fenced). Counted as away while cut, as a crashed CN is.
+        const bool cut = f.kind == NodeFaultKind::kPartitionCn;
+        const char* word = cut ? "partition-cn: " : "heal-cn: ";
+        if (f.node >= c.cns) {
+          return InvalidArgument(which + word + "no CN " + std::to_string(f.node) +
+                                 " (the cluster has " + std::to_string(c.cns) + ")");
+        }
+        if (cut && (cn_down[f.node] || cn_cut[f.node])) {
+          return InvalidArgument(which + word + "CN " + std::to_string(f.node) + " is already " +
+                                 (cn_cut[f.node] ? "partitioned" : "crashed"));
+        }
+        if (!cut && !cn_cut[f.node]) {
+          return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
+                                 " is not partitioned");
+        }
+        if (!cut && ++restarts[f.node] > 255) {
+          return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
+                                 " restarts more than 255 times");
+        }
+        cn_cut[f.node] = cut;
+        partitions = true;
+        alive += cut ? -1 : 1;
+        if (alive < 2) {
+          return InvalidArgument(which + word + "at least 2 CNs must stay up and connected");
+        }
+        continue;
+      }
     }
     if (f.kind == NodeFaultKind::kCrashMn) {
       mn_crashes = true;
@@ -83,9 +112,9 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       return InvalidArgument(which + "crash-cn: no CN " + std::to_string(f.node) +
                              " (the cluster has " + std::to_string(c.cns) + ")");
     }
-    if (cn_down[f.node]) {
-      return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) +
-                             " is already crashed");
+    if (cn_down[f.node] || cn_cut[f.node]) {
+      return InvalidArgument(which + "crash-cn: CN " + std::to_string(f.node) + " is already " +
+                             (cn_cut[f.node] ? "partitioned (heal it first)" : "crashed"));
     }
     cn_down[f.node] = true;
     if (--alive < 2) {
@@ -104,7 +133,13 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            " cannot recover a crashed CN yet (only lotus, whose locks live on "
                            "CNs and whose commits are logged, does)");
   }
-  if (cn_crashes && c.versions < 2) {
+  if (partitions &&
+      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
+    return InvalidArgument("partition-cn: protocol " + c.protocol.name +
+                           " cannot survive a partitioned CN yet (one cut off past its lease "
+                           "fences itself, which is a crash, and only lotus recovers one)");
+  }
+  if ((cn_crashes || partitions) && c.versions < 2) {
     return InvalidArgument(
         "crash-cn: needs at least 2 versions per key (a rolled-back "
         "transaction's cell may have held the only version)");

@@ -61,6 +61,11 @@ class SimEndpoint final : public Endpoint {
       batches_.clear();
     }
     for (auto& p : packets_) {
+      if (fabric_.IsCnPartitioned(self().cn) || fabric_.IsCnPartitioned(p.to.cn)) {
+        fabric_.cut_packets_++;
+        RecycleBuffer(std::move(p.bytes));
+        continue;
+      }
       sim::FaultDecision d = faults_.Decide(rng_);
       if (d.drop) {
         RecycleBuffer(std::move(p.bytes));
@@ -148,6 +153,12 @@ class SimEndpoint final : public Endpoint {
           ends != (uint32_t{f->Generation(h.src_cn)} << 16 | f->Generation(to.cn))) {
         f->in_flight_--;
         f->crash_dropped_packets_++;
+        dst->RecycleBuffer(std::move(bytes));
+        return;
+      }
+      if (f->IsCnPartitioned(h.src_cn) || f->IsCnPartitioned(to.cn)) {
+        f->in_flight_--;
+        f->cut_packets_++;
         dst->RecycleBuffer(std::move(bytes));
         return;
       }
@@ -380,6 +391,15 @@ void SimFabric::RestartCn(uint16_t cn) {
   // The dead endpoints stay with their owners (their batches in flight still point at them)
   // but leave the address to the new incarnation's.
   if (cn < endpoints_.size()) std::fill(endpoints_[cn].begin(), endpoints_[cn].end(), nullptr);
+}
+
+void SimFabric::PartitionCn(uint16_t cn) {
+  if (cut_.size() <= cn) cut_.resize(size_t{cn} + 1, false);
+  cut_[cn] = true;
+}
+
+void SimFabric::HealCn(uint16_t cn) {
+  if (cn < cut_.size()) cut_[cn] = false;
 }
 
 void SimFabric::CrashMn(MnId mn) {

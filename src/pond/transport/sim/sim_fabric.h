@@ -79,13 +79,21 @@ class SimFabric final : public Fabric {
   uint16_t Generation(uint16_t cn) const {
     return cn < generation_.size() ? generation_[cn] : uint16_t{0};
   }
+  // CN `cn` is cut off from every other CN (a fault schedule's partition-cn): a packet to or
+  // from it is lost if it leaves or arrives while the cut lasts. Its one-sided ops still reach
+  // the memory pool: the cut that matters for fencing, a CN that could still write there after
+  // the others gave it up (docs/recovery.md "Partitions and fencing").
+  void PartitionCn(uint16_t cn);
+  void HealCn(uint16_t cn);
+  bool IsCnPartitioned(uint16_t cn) const { return cn < cut_.size() && cut_[cn]; }
   struct CrashStats {
     uint64_t dropped_packets = 0;  // to or from a crashed CN
     uint64_t landed_batches = 0;   // of a crashed CN, reached their MN
     uint64_t lost_batches = 0;     // of a crashed CN, did not
+    uint64_t cut_packets = 0;      // to or from a partitioned CN
   };
   CrashStats crash_stats() const {
-    return {crash_dropped_packets_, crash_landed_batches_, crash_lost_batches_};
+    return {crash_dropped_packets_, crash_landed_batches_, crash_lost_batches_, cut_packets_};
   }
 
   // MN `mn` crashes now (a fault schedule's crash-mn): its memory is gone, and every batch that
@@ -140,12 +148,14 @@ class SimFabric final : public Fabric {
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
   std::vector<bool> down_;            // by CN
+  std::vector<bool> cut_;             // by CN: partitioned
   std::vector<uint16_t> generation_;  // by CN: crashes and restarts so far
   std::vector<bool> mn_down_;
   std::vector<uint16_t> mn_generation_;  // by MN: restarts so far
   uint64_t crash_dropped_packets_ = 0;
   uint64_t crash_landed_batches_ = 0;
   uint64_t crash_lost_batches_ = 0;
+  uint64_t cut_packets_ = 0;
 };
 
 }  // namespace pond

@@ -196,6 +196,50 @@ TEST(SimFabricTest, ARestartedCnGetsOnlyPacketsSentAfterItCameBack) {
   EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
 }
 
+// A partitioned CN neither sends nor receives packets — one on the wire when the cut comes is
+// lost too — but its one-sided ops still reach the memory pool (the cut fencing is for). Healed,
+// it talks again.
+TEST(SimFabricTest, APartitionedCnLosesItsPacketsButStillReachesTheMemoryPool) {
+  Cluster c(2);
+  std::byte x{1};
+  auto send = [&c, &x](int from) {
+    const uint16_t to = from == 0 ? 1 : 0;
+    c.workers[static_cast<size_t>(from)].ep->Send({to, 0}, 1, std::span(&x, 1));
+    c.workers[static_cast<size_t>(from)].ep->EndRound();
+    c.fabric->Launch({static_cast<uint16_t>(from), 0}, c.engine.now());
+  };
+  int at0 = 0, at1 = 0;
+  c.workers[0].ep->OnMessage(1, [&at0](const Message&) { at0++; });
+  c.workers[1].ep->OnMessage(1, [&at1](const Message&) { at1++; });
+  c.engine.At(100, [&] { send(0); });  // on the wire at the cut (one way is 1 us): lost
+  c.engine.At(500, [&c] { c.fabric->PartitionCn(1); });
+  c.engine.At(600, [&] { send(0); });  // to the cut CN: lost
+  c.engine.At(700, [&] { send(1); });  // from it: lost
+  uint64_t word = 7, back = 0;
+  bool wrote = false;
+  c.engine.At(800, [&] {
+    c.workers[1].sched->Spawn(
+        [](Cluster* c, uint64_t* word, uint64_t* back, bool* ok) -> Task<void> {
+          Endpoint& ep = *c->workers[1].ep;
+          ep.Write(GAddr::Make(0, 4096), word, 8);
+          *ok = (co_await ep.Flush()).ok();
+          ep.Read(GAddr::Make(0, 4096), back, 8);
+          *ok = *ok && (co_await ep.Flush()).ok();
+        }(&c, &word, &back, &wrote));
+  });
+  c.engine.At(20'000, [&c] { c.fabric->HealCn(1); });
+  c.engine.At(20'100, [&] { send(0); });
+  c.engine.At(20'200, [&] { send(1); });
+  c.Run();
+  EXPECT_TRUE(wrote) << "its writes and reads reach the MN";
+  EXPECT_EQ(back, 7u);
+  EXPECT_EQ(at1, 1) << "only the packet sent after the heal reaches it";
+  EXPECT_EQ(at0, 1);
+  EXPECT_EQ(c.fabric->crash_stats().cut_packets, 3u);
+  EXPECT_FALSE(c.fabric->IsCnPartitioned(1));
+  EXPECT_EQ(c.fabric->packets_in_flight(), 0u);
+}
+
 // A crashed MN answers nothing: a Flush with a batch to it fails Unavailable after the queue
 // pair's timeout and names it, while the batch to the MN that is up is applied; a batch that
 // reached the MN before its crash but had not completed is unreachable too.
