@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Throughput around a crash, from `pond sim smallbank|tatp|kvs --faults ... --json FILE`, as PNG.
+"""Throughput around a crash or partition, from `pond sim smallbank|tatp|kvs --faults ... --json FILE`, as PNG.
 
 Each file is one run with a fault schedule: its commits in every millisecond of virtual time
 (result.faults.committed_per_ms) become one line, in thousands of transactions per second, with
@@ -30,13 +30,16 @@ def run_of(path):
         returned = [float(f.get("returned_ms", 0)) for f in faults["failures"]]
         returned += [float(f.get("readable_ms", 0)) for f in faults.get("mn_failures", [])]
         returned = [ms for ms in returned if ms > 0]
+        # A partition's cut costs throughput from its start; its fence (if any) is a failure.
+        cuts = [float(x["cut_ms"]) for x in faults.get("partitions", [])]
         spec = str(faults["spec"])
         recovery = faults.get("recovery_ms")
     except (KeyError, TypeError, ValueError) as e:
         raise BadInput(f"{path}: not a Pond run with --faults ({e})")
     if len(per_ms) < 2:
         raise BadInput(f"{path}: the run is shorter than 2 ms")
-    return {"per_ms": per_ms[:-1], "failures": failures, "returned": returned, "spec": spec,
+    return {"per_ms": per_ms[:-1], "failures": failures, "returned": returned, "cuts": cuts,
+            "spec": spec,
             "recovery": recovery,
             "protocol": data.get("protocol", "?"), "bench": data.get("bench", "?")}
 
@@ -61,7 +64,7 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(9, 4.5), dpi=110)
     for i, run in enumerate(runs):
         label = args.label[i] if args.label else f"{run['protocol']}: {run['spec']}"
         if run["recovery"] is not None:
@@ -72,11 +75,14 @@ def main():
         for crash_ms, open_ms in run["failures"]:
             ax.axvline(crash_ms, color=line.get_color(), linestyle="--", linewidth=0.8)
             ax.axvline(open_ms, color=line.get_color(), linestyle=":", linewidth=0.8)
+        for cut_ms in run["cuts"]:
+            ax.axvline(cut_ms, color=line.get_color(), linestyle=(0, (1, 3)), linewidth=1.2)
         for returned_ms in run["returned"]:
             ax.axvline(returned_ms, color=line.get_color(), linestyle="-.", linewidth=0.8)
-    ax.set_xlabel("virtual time (ms); dashed: crash, dotted: served again (a CN's shards by "
-                  "survivors, an MN's data by its replicas left),\ndash-dot: a restarted CN's "
-                  "shards back home, a restarted MN read again")
+    ax.set_xlabel("virtual time (ms); dashed: crash (or a cut-off CN fencing itself), sparse "
+                  "dots: a partition's cut,\ndotted: served again (a CN's shards by survivors, an "
+                  "MN's data by its replicas left),\ndash-dot: a restarted CN's shards back home, "
+                  "a restarted MN read again")
     ax.set_ylabel("throughput (K txn/s, per 1 ms)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `pond sim smallbank --faults` end to end, and bench/plot_recovery.py on what it writes: a CN
-# crash and restart and an MN crash are reported (the schedule, the failover, the commits per
-# millisecond, recovery_ms, the replica check) and plotted; bad schedules are refused with one
-# line and exit 2.
+# crash and restart, an MN crash and a partition are reported (the schedule, the failover, the
+# commits per millisecond, recovery_ms, the replica check) and plotted; bad schedules are
+# refused with one line and exit 2.
 # Usage: plot_recovery_test.sh PYTHON POND
 set -euo pipefail
 python=$1
@@ -54,6 +54,27 @@ assert r["aborts"]["mn_unreachable"] > 0, r["aborts"]
 assert r["replica_check"]["ok"]
 PY
 
+# A partition that outlasts the CN's lease: it fences itself, is declared after, and — healed —
+# rejoins; reported, in the JSON, and plotted with the others.
+"$pond" "${run[@]}" --faults partition-cn:2@3ms,heal-cn:2@6ms --json "$tmp/part.json" \
+  >"$tmp/part.out" 2>"$tmp/err" ||
+  fail "the run with a partition failed: $(tail -3 "$tmp/part.out") $(tail -3 "$tmp/err")"
+for line in "^failover     CN 2 partitioned at 3.000 ms: its lease ended and it fenced itself +.*healed +3.000 ms" \
+  "^failover     CN 2 fenced itself at " "^failover     CN 2 restarted: running clients +" \
+  "^recovery_ms  " "^replicas     ok: " "^money check  ok"; do
+  grep -q "$line" "$tmp/part.out" || fail "no line '$line' in: $(cat "$tmp/part.out")"
+done
+"$python" - "$tmp/part.json" <<'PY' || fail "the JSON lacks the partition"
+import json, sys
+f = json.load(open(sys.argv[1]))["result"]["faults"]
+p = f["partitions"][0]
+assert p["cn"] == 2 and p["cut_ms"] == 3.0 and p["healed_ms"] == 6.0, p
+assert 3.0 < p["fenced_ms"] < 5.0, p
+c = f["failures"][0]
+assert c["fenced"] and c["crash_ms"] == p["fenced_ms"] and c["detected_ms"] > c["crash_ms"], c
+assert f["cut_packets"] > 0
+PY
+
 # The same seed draws the same random schedule, printed so that it replays.
 "$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r1" 2>/dev/null || fail "random run failed"
 "$pond" "${run[@]}" --faults random --seed 5 >"$tmp/r2" 2>/dev/null || fail "random rerun failed"
@@ -86,6 +107,7 @@ refused() {  # PROTOCOL SPEC WORDS
 }
 refused motor crash-cn:1@1ms "cannot recover a crashed CN"
 refused ford crash-mn:1@1ms "cannot survive an MN crash"
+refused motor partition-cn:1@1ms,heal-cn:1@2ms "cannot survive a partitioned CN"
 # A crash with the history recorded: judged by the isolation checker, the calls caught mid-commit
 # as info.
 "$pond" sim smallbank --cns 4 --workers 2 --coros 4 --accounts 2000 --virtual-seconds 0.008 \
@@ -108,11 +130,12 @@ for line in "^faults       crash-mn:1@3ms,drop:0.01$" "^faults lotus: 0 CN and 1
 done
 "$pond" "${cmp[@]}" --faults random --seed 3 >"$tmp/cmp.out" 2>"$tmp/cmp.err" ||
   fail "compare with random faults failed: $(tail -3 "$tmp/cmp.err")"
-! grep -q "^faults       .*crash" "$tmp/cmp.out" || fail "random drew a crash motor cannot survive"
+! grep -q "^faults       .*\(crash\|partition\)" "$tmp/cmp.out" ||
+  fail "random drew a crash or partition motor cannot survive"
 
-"$python" "$here/plot_recovery.py" "$tmp/crash.json" "$tmp/mn.json" -o "$tmp/crash.png" \
-  >"$tmp/plot.out" || fail "plot_recovery.py failed"
-grep -q "plotted 2 run(s)" "$tmp/plot.out" || fail "unexpected summary: $(cat "$tmp/plot.out")"
+"$python" "$here/plot_recovery.py" "$tmp/crash.json" "$tmp/mn.json" "$tmp/part.json" \
+  -o "$tmp/crash.png" >"$tmp/plot.out" || fail "plot_recovery.py failed"
+grep -q "plotted 3 run(s)" "$tmp/plot.out" || fail "unexpected summary: $(cat "$tmp/plot.out")"
 [ -s "$tmp/crash.png" ] || fail "no PNG written"
 set +e
 "$python" "$here/plot_recovery.py" "$tmp/out" -o "$tmp/x.png" 2>"$tmp/perr"

@@ -279,10 +279,12 @@ int RunCompare(CompareArgs& a, bool simulate) {
     const FailoverStats& f = *row.r.failover;
     std::optional<double> rec = bench::RecoveryMs(row.r);
     std::string summary = fmt::format(
-        "{} CN and {} MN crash(es), {} calls unknown, recovery_ms {}", f.failures.size(),
-        f.mn_failures.size(), row.r.unknown,
+        "{} CN and {} MN crash(es), {} CN partition(s), {} calls unknown, recovery_ms {}",
+        f.failures.size(), f.mn_failures.size(), f.partitions.size(), row.r.unknown,
         rec ? fmt::format("{:.0f}", *rec)
-            : (f.failures.empty() && f.mn_failures.empty() ? "-" : "not reached"));
+            : (f.failures.empty() && f.mn_failures.empty() && f.partitions.empty()
+                   ? "-"
+                   : "not reached"));
     const bool ok = row.r.replicas && row.r.replicas->ok();
     all_ok &= ok;
     if (ok) {
