@@ -7,6 +7,7 @@
 // it. POND_FAULT_SEED=N runs seed N only; POND_FAULT_SEEDS=K runs K seeds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -346,6 +347,29 @@ TEST(FaultSeedTest, ACnHealedTooLateForItsLeaseFencesAndRejoins) {
   EXPECT_FALSE(f.failures[1].fenced);
   EXPECT_EQ(f.failures[1].crash_ns, 7'000'000u);
   ExpectChecksHold(*run, "a heal too late");
+}
+
+// Restarts wait for recoveries, so they come later than scheduled, and a schedule that keeps two
+// CNs up on paper may not in fact: here CNs 1-3 are "back" at 1.1 ms but wait for CN 4 to
+// recover them, and CN 4's crash at 1.3 ms would leave nobody serving. It waits until a
+// restarted CN serves (found by the soak with partitions: seed 323 of LotusSerializable).
+TEST(FaultSeedTest, ACrashThatWouldLeaveNoCnServingWaitsForARestart) {
+  Result<RunResult> run = RunScheduled(
+      "crash-cn:1@1ms,crash-cn:2@1ms,crash-cn:3@1ms,restart-cn:1@1100us,restart-cn:2@1100us,"
+      "restart-cn:3@1100us,crash-cn:0@1200us,crash-cn:4@1300us",
+      3, 0.012);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_TRUE(run->failover.has_value());
+  // A restart happens once its failure's shards are open elsewhere (its clients start a put and
+  // a one-way later, restart_ns).
+  uint64_t first_restart = UINT64_MAX, crash4 = 0;
+  for (const auto& f : run->failover->failures) {
+    if (f.restart_ns != 0) first_restart = std::min(first_restart, f.open_ns);
+    if (f.cn == 4) crash4 = f.crash_ns;
+  }
+  EXPECT_GT(crash4, 1'300'000u) << "CN 4 was the last CN serving: its crash waited";
+  EXPECT_GE(crash4, first_restart) << "until a restarted CN served";
+  ExpectChecksHold(*run, "a crash that waited");
 }
 
 // Found by the 5,000-seed soak (seed 331): CN 0 managed a shard, lost it home to a restarted CN,

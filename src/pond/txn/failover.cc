@@ -163,7 +163,11 @@ void Failover::RunQueue(uint16_t cn) {
     bool done = true;
     switch (q.front()) {
       case NodeFaultKind::kCrashCn:
-        Crash(cn);
+        // The schedule keeps CNs up beside it, but restarts wait for recoveries and so come
+        // later than scheduled: a crash (or cut, below) that would leave no CN serving waits
+        // until one is back — with nobody left, nobody could recover anyone.
+        done = ServingBesides(cn) > 0;
+        if (done) Crash(cn);
         break;
       case NodeFaultKind::kRestartCn:
         done = Restart(cn);
@@ -370,18 +374,19 @@ void Failover::OpenReturned(Return& r) {
 
 bool Failover::Cut(uint16_t cn) {
   POND_CHECK(!crashed_[cn] && !partitioned_[cn]);
-  // The schedule keeps two CNs up besides it, but restarts wait for recoveries and so come
-  // later than scheduled: a cut that would leave fewer than two CNs serving waits for them (a
-  // lone survivor cut off would leave nobody to recover anyone).
-  int serving = 0;
-  for (uint16_t other = 0; other < crashed_.size(); other++) {
-    serving += other != cn && !crashed_[other] && !partitioned_[other];
-  }
-  if (serving < 2) return false;
+  if (ServingBesides(cn) == 0) return false;  // as a crash waits (RunQueue)
   partitioned_[cn] = true;
   cl_.sim_fabric_->PartitionCn(cn);
   partitions_.push_back(FailoverStats::Partition{cn, engine_.now() - base_ns_});
   return true;
+}
+
+int Failover::ServingBesides(uint16_t cn) const {
+  int serving = 0;
+  for (uint16_t other = 0; other < crashed_.size(); other++) {
+    serving += other != cn && !crashed_[other] && !partitioned_[other];
+  }
+  return serving;
 }
 
 bool Failover::Heal(uint16_t cn) {

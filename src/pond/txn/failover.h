@@ -94,8 +94,10 @@ class Failover {
   void RunQueue(uint16_t cn);
   void Crash(uint16_t cn);
   // partition-cn: `cn` is cut off from the CM and the other CNs (not from the memory pool).
-  // False if it must wait: it would leave fewer than two CNs serving.
+  // False if it must wait: it would leave no CN serving.
   bool Cut(uint16_t cn);
+  // CNs other than `cn` neither crashed nor cut off.
+  int ServingBesides(uint16_t cn) const;
   // heal-cn: its links come back. If it had not fenced itself, it goes on; if it had, it comes
   // back as a new incarnation, as restart-cn brings a crashed CN (false: that must wait).
   bool Heal(uint16_t cn);
