@@ -525,6 +525,15 @@ TEST(FaultSeedTest, AnMnRestartGetsItsReplicasBackWhileTransactionsGoOn) {
         Case{Isolation::kSerializable,
              "crash-mn:2@1ms,restart-mn:2@2ms,crash-cn:3@4ms,crash-cn:1@6ms", true},
         Case{Isolation::kSerializable, "crash-mn:1@1ms,restart-mn:1@2ms,crash-mn:0@5ms", true},
+        // A copier's CN cut off mid-copy: healed within its lease (its report waits for the
+        // heal), or past it (it fences itself; its units are copied again elsewhere); and CN 0,
+        // the lowest (which syncs the cursors), cut off for good near the copy's end.
+        Case{Isolation::kSerializable,
+             "crash-mn:1@2ms,restart-mn:1@3ms,partition-cn:2@5ms,heal-cn:2@5500us", true},
+        Case{Isolation::kSnapshot,
+             "crash-mn:1@2ms,restart-mn:1@3ms,partition-cn:3@5ms,heal-cn:3@7900us", true},
+        Case{Isolation::kSerializable, "crash-mn:1@1ms,restart-mn:1@1ms,partition-cn:0@7900us",
+             true},
         Case{Isolation::kSerializable, "crash-mn:1@1ms,restart-mn:1@2ms,crash-mn:1@5ms", false}}) {
     Result<RunResult> run = RunScheduled(c.spec, 5, 0.008, c.iso, 2000, /*record=*/true);
     ASSERT_TRUE(run.ok()) << c.spec << ": " << run.status().ToString();

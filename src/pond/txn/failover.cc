@@ -555,8 +555,9 @@ void Failover::Declare(uint16_t dead) {
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   const uint64_t epoch = config_.epoch;
   engine_.At(now + kConfigPutNs + one_way, [this, dead, epoch] {
-    for (uint16_t s : config_.Alive())
+    for (uint16_t s : config_.Alive()) {
       Arrive(s, [this, s, dead, epoch] { OnEpoch(s, dead, epoch); });
+    }
   });
   RejoinCnFailed(dead);
   for (auto& other : failures_) MaybeFinish(*other);

@@ -261,7 +261,8 @@ void Failover::SpawnCopier(Rejoin& r, uint16_t cn, uint16_t worker) {
       }
       r->slots += *copied;
     }
-    fo->CopyDone(*r);
+    // Its report; a cut-off CN's waits for the heal (Arrive).
+    fo->Arrive(cn, [fo, r] { fo->CopyDone(*r); });
   }(this, &r, &w, cn));
 }
 
@@ -291,7 +292,15 @@ void Failover::StartSync(Rejoin& r) {
       if (!r->finished) fo->StartSync(*r);
       co_return;
     }
-    fo->RejoinEpoch(*r, cluster::MnStatus::Rejoin::kNone);
+    // Its report; a cut-off syncer's waits for the heal, and is void if it fenced itself
+    // meanwhile (its declaration starts the sync again elsewhere: RejoinCnFailed).
+    const uint16_t syncer = w->cn_id();
+    fo->Arrive(syncer, [fo, r, syncer] {
+      if (!r->finished && r->phase == Rejoin::Phase::kSyncing && r->syncer == syncer &&
+          !fo->crashed_[syncer]) {
+        fo->RejoinEpoch(*r, cluster::MnStatus::Rejoin::kNone);
+      }
+    });
   }(this, &r, &w));
 }
 
