@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Pond builds and tests with (and plots and compares with:
-# matplotlib for bench/plot.py, PostgreSQL 15 for bench/peers/). Idempotent: when every package is
+# matplotlib for bench/plot.py, PostgreSQL 15 for bench/peers/). ZooKeeper is the server package,
+# not zookeeperd: that one also starts a system-wide server on port 2181 at install, and Pond
+# starts its own (cluster/local_zookeeper.h). Idempotent: when every package is
 # already present it prints nothing and returns at once, so the Makefile calls it on every run.
 set -euo pipefail
 
@@ -10,6 +12,7 @@ packages=(
   clang-format
   python3-matplotlib
   postgresql-15 postgresql-client-15
+  zookeeper libzookeeper-mt-dev
 )
 
 missing=()

@@ -108,18 +108,30 @@ std::vector<uint16_t> Configuration::Alive() const {
   return out;
 }
 
-Versioned InMemoryConfigStore::Get(const std::string& key) const {
+Status CheckConfigKey(const std::string& key) {
+  if (key.size() < 2 || key[0] != '/' || key.back() == '/' || key.find("//") != std::string::npos) {
+    return InvalidArgument("configuration key '" + key +
+                           "' is not an absolute path like /pond/configuration");
+  }
+  return Status::Ok();
+}
+
+Result<Versioned> InMemoryConfigStore::Get(const std::string& key) const {
+  POND_RETURN_IF_ERROR(CheckConfigKey(key));
   auto it = data_.find(key);
   return it == data_.end() ? Versioned{} : it->second;
 }
 
 Result<uint64_t> InMemoryConfigStore::PutIf(const std::string& key,
                                             std::span<const std::byte> value, uint64_t expected) {
-  Versioned& v = data_[key];
-  if (v.version != expected) {
-    return Conflict("version of " + key + " is " + std::to_string(v.version) + ", not " +
+  POND_RETURN_IF_ERROR(CheckConfigKey(key));
+  auto it = data_.find(key);
+  const uint64_t version = it == data_.end() ? 0 : it->second.version;
+  if (version != expected) {
+    return Conflict("version of " + key + " is " + std::to_string(version) + ", not " +
                     std::to_string(expected));
   }
+  Versioned& v = data_[key];
   v.value.assign(value.begin(), value.end());
   v.version++;
   puts_++;

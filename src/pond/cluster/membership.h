@@ -4,7 +4,8 @@
 // reconfiguration; failures are found by Pond's own short leases, not the service's).
 //
 // ConfigStore is the coordination service's interface (get, conditional put, watch). The
-// simulator's stand-in, InMemoryConfigStore, keeps versions exactly as ZooKeeper's znodes do:
+// simulator's stand-in, InMemoryConfigStore, keeps versions as ZooKeeper's znodes do (the daemons'
+// store is ZooKeeper itself: zk_config_store.h):
 // a put names the version it read and fails with Conflict if anyone wrote since, so of two
 // would-be configuration managers exactly one wins a reconfiguration.
 //
@@ -60,18 +61,24 @@ struct Versioned {
 class ConfigStore {
  public:
   virtual ~ConfigStore() = default;
-  virtual Versioned Get(const std::string& key) const = 0;
+  // The key's value and version (version 0: it does not exist), or Unavailable when the service
+  // cannot be reached.
+  virtual Result<Versioned> Get(const std::string& key) const = 0;
   // Writes `value` if the key's version is still `expected` (0: the key must not exist);
-  // returns the new version, or Conflict if someone wrote in between.
+  // returns the new version, or Conflict if someone wrote in between. Unavailable: nothing was
+  // written. Unknown: the service was lost mid-put, which may or may not have happened (Get
+  // says which).
   virtual Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
                                  uint64_t expected) = 0;
-  // Calls `fn` after every successful put of `key`, with the new value and version.
+  // Calls `fn` with the newest value and version after puts of `key`. Versions only grow, but
+  // puts in quick succession may reach `fn` as one (ZooKeeper's watches fire once and are set
+  // again), so `fn` must not count on seeing every version.
   virtual void Watch(const std::string& key, std::function<void(const Versioned&)> fn) = 0;
 };
 
 class InMemoryConfigStore final : public ConfigStore {
  public:
-  Versioned Get(const std::string& key) const override;
+  Result<Versioned> Get(const std::string& key) const override;
   Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
                          uint64_t expected) override;
   void Watch(const std::string& key, std::function<void(const Versioned&)> fn) override;
@@ -84,5 +91,9 @@ class InMemoryConfigStore final : public ConfigStore {
 };
 
 inline constexpr const char* kConfigKey = "/pond/configuration";
+
+// A key is an absolute path, as ZooKeeper's znodes are: "/pond/configuration". InvalidArgument
+// naming it otherwise; every ConfigStore refuses other keys alike.
+Status CheckConfigKey(const std::string& key);
 
 }  // namespace pond::cluster

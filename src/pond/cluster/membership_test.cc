@@ -64,7 +64,7 @@ TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {
   InMemoryConfigStore store;
   std::vector<uint64_t> seen;
   store.Watch(kConfigKey, [&seen](const Versioned& v) { seen.push_back(v.version); });
-  EXPECT_EQ(store.Get(kConfigKey).version, 0u);
+  EXPECT_EQ(store.Get(kConfigKey)->version, 0u);
   std::vector<std::byte> a = Three().Encode();
   ASSERT_EQ(store.PutIf(kConfigKey, a, 0).value(), 1u);
   // Two would-be managers read version 1; the first to put wins, the second is refused.
@@ -73,7 +73,7 @@ TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {
   ASSERT_EQ(store.PutIf(kConfigKey, next.Encode(), 1).value(), 2u);
   Result<uint64_t> loser = store.PutIf(kConfigKey, a, 1);
   EXPECT_EQ(loser.status().code(), Code::kConflict);
-  EXPECT_EQ(Configuration::Decode(store.Get(kConfigKey).value)->epoch, 5u);
+  EXPECT_EQ(Configuration::Decode(store.Get(kConfigKey)->value)->epoch, 5u);
   EXPECT_EQ(seen, (std::vector<uint64_t>{1, 2})) << "watchers see every successful put only";
   EXPECT_EQ(store.PutIf("/other", a, 3).status().code(), Code::kConflict)
       << "a key that does not exist has version 0";

@@ -1,0 +1,213 @@
+// The ConfigStore contract, held by the simulator's stand-in and by ZooKeeper alike — the latter
+// against a real server this test starts on loopback (LocalZooKeeper) and stops again.
+#include "pond/cluster/zk_config_store.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "pond/base/assert.h"
+#include "pond/cluster/local_zookeeper.h"
+
+namespace pond::cluster {
+namespace {
+
+std::vector<std::byte> Bytes(const std::string& s) {
+  std::vector<std::byte> b(s.size());
+  std::memcpy(b.data(), s.data(), s.size());
+  return b;
+}
+
+std::string Text(const std::vector<std::byte>& b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// A fresh directory for one server, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/pond-zk-XXXXXX";
+    POND_CHECK(mkdtemp(tmpl.data()) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// What every ConfigStore must do: versions from 1, conditional puts that only the writer of the
+// current version wins, values read back exactly, watches that see newer versions.
+void ExpectTheContract(ConfigStore& store, const std::function<void()>& settle) {
+  const std::string key = "/pond/test/configuration";
+  Result<Versioned> absent = store.Get(key);
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_EQ(absent->version, 0u);
+  EXPECT_TRUE(absent->value.empty());
+
+  std::mutex mu;
+  std::vector<uint64_t> seen;
+  std::string last;
+  store.Watch(key, [&](const Versioned& v) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(v.version);
+    last = Text(v.value);
+  });
+
+  Result<uint64_t> first = store.PutIf(key, Bytes("epoch 1"), 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, 1u);
+  EXPECT_EQ(store.PutIf(key, Bytes("again"), 0).status().code(), Code::kConflict)
+      << "a create of a key that exists";
+  // Two would-be configuration managers read version 1: the first to put wins.
+  Result<uint64_t> winner = store.PutIf(key, Bytes("epoch 2"), 1);
+  ASSERT_TRUE(winner.ok()) << winner.status().ToString();
+  EXPECT_EQ(*winner, 2u);
+  EXPECT_EQ(store.PutIf(key, Bytes("loser"), 1).status().code(), Code::kConflict);
+  EXPECT_EQ(store.PutIf(key, Bytes("ahead"), 7).status().code(), Code::kConflict);
+  EXPECT_EQ(store.PutIf("/pond/test/other", Bytes("x"), 3).status().code(), Code::kConflict)
+      << "a key that does not exist has version 0";
+
+  // Bytes come back exactly, zeros included.
+  std::vector<std::byte> binary = {std::byte{0}, std::byte{0xff}, std::byte{0}, std::byte{7}};
+  ASSERT_TRUE(store.PutIf(key, binary, 2).ok());
+  Result<Versioned> got = store.Get(key);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->version, 3u);
+  EXPECT_EQ(got->value, binary);
+  ASSERT_TRUE(store.PutIf(key, Bytes("epoch 4"), 3).ok());
+
+  settle();
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(seen.empty()) << "the watch saw no put";
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(seen.back(), 4u) << "the watch ends on the newest version";
+  EXPECT_EQ(last, "epoch 4");
+
+  EXPECT_EQ(store.Get("no-slash").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store.PutIf("/trailing/", Bytes("x"), 0).status().code(), Code::kInvalidArgument);
+}
+
+TEST(InMemoryConfigStoreTest, HoldsTheContract) {
+  InMemoryConfigStore store;
+  ExpectTheContract(store, [] {});
+}
+
+class ZkConfigStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Result<std::unique_ptr<LocalZooKeeper>> zk = LocalZooKeeper::Start(dir_.path() + "/zk");
+    ASSERT_TRUE(zk.ok()) << zk.status().ToString();
+    zk_ = std::move(zk).value();
+  }
+  std::unique_ptr<ZkConfigStore> MustConnect() {
+    Result<std::unique_ptr<ZkConfigStore>> s = ZkConfigStore::Connect(zk_->address(), 4000, 10000);
+    POND_CHECK_MSG(s.ok(), s.status().ToString().c_str());
+    return std::move(s).value();
+  }
+  // Watch callbacks come on the client's thread: wait (bounded) for them to catch up.
+  static void Settle(const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  TempDir dir_;
+  std::unique_ptr<LocalZooKeeper> zk_;
+};
+
+TEST_F(ZkConfigStoreTest, HoldsTheContract) {
+  std::unique_ptr<ZkConfigStore> store = MustConnect();
+  // A second session watches too: a configuration change reaches every CN.
+  std::unique_ptr<ZkConfigStore> other = MustConnect();
+  std::atomic<uint64_t> other_seen{0};
+  other->Watch("/pond/test/configuration",
+               [&other_seen](const Versioned& v) { other_seen = v.version; });
+  ExpectTheContract(*store, [] {
+    // The last put's watch event may still be on its way.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  });
+  Settle([&] { return other_seen.load() == 4; });
+  EXPECT_EQ(other_seen.load(), 4u) << "the other session's watch saw the newest version";
+}
+
+// Of several would-be configuration managers racing to write the next epoch from the same
+// version, exactly one wins, whichever session it is in.
+TEST_F(ZkConfigStoreTest, ExactlyOneOfRacingManagersWins) {
+  std::unique_ptr<ZkConfigStore> setup = MustConnect();
+  ASSERT_TRUE(setup->PutIf(kConfigKey, Bytes("epoch 1"), 0).ok());
+  constexpr int kManagers = 4;
+  std::vector<std::unique_ptr<ZkConfigStore>> stores;
+  for (int i = 0; i < kManagers; i++) stores.push_back(MustConnect());
+  std::atomic<int> wins{0}, conflicts{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kManagers; i++) {
+    threads.emplace_back([&, i] {
+      Result<uint64_t> r =
+          stores[i]->PutIf(kConfigKey, Bytes("epoch 2 by " + std::to_string(i)), 1);
+      if (r.ok()) {
+        wins++;
+      } else if (r.status().code() == Code::kConflict) {
+        conflicts++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wins.load(), 1);
+  EXPECT_EQ(conflicts.load(), kManagers - 1);
+  Result<Versioned> v = setup->Get(kConfigKey);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->version, 2u);
+  EXPECT_EQ(Text(v->value).rfind("epoch 2 by ", 0), 0u);
+}
+
+// With the server gone, calls fail in bounded time — Unavailable, or Unknown for a put whose
+// fate the lost connection hides — and never hang.
+TEST_F(ZkConfigStoreTest, ALostServerFailsCallsInsteadOfHanging) {
+  std::unique_ptr<ZkConfigStore> store = MustConnect();
+  ASSERT_TRUE(store->PutIf(kConfigKey, Bytes("epoch 1"), 0).ok());
+  zk_->Stop();
+  const auto start = std::chrono::steady_clock::now();
+  Result<uint64_t> put = store->PutIf(kConfigKey, Bytes("epoch 2"), 1);
+  EXPECT_TRUE(put.status().code() == Code::kUnavailable || put.status().code() == Code::kUnknown)
+      << put.status().ToString();
+  Result<Versioned> get = store->Get(kConfigKey);
+  EXPECT_EQ(get.status().code(), Code::kUnavailable) << get.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(ZkConfigStoreConnectTest, NoServerIsUnavailableWithinTheTimeout) {
+  // Port 1 on loopback: privileged, and nothing listens there.
+  const auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<ZkConfigStore>> s = ZkConfigStore::Connect("127.0.0.1:1", 2000, 1000);
+  EXPECT_EQ(s.status().code(), Code::kUnavailable) << s.status().ToString();
+  EXPECT_NE(s.status().message().find("127.0.0.1:1"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(ZkConfigStore::Connect("", 2000, 1000).status().code(), Code::kInvalidArgument);
+}
+
+TEST(LocalZooKeeperTest, StopsAndLeavesNoProcessBehind) {
+  TempDir dir;
+  Result<std::unique_ptr<LocalZooKeeper>> zk = LocalZooKeeper::Start(dir.path() + "/zk");
+  ASSERT_TRUE(zk.ok()) << zk.status().ToString();
+  const pid_t group = (*zk)->pid();
+  ASSERT_GT(group, 0);
+  (*zk)->Stop();
+  (*zk)->Stop();  // harmless
+  EXPECT_EQ(kill(-group, 0), -1) << "a process of the server's group is still alive";
+}
+
+}  // namespace
+}  // namespace pond::cluster
