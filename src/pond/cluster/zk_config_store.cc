@@ -85,8 +85,9 @@ Result<Versioned> ZkConfigStore::Get(const std::string& key) const {
     rc = zoo_get(zh_, key.c_str(), 0, reinterpret_cast<char*>(v.value.data()), &len, &stat);
     if (rc == ZNONODE) return Versioned{};
     if (rc != ZOK) return Unavailable(ZkError("get " + key, rc));
+    if (len < 0) len = 0;                  // a znode made with no data at all
     if (stat.dataLength != len) continue;  // it grew meanwhile: the bytes read are cut short
-    v.value.resize(static_cast<size_t>(len < 0 ? 0 : len));
+    v.value.resize(static_cast<size_t>(len));
     v.version = static_cast<uint64_t>(stat.version) + 1;
     return v;
   }

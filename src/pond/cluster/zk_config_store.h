@@ -33,7 +33,7 @@ class ZkConfigStore final : public ConfigStore {
 
   // Opens a session with one of `hosts` ("127.0.0.1:2181", or several, comma-separated).
   // Unavailable if none answers within `connect_timeout_ms`. The session ends if the servers are
-  // unreachable for `session_timeout_ms`; calls then fail Unavailable.
+  // unreachable for `session_timeout_ms`; calls then fail Unavailable for good (connect again).
   static Result<std::unique_ptr<ZkConfigStore>> Connect(const std::string& hosts,
                                                         int session_timeout_ms = 10'000,
                                                         int connect_timeout_ms = 10'000);

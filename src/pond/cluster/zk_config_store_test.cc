@@ -130,6 +130,12 @@ class ZkConfigStoreTest : public ::testing::Test {
 
 TEST_F(ZkConfigStoreTest, HoldsTheContract) {
   std::unique_ptr<ZkConfigStore> store = MustConnect();
+  // A parent the first put makes holds no data at all: it reads as empty, not as an error.
+  ASSERT_TRUE(store->PutIf("/pond/parent/child", Bytes("x"), 0).ok());
+  Result<Versioned> parent = store->Get("/pond/parent");
+  ASSERT_TRUE(parent.ok()) << parent.status().ToString();
+  EXPECT_EQ(parent->version, 1u);
+  EXPECT_TRUE(parent->value.empty());
   // A second session watches too: a configuration change reaches every CN.
   std::unique_ptr<ZkConfigStore> other = MustConnect();
   std::atomic<uint64_t> other_seen{0};
