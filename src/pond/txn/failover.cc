@@ -150,9 +150,9 @@ Failover::Failure& Failover::FailureOf(uint16_t cn) {
   __builtin_unreachable();
 }
 
-void Failover::Enqueue(uint16_t cn, NodeFaultKind kind) {
+void Failover::Enqueue(uint16_t cn, NodeFaultKind kind, bool first) {
   if (queued_.size() <= cn) queued_.resize(size_t{cn} + 1);
-  queued_[cn].push_back(kind);
+  queued_[cn].insert(first ? queued_[cn].begin() : queued_[cn].end(), kind);
   queued_count_++;
   if (queued_[cn].size() == 1) RunQueue(cn);
 }
@@ -438,12 +438,7 @@ void Failover::Fence(uint16_t cn) {
   for (auto& fn : std::exchange(parked_[cn], {})) fn();
   // Healed, but too late for its lease: it hears the configuration at once and rejoins as a new
   // incarnation, as a CN healed after fencing itself does — before any fault scheduled later.
-  if (!partitioned_[cn]) {
-    if (queued_.size() <= cn) queued_.resize(size_t{cn} + 1);
-    queued_[cn].insert(queued_[cn].begin(), NodeFaultKind::kRestartCn);
-    queued_count_++;
-    if (queued_[cn].size() == 1) RunQueue(cn);
-  }
+  if (!partitioned_[cn]) Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
 }
 
 void Failover::CnLeaseRenewed(uint16_t cn, uint16_t inc, uint64_t sent_ns) {

@@ -88,9 +88,10 @@ class Failover {
  private:
   struct Failure;
   struct Return;
-  // A CN's crashes and restarts happen in their order: one that comes while a restart waits for
-  // the recovery before it waits too.
-  void Enqueue(uint16_t cn, NodeFaultKind kind);
+  // A CN's crashes, restarts, cuts and heals happen in their order: one that comes while a
+  // restart waits for the recovery before it waits too. `first`: ahead of those waiting (a
+  // rejoin the CN itself starts).
+  void Enqueue(uint16_t cn, NodeFaultKind kind, bool first = false);
   void RunQueue(uint16_t cn);
   void Crash(uint16_t cn);
   // partition-cn: `cn` is cut off from the CM and the other CNs (not from the memory pool).
