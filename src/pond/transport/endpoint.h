@@ -188,6 +188,8 @@ class Endpoint : public Poller {
   void Deliver(std::span<const std::byte> packet);
   // A backend gives each delivered packet's buffer back here; Send builds packets in them.
   void RecycleBuffer(PacketBuffer&& buf) { buffer_pool_->Give(std::move(buf)); }
+  // A spare buffer, for a backend that copies arriving packets into buffers of its own.
+  PacketBuffer TakeBuffer() { return buffer_pool_->Take(); }
   // Makes this endpoint take and give buffers from `pool` (which must outlive it) instead of
   // its own: for a backend whose endpoints all run on one thread.
   void UseBufferPool(PacketBufferPool* pool) { buffer_pool_ = pool; }

@@ -1,0 +1,96 @@
+#include "pond/transport/ucx/memory_node.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "pond/base/assert.h"
+
+namespace pond::ucx {
+
+Result<std::unique_ptr<UcxMemoryNode>> UcxMemoryNode::Start(MnId mn, uint64_t bytes,
+                                                            const UcxOptions& options) {
+  if (bytes < 4096 || bytes % 4096 != 0 || bytes > GAddr::kOffsetMask) {
+    return InvalidArgument("MN region size must be a multiple of 4096 below 2^48 bytes");
+  }
+  std::unique_ptr<UcxMemoryNode> n(new UcxMemoryNode());
+  auto ctx = Context::Create(options);
+  if (!ctx.ok()) return ctx.status();
+  n->ctx_ = std::move(ctx).value();
+  auto worker = Worker::Create(*n->ctx_);
+  if (!worker.ok()) return worker.status();
+  n->worker_ = std::move(worker).value();
+
+  ucp_mem_map_params_t mp{};
+  mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_LENGTH | UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  mp.length = bytes;
+  // UCX allocates, so that on shared memory the region is a segment other processes can map.
+  mp.flags = UCP_MEM_MAP_ALLOCATE;
+  ucs_status_t s = ucp_mem_map(n->ctx_->get(), &mp, &n->mem_);
+  if (s != UCS_OK) {
+    return FromUcs(s, "cannot map an MN region of " + std::to_string(bytes) + " bytes");
+  }
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  s = ucp_mem_query(n->mem_, &attr);
+  if (s != UCS_OK) return FromUcs(s, "cannot query the MN region");
+  POND_CHECK(attr.length >= bytes);
+  n->region_ = static_cast<std::byte*>(attr.address);
+
+  void* rkey = nullptr;
+  size_t rkey_len = 0;
+  s = ucp_rkey_pack(n->ctx_->get(), n->mem_, &rkey, &rkey_len);
+  if (s != UCS_OK) return FromUcs(s, "cannot pack the MN region's remote key");
+  const auto* r = static_cast<const std::byte*>(rkey);
+  n->descriptor_.rkey.assign(r, r + rkey_len);
+  ucp_rkey_buffer_release(rkey);
+  n->descriptor_.mn = mn;
+  n->descriptor_.base = reinterpret_cast<uint64_t>(n->region_);
+  n->descriptor_.bytes = bytes;
+  n->descriptor_.worker_address = n->worker_->address();
+
+  n->stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  if (n->stop_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
+  int efd = -1;
+  s = ucp_worker_get_efd(n->worker_->get(), &efd);
+  if (s != UCS_OK) return FromUcs(s, "cannot get the MN worker's event descriptor");
+  n->thread_ = std::thread([m = n.get()] { m->Serve(); });
+  return n;
+}
+
+void UcxMemoryNode::Serve() {
+  ucp_worker_h w = worker_->get();
+  int efd = -1;
+  POND_CHECK(ucp_worker_get_efd(w, &efd) == UCS_OK);
+  for (;;) {
+    while (ucp_worker_progress(w) != 0) {
+    }
+    // Arm, then sleep until UCX has work (a software RMA to carry out) or we are stopped. BUSY
+    // means events came between the progress and the arm: progress again.
+    ucs_status_t s = ucp_worker_arm(w);
+    if (s == UCS_ERR_BUSY) continue;
+    POND_CHECK_MSG(s == UCS_OK, "ucp_worker_arm failed");
+    pollfd fds[2] = {{efd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    int n = poll(fds, 2, -1);
+    if (n < 0 && errno == EINTR) continue;
+    POND_CHECK_MSG(n > 0, "poll on the MN worker failed");
+    if (fds[1].revents != 0) return;
+  }
+}
+
+UcxMemoryNode::~UcxMemoryNode() {
+  if (thread_.joinable()) {
+    uint64_t one = 1;
+    POND_CHECK(write(stop_fd_, &one, sizeof(one)) == sizeof(one));
+    thread_.join();
+  }
+  if (stop_fd_ >= 0) close(stop_fd_);
+  if (mem_ != nullptr) ucp_mem_unmap(ctx_->get(), mem_);
+  worker_.reset();
+  ctx_.reset();
+}
+
+}  // namespace pond::ucx

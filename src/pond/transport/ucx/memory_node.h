@@ -1,0 +1,49 @@
+// UcxMemoryNode: one memory node on UCX — a region mapped by UCX (so that on shared memory it
+// lives in a segment other processes on the host can map, and on RDMA it is registered with the
+// NIC), and a UCP worker kept progressing by a thread of its own. The MN runs no transaction
+// logic: with shared memory or RDMA the CNs' operations never reach its CPU; with TCP, UCX
+// carries them out in software on this worker, which is why it must progress.
+//
+// The thread sleeps on the worker's event descriptor when nothing arrives, so an idle MN costs
+// no CPU. `pond mn` is this class plus a config, and the embedded cluster on UCX starts one per
+// MN in its own process.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <thread>
+
+#include "pond/status.h"
+#include "pond/transport/ucx/ucx_context.h"
+
+namespace pond::ucx {
+
+class UcxMemoryNode {
+ public:
+  // Maps a zeroed region of `bytes` and starts serving it.
+  static Result<std::unique_ptr<UcxMemoryNode>> Start(MnId mn, uint64_t bytes,
+                                                      const UcxOptions& options);
+  // Stops the worker's thread, then unmaps the region.
+  ~UcxMemoryNode();
+  UcxMemoryNode(const UcxMemoryNode&) = delete;
+  UcxMemoryNode& operator=(const UcxMemoryNode&) = delete;
+
+  const MnDescriptor& descriptor() const { return descriptor_; }
+  // The region's bytes, for the MN's own start-up work (formatting) and for tests.
+  std::byte* region() const { return region_; }
+
+ private:
+  UcxMemoryNode() = default;
+  void Serve();
+
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Worker> worker_;
+  ucp_mem_h mem_ = nullptr;
+  std::byte* region_ = nullptr;
+  MnDescriptor descriptor_;
+  int stop_fd_ = -1;  // an eventfd: written once to wake the thread and stop it
+  std::thread thread_;
+};
+
+}  // namespace pond::ucx

@@ -1,0 +1,415 @@
+#include "pond/transport/ucx/ucx_fabric.h"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "pond/base/assert.h"
+
+namespace pond::ucx {
+
+namespace {
+
+// The one active-message id Pond uses: a CN packet.
+constexpr unsigned kPacketAmId = 1;
+// How long teardown waits for an endpoint to close before it lets the worker's destruction
+// reclaim it.
+constexpr auto kCloseWait = std::chrono::seconds(2);
+
+// Progresses `w` until `req` (from a *_nbx call) is done or `limit` passes; frees it.
+void WaitAndFree(ucp_worker_h w, ucs_status_ptr_t req, std::chrono::steady_clock::duration limit) {
+  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (ucp_request_check_status(req) == UCS_INPROGRESS &&
+         std::chrono::steady_clock::now() < until) {
+    ucp_worker_progress(w);
+  }
+  ucp_request_free(req);
+}
+
+ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, Status* status) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = ucp_ep_create(w, &p, &ep);
+  if (s != UCS_OK) *status = FromUcs(s, "cannot connect a UCX endpoint");
+  return ep;
+}
+
+}  // namespace
+
+class UcxEndpoint final : public Endpoint {
+ public:
+  UcxEndpoint(UcxFabric& fabric, WorkerAddr self, Scheduler& sched, std::unique_ptr<Worker> worker)
+      : Endpoint(self, sched), fabric_(fabric), worker_(std::move(worker)) {}
+
+  // Connects to every MN and starts taking packets. Fails when an MN cannot be reached.
+  Status Init() {
+    ucp_worker_h w = worker_->get();
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = kPacketAmId;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    hp.cb = &UcxEndpoint::OnPacket;
+    hp.arg = this;
+    ucs_status_t s = ucp_worker_set_am_recv_handler(w, &hp);
+    if (s != UCS_OK) return FromUcs(s, "cannot set the UCX packet handler");
+    for (const MnDescriptor& d : fabric_.mns_) {
+      Status st;
+      Mn mn;
+      mn.base = d.base;
+      mn.ep = CreateEp(w, d.worker_address, &st);
+      if (!st.ok()) return st;
+      mns_.push_back(mn);  // from here on the destructor closes it
+      s = ucp_ep_rkey_unpack(mn.ep, d.rkey.data(), &mns_.back().rkey);
+      if (s != UCS_OK) return FromUcs(s, "cannot unpack MN " + std::to_string(d.mn) + "'s rkey");
+    }
+    return Status::Ok();
+  }
+
+  ~UcxEndpoint() override {
+    ucp_worker_h w = worker_->get();
+    for (Mn& mn : mns_) {
+      if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
+    }
+    ucp_request_param_t p{};
+    for (Mn& mn : mns_) WaitAndFree(w, ucp_ep_close_nbx(mn.ep, &p), kCloseWait);
+    for (auto& [addr, ep] : peers_) WaitAndFree(w, ucp_ep_close_nbx(ep, &p), kCloseWait);
+  }
+
+ protected:
+  void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
+    if (mn >= mns_.size()) {
+      Complete(done, InvalidArgument("no MN " + std::to_string(mn)));
+      return;
+    }
+    std::unique_ptr<Batch> b = TakeBatch();
+    b->ep = this;
+    b->done = done;
+    b->mn = mn;
+    b->ops.swap(ops);  // the ops hold the atomics' operands, which must outlive the posting
+    Continue(std::move(b));
+  }
+
+  void SendPacket(WorkerAddr to, PacketBuffer packet) override {
+    ucp_ep_h ep = Peer(to);
+    fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
+    auto* slot = new SendSlot{this, std::move(packet)};
+    ucp_request_param_t p{};
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    p.cb.send = &UcxEndpoint::OnSent;
+    p.user_data = slot;
+    // Eager only: the receiver then always has the whole packet in its handler.
+    p.flags = UCP_AM_SEND_FLAG_EAGER;
+    ucs_status_ptr_t r =
+        ucp_am_send_nbx(ep, kPacketAmId, nullptr, 0, slot->bytes.data(), slot->bytes.size(), &p);
+    if (r == nullptr) {
+      Sent(slot, UCS_OK);
+    } else if (UCS_PTR_IS_ERR(r)) {
+      Sent(slot, UCS_PTR_STATUS(r));
+    }  // else OnSent finishes it
+  }
+
+  void EndRound() override {
+    Endpoint::EndRound();
+    // As in the local fabric: a packet stops counting as in flight only once the answers its
+    // handlers buffered have left.
+    if (consumed_ != 0) {
+      fabric_.in_flight_.fetch_sub(consumed_, std::memory_order_acq_rel);
+      consumed_ = 0;
+    }
+  }
+
+  bool PollBackend() override {
+    progressed_ = false;
+    ucp_worker_h w = worker_->get();
+    for (int i = 0; i < kProgressMax && ucp_worker_progress(w) != 0; i++) {
+    }
+    // Batches whose flush completed go on here, outside UCX's callbacks.
+    if (!flushed_.empty()) progressed_ = true;
+    while (!flushed_.empty()) {
+      std::unique_ptr<Batch> b(flushed_.back());
+      flushed_.pop_back();
+      Continue(std::move(b));
+    }
+    for (auto& p : arrived_) {
+      Deliver(p);
+      RecycleBuffer(std::move(p));
+    }
+    consumed_ += arrived_.size();
+    const bool any = progressed_ || !arrived_.empty();
+    arrived_.clear();
+    return any;
+  }
+
+ private:
+  struct Mn {
+    ucp_ep_h ep = nullptr;
+    ucp_rkey_h rkey = nullptr;
+    uint64_t base = 0;
+  };
+  struct Batch {
+    UcxEndpoint* ep = nullptr;
+    Completion* done = nullptr;
+    MnId mn = 0;
+    Status status;
+    bool unreachable = false;
+    size_t next = 0;  // ops before it are posted
+    std::vector<Op> ops;
+  };
+  struct SendSlot {
+    UcxEndpoint* ep;
+    PacketBuffer bytes;
+  };
+  // Progress calls per poll: enough to drain a burst, bounded so that a flood of arrivals does
+  // not starve the worker's coroutines.
+  static constexpr int kProgressMax = 64;
+  static constexpr size_t kSpareBatchesMax = 64;
+
+  // Posts the batch's next segment: ops up to the first that must not start before an earlier
+  // one is done — any op after a WRITE, CAS or FAA, and a WRITE, CAS or FAA after any op; only
+  // READs in a row share a segment. UCX orders nothing between operations (over TCP it carries
+  // out a PUT natively and a GET or an atomic by messages, and a later op can overtake an
+  // earlier one; ucp_worker_fence does not stop that in UCX 1.13), so the flush that ends a
+  // segment is what keeps the posting order. On shared memory every op is done when posted and
+  // a flush returns at once, so segments cost nothing there; on RDMA they cost a round trip per
+  // WRITE that is followed by another op, which the queue pair's own order would make needless
+  // (docs/transports.md).
+  void Continue(std::unique_ptr<Batch> b) {
+    const Mn& m = mns_[b->mn];
+    const uint64_t size = fabric_.region_bytes();
+    for (;;) {
+      bool segment_writes = false;
+      size_t posted = 0;
+      while (b->next < b->ops.size() && b->status.ok()) {
+        Op& op = b->ops[b->next];
+        const bool writes = op.verb != Verb::kRead;
+        if (posted > 0 && (segment_writes || writes)) break;
+        const uint64_t off = op.addr.offset();
+        if (off > size || op.len > size - off) {
+          b->status =
+              InvalidArgument("remote access outside MN " + std::to_string(b->mn) + " region");
+          break;
+        }
+        if (writes && op.verb != Verb::kWrite && (off & 7) != 0) {
+          b->status = InvalidArgument("atomic on unaligned remote address");
+          break;
+        }
+        Status st = PostOp(m, op);
+        if (!st.ok()) {
+          b->unreachable = st.code() == Code::kUnavailable;
+          b->status = std::move(st);
+          break;
+        }
+        b->next++;
+        posted++;
+        segment_writes |= writes;
+      }
+      if (posted == 0) {
+        Finish(std::move(b), UCS_OK);
+        return;
+      }
+      ucp_request_param_t fp{};
+      fp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      fp.cb.send = &UcxEndpoint::OnFlushed;
+      fp.user_data = b.get();
+      ucs_status_ptr_t r = ucp_ep_flush_nbx(m.ep, &fp);
+      if (UCS_PTR_IS_ERR(r)) {
+        Finish(std::move(b), UCS_PTR_STATUS(r));
+        return;
+      }
+      if (r != nullptr) {
+        b.release();  // OnFlushed hands it back through flushed_
+        return;
+      }
+      // Done at once (shared memory): post the next segment now.
+    }
+  }
+
+  // Posts one op; its completion is learned from the flush that ends its segment.
+  Status PostOp(const Mn& m, Op& op) {
+    ucp_request_param_t p{};
+    ucs_status_ptr_t r = nullptr;
+    const uint64_t raddr = m.base + op.addr.offset();
+    switch (op.verb) {
+      case Verb::kRead:
+        r = ucp_get_nbx(m.ep, op.local, op.len, raddr, m.rkey, &p);
+        break;
+      case Verb::kWrite:
+        r = ucp_put_nbx(m.ep, op.local, op.len, raddr, m.rkey, &p);
+        break;
+      case Verb::kCas:
+        // CSWAP compares with `buffer` and swaps in the reply buffer's value, which it then
+        // overwrites with the old one.
+        std::memcpy(op.local, &op.arg1, 8);
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        p.datatype = ucp_dt_make_contig(8);
+        p.reply_buffer = op.local;
+        r = ucp_atomic_op_nbx(m.ep, UCP_ATOMIC_OP_CSWAP, &op.arg0, 1, raddr, m.rkey, &p);
+        break;
+      case Verb::kFaa:
+        p.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+        p.datatype = ucp_dt_make_contig(8);
+        p.reply_buffer = op.local;
+        r = ucp_atomic_op_nbx(m.ep, UCP_ATOMIC_OP_ADD, &op.arg0, 1, raddr, m.rkey, &p);
+        break;
+    }
+    if (UCS_PTR_IS_ERR(r)) return FromUcs(UCS_PTR_STATUS(r), VerbName(op.verb));
+    if (r != nullptr) ucp_request_free(r);
+    return Status::Ok();
+  }
+
+  std::unique_ptr<Batch> TakeBatch() {
+    if (spare_batches_.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> b = std::move(spare_batches_.back());
+    spare_batches_.pop_back();
+    return b;
+  }
+
+  void Finish(std::unique_ptr<Batch> b, ucs_status_t flushed) {
+    progressed_ = true;
+    Completion* done = b->done;
+    if (flushed != UCS_OK && b->status.ok()) {
+      b->status = FromUcs(flushed, "batch to MN " + std::to_string(b->mn));
+      b->unreachable = b->status.code() == Code::kUnavailable;
+    }
+    if (b->unreachable) {
+      CompleteUnreachable(done, uint64_t{1} << b->mn, 1);
+    } else if (b->status.ok()) {
+      CompleteOk(done);
+    } else {
+      Complete(done, std::move(b->status));
+    }
+    b->status = Status::Ok();
+    b->unreachable = false;
+    b->next = 0;
+    b->ops.clear();
+    if (spare_batches_.size() < kSpareBatchesMax) spare_batches_.push_back(std::move(b));
+  }
+
+  static void OnFlushed(void* request, ucs_status_t status, void* user_data) {
+    auto* b = static_cast<Batch*>(user_data);
+    if (status != UCS_OK && b->status.ok()) {
+      b->status = FromUcs(status, "batch to MN " + std::to_string(b->mn));
+      b->unreachable = b->status.code() == Code::kUnavailable;
+    }
+    b->ep->flushed_.push_back(b);
+    ucp_request_free(request);
+  }
+
+  void Sent(SendSlot* slot, ucs_status_t status) {
+    // A packet that could not leave is lost, as on any network: the sender's resend covers it.
+    if (status != UCS_OK) fabric_.in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    RecycleBuffer(std::move(slot->bytes));
+    delete slot;
+  }
+
+  static void OnSent(void* request, ucs_status_t status, void* user_data) {
+    auto* slot = static_cast<SendSlot*>(user_data);
+    slot->ep->Sent(slot, status);
+    ucp_request_free(request);
+  }
+
+  static ucs_status_t OnPacket(void* arg, const void* /*header*/, size_t /*header_length*/,
+                               void* data, size_t length, const ucp_am_recv_param_t* param) {
+    auto* self = static_cast<UcxEndpoint*>(arg);
+    POND_CHECK_MSG((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0,
+                   "a CN packet arrived by rendezvous, but Pond sends them eagerly");
+    PacketBuffer buf = self->TakeBuffer();
+    buf.resize(length);
+    std::memcpy(buf.data(), data, length);
+    self->arrived_.push_back(std::move(buf));
+    return UCS_OK;
+  }
+
+  ucp_ep_h Peer(WorkerAddr to) {
+    auto it = peers_.find(to.Packed());
+    if (it != peers_.end()) return it->second;
+    const std::vector<std::byte>* address = fabric_.FindWorker(to);
+    POND_CHECK_MSG(address != nullptr, "message to a worker that has no endpoint");
+    Status st;
+    ucp_ep_h ep = CreateEp(worker_->get(), *address, &st);
+    POND_CHECK_MSG(st.ok(), st.ToString().c_str());
+    peers_.emplace(to.Packed(), ep);
+    return ep;
+  }
+
+  UcxFabric& fabric_;
+  std::unique_ptr<Worker> worker_;  // destroyed last: the endpoints below live on it
+  std::vector<Mn> mns_;
+  std::unordered_map<uint32_t, ucp_ep_h> peers_;
+  std::vector<std::unique_ptr<Batch>> spare_batches_;
+  std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
+  std::vector<PacketBuffer> arrived_;
+  uint64_t consumed_ = 0;
+  bool progressed_ = false;
+};
+
+Result<std::unique_ptr<UcxFabric>> UcxFabric::CreateWithLocalMns(uint16_t num_mns,
+                                                                 uint64_t region_bytes,
+                                                                 const UcxOptions& options) {
+  if (num_mns == 0) return InvalidArgument("need at least one MN");
+  std::unique_ptr<UcxFabric> f(new UcxFabric());
+  for (uint16_t i = 0; i < num_mns; i++) {
+    auto mn = UcxMemoryNode::Start(i, region_bytes, options);
+    if (!mn.ok()) return mn.status();
+    f->mns_.push_back((*mn)->descriptor());
+    f->local_mns_.push_back(std::move(mn).value());
+  }
+  POND_RETURN_IF_ERROR(f->Init(options));
+  return f;
+}
+
+Result<std::unique_ptr<UcxFabric>> UcxFabric::Connect(std::vector<MnDescriptor> mns,
+                                                      const UcxOptions& options) {
+  if (mns.empty()) return InvalidArgument("need at least one MN");
+  for (size_t i = 0; i < mns.size(); i++) {
+    if (mns[i].mn != i) return InvalidArgument("MN descriptors must come in MN order");
+    if (mns[i].bytes != mns[0].bytes) {
+      return InvalidArgument("MN " + std::to_string(i) + "'s region differs in size from MN 0's");
+    }
+  }
+  std::unique_ptr<UcxFabric> f(new UcxFabric());
+  f->mns_ = std::move(mns);
+  POND_RETURN_IF_ERROR(f->Init(options));
+  return f;
+}
+
+Status UcxFabric::Init(const UcxOptions& options) {
+  auto ctx = Context::Create(options);
+  if (!ctx.ok()) return ctx.status();
+  ctx_ = std::move(ctx).value();
+  return Status::Ok();
+}
+
+UcxFabric::~UcxFabric() = default;
+
+std::byte* UcxFabric::region(MnId mn) {
+  return mn < local_mns_.size() ? local_mns_[mn]->region() : nullptr;
+}
+
+const std::vector<std::byte>* UcxFabric::FindWorker(WorkerAddr a) {
+  std::lock_guard lock(directory_mu_);
+  auto it = workers_.find(a.Packed());
+  return it == workers_.end() ? nullptr : &it->second;
+}
+
+std::unique_ptr<Endpoint> UcxFabric::CreateEndpoint(WorkerAddr self, Scheduler& sched) {
+  auto worker = Worker::Create(*ctx_);
+  POND_CHECK_MSG(worker.ok(), worker.status().ToString().c_str());
+  {
+    std::lock_guard lock(directory_mu_);
+    auto [it, fresh] = workers_.emplace(self.Packed(), (*worker)->address());
+    POND_CHECK_MSG(fresh, "two endpoints for one worker address");
+  }
+  auto ep = std::make_unique<UcxEndpoint>(*this, self, sched, std::move(worker).value());
+  Status s = ep->Init();
+  POND_CHECK_MSG(s.ok(), s.ToString().c_str());
+  sched.AddPoller(ep.get());
+  return ep;
+}
+
+}  // namespace pond::ucx

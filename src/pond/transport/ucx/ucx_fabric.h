@@ -1,0 +1,75 @@
+// UcxFabric: the `ucx` transport. Every CN worker has a UCP worker of its own; one-sided verbs go
+// to the MNs' regions as UCP RMA and atomics, and CN messages to other CN workers as UCP active
+// messages. The protocol code above does not know: it sees the Endpoint contract (endpoint.h),
+// which this backend keeps as follows.
+//
+//   - A doorbell batch is the MN's posted ops, each but the first behind ucp_worker_fence (UCX
+//     orders nothing by itself, and protocols rely on posting order), completed by one
+//     ucp_ep_flush_nbx: the flush's callback completes the batch.
+//   - READ/WRITE are ucp_get_nbx/ucp_put_nbx, CAS is UCP_ATOMIC_OP_CSWAP and FAA is
+//     UCP_ATOMIC_OP_ADD with a reply buffer (ucp_atomic_op_nbx), all on the MN's packed rkey.
+//   - An op outside the MN's region, or an unaligned atomic, fails its batch from that op on
+//     (checked here: UCX checks nothing); an MN whose endpoint fails answers Unavailable.
+//   - A packet is one active message (eager, so it always arrives whole in the handler), copied
+//     into a buffer at arrival and delivered by Poll.
+//
+// On shared memory (UCX_TLS=shm) the regions are mapped into this process and every verb is a
+// load, store or CPU atomic; on TCP, UCX emulates the verbs with messages the MN's worker
+// answers; on RDMA the NIC does them.
+//
+// Setup rules as for the local fabric: create every endpoint before workers start sending; each
+// endpoint then belongs to its worker's thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "pond/status.h"
+#include "pond/transport/fabric.h"
+#include "pond/transport/ucx/memory_node.h"
+#include "pond/transport/ucx/ucx_context.h"
+
+namespace pond::ucx {
+
+class UcxFabric final : public Fabric {
+ public:
+  // Starts `num_mns` memory nodes inside this process (a UcxMemoryNode each, with its own UCP
+  // context and thread) and reaches them over UCX: the embedded cluster on the ucx transport.
+  static Result<std::unique_ptr<UcxFabric>> CreateWithLocalMns(uint16_t num_mns,
+                                                               uint64_t region_bytes,
+                                                               const UcxOptions& options);
+  // Reaches MNs served elsewhere (other processes or hosts) by their descriptors, one per MN in
+  // MN order, all of one size.
+  static Result<std::unique_ptr<UcxFabric>> Connect(std::vector<MnDescriptor> mns,
+                                                    const UcxOptions& options);
+  ~UcxFabric() override;
+  UcxFabric(const UcxFabric&) = delete;
+  UcxFabric& operator=(const UcxFabric&) = delete;
+
+  uint16_t num_mns() const override { return static_cast<uint16_t>(mns_.size()); }
+  uint64_t region_bytes() const override { return mns_.front().bytes; }
+  // The region of an MN served by this process; nullptr for one served elsewhere.
+  std::byte* region(MnId mn) override;
+  std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
+  uint64_t packets_in_flight() const override { return in_flight_.load(std::memory_order_acquire); }
+
+ private:
+  friend class UcxEndpoint;
+  UcxFabric() = default;
+  Status Init(const UcxOptions& options);
+  // The UCP address of a CN worker's endpoint, or nullptr if it has none.
+  const std::vector<std::byte>* FindWorker(WorkerAddr a);
+
+  std::vector<std::unique_ptr<UcxMemoryNode>> local_mns_;  // empty when connected to daemons
+  std::vector<MnDescriptor> mns_;
+  std::unique_ptr<Context> ctx_;  // the CN workers' context
+  std::mutex directory_mu_;
+  std::unordered_map<uint32_t, std::vector<std::byte>> workers_;  // WorkerAddr -> UCP address
+  std::atomic<uint64_t> in_flight_{0};
+};
+
+}  // namespace pond::ucx
