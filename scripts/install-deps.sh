@@ -13,6 +13,7 @@ packages=(
   python3-matplotlib
   postgresql-15 postgresql-client-15
   zookeeper libzookeeper-mt-dev
+  libucx-dev
 )
 
 missing=()

@@ -58,8 +58,20 @@ Result<ProtocolConfig> ProtocolByName(std::string_view name);
 const std::vector<std::string>& ProtocolNames();
 const std::vector<std::string>& AblationSteps();
 
+// How Cluster::Start reaches its memory nodes (docs/transports.md). The simulated cluster
+// (StartSimulated) ignores it.
+struct TransportConfig {
+  // "local": the MNs' regions are memory of this process, reached by loads and stores.
+  // "ucx": through UCX, each MN a UCX memory node served by a thread of this process — the
+  // path separate MN daemons use, on one host.
+  std::string kind = "local";
+  std::string ucx_tls;          // for "ucx": UCX_TLS ("" = UCX's choice; "shm", "tcp", ...)
+  std::string ucx_net_devices;  // for "ucx": UCX_NET_DEVICES ("" = all; "lo" = loopback)
+};
+
 struct ClusterConfig {
   ProtocolConfig protocol;
+  TransportConfig transport;
   int mns = 3;
   int cns = 3;
   int workers_per_cn = 1;  // threads per CN

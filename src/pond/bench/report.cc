@@ -80,13 +80,20 @@ double MaxNicShare(const RunMeasures& r) {
   return m;
 }
 
+std::string TransportLabel(const RunOptions& o) {
+  if (o.sim) return "sim";
+  const TransportConfig& t = o.cluster.transport;
+  return t.ucx_tls.empty() || t.kind != "ucx" ? t.kind : t.kind + " (" + t.ucx_tls + ")";
+}
+
 nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunResult& r) {
   nlohmann::json j;
   const ClusterStats& s = r.stats;
   const double per_txn = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
   j["bench"] = r.workload;
   j["build_type"] = kBuildType;
-  j["transport"] = o.sim ? "sim" : "local";
+  j["transport"] = o.sim ? "sim" : o.cluster.transport.kind;
+  if (!o.sim && o.cluster.transport.kind == "ucx") j["ucx_tls"] = o.cluster.transport.ucx_tls;
   j["protocol"] = o.cluster.protocol.name;
   nlohmann::json settings = {{"mns", o.cluster.mns},
                              {"cns", o.cluster.cns},

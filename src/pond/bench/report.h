@@ -32,6 +32,9 @@ double AtomicsPerTxn(const RunMeasures& r);
 double NicShare(const RunMeasures& r, int verb);
 double MaxNicShare(const RunMeasures& r);
 
+// What a run's header names as its transport: "sim", "local", "ucx" or "ucx (shm)".
+std::string TransportLabel(const RunOptions& o);
+
 // The run as JSON: the workload, build, transport, protocol, the settings (the cluster's and the
 // workload's), every measure, the workload's counts and check, the history's verdict if it was
 // recorded, and the simulation's model and NICs if simulated.

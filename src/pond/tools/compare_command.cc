@@ -52,7 +52,8 @@ struct Row {
 
 // The workload the command line names, with its flags; InvalidArgument for an unknown name.
 Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
-  if (a.workload == "kvs") return std::unique_ptr<bench::Workload>(new bench::KvsWorkload(a.flags.kvs));
+  if (a.workload == "kvs")
+    return std::unique_ptr<bench::Workload>(new bench::KvsWorkload(a.flags.kvs));
   if (a.workload == "smallbank") {
     return std::unique_ptr<bench::Workload>(new bench::SmallBankWorkload(
         {.accounts = a.accounts, .hot_fraction = a.hot_fraction, .hot_access = a.hot_access}));
@@ -184,7 +185,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
   for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
   const bench::RunOptions& o = a.flags.run;
   std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n",
-              what.c_str(), bench::kBuildType, a.workload.c_str(), simulate ? "sim" : "local",
+              what.c_str(), bench::kBuildType, a.workload.c_str(), bench::TransportLabel(o).c_str(),
               simulate ? (", model " + o.sim->name).c_str() : "",
               a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
               RunSettings(o, base_w).c_str(),
@@ -201,8 +202,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
   uint64_t events = 0;
   for (size_t i = 0; i < rows.size(); i++) {
     Row& row = rows[i];
-    std::fprintf(progress_out, "running %s (%zu of %zu)\n", row.label.c_str(), i + 1,
-                 rows.size());
+    std::fprintf(progress_out, "running %s (%zu of %zu)\n", row.label.c_str(), i + 1, rows.size());
     std::fflush(progress_out);
     Result<bench::RunResult> ran =
         bench::RunWorkload(*row.w, row.run, KvsProgressPrinter(progress_out, simulate, row.label));
@@ -245,8 +245,7 @@ int RunCompare(CompareArgs& a, bool simulate) {
     std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, row.name.c_str(), tput, vs_w,
                 base_tput > 0 ? tput / base_tput : 0.0, 100.0 * bench::AbortRate(r),
                 static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
-                static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
-                bench::AtomicsPerTxn(r));
+                static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, bench::AtomicsPerTxn(r));
     if (simulate) {
       for (int v = 0; v < 4; v++) std::printf(" %7.1f", 100.0 * bench::NicShare(r, v));
     }
@@ -315,10 +314,10 @@ int RunCompare(CompareArgs& a, bool simulate) {
     wall_checks += c.wall_s;
     events += c.events;
     if (!c.ok && !c.history.empty()) {
-      std::string path = (std::filesystem::temp_directory_path() /
-                          fmt::format("{}-{}-seed{}.jsonl", stem, o.cluster.protocol.name,
-                                      o.cluster.seed))
-                             .string();
+      std::string path =
+          (std::filesystem::temp_directory_path() /
+           fmt::format("{}-{}-seed{}.jsonl", stem, o.cluster.protocol.name, o.cluster.seed))
+              .string();
       if (WriteFile(path, c.history)) {
         c.detail +=
             "; history kept at " + path + " (pond check " + path + " --model " + c.model + ")";

@@ -32,6 +32,18 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   cmd->add_option("--region-mib", c->region_mib, "MiB of memory per MN")->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed for keys, routing (and the whole simulation)")
       ->capture_default_str();
+  if (!simulate) {
+    cmd->add_option("--transport", c->transport.kind,
+                    "local (shared memory of this process) or ucx (UCX, MNs as UCX memory nodes "
+                    "in this process); docs/transports.md")
+        ->check(CLI::IsMember({"local", "ucx"}))
+        ->capture_default_str();
+    cmd->add_option("--ucx-tls", c->transport.ucx_tls,
+                    "UCX transports for --transport ucx (UCX_TLS: shm, tcp, rc,sm, ...; "
+                    "default UCX's choice)");
+    cmd->add_option("--ucx-net-devices", c->transport.ucx_net_devices,
+                    "network devices for --transport ucx (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
+  }
   if (simulate) {
     cmd->add_option("--model", *model,
                     "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
@@ -51,8 +63,8 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
   return Status::Ok();
 }
 
-Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation,
-                       const std::string& model, const std::string& protocol, bool simulate) {
+Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const std::string& model,
+                       const std::string& protocol, bool simulate) {
   POND_RETURN_IF_ERROR(ResolveClusterFlags(&o->cluster, &o->sim, isolation, model, simulate));
   Result<ProtocolConfig> p = ProtocolByName(protocol);
   if (!p.ok()) return p.status();

@@ -185,7 +185,7 @@ void PrintFailover(const bench::RunResult& r) {
 void PrintRunHeader(const std::string& what, const bench::Workload& w, const bench::RunOptions& o) {
   const bool simulate = o.sim.has_value();
   std::printf("pond %s: build %s, transport %s%s, protocol %s, %s\n", what.c_str(),
-              bench::kBuildType, simulate ? "sim" : "local",
+              bench::kBuildType, bench::TransportLabel(o).c_str(),
               simulate ? (", model " + o.sim->name).c_str() : "", o.cluster.protocol.name.c_str(),
               RunSettings(o, w).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());

@@ -9,6 +9,7 @@
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
+#include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/failover.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
@@ -63,6 +64,10 @@ Status ValidateConfig(const ClusterConfig& c) {
     return InvalidArgument("ClusterConfig.region_mib must be 16 to 1048576");
   }
   if (c.lock_buckets < 1) return InvalidArgument("ClusterConfig.lock_buckets must be at least 1");
+  if (c.transport.kind != "local" && c.transport.kind != "ucx") {
+    return InvalidArgument("ClusterConfig.transport.kind must be local or ucx, not \"" +
+                           c.transport.kind + "\"");
+  }
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
@@ -263,10 +268,19 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
                                   region_bytes, kChunkBytes);
   if (!layout.ok()) return layout.status();
-  auto fabric = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
-  if (!fabric.ok()) return fabric.status();
-  auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric).value(),
-                                            SystemClock::Get(), *layout);
+  std::unique_ptr<Fabric> fabric;
+  if (config.transport.kind == "ucx") {
+    ucx::UcxOptions o{config.transport.ucx_tls, config.transport.ucx_net_devices};
+    auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(config.mns), region_bytes, o);
+    if (!f.ok()) return f.status();
+    fabric = std::move(f).value();
+  } else {
+    auto f = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
+    if (!f.ok()) return f.status();
+    fabric = std::move(f).value();
+  }
+  auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric), SystemClock::Get(),
+                                            *layout);
   POND_RETURN_IF_ERROR(impl->Build());
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }

@@ -12,20 +12,9 @@ namespace {
 
 // The one active-message id Pond uses: a CN packet.
 constexpr unsigned kPacketAmId = 1;
-// How long teardown waits for an endpoint to close before it lets the worker's destruction
-// reclaim it.
+// How long teardown waits for the endpoints to close before it lets the workers' destruction
+// reclaim them.
 constexpr auto kCloseWait = std::chrono::seconds(2);
-
-// Progresses `w` until `req` (from a *_nbx call) is done or `limit` passes; frees it.
-void WaitAndFree(ucp_worker_h w, ucs_status_ptr_t req, std::chrono::steady_clock::duration limit) {
-  if (req == nullptr || UCS_PTR_IS_ERR(req)) return;
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (ucp_request_check_status(req) == UCS_INPROGRESS &&
-         std::chrono::steady_clock::now() < until) {
-    ucp_worker_progress(w);
-  }
-  ucp_request_free(req);
-}
 
 ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, Status* status) {
   ucp_ep_params_t p{};
@@ -70,13 +59,14 @@ class UcxEndpoint final : public Endpoint {
   }
 
   ~UcxEndpoint() override {
-    ucp_worker_h w = worker_->get();
+    UcxFabric::Retired r;
     for (Mn& mn : mns_) {
       if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
+      r.eps.push_back(mn.ep);
     }
-    ucp_request_param_t p{};
-    for (Mn& mn : mns_) WaitAndFree(w, ucp_ep_close_nbx(mn.ep, &p), kCloseWait);
-    for (auto& [addr, ep] : peers_) WaitAndFree(w, ucp_ep_close_nbx(ep, &p), kCloseWait);
+    for (auto& [addr, ep] : peers_) r.eps.push_back(ep);
+    r.worker = std::move(worker_);
+    fabric_.Retire(std::move(r));
   }
 
  protected:
@@ -385,7 +375,39 @@ Status UcxFabric::Init(const UcxOptions& options) {
   return Status::Ok();
 }
 
-UcxFabric::~UcxFabric() = default;
+void UcxFabric::Retire(Retired r) {
+  std::lock_guard lock(directory_mu_);
+  retired_.push_back(std::move(r));
+}
+
+UcxFabric::~UcxFabric() {
+  // Every endpoint is gone (they are destroyed before their fabric): close all their UCP
+  // endpoints at once and progress every worker until the closes are done, then destroy the
+  // workers. The in-process MNs' threads answer meanwhile; they stop last.
+  std::vector<std::pair<ucp_worker_h, ucs_status_ptr_t>> closing;
+  ucp_request_param_t p{};
+  for (Retired& r : retired_) {
+    for (ucp_ep_h ep : r.eps) closing.emplace_back(r.worker->get(), ucp_ep_close_nbx(ep, &p));
+  }
+  const auto until = std::chrono::steady_clock::now() + kCloseWait;
+  for (bool pending = true; pending && std::chrono::steady_clock::now() < until;) {
+    pending = false;
+    for (Retired& r : retired_) ucp_worker_progress(r.worker->get());
+    for (auto& [w, req] : closing) {
+      if (req == nullptr || UCS_PTR_IS_ERR(req)) continue;
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        pending = true;
+      } else {
+        ucp_request_free(req);
+        req = nullptr;
+      }
+    }
+  }
+  for (auto& [w, req] : closing) {
+    if (req != nullptr && !UCS_PTR_IS_ERR(req)) ucp_request_free(req);
+  }
+  retired_.clear();
+}
 
 std::byte* UcxFabric::region(MnId mn) {
   return mn < local_mns_.size() ? local_mns_[mn]->region() : nullptr;

@@ -63,12 +63,21 @@ class UcxFabric final : public Fabric {
   Status Init(const UcxOptions& options);
   // The UCP address of a CN worker's endpoint, or nullptr if it has none.
   const std::vector<std::byte>* FindWorker(WorkerAddr a);
+  // What a destroyed endpoint leaves: its worker and the UCP endpoints on it. They are closed
+  // with everyone else's when the fabric goes, while every peer's worker still exists: an
+  // endpoint closed after its peer's worker is gone waits out a timeout and logs an error.
+  struct Retired {
+    std::unique_ptr<Worker> worker;
+    std::vector<ucp_ep_h> eps;
+  };
+  void Retire(Retired r);
 
   std::vector<std::unique_ptr<UcxMemoryNode>> local_mns_;  // empty when connected to daemons
   std::vector<MnDescriptor> mns_;
   std::unique_ptr<Context> ctx_;  // the CN workers' context
   std::mutex directory_mu_;
   std::unordered_map<uint32_t, std::vector<std::byte>> workers_;  // WorkerAddr -> UCP address
+  std::vector<Retired> retired_;                                  // guarded by directory_mu_
   std::atomic<uint64_t> in_flight_{0};
 };
 
