@@ -67,6 +67,11 @@ struct TransportConfig {
   std::string kind = "local";
   std::string ucx_tls;          // for "ucx": UCX_TLS ("" = UCX's choice; "shm", "tcp", ...)
   std::string ucx_net_devices;  // for "ucx": UCX_NET_DEVICES ("" = all; "lo" = loopback)
+  // For "ucx": reach the MNs of a cluster of `pond mn` daemons instead of starting them — the
+  // ZooKeeper they registered with ("HOST:PORT") and the cluster's name there (docs/deploy.md).
+  // Those MNs must be fresh: an embedded cluster creates and loads its own tables.
+  std::string coord;
+  std::string cluster = "pond";
 };
 
 struct ClusterConfig {

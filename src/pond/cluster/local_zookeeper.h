@@ -33,6 +33,13 @@ class LocalZooKeeper {
   // SIGTERM to its process group, SIGKILL if it has not exited 5 s later; waits for it. Twice
   // is harmless.
   void Stop();
+  // Lets the server outlive this object (for `pond up`, whose servers `pond down` stops): returns
+  // its pid, which is also its process group's id; the destructor then leaves it running.
+  pid_t Detach() {
+    const pid_t p = pid_;
+    pid_ = -1;
+    return p;
+  }
   // "127.0.0.1:PORT", for ZkConfigStore::Connect.
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   uint16_t port() const { return port_; }

@@ -75,6 +75,10 @@ struct PoolLayout {
   }
 };
 
+// The record chunk every cluster carves (a CN's unit of lane space): an MN daemon formats its
+// region with it, and the CNs that reach that region must agree.
+inline constexpr uint64_t kChunkBytes = 1 << 20;
+
 // Checks the numbers and places the general heap (`general_heap_bytes`, or a quarter of the
 // region if 0) and R record lanes in the rest.
 Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,

@@ -14,6 +14,8 @@ using CommandAction = std::function<int()>;
 void AddBenchCommand(CLI::App& root, CommandAction* action);
 void AddCheckCommand(CLI::App& root, CommandAction* action);
 void AddSimCommand(CLI::App& root, CommandAction* action);
+// `mn`, `up`, `down`: the daemons and a local cluster of them (daemon_commands.cc).
+void AddDaemonCommands(CLI::App& root, CommandAction* action);
 
 // `bench kvs` and `sim kvs`: one workload, two transports (kvs_command.cc).
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);

@@ -3,6 +3,9 @@
 #include <fmt/core.h>
 
 #include "pond/bench/run_faults.h"
+#include "pond/cluster/directory.h"
+#include "pond/cluster/zk_config_store.h"
+#include "pond/server/cluster_spec.h"
 
 namespace pond::tools {
 
@@ -43,6 +46,12 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
                     "default UCX's choice)");
     cmd->add_option("--ucx-net-devices", c->transport.ucx_net_devices,
                     "network devices for --transport ucx (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
+    cmd->add_option("--coord", c->transport.coord,
+                    "run against the `pond mn` daemons registered with this ZooKeeper "
+                    "(HOST:PORT, as pond up prints); implies --transport ucx, and --mns, "
+                    "--replication, --region-mib and --ucx-* come from the cluster's spec");
+    cmd->add_option("--cluster", c->transport.cluster, "the daemons' cluster name, with --coord")
+        ->capture_default_str();
   }
   if (simulate) {
     cmd->add_option("--model", *model,
@@ -51,10 +60,39 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   }
 }
 
+// With --coord: the MN side of the config is the daemons' cluster spec.
+Status AdoptDaemonsSpec(ClusterConfig* c) {
+  POND_RETURN_IF_ERROR(cluster::CheckClusterName(c->transport.cluster));
+  auto store = cluster::ZkConfigStore::Connect(c->transport.coord, 10'000, 5'000);
+  if (!store.ok()) {
+    return Unavailable("cannot reach the coordination service at " + c->transport.coord + ": " +
+                       store.status().message());
+  }
+  const std::string key = cluster::SpecKey(c->transport.cluster);
+  Result<cluster::Versioned> v = (*store)->Get(key);
+  if (!v.ok()) return v.status();
+  if (v->version == 0) {
+    return NotFound("no cluster \"" + c->transport.cluster + "\" at " + c->transport.coord +
+                    " (nothing at " + key + ")");
+  }
+  Result<server::ClusterSpec> spec = server::ClusterSpec::FromJson(
+      std::string_view(reinterpret_cast<const char*>(v->value.data()), v->value.size()));
+  if (!spec.ok()) return spec.status();
+  const ClusterConfig& s = spec->config;
+  c->mns = s.mns;
+  c->replication = s.replication;
+  c->region_mib = s.region_mib;
+  c->transport.kind = "ucx";
+  c->transport.ucx_tls = s.transport.ucx_tls;
+  c->transport.ucx_net_devices = s.transport.ucx_net_devices;
+  return Status::Ok();
+}
+
 Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate) {
   c->isolation =
       (isolation == "si" || isolation == "SI") ? Isolation::kSnapshot : Isolation::kSerializable;
+  if (!simulate && !c->transport.coord.empty()) POND_RETURN_IF_ERROR(AdoptDaemonsSpec(c));
   if (simulate) {
     Result<Testbed> m = Testbed::FromName(model);
     if (!m.ok()) return m.status();

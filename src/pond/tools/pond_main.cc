@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   pond::tools::AddBenchCommand(app, &action);
   pond::tools::AddCheckCommand(app, &action);
   pond::tools::AddSimCommand(app, &action);
+  pond::tools::AddDaemonCommands(app, &action);
   pond::tools::SetCommandLine(argc, argv);
   try {
     app.parse(argc, argv);
@@ -25,7 +26,8 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!action) {
-    std::fprintf(stderr, "pond: a subcommand is required: bench, sim or check (see --help)\n");
+    std::fprintf(
+        stderr, "pond: a subcommand is required: bench, sim, check, up, down or mn (see --help)\n");
     return 2;
   }
   return action();

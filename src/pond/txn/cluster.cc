@@ -6,6 +6,8 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
+#include "pond/cluster/directory.h"
+#include "pond/cluster/zk_config_store.h"
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
@@ -23,7 +25,6 @@ using txn::WorkerContext;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kChunkBytes = 1 << 20;
 constexpr uint64_t kLogBytes = 256 << 10;  // per worker and MN
 constexpr int kLoadCoroutines = 32;
 
@@ -40,6 +41,56 @@ T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
   }(std::move(task), &out));
   cl.Drive(w, [&] { return out.has_value(); });
   return std::move(*out);
+}
+
+ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
+  return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
+}
+
+Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t region_bytes) {
+  auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(c.mns), region_bytes,
+                                              UcxOptionsOf(c));
+  if (!f.ok()) return f.status();
+  return std::unique_ptr<Fabric>(std::move(f).value());
+}
+
+// The MNs of a cluster of `pond mn` daemons, by the descriptors they published.
+Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes) {
+  const TransportConfig& t = c.transport;
+  POND_RETURN_IF_ERROR(cluster::CheckClusterName(t.cluster));
+  auto store = cluster::ZkConfigStore::Connect(t.coord);
+  if (!store.ok()) {
+    return Unavailable("cannot reach the coordination service at " + t.coord + ": " +
+                       store.status().message());
+  }
+  std::vector<ucx::MnDescriptor> mns;
+  for (int mn = 0; mn <= c.mns; mn++) {
+    const std::string key = cluster::MnKey(t.cluster, static_cast<uint16_t>(mn));
+    Result<cluster::Versioned> v = (*store)->Get(key);
+    if (!v.ok()) return v.status();
+    if (mn == c.mns) {
+      if (!v->value.empty()) {
+        return InvalidArgument("cluster " + t.cluster + " has more than the " +
+                               std::to_string(c.mns) + " MNs this cluster is configured for");
+      }
+      break;
+    }
+    if (v->value.empty()) {
+      return Unavailable("MN " + std::to_string(mn) + " of cluster " + t.cluster +
+                         " is not serving (nothing at " + key + ")");
+    }
+    Result<ucx::MnDescriptor> d = ucx::MnDescriptor::Decode(v->value);
+    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message());
+    if (d->bytes != region_bytes) {
+      return InvalidArgument("MN " + std::to_string(mn) + " serves " +
+                             std::to_string(d->bytes >> 20) + " MiB; this cluster wants " +
+                             std::to_string(region_bytes >> 20) + " MiB");
+    }
+    mns.push_back(*std::move(d));
+  }
+  auto f = ucx::UcxFabric::Connect(std::move(mns), UcxOptionsOf(c));
+  if (!f.ok()) return f.status();
+  return std::unique_ptr<Fabric>(std::move(f).value());
 }
 
 }  // namespace
@@ -184,8 +235,15 @@ ClusterImpl::ClusterImpl(const ClusterConfig& c, std::unique_ptr<sim::Engine> e,
 ClusterImpl::~ClusterImpl() = default;
 
 Status ClusterImpl::Build() {
+  // MNs served by daemons formatted their regions themselves; ours are formatted here.
+  bool daemons = false;
   for (int mn = 0; mn < config_.mns; mn++) {
-    store::FormatRegion(fabric_->region(static_cast<MnId>(mn)), layout_, static_cast<MnId>(mn));
+    std::byte* region = fabric_->region(static_cast<MnId>(mn));
+    if (region == nullptr) {
+      daemons = true;
+    } else {
+      store::FormatRegion(region, layout_, static_cast<MnId>(mn));
+    }
   }
   Rng seeds(config_.seed);
   for (int c = 0; c < config_.cns; c++) {
@@ -200,9 +258,34 @@ Status ClusterImpl::Build() {
     for (int i = 0; i < config_.workers_per_cn; i++) {
       auto w = std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seeds.Next());
       if (driver_ != nullptr) driver_->AddWorker(w.get());
+      if (daemons && cn->id == 0 && i == 0) {
+        POND_RETURN_IF_ERROR(CheckDaemonsPool(*w));
+      }
       POND_RETURN_IF_ERROR(w->Init());
       cn->workers.push_back(std::move(w));
     }
+  }
+  return Status::Ok();
+}
+
+Status ClusterImpl::CheckDaemonsPool(WorkerContext& w) {
+  Result<store::Catalog> cat = RunOn(*this, w, store::LoadCatalog(w.ep()));
+  if (!cat.ok()) return cat.status();
+  const store::PoolLayout& got = cat->layout();
+  if (got.num_mns != layout_.num_mns || got.replication != layout_.replication ||
+      got.region_bytes != layout_.region_bytes || got.chunk_bytes != layout_.chunk_bytes) {
+    return InvalidArgument("the memory nodes were formatted for " + std::to_string(got.num_mns) +
+                           " MNs, R=" + std::to_string(got.replication) + ", " +
+                           std::to_string(got.region_bytes >> 20) + " MiB; this cluster wants " +
+                           std::to_string(layout_.num_mns) +
+                           " MNs, R=" + std::to_string(layout_.replication) + ", " +
+                           std::to_string(layout_.region_bytes >> 20) + " MiB");
+  }
+  // An embedded cluster creates and loads its tables: it needs memory nodes nobody used yet.
+  if (!cat->tables().empty()) {
+    return InvalidArgument("the memory nodes already hold " + std::to_string(cat->tables().size()) +
+                           " table(s) from an earlier run; an embedded cluster needs fresh ones "
+                           "(pond down, then pond up)");
   }
   return Status::Ok();
 }
@@ -266,12 +349,12 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
   uint64_t region_bytes = config.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, kChunkBytes);
+                                  region_bytes, store::kChunkBytes);
   if (!layout.ok()) return layout.status();
   std::unique_ptr<Fabric> fabric;
   if (config.transport.kind == "ucx") {
-    ucx::UcxOptions o{config.transport.ucx_tls, config.transport.ucx_net_devices};
-    auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(config.mns), region_bytes, o);
+    auto f = config.transport.coord.empty() ? StartUcxMns(config, region_bytes)
+                                            : ConnectToMnDaemons(config, region_bytes);
     if (!f.ok()) return f.status();
     fabric = std::move(f).value();
   } else {
@@ -291,7 +374,7 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   POND_RETURN_IF_ERROR(testbed.Validate());
   uint64_t region_bytes = config.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, kChunkBytes);
+                                  region_bytes, store::kChunkBytes);
   if (!layout.ok()) return layout.status();
   auto engine = std::make_unique<sim::Engine>(config.seed);
   sim::Engine* e = engine.get();

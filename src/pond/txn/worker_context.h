@@ -188,6 +188,8 @@ class ClusterImpl {
   // Formats the MN regions and builds the CNs and their workers (a simulated cluster's driver
   // is set first, by Cluster::StartSimulated).
   Status Build();
+  // MNs served by daemons: their layout must be ours, and they must hold no tables yet.
+  Status CheckDaemonsPool(WorkerContext& w);
 
   const ClusterConfig& config() const { return config_; }
   Clock& clock() const { return clock_; }

@@ -1,0 +1,66 @@
+#include "pond/server/cluster_spec.h"
+
+#include <gtest/gtest.h>
+
+#include "pond/cluster/directory.h"
+
+namespace pond::server {
+namespace {
+
+TEST(ClusterSpecTest, RoundTripsThroughJson) {
+  ClusterSpec s;
+  s.config.mns = 4;
+  s.config.cns = 2;
+  s.config.replication = 2;
+  s.config.region_mib = 64;
+  s.config.protocol = ProtocolByName("motor").value();
+  s.config.isolation = Isolation::kSnapshot;
+  s.config.transport.ucx_tls = "tcp";
+  s.config.transport.ucx_net_devices = "lo";
+  Result<ClusterSpec> back = ClusterSpec::FromJson(s.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->config.mns, 4);
+  EXPECT_EQ(back->config.cns, 2);
+  EXPECT_EQ(back->config.replication, 2);
+  EXPECT_EQ(back->config.region_mib, 64u);
+  EXPECT_EQ(back->config.protocol.name, "motor");
+  EXPECT_FALSE(back->config.protocol.cn_locks);
+  EXPECT_EQ(back->config.isolation, Isolation::kSnapshot);
+  EXPECT_EQ(back->config.transport.kind, "ucx");
+  EXPECT_EQ(back->config.transport.ucx_tls, "tcp");
+  EXPECT_EQ(back->config.transport.ucx_net_devices, "lo");
+}
+
+TEST(ClusterSpecTest, RefusesWhatIsNotASpecWithOneLine) {
+  for (const char* bad : {
+           "",
+           "[]",
+           "{\"mns\": \"three\"}",
+           "{\"mns\": 0}",
+           "{\"mns\": 65}",
+           "{\"colour\": 1}",
+           "{\"protocol\": \"paxos\"}",
+           "{\"isolation\": \"rc\"}",
+           "{\"seed\": -1}",
+           "{\"mns\": 2, \"replication\": 3}",  // ValidateConfig: R above the MNs
+           "{\"region_mib\": 8}",
+           "{\"mns\": 3",
+       }) {
+    Result<ClusterSpec> s = ClusterSpec::FromJson(bad);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(s.status().message().find('\n'), std::string::npos) << bad;
+  }
+}
+
+TEST(ClusterDirectoryTest, NamesAreCheckedAndKeysLieUnderTheCluster) {
+  EXPECT_TRUE(cluster::CheckClusterName("pond-1.test_a").ok());
+  for (const char* bad : {"", ".", "..", "a/b", "a b", "ü"}) {
+    EXPECT_FALSE(cluster::CheckClusterName(bad).ok()) << bad;
+  }
+  EXPECT_EQ(cluster::SpecKey("c"), "/pond/c/spec");
+  EXPECT_EQ(cluster::MnKey("c", 12), "/pond/c/mns/12");
+}
+
+}  // namespace
+}  // namespace pond::server

@@ -1,0 +1,202 @@
+#include "pond/server/local_cluster.h"
+
+#include <fmt/core.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "pond/cluster/directory.h"
+#include "pond/cluster/local_zookeeper.h"
+#include "pond/cluster/zk_config_store.h"
+#include "pond/server/cluster_spec.h"
+#include "pond/server/process.h"
+
+namespace pond::server {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Proc {
+  std::string role;  // "zookeeper", "mn"
+  int id = 0;
+  pid_t pid = -1;
+  std::string log;
+};
+
+nlohmann::ordered_json ToJson(const std::string& cluster, const std::string& coord,
+                              const std::vector<Proc>& procs) {
+  nlohmann::ordered_json j = {{"cluster", cluster}, {"coord", coord}};
+  j["processes"] = nlohmann::json::array();
+  for (const Proc& p : procs) {
+    j["processes"].push_back({{"role", p.role}, {"id", p.id}, {"pid", p.pid}, {"log", p.log}});
+  }
+  return j;
+}
+
+Result<std::vector<Proc>> ReadProcs(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("no cluster there (no " + path + ")");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.contains("processes") || !j["processes"].is_array()) {
+    return InvalidArgument(path + " is not a cluster file written by pond up");
+  }
+  std::vector<Proc> procs;
+  for (const auto& p : j["processes"]) {
+    if (!p.is_object() || !p.contains("pid") || !p["pid"].is_number_integer() ||
+        p["pid"].get<long long>() <= 1 || !p.contains("role") || !p["role"].is_string()) {
+      return InvalidArgument(path + " names a process without a valid pid and role");
+    }
+    procs.push_back(Proc{p["role"].get<std::string>(), p.value("id", 0),
+                         static_cast<pid_t>(p["pid"].get<long long>()), p.value("log", "")});
+  }
+  return procs;
+}
+
+// Stops daemons before the coordination service they talk to.
+bool StopAll(const std::vector<Proc>& procs, std::chrono::milliseconds grace) {
+  bool clean = true;
+  for (int pass = 0; pass < 2; pass++) {
+    for (const Proc& p : procs) {
+      if ((p.role == "zookeeper") != (pass == 1)) continue;
+      clean &= StopGroup(p.pid, grace);
+    }
+  }
+  return clean;
+}
+
+std::string Describe(const Proc& p) {
+  return p.role == "zookeeper" ? "ZooKeeper" : fmt::format("{} {}", p.role, p.id);
+}
+
+}  // namespace
+
+std::string ClusterFile(const std::string& dir) { return dir + "/cluster.json"; }
+
+int Up(const UpOptions& o) {
+  auto fail = [](const std::string& m) {
+    std::fprintf(stderr, "pond up: %s\n", m.c_str());
+    return 1;
+  };
+  Status named = cluster::CheckClusterName(o.cluster);
+  if (!named.ok()) return fail(named.message());
+  ClusterConfig config = o.config;
+  config.transport.kind = "ucx";
+  Status valid = ValidateConfig(config);
+  if (!valid.ok()) return fail(valid.message());
+  std::error_code ec;
+  fs::create_directories(o.dir, ec);
+  if (ec) return fail("cannot create " + o.dir + ": " + ec.message());
+  const std::string dir = fs::absolute(o.dir).string();
+  const std::string file = ClusterFile(dir);
+  if (Result<std::vector<Proc>> old = ReadProcs(file); old.ok()) {
+    for (const Proc& p : *old) {
+      if (GroupAlive(p.pid)) {
+        return fail("a cluster is already up in " + dir + " (pond down --dir " + o.dir +
+                    " stops it)");
+      }
+    }
+  }
+  // A new cluster: nothing of an earlier one's coordination data survives.
+  fs::remove_all(dir + "/zookeeper", ec);
+
+  std::vector<Proc> procs;
+  auto abandon = [&](const std::string& m) {
+    StopAll(procs, std::chrono::seconds(5));
+    return fail(m);
+  };
+  const auto timeout_ms = static_cast<int>(o.timeout_s * 1e3);
+  auto zk = cluster::LocalZooKeeper::Start(dir + "/zookeeper", 0, timeout_ms);
+  if (!zk.ok()) return fail(zk.status().message());
+  const std::string coord = (*zk)->address();
+  procs.push_back(Proc{"zookeeper", 0, (*zk)->Detach(), dir + "/zookeeper/zookeeper.log"});
+  std::printf("pond up: ZooKeeper at %s\n", coord.c_str());
+  std::fflush(stdout);
+
+  auto store = cluster::ZkConfigStore::Connect(coord);
+  if (!store.ok()) return abandon(store.status().message());
+  ClusterSpec spec{config};
+  const std::string text = spec.ToJson();
+  Result<uint64_t> put =
+      (*store)->PutIf(cluster::SpecKey(o.cluster),
+                      std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()), 0);
+  if (!put.ok()) return abandon("cannot write the spec: " + put.status().message());
+
+  const std::string self = SelfPath();
+  for (int mn = 0; mn < config.mns; mn++) {
+    Proc p{"mn", mn, -1, fmt::format("{}/mn-{}.log", dir, mn)};
+    std::error_code ignored;
+    fs::remove(p.log, ignored);
+    Result<pid_t> pid = SpawnDaemon(
+        {self, "mn", "--coord", coord, "--cluster", o.cluster, "--id", std::to_string(mn)}, p.log);
+    if (!pid.ok()) return abandon(pid.status().message());
+    p.pid = *pid;
+    procs.push_back(p);
+  }
+  // Every MN is up once its descriptor is published.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (int mn = 0; mn < config.mns;) {
+    const Proc& p = procs[static_cast<size_t>(mn) + 1];
+    Result<cluster::Versioned> d =
+        (*store)->Get(cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)));
+    if (!d.ok()) return abandon(d.status().message());
+    if (!d->value.empty()) {
+      mn++;
+      continue;
+    }
+    if (!GroupAlive(p.pid)) {
+      return abandon(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p.log), p.log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return abandon(fmt::format("MN {} did not come up within {} s: {} ({})", mn, o.timeout_s,
+                                 LastLogLine(p.log), p.log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  {
+    std::ofstream out(file);
+    out << ToJson(o.cluster, coord, procs).dump(2) << "\n";
+    if (!out) return abandon("cannot write " + file);
+  }
+  const TransportConfig& t = config.transport;
+  std::printf("pond up: cluster %s in %s: %d MN daemon(s) of %lu MiB, R=%d, UCX tls %s\n",
+              o.cluster.c_str(), dir.c_str(), config.mns,
+              static_cast<unsigned long>(config.region_mib), config.replication,
+              t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
+  std::printf("coord %s\n", coord.c_str());
+  std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
+              o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
+  std::printf("stop: pond down --dir %s\n", o.dir.c_str());
+  return 0;
+}
+
+int Down(const std::string& dir, double grace_s) {
+  const std::string file = ClusterFile(dir);
+  Result<std::vector<Proc>> procs = ReadProcs(file);
+  if (!procs.ok()) {
+    std::fprintf(stderr, "pond down: %s\n", procs.status().message().c_str());
+    return 1;
+  }
+  std::string names;
+  int running = 0;
+  for (const Proc& p : *procs) {
+    if (!GroupAlive(p.pid)) continue;
+    running++;
+    names += (names.empty() ? "" : ", ") + Describe(p);
+  }
+  const bool clean = StopAll(*procs, std::chrono::milliseconds(static_cast<int>(grace_s * 1e3)));
+  std::error_code ec;
+  fs::remove(file, ec);
+  std::printf("pond down: stopped %d process(es)%s%s%s\n", running, names.empty() ? "" : " (",
+              names.c_str(), names.empty() ? "" : ")");
+  if (!clean) std::printf("pond down: some did not stop within %.0f s and were killed\n", grace_s);
+  return 0;
+}
+
+}  // namespace pond::server

@@ -1,0 +1,83 @@
+#include "pond/server/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace pond::server {
+
+Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::string& log_path) {
+  const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log < 0) return Unavailable("cannot open " + log_path + ": " + std::strerror(errno));
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(log);
+    return Unavailable(std::string("fork: ") + std::strerror(errno));
+  }
+  if (pid == 0) {
+    setsid();
+    const int null = open("/dev/null", O_RDONLY);
+    if (null >= 0) dup2(null, STDIN_FILENO);
+    dup2(log, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    // The daemon starts with default signal handling and an empty mask whatever ours are.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(log);
+  return pid;
+}
+
+bool GroupAlive(pid_t pgid) {
+  int status = 0;
+  waitpid(pgid, &status, WNOHANG);  // reaps our exited child; harmless for anyone else's
+  return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+bool StopGroup(pid_t pgid, std::chrono::milliseconds grace) {
+  if (!GroupAlive(pgid)) return true;
+  kill(-pgid, SIGTERM);
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (GroupAlive(pgid)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(-pgid, SIGKILL);
+      while (GroupAlive(pgid)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+std::string LastLogLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last.empty() ? "(empty)" : last;
+}
+
+std::string SelfPath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "pond";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+}  // namespace pond::server

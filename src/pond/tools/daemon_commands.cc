@@ -1,0 +1,64 @@
+// `pond mn`, `pond up` and `pond down`: Pond as separate processes (server/). docs/deploy.md.
+#include <memory>
+#include <string>
+
+#include "pond/server/local_cluster.h"
+#include "pond/server/mn_daemon.h"
+#include "pond/tools/command.h"
+
+namespace pond::tools {
+
+void AddDaemonCommands(CLI::App& root, CommandAction* action) {
+  {
+    auto o = std::make_shared<server::MnDaemonOptions>();
+    CLI::App* cmd = root.add_subcommand(
+        "mn", "Run one memory node: serve its region over UCX until SIGTERM (docs/deploy.md)");
+    cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
+        ->required();
+    cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
+        ->capture_default_str();
+    cmd->add_option("--id", o->id, "this MN's id, 0 to the cluster's MNs - 1")
+        ->required()
+        ->check(CLI::Range(0, 63));
+    cmd->add_option("--wait", o->wait_s, "seconds to wait for the cluster's spec to appear")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    cmd->callback([o, action] { *action = [o] { return server::RunMnDaemon(*o); }; });
+  }
+  {
+    auto o = std::make_shared<server::UpOptions>();
+    o->config.region_mib = 256;
+    CLI::App* cmd = root.add_subcommand(
+        "up", "Start a local cluster as processes — ZooKeeper and one `pond mn` per MN — into DIR");
+    cmd->add_option("--dir", o->dir, "directory for the cluster's pids, logs and data")->required();
+    cmd->add_option("--cluster", o->cluster, "the cluster's name")->capture_default_str();
+    cmd->add_option("--mns", o->config.mns, "memory nodes")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    cmd->add_option("--replication", o->config.replication, "copies of each record")
+        ->capture_default_str();
+    cmd->add_option("--region-mib", o->config.region_mib, "MiB of memory per MN")
+        ->capture_default_str();
+    cmd->add_option("--ucx-tls", o->config.transport.ucx_tls,
+                    "UCX transports (UCX_TLS: shm, tcp, rc,sm, ...; default UCX's choice)");
+    cmd->add_option("--ucx-net-devices", o->config.transport.ucx_net_devices,
+                    "network devices (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
+    cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
+        ->check(CLI::Range(1.0, 3600.0))
+        ->capture_default_str();
+    cmd->callback([o, action] { *action = [o] { return server::Up(*o); }; });
+  }
+  {
+    auto dir = std::make_shared<std::string>();
+    auto grace = std::make_shared<double>(10);
+    CLI::App* cmd = root.add_subcommand("down", "Stop the local cluster `pond up` started in DIR");
+    cmd->add_option("--dir", *dir, "the directory given to pond up")->required();
+    cmd->add_option("--grace", *grace, "seconds each process has to stop before it is killed")
+        ->check(CLI::Range(0.0, 600.0))
+        ->capture_default_str();
+    cmd->callback(
+        [dir, grace, action] { *action = [dir, grace] { return server::Down(*dir, *grace); }; });
+  }
+}
+
+}  // namespace pond::tools
