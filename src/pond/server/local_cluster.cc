@@ -59,14 +59,16 @@ Result<std::vector<Proc>> ReadProcs(const std::string& path) {
   return procs;
 }
 
-// Stops daemons before the coordination service they talk to.
+// Stops the daemons, all at once, and then the coordination service they talk to. False if any
+// had to be killed.
 bool StopAll(const std::vector<Proc>& procs, std::chrono::milliseconds grace) {
   bool clean = true;
   for (int pass = 0; pass < 2; pass++) {
+    std::vector<pid_t> groups;
     for (const Proc& p : procs) {
-      if ((p.role == "zookeeper") != (pass == 1)) continue;
-      clean &= StopGroup(p.pid, grace);
+      if ((p.role == "zookeeper") == (pass == 1)) groups.push_back(p.pid);
     }
+    clean &= StopGroups(groups, grace);
   }
   return clean;
 }
@@ -80,16 +82,16 @@ std::string Describe(const Proc& p) {
 std::string ClusterFile(const std::string& dir) { return dir + "/cluster.json"; }
 
 int Up(const UpOptions& o) {
-  auto fail = [](const std::string& m) {
+  auto fail = [](const std::string& m, int code = 1) {
     std::fprintf(stderr, "pond up: %s\n", m.c_str());
-    return 1;
+    return code;
   };
   Status named = cluster::CheckClusterName(o.cluster);
-  if (!named.ok()) return fail(named.message());
+  if (!named.ok()) return fail(named.message(), 2);
   ClusterConfig config = o.config;
   config.transport.kind = "ucx";
   Status valid = ValidateConfig(config);
-  if (!valid.ok()) return fail(valid.message());
+  if (!valid.ok()) return fail(valid.message(), 2);
   std::error_code ec;
   fs::create_directories(o.dir, ec);
   if (ec) return fail("cannot create " + o.dir + ": " + ec.message());

@@ -17,7 +17,8 @@ struct UpOptions {
   double timeout_s = 60;  // for ZooKeeper and every daemon to come up
 };
 
-// Starts the cluster and prints where it is; the exit status (0 up, 1 not: nothing left running).
+// Starts the cluster and prints where it is; the exit status: 0 up, 1 it did not come up
+// (nothing is left running), 2 bad options.
 int Up(const UpOptions& o);
 // Stops every process DIR/cluster.json names (SIGTERM, then SIGKILL after `grace_s`), then
 // removes that file; the exit status.

@@ -49,14 +49,20 @@ bool GroupAlive(pid_t pgid) {
   return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
-bool StopGroup(pid_t pgid, std::chrono::milliseconds grace) {
-  if (!GroupAlive(pgid)) return true;
-  kill(-pgid, SIGTERM);
+bool StopGroups(const std::vector<pid_t>& pgids, std::chrono::milliseconds grace) {
+  for (pid_t g : pgids) {
+    if (GroupAlive(g)) kill(-g, SIGTERM);
+  }
+  auto any_alive = [&pgids] {
+    bool any = false;
+    for (pid_t g : pgids) any |= GroupAlive(g);
+    return any;
+  };
   const auto deadline = std::chrono::steady_clock::now() + grace;
-  while (GroupAlive(pgid)) {
+  while (any_alive()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      kill(-pgid, SIGKILL);
-      while (GroupAlive(pgid)) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (pid_t g : pgids) kill(-g, SIGKILL);
+      while (any_alive()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -21,9 +21,9 @@ Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::strin
 // exited is reaped here first, so that a zombie does not count.
 bool GroupAlive(pid_t pgid);
 
-// SIGTERM to every process of group `pgid`; SIGKILL to what is left after `grace`. Returns
-// false if it had to kill. Waits until the group is gone.
-bool StopGroup(pid_t pgid, std::chrono::milliseconds grace);
+// SIGTERM to every process of the groups `pgids`, at once; SIGKILL to what is left after
+// `grace`. Returns false if it had to kill. Waits until every group is gone.
+bool StopGroups(const std::vector<pid_t>& pgids, std::chrono::milliseconds grace);
 
 // The last non-empty line of a log file, for a one-line error ("(empty)" if none).
 std::string LastLogLine(const std::string& path);
