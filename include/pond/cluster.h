@@ -315,6 +315,17 @@ class Cluster {
   // Runs `clients` coroutines of `client` on every worker of every CN until all return.
   void Run(int clients, const std::function<Task<void>(Session&)>& client);
 
+  // Serving: the cluster run by a front end that hands it calls from threads of its own (the
+  // way a network service runs it), rather than by Run. Not for simulated clusters; Run is not
+  // called while serving. StartServing starts the worker threads. Submit, from any thread, runs
+  // `call` as a coroutine with a Session of its own on a worker of CN `cn` (its workers in
+  // turn); false if the cluster is not serving or is stopping. StopServing lets every submitted
+  // call finish, then stops the threads; the destructor does it too.
+  Status StartServing();
+  bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
+  void StopServing();
+  bool serving() const;
+
   // Simulated clusters only: node faults for the next Run (times count from its start). Refused
   // with InvalidArgument, naming the fault and why, if this cluster cannot survive one: today
   // CN crashes are survived under the lotus protocol with at least 2 CNs alive throughout,

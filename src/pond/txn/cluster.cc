@@ -13,6 +13,7 @@
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/serving.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
@@ -343,7 +344,7 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
 // ---- Cluster --------------------------------------------------------------------------------
 
 Cluster::Cluster(std::unique_ptr<txn::ClusterImpl> impl) : impl_(std::move(impl)) {}
-Cluster::~Cluster() = default;
+Cluster::~Cluster() { StopServing(); }
 
 Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
@@ -463,6 +464,7 @@ ProcedureId Cluster::RegisterProcedure(ReplyProcedure p) {
 
 void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client) {
   ClusterImpl& cl = *impl_;
+  POND_CHECK_MSG(cl.serving_ == nullptr, "Run while the cluster is serving");
   std::vector<WorkerContext*> workers;
   for (auto& cn : cl.cns_) {
     for (auto& w : cn->workers) workers.push_back(w.get());

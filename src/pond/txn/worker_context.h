@@ -37,6 +37,8 @@
 namespace pond::txn {
 
 class ClusterImpl;
+class ServingInbox;
+struct Serving;
 class CnContext;
 
 struct WorkerStats {
@@ -235,6 +237,8 @@ class ClusterImpl {
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
+  // While serving (serve.cc): worker `w`'s thread, running the calls its inbox gets.
+  void ServeWorker(WorkerContext& w, ServingInbox& inbox);
 
   // Simulated clusters only; declared first so that it is destroyed last.
   std::unique_ptr<sim::Engine> engine_;
@@ -259,6 +263,7 @@ class ClusterImpl {
   // (WorkerContext::Awaiting; threads publish their own share).
   std::atomic<int64_t> clients_running_{0};
   std::atomic<int64_t> awaiting_{0};
+  std::unique_ptr<Serving> serving_;  // while the cluster serves (Cluster::StartServing)
 };
 
 }  // namespace pond::txn

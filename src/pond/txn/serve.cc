@@ -1,0 +1,105 @@
+// The cluster as a server: worker threads that run calls submitted from other threads until
+// StopServing (serving.h). Cluster::Run is the other way to run a cluster; the two never overlap.
+#include <thread>
+
+#include "pond/base/assert.h"
+#include "pond/txn/serving.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond {
+namespace txn {
+
+// One worker's thread while serving: take calls from its inbox, run rounds, and leave once
+// stopping was asked and nothing is left anywhere — no call running on any worker, no request
+// awaited, no packet in flight (the same end as Cluster::Run's).
+void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
+  Serving& sv = *serving_;
+  std::vector<ServedCall> arrived;
+  int64_t finished = 0;  // calls finished in this round, not yet counted off
+  int64_t awaiting = 0;  // this worker's share of awaiting_
+  int session_id = 0;
+  for (;;) {
+    inbox.TakeAll(&arrived);
+    for (ServedCall& call : arrived) {
+      auto session = std::unique_ptr<Session>(new Session(&w, session_id++));
+      w.sched().Spawn(
+          [](ServedCall fn, std::unique_ptr<Session> s, int64_t* finished) -> Task<void> {
+            co_await fn(*s);
+            (*finished)++;
+          }(std::move(call), std::move(session), &finished));
+    }
+    arrived.clear();
+    // An idle round gives the core away, as in Cluster::Run.
+    if (!w.sched().RunOnce()) std::this_thread::yield();
+    const auto now = static_cast<int64_t>(w.Awaiting());
+    if (now != awaiting) {
+      awaiting_ += now - awaiting;
+      awaiting = now;
+    }
+    if (finished != 0) {
+      sv.calls_running -= finished;
+      finished = 0;
+    }
+    if (sv.stopping.load() && sv.calls_running.load() == 0 && w.sched().live() == 0 &&
+        fabric_->packets_in_flight() == 0 && awaiting_.load() == 0) {
+      return;
+    }
+  }
+}
+
+}  // namespace txn
+
+using txn::ClusterImpl;
+using txn::WorkerContext;
+
+Status Cluster::StartServing() {
+  ClusterImpl& cl = *impl_;
+  if (cl.driver_ != nullptr) return InvalidArgument("a simulated cluster cannot serve");
+  if (cl.serving_ != nullptr) return InvalidArgument("the cluster is serving already");
+  auto sv = std::make_unique<txn::Serving>();
+  sv->next = std::make_unique<std::atomic<uint32_t>[]>(cl.cns_.size());
+  std::vector<std::pair<WorkerContext*, txn::ServingInbox*>> workers;
+  for (auto& cn : cl.cns_) {
+    sv->first_inbox.push_back(static_cast<uint32_t>(sv->inboxes.size()));
+    for (auto& w : cn->workers) {
+      sv->inboxes.push_back(std::make_unique<txn::ServingInbox>());
+      workers.emplace_back(w.get(), sv->inboxes.back().get());
+    }
+  }
+  cl.awaiting_ = 0;
+  txn::Serving* s = sv.get();
+  cl.serving_ = std::move(sv);
+  for (auto [w, inbox] : workers) {
+    s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
+  }
+  return Status::Ok();
+}
+
+bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
+  ClusterImpl& cl = *impl_;
+  txn::Serving* sv = cl.serving_.get();
+  if (sv == nullptr || cn >= cl.cns_.size()) return false;
+  // Counted before the check: a worker that has seen `stopping` then also sees this call (both
+  // are sequentially consistent), so it cannot leave with the call still in an inbox.
+  sv->calls_running++;
+  if (sv->stopping.load()) {
+    sv->calls_running--;
+    return false;
+  }
+  const uint32_t workers = static_cast<uint32_t>(cl.cns_[cn]->workers.size());
+  const uint32_t pick = sv->next[cn].fetch_add(1, std::memory_order_relaxed) % workers;
+  sv->inboxes[sv->first_inbox[cn] + pick]->Push(std::move(call));
+  return true;
+}
+
+void Cluster::StopServing() {
+  ClusterImpl& cl = *impl_;
+  if (cl.serving_ == nullptr) return;
+  cl.serving_->stopping = true;
+  for (std::thread& t : cl.serving_->threads) t.join();
+  cl.serving_.reset();
+}
+
+bool Cluster::serving() const { return impl_->serving_ != nullptr; }
+
+}  // namespace pond

@@ -1,0 +1,121 @@
+// A cluster served by threads of its own: calls submitted from outside threads run on the CN
+// asked for, every one finishes before StopServing returns, and their effects are exactly the
+// committed ones.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/txn/test_cluster.h"
+
+namespace pond {
+namespace {
+
+using testing_cluster::AsU64;
+using testing_cluster::U64Value;
+
+constexpr uint64_t kKeys = 20;
+
+// Adds 1 to `key`; the outcome goes to `done`.
+std::function<Task<void>(Session&)> Increment(uint16_t table, uint64_t key, uint16_t want_cn,
+                                              std::promise<Status>* done,
+                                              std::atomic<int>* wrong_cn) {
+  return [=](Session& s) -> Task<void> {
+    if (s.cn() != want_cn) (*wrong_cn)++;
+    Status st = co_await s.RunTxn(TxnKind::kReadWrite, [&](Txn& t) -> Task<Status> {
+      t.AddRW(table, key);
+      Status e = co_await t.Execute();
+      if (!e.ok()) co_return e;
+      co_return t.Write(table, key, U64Value(AsU64(*t.Read(table, key)) + 1));
+    });
+    done->set_value(st);
+  };
+}
+
+uint64_t Sum(Cluster& c, uint16_t table) {
+  uint64_t sum = 0;
+  c.Run(1, [&](Session& s) -> Task<void> {
+    if (s.cn() != 0 || s.worker() != 0) co_return;  // once
+    Txn t = s.Begin(TxnKind::kReadOnly);
+    for (uint64_t k = 0; k < kKeys; k++) t.AddRO(table, k);
+    EXPECT_TRUE((co_await t.Execute()).ok());
+    for (uint64_t k = 0; k < kKeys; k++) sum += AsU64(*t.Read(table, k));
+    EXPECT_TRUE((co_await t.Commit()).ok());
+  });
+  return sum;
+}
+
+void ServeFromThreads(ClusterConfig config) {
+  config.workers_per_cn = 2;
+  uint16_t table = 0;
+  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  ASSERT_TRUE(c->StartServing().ok());
+  EXPECT_TRUE(c->serving());
+  EXPECT_FALSE(c->StartServing().ok()) << "twice";
+  constexpr int kThreads = 3, kCalls = 300;
+  std::vector<std::promise<Status>> outcomes(kThreads * kCalls);
+  std::atomic<int> wrong_cn{0};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < kThreads; t++) {
+    submitters.emplace_back([&, t] {
+      for (int i = 0; i < kCalls; i++) {
+        const int n = t * kCalls + i;
+        const auto cn = static_cast<uint16_t>(n % config.cns);
+        EXPECT_TRUE(c->Submit(cn, Increment(table, n % kKeys, cn, &outcomes[n], &wrong_cn)));
+      }
+    });
+  }
+  for (auto& th : submitters) th.join();
+  EXPECT_FALSE(c->Submit(static_cast<uint16_t>(config.cns), [](Session&) -> Task<void> {
+    co_return;
+  })) << "no such CN";
+  // StopServing waits for every call submitted before it.
+  c->StopServing();
+  EXPECT_FALSE(c->serving());
+  uint64_t committed = 0;
+  for (auto& o : outcomes) {
+    auto f = o.get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+    if (f.get().ok()) committed++;
+  }
+  EXPECT_GT(committed, uint64_t{kThreads * kCalls / 2});
+  EXPECT_EQ(wrong_cn.load(), 0) << "a call ran on a CN it was not submitted to";
+  // Every committed increment, and nothing else, is in the table.
+  EXPECT_EQ(Sum(*c, table), kKeys + committed);
+  EXPECT_FALSE(c->Submit(0, [](Session&) -> Task<void> { co_return; })) << "after StopServing";
+}
+
+TEST(ServeTest, CallsFromOtherThreadsRunAndAllFinishLotus) {
+  ServeFromThreads(testing_cluster::Config("lotus"));
+}
+
+TEST(ServeTest, CallsFromOtherThreadsRunAndAllFinishFord) {
+  ServeFromThreads(testing_cluster::Config("ford"));
+}
+
+TEST(ServeTest, ASimulatedClusterDoesNotServe) {
+  uint16_t table = 0;
+  Testbed tb;
+  std::unique_ptr<Cluster> c =
+      testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, 4, 1, &tb);
+  EXPECT_EQ(c->StartServing().code(), Code::kInvalidArgument);
+  EXPECT_FALSE(c->Submit(0, [](Session&) -> Task<void> { co_return; }));
+}
+
+TEST(ServeTest, TheDestructorStopsServing) {
+  uint16_t table = 0;
+  std::unique_ptr<Cluster> c =
+      testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, 4, 1);
+  ASSERT_TRUE(c->StartServing().ok());
+  std::promise<Status> done;
+  std::atomic<int> wrong{0};
+  ASSERT_TRUE(c->Submit(1, Increment(table, 0, 1, &done, &wrong)));
+  c.reset();  // joins the workers after the call
+  EXPECT_TRUE(done.get_future().get().ok());
+}
+
+}  // namespace
+}  // namespace pond

@@ -1,0 +1,54 @@
+// Serving: a cluster's worker threads running calls handed in from other threads — a network
+// front end's, later the CN daemon's — until told to stop (Cluster::StartServing, Submit,
+// StopServing; serve.cc). Each worker has an inbox; a submitted call becomes a coroutine with a
+// Session of its own on that worker.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "pond/cluster.h"
+
+namespace pond::txn {
+
+using ServedCall = std::function<Task<void>(Session&)>;
+
+// Calls for one worker, from any thread.
+class ServingInbox {
+ public:
+  void Push(ServedCall call) {
+    std::lock_guard lock(mu_);
+    calls_.push_back(std::move(call));
+    nonempty_.store(true, std::memory_order_release);
+  }
+  // Moves every waiting call to `out` (empty on entry); an empty inbox costs one load.
+  void TakeAll(std::vector<ServedCall>* out) {
+    if (!nonempty_.load(std::memory_order_acquire)) return;
+    std::lock_guard lock(mu_);
+    out->swap(calls_);
+    nonempty_.store(false, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<bool> nonempty_{false};
+  std::mutex mu_;
+  std::vector<ServedCall> calls_;
+};
+
+struct Serving {
+  std::atomic<bool> stopping{false};
+  // Calls submitted and not yet finished. A worker counts its finished calls off only after the
+  // round that finished them has ended, so that their last messages are in the fabric.
+  std::atomic<int64_t> calls_running{0};
+  std::vector<std::unique_ptr<ServingInbox>> inboxes;  // one per worker, CN by CN
+  std::vector<uint32_t> first_inbox;                   // of each CN
+  std::unique_ptr<std::atomic<uint32_t>[]> next;       // per CN: round robin over its workers
+  std::vector<std::thread> threads;
+};
+
+}  // namespace pond::txn
