@@ -36,8 +36,8 @@ struct TreeOptions {
   // to grow tall trees from few keys.
   int leaf_fill_max = kLeafEntries;
   int internal_fill_max = kInternalEntries;
-  int handover_max = 4;              // HOCL: hand-overs in a row before a release to the MN
-  size_t index_cache_nodes_max = 4096;  // 0: no index cache
+  int handover_max = 4;                     // HOCL: hand-overs in a row before a release to the MN
+  size_t index_cache_nodes_max = 4096;      // 0: no index cache
   uint32_t read_retry_count_max = 1 << 16;  // torn copies of one node in a row
   uint32_t lock_retry_count_max = 1 << 20;  // failed CASes on one global lock word in a row
   uint32_t restart_count_max = 1 << 12;     // descents from the root for one operation

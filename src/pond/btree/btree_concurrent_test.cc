@@ -47,8 +47,8 @@ TEST(BTreeConcurrentTest, ThreadsInsertConcurrently) {
       for (int c = 0; c < kCoroutines; c++) {
         ws[t]->sched.Spawn([](BTree* tree, int t, int c, std::atomic<int>* failed) -> Task<void> {
           for (int i = 0; i < kPerCoroutine; i++) {
-            uint64_t k = kHotKeys + 1 + (uint64_t{static_cast<uint64_t>(i)} * kThreads + t) *
-                                            kCoroutines + c;
+            uint64_t k = kHotKeys + 1 +
+                         (uint64_t{static_cast<uint64_t>(i)} * kThreads + t) * kCoroutines + c;
             if (!(co_await tree->Insert(k, Mix64(k))).ok()) failed->fetch_add(1);
             if (i % 10 == 0) {
               uint64_t hot = 1 + static_cast<uint64_t>(i / 10) % kHotKeys;
@@ -91,9 +91,7 @@ TEST(BTreeConcurrentTest, ThreadsInsertConcurrently) {
 
 // A value that says what it is: the writer's sequence number and a check word of (key, seq).
 // A copy mixing two writes' bytes fails the check (with odds of 2^-32 to pass by chance).
-uint64_t Stamp(uint64_t key, uint64_t seq) {
-  return (seq << 32) | (Mix64(key ^ seq) & 0xffffffff);
-}
+uint64_t Stamp(uint64_t key, uint64_t seq) { return (seq << 32) | (Mix64(key ^ seq) & 0xffffffff); }
 bool Stamped(uint64_t key, uint64_t value) {
   return (value & 0xffffffff) == (Mix64(key ^ (value >> 32)) & 0xffffffff);
 }
@@ -117,7 +115,8 @@ TEST(BTreeConcurrentTest, ReadersNeverSeeTornValues) {
   for (auto& w : ws) trees.push_back(std::make_unique<BTree>(*w->ep, space, opts));
   {
     Status s = ws[0]->Run([](BTree* t) -> Task<Status> {
-      for (uint64_t k = 1; k <= kKeys; k++) POND_CO_RETURN_IF_ERROR(co_await t->Insert(2 * k, Stamp(2 * k, 0)));
+      for (uint64_t k = 1; k <= kKeys; k++)
+        POND_CO_RETURN_IF_ERROR(co_await t->Insert(2 * k, Stamp(2 * k, 0)));
       co_return Status::Ok();
     }(trees[0].get()));
     ASSERT_TRUE(s.ok());
@@ -167,9 +166,8 @@ TEST(BTreeConcurrentTest, ReadersNeverSeeTornValues) {
         uint64_t fresh = 0;
         for (uint64_t seq = 1; !stop->load(std::memory_order_relaxed); seq++) {
           // Mostly in-place updates of the even keys; now and then a new odd key, which splits.
-          uint64_t k = rng.Uniform(8) == 0 && fresh < kKeys / 2
-                           ? 2 * (fresh++ * kWriters + id) + 1
-                           : 2 * (1 + rng.Uniform(kKeys));
+          uint64_t k = rng.Uniform(8) == 0 && fresh < kKeys / 2 ? 2 * (fresh++ * kWriters + id) + 1
+                                                                : 2 * (1 + rng.Uniform(kKeys));
           if (!(co_await t->Insert(k, Stamp(k, seq))).ok()) errors->fetch_add(1);
         }
       }(trees[i].get(), i, &stop, &errors, 1 + i));

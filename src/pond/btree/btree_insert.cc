@@ -77,8 +77,8 @@ Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
   co_return Aborted("an insert restarted too often");
 }
 
-Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t value,
-                              uint64_t* sep, GAddr* right_addr) {
+Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t value, uint64_t* sep,
+                              GAddr* right_addr) {
   Result<GAddr> r = co_await alloc_.Allocate();
   if (!r.ok()) {
     (void)co_await UnlockNow(a);
@@ -169,9 +169,9 @@ Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
       }
       InternalNode& in = n.internal;
       const int count = in.h.count;
-      const InternalEntry* pos_it = std::upper_bound(
-          in.entries, in.entries + count, key,
-          [](uint64_t k, const InternalEntry& e) { return k < e.key; });
+      const InternalEntry* pos_it =
+          std::upper_bound(in.entries, in.entries + count, key,
+                           [](uint64_t k, const InternalEntry& e) { return k < e.key; });
       const int pos = static_cast<int>(pos_it - in.entries);
       // A separator is the first key of a node born in a split, and nodes never merge, so no
       // separator is inserted twice.

@@ -44,8 +44,8 @@ SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine) {
   Rng rng(seed);
   int failed = 0;
   for (int cn = 0; cn < cns; cn++) {
-    trees.push_back(std::make_unique<BTree>(*c.workers[cn].ep, space,
-                                            TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}));
+    trees.push_back(std::make_unique<BTree>(
+        *c.workers[cn].ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}));
     for (int co = 0; co < coroutines; co++) {
       std::vector<KeyValue> kvs;
       for (int i = 0; i < per_coroutine; i++) {
@@ -55,11 +55,12 @@ SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine) {
         kvs.emplace_back(k, v);
         run.want[k] = v;
       }
-      c.workers[cn].sched->Spawn([](BTree* t, std::vector<KeyValue> kvs, int* failed) -> Task<void> {
-        for (auto [k, v] : kvs) {
-          if (!(co_await t->Insert(k, v)).ok()) ++*failed;
-        }
-      }(trees.back().get(), std::move(kvs), &failed));
+      c.workers[cn].sched->Spawn(
+          [](BTree* t, std::vector<KeyValue> kvs, int* failed) -> Task<void> {
+            for (auto [k, v] : kvs) {
+              if (!(co_await t->Insert(k, v)).ok()) ++*failed;
+            }
+          }(trees.back().get(), std::move(kvs), &failed));
     }
   }
   c.Run();

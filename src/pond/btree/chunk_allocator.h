@@ -11,8 +11,8 @@
 #include <cstdint>
 
 #include "pond/btree/tree_space.h"
-#include "pond/task.h"
 #include "pond/status.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::btree {

@@ -31,8 +31,7 @@ namespace pond::btree {
 
 class LocalLockTable {
  public:
-  LocalLockTable(Scheduler& sched, int handover_max)
-      : sched_(sched), handover_max_(handover_max) {}
+  LocalLockTable(Scheduler& sched, int handover_max) : sched_(sched), handover_max_(handover_max) {}
 
   struct Waiter {
     std::coroutine_handle<> h;

@@ -43,9 +43,9 @@ struct NodeHeader {
   uint8_t valid;          // kNodeValid
   uint8_t count;          // internal nodes: number of keys; leaves: 0 (they are scanned whole)
   uint8_t reserved[4];
-  uint64_t lower;    // smallest key the node may hold
-  uint64_t upper;    // keys are < upper; kKeyInfinity for the rightmost node of a level
-  uint64_t sibling;  // GAddr of the right sibling; 0 for the rightmost node of a level
+  uint64_t lower;     // smallest key the node may hold
+  uint64_t upper;     // keys are < upper; kKeyInfinity for the rightmost node of a level
+  uint64_t sibling;   // GAddr of the right sibling; 0 for the rightmost node of a level
   uint64_t leftmost;  // internal nodes: child for keys in [lower, key[0]); leaves: 0
 };
 static_assert(sizeof(NodeHeader) == 40);

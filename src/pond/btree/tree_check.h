@@ -23,9 +23,9 @@
 namespace pond::btree {
 
 struct TreeShape {
-  int levels = 0;                     // leaves are level 0, so the root is at levels - 1
+  int levels = 0;                        // leaves are level 0, so the root is at levels - 1
   std::vector<uint64_t> nodes_by_level;  // [0] = leaves
-  std::vector<KeyValue> entries;      // every leaf entry, ascending by key
+  std::vector<KeyValue> entries;         // every leaf entry, ascending by key
 };
 
 // The tree's shape, or Corruption naming the first broken rule.

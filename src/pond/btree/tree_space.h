@@ -60,7 +60,8 @@ inline Status Validate(const TreeSpace& s) {
   for (size_t i = 0; i < s.ranges.size(); i++) {
     const MnRange& r = s.ranges[i];
     if (r.begin == 0 || r.begin % 64 != 0) return InvalidArgument("range begin must be 64-aligned");
-    if (r.end < NodesBeginOf(r, s.lock_count) + s.chunk_bytes) return InvalidArgument("range too small for one chunk");
+    if (r.end < NodesBeginOf(r, s.lock_count) + s.chunk_bytes)
+      return InvalidArgument("range too small for one chunk");
     for (size_t j = 0; j < i; j++) {
       if (s.ranges[j].mn == r.mn) return InvalidArgument("two ranges on one MN");
     }
