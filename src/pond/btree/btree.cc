@@ -1,0 +1,255 @@
+// The read side of BTree (creation, descent, lookup, scan) and the HOCL lock steps; the write
+// side (insert, splits, root growth) is btree_insert.cc.
+#include "pond/btree/btree.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pond::btree {
+
+namespace {
+// The source of every lock release: a WRITE's buffer must outlive its Flush.
+const uint64_t kUnlockedWord = 0;
+}  // namespace
+
+Task<Status> CreateTree(Endpoint& ep, const TreeSpace& space) {
+  POND_CO_RETURN_IF_ERROR(Validate(space));
+  SpaceLayout layout(space);
+  // The root leaf takes the first node of range 0; every cursor starts past what is taken.
+  const GAddr root = GAddr::Make(space.ranges[0].mn, layout.NodesBegin(0));
+  NodeBuffer leaf;
+  InitNode(leaf, 0, 0, kKeyInfinity);
+  std::vector<RangeHeader> headers(space.ranges.size());
+  std::vector<uint64_t> zero_locks(space.lock_count, 0);
+  ep.Write(root, &leaf, kNodeBytes);
+  for (size_t r = 0; r < space.ranges.size(); r++) {
+    RangeHeader& h = headers[r];
+    std::memset(&h, 0, sizeof(h));
+    h.magic = kTreeMagic;
+    h.chunk_cursor = layout.NodesBegin(r) + (r == 0 ? kNodeBytes : 0);
+    h.root = r == 0 ? root.raw : 0;
+    ep.Write(layout.LockBase(r), zero_locks.data(), space.lock_count * 8);
+    // Posted after the root leaf: the root word never names an unwritten node.
+    ep.Write(layout.Header(r), &h, sizeof(h));
+  }
+  co_return co_await ep.Flush();
+}
+
+BTree::BTree(Endpoint& ep, const TreeSpace& space, TreeOptions options)
+    : ep_(ep),
+      layout_(space),
+      options_(options),
+      holder_id_(uint64_t{ep.self().Packed()} + 1),
+      alloc_(ep, layout_, size_t{ep.self().cn} + ep.self().worker),
+      locks_(ep.scheduler(), options.handover_max),
+      cache_(options.index_cache_nodes_max) {
+  POND_CHECK(Validate(space).ok());
+  POND_CHECK(options_.leaf_fill_max >= 2 && options_.leaf_fill_max <= kLeafEntries);
+  POND_CHECK(options_.internal_fill_max >= 2 && options_.internal_fill_max <= kInternalEntries);
+}
+
+Task<Status> BTree::ReadNode(GAddr a, NodeBuffer* n) {
+  for (uint32_t i = 0; i < options_.read_retry_count_max; i++) {
+    ep_.Read(a, n, kNodeBytes);
+    POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+    if (n->whole()) co_return Status::Ok();
+    stats_.torn_node_reads++;
+  }
+  co_return Aborted("a tree node stayed torn over every retry");
+}
+
+Task<Status> BTree::GetInternal(GAddr a, NodeBuffer* n, bool* from_cache) {
+  if (const InternalNode* c = cache_.Find(a)) {
+    n->internal = *c;
+    *from_cache = true;
+    co_return Status::Ok();
+  }
+  *from_cache = false;
+  POND_CO_RETURN_IF_ERROR(co_await ReadNode(a, n));
+  if (n->valid() && n->h.level >= 1) cache_.Put(a, n->internal);
+  co_return Status::Ok();
+}
+
+Task<Result<GAddr>> BTree::ReadRootWord() {
+  uint64_t raw = 0;
+  ep_.Read(layout_.RootWord(), &raw, 8);
+  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  if (raw == 0) co_return InvalidArgument("no tree in this space: CreateTree first");
+  co_return GAddr{raw};
+}
+
+Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
+  NodeBuffer n;
+  for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
+    if (restart > 0) stats_.restarts++;
+    if (root_.null()) {
+      Result<GAddr> r = co_await ReadRootWord();
+      if (!r.ok()) co_return r.status();
+      root_ = *r;
+    }
+    GAddr a = root_, parent = GAddr::Null();
+    int expect_level = -1;  // unknown at the root
+    for (uint32_t hops = 0; hops < options_.sibling_hops_max;) {
+      bool from_cache = false;
+      POND_CO_RETURN_IF_ERROR(co_await GetInternal(a, &n, &from_cache));
+      if (!n.valid() || key < n.h.lower || (expect_level >= 0 && n.h.level != expect_level)) {
+        // A copy that led here was outdated: forget it and start over from a fresh root word.
+        if (from_cache) cache_.Drop(a);
+        if (!parent.null()) cache_.Drop(parent);
+        root_ = GAddr::Null();
+        break;
+      }
+      if (key >= n.h.upper) {
+        if (from_cache) {
+          cache_.Drop(a);  // read the node itself afresh: its sibling may be newer too
+          continue;
+        }
+        stats_.sibling_moves++;
+        hops++;
+        if (a == root_) root_ = GAddr::Null();  // the root split: the root word may be newer
+        if (!parent.null()) cache_.Drop(parent);
+        parent = GAddr::Null();
+        a = GAddr{n.h.sibling};
+        POND_ASSERT_MSG(!a.null(), "the rightmost node of a level has an infinite upper fence");
+        expect_level = n.h.level;
+        continue;
+      }
+      if (n.h.level == level) co_return Found{a, parent};
+      if (n.h.level < level) co_return Found{a, parent, true};
+      GAddr child = n.internal.ChildFor(key);
+      if (n.h.level == level + 1) co_return Found{child, a};
+      parent = a;
+      a = child;
+      expect_level = n.h.level - 1;
+    }
+  }
+  co_return Aborted("a tree descent restarted too often");
+}
+
+Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
+  stats_.lookups++;
+  NodeBuffer n;
+  for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
+    Result<Found> f = co_await Descend(key, 0);
+    if (!f.ok()) co_return f.status();
+    GAddr a = f->node, parent = f->parent;
+    uint32_t torn = 0, hops = 0;
+    while (true) {
+      POND_CO_RETURN_IF_ERROR(co_await ReadNode(a, &n));
+      if (!n.valid() || n.h.level != 0 || key < n.h.lower) {
+        if (!parent.null()) cache_.Drop(parent);
+        root_ = GAddr::Null();
+        break;
+      }
+      if (key >= n.h.upper) {
+        if (++hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+        stats_.sibling_moves++;
+        if (!parent.null()) cache_.Drop(parent);
+        parent = GAddr::Null();
+        a = GAddr{n.h.sibling};
+        continue;
+      }
+      const LeafEntry* hit = nullptr;
+      for (const LeafEntry& e : n.leaf.entries) {
+        if (e.key() == key) {
+          hit = &e;
+          break;
+        }
+      }
+      if (hit == nullptr) co_return NotFound("key not in the tree");
+      if (hit->whole()) co_return hit->value();
+      // The entry is being rewritten; its key bytes matched, maybe by a tear: read again.
+      stats_.torn_entry_reads++;
+      if (++torn > options_.read_retry_count_max) co_return Aborted("a leaf entry stayed torn");
+    }
+  }
+  co_return Aborted("a lookup restarted too often");
+}
+
+Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out) {
+  stats_.scans++;
+  const size_t start = out->size();
+  uint64_t cursor = low;  // every key below it was collected
+  NodeBuffer n;
+  std::vector<KeyValue> leaf_entries;
+  for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
+    if (cursor >= high || out->size() - start >= limit) co_return Status::Ok();
+    Result<Found> f = co_await Descend(cursor, 0);
+    if (!f.ok()) co_return f.status();
+    GAddr a = f->node, parent = f->parent;
+    uint32_t torn = 0, hops = 0;
+    while (true) {
+      POND_CO_RETURN_IF_ERROR(co_await ReadNode(a, &n));
+      if (!n.valid() || n.h.level != 0 || cursor < n.h.lower) {
+        if (!parent.null()) cache_.Drop(parent);
+        root_ = GAddr::Null();
+        break;
+      }
+      if (cursor >= n.h.upper) {
+        if (++hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+        stats_.sibling_moves++;
+        if (!parent.null()) cache_.Drop(parent);
+        parent = GAddr::Null();
+        a = GAddr{n.h.sibling};
+        continue;
+      }
+      // Every entry is needed, so every entry must be whole (empty ones too: a torn empty slot
+      // may be an insert in progress).
+      bool whole = true;
+      for (const LeafEntry& e : n.leaf.entries) whole = whole && e.whole();
+      if (!whole) {
+        stats_.torn_entry_reads++;
+        if (++torn > options_.read_retry_count_max) co_return Aborted("a leaf stayed torn");
+        continue;
+      }
+      torn = 0;
+      leaf_entries.clear();
+      for (const LeafEntry& e : n.leaf.entries) {
+        uint64_t k = e.key();
+        if (k != kKeyEmpty && k >= cursor && k < high) leaf_entries.emplace_back(k, e.value());
+      }
+      std::sort(leaf_entries.begin(), leaf_entries.end());
+      for (const KeyValue& kv : leaf_entries) {
+        if (out->size() - start >= limit) co_return Status::Ok();
+        out->push_back(kv);
+      }
+      if (n.h.upper >= high || n.h.sibling == 0) co_return Status::Ok();
+      cursor = n.h.upper;
+      parent = GAddr::Null();
+      a = GAddr{n.h.sibling};
+    }
+  }
+  co_return Aborted("a scan restarted too often");
+}
+
+Task<Status> BTree::Lock(GAddr node) {
+  const GAddr word = layout_.LockFor(node);
+  if (co_await locks_.Acquire(word.raw)) co_return Status::Ok();  // handed over, held already
+  for (uint32_t i = 0; i < options_.lock_retry_count_max; i++) {
+    uint64_t old = 0;
+    ep_.Cas(word, 0, holder_id_, &old);
+    Status s = co_await ep_.Flush();
+    if (!s.ok()) {
+      locks_.Abandon(word.raw);
+      co_return s;
+    }
+    if (old == 0) co_return Status::Ok();
+    stats_.lock_cas_failed++;
+  }
+  locks_.Abandon(word.raw);
+  co_return Aborted("a node's global lock word stayed taken");
+}
+
+void BTree::PostUnlock(GAddr node) {
+  const GAddr word = layout_.LockFor(node);
+  if (!locks_.WillHandOver(word.raw)) ep_.Write(word, &kUnlockedWord, 8);
+}
+
+Task<Status> BTree::UnlockNow(GAddr node) {
+  PostUnlock(node);
+  Status s = co_await ep_.Flush();
+  Unlocked(node);
+  co_return s;
+}
+
+}  // namespace pond::btree

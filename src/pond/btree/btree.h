@@ -1,0 +1,137 @@
+// BTree: one worker's handle on a B+Tree in the memory pool (Sherman's B-link tree), with 8-byte
+// keys and 8-byte values. docs/btree.md explains the design; docs/formats.md "B+Tree nodes" the
+// bytes.
+//
+// Reads take no lock: a lookup or scan READs nodes and retries a copy whose node versions (or,
+// for the entry it needs, entry versions) disagree. Writes lock one node at a time: the node's
+// global lock word on its MN (CAS), queued first in this worker's LocalLockTable, which may hand
+// the lock to the worker's next waiter without a release. An insert that fits writes back only
+// its 18-byte entry; the write-back and the lock's release go in one doorbell batch. A full node
+// splits: the new right sibling is written first, then the old node with its new upper fence and
+// sibling pointer (and the release), then the separator is inserted one level up; a split root
+// grows the tree by a CAS on the root word.
+//
+// Thread rules: a BTree belongs to one worker and its Endpoint; any number of that worker's
+// coroutines may call it at once. Any number of workers, on any CNs, may use the same tree, each
+// through a BTree of its own opened on the same TreeSpace.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "pond/btree/chunk_allocator.h"
+#include "pond/btree/index_cache.h"
+#include "pond/btree/local_lock_table.h"
+#include "pond/btree/node.h"
+#include "pond/btree/tree_space.h"
+#include "pond/status.h"
+#include "pond/task.h"
+#include "pond/transport/endpoint.h"
+
+namespace pond::btree {
+
+struct TreeOptions {
+  // Entries a node holds before it splits (<= kLeafEntries, kInternalEntries); tests lower them
+  // to grow tall trees from few keys.
+  int leaf_fill_max = kLeafEntries;
+  int internal_fill_max = kInternalEntries;
+  int handover_max = 4;                     // HOCL: hand-overs in a row before a release to the MN
+  size_t index_cache_nodes_max = 4096;      // 0: no index cache
+  uint32_t read_retry_count_max = 1 << 16;  // torn copies of one node in a row
+  uint32_t lock_retry_count_max = 1 << 20;  // failed CASes on one global lock word in a row
+  uint32_t restart_count_max = 1 << 12;     // descents from the root for one operation
+  uint32_t sibling_hops_max = 1 << 12;      // right moves within one descent
+};
+
+struct TreeStats {
+  uint64_t lookups = 0, inserts = 0, updates = 0, scans = 0;
+  uint64_t torn_node_reads = 0;   // copies whose node versions disagreed
+  uint64_t torn_entry_reads = 0;  // copies whose needed entry's versions disagreed
+  uint64_t sibling_moves = 0;     // a node's range ended below the key: moved right
+  uint64_t restarts = 0;          // descents begun again from the root
+  uint64_t leaf_splits = 0, internal_splits = 0, root_growths = 0, root_cas_lost = 0;
+  uint64_t lock_cas_failed = 0;
+  uint64_t entry_writebacks = 0, node_writebacks = 0;
+};
+
+using KeyValue = std::pair<uint64_t, uint64_t>;
+
+// Formats the tree's space and writes an empty root leaf. Run once, by one CN, before any BTree
+// is opened on `space`.
+Task<Status> CreateTree(Endpoint& ep, const TreeSpace& space);
+
+class BTree {
+ public:
+  // `space` must be the one the tree was created with (Validate(space) holds).
+  BTree(Endpoint& ep, const TreeSpace& space, TreeOptions options = {});
+  BTree(const BTree&) = delete;
+  BTree& operator=(const BTree&) = delete;
+
+  // The value of `key`, or NotFound.
+  Task<Result<uint64_t>> Lookup(uint64_t key);
+  // Inserts `key` or overwrites its value. Keys are kKeyMin..kKeyMax.
+  Task<Status> Insert(uint64_t key, uint64_t value);
+  // Appends the entries with low <= key < high to `out`, ascending, at most `limit` of them. Not
+  // atomic against concurrent writers: each leaf is one consistent copy, taken in turn.
+  Task<Status> Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out);
+
+  const TreeStats& stats() const { return stats_; }
+  const LocalLockTable& local_locks() const { return locks_; }
+  const IndexCache& index_cache() const { return cache_; }
+  const ChunkAllocator& allocator() const { return alloc_; }
+
+ private:
+  // Where a descent ended: the node at the wanted level, and the internal node that pointed to
+  // it (null if it is the root), so that a stale copy of that parent can be dropped. short_tree:
+  // the tree has no node at the wanted level (yet).
+  struct Found {
+    GAddr node;
+    GAddr parent;
+    bool short_tree = false;
+  };
+
+  // READs the node at `a` into `n` until the copy is whole (node versions agree).
+  Task<Status> ReadNode(GAddr a, NodeBuffer* n);
+  // The internal node at `a`, from the cache or by READ (and then cached).
+  Task<Status> GetInternal(GAddr a, NodeBuffer* n, bool* from_cache);
+  Task<Result<GAddr>> ReadRootWord();
+  // Descends from the root to the node at `level` whose range holds `key`; reads the nodes above
+  // that level (not the node itself, unless it is the root).
+  Task<Result<Found>> Descend(uint64_t key, uint8_t level);
+
+  // HOCL: the node's global lock, through the local table.
+  Task<Status> Lock(GAddr node);
+  // Posts the release of the node's global lock (unless it is handed over); the caller then
+  // flushes it together with its write-back and calls Unlocked.
+  void PostUnlock(GAddr node);
+  void Unlocked(GAddr node) { locks_.Release(layout_.LockFor(node).raw); }
+  // Unlocks with nothing to write back.
+  Task<Status> UnlockNow(GAddr node);
+
+  // Leaf `n` (locked, at `a`) is full: split it around the new entry and unlock it. Sets *sep
+  // and *right to what the parent must learn.
+  Task<Status> SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t value, uint64_t* sep,
+                         GAddr* right);
+  // Inserts the separator `key` -> `child` into the tree's level `level` (>= 1).
+  Task<Status> InsertInternal(uint64_t key, GAddr child, uint8_t level);
+  // The tree has no node at `level`: the root (at level - 1) split; put a new root above it.
+  // False if another CN grew the tree first (then retry the insert).
+  Task<Result<bool>> GrowRoot(uint64_t key, GAddr child, uint8_t level);
+  // Writes the new right node, then the left one with the release of its lock, ordered: in one
+  // batch when both are on one MN, else the right one first in a batch of its own.
+  Task<Status> WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr right_addr,
+                          const NodeBuffer& right);
+
+  Endpoint& ep_;
+  SpaceLayout layout_;
+  TreeOptions options_;
+  uint64_t holder_id_;  // what this worker's CAS puts in a global lock word
+  ChunkAllocator alloc_;
+  LocalLockTable locks_;
+  IndexCache cache_;
+  GAddr root_ = GAddr::Null();  // last root seen; null: read the root word
+  TreeStats stats_;
+};
+
+}  // namespace pond::btree

@@ -1,0 +1,266 @@
+// The write side of BTree: insert or update in a leaf, leaf and internal splits, root growth.
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "pond/btree/btree.h"
+
+namespace pond::btree {
+
+Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
+  if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
+  NodeBuffer n;
+  for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
+    Result<Found> f = co_await Descend(key, 0);
+    if (!f.ok()) co_return f.status();
+    GAddr a = f->node, parent = f->parent;
+    for (uint32_t hops = 0;; hops++) {
+      if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+      POND_CO_RETURN_IF_ERROR(co_await Lock(a));
+      // Under the lock no one writes this node, and the last holder's writes completed before
+      // its release (same batch, in order): the copy is whole unless memory lies.
+      Status s = co_await ReadNode(a, &n);
+      if (!s.ok()) {
+        (void)co_await UnlockNow(a);
+        co_return s;
+      }
+      if (!n.valid() || n.h.level != 0 || key < n.h.lower) {
+        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
+        if (!parent.null()) cache_.Drop(parent);
+        root_ = GAddr::Null();
+        break;
+      }
+      if (key >= n.h.upper) {
+        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
+        stats_.sibling_moves++;
+        if (!parent.null()) cache_.Drop(parent);
+        parent = GAddr::Null();
+        a = GAddr{n.h.sibling};
+        continue;
+      }
+      int slot = -1, empty = -1, used = 0;
+      for (int i = 0; i < kLeafEntries; i++) {
+        const LeafEntry& e = n.leaf.entries[i];
+        if (e.key() == key) {
+          slot = i;
+        } else if (e.empty()) {
+          if (empty < 0) empty = i;
+        } else {
+          used++;
+        }
+      }
+      if (slot >= 0) {
+        stats_.updates++;
+      } else {
+        stats_.inserts++;
+        if (empty >= 0 && used < options_.leaf_fill_max) slot = empty;
+      }
+      if (slot < 0) {
+        uint64_t sep = 0;
+        GAddr right;
+        POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
+        co_return co_await InsertInternal(sep, right, 1);
+      }
+      // The entry alone goes back, with new entry versions; the node versions stay.
+      LeafEntry& e = n.leaf.entries[slot];
+      e.set_key(key);
+      e.set_value(value);
+      e.BumpVersion();
+      ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
+      PostUnlock(a);
+      Status w = co_await ep_.Flush();
+      Unlocked(a);
+      stats_.entry_writebacks++;
+      co_return w;
+    }
+  }
+  co_return Aborted("an insert restarted too often");
+}
+
+Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t value, uint64_t* sep,
+                              GAddr* right_addr) {
+  Result<GAddr> r = co_await alloc_.Allocate();
+  if (!r.ok()) {
+    (void)co_await UnlockNow(a);
+    co_return r.status();
+  }
+  std::array<LeafEntry, kLeafEntries + 1> all;
+  int m = 0;
+  for (const LeafEntry& e : n->leaf.entries) {
+    if (!e.empty()) all[m++] = e;
+  }
+  LeafEntry fresh{};
+  fresh.set_key(key);
+  fresh.set_value(value);
+  all[m++] = fresh;
+  std::sort(all.begin(), all.begin() + m,
+            [](const LeafEntry& x, const LeafEntry& y) { return x.key() < y.key(); });
+  const int half = m / 2;
+  *sep = all[half].key();
+  *right_addr = *r;
+
+  NodeBuffer right;
+  InitNode(right, 0, *sep, n->h.upper);
+  right.h.sibling = n->h.sibling;
+  std::copy(all.begin() + half, all.begin() + m, right.leaf.entries);
+
+  std::memset(n->leaf.entries, 0, sizeof(n->leaf.entries));
+  std::copy(all.begin(), all.begin() + half, n->leaf.entries);
+  n->h.upper = *sep;
+  n->h.sibling = r->raw;
+  n->BumpVersion();
+  stats_.leaf_splits++;
+  co_return co_await WriteSplit(a, *n, *r, right);
+}
+
+Task<Status> BTree::WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr right_addr,
+                               const NodeBuffer& right) {
+  // The right node must be in memory before the left one points to it. One MN applies a batch
+  // in order; two MNs' batches are not ordered, so then the right one goes first, alone.
+  ep_.Write(right_addr, &right, kNodeBytes);
+  if (right_addr.mn() != left_addr.mn()) {
+    Status s = co_await ep_.Flush();
+    if (!s.ok()) {
+      (void)co_await UnlockNow(left_addr);
+      co_return s;
+    }
+  }
+  ep_.Write(left_addr, &left, kNodeBytes);
+  PostUnlock(left_addr);
+  Status s = co_await ep_.Flush();
+  Unlocked(left_addr);
+  stats_.node_writebacks += 2;
+  co_return s;
+}
+
+Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
+  NodeBuffer n;
+  for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
+    Result<Found> f = co_await Descend(key, level);
+    if (!f.ok()) co_return f.status();
+    if (f->short_tree) {
+      Result<bool> grown = co_await GrowRoot(key, child, level);
+      if (!grown.ok()) co_return grown.status();
+      if (*grown) co_return Status::Ok();
+      continue;  // someone else grew the tree: insert into the new level
+    }
+    GAddr a = f->node, parent = f->parent;
+    for (uint32_t hops = 0;; hops++) {
+      if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+      POND_CO_RETURN_IF_ERROR(co_await Lock(a));
+      Status s = co_await ReadNode(a, &n);
+      if (!s.ok()) {
+        (void)co_await UnlockNow(a);
+        co_return s;
+      }
+      if (!n.valid() || n.h.level != level || key < n.h.lower) {
+        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
+        if (!parent.null()) cache_.Drop(parent);
+        root_ = GAddr::Null();
+        break;
+      }
+      if (key >= n.h.upper) {
+        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
+        stats_.sibling_moves++;
+        if (!parent.null()) cache_.Drop(parent);
+        parent = GAddr::Null();
+        a = GAddr{n.h.sibling};
+        continue;
+      }
+      InternalNode& in = n.internal;
+      const int count = in.h.count;
+      const InternalEntry* pos_it =
+          std::upper_bound(in.entries, in.entries + count, key,
+                           [](uint64_t k, const InternalEntry& e) { return k < e.key; });
+      const int pos = static_cast<int>(pos_it - in.entries);
+      // A separator is the first key of a node born in a split, and nodes never merge, so no
+      // separator is inserted twice.
+      POND_ASSERT_MSG(pos == 0 || in.entries[pos - 1].key != key, "separator inserted twice");
+      std::array<InternalEntry, kInternalEntries + 1> all;
+      std::copy(in.entries, in.entries + pos, all.begin());
+      all[pos] = InternalEntry{key, child.raw};
+      std::copy(in.entries + pos, in.entries + count, all.begin() + pos + 1);
+      const int total = count + 1;
+
+      if (total <= options_.internal_fill_max) {
+        std::copy(all.begin(), all.begin() + total, in.entries);
+        in.h.count = static_cast<uint8_t>(total);
+        n.BumpVersion();
+        ep_.Write(a, &n, kNodeBytes);
+        PostUnlock(a);
+        Status w = co_await ep_.Flush();
+        Unlocked(a);
+        stats_.node_writebacks++;
+        cache_.Put(a, in);
+        co_return w;
+      }
+
+      // Split: the middle separator moves up; its child becomes the right node's leftmost.
+      Result<GAddr> r = co_await alloc_.Allocate();
+      if (!r.ok()) {
+        (void)co_await UnlockNow(a);
+        co_return r.status();
+      }
+      const int mid = total / 2;
+      const uint64_t sep = all[mid].key;
+      NodeBuffer right;
+      InitNode(right, level, sep, in.h.upper);
+      right.h.sibling = in.h.sibling;
+      right.h.leftmost = all[mid].child;
+      right.h.count = static_cast<uint8_t>(total - mid - 1);
+      std::copy(all.begin() + mid + 1, all.begin() + total, right.internal.entries);
+
+      std::memset(in.entries, 0, sizeof(in.entries));
+      std::copy(all.begin(), all.begin() + mid, in.entries);
+      in.h.count = static_cast<uint8_t>(mid);
+      in.h.upper = sep;
+      in.h.sibling = r->raw;
+      n.BumpVersion();
+      stats_.internal_splits++;
+      POND_CO_RETURN_IF_ERROR(co_await WriteSplit(a, n, *r, right));
+      cache_.Put(a, in);
+      cache_.Put(*r, right.internal);
+      co_return co_await InsertInternal(sep, *r, static_cast<uint8_t>(level + 1));
+    }
+  }
+  co_return Aborted("an internal insert restarted too often");
+}
+
+Task<Result<bool>> BTree::GrowRoot(uint64_t key, GAddr child, uint8_t level) {
+  Result<GAddr> old = co_await ReadRootWord();
+  if (!old.ok()) co_return old.status();
+  NodeBuffer root;
+  POND_CO_RETURN_IF_ERROR(co_await ReadNode(*old, &root));
+  if (root.h.level >= level) {
+    root_ = *old;  // the descent began at an old root; the tree is tall enough
+    co_return false;
+  }
+  // The root word names the leftmost node of the top level, so the node that split is the root
+  // or right of it, and the new root's leftmost child covers everything left of `key`.
+  if (root.h.level + 1 != level) co_return Internal("the tree skipped a level");
+  Result<GAddr> r = co_await alloc_.Allocate();
+  if (!r.ok()) co_return r.status();
+  NodeBuffer fresh;
+  InitNode(fresh, level, 0, kKeyInfinity);
+  fresh.h.leftmost = old->raw;
+  fresh.h.count = 1;
+  fresh.internal.entries[0] = InternalEntry{key, child.raw};
+  ep_.Write(*r, &fresh, kNodeBytes);
+  uint64_t seen = 0;
+  // The new root is on its MN before the root word (possibly another MN's) names it.
+  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  ep_.Cas(layout_.RootWord(), old->raw, r->raw, &seen);
+  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  if (seen != old->raw) {
+    // Another CN grew the tree first; this node stays unlinked (space is not reclaimed).
+    stats_.root_cas_lost++;
+    root_ = GAddr{seen};
+    co_return false;
+  }
+  stats_.root_growths++;
+  root_ = *r;
+  cache_.Put(*r, fresh.internal);
+  co_return true;
+}
+
+}  // namespace pond::btree

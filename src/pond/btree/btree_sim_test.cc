@@ -1,0 +1,102 @@
+// Many CNs insert into one tree on the simulated transport: real contention on global lock
+// words and root growth between CNs, in virtual time, and replayable from the seed.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "pond/btree/btree.h"
+#include "pond/btree/btree_testing.h"
+#include "pond/btree/tree_check.h"
+#include "pond/rng.h"
+
+namespace pond::btree {
+namespace {
+
+using testing::SimCluster;
+using testing::WholePoolSpace;
+
+struct SimRun {
+  uint64_t end_ns = 0;
+  uint64_t lock_cas_failed = 0;
+  uint64_t root_growths = 0;
+  uint64_t root_cas_lost = 0;
+  Result<TreeShape> shape = Internal("not run");
+  std::map<uint64_t, uint64_t> want;
+};
+
+// `cns` CNs with `coroutines` coroutines each insert random keys; returns what the tree holds.
+SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine) {
+  constexpr uint16_t kMns = 2;
+  constexpr uint64_t kRegion = 32 << 20;
+  SimCluster c(cns, kMns, kRegion, seed);
+  TreeSpace space = WholePoolSpace(kMns, kRegion, 256, 16 << 10);
+  Status created = Internal("not run");
+  c.workers[0].sched->Spawn([](Endpoint* ep, TreeSpace s, Status* out) -> Task<void> {
+    *out = co_await CreateTree(*ep, s);
+  }(c.workers[0].ep.get(), space, &created));
+  c.Run();
+  POND_CHECK(created.ok());
+
+  SimRun run;
+  std::vector<std::unique_ptr<BTree>> trees;
+  Rng rng(seed);
+  int failed = 0;
+  for (int cn = 0; cn < cns; cn++) {
+    trees.push_back(std::make_unique<BTree>(
+        *c.workers[cn].ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}));
+    for (int co = 0; co < coroutines; co++) {
+      std::vector<KeyValue> kvs;
+      for (int i = 0; i < per_coroutine; i++) {
+        // Each key is drawn by one coroutine only, so the final value of every key is known.
+        uint64_t k = 1 + ((rng.Uniform(1 << 20) * cns + cn) * coroutines + co);
+        uint64_t v = rng.Next();
+        kvs.emplace_back(k, v);
+        run.want[k] = v;
+      }
+      c.workers[cn].sched->Spawn(
+          [](BTree* t, std::vector<KeyValue> kvs, int* failed) -> Task<void> {
+            for (auto [k, v] : kvs) {
+              if (!(co_await t->Insert(k, v)).ok()) ++*failed;
+            }
+          }(trees.back().get(), std::move(kvs), &failed));
+    }
+  }
+  c.Run();
+  EXPECT_EQ(failed, 0);
+  run.end_ns = c.engine.now();
+  for (auto& t : trees) {
+    run.lock_cas_failed += t->stats().lock_cas_failed;
+    run.root_growths += t->stats().root_growths;
+    run.root_cas_lost += t->stats().root_cas_lost;
+  }
+  c.workers[0].sched->Spawn([](Endpoint* ep, TreeSpace s, Result<TreeShape>* out) -> Task<void> {
+    *out = co_await CheckTree(*ep, s);
+  }(c.workers[0].ep.get(), space, &run.shape));
+  c.Run();
+  return run;
+}
+
+TEST(BTreeSimTest, ManyCnsInsertConcurrently) {
+  uint64_t seed = ::testing::UnitTest::GetInstance()->random_seed();
+  SimRun run = RunSim(seed, 16, 4, 150);
+  ASSERT_TRUE(run.shape.ok()) << run.shape.status().ToString() << " seed " << seed;
+  EXPECT_GE(run.shape->levels, 3);
+  std::vector<KeyValue> expect(run.want.begin(), run.want.end());
+  EXPECT_EQ(run.shape->entries, expect) << "seed " << seed;
+  EXPECT_GT(run.lock_cas_failed, 0u) << "CNs never met at a global lock word";
+  EXPECT_EQ(run.root_growths, static_cast<uint64_t>(run.shape->levels - 1));
+}
+
+TEST(BTreeSimTest, SameSeedSameRun) {
+  SimRun a = RunSim(7, 6, 3, 80), b = RunSim(7, 6, 3, 80);
+  EXPECT_EQ(a.end_ns, b.end_ns);
+  EXPECT_EQ(a.lock_cas_failed, b.lock_cas_failed);
+  EXPECT_EQ(a.root_cas_lost, b.root_cas_lost);
+  ASSERT_TRUE(a.shape.ok() && b.shape.ok());
+  EXPECT_EQ(a.shape->nodes_by_level, b.shape->nodes_by_level);
+}
+
+}  // namespace
+}  // namespace pond::btree

@@ -1,0 +1,208 @@
+// The tree on the local transport, driven by one worker thread (many coroutines at most).
+#include "pond/btree/btree.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <vector>
+
+#include "pond/btree/btree_testing.h"
+#include "pond/btree/tree_check.h"
+#include "pond/rng.h"
+
+namespace pond::btree {
+namespace {
+
+using testing::LocalPool;
+using testing::WholePoolSpace;
+using testing::Worker;
+
+constexpr uint64_t kRegion = 64 << 20;
+
+// A tree on `mns` MNs, created through `w`.
+TreeSpace MakeTree(Worker& w, uint16_t mns) {
+  TreeSpace space = WholePoolSpace(mns, kRegion);
+  Status s = w.Run(CreateTree(*w.ep, space));
+  POND_CHECK(s.ok());
+  return space;
+}
+
+// The tree holds exactly `want`, and its structure is sound.
+void ExpectTreeHolds(Worker& w, const TreeSpace& space, const std::map<uint64_t, uint64_t>& want,
+                     int levels_min = 1) {
+  Result<TreeShape> shape = w.Run(CheckTree(*w.ep, space));
+  ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+  EXPECT_GE(shape->levels, levels_min);
+  std::vector<KeyValue> expect(want.begin(), want.end());
+  EXPECT_EQ(shape->entries, expect);
+}
+
+Task<Status> InsertAll(BTree* t, std::vector<KeyValue> kvs) {
+  for (auto [k, v] : kvs) POND_CO_RETURN_IF_ERROR(co_await t->Insert(k, v));
+  co_return Status::Ok();
+}
+
+TEST(BTreeTest, InsertLookupUpdate) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space);
+  EXPECT_EQ(w.Run(t.Lookup(5)).status().code(), Code::kNotFound);
+  ASSERT_TRUE(w.Run(t.Insert(5, 50)).ok());
+  ASSERT_TRUE(w.Run(t.Insert(3, 30)).ok());
+  EXPECT_EQ(w.Run(t.Lookup(5)).value(), 50u);
+  EXPECT_EQ(w.Run(t.Lookup(3)).value(), 30u);
+  EXPECT_EQ(w.Run(t.Lookup(4)).status().code(), Code::kNotFound);
+  ASSERT_TRUE(w.Run(t.Insert(5, 51)).ok());
+  EXPECT_EQ(w.Run(t.Lookup(5)).value(), 51u);
+  EXPECT_EQ(t.stats().updates, 1u);
+  // Without a split, every write went back as one entry, never as a node.
+  EXPECT_EQ(t.stats().entry_writebacks, 3u);
+  EXPECT_EQ(t.stats().node_writebacks, 0u);
+  ExpectTreeHolds(w, space, {{3, 30}, {5, 51}});
+}
+
+TEST(BTreeTest, RejectsReservedKeys) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space);
+  EXPECT_EQ(w.Run(t.Insert(kKeyEmpty, 1)).code(), Code::kInvalidArgument);
+  EXPECT_EQ(w.Run(t.Insert(kKeyInfinity, 1)).code(), Code::kInvalidArgument);
+  EXPECT_TRUE(w.Run(t.Insert(kKeyMax, 1)).ok());
+  EXPECT_TRUE(w.Run(t.Insert(kKeyMin, 2)).ok());
+  ExpectTreeHolds(w, space, {{kKeyMin, 2}, {kKeyMax, 1}});
+}
+
+// Tiny nodes make a deep tree from few keys: splits at every level and several root growths.
+TEST(BTreeTest, SplitsAtEveryLevelWithTinyNodes) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 3, .internal_fill_max = 3});
+  Rng rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::map<uint64_t, uint64_t> want;
+  std::vector<KeyValue> kvs;
+  for (int i = 0; i < 3000; i++) {
+    uint64_t k = 1 + rng.Uniform(1'000'000);
+    want[k] = i;
+    kvs.emplace_back(k, i);
+  }
+  ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
+  ExpectTreeHolds(w, space, want, 6);
+  EXPECT_GT(t.stats().leaf_splits, 0u);
+  EXPECT_GT(t.stats().internal_splits, 0u);
+  EXPECT_GE(t.stats().root_growths, 5u);
+  for (auto [k, v] : want) ASSERT_EQ(w.Run(t.Lookup(k)).value(), v) << k;
+}
+
+// Full-size nodes: enough keys for three levels.
+TEST(BTreeTest, ThreeLevelsWithFullNodes) {
+  auto pool = LocalPool(2, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 2);
+  BTree t(*w.ep, space);
+  Rng rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::map<uint64_t, uint64_t> want;
+  std::vector<KeyValue> kvs;
+  for (int i = 0; i < 40000; i++) {
+    uint64_t k = 1 + rng.Uniform(uint64_t{1} << 40);
+    want[k] = rng.Next();
+    kvs.emplace_back(k, want[k]);
+  }
+  ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
+  ExpectTreeHolds(w, space, want, 3);
+  // Nodes were carved from chunks on both MNs, so splits crossed MNs too.
+  EXPECT_GE(t.allocator().chunks_taken(), 2u);
+  EXPECT_GT(t.index_cache().hits(), 0u);
+}
+
+TEST(BTreeTest, ScansMatchAnOrderedMap) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6});
+  Rng rng(::testing::UnitTest::GetInstance()->random_seed());
+  std::map<uint64_t, uint64_t> want;
+  std::vector<KeyValue> kvs;
+  for (int i = 0; i < 2000; i++) {
+    uint64_t k = 1 + rng.Uniform(10'000);
+    want[k] = i;
+    kvs.emplace_back(k, i);
+  }
+  ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
+  for (int q = 0; q < 300; q++) {
+    uint64_t low = rng.Uniform(11'000), high = low + rng.Uniform(3000);
+    size_t limit = q % 3 == 0 ? 1 + rng.Uniform(50) : SIZE_MAX;
+    std::vector<KeyValue> got;
+    ASSERT_TRUE(w.Run(t.Scan(low, high, limit, &got)).ok());
+    std::vector<KeyValue> expect;
+    for (auto it = want.lower_bound(low); it != want.end() && it->first < high; ++it) {
+      if (expect.size() == limit) break;
+      expect.push_back(*it);
+    }
+    ASSERT_EQ(got, expect) << "[" << low << ", " << high << ") limit " << limit;
+  }
+  std::vector<KeyValue> all;
+  ASSERT_TRUE(w.Run(t.Scan(0, kKeyInfinity, SIZE_MAX, &all)).ok());
+  EXPECT_EQ(all.size(), want.size());
+}
+
+// Many coroutines of one worker insert at once: their lock requests meet in the local lock
+// table, which hands the global lock from one to the next.
+TEST(BTreeTest, ManyCoroutinesOnOneWorker) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 6, .internal_fill_max = 5});
+  constexpr int kCoroutines = 64, kPerCoroutine = 60;
+  int failed = 0;
+  for (int c = 0; c < kCoroutines; c++) {
+    w.sched.Spawn([](BTree* t, int c, int* failed) -> Task<void> {
+      for (int i = 0; i < kPerCoroutine; i++) {
+        // Neighbouring keys from different coroutines: they share leaves and their locks.
+        uint64_t k = 1 + static_cast<uint64_t>(i) * kCoroutines + c;
+        if (!(co_await t->Insert(k, k * 3)).ok()) ++*failed;
+      }
+    }(&t, c, &failed));
+  }
+  w.sched.RunUntilIdle();
+  EXPECT_EQ(failed, 0);
+  std::map<uint64_t, uint64_t> want;
+  for (uint64_t k = 1; k <= uint64_t{kCoroutines} * kPerCoroutine; k++) want[k] = k * 3;
+  ExpectTreeHolds(w, space, want, 3);
+  EXPECT_GT(t.local_locks().queued(), 0u) << "no coroutine ever waited locally";
+  EXPECT_GT(t.local_locks().handovers(), 0u) << "the lock was never handed over";
+}
+
+// A second worker's splits leave the first worker's cached internal nodes stale; lookups
+// through them still find every key (moving right), and drop the stale copies.
+TEST(BTreeTest, StaleIndexCacheStillFindsEveryKey) {
+  auto pool = LocalPool(1, kRegion);
+  Worker a(*pool, {0, 0}), b(*pool, {1, 0});
+  TreeSpace space = MakeTree(a, 1);
+  TreeOptions small{.leaf_fill_max = 4, .internal_fill_max = 4};
+  BTree ta(*a.ep, space, small), tb(*b.ep, space, small);
+  std::map<uint64_t, uint64_t> want;
+  std::vector<KeyValue> first, second;
+  for (uint64_t k = 1; k <= 400; k++) {
+    want[k * 10] = k;
+    first.emplace_back(k * 10, k);
+  }
+  ASSERT_TRUE(a.Run(InsertAll(&ta, first)).ok());
+  for (auto [k, v] : want) ASSERT_EQ(a.Run(ta.Lookup(k)).value(), v);  // warms a's cache
+  for (uint64_t k = 1; k <= 4000; k++) {
+    if (k % 10 == 0) continue;
+    want[k] = k + 7;
+    second.emplace_back(k, k + 7);
+  }
+  ASSERT_TRUE(b.Run(InsertAll(&tb, second)).ok());
+  uint64_t moves_before = ta.stats().sibling_moves;
+  for (auto [k, v] : want) ASSERT_EQ(a.Run(ta.Lookup(k)).value(), v) << k;
+  EXPECT_GT(ta.stats().sibling_moves, moves_before) << "the cache was never stale";
+  EXPECT_GT(ta.index_cache().drops(), 0u);
+  ExpectTreeHolds(a, space, want, 4);
+}
+
+}  // namespace
+}  // namespace pond::btree
