@@ -126,6 +126,24 @@ Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
   co_return Aborted("a tree descent restarted too often");
 }
 
+Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
+                                      uint32_t* hops) {
+  for (;;) {
+    POND_CO_RETURN_IF_ERROR(co_await ReadNode(*a, n));
+    if (!n->valid() || n->h.level != 0 || key < n->h.lower) {
+      if (!parent->null()) cache_.Drop(*parent);
+      root_ = GAddr::Null();
+      co_return false;
+    }
+    if (key < n->h.upper) co_return true;
+    if (++*hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+    stats_.sibling_moves++;
+    if (!parent->null()) cache_.Drop(*parent);
+    *parent = GAddr::Null();
+    *a = GAddr{n->h.sibling};
+  }
+}
+
 Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
   stats_.lookups++;
   NodeBuffer n;
@@ -134,21 +152,10 @@ Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
     uint32_t torn = 0, hops = 0;
-    while (true) {
-      POND_CO_RETURN_IF_ERROR(co_await ReadNode(a, &n));
-      if (!n.valid() || n.h.level != 0 || key < n.h.lower) {
-        if (!parent.null()) cache_.Drop(parent);
-        root_ = GAddr::Null();
-        break;
-      }
-      if (key >= n.h.upper) {
-        if (++hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
-        stats_.sibling_moves++;
-        if (!parent.null()) cache_.Drop(parent);
-        parent = GAddr::Null();
-        a = GAddr{n.h.sibling};
-        continue;
-      }
+    for (;;) {
+      Result<bool> at = co_await ReadLeafFor(key, &a, &parent, &n, &hops);
+      if (!at.ok()) co_return at.status();
+      if (!*at) break;  // descend again
       const LeafEntry* hit = nullptr;
       for (const LeafEntry& e : n.leaf.entries) {
         if (e.key() == key) {
@@ -178,21 +185,10 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
     uint32_t torn = 0, hops = 0;
-    while (true) {
-      POND_CO_RETURN_IF_ERROR(co_await ReadNode(a, &n));
-      if (!n.valid() || n.h.level != 0 || cursor < n.h.lower) {
-        if (!parent.null()) cache_.Drop(parent);
-        root_ = GAddr::Null();
-        break;
-      }
-      if (cursor >= n.h.upper) {
-        if (++hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
-        stats_.sibling_moves++;
-        if (!parent.null()) cache_.Drop(parent);
-        parent = GAddr::Null();
-        a = GAddr{n.h.sibling};
-        continue;
-      }
+    for (;;) {
+      Result<bool> at = co_await ReadLeafFor(cursor, &a, &parent, &n, &hops);
+      if (!at.ok()) co_return at.status();
+      if (!*at) break;  // descend again
       // Every entry is needed, so every entry must be whole (empty ones too: a torn empty slot
       // may be an insert in progress).
       bool whole = true;

@@ -96,10 +96,19 @@ class BTree {
   // The internal node at `a`, from the cache or by READ (and then cached).
   Task<Status> GetInternal(GAddr a, NodeBuffer* n, bool* from_cache);
   Task<Result<GAddr>> ReadRootWord();
+  // READs leaves from *a rightwards (sibling moves counted in *hops) until *n is the one whose
+  // range holds `key`: true. False: a copy that led to *a was stale (dropped; descend again).
+  Task<Result<bool>> ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
+                                 uint32_t* hops);
   // Descends from the root to the node at `level` whose range holds `key`; reads the nodes above
   // that level (not the node itself, unless it is the root).
   Task<Result<Found>> Descend(uint64_t key, uint8_t level);
 
+  // Locks the node at *a and READs it into *n, moving right (unlocked again) while its range
+  // ends at or below `key`: true with the node of `level` that holds `key` locked. False: a copy
+  // that led to *a was stale (dropped, nothing locked; descend again).
+  Task<Result<bool>> LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAddr* parent,
+                                 NodeBuffer* n);
   // HOCL: the node's global lock, through the local table.
   Task<Status> Lock(GAddr node);
   // Posts the release of the node's global lock (unless it is handed over); the caller then

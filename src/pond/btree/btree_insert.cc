@@ -7,6 +7,33 @@
 
 namespace pond::btree {
 
+Task<Result<bool>> BTree::LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAddr* parent,
+                                      NodeBuffer* n) {
+  for (uint32_t hops = 0;; hops++) {
+    if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+    POND_CO_RETURN_IF_ERROR(co_await Lock(*a));
+    // Under the lock no one writes this node, and the last holder's writes completed before its
+    // release (same batch, in order): the copy is whole unless memory lies.
+    Status s = co_await ReadNode(*a, n);
+    if (!s.ok()) {
+      (void)co_await UnlockNow(*a);
+      co_return s;
+    }
+    if (!n->valid() || n->h.level != level || key < n->h.lower) {
+      POND_CO_RETURN_IF_ERROR(co_await UnlockNow(*a));
+      if (!parent->null()) cache_.Drop(*parent);
+      root_ = GAddr::Null();
+      co_return false;
+    }
+    if (key < n->h.upper) co_return true;
+    POND_CO_RETURN_IF_ERROR(co_await UnlockNow(*a));
+    stats_.sibling_moves++;
+    if (!parent->null()) cache_.Drop(*parent);
+    *parent = GAddr::Null();
+    *a = GAddr{n->h.sibling};
+  }
+}
+
 Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
   if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
   NodeBuffer n;
@@ -14,65 +41,43 @@ Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
     Result<Found> f = co_await Descend(key, 0);
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
-    for (uint32_t hops = 0;; hops++) {
-      if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
-      POND_CO_RETURN_IF_ERROR(co_await Lock(a));
-      // Under the lock no one writes this node, and the last holder's writes completed before
-      // its release (same batch, in order): the copy is whole unless memory lies.
-      Status s = co_await ReadNode(a, &n);
-      if (!s.ok()) {
-        (void)co_await UnlockNow(a);
-        co_return s;
-      }
-      if (!n.valid() || n.h.level != 0 || key < n.h.lower) {
-        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
-        if (!parent.null()) cache_.Drop(parent);
-        root_ = GAddr::Null();
-        break;
-      }
-      if (key >= n.h.upper) {
-        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
-        stats_.sibling_moves++;
-        if (!parent.null()) cache_.Drop(parent);
-        parent = GAddr::Null();
-        a = GAddr{n.h.sibling};
-        continue;
-      }
-      int slot = -1, empty = -1, used = 0;
-      for (int i = 0; i < kLeafEntries; i++) {
-        const LeafEntry& e = n.leaf.entries[i];
-        if (e.key() == key) {
-          slot = i;
-        } else if (e.empty()) {
-          if (empty < 0) empty = i;
-        } else {
-          used++;
-        }
-      }
-      if (slot >= 0) {
-        stats_.updates++;
+    Result<bool> locked = co_await LockNodeFor(key, 0, &a, &parent, &n);
+    if (!locked.ok()) co_return locked.status();
+    if (!*locked) continue;  // descend again
+    int slot = -1, empty = -1, used = 0;
+    for (int i = 0; i < kLeafEntries; i++) {
+      const LeafEntry& e = n.leaf.entries[i];
+      if (e.key() == key) {
+        slot = i;
+      } else if (e.empty()) {
+        if (empty < 0) empty = i;
       } else {
-        stats_.inserts++;
-        if (empty >= 0 && used < options_.leaf_fill_max) slot = empty;
+        used++;
       }
-      if (slot < 0) {
-        uint64_t sep = 0;
-        GAddr right;
-        POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
-        co_return co_await InsertInternal(sep, right, 1);
-      }
-      // The entry alone goes back, with new entry versions; the node versions stay.
-      LeafEntry& e = n.leaf.entries[slot];
-      e.set_key(key);
-      e.set_value(value);
-      e.BumpVersion();
-      ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
-      PostUnlock(a);
-      Status w = co_await ep_.Flush();
-      Unlocked(a);
-      stats_.entry_writebacks++;
-      co_return w;
     }
+    if (slot >= 0) {
+      stats_.updates++;
+    } else {
+      stats_.inserts++;
+      if (empty >= 0 && used < options_.leaf_fill_max) slot = empty;
+    }
+    if (slot < 0) {
+      uint64_t sep = 0;
+      GAddr right;
+      POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
+      co_return co_await InsertInternal(sep, right, 1);
+    }
+    // The entry alone goes back, with new entry versions; the node versions stay.
+    LeafEntry& e = n.leaf.entries[slot];
+    e.set_key(key);
+    e.set_value(value);
+    e.BumpVersion();
+    ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
+    PostUnlock(a);
+    Status w = co_await ep_.Flush();
+    Unlocked(a);
+    stats_.entry_writebacks++;
+    co_return w;
   }
   co_return Aborted("an insert restarted too often");
 }
@@ -145,83 +150,63 @@ Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
       continue;  // someone else grew the tree: insert into the new level
     }
     GAddr a = f->node, parent = f->parent;
-    for (uint32_t hops = 0;; hops++) {
-      if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
-      POND_CO_RETURN_IF_ERROR(co_await Lock(a));
-      Status s = co_await ReadNode(a, &n);
-      if (!s.ok()) {
-        (void)co_await UnlockNow(a);
-        co_return s;
-      }
-      if (!n.valid() || n.h.level != level || key < n.h.lower) {
-        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
-        if (!parent.null()) cache_.Drop(parent);
-        root_ = GAddr::Null();
-        break;
-      }
-      if (key >= n.h.upper) {
-        POND_CO_RETURN_IF_ERROR(co_await UnlockNow(a));
-        stats_.sibling_moves++;
-        if (!parent.null()) cache_.Drop(parent);
-        parent = GAddr::Null();
-        a = GAddr{n.h.sibling};
-        continue;
-      }
-      InternalNode& in = n.internal;
-      const int count = in.h.count;
-      const InternalEntry* pos_it =
-          std::upper_bound(in.entries, in.entries + count, key,
-                           [](uint64_t k, const InternalEntry& e) { return k < e.key; });
-      const int pos = static_cast<int>(pos_it - in.entries);
-      // A separator is the first key of a node born in a split, and nodes never merge, so no
-      // separator is inserted twice.
-      POND_ASSERT_MSG(pos == 0 || in.entries[pos - 1].key != key, "separator inserted twice");
-      std::array<InternalEntry, kInternalEntries + 1> all;
-      std::copy(in.entries, in.entries + pos, all.begin());
-      all[pos] = InternalEntry{key, child.raw};
-      std::copy(in.entries + pos, in.entries + count, all.begin() + pos + 1);
-      const int total = count + 1;
+    Result<bool> locked = co_await LockNodeFor(key, level, &a, &parent, &n);
+    if (!locked.ok()) co_return locked.status();
+    if (!*locked) continue;  // descend again
+    InternalNode& in = n.internal;
+    const int count = in.h.count;
+    const InternalEntry* pos_it =
+        std::upper_bound(in.entries, in.entries + count, key,
+                         [](uint64_t k, const InternalEntry& e) { return k < e.key; });
+    const int pos = static_cast<int>(pos_it - in.entries);
+    // A separator is the first key of a node born in a split, and nodes never merge, so no
+    // separator is inserted twice.
+    POND_ASSERT_MSG(pos == 0 || in.entries[pos - 1].key != key, "separator inserted twice");
+    std::array<InternalEntry, kInternalEntries + 1> all;
+    std::copy(in.entries, in.entries + pos, all.begin());
+    all[pos] = InternalEntry{key, child.raw};
+    std::copy(in.entries + pos, in.entries + count, all.begin() + pos + 1);
+    const int total = count + 1;
 
-      if (total <= options_.internal_fill_max) {
-        std::copy(all.begin(), all.begin() + total, in.entries);
-        in.h.count = static_cast<uint8_t>(total);
-        n.BumpVersion();
-        ep_.Write(a, &n, kNodeBytes);
-        PostUnlock(a);
-        Status w = co_await ep_.Flush();
-        Unlocked(a);
-        stats_.node_writebacks++;
-        cache_.Put(a, in);
-        co_return w;
-      }
-
-      // Split: the middle separator moves up; its child becomes the right node's leftmost.
-      Result<GAddr> r = co_await alloc_.Allocate();
-      if (!r.ok()) {
-        (void)co_await UnlockNow(a);
-        co_return r.status();
-      }
-      const int mid = total / 2;
-      const uint64_t sep = all[mid].key;
-      NodeBuffer right;
-      InitNode(right, level, sep, in.h.upper);
-      right.h.sibling = in.h.sibling;
-      right.h.leftmost = all[mid].child;
-      right.h.count = static_cast<uint8_t>(total - mid - 1);
-      std::copy(all.begin() + mid + 1, all.begin() + total, right.internal.entries);
-
-      std::memset(in.entries, 0, sizeof(in.entries));
-      std::copy(all.begin(), all.begin() + mid, in.entries);
-      in.h.count = static_cast<uint8_t>(mid);
-      in.h.upper = sep;
-      in.h.sibling = r->raw;
+    if (total <= options_.internal_fill_max) {
+      std::copy(all.begin(), all.begin() + total, in.entries);
+      in.h.count = static_cast<uint8_t>(total);
       n.BumpVersion();
-      stats_.internal_splits++;
-      POND_CO_RETURN_IF_ERROR(co_await WriteSplit(a, n, *r, right));
+      ep_.Write(a, &n, kNodeBytes);
+      PostUnlock(a);
+      Status w = co_await ep_.Flush();
+      Unlocked(a);
+      stats_.node_writebacks++;
       cache_.Put(a, in);
-      cache_.Put(*r, right.internal);
-      co_return co_await InsertInternal(sep, *r, static_cast<uint8_t>(level + 1));
+      co_return w;
     }
+
+    // Split: the middle separator moves up; its child becomes the right node's leftmost.
+    Result<GAddr> r = co_await alloc_.Allocate();
+    if (!r.ok()) {
+      (void)co_await UnlockNow(a);
+      co_return r.status();
+    }
+    const int mid = total / 2;
+    const uint64_t sep = all[mid].key;
+    NodeBuffer right;
+    InitNode(right, level, sep, in.h.upper);
+    right.h.sibling = in.h.sibling;
+    right.h.leftmost = all[mid].child;
+    right.h.count = static_cast<uint8_t>(total - mid - 1);
+    std::copy(all.begin() + mid + 1, all.begin() + total, right.internal.entries);
+
+    std::memset(in.entries, 0, sizeof(in.entries));
+    std::copy(all.begin(), all.begin() + mid, in.entries);
+    in.h.count = static_cast<uint8_t>(mid);
+    in.h.upper = sep;
+    in.h.sibling = r->raw;
+    n.BumpVersion();
+    stats_.internal_splits++;
+    POND_CO_RETURN_IF_ERROR(co_await WriteSplit(a, n, *r, right));
+    cache_.Put(a, in);
+    cache_.Put(*r, right.internal);
+    co_return co_await InsertInternal(sep, *r, static_cast<uint8_t>(level + 1));
   }
   co_return Aborted("an internal insert restarted too often");
 }
