@@ -16,6 +16,7 @@
 #include "pond/sim/engine.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
+#include "pond/transport/test_worker.h"
 
 namespace pond::btree::testing {
 
@@ -35,23 +36,7 @@ inline std::unique_ptr<LocalFabric> LocalPool(uint16_t mns, uint64_t region_byte
   return std::move(f).value();
 }
 
-// One worker on the system clock; use from one thread.
-struct Worker {
-  Scheduler sched{SystemClock::Get()};
-  std::unique_ptr<Endpoint> ep;
-  Worker(Fabric& f, WorkerAddr a) : ep(f.CreateEndpoint(a, sched)) {}
-
-  template <typename T>
-  T Run(Task<T> task) {
-    std::optional<T> out;
-    sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
-      o->emplace(co_await std::move(t));
-    }(std::move(task), &out));
-    sched.RunUntilIdle();
-    POND_CHECK(out.has_value());
-    return std::move(*out);
-  }
-};
+using Worker = pond::testing_transport::Worker;
 
 // A simulated cluster: `cns` CNs of one worker each on a SimFabric; a worker with work runs one
 // round at the current virtual time, with no CPU cost (as in the transport's own tests).

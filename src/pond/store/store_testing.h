@@ -10,6 +10,7 @@
 #include "pond/runtime/scheduler.h"
 #include "pond/store/catalog.h"
 #include "pond/transport/local/local_fabric.h"
+#include "pond/transport/test_worker.h"
 
 namespace pond::store::testing {
 
@@ -30,22 +31,6 @@ inline Pool FormattedPool(uint16_t mns, uint64_t region_bytes, uint64_t chunk_by
   return Pool{std::move(f).value(), *layout};
 }
 
-// One worker: a scheduler on the system clock and an endpoint. Use from one thread.
-struct Worker {
-  Scheduler sched{SystemClock::Get()};
-  std::unique_ptr<Endpoint> ep;
-  Worker(LocalFabric& f, WorkerAddr a) : ep(f.CreateEndpoint(a, sched)) {}
-
-  // Runs a task to completion and returns its result.
-  template <typename T>
-  T Run(Task<T> task) {
-    std::optional<T> out;
-    sched.Spawn([](Task<T> t, std::optional<T>* o) -> Task<void> {
-      o->emplace(co_await std::move(t));
-    }(std::move(task), &out));
-    sched.RunUntilIdle();
-    return std::move(*out);
-  }
-};
+using Worker = pond::testing_transport::Worker;
 
 }  // namespace pond::store::testing

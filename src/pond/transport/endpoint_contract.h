@@ -13,30 +13,15 @@
 #include <thread>
 #include <vector>
 
-#include "pond/runtime/clocks.h"
 #include "pond/transport/fabric.h"
+#include "pond/transport/test_worker.h"
 
 namespace pond::contract {
 
 // A fabric of `mns` MNs with regions of `bytes`, whose region() is readable by the test.
 using MakeFabric = std::function<std::unique_ptr<Fabric>(uint16_t mns, uint64_t bytes)>;
 
-struct Worker {
-  ManualClock clock;
-  Scheduler sched{clock};
-  std::unique_ptr<Endpoint> ep;
-  Worker(Fabric& f, WorkerAddr a) { ep = f.CreateEndpoint(a, sched); }
-  void Run(Task<void> t) {
-    sched.Spawn(std::move(t));
-    sched.RunUntilIdle();
-  }
-  // Runs rounds until `done` holds (a packet over a network takes a few).
-  template <typename F>
-  void RunUntil(F done) {
-    for (int i = 0; i < 1000000 && !done(); i++) sched.RunOnce();
-    ASSERT_TRUE(done());
-  }
-};
+using Worker = testing_transport::Worker;
 
 inline void ReadsBackWhatItWrote(const MakeFabric& make) {
   auto f = make(2, 1 << 20);
@@ -157,10 +142,10 @@ inline void MessagesToOneWorkerInOneRoundShareAPacket(const MakeFabric& make) {
   EXPECT_EQ(a.ep->stats().packets_sent, 1u);
   EXPECT_EQ(a.ep->stats().messages_sent, 2u);
   EXPECT_EQ(f->packets_in_flight(), 1u);
-  b.RunUntil([&] {
+  ASSERT_TRUE(b.RunUntil([&] {
     a.sched.RunOnce();  // over a network the sender's worker must progress too
     return got.size() == 2;
-  });
+  }));
   EXPECT_EQ(got, (std::vector<std::string>{"lock k1", "lock k2 and k3"}));
   EXPECT_EQ(kinds, (std::vector<uint16_t>{1, 2}));
   EXPECT_EQ(b.ep->stats().packets_received, 1u);

@@ -61,10 +61,10 @@ TEST_P(UcxFabricTest, ALargePacketArrivesWhole) {
   });
   a.ep->Send({1, 0}, 3, payload);
   a.ep->EndRound();
-  b.RunUntil([&] {
+  ASSERT_TRUE(b.RunUntil([&] {
     a.sched.RunOnce();
     return same;
-  });
+  }));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxFabricTest, ::testing::Values("shm", "tcp"),
