@@ -42,8 +42,9 @@ class ServingInbox {
 
 struct Serving {
   std::atomic<bool> stopping{false};
-  // Calls submitted and not yet finished. A worker counts its finished calls off only after the
-  // round that finished them has ended, so that their last messages are in the fabric.
+  // Calls submitted and not yet finished, and pins held (Cluster::Pin: one worker kept for the
+  // steps of one transaction). A worker counts its finished calls off only after the round that
+  // finished them has ended, so that their last messages are in the fabric.
   std::atomic<int64_t> calls_running{0};
   std::vector<std::unique_ptr<ServingInbox>> inboxes;  // one per worker, CN by CN
   std::vector<uint32_t> first_inbox;                   // of each CN
