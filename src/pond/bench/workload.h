@@ -29,15 +29,20 @@
 #include <vector>
 
 #include "pond/bench/measured_run.h"
+#include "pond/bench/served.h"
 #include "pond/check/recorder.h"
 #include "pond/cluster.h"
+
+namespace pond::server {
+class ServiceDirectory;
+}
 
 namespace pond::bench {
 
 // What every run takes besides its workload's own settings.
 struct RunOptions {
   ClusterConfig cluster;
-  int coros = 4;       // client coroutines per worker
+  int coros = 4;        // client coroutines per worker
   double seconds = 10;  // the measured run; virtual seconds when simulated
   // Set: run on the simulated cluster with this model.
   std::optional<Testbed> sim;
@@ -61,25 +66,25 @@ Status ValidateRunOptions(const RunOptions& o);
 
 // The workload's own invariant, checked after the run.
 struct WorkloadCheck {
-  std::string name;     // "money check"
-  std::string label;    // in a run's report, at most 12 characters: "ref. check"
+  std::string name;   // "money check"
+  std::string label;  // in a run's report, at most 12 characters: "ref. check"
   bool ok = false;
-  std::string summary;  // what was found, ok or not: "total 5 = initial 3 + net deposits 2"
-  std::string brief;    // the same in a comparison's row: "total 5 = initial 3 + deposits 2"
-  std::string detail;   // why it failed
+  std::string summary;   // what was found, ok or not: "total 5 = initial 3 + net deposits 2"
+  std::string brief;     // the same in a comparison's row: "total 5 = initial 3 + deposits 2"
+  std::string detail;    // why it failed
   std::string json_key;  // its object in a result's JSON: "money_check"
   nlohmann::json json;
 };
 
 // The isolation checker's verdict on a recorded run.
 struct HistoryVerdict {
-  std::string model;     // "strict-serializable", "snapshot-isolation"
-  uint64_t txns = 0;     // transactions in the history
-  uint64_t infos = 0;    // of them, with an unknown outcome (caught by a crash)
+  std::string model;   // "strict-serializable", "snapshot-isolation"
+  uint64_t txns = 0;   // transactions in the history
+  uint64_t infos = 0;  // of them, with an unknown outcome (caught by a crash)
   bool ok = false;
-  std::string detail;    // the forbidden anomalies found, or why the history could not be read
-  std::string report;    // the checker's full text report (what `pond check` prints)
-  std::string text;      // the history itself (JSONL, history.h's format)
+  std::string detail;  // the forbidden anomalies found, or why the history could not be read
+  std::string report;  // the checker's full text report (what `pond check` prints)
+  std::string text;    // the history itself (JSONL, history.h's format)
 };
 
 // What a run reports: the measures every run has, the workload's own counts and check, and the
@@ -117,8 +122,7 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
 // What the driver hands a workload during one run.
 class RunContext {
  public:
-  RunContext(const RunOptions& o, check::Recorder* recorder)
-      : o_(o), recorder_(recorder) {}
+  RunContext(const RunOptions& o, check::Recorder* recorder) : o_(o), recorder_(recorder) {}
 
   const RunOptions& options() const { return o_; }
   // The run's recorder, or nullptr if the run is not recorded.
@@ -176,6 +180,26 @@ class Workload {
   // After the measured run: checks the invariant (reading the store back if it must) and fills
   // the workload's fields of `r`; writes the history to ctx.recorder() if it kept it aside.
   virtual Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) = 0;
+
+  // Serving (served.h): on a fresh cluster that will serve network clients, creates and loads
+  // the tables as Setup does and registers the procedures, naming both in `dir`
+  // ("smallbank.amalgamate"), with each procedure's argument size and its check of arguments.
+  // Procedures answer what a remote driver books (SmallBank: the net deposit). InvalidArgument
+  // if the workload cannot be served, or a name is served already.
+  virtual Status Serve(Cluster& cluster, server::ServiceDirectory* dir);
+  // A driver of a served copy of this workload, fitted to the server's tables (their capacities
+  // give the key ranges); InvalidArgument naming a table the server lacks.
+  virtual Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const;
+
+ protected:
+  // What Serve hands Setup in place of a run: a context over the cluster's shape, no recorder,
+  // one client per worker. Kept by the workload for as long as its procedures may run.
+  RunContext& ServingContext(const Cluster& cluster);
+
+ private:
+  std::unique_ptr<RunOptions> serving_options_;
+  std::unique_ptr<RunContext> serving_ctx_;
 };
 
 // A transaction kind drawn by a mix in percent (summing to 100): the index of the kind.
