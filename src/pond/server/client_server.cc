@@ -40,7 +40,7 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
   std::string host;
   int port = 0;
   POND_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
-  POND_RETURN_IF_ERROR(ValidateServiceOptions(options, cluster));
+  POND_RETURN_IF_ERROR(ValidateServiceOptions(options, cluster.config().cns));
   if (!cluster.serving()) return InvalidArgument("the cluster is not serving (StartServing)");
   std::unique_ptr<ClientServer> s(new ClientServer());
   s->service_ = std::make_unique<ClientService>(cluster, std::move(directory), options);

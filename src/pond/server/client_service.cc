@@ -26,13 +26,12 @@ uint64_t NowMs() { return SystemClock::Get().NowNs() / 1'000'000; }
 
 }  // namespace
 
-Status ValidateServiceOptions(const ClientServiceOptions& o, const Cluster& cluster) {
+Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {
   if (o.cns.empty()) return InvalidArgument("a client service fronts at least one CN");
   for (uint16_t cn : o.cns) {
-    if (cn >= cluster.config().cns) {
+    if (cn >= cns) {
       return InvalidArgument(
-          fmt::format("the service fronts CN {}, but the cluster has CNs 0 to {}", cn,
-                      cluster.config().cns - 1));
+          fmt::format("the service fronts CN {}, but the cluster has CNs 0 to {}", cn, cns - 1));
     }
   }
   if (o.keys_per_request_max < 1 || o.keys_per_request_max > (1u << 20))

@@ -51,8 +51,8 @@ struct ClientServiceOptions {
   int threads_max = 256;
 };
 
-// InvalidArgument naming the field, or OK.
-Status ValidateServiceOptions(const ClientServiceOptions& o, const Cluster& cluster);
+// InvalidArgument naming the field, or OK, for a cluster of `cns` CNs.
+Status ValidateServiceOptions(const ClientServiceOptions& o, int cns);
 
 // What the service has answered, for a server's log and for tests.
 struct ServiceCounters {
@@ -65,7 +65,7 @@ struct ServiceCounters {
 
 class ClientService final : public v1::Pond::Service {
  public:
-  // REQUIRES: ValidateServiceOptions(options, cluster) is OK.
+  // REQUIRES: ValidateServiceOptions(options, cluster.config().cns) is OK.
   ClientService(Cluster& cluster, ServiceDirectory directory, ClientServiceOptions options);
   ~ClientService() override;
   ClientService(const ClientService&) = delete;

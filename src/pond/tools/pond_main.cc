@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   pond::tools::AddCheckCommand(app, &action);
   pond::tools::AddSimCommand(app, &action);
   pond::tools::AddDaemonCommands(app, &action);
+  pond::tools::AddServeCommand(app, &action);
+  pond::tools::AddClientCommand(app, &action);
   pond::tools::SetCommandLine(argc, argv);
   try {
     app.parse(argc, argv);
@@ -26,8 +28,9 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!action) {
-    std::fprintf(
-        stderr, "pond: a subcommand is required: bench, sim, check, up, down or mn (see --help)\n");
+    std::fprintf(stderr,
+                 "pond: a subcommand is required: bench, sim, check, up, down, mn, serve or client "
+                 "(see --help)\n");
     return 2;
   }
   return action();
