@@ -54,6 +54,9 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
   grpc::ResourceQuota quota("pond-client-service");
   quota.SetMaxThreads(options.threads_max);
   b.SetResourceQuota(quota);
+  // gRPC binds with SO_REUSEPORT by default, which would let a second server share the port and
+  // take half the connections: a port in use must be an error.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   s->server_ = b.BuildAndStart();
