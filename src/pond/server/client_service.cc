@@ -40,6 +40,8 @@ Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {
     return InvalidArgument("interactive_keys_max must be at least keys_per_request_max");
   if (o.interactive_streams_max < 1) return InvalidArgument("interactive_streams_max must be >= 1");
   if (o.interactive_idle_ms < 1) return InvalidArgument("interactive_idle_ms must be >= 1");
+  if (o.interactive_lifetime_ms < o.interactive_idle_ms)
+    return InvalidArgument("interactive_lifetime_ms must be at least interactive_idle_ms");
   if (o.message_bytes_max < 64 * 1024 || o.message_bytes_max > (256u << 20))
     return InvalidArgument("message_bytes_max must be 64 KiB to 256 MiB");
   if (o.threads_max < 2) return InvalidArgument("threads_max must be >= 2");
@@ -303,7 +305,8 @@ bool ClientService::Register(grpc::ServerContext* ctx, uint64_t* id) {
   std::lock_guard lock(mu_);
   if (stopping_ || streams_.size() >= o_.interactive_streams_max) return false;
   *id = next_stream_id_++;
-  streams_.emplace(*id, OpenStream{ctx, NowMs(), false});
+  const uint64_t now = NowMs();
+  streams_.emplace(*id, OpenStream{ctx, now, now, false});
   return true;
 }
 
@@ -331,7 +334,8 @@ void ClientService::Watchdog() {
     const uint64_t now = NowMs();
     for (auto& [id, s] : streams_) {
       // Once: the handler deregisters the stream when it has aborted the transaction.
-      if (!s.cancelled && now - s.last_active_ms > o_.interactive_idle_ms) {
+      if (!s.cancelled && (now - s.last_active_ms > o_.interactive_idle_ms ||
+                           now - s.opened_ms > o_.interactive_lifetime_ms)) {
         s.ctx->TryCancel();
         s.cancelled = true;
       }

@@ -9,7 +9,7 @@
 // argument sizes, key counts, the order of interactive steps), and every answer carries an
 // outcome (outcome.h). A client that goes away mid-transaction, or leaves it idle longer than
 // options.interactive_idle_ms, has its stream cancelled and its transaction aborted, its locks
-// released.
+// released; so is one open longer than options.interactive_lifetime_ms.
 //
 // Thread rules: the gRPC server calls the handlers from its threads, concurrently. The cluster
 // must serve from construction until CancelStreams and the gRPC server's shutdown have returned
@@ -42,8 +42,10 @@ struct ClientServiceOptions {
   uint32_t interactive_keys_max = 4096;
   // Interactive transactions open at once; one more is refused (RESOURCE_EXHAUSTED).
   uint32_t interactive_streams_max = 64;
-  // An interactive transaction whose client sends nothing for this long is aborted.
+  // An interactive transaction whose client sends nothing for this long is aborted, and so is
+  // one open for longer than interactive_lifetime_ms however busy: locks are not held forever.
   uint32_t interactive_idle_ms = 10'000;
+  uint32_t interactive_lifetime_ms = 60'000;
   // Every gRPC message, either way.
   uint32_t message_bytes_max = 4 << 20;
   // gRPC threads (grpc::ResourceQuota): each running request, and each open interactive
@@ -96,6 +98,7 @@ class ClientService final : public v1::Pond::Service {
   struct StreamState;  // client_service_stream.cc
   struct OpenStream {
     grpc::ServerContext* ctx;
+    uint64_t opened_ms;
     uint64_t last_active_ms;
     bool cancelled;  // by the watchdog
   };

@@ -243,6 +243,29 @@ TEST_F(ClientServiceTest, AnIdleTransactionIsAbortedAndItsLocksReleased) {
   EXPECT_EQ(client_->Execute(Request(true).Read("kv", 12)).values[0].bytes, KvValue(24));
 }
 
+// However busy, a transaction is not kept open past the lifetime limit: its locks go with it.
+TEST_F(ClientServiceTest, ATransactionOpenTooLongIsAborted) {
+  server_->Stop();
+  bank_.cluster->StopServing();
+  ClientServiceOptions o = TestOptions();
+  o.interactive_idle_ms = 250;
+  o.interactive_lifetime_ms = 300;
+  Start(o);
+  auto t = client_->Begin();
+  client::Reply e;
+  int steps = 0;
+  for (; steps < 100; steps++) {
+    t->AddRW("kv", 14 + static_cast<uint64_t>(steps % 2));
+    e = t->Execute();
+    if (e.answer.outcome != Outcome::kOpen) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(e.answer.outcome, Outcome::kAborted) << e.answer.ToString();
+  EXPECT_EQ(e.answer.reason, AbortReason::kDisconnected);
+  EXPECT_GE(steps, 5) << "cut short before its time";
+  EXPECT_TRUE(PutUntilCommitted(14, KvValue(28)).committed());
+}
+
 TEST_F(ClientServiceTest, ProceduresAreCalledByName) {
   client::CallReply r = client_->Call("bank.transfer", TransferArgs(4, 5, 25));
   ASSERT_TRUE(r.answer.committed()) << r.answer.ToString();
