@@ -24,6 +24,8 @@ constexpr uint64_t kWatchdogPeriodMs = 100;
 
 uint64_t NowMs() { return SystemClock::Get().NowNs() / 1'000'000; }
 
+constexpr const char* kStoppingNothingRan = "the server is stopping; nothing ran";
+
 }  // namespace
 
 Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {
@@ -245,7 +247,8 @@ grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteReque
   if (!plan.ok()) {
     Reject(plan.status().message(), resp->mutable_answer());
   } else if (!RunOn(NextCn(), [&](Session& s) { return RunExecute(s, *plan, resp); })) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping; nothing ran");
+    // Said in the answer, not as a gRPC error: the client may then send it elsewhere.
+    Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
   // Values read are an answer only of a transaction that committed, or that a condition on
   // them stopped.
@@ -290,10 +293,12 @@ grpc::Status ClientService::Call(grpc::ServerContext*, const v1::CallRequest* re
         st = r.status();
       }
     });
-    if (!ran)
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping; nothing ran");
-    SetAnswer(st, Phase::kProcedure, answer);
-    if (st.ok()) resp->set_reply(reinterpret_cast<const char*>(reply.data()), reply.size());
+    if (!ran) {
+      Abort(v1::STOPPING, kStoppingNothingRan, answer);
+    } else {
+      SetAnswer(st, Phase::kProcedure, answer);
+      if (st.ok()) resp->set_reply(reinterpret_cast<const char*>(reply.data()), reply.size());
+    }
   }
   Count(*answer);
   return grpc::Status::OK;

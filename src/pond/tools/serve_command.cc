@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <memory>
@@ -107,7 +108,12 @@ int RunServe(ServeArgs& a) {
     tables.push_back(*t);
   }
   std::vector<std::unique_ptr<bench::Workload>> workloads;
-  for (const std::string& name : a.workloads) {
+  for (size_t i = 0; i < a.workloads.size(); i++) {
+    const std::string& name = a.workloads[i];
+    if (std::find(a.workloads.begin(), a.workloads.begin() + static_cast<long>(i), name) !=
+        a.workloads.begin() + static_cast<long>(i)) {
+      return Fail(what, "--workload " + name + " twice");
+    }
     if (name == "smallbank") {
       workloads.push_back(std::make_unique<bench::SmallBankWorkload>(a.smallbank));
     } else if (name == "kvs") {
