@@ -14,6 +14,7 @@ packages=(
   postgresql-15 postgresql-client-15
   zookeeper libzookeeper-mt-dev
   libucx-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
 )
 
 missing=()

@@ -72,6 +72,15 @@ struct TransportConfig {
   // Those MNs must be fresh: an embedded cluster creates and loads its own tables.
   std::string coord;
   std::string cluster = "pond";
+  // For "ucx" with `coord`: this process is CN `cn` alone of a cluster whose CNs are separate
+  // processes (`pond cn` daemons; -1: this process is every CN). It publishes its workers'
+  // addresses in the coordination service at Start and reaches the other CNs' workers by
+  // theirs at StartServing, waiting up to `peers_wait_ms` for them. MNs that already hold
+  // tables are joined, not refused: their catalog is read at Start. Only the process of CN 0
+  // creates and loads tables (it hosts the timestamp oracle); such a cluster only serves
+  // (StartServing), it does not Run.
+  int cn = -1;
+  int peers_wait_ms = 30'000;
 };
 
 struct ClusterConfig {
@@ -307,6 +316,10 @@ class Cluster {
       uint16_t table, uint64_t count,
       const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
 
+  // A table by its name (TableOptions.name): its id, or NotFound. On a CN of a cluster of
+  // processes, the tables CN 0's process created before this one started.
+  Result<uint16_t> FindTable(std::string_view name) const;
+
   // Procedures and reply procedures share one space of ids; either kind may be called with
   // Call or CallWithReply.
   ProcedureId RegisterProcedure(Procedure p);
@@ -319,11 +332,14 @@ class Cluster {
   // way a network service runs it), rather than by Run. Not for simulated clusters; Run is not
   // called while serving. StartServing starts the worker threads. Submit, from any thread, runs
   // `call` as a coroutine with a Session of its own on a worker of CN `cn` (its workers in
-  // turn); false if the cluster is not serving or is stopping. StopServing lets every submitted
-  // call finish, then stops the threads; the destructor does it too.
+  // turn); false if the cluster is not serving, is stopping or does not run CN `cn` (a CN of a
+  // cluster of processes runs only its own). StopServing lets every submitted
+  // call finish, then stops the threads; the destructor does it too. A CN of a cluster of
+  // processes also serves the other CNs' requests until it stops, and waits at most `grace_ms`
+  // for the answers its own calls await from them (they may have stopped first).
   Status StartServing();
   bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
-  void StopServing();
+  void StopServing(uint64_t grace_ms = 2'000);
   bool serving() const;
 
   // Simulated clusters only: node faults for the next Run (times count from its start). Refused

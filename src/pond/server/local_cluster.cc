@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Proc {
-  std::string role;  // "zookeeper", "mn"
+  std::string role;  // "zookeeper", "mn", "cn"
   int id = 0;
   pid_t pid = -1;
   std::string log;
@@ -59,18 +59,54 @@ Result<std::vector<Proc>> ReadProcs(const std::string& path) {
   return procs;
 }
 
-// Stops the daemons, all at once, and then the coordination service they talk to. False if any
-// had to be killed.
+// Stops the CN daemons, all at once (each serves the others until it is done), then the MN
+// daemons whose memory they use, then the coordination service. False if any had to be killed.
 bool StopAll(const std::vector<Proc>& procs, std::chrono::milliseconds grace) {
   bool clean = true;
-  for (int pass = 0; pass < 2; pass++) {
+  for (const char* role : {"cn", "mn", "zookeeper"}) {
     std::vector<pid_t> groups;
     for (const Proc& p : procs) {
-      if ((p.role == "zookeeper") == (pass == 1)) groups.push_back(p.pid);
+      if (p.role == role) groups.push_back(p.pid);
     }
     clean &= StopGroups(groups, grace);
   }
   return clean;
+}
+
+// Waits until `key` holds a value, while `p` runs: an error naming `what` if it exits first or
+// the deadline passes.
+Status AwaitPublished(cluster::ConfigStore& store, const std::string& key, const Proc& p,
+                      const std::string& what, std::chrono::steady_clock::time_point deadline,
+                      double timeout_s) {
+  for (;;) {
+    Result<cluster::Versioned> d = store.Get(key);
+    if (!d.ok()) return d.status();
+    if (!d->value.empty()) return Status::Ok();
+    if (!GroupAlive(p.pid)) {
+      return Unavailable(fmt::format("{} exited: {} ({})", what, LastLogLine(p.log), p.log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Unavailable(fmt::format("{} did not come up within {} s: {} ({})", what, timeout_s,
+                                     LastLogLine(p.log), p.log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Starts `pond ROLE --coord ... --id ID` with its log in DIR/ROLE-ID.log.
+Result<Proc> SpawnRole(const std::string& role, int id, const std::string& dir,
+                       const std::string& coord, const std::string& cluster,
+                       const std::vector<std::string>& extra) {
+  Proc p{role, id, -1, fmt::format("{}/{}-{}.log", dir, role, id)};
+  std::error_code ignored;
+  fs::remove(p.log, ignored);
+  std::vector<std::string> argv = {SelfPath(),  role,    "--coord", coord,
+                                   "--cluster", cluster, "--id",    std::to_string(id)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Result<pid_t> pid = SpawnDaemon(argv, p.log);
+  if (!pid.ok()) return pid.status();
+  p.pid = *pid;
+  return p;
 }
 
 std::string Describe(const Proc& p) {
@@ -130,36 +166,38 @@ int Up(const UpOptions& o) {
                       std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()), 0);
   if (!put.ok()) return abandon("cannot write the spec: " + put.status().message());
 
-  const std::string self = SelfPath();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (int mn = 0; mn < config.mns; mn++) {
-    Proc p{"mn", mn, -1, fmt::format("{}/mn-{}.log", dir, mn)};
-    std::error_code ignored;
-    fs::remove(p.log, ignored);
-    Result<pid_t> pid = SpawnDaemon(
-        {self, "mn", "--coord", coord, "--cluster", o.cluster, "--id", std::to_string(mn)}, p.log);
-    if (!pid.ok()) return abandon(pid.status().message());
-    p.pid = *pid;
-    procs.push_back(p);
+    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, {});
+    if (!p.ok()) return abandon(p.status().message());
+    procs.push_back(*p);
   }
   // Every MN is up once its descriptor is published.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (int mn = 0; mn < config.mns;) {
-    const Proc& p = procs[static_cast<size_t>(mn) + 1];
-    Result<cluster::Versioned> d =
-        (*store)->Get(cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)));
-    if (!d.ok()) return abandon(d.status().message());
-    if (!d->value.empty()) {
-      mn++;
-      continue;
+  for (int mn = 0; mn < config.mns; mn++) {
+    Status up = AwaitPublished(**store, cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)),
+                               procs[static_cast<size_t>(mn) + 1], fmt::format("MN {}", mn),
+                               deadline, o.timeout_s);
+    if (!up.ok()) return abandon(up.message());
+  }
+  // CN 0 first: it makes the tables the others join.
+  const size_t first_cn = procs.size();
+  for (int cn = 0; cn < o.cn_daemons; cn++) {
+    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, o.cn_args);
+    if (!p.ok()) return abandon(p.status().message());
+    procs.push_back(*p);
+  }
+  // Every CN is up once its workers' addresses are published, and takes clients once its
+  // client address is.
+  for (int cn = 0; cn < o.cn_daemons; cn++) {
+    const Proc& p = procs[first_cn + static_cast<size_t>(cn)];
+    const auto id = static_cast<uint16_t>(cn);
+    Status up = AwaitPublished(**store, cluster::CnKey(o.cluster, id), p, fmt::format("CN {}", cn),
+                               deadline, o.timeout_s);
+    if (up.ok() && o.cn_clients) {
+      up = AwaitPublished(**store, cluster::ClientKey(o.cluster, id), p, fmt::format("CN {}", cn),
+                          deadline, o.timeout_s);
     }
-    if (!GroupAlive(p.pid)) {
-      return abandon(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p.log), p.log));
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      return abandon(fmt::format("MN {} did not come up within {} s: {} ({})", mn, o.timeout_s,
-                                 LastLogLine(p.log), p.log));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!up.ok()) return abandon(up.message());
   }
   {
     std::ofstream out(file);
@@ -167,13 +205,18 @@ int Up(const UpOptions& o) {
     if (!out) return abandon("cannot write " + file);
   }
   const TransportConfig& t = config.transport;
-  std::printf("pond up: cluster %s in %s: %d MN daemon(s) of %lu MiB, R=%d, UCX tls %s\n",
-              o.cluster.c_str(), dir.c_str(), config.mns,
-              static_cast<unsigned long>(config.region_mib), config.replication,
-              t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
+  std::printf(
+      "pond up: cluster %s in %s: %d MN daemon(s) of %lu MiB, R=%d, %d CN daemon(s) of %d "
+      "worker(s), %s %s, UCX tls %s\n",
+      o.cluster.c_str(), dir.c_str(), config.mns, static_cast<unsigned long>(config.region_mib),
+      config.replication, o.cn_daemons, config.workers_per_cn, config.protocol.name.c_str(),
+      config.isolation == Isolation::kSerializable ? "SR" : "SI",
+      t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
   std::printf("coord %s\n", coord.c_str());
-  std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
-              o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
+  if (o.cn_daemons == 0) {
+    std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
+                o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
+  }
   std::printf("stop: pond down --dir %s\n", o.dir.c_str());
   return 0;
 }
@@ -187,6 +230,13 @@ int Down(const std::string& dir, double grace_s) {
   }
   std::string names;
   int running = 0;
+  for (const Proc& p : *procs) {
+    if (p.role != "zookeeper" && p.role != "mn" && p.role != "cn") {
+      std::fprintf(stderr, "pond down: %s names a process of unknown role \"%s\"\n", file.c_str(),
+                   p.role.c_str());
+      return 1;
+    }
+  }
   for (const Proc& p : *procs) {
     if (!GroupAlive(p.pid)) continue;
     running++;

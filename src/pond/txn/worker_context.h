@@ -18,6 +18,7 @@
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
+#include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_client.h"
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
@@ -209,6 +210,18 @@ class ClusterImpl {
     return id < procedures_.size() ? &procedures_[id] : nullptr;
   }
   bool simulated() const { return driver_ != nullptr; }
+  // Whether this process runs CN `cn`'s workers (all CNs but in a cluster of `pond cn`
+  // processes, where each runs one: TransportConfig.cn).
+  bool Hosts(uint16_t cn) const { return config_.transport.cn < 0 || config_.transport.cn == cn; }
+  // The worker setup work runs on (tables, loading): the first one this process hosts.
+  WorkerContext& SetupWorker();
+
+  // A CN of a cluster of processes (cn_process.cc): publishes its workers' addresses in the
+  // coordination service, learns the other CNs' (waiting up to peers_wait_ms for them all),
+  // and withdraws its own when it stops.
+  Status PublishCn();
+  Status ConnectPeerCns();
+  void WithdrawCn();
 
   // Runs until done() holds: on the simulation's engine, or (local, setup only: no worker
   // threads running) by rounds of worker w.
@@ -264,6 +277,8 @@ class ClusterImpl {
   std::atomic<int64_t> clients_running_{0};
   std::atomic<int64_t> awaiting_{0};
   std::unique_ptr<Serving> serving_;  // while the cluster serves (Cluster::StartServing)
+  // The coordination service, when the MNs are daemons (TransportConfig.coord).
+  std::unique_ptr<cluster::ZkConfigStore> coord_;
 };
 
 }  // namespace pond::txn
