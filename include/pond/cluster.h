@@ -81,6 +81,10 @@ struct TransportConfig {
   // (StartServing), it does not Run.
   int cn = -1;
   int peers_wait_ms = 30'000;
+  // Such a CN's lease (docs/recovery.md "Processes"): it beats every lease_ms / 10, is declared
+  // failed once no beat was seen for lease_ms, and stops itself (exit 75) when it could not beat
+  // for 0.9 lease_ms. Every CN of a cluster must use the same.
+  int lease_ms = 100;
 };
 
 struct ClusterConfig {
@@ -337,6 +341,10 @@ class Cluster {
   // call finish, then stops the threads; the destructor does it too. A CN of a cluster of
   // processes also serves the other CNs' requests until it stops, and waits at most `grace_ms`
   // for the answers its own calls await from them (they may have stopped first).
+  // A CN of a cluster of processes reports what its membership thread does — failures
+  // declared, recoveries, rejoins, a lost lease — one line each to `log`, from that thread. Set
+  // before StartServing.
+  void SetEventLog(std::function<void(const std::string&)> log);
   Status StartServing();
   bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
   void StopServing(uint64_t grace_ms = 2'000);

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <ctime>
@@ -12,6 +13,7 @@
 #include "pond/server/daemon_common.h"
 #include "pond/server/daemon_log.h"
 #include "pond/store/catalog.h"
+#include "pond/store/layout.h"
 #include "pond/transport/ucx/memory_node.h"
 
 namespace pond::server {
@@ -19,6 +21,9 @@ namespace pond::server {
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
+// Every CN lease is at least 20 ms (ValidateConfig): a beat every 5 ms is seen several times in
+// one.
+constexpr int kBeatMs = 5;
 
 }  // namespace
 
@@ -68,7 +73,12 @@ int RunMnDaemon(const MnDaemonOptions& o) {
       c.region_mib, ucx_options.tls.empty() ? "UCX's choice" : ucx_options.tls, o.cluster, c.mns,
       c.replication, key);
 
-  const int sig = WaitForStop(-1);
+  // The MN's beat, which the CNs' configuration manager watches (docs/recovery.md "Processes"):
+  // counted up by this CPU every kBeatMs while the daemon lives; a killed daemon's stops.
+  std::atomic_ref<uint64_t> beat(
+      reinterpret_cast<store::LeasePage*>((*mn)->region() + store::kLeasePageOffset)->mn_beat);
+  int sig = 0;
+  while ((sig = WaitForStop(kBeatMs)) == 0) beat.fetch_add(1, std::memory_order_relaxed);
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Withdrawn first: a CN that starts now finds no MN rather than a region about to vanish.
   Status withdrawn = cluster::PutOwned(**store, key, {});

@@ -57,6 +57,30 @@ static_assert(offsetof(Superblock, replication) == 84);
 inline constexpr int kLaneMirrorsMax = 5;
 static_assert(offsetof(Superblock, lane_mirror) == 88, "CNs FAA these words by offset");
 
+// ---- Leases -------------------------------------------------------------------------------
+// A cluster of processes finds failed nodes by heartbeats in the memory pool (docs/recovery.md
+// "Processes"): the MN's own CPU counts its beat up in its superblock page, and each CN writes
+// its beat into every MN's; the CN acting as configuration manager READs the page of every MN
+// and declares a node whose beat stopped. The page's bytes after the superblock are otherwise
+// unused, and a region is formatted with them zero.
+struct LeasePage {
+  uint64_t mn_beat;  // +1 per renewal by the MN's daemon
+  uint64_t reserved[7];
+  // CN c's beat: (incarnation << 48) | count, written whole by CN c.
+  uint64_t cn_beat[64];
+};
+inline constexpr uint64_t kLeasePageOffset = 1024;
+static_assert(kLeasePageOffset >= sizeof(Superblock));
+static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
+static_assert(offsetof(LeasePage, cn_beat) == 64);
+inline constexpr uint64_t kCnBeatCountMask = (uint64_t{1} << 48) - 1;
+inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
+  return uint64_t{incarnation} << 48 | (count & kCnBeatCountMask);
+}
+inline constexpr uint16_t CnBeatIncarnation(uint64_t beat) {
+  return static_cast<uint16_t>(beat >> 48);
+}
+
 // ---- Catalog ------------------------------------------------------------------------------
 inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table
 inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number in bits 0..11

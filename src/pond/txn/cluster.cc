@@ -14,6 +14,7 @@
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
@@ -87,6 +88,9 @@ Status ValidateConfig(const ClusterConfig& c) {
     }
   }
   if (c.transport.cn < -1) return InvalidArgument("ClusterConfig.transport.cn must be -1 or a CN");
+  if (c.transport.lease_ms < 20 || c.transport.lease_ms > 60'000) {
+    return InvalidArgument("ClusterConfig.transport.lease_ms must be 20 to 60000");
+  }
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
@@ -113,10 +117,12 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       next_txn_id_(uint64_t{incarnation} << store::kSeqIncarnationShift | 1) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   ep_->set_incarnation(incarnation);
-  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole.
-  ep_->SetPacketFilter([&c](WorkerAddr from, uint16_t incarnation) {
-    if (from.cn >= c.view.cns.size()) return true;
-    const cluster::CnStatus& s = c.view.cns[from.cn];
+  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole. The
+  // worker keeps its own copy of the CN's view, so that its thread alone reads it.
+  view_ = c.view;
+  ep_->SetPacketFilter([this](WorkerAddr from, uint16_t incarnation) {
+    if (from.cn >= view_.cns.size()) return true;
+    const cluster::CnStatus& s = view_.cns[from.cn];
     return s.alive && s.incarnation == incarnation;
   });
   locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
@@ -214,10 +220,25 @@ Status ClusterImpl::Build() {
     }
   }
   Rng seeds(config_.seed);
+  // A CN of a cluster of processes starts from the membership it read (cn_process.cc).
+  uint16_t incarnation = 0;
+  if (process_start_ != nullptr) {
+    tso_cn_ = process_start_->config.tso_host;
+    for (uint32_t s = 0; s < lock::kShards; s++) {
+      if (shard_map_.CnOf(s) != process_start_->shards[s]) {
+        shard_map_.Assign(s, process_start_->shards[s]);
+      }
+    }
+    for (uint16_t mn = 0; mn < process_start_->config.mns.size(); mn++) {
+      if (!process_start_->config.mns[mn].alive) placement_.SetDown(mn);
+    }
+    incarnation = process_start_->incarnation;
+  }
   for (int c = 0; c < config_.cns; c++) {
     cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
     CnContext& cn = *cns_.back();
     if (cn.id == tso_cn_) cn.oracle = std::make_unique<TimestampOracle>(clock_);
+    if (process_start_ != nullptr) cn.view = process_start_->config;
     for (uint32_t s = 0; s < lock::kShards; s++) {
       cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
     }
@@ -229,7 +250,8 @@ Status ClusterImpl::Build() {
     for (int i = 0; i < config_.workers_per_cn; i++) {
       const uint64_t seed = seeds.Next();
       if (!Hosts(cn->id)) continue;
-      auto w = std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seed);
+      auto w =
+          std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seed, incarnation);
       if (driver_ != nullptr) driver_->AddWorker(w.get());
       if (daemons && first) POND_RETURN_IF_ERROR(CheckDaemonsPool(*w));
       first = false;
@@ -351,6 +373,11 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric), SystemClock::Get(),
                                             *layout);
   impl->coord_ = std::move(coord);
+  if (config.transport.cn >= 0) {
+    Result<txn::ProcessStart> start = txn::ReadStart(*impl->coord_, config);
+    if (!start.ok()) return start.status();
+    impl->process_start_ = std::make_unique<txn::ProcessStart>(*std::move(start));
+  }
   POND_RETURN_IF_ERROR(impl->Build());
   if (config.transport.cn >= 0) POND_RETURN_IF_ERROR(impl->PublishCn());
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -140,6 +141,15 @@ TEST_P(CnProcessTest, TwoCnProcessesShareTablesLocksAndTimestamps) {
       [t](Session& s, std::span<const std::byte> a) { return Transfer(s, a, t); });
   ASSERT_EQ(p0, p1);
 
+  // Nothing fails here: neither CN declares anything, and neither loses its lease.
+  std::mutex events_mu;
+  std::vector<std::string> events;
+  auto log = [&](const std::string& line) {
+    std::lock_guard lock(events_mu);
+    events.push_back(line);
+  };
+  (*cn0)->SetEventLog(log);
+  (*cn1)->SetEventLog(log);
   ASSERT_TRUE((*cn0)->StartServing().ok());
   ASSERT_TRUE((*cn1)->StartServing().ok());
   EXPECT_FALSE((*cn0)->Submit(1, [](Session&) -> Task<void> { co_return; }));
@@ -190,6 +200,10 @@ TEST_P(CnProcessTest, TwoCnProcessesShareTablesLocksAndTimestamps) {
   std::thread stop0([&] { (*cn0)->StopServing(); });
   (*cn1)->StopServing();
   stop0.join();
+  {
+    std::lock_guard lock(events_mu);
+    for (const std::string& e : events) ADD_FAILURE() << "unexpected event: " << e;
+  }
   // A stopped CN withdrew its workers' addresses.
   auto store = cluster::ZkConfigStore::Connect(zk_->address());
   ASSERT_TRUE(store.ok());

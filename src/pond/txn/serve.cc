@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "pond/base/assert.h"
+#include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/worker_context.h"
 
@@ -71,6 +72,16 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   }
 }
 
+void ClusterImpl::PostTo(WorkerContext& w, std::function<void(WorkerContext&)> fn) {
+  Serving& sv = *serving_;
+  size_t inbox = sv.first_inbox[w.cn_id()] + w.index();
+  sv.calls_running++;
+  sv.inboxes[inbox]->Push([fn = std::move(fn)](Session& s) -> Task<void> {
+    fn(*s.w_);
+    co_return;
+  });
+}
+
 }  // namespace txn
 
 using txn::ClusterImpl;
@@ -98,6 +109,21 @@ Status Cluster::StartServing() {
   for (auto [w, inbox] : workers) {
     s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
   }
+  if (cl.process_start_ != nullptr) {
+    cl.membership_ = std::make_unique<txn::ProcessMembership>(cl);
+    cl.membership_->Start();
+    // A restarted CN serves once it is let back in (its failure recovered everywhere).
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(cl.config_.transport.peers_wait_ms);
+    while (!cl.membership_->alive()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        StopServing(0);
+        return Unavailable("this CN was not let back into the cluster within " +
+                           std::to_string(cl.config_.transport.peers_wait_ms) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
   return Status::Ok();
 }
 
@@ -121,6 +147,11 @@ bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
 void Cluster::StopServing(uint64_t grace_ms) {
   ClusterImpl& cl = *impl_;
   if (cl.serving_ == nullptr) return;
+  // Membership first: it posts to the workers while they serve.
+  if (cl.membership_ != nullptr) {
+    cl.membership_->Stop();
+    cl.membership_.reset();
+  }
   cl.serving_->stop_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   cl.serving_->stopping = true;
   for (std::thread& t : cl.serving_->threads) t.join();
@@ -129,5 +160,9 @@ void Cluster::StopServing(uint64_t grace_ms) {
 }
 
 bool Cluster::serving() const { return impl_->serving_ != nullptr; }
+
+void Cluster::SetEventLog(std::function<void(const std::string&)> log) {
+  impl_->event_log_ = std::move(log);
+}
 
 }  // namespace pond

@@ -21,10 +21,39 @@ constexpr uint8_t kNotCounted = 0;
 // reclaim them.
 constexpr auto kCloseWait = std::chrono::seconds(2);
 
-ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, Status* status) {
+// A peer's failure (a daemon killed) must fail the operations on its endpoint, not the process:
+// UCX's peer error handling reports it to the operations' callbacks.
+void OnEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
+
+// UCX's shared-memory transports have no peer error handling (a dead peer's memory stays
+// mapped, and what is written to it is simply never read): endpoints ask for it only when the
+// transports named include none of them.
+bool PeerErrorsHandled(const std::string& tls) {
+  if (tls.empty()) return false;  // UCX's choice: shared memory among them
+  size_t at = 0;
+  while (at <= tls.size()) {
+    size_t end = tls.find(',', at);
+    if (end == std::string::npos) end = tls.size();
+    const std::string t = tls.substr(at, end - at);
+    for (const char* shm : {"all", "sm", "shm", "posix", "sysv", "cma", "xpmem", "knem"}) {
+      if (t == shm) return false;
+    }
+    at = end + 1;
+  }
+  return true;
+}
+
+ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
+                  Status* status) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   p.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  if (peer_errors) {
+    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb = &OnEpError;
+    p.err_handler.arg = nullptr;
+  }
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(w, &p, &ep);
   if (s != UCS_OK) *status = FromUcs(s, "cannot connect a UCX endpoint");
@@ -54,7 +83,7 @@ class UcxEndpoint final : public Endpoint {
       Status st;
       Mn mn;
       mn.base = d.base;
-      mn.ep = CreateEp(w, d.worker_address, &st);
+      mn.ep = CreateEp(w, d.worker_address, fabric_.peer_errors_, &st);
       if (!st.ok()) return st;
       mns_.push_back(mn);  // from here on the destructor closes it
       s = ucp_ep_rkey_unpack(mn.ep, d.rkey.data(), &mns_.back().rkey);
@@ -70,6 +99,7 @@ class UcxEndpoint final : public Endpoint {
       r.eps.push_back(mn.ep);
     }
     for (auto& [addr, peer] : peers_) r.eps.push_back(peer.ep);
+    r.eps.insert(r.eps.end(), stale_.begin(), stale_.end());
     r.worker = std::move(worker_);
     fabric_.Retire(std::move(r));
   }
@@ -173,7 +203,8 @@ class UcxEndpoint final : public Endpoint {
   };
   struct Peer {
     ucp_ep_h ep = nullptr;
-    bool remote = false;  // a worker of another process
+    bool remote = false;      // a worker of another process
+    uint32_t generation = 0;  // of its CN's entries in the fabric's directory
   };
   // Progress calls per poll: enough to drain a burst, bounded so that a flood of arrivals does
   // not starve the worker's coroutines.
@@ -344,22 +375,29 @@ class UcxEndpoint final : public Endpoint {
   // worker of another process not in the directory).
   const Peer* FindPeer(WorkerAddr to) {
     auto it = peers_.find(to.Packed());
-    if (it != peers_.end()) return &it->second;
+    const uint32_t generation = fabric_.generation(to.cn);
+    if (it != peers_.end()) {
+      if (it->second.generation == generation) return &it->second;
+      // The CN restarted as a new process since: its workers have new addresses.
+      stale_.push_back(it->second.ep);
+      peers_.erase(it);
+    }
     std::optional<UcxFabric::WorkerEntry> w = fabric_.FindWorker(to);
     if (!w.has_value()) {
       POND_CHECK_MSG(fabric_.open(), "message to a worker that has no endpoint");
       return nullptr;
     }
     Status st;
-    ucp_ep_h ep = CreateEp(worker_->get(), w->address, &st);
+    ucp_ep_h ep = CreateEp(worker_->get(), w->address, fabric_.peer_errors_, &st);
     POND_CHECK_MSG(st.ok(), st.ToString().c_str());
-    return &peers_.emplace(to.Packed(), Peer{ep, w->remote}).first->second;
+    return &peers_.emplace(to.Packed(), Peer{ep, w->remote, generation}).first->second;
   }
 
   UcxFabric& fabric_;
   std::unique_ptr<Worker> worker_;  // destroyed last: the endpoints below live on it
   std::vector<Mn> mns_;
   std::unordered_map<uint32_t, Peer> peers_;
+  std::vector<ucp_ep_h> stale_;  // to workers of a CN's earlier process: closed with the rest
   std::vector<std::unique_ptr<Batch>> spare_batches_;
   std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
   std::vector<PacketBuffer> arrived_;
@@ -402,6 +440,7 @@ Status UcxFabric::Init(const UcxOptions& options) {
   auto ctx = Context::Create(options);
   if (!ctx.ok()) return ctx.status();
   ctx_ = std::move(ctx).value();
+  peer_errors_ = PeerErrorsHandled(options.tls);
   return Status::Ok();
 }
 
@@ -475,6 +514,8 @@ Status UcxFabric::AddRemoteCn(const CnDescriptor& d) {
     }
     it->second = WorkerEntry{d.workers[i], true};
   }
+  // Endpoints connected to the CN's earlier process reconnect at their next packet to it.
+  generations_[d.cn].fetch_add(1, std::memory_order_acq_rel);
   open_.store(true, std::memory_order_release);
   return Status::Ok();
 }

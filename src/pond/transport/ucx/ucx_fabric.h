@@ -21,6 +21,7 @@
 // endpoint then belongs to its worker's thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,7 @@ class UcxFabric final : public Fabric {
   // served elsewhere. Once a remote CN is added the fabric is open: a packet to a worker it
   // does not know is dropped (its CN has not published, or withdrew) rather than a bug.
   Result<CnDescriptor> Describe(uint16_t cn, uint16_t incarnation);
+  // A CN added again (restarted as a new process) replaces its earlier workers' addresses.
   Status AddRemoteCn(const CnDescriptor& d);
   bool open() const { return open_.load(std::memory_order_acquire); }
 
@@ -86,6 +88,9 @@ class UcxFabric final : public Fabric {
     std::vector<ucp_ep_h> eps;
   };
   void Retire(Retired r);
+  uint32_t generation(uint16_t cn) const {
+    return cn < generations_.size() ? generations_[cn].load(std::memory_order_acquire) : 0;
+  }
 
   std::vector<std::unique_ptr<UcxMemoryNode>> local_mns_;  // empty when connected to daemons
   std::vector<MnDescriptor> mns_;
@@ -95,6 +100,8 @@ class UcxFabric final : public Fabric {
   std::vector<Retired> retired_;                       // guarded by directory_mu_
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<bool> open_{false};
+  bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
+  std::array<std::atomic<uint32_t>, 64> generations_{};  // by CN: AddRemoteCn calls
 };
 
 }  // namespace pond::ucx
