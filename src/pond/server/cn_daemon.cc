@@ -86,6 +86,7 @@ int RunCnDaemon(CnDaemonOptions& o) {
     }
     log("made the tables; the other CNs may join");
   }
+  c->SetEventLog([&log](const std::string& line) { log.Write(line); });
   Status serving = c->StartServing();
   if (!serving.ok()) {
     log("cannot serve: {}", serving.message());

@@ -29,6 +29,10 @@ struct UpOptions {
 // Starts the cluster and prints where it is; the exit status: 0 up, 1 it did not come up
 // (nothing is left running), 2 bad options.
 int Up(const UpOptions& o);
+// Starts CN `cn` of the cluster in DIR again, after it stopped or was killed: the same flags, its
+// log appended to; it comes back as a new incarnation once its failure is recovered
+// (docs/recovery.md "Processes"). Waits until it serves, at most `timeout_s`; the exit status.
+int Restart(const std::string& dir, int cn, double timeout_s);
 // Stops every process DIR/cluster.json names (SIGTERM, then SIGKILL after `grace_s`), then
 // removes that file; the exit status.
 int Down(const std::string& dir, double grace_s);

@@ -97,6 +97,21 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
   }
   {
     auto dir = std::make_shared<std::string>();
+    auto cn = std::make_shared<int>(-1);
+    auto timeout = std::make_shared<double>(60);
+    CLI::App* cmd = root.add_subcommand(
+        "restart", "Start a stopped or killed CN daemon of the local cluster in DIR again");
+    cmd->add_option("--dir", *dir, "the directory given to pond up")->required();
+    cmd->add_option("--cn", *cn, "the CN to restart")->required()->check(CLI::Range(0, 63));
+    cmd->add_option("--timeout", *timeout, "seconds for it to serve again")
+        ->check(CLI::Range(1.0, 3600.0))
+        ->capture_default_str();
+    cmd->callback([dir, cn, timeout, action] {
+      *action = [dir, cn, timeout] { return server::Restart(*dir, *cn, *timeout); };
+    });
+  }
+  {
+    auto dir = std::make_shared<std::string>();
     auto grace = std::make_shared<double>(10);
     CLI::App* cmd = root.add_subcommand("down", "Stop the local cluster `pond up` started in DIR");
     cmd->add_option("--dir", *dir, "the directory given to pond up")->required();

@@ -24,10 +24,6 @@ constexpr int kFencedExit = 75;
 // How long a stopping membership thread waits for its work under way.
 constexpr uint64_t kStopWaitNs = 10'000'000'000;
 
-std::string Steps(const std::string& what, uint16_t cn, uint64_t epoch) {
-  return what + " of CN " + std::to_string(cn) + " (epoch " + std::to_string(epoch) + ")";
-}
-
 }  // namespace
 
 ProcessMembership::ProcessMembership(ClusterImpl& cl)
@@ -169,7 +165,10 @@ void ProcessMembership::ReadConfig() {
     Event("unreadable configuration: " + next.status().message());
     return;
   }
-  if (next->epoch <= view_.epoch) return;
+  if (next->epoch <= view_.epoch) {
+    config_version_ = v->version;  // the epoch this CN started from
+    return;
+  }
   Result<std::vector<uint16_t>> shards = ReadShardMap(*cl_.coord_, name, next->epoch);
   if (!shards.ok()) return;  // the CM writes the map first: read again next period
   config_version_ = v->version;
@@ -336,8 +335,8 @@ void ProcessMembership::Progress(Failure& f) {
   }
   if (!PutStep(f, "opened", cn_).ok()) return;
   f.opened = true;
-  Event(Steps("recovered", f.cn, f.epoch) + "; this CN serves " + std::to_string(opened) +
-        " of its shards");
+  Event("CN " + std::to_string(f.cn) + "'s failure (epoch " + std::to_string(f.epoch) +
+        ") is recovered; this CN serves " + std::to_string(opened) + " of its shards");
 }
 
 void ProcessMembership::Manage() {
