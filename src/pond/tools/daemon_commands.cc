@@ -82,6 +82,11 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "UCX transports (UCX_TLS: shm, tcp, rc,sm, ...; default UCX's choice)");
     cmd->add_option("--ucx-net-devices", o->config.transport.ucx_net_devices,
                     "network devices (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
+    o->config.transport.lease_ms = 250;
+    cmd->add_option("--lease-ms", o->config.transport.lease_ms,
+                    "a CN daemon's lease: declared failed after this long without a beat")
+        ->check(CLI::Range(20, 60'000))
+        ->capture_default_str();
     cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
