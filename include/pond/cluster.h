@@ -76,9 +76,8 @@ struct TransportConfig {
   // processes (`pond cn` daemons; -1: this process is every CN). It publishes its workers'
   // addresses in the coordination service at Start and reaches the other CNs' workers by
   // theirs at StartServing, waiting up to `peers_wait_ms` for them. MNs that already hold
-  // tables are joined, not refused: their catalog is read at Start. Only the process of CN 0
-  // creates and loads tables (it hosts the timestamp oracle); such a cluster only serves
-  // (StartServing), it does not Run.
+  // tables are joined, not refused: their catalog is read at Start, and CreateTable opens them.
+  // Such a cluster only serves (StartServing); it does not Run.
   int cn = -1;
   int peers_wait_ms = 30'000;
   // Such a CN's lease (docs/recovery.md "Processes"): it beats every lease_ms / 10, is declared
@@ -313,15 +312,17 @@ class Cluster {
                                                          const Testbed& testbed);
   ~Cluster();
 
-  // Creates a table on every MN; returns its id.
+  // Creates a table on every MN; returns its id. A CN of a cluster of processes that started
+  // after the tables were made (every CN but CN 0 at its first start) opens the table of that
+  // name instead: its id, or InvalidArgument if there is none or its options differ.
   Result<uint16_t> CreateTable(const TableOptions& options);
-  // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i.
+  // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i. On a CN
+  // that opened its tables (above) it does nothing: they were loaded when they were made.
   Status Load(
       uint16_t table, uint64_t count,
       const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
 
-  // A table by its name (TableOptions.name): its id, or NotFound. On a CN of a cluster of
-  // processes, the tables CN 0's process created before this one started.
+  // A table by its name (TableOptions.name): its id, or NotFound.
   Result<uint16_t> FindTable(std::string_view name) const;
 
   // Procedures and reply procedures share one space of ids; either kind may be called with

@@ -75,10 +75,8 @@ int RunMnDaemon(const MnDaemonOptions& o) {
 
   // The MN's beat, which the CNs' configuration manager watches (docs/recovery.md "Processes"):
   // counted up by this CPU every kBeatMs while the daemon lives; a killed daemon's stops.
-  std::atomic_ref<uint64_t> beat(
-      reinterpret_cast<store::LeasePage*>((*mn)->region() + store::kLeasePageOffset)->mn_beat);
   int sig = 0;
-  while ((sig = WaitForStop(kBeatMs)) == 0) beat.fetch_add(1, std::memory_order_relaxed);
+  while ((sig = WaitForStop(kBeatMs)) == 0) store::BeatMn((*mn)->region());
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Withdrawn first: a CN that starts now finds no MN rather than a region about to vanish.
   Status withdrawn = cluster::PutOwned(**store, key, {});

@@ -6,6 +6,7 @@
 // file reads or writes memory; see catalog.h, hash_index.h and record.h for the operations.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -79,6 +80,11 @@ inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
 }
 inline constexpr uint16_t CnBeatIncarnation(uint64_t beat) {
   return static_cast<uint16_t>(beat >> 48);
+}
+// The MN's own beat, counted up by the CPU of the process that serves region `base`.
+inline void BeatMn(std::byte* base) {
+  std::atomic_ref<uint64_t>(reinterpret_cast<LeasePage*>(base + kLeasePageOffset)->mn_beat)
+      .fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---- Catalog ------------------------------------------------------------------------------

@@ -283,9 +283,10 @@ Status ClusterImpl::CheckDaemonsPool(WorkerContext& w) {
                            " MNs, R=" + std::to_string(layout_.replication) + ", " +
                            std::to_string(layout_.region_bytes >> 20) + " MiB");
   }
-  // A CN of a cluster of processes joins the tables CN 0's process made.
+  // A CN of a cluster of processes joins the tables CN 0's process made, if it made them yet.
   if (config_.transport.cn >= 0) {
     catalog_ = std::move(cat).value();
+    joined_ = !catalog_.tables().empty();
     return Status::Ok();
   }
   // An embedded cluster creates and loads its tables: it needs memory nodes nobody used yet.
@@ -407,11 +408,20 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
 
 Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   ClusterImpl& cl = *impl_;
-  // Table ids are the catalog's order: one process makes them all.
-  if (!cl.Hosts(cl.tso_cn_)) {
-    return InvalidArgument("only CN 0's process creates tables; the others find them");
-  }
   if (cl.serving_ != nullptr) return InvalidArgument("tables are created before serving");
+  // A CN of a cluster of processes that joined tables made before it started opens them by
+  // name: every CN runs the same setup, and only the first start of CN 0 makes them.
+  if (cl.joined_) {
+    const store::TableInfo* t = cl.catalog_.FindByName(options.name);
+    if (t == nullptr) {
+      return InvalidArgument("no table \"" + options.name + "\" in the cluster this CN joined");
+    }
+    if (t->value_bytes != options.value_bytes || t->critical_field != options.critical_field) {
+      return InvalidArgument("table \"" + options.name +
+                             "\" was made with other options than this CN asks for");
+    }
+    return t->id;
+  }
   WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
   spec.id = static_cast<uint16_t>(cl.catalog_.tables().size());
@@ -438,9 +448,9 @@ Status Cluster::Load(
   ClusterImpl& cl = *impl_;
   const store::TableInfo* t = cl.Table(table);
   if (t == nullptr) return InvalidArgument("no table " + std::to_string(table));
-  // The load's timestamp comes from the oracle directly.
-  if (!cl.Hosts(cl.tso_cn_)) return InvalidArgument("only CN 0's process loads tables");
   if (cl.serving_ != nullptr) return InvalidArgument("tables are loaded before serving");
+  // Joined tables were loaded by the CN that made them.
+  if (cl.joined_) return Status::Ok();
   WorkerContext& w = cl.SetupWorker();
   // Loaded data is committed "before time": every timestamp granted later is larger.
   uint64_t ts = cl.cns_[cl.tso_cn_]->oracle->Grant(1);

@@ -19,6 +19,7 @@
 #include "pond/cluster/local_zookeeper.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/store/catalog.h"
+#include "pond/store/layout.h"
 #include "pond/transport/ucx/memory_node.h"
 #include "pond/txn/test_cluster.h"
 
@@ -80,6 +81,8 @@ class CnProcessTest : public testing::TestWithParam<const char*> {
     config_.transport.coord = zk_->address();
     config_.transport.cluster = "cnp";
     config_.transport.peers_wait_ms = 10'000;
+    // Long enough that a loaded test machine does not make a CN miss its lease and stop itself.
+    config_.transport.lease_ms = 2'000;
     auto store = cluster::ZkConfigStore::Connect(zk_->address());
     ASSERT_TRUE(store.ok()) << store.status().ToString();
     // What `pond mn` does: serve a formatted region and publish its descriptor.
@@ -94,6 +97,18 @@ class CnProcessTest : public testing::TestWithParam<const char*> {
           cluster::PutOwned(**store, cluster::MnKey("cnp", mn), (*m)->descriptor().Encode()).ok());
       mns_.push_back(std::move(m).value());
     }
+    // ... and beat, as its daemon does: an MN whose beat stops is declared failed.
+    beating_ = std::thread([this] {
+      while (!stop_beating_.load()) {
+        for (auto& m : mns_) store::BeatMn(m->region());
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+  }
+
+  void TearDown() override {
+    stop_beating_ = true;
+    if (beating_.joinable()) beating_.join();
   }
 
   ClusterConfig ConfigOf(int cn) const {
@@ -105,6 +120,8 @@ class CnProcessTest : public testing::TestWithParam<const char*> {
   TempDir dir_;
   std::unique_ptr<cluster::LocalZooKeeper> zk_;
   std::vector<std::unique_ptr<ucx::UcxMemoryNode>> mns_;  // outlive the clusters
+  std::thread beating_;
+  std::atomic<bool> stop_beating_{false};
   ClusterConfig config_;
 };
 
@@ -129,9 +146,15 @@ TEST_P(CnProcessTest, TwoCnProcessesShareTablesLocksAndTimestamps) {
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   EXPECT_EQ(*found, *table);
   EXPECT_EQ((*cn1)->FindTable("nothing").status().code(), Code::kNotFound);
-  EXPECT_EQ((*cn1)->CreateTable({.name = "x"}).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ((*cn1)->Load(*table, 1, [](uint64_t, uint64_t*, std::span<std::byte>) {}).code(),
+  // It runs the same setup as CN 0: its CreateTable opens the table CN 0 made, and its Load
+  // leaves what CN 0 loaded.
+  auto opened = (*cn1)->CreateTable({.name = "accounts", .value_bytes = 16, .capacity = 256});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ(*opened, *table);
+  EXPECT_EQ((*cn1)->CreateTable({.name = "accounts", .value_bytes = 8}).status().code(),
             Code::kInvalidArgument);
+  EXPECT_EQ((*cn1)->CreateTable({.name = "x"}).status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE((*cn1)->Load(*table, 1, [](uint64_t, uint64_t*, std::span<std::byte>) {}).ok());
 
   // The same procedures in the same order on every CN: their ids agree.
   const uint16_t t = *table;

@@ -293,6 +293,7 @@ class ClusterImpl {
   // A CN of a cluster of processes: the membership it started from, and its membership thread
   // while it serves; what that thread reports (Cluster::SetEventLog).
   std::unique_ptr<ProcessStart> process_start_;
+  bool joined_ = false;  // its tables were made by an earlier process: CreateTable opens them
   std::unique_ptr<ProcessMembership> membership_;
   std::function<void(const std::string&)> event_log_;
 };
