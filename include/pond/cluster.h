@@ -73,6 +73,18 @@ struct TransportConfig {
   // Those MNs must be fresh: an embedded cluster creates and loads its own tables.
   std::string coord;
   std::string cluster = "pond";
+  // For "ucx" with `coord`: this process is CN `cn` alone of a cluster whose CNs are separate
+  // processes (`pond cn` daemons; -1: this process is every CN). It publishes its workers'
+  // addresses in the coordination service at Start and reaches the other CNs' workers by
+  // theirs at StartServing, waiting up to `peers_wait_ms` for them. MNs that already hold
+  // tables are joined, not refused: their catalog is read at Start, and CreateTable opens them.
+  // Such a cluster only serves (StartServing); it does not Run.
+  int cn = -1;
+  int peers_wait_ms = 30'000;
+  // Such a CN's lease (docs/recovery.md "Processes"): it beats every lease_ms / 10, is declared
+  // failed once no beat was seen for lease_ms, and stops itself (exit 75) when it could not beat
+  // for 0.9 lease_ms. Every CN of a cluster must use the same.
+  int lease_ms = 100;
 };
 
 struct ClusterConfig {
@@ -301,12 +313,18 @@ class Cluster {
                                                          const Testbed& testbed);
   ~Cluster();
 
-  // Creates a table on every MN; returns its id.
+  // Creates a table on every MN; returns its id. A CN of a cluster of processes that started
+  // after the tables were made (every CN but CN 0 at its first start) opens the table of that
+  // name instead: its id, or InvalidArgument if there is none or its options differ.
   Result<uint16_t> CreateTable(const TableOptions& options);
-  // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i.
+  // Inserts `count` keys before any transaction runs: gen(i, &key, value) fills key i. On a CN
+  // that opened its tables (above) it does nothing: they were loaded when they were made.
   Status Load(
       uint16_t table, uint64_t count,
       const std::function<void(uint64_t i, uint64_t* key, std::span<std::byte> value)>& gen);
+
+  // A table by its name (TableOptions.name): its id, or NotFound.
+  Result<uint16_t> FindTable(std::string_view name) const;
 
   // Procedures and reply procedures share one space of ids; either kind may be called with
   // Call or CallWithReply.
@@ -320,11 +338,18 @@ class Cluster {
   // way a network service runs it), rather than by Run. Not for simulated clusters; Run is not
   // called while serving. StartServing starts the worker threads. Submit, from any thread, runs
   // `call` as a coroutine with a Session of its own on a worker of CN `cn` (its workers in
-  // turn); false if the cluster is not serving or is stopping. StopServing lets every submitted
-  // call finish, then stops the threads; the destructor does it too.
+  // turn); false if the cluster is not serving, is stopping or does not run CN `cn` (a CN of a
+  // cluster of processes runs only its own). StopServing lets every submitted
+  // call finish, then stops the threads; the destructor does it too. A CN of a cluster of
+  // processes also serves the other CNs' requests until it stops, and waits at most `grace_ms`
+  // for the answers its own calls await from them (they may have stopped first).
+  // A CN of a cluster of processes reports what its membership thread does — failures
+  // declared, recoveries, rejoins, a lost lease — one line each to `log`, from that thread. Set
+  // before StartServing.
+  void SetEventLog(std::function<void(const std::string&)> log);
   Status StartServing();
   bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
-  void StopServing();
+  void StopServing(uint64_t grace_ms = 2'000);
   bool serving() const;
 
   // Calls that must share one worker: the steps of an interactive transaction, whose Txn lives
@@ -332,9 +357,10 @@ class Cluster {
   // workers in turn, as Submit does) and holds the cluster serving until Unpin: StopServing
   // waits for every pin as for a running call, and SubmitTo on a held pin is accepted even while
   // stopping, so a transaction begun before StopServing can still finish or abort. Pin returns
-  // nullopt if the cluster is not serving, is stopping, or has no CN `cn`. SubmitTo runs `call`
-  // as Submit does, on the pinned worker; false (and nothing runs) if the pin names no worker of
-  // a serving cluster. Each pin is unpinned once, after the last call submitted to it returned.
+  // nullopt if the cluster is not serving, is stopping, or does not run CN `cn`. SubmitTo runs
+  // `call` as Submit does, on the pinned worker; false (and nothing runs) if the pin names no
+  // worker of a serving cluster. Each pin is unpinned once, after the last call submitted to it
+  // returned.
   struct WorkerPin {
     uint16_t cn = 0;
     uint16_t worker = 0;

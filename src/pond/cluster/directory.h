@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "pond/cluster/membership.h"
 #include "pond/status.h"
 
 namespace pond::cluster {
@@ -30,6 +31,58 @@ inline std::string SpecKey(const std::string& cluster) { return "/pond/" + clust
 // MN `mn`'s descriptor (docs/formats.md "MN descriptor") while it serves; empty once it stopped.
 inline std::string MnKey(const std::string& cluster, uint16_t mn) {
   return "/pond/" + cluster + "/mns/" + std::to_string(mn);
+}
+
+// CN `cn`'s descriptor (docs/formats.md "CN descriptor": its workers' UCX addresses) while it
+// serves as a `pond cn` daemon; empty once it stopped.
+inline std::string CnKey(const std::string& cluster, uint16_t cn) {
+  return "/pond/" + cluster + "/cns/" + std::to_string(cn);
+}
+// Set by CN 0 once the cluster's tables are created and loaded: the other CNs join only then.
+inline std::string ReadyKey(const std::string& cluster) { return "/pond/" + cluster + "/ready"; }
+// CN `cn`'s client address ("HOST:PORT", text) while it takes clients; empty once it stopped.
+inline std::string ClientKey(const std::string& cluster, uint16_t cn) {
+  return "/pond/" + cluster + "/clients/" + std::to_string(cn);
+}
+
+// The membership (cluster::Configuration, docs/formats.md "Configuration"): changed only by the
+// configuration manager's conditional puts (docs/recovery.md "Processes").
+inline std::string ConfigKey(const std::string& cluster) {
+  return "/pond/" + cluster + "/configuration";
+}
+// The shard map of epoch `epoch` (docs/formats.md "Shard map"), written before the epoch's
+// configuration, which commits it.
+inline std::string ShardsKey(const std::string& cluster, uint64_t epoch) {
+  return "/pond/" + cluster + "/shards/" + std::to_string(epoch);
+}
+// Where CN `cn`'s incarnation `incarnation` keeps its commit logs (docs/formats.md "Log areas"):
+// what a survivor recovers when it fails.
+inline std::string LogsKey(const std::string& cluster, uint16_t cn, uint16_t incarnation) {
+  return "/pond/" + cluster + "/logs/" + std::to_string(cn) + "." + std::to_string(incarnation);
+}
+// A step of the recovery from the failure declared by epoch `epoch`, done by `who` (a log's
+// worker for "recovered", a CN for "released", "drained", "opened"); empty value.
+inline std::string FailureStepKey(const std::string& cluster, uint64_t epoch,
+                                  const std::string& step, uint16_t who) {
+  return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/" + step + "/" +
+         std::to_string(who);
+}
+// A restarted CN asks to be let back in as incarnation (the value, decimal text).
+inline std::string JoinKey(const std::string& cluster, uint16_t cn) {
+  return "/pond/" + cluster + "/joins/" + std::to_string(cn);
+}
+
+// Puts `value` at `key` whatever its version is: for a key only its writer owns (a daemon's
+// descriptor).
+inline Status PutOwned(ConfigStore& store, const std::string& key,
+                       std::span<const std::byte> value) {
+  for (int attempt = 0; attempt < 5; attempt++) {
+    Result<Versioned> now = store.Get(key);
+    if (!now.ok()) return now.status();
+    Result<uint64_t> put = store.PutIf(key, value, now->version);
+    if (put.ok() || put.status().code() != Code::kConflict) return put.status();
+  }
+  return Conflict("someone else keeps writing " + key);
 }
 
 }  // namespace pond::cluster

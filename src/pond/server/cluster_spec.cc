@@ -18,6 +18,7 @@ std::string ClusterSpec::ToJson() const {
       {"seed", c.seed},
       {"ucx_tls", c.transport.ucx_tls},
       {"ucx_net_devices", c.transport.ucx_net_devices},
+      {"lease_ms", c.transport.lease_ms},
   };
   return j.dump();
 }
@@ -76,6 +77,8 @@ Result<ClusterSpec> ClusterSpec::FromJson(std::string_view text) {
       st = string_field(&c.transport.ucx_tls);
     } else if (key == "ucx_net_devices") {
       st = string_field(&c.transport.ucx_net_devices);
+    } else if (key == "lease_ms") {
+      st = int_field(&c.transport.lease_ms, 20, 60'000);
     } else {
       st = InvalidArgument("cluster spec: unknown field \"" + key + "\"");
     }

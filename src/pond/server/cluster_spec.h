@@ -14,7 +14,8 @@ namespace pond::server {
 
 struct ClusterSpec {
   // mns, cns, workers_per_cn, replication, versions, region_mib, protocol (by name), isolation,
-  // seed and transport.ucx_tls / ucx_net_devices; the rest keeps ClusterConfig's defaults.
+  // seed and transport.ucx_tls / ucx_net_devices / lease_ms; the rest keeps ClusterConfig's
+  // defaults.
   ClusterConfig config;
 
   std::string ToJson() const;

@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -24,10 +25,17 @@ namespace fs = std::filesystem;
 namespace {
 
 struct Proc {
-  std::string role;  // "zookeeper", "mn"
+  std::string role;  // "zookeeper", "mn", "cn"
   int id = 0;
   pid_t pid = -1;
   std::string log;
+  std::vector<std::string> args;  // its flags after --id (a restart passes them again)
+};
+
+// What DIR/cluster.json holds.
+struct ClusterRecord {
+  std::string cluster, coord;
+  std::vector<Proc> procs;
 };
 
 nlohmann::ordered_json ToJson(const std::string& cluster, const std::string& coord,
@@ -35,42 +43,110 @@ nlohmann::ordered_json ToJson(const std::string& cluster, const std::string& coo
   nlohmann::ordered_json j = {{"cluster", cluster}, {"coord", coord}};
   j["processes"] = nlohmann::json::array();
   for (const Proc& p : procs) {
-    j["processes"].push_back({{"role", p.role}, {"id", p.id}, {"pid", p.pid}, {"log", p.log}});
+    j["processes"].push_back(
+        {{"role", p.role}, {"id", p.id}, {"pid", p.pid}, {"log", p.log}, {"args", p.args}});
   }
   return j;
 }
 
-Result<std::vector<Proc>> ReadProcs(const std::string& path) {
+// Written whole or not at all: a reader never sees half a file.
+Status WriteRecord(const std::string& file, const ClusterRecord& r) {
+  const std::string tmp = file + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << ToJson(r.cluster, r.coord, r.procs).dump(2) << "\n";
+    if (!out) return Unavailable("cannot write " + tmp);
+  }
+  std::error_code ec;
+  fs::rename(tmp, file, ec);
+  if (ec) return Unavailable("cannot write " + file + ": " + ec.message());
+  return Status::Ok();
+}
+
+Result<ClusterRecord> ReadRecord(const std::string& path) {
   std::ifstream in(path);
   if (!in) return NotFound("no cluster there (no " + path + ")");
   nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.contains("processes") || !j["processes"].is_array()) {
+  if (j.is_discarded() || !j.is_object() || !j.contains("processes") ||
+      !j["processes"].is_array()) {
     return InvalidArgument(path + " is not a cluster file written by pond up");
   }
-  std::vector<Proc> procs;
+  ClusterRecord r;
+  if (j.contains("cluster") && j["cluster"].is_string()) r.cluster = j["cluster"];
+  if (j.contains("coord") && j["coord"].is_string()) r.coord = j["coord"];
   for (const auto& p : j["processes"]) {
     if (!p.is_object() || !p.contains("pid") || !p["pid"].is_number_integer() ||
         p["pid"].get<long long>() <= 1 || !p.contains("role") || !p["role"].is_string()) {
       return InvalidArgument(path + " names a process without a valid pid and role");
     }
-    procs.push_back(Proc{p["role"].get<std::string>(), p.value("id", 0),
-                         static_cast<pid_t>(p["pid"].get<long long>()), p.value("log", "")});
+    Proc proc{p["role"].get<std::string>(),
+              p.value("id", 0),
+              static_cast<pid_t>(p["pid"].get<long long>()),
+              p.value("log", ""),
+              {}};
+    if (p.contains("args") && p["args"].is_array()) {
+      for (const auto& a : p["args"]) {
+        if (!a.is_string()) return InvalidArgument(path + " names a process with bad args");
+        proc.args.push_back(a.get<std::string>());
+      }
+    }
+    r.procs.push_back(std::move(proc));
   }
-  return procs;
+  return r;
 }
 
-// Stops the daemons, all at once, and then the coordination service they talk to. False if any
-// had to be killed.
+Result<std::vector<Proc>> ReadProcs(const std::string& path) {
+  Result<ClusterRecord> r = ReadRecord(path);
+  if (!r.ok()) return r.status();
+  return std::move(r->procs);
+}
+
+// Stops the CN daemons, all at once (each serves the others until it is done), then the MN
+// daemons whose memory they use, then the coordination service. False if any had to be killed.
 bool StopAll(const std::vector<Proc>& procs, std::chrono::milliseconds grace) {
   bool clean = true;
-  for (int pass = 0; pass < 2; pass++) {
+  for (const char* role : {"cn", "mn", "zookeeper"}) {
     std::vector<pid_t> groups;
     for (const Proc& p : procs) {
-      if ((p.role == "zookeeper") == (pass == 1)) groups.push_back(p.pid);
+      if (p.role == role) groups.push_back(p.pid);
     }
     clean &= StopGroups(groups, grace);
   }
   return clean;
+}
+
+// Waits until `key` holds a value, while `p` runs: an error naming `what` if it exits first or
+// the deadline passes.
+Status AwaitPublished(cluster::ConfigStore& store, const std::string& key, const Proc& p,
+                      const std::string& what, std::chrono::steady_clock::time_point deadline,
+                      double timeout_s) {
+  for (;;) {
+    Result<cluster::Versioned> d = store.Get(key);
+    if (!d.ok()) return d.status();
+    if (!d->value.empty()) return Status::Ok();
+    if (!GroupAlive(p.pid)) {
+      return Unavailable(fmt::format("{} exited: {} ({})", what, LastLogLine(p.log), p.log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Unavailable(fmt::format("{} did not come up within {} s: {} ({})", what, timeout_s,
+                                     LastLogLine(p.log), p.log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Starts `pond ROLE --coord ... --id ID` with its log in DIR/ROLE-ID.log.
+Result<Proc> SpawnRole(const std::string& role, int id, const std::string& dir,
+                       const std::string& coord, const std::string& cluster,
+                       const std::vector<std::string>& extra) {
+  Proc p{role, id, -1, fmt::format("{}/{}-{}.log", dir, role, id), extra};
+  std::vector<std::string> argv = {SelfPath(),  role,    "--coord", coord,
+                                   "--cluster", cluster, "--id",    std::to_string(id)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  Result<pid_t> pid = SpawnDaemon(argv, p.log);
+  if (!pid.ok()) return pid.status();
+  p.pid = *pid;
+  return p;
 }
 
 std::string Describe(const Proc& p) {
@@ -130,51 +206,121 @@ int Up(const UpOptions& o) {
                       std::span(reinterpret_cast<const std::byte*>(text.data()), text.size()), 0);
   if (!put.ok()) return abandon("cannot write the spec: " + put.status().message());
 
-  const std::string self = SelfPath();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (int mn = 0; mn < config.mns; mn++) {
-    Proc p{"mn", mn, -1, fmt::format("{}/mn-{}.log", dir, mn)};
     std::error_code ignored;
-    fs::remove(p.log, ignored);
-    Result<pid_t> pid = SpawnDaemon(
-        {self, "mn", "--coord", coord, "--cluster", o.cluster, "--id", std::to_string(mn)}, p.log);
-    if (!pid.ok()) return abandon(pid.status().message());
-    p.pid = *pid;
-    procs.push_back(p);
+    fs::remove(fmt::format("{}/mn-{}.log", dir, mn), ignored);
+    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, {});
+    if (!p.ok()) return abandon(p.status().message());
+    procs.push_back(*p);
   }
   // Every MN is up once its descriptor is published.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (int mn = 0; mn < config.mns;) {
-    const Proc& p = procs[static_cast<size_t>(mn) + 1];
-    Result<cluster::Versioned> d =
-        (*store)->Get(cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)));
-    if (!d.ok()) return abandon(d.status().message());
-    if (!d->value.empty()) {
-      mn++;
-      continue;
+  for (int mn = 0; mn < config.mns; mn++) {
+    Status up = AwaitPublished(**store, cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)),
+                               procs[static_cast<size_t>(mn) + 1], fmt::format("MN {}", mn),
+                               deadline, o.timeout_s);
+    if (!up.ok()) return abandon(up.message());
+  }
+  // CN 0 first: it makes the tables the others join.
+  const size_t first_cn = procs.size();
+  for (int cn = 0; cn < o.cn_daemons; cn++) {
+    std::error_code ignored;
+    fs::remove(fmt::format("{}/cn-{}.log", dir, cn), ignored);
+    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, o.cn_args);
+    if (!p.ok()) return abandon(p.status().message());
+    procs.push_back(*p);
+  }
+  // Every CN is up once its workers' addresses are published, and takes clients once its
+  // client address is.
+  for (int cn = 0; cn < o.cn_daemons; cn++) {
+    const Proc& p = procs[first_cn + static_cast<size_t>(cn)];
+    const auto id = static_cast<uint16_t>(cn);
+    Status up = AwaitPublished(**store, cluster::CnKey(o.cluster, id), p, fmt::format("CN {}", cn),
+                               deadline, o.timeout_s);
+    if (up.ok() && o.cn_clients) {
+      up = AwaitPublished(**store, cluster::ClientKey(o.cluster, id), p, fmt::format("CN {}", cn),
+                          deadline, o.timeout_s);
     }
-    if (!GroupAlive(p.pid)) {
-      return abandon(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p.log), p.log));
+    if (!up.ok()) return abandon(up.message());
+  }
+  Status written = WriteRecord(file, ClusterRecord{o.cluster, coord, procs});
+  if (!written.ok()) return abandon(written.message());
+  const TransportConfig& t = config.transport;
+  std::printf(
+      "pond up: cluster %s in %s: %d MN daemon(s) of %lu MiB, R=%d, %d CN daemon(s) of %d "
+      "worker(s), %s %s, UCX tls %s\n",
+      o.cluster.c_str(), dir.c_str(), config.mns, static_cast<unsigned long>(config.region_mib),
+      config.replication, o.cn_daemons, config.workers_per_cn, config.protocol.name.c_str(),
+      config.isolation == Isolation::kSerializable ? "SR" : "SI",
+      t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
+  std::printf("coord %s\n", coord.c_str());
+  if (o.cn_daemons == 0) {
+    std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
+                o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
+  }
+  std::printf("stop: pond down --dir %s\n", o.dir.c_str());
+  return 0;
+}
+
+int Restart(const std::string& dir, int cn, double timeout_s) {
+  auto fail = [](const std::string& m, int code = 1) {
+    std::fprintf(stderr, "pond restart: %s\n", m.c_str());
+    return code;
+  };
+  const std::string file = ClusterFile(dir);
+  Result<ClusterRecord> r = ReadRecord(file);
+  if (!r.ok()) return fail(r.status().message());
+  auto it = std::find_if(r->procs.begin(), r->procs.end(),
+                         [cn](const Proc& p) { return p.role == "cn" && p.id == cn; });
+  if (it == r->procs.end()) return fail(fmt::format("the cluster in {} has no CN {}", dir, cn), 2);
+  if (GroupAlive(it->pid)) {
+    return fail(fmt::format("CN {} is still running (pid {}); it restarts once it has stopped", cn,
+                            it->pid));
+  }
+  auto store = cluster::ZkConfigStore::Connect(r->coord);
+  if (!store.ok()) return fail(store.status().message());
+  const std::string key = cluster::ClientKey(r->cluster, static_cast<uint16_t>(cn));
+  // Its client address as the last process left it (a killed one's stays): the new process
+  // publishes its own once it is back in.
+  Result<cluster::Versioned> before = (*store)->Get(key);
+  if (!before.ok()) return fail(before.status().message());
+  // Its log is appended to: only what the new process writes counts.
+  std::error_code ec;
+  const auto old_size = static_cast<std::streamoff>(fs::file_size(it->log, ec));
+  auto new_line = [&](const std::string& path) {
+    std::ifstream in(path);
+    in.seekg(ec ? 0 : old_size);
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (!line.empty()) last = line;
+    }
+    return last;
+  };
+  Result<Proc> p =
+      SpawnRole("cn", cn, fs::path(it->log).parent_path().string(), r->coord, r->cluster, it->args);
+  if (!p.ok()) return fail(p.status().message());
+  *it = *p;
+  Status written = WriteRecord(file, *r);
+  if (!written.ok()) return fail(written.message());
+  // Back once it serves: it publishes its client address anew, or, without a front end, says
+  // so in its log.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
+  for (;;) {
+    Result<cluster::Versioned> now = (*store)->Get(key);
+    if (!now.ok()) return fail(now.status().message());
+    if (now->version != before->version && !now->value.empty()) break;
+    if (new_line(p->log).find("serving") != std::string::npos) break;
+    if (!GroupAlive(p->pid)) {
+      return fail(fmt::format("CN {} exited: {} ({})", cn, LastLogLine(p->log), p->log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      return abandon(fmt::format("MN {} did not come up within {} s: {} ({})", mn, o.timeout_s,
-                                 LastLogLine(p.log), p.log));
+      return fail(fmt::format("CN {} did not come back within {} s: {} ({})", cn, timeout_s,
+                              LastLogLine(p->log), p->log));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  {
-    std::ofstream out(file);
-    out << ToJson(o.cluster, coord, procs).dump(2) << "\n";
-    if (!out) return abandon("cannot write " + file);
-  }
-  const TransportConfig& t = config.transport;
-  std::printf("pond up: cluster %s in %s: %d MN daemon(s) of %lu MiB, R=%d, UCX tls %s\n",
-              o.cluster.c_str(), dir.c_str(), config.mns,
-              static_cast<unsigned long>(config.region_mib), config.replication,
-              t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
-  std::printf("coord %s\n", coord.c_str());
-  std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
-              o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
-  std::printf("stop: pond down --dir %s\n", o.dir.c_str());
+  std::printf("pond restart: CN %d is back (pid %d)\n", cn, static_cast<int>(p->pid));
   return 0;
 }
 
@@ -187,6 +333,13 @@ int Down(const std::string& dir, double grace_s) {
   }
   std::string names;
   int running = 0;
+  for (const Proc& p : *procs) {
+    if (p.role != "zookeeper" && p.role != "mn" && p.role != "cn") {
+      std::fprintf(stderr, "pond down: %s names a process of unknown role \"%s\"\n", file.c_str(),
+                   p.role.c_str());
+      return 1;
+    }
+  }
   for (const Proc& p : *procs) {
     if (!GroupAlive(p.pid)) continue;
     running++;

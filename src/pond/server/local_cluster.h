@@ -1,10 +1,12 @@
 // `pond up` and `pond down`: a whole cluster as separate processes on this host — a ZooKeeper
-// server and one `pond mn` daemon per memory node — started into a directory that records their
+// server, one `pond mn` daemon per memory node and one `pond cn` daemon per compute node (CN 0
+// first: it makes the tables) — started into a directory that records their
 // pids, addresses and logs (DIR/cluster.json, DIR/*.log), and stopped from that directory by any
 // later process. Each `up` is a new cluster: the coordination service starts empty.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "pond/cluster.h"
 
@@ -13,19 +15,30 @@ namespace pond::server {
 struct UpOptions {
   std::string dir;
   std::string cluster = "pond";
-  ClusterConfig config;   // mns, replication, region_mib, transport.ucx_*: the cluster's spec
-  double timeout_s = 60;  // for ZooKeeper and every daemon to come up
+  // The cluster's spec: mns, cns, workers_per_cn, replication, versions, region_mib, protocol,
+  // isolation, seed, transport.ucx_*.
+  ClusterConfig config;
+  // CN daemons to start: config.cns, or 0 for none (the MNs alone, for an embedded run's CNs:
+  // `pond bench --coord`).
+  int cn_daemons = 0;
+  std::vector<std::string> cn_args;  // more flags for every `pond cn`
+  bool cn_clients = false;           // the CNs take clients: wait for their client addresses
+  double timeout_s = 60;             // for ZooKeeper and every daemon to come up
 };
 
 // Starts the cluster and prints where it is; the exit status: 0 up, 1 it did not come up
 // (nothing is left running), 2 bad options.
 int Up(const UpOptions& o);
+// Starts CN `cn` of the cluster in DIR again, after it stopped or was killed: the same flags, its
+// log appended to; it comes back as a new incarnation once its failure is recovered
+// (docs/recovery.md "Processes"). Waits until it serves, at most `timeout_s`; the exit status.
+int Restart(const std::string& dir, int cn, double timeout_s);
 // Stops every process DIR/cluster.json names (SIGTERM, then SIGKILL after `grace_s`), then
 // removes that file; the exit status.
 int Down(const std::string& dir, double grace_s);
 
 // The file `up` writes: {"cluster": NAME, "coord": "127.0.0.1:PORT", "processes": [{"role":
-// "zookeeper"|"mn", "id": N, "pid": P, "log": PATH}, ...]}.
+// "zookeeper"|"mn"|"cn", "id": N, "pid": P, "log": PATH}, ...]}.
 std::string ClusterFile(const std::string& dir);
 
 }  // namespace pond::server

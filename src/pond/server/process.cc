@@ -8,7 +8,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 namespace pond::server {
@@ -43,10 +46,39 @@ Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::strin
   return pid;
 }
 
+namespace {
+
+// Whether some process of group `pgid` is running (not a zombie): a daemon killed after its
+// starter exited is nobody's child but init's, and an init that does not reap (a container's)
+// leaves it a zombie for good, which kill(2) still finds.
+bool GroupHasLiveMember(pid_t pgid) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so parse after the
+    // last ')'.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0, pgrp = 0;
+    if (!(rest >> state >> ppid >> pgrp)) continue;
+    if (pgrp == pgid && state != 'Z' && state != 'X') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool GroupAlive(pid_t pgid) {
   int status = 0;
   waitpid(pgid, &status, WNOHANG);  // reaps our exited child; harmless for anyone else's
-  return kill(-pgid, 0) == 0 || errno == EPERM;
+  if (kill(-pgid, 0) != 0 && errno != EPERM) return false;
+  return GroupHasLiveMember(pgid);
 }
 
 bool StopGroups(const std::vector<pid_t>& pgids, std::chrono::milliseconds grace) {

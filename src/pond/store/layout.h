@@ -6,6 +6,7 @@
 // file reads or writes memory; see catalog.h, hash_index.h and record.h for the operations.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -56,6 +57,35 @@ static_assert(offsetof(Superblock, lane_cursor) == 64, "CNs FAA this word by off
 static_assert(offsetof(Superblock, replication) == 84);
 inline constexpr int kLaneMirrorsMax = 5;
 static_assert(offsetof(Superblock, lane_mirror) == 88, "CNs FAA these words by offset");
+
+// ---- Leases -------------------------------------------------------------------------------
+// A cluster of processes finds failed nodes by heartbeats in the memory pool (docs/recovery.md
+// "Processes"): the MN's own CPU counts its beat up in its superblock page, and each CN writes
+// its beat into every MN's; the CN acting as configuration manager READs the page of every MN
+// and declares a node whose beat stopped. The page's bytes after the superblock are otherwise
+// unused, and a region is formatted with them zero.
+struct LeasePage {
+  uint64_t mn_beat;  // +1 per renewal by the MN's daemon
+  uint64_t reserved[7];
+  // CN c's beat: (incarnation << 48) | count, written whole by CN c.
+  uint64_t cn_beat[64];
+};
+inline constexpr uint64_t kLeasePageOffset = 1024;
+static_assert(kLeasePageOffset >= sizeof(Superblock));
+static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
+static_assert(offsetof(LeasePage, cn_beat) == 64);
+inline constexpr uint64_t kCnBeatCountMask = (uint64_t{1} << 48) - 1;
+inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
+  return uint64_t{incarnation} << 48 | (count & kCnBeatCountMask);
+}
+inline constexpr uint16_t CnBeatIncarnation(uint64_t beat) {
+  return static_cast<uint16_t>(beat >> 48);
+}
+// The MN's own beat, counted up by the CPU of the process that serves region `base`.
+inline void BeatMn(std::byte* base) {
+  std::atomic_ref<uint64_t>(reinterpret_cast<LeasePage*>(base + kLeasePageOffset)->mn_beat)
+      .fetch_add(1, std::memory_order_relaxed);
+}
 
 // ---- Catalog ------------------------------------------------------------------------------
 inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table

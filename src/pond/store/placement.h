@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 
 #include "pond/base/assert.h"
@@ -13,6 +14,32 @@
 namespace pond::store {
 
 inline constexpr int kReplicationMax = 8;
+
+// A mask of MNs that one thread changes while the workers of a CN of a cluster of processes read
+// it (its membership thread hears an MN's failure): relaxed atomics, for a change needs no order
+// with anything else — an MN is declared only once nobody may still count on it.
+class MnMask {
+ public:
+  MnMask() = default;
+  MnMask(const MnMask& o) : bits_(o.get()) {}
+  MnMask& operator=(const MnMask& o) {
+    bits_.store(o.get(), std::memory_order_relaxed);
+    return *this;
+  }
+  uint64_t get() const { return bits_.load(std::memory_order_relaxed); }
+  operator uint64_t() const { return get(); }
+  MnMask& operator|=(uint64_t b) {
+    bits_.fetch_or(b, std::memory_order_relaxed);
+    return *this;
+  }
+  MnMask& operator&=(uint64_t b) {
+    bits_.fetch_and(b, std::memory_order_relaxed);
+    return *this;
+  }
+
+ private:
+  std::atomic<uint64_t> bits_{0};
+};
 
 class Placement {
  public:
@@ -40,8 +67,8 @@ class Placement {
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
   }
-  bool IsDown(MnId mn) const { return (down_ >> mn) & 1; }
-  uint64_t down_mask() const { return down_; }
+  bool IsDown(MnId mn) const { return (down_.get() >> mn) & 1; }
+  uint64_t down_mask() const { return down_.get(); }
 
   // A restarted MN (docs/recovery.md "MN restart"): while it joins, writes go to it as to any
   // replica up, but nobody reads it (it holds only what was written or copied since it came
@@ -57,16 +84,17 @@ class Placement {
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
   }
-  bool IsJoining(MnId mn) const { return (joining_ >> mn) & 1; }
-  bool Readable(MnId mn) const { return ((down_ | joining_) >> mn) & 1 ? false : true; }
-  uint64_t joining_mask() const { return joining_; }
+  bool IsJoining(MnId mn) const { return (joining_.get() >> mn) & 1; }
+  bool Readable(MnId mn) const { return ((down_.get() | joining_.get()) >> mn) & 1 ? false : true; }
+  uint64_t joining_mask() const { return joining_.get(); }
   // The cursors a carve uses: those of MNs up and not joining.
-  uint64_t carve_skip_mask() const { return down_ | joining_; }
+  uint64_t carve_skip_mask() const { return down_.get() | joining_.get(); }
   // Whether carves for the group whose primary is `primary` are refused now.
   bool CarveFrozen(MnId primary) const {
-    if (frozen_ == 0) return false;
+    const uint64_t frozen = frozen_.get();
+    if (frozen == 0) return false;
     for (int i = 0; i < replication_; i++) {
-      if ((frozen_ >> ((primary + static_cast<unsigned>(i)) % num_mns_)) & 1) return true;
+      if ((frozen >> ((primary + static_cast<unsigned>(i)) % num_mns_)) & 1) return true;
     }
     return false;
   }
@@ -76,7 +104,7 @@ class Placement {
   // replica holds every committed version, since a commit is acknowledged only once every
   // replica up has it, and a joining MN becomes readable only once it holds a copy of all.
   int ReadReplica(uint64_t key) const {
-    const uint64_t unreadable = down_ | joining_;
+    const uint64_t unreadable = down_.get() | joining_.get();
     if (unreadable == 0 || ((unreadable >> Primary(key)) & 1) == 0) return 0;
     int up[kReplicationMax];
     int n = 0;
@@ -91,9 +119,9 @@ class Placement {
   uint16_t num_mns_;
   int replication_;
   static uint64_t Bit(MnId mn) { return uint64_t{1} << mn; }
-  uint64_t down_ = 0;     // bit i: MN i is down
-  uint64_t joining_ = 0;  // bit i: MN i is restarted and not yet readable
-  uint64_t frozen_ = 0;   // bit i: carves for MN i's groups are refused
+  MnMask down_;     // bit i: MN i is down
+  MnMask joining_;  // bit i: MN i is restarted and not yet readable
+  MnMask frozen_;   // bit i: carves for MN i's groups are refused
 };
 
 }  // namespace pond::store

@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "pond/server/cn_daemon.h"
 #include "pond/server/local_cluster.h"
 #include "pond/server/mn_daemon.h"
 #include "pond/tools/command.h"
@@ -26,7 +27,32 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->callback([o, action] { *action = [o] { return server::RunMnDaemon(*o); }; });
   }
   {
+    auto o = std::make_shared<server::CnDaemonOptions>();
+    CLI::App* cmd = root.add_subcommand(
+        "cn",
+        "Run one compute node: its workers, lock tables and clients, until SIGTERM "
+        "(docs/deploy.md)");
+    cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
+        ->required();
+    cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
+        ->capture_default_str();
+    cmd->add_option("--id", o->id, "this CN's id, 0 to the cluster's CNs - 1")
+        ->required()
+        ->check(CLI::Range(0, 63));
+    cmd->add_option("--wait", o->wait_s,
+                    "seconds to wait for the spec, CN 0's tables and the other CNs")
+        ->check(CLI::Range(0.0, 3600.0))
+        ->capture_default_str();
+    cmd->add_option("--grace", o->grace_s,
+                    "seconds a stopping CN waits for answers the other CNs owe it")
+        ->check(CLI::Range(0.0, 600.0))
+        ->capture_default_str();
+    cmd->callback([o, action] { *action = [o] { return server::RunCnDaemon(*o); }; });
+  }
+  {
     auto o = std::make_shared<server::UpOptions>();
+    auto protocol = std::make_shared<std::string>("lotus");
+    auto isolation = std::make_shared<std::string>("sr");
     o->config.region_mib = 256;
     CLI::App* cmd = root.add_subcommand(
         "up", "Start a local cluster as processes — ZooKeeper and one `pond mn` per MN — into DIR");
@@ -34,6 +60,19 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->add_option("--cluster", o->cluster, "the cluster's name")->capture_default_str();
     cmd->add_option("--mns", o->config.mns, "memory nodes")
         ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    cmd->add_option("--cns", o->cn_daemons,
+                    "compute nodes, each a `pond cn` daemon (0: none; an embedded run's CNs use "
+                    "the MNs: pond bench --coord)")
+        ->check(CLI::Range(0, 64))
+        ->capture_default_str();
+    cmd->add_option("--workers", o->config.workers_per_cn, "worker threads per CN")
+        ->check(CLI::Range(1, 64))
+        ->capture_default_str();
+    cmd->add_option("--protocol", *protocol, "lotus, motor or ford (and the ablation steps)")
+        ->capture_default_str();
+    cmd->add_option("--isolation", *isolation, "sr or si")
+        ->check(CLI::IsMember({"sr", "si"}))
         ->capture_default_str();
     cmd->add_option("--replication", o->config.replication, "copies of each record")
         ->capture_default_str();
@@ -43,10 +82,38 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "UCX transports (UCX_TLS: shm, tcp, rc,sm, ...; default UCX's choice)");
     cmd->add_option("--ucx-net-devices", o->config.transport.ucx_net_devices,
                     "network devices (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
+    o->config.transport.lease_ms = 250;
+    cmd->add_option("--lease-ms", o->config.transport.lease_ms,
+                    "a CN daemon's lease: declared failed after this long without a beat")
+        ->check(CLI::Range(20, 60'000))
+        ->capture_default_str();
     cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
-    cmd->callback([o, action] { *action = [o] { return server::Up(*o); }; });
+    cmd->callback([o, protocol, isolation, action] {
+      Result<ProtocolConfig> p = ProtocolByName(*protocol);
+      if (!p.ok()) throw CLI::ValidationError("--protocol", p.status().message());
+      o->config.protocol = *p;
+      o->config.isolation = *isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
+      // The spec's CN count is the daemons' when there are any.
+      if (o->cn_daemons > 0) o->config.cns = o->cn_daemons;
+      *action = [o] { return server::Up(*o); };
+    });
+  }
+  {
+    auto dir = std::make_shared<std::string>();
+    auto cn = std::make_shared<int>(-1);
+    auto timeout = std::make_shared<double>(60);
+    CLI::App* cmd = root.add_subcommand(
+        "restart", "Start a stopped or killed CN daemon of the local cluster in DIR again");
+    cmd->add_option("--dir", *dir, "the directory given to pond up")->required();
+    cmd->add_option("--cn", *cn, "the CN to restart")->required()->check(CLI::Range(0, 63));
+    cmd->add_option("--timeout", *timeout, "seconds for it to serve again")
+        ->check(CLI::Range(1.0, 3600.0))
+        ->capture_default_str();
+    cmd->callback([dir, cn, timeout, action] {
+      *action = [dir, cn, timeout] { return server::Restart(*dir, *cn, *timeout); };
+    });
   }
   {
     auto dir = std::make_shared<std::string>();

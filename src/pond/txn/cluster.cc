@@ -12,7 +12,9 @@
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/ucx/ucx_fabric.h"
+#include "pond/txn/cn_process.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
@@ -44,52 +46,9 @@ T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
   return std::move(*out);
 }
 
-ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
-  return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
-}
-
 Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t region_bytes) {
   auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(c.mns), region_bytes,
-                                              UcxOptionsOf(c));
-  if (!f.ok()) return f.status();
-  return std::unique_ptr<Fabric>(std::move(f).value());
-}
-
-// The MNs of a cluster of `pond mn` daemons, by the descriptors they published.
-Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes) {
-  const TransportConfig& t = c.transport;
-  POND_RETURN_IF_ERROR(cluster::CheckClusterName(t.cluster));
-  auto store = cluster::ZkConfigStore::Connect(t.coord);
-  if (!store.ok()) {
-    return Unavailable("cannot reach the coordination service at " + t.coord + ": " +
-                       store.status().message());
-  }
-  std::vector<ucx::MnDescriptor> mns;
-  for (int mn = 0; mn <= c.mns; mn++) {
-    const std::string key = cluster::MnKey(t.cluster, static_cast<uint16_t>(mn));
-    Result<cluster::Versioned> v = (*store)->Get(key);
-    if (!v.ok()) return v.status();
-    if (mn == c.mns) {
-      if (!v->value.empty()) {
-        return InvalidArgument("cluster " + t.cluster + " has more than the " +
-                               std::to_string(c.mns) + " MNs this cluster is configured for");
-      }
-      break;
-    }
-    if (v->value.empty()) {
-      return Unavailable("MN " + std::to_string(mn) + " of cluster " + t.cluster +
-                         " is not serving (nothing at " + key + ")");
-    }
-    Result<ucx::MnDescriptor> d = ucx::MnDescriptor::Decode(v->value);
-    if (!d.ok()) return InvalidArgument(key + ": " + d.status().message());
-    if (d->bytes != region_bytes) {
-      return InvalidArgument("MN " + std::to_string(mn) + " serves " +
-                             std::to_string(d->bytes >> 20) + " MiB; this cluster wants " +
-                             std::to_string(region_bytes >> 20) + " MiB");
-    }
-    mns.push_back(*std::move(d));
-  }
-  auto f = ucx::UcxFabric::Connect(std::move(mns), UcxOptionsOf(c));
+                                              txn::UcxOptionsOf(c));
   if (!f.ok()) return f.status();
   return std::unique_ptr<Fabric>(std::move(f).value());
 }
@@ -120,6 +79,18 @@ Status ValidateConfig(const ClusterConfig& c) {
     return InvalidArgument("ClusterConfig.transport.kind must be local or ucx, not \"" +
                            c.transport.kind + "\"");
   }
+  if (c.transport.cn >= 0) {
+    if (c.transport.kind != "ucx" || c.transport.coord.empty()) {
+      return InvalidArgument("ClusterConfig.transport.cn needs the ucx transport and a coord");
+    }
+    if (c.transport.cn >= c.cns) {
+      return InvalidArgument("ClusterConfig.transport.cn must be below cns");
+    }
+  }
+  if (c.transport.cn < -1) return InvalidArgument("ClusterConfig.transport.cn must be -1 or a CN");
+  if (c.transport.lease_ms < 20 || c.transport.lease_ms > 60'000) {
+    return InvalidArgument("ClusterConfig.transport.lease_ms must be 20 to 60000");
+  }
   if (c.protocol.vt_cache && !c.protocol.cn_locks) {
     return InvalidArgument("the VT cache needs CN lock tables (protocol.cn_locks)");
   }
@@ -146,10 +117,12 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       next_txn_id_(uint64_t{incarnation} << store::kSeqIncarnationShift | 1) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   ep_->set_incarnation(incarnation);
-  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole.
-  ep_->SetPacketFilter([&c](WorkerAddr from, uint16_t incarnation) {
-    if (from.cn >= c.view.cns.size()) return true;
-    const cluster::CnStatus& s = c.view.cns[from.cn];
+  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole. The
+  // worker keeps its own copy of the CN's view, so that its thread alone reads it.
+  view_ = c.view;
+  ep_->SetPacketFilter([this](WorkerAddr from, uint16_t incarnation) {
+    if (from.cn >= view_.cns.size()) return true;
+    const cluster::CnStatus& s = view_.cns[from.cn];
     return s.alive && s.incarnation == incarnation;
   });
   locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
@@ -247,26 +220,54 @@ Status ClusterImpl::Build() {
     }
   }
   Rng seeds(config_.seed);
+  // A CN of a cluster of processes starts from the membership it read (cn_process.cc).
+  uint16_t incarnation = 0;
+  if (process_start_ != nullptr) {
+    tso_cn_ = process_start_->config.tso_host;
+    for (uint32_t s = 0; s < lock::kShards; s++) {
+      if (shard_map_.CnOf(s) != process_start_->shards[s]) {
+        shard_map_.Assign(s, process_start_->shards[s]);
+      }
+    }
+    for (uint16_t mn = 0; mn < process_start_->config.mns.size(); mn++) {
+      if (!process_start_->config.mns[mn].alive) placement_.SetDown(mn);
+    }
+    incarnation = process_start_->incarnation;
+  }
   for (int c = 0; c < config_.cns; c++) {
     cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
     CnContext& cn = *cns_.back();
     if (cn.id == tso_cn_) cn.oracle = std::make_unique<TimestampOracle>(clock_);
+    if (process_start_ != nullptr) cn.view = process_start_->config;
     for (uint32_t s = 0; s < lock::kShards; s++) {
       cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
     }
   }
+  bool first = true;
   for (auto& cn : cns_) {
+    // Every CN's seeds are drawn, hosted here or not, so that each CN's are the same however
+    // the cluster is spread over processes.
     for (int i = 0; i < config_.workers_per_cn; i++) {
-      auto w = std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seeds.Next());
+      const uint64_t seed = seeds.Next();
+      if (!Hosts(cn->id)) continue;
+      auto w =
+          std::make_unique<WorkerContext>(*this, *cn, static_cast<uint16_t>(i), seed, incarnation);
       if (driver_ != nullptr) driver_->AddWorker(w.get());
-      if (daemons && cn->id == 0 && i == 0) {
-        POND_RETURN_IF_ERROR(CheckDaemonsPool(*w));
-      }
+      if (daemons && first) POND_RETURN_IF_ERROR(CheckDaemonsPool(*w));
+      first = false;
       POND_RETURN_IF_ERROR(w->Init());
       cn->workers.push_back(std::move(w));
     }
   }
   return Status::Ok();
+}
+
+WorkerContext& ClusterImpl::SetupWorker() {
+  for (auto& cn : cns_) {
+    if (!cn->workers.empty()) return *cn->workers.front();
+  }
+  POND_CHECK_MSG(false, "a cluster without workers");
+  __builtin_unreachable();
 }
 
 Status ClusterImpl::CheckDaemonsPool(WorkerContext& w) {
@@ -281,6 +282,12 @@ Status ClusterImpl::CheckDaemonsPool(WorkerContext& w) {
                            std::to_string(layout_.num_mns) +
                            " MNs, R=" + std::to_string(layout_.replication) + ", " +
                            std::to_string(layout_.region_bytes >> 20) + " MiB");
+  }
+  // A CN of a cluster of processes joins the tables CN 0's process made, if it made them yet.
+  if (config_.transport.cn >= 0) {
+    catalog_ = std::move(cat).value();
+    joined_ = !catalog_.tables().empty();
+    return Status::Ok();
   }
   // An embedded cluster creates and loads its tables: it needs memory nodes nobody used yet.
   if (!cat->tables().empty()) {
@@ -353,9 +360,10 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
                                   region_bytes, store::kChunkBytes);
   if (!layout.ok()) return layout.status();
   std::unique_ptr<Fabric> fabric;
+  std::unique_ptr<cluster::ZkConfigStore> coord;
   if (config.transport.kind == "ucx") {
     auto f = config.transport.coord.empty() ? StartUcxMns(config, region_bytes)
-                                            : ConnectToMnDaemons(config, region_bytes);
+                                            : txn::ConnectToMnDaemons(config, region_bytes, &coord);
     if (!f.ok()) return f.status();
     fabric = std::move(f).value();
   } else {
@@ -365,7 +373,14 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   }
   auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric), SystemClock::Get(),
                                             *layout);
+  impl->coord_ = std::move(coord);
+  if (config.transport.cn >= 0) {
+    Result<txn::ProcessStart> start = txn::ReadStart(*impl->coord_, config);
+    if (!start.ok()) return start.status();
+    impl->process_start_ = std::make_unique<txn::ProcessStart>(*std::move(start));
+  }
   POND_RETURN_IF_ERROR(impl->Build());
+  if (config.transport.cn >= 0) POND_RETURN_IF_ERROR(impl->PublishCn());
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -393,7 +408,21 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
 
 Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   ClusterImpl& cl = *impl_;
-  WorkerContext& w = *cl.cns_[0]->workers[0];
+  if (cl.serving_ != nullptr) return InvalidArgument("tables are created before serving");
+  // A CN of a cluster of processes that joined tables made before it started opens them by
+  // name: every CN runs the same setup, and only the first start of CN 0 makes them.
+  if (cl.joined_) {
+    const store::TableInfo* t = cl.catalog_.FindByName(options.name);
+    if (t == nullptr) {
+      return InvalidArgument("no table \"" + options.name + "\" in the cluster this CN joined");
+    }
+    if (t->value_bytes != options.value_bytes || t->critical_field != options.critical_field) {
+      return InvalidArgument("table \"" + options.name +
+                             "\" was made with other options than this CN asks for");
+    }
+    return t->id;
+  }
+  WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
   spec.id = static_cast<uint16_t>(cl.catalog_.tables().size());
   spec.name = options.name;
@@ -419,7 +448,10 @@ Status Cluster::Load(
   ClusterImpl& cl = *impl_;
   const store::TableInfo* t = cl.Table(table);
   if (t == nullptr) return InvalidArgument("no table " + std::to_string(table));
-  WorkerContext& w = *cl.cns_[0]->workers[0];
+  if (cl.serving_ != nullptr) return InvalidArgument("tables are loaded before serving");
+  // Joined tables were loaded by the CN that made them.
+  if (cl.joined_) return Status::Ok();
+  WorkerContext& w = cl.SetupWorker();
   // Loaded data is committed "before time": every timestamp granted later is larger.
   uint64_t ts = cl.cns_[cl.tso_cn_]->oracle->Grant(1);
   Status first_error;
@@ -452,6 +484,13 @@ Status Cluster::Load(
   return first_error;
 }
 
+Result<uint16_t> Cluster::FindTable(std::string_view name) const {
+  for (const store::TableInfo& t : impl_->catalog_.tables()) {
+    if (t.name == name) return t.id;
+  }
+  return NotFound("no table named \"" + std::string(name) + "\"");
+}
+
 ProcedureId Cluster::RegisterProcedure(Procedure p) {
   impl_->procedures_.push_back({.plain = std::move(p)});
   return static_cast<ProcedureId>(impl_->procedures_.size() - 1);
@@ -465,6 +504,7 @@ ProcedureId Cluster::RegisterProcedure(ReplyProcedure p) {
 void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client) {
   ClusterImpl& cl = *impl_;
   POND_CHECK_MSG(cl.serving_ == nullptr, "Run while the cluster is serving");
+  POND_CHECK_MSG(cl.config_.transport.cn < 0, "Run on one CN of a cluster of processes");
   std::vector<WorkerContext*> workers;
   for (auto& cn : cl.cns_) {
     for (auto& w : cn->workers) workers.push_back(w.get());

@@ -61,7 +61,10 @@ Failover::Failover(ClusterImpl& cl)
   Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), 0);
   POND_CHECK(v.ok());
   config_version_ = *v;
-  for (auto& cn : cl_.cns_) cn->view = config_;
+  for (auto& cn : cl_.cns_) {
+    cn->view = config_;
+    for (auto& w : cn->workers) w->SetView(config_);
+  }
   oracle_ = cl_.cns_[config_.tso_host]->oracle.get();
 }
 
@@ -589,6 +592,7 @@ void Failover::Hear(CnContext& cn) {
   if (cn.view.epoch >= config_.epoch) return;
   const uint16_t tso_before = cn.view.tso_host;
   cn.view = config_;
+  for (auto& w : cn.workers) w->SetView(config_);
   if (config_.tso_host == tso_before) return;
   if (cn.id == config_.tso_host) {
     if (cn.oracle == nullptr) {

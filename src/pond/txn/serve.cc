@@ -1,15 +1,28 @@
 // The cluster as a server: worker threads that run calls submitted from other threads until
 // StopServing (serving.h), and pins that keep a run of calls on one worker. Cluster::Run is the
 // other way to run a cluster; the two never overlap.
+#include <algorithm>
+#include <chrono>
 #include <optional>
 #include <thread>
 
 #include "pond/base/assert.h"
+#include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond {
 namespace txn {
+
+namespace {
+
+// Idle rounds a serving worker spins (yielding) before it sleeps between rounds, and how long
+// it then sleeps: growing from the least to the most.
+constexpr int64_t kSpinRounds = 256;
+constexpr auto kIdleSleepMin = std::chrono::microseconds(5);
+constexpr auto kIdleSleepMax = std::chrono::microseconds(100);
+
+}  // namespace
 
 // One worker's thread while serving: take calls from its inbox, run rounds, and leave once
 // stopping was asked and nothing is left anywhere — no call running on any worker, no request
@@ -20,6 +33,7 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   int64_t finished = 0;  // calls finished in this round, not yet counted off
   int64_t awaiting = 0;  // this worker's share of awaiting_
   int session_id = 0;
+  int64_t idle_rounds = 0;
   for (;;) {
     inbox.TakeAll(&arrived);
     for (ServedCall& call : arrived) {
@@ -31,8 +45,18 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
           }(std::move(call), std::move(session), &finished));
     }
     arrived.clear();
-    // An idle round gives the core away, as in Cluster::Run.
-    if (!w.sched().RunOnce()) std::this_thread::yield();
+    // An idle round gives the core away, as in Cluster::Run; a worker with nothing at all to do
+    // (no coroutine, nothing awaited) for a while sleeps briefly between rounds instead, so that
+    // an idle server does not keep its cores busy. Its rounds still come every kIdleSleepMax,
+    // so a peer's request waits at most that long for it.
+    if (w.sched().RunOnce()) {
+      idle_rounds = 0;
+    } else if (++idle_rounds > kSpinRounds && w.sched().live() == 0 && w.Awaiting() == 0) {
+      std::this_thread::sleep_for(
+          std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
+    } else {
+      std::this_thread::yield();
+    }
     const auto now = static_cast<int64_t>(w.Awaiting());
     if (now != awaiting) {
       awaiting_ += now - awaiting;
@@ -43,10 +67,21 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
       finished = 0;
     }
     if (sv.stopping.load() && sv.calls_running.load() == 0 && w.sched().live() == 0 &&
-        fabric_->packets_in_flight() == 0 && awaiting_.load() == 0) {
+        fabric_->packets_in_flight() == 0 &&
+        (awaiting_.load() == 0 || std::chrono::steady_clock::now() > sv.stop_by)) {
       return;
     }
   }
+}
+
+void ClusterImpl::PostTo(WorkerContext& w, std::function<void(WorkerContext&)> fn) {
+  Serving& sv = *serving_;
+  size_t inbox = sv.first_inbox[w.cn_id()] + w.index();
+  sv.calls_running++;
+  sv.inboxes[inbox]->Push([fn = std::move(fn)](Session& s) -> Task<void> {
+    fn(*s.w_);
+    co_return;
+  });
 }
 
 }  // namespace txn
@@ -68,11 +103,28 @@ Status Cluster::StartServing() {
       workers.emplace_back(w.get(), sv->inboxes.back().get());
     }
   }
+  // A CN of a cluster of processes reaches the others' workers from now on.
+  if (cl.config_.transport.cn >= 0) POND_RETURN_IF_ERROR(cl.ConnectPeerCns());
   cl.awaiting_ = 0;
   txn::Serving* s = sv.get();
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
     s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
+  }
+  if (cl.process_start_ != nullptr) {
+    cl.membership_ = std::make_unique<txn::ProcessMembership>(cl);
+    cl.membership_->Start();
+    // A restarted CN serves once it is let back in (its failure recovered everywhere).
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(cl.config_.transport.peers_wait_ms);
+    while (!cl.membership_->alive()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        StopServing(0);
+        return Unavailable("this CN was not let back into the cluster within " +
+                           std::to_string(cl.config_.transport.peers_wait_ms) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
   }
   return Status::Ok();
 }
@@ -80,7 +132,7 @@ Status Cluster::StartServing() {
 bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
   ClusterImpl& cl = *impl_;
   txn::Serving* sv = cl.serving_.get();
-  if (sv == nullptr || cn >= cl.cns_.size()) return false;
+  if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return false;
   // Counted before the check: a worker that has seen `stopping` then also sees this call (both
   // are sequentially consistent), so it cannot leave with the call still in an inbox.
   sv->calls_running++;
@@ -97,7 +149,7 @@ bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
 std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
   ClusterImpl& cl = *impl_;
   txn::Serving* sv = cl.serving_.get();
-  if (sv == nullptr || cn >= cl.cns_.size()) return std::nullopt;
+  if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return std::nullopt;
   // A pin counts as a running call until Unpin, so the workers outlive the transaction it holds;
   // counted before the check, as in Submit.
   sv->calls_running++;
@@ -128,14 +180,25 @@ void Cluster::Unpin(const WorkerPin& pin) {
   sv->calls_running--;
 }
 
-void Cluster::StopServing() {
+void Cluster::StopServing(uint64_t grace_ms) {
   ClusterImpl& cl = *impl_;
   if (cl.serving_ == nullptr) return;
+  // Membership first: it posts to the workers while they serve.
+  if (cl.membership_ != nullptr) {
+    cl.membership_->Stop();
+    cl.membership_.reset();
+  }
+  cl.serving_->stop_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   cl.serving_->stopping = true;
   for (std::thread& t : cl.serving_->threads) t.join();
   cl.serving_.reset();
+  cl.WithdrawCn();
 }
 
 bool Cluster::serving() const { return impl_->serving_ != nullptr; }
+
+void Cluster::SetEventLog(std::function<void(const std::string&)> log) {
+  impl_->event_log_ = std::move(log);
+}
 
 }  // namespace pond

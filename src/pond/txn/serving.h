@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -42,6 +43,9 @@ class ServingInbox {
 
 struct Serving {
   std::atomic<bool> stopping{false};
+  // Set before `stopping`: a worker then leaves without the answers it still awaits from other
+  // processes' CNs once this has passed (they may have stopped first).
+  std::chrono::steady_clock::time_point stop_by = std::chrono::steady_clock::time_point::max();
   // Calls submitted and not yet finished, and pins held (Cluster::Pin: one worker kept for the
   // steps of one transaction). A worker counts its finished calls off only after the round that
   // finished them has ended, so that their last messages are in the fabric.

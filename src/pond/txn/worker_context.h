@@ -18,6 +18,7 @@
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
+#include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_client.h"
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
@@ -115,6 +116,11 @@ class WorkerContext {
   // its peer must still be there to answer.
   size_t Awaiting() const { return locks_->awaiting() + tso_->awaiting() + calls_->awaited(); }
 
+  // The membership this worker's endpoint filters packets by: its CN's view, copied in when it
+  // changes (Failover::Hear, ProcessMembership), on this worker's thread.
+  const cluster::Configuration& view() const { return view_; }
+  void SetView(const cluster::Configuration& v) { view_ = v; }
+
   // Runs a registered procedure on this worker, for a call routed here; what a reply procedure
   // answers goes to *reply (dropped if null).
   Task<Status> RunProcedure(ProcedureId proc, std::span<const std::byte> args,
@@ -134,6 +140,7 @@ class WorkerContext {
   std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
   std::unique_ptr<store::CommitLog> log_;
   Rng rng_;
+  cluster::Configuration view_;
   WorkerStats stats_;
   uint64_t next_txn_id_;
   int64_t clients_running_ = 0;
@@ -177,6 +184,8 @@ struct RunClients {
 
 class SimDriver;
 class Failover;
+class ProcessMembership;
+struct ProcessStart;
 
 // The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
 // the timestamp oracle, the CNs and the registered procedures. Transactions read it through the
@@ -209,6 +218,20 @@ class ClusterImpl {
     return id < procedures_.size() ? &procedures_[id] : nullptr;
   }
   bool simulated() const { return driver_ != nullptr; }
+  // Whether this process runs CN `cn`'s workers (all CNs but in a cluster of `pond cn`
+  // processes, where each runs one: TransportConfig.cn).
+  bool Hosts(uint16_t cn) const { return config_.transport.cn < 0 || config_.transport.cn == cn; }
+  // The worker setup work runs on (tables, loading): the first one this process hosts.
+  WorkerContext& SetupWorker();
+
+  // A CN of a cluster of processes (cn_process.cc): publishes its workers' addresses in the
+  // coordination service, learns the other CNs' (waiting up to peers_wait_ms for them all),
+  // and withdraws its own when it stops.
+  Status PublishCn();
+  Status ConnectPeerCns();
+  void WithdrawCn();
+  // While serving: runs `fn` on worker `w`'s thread, between its rounds (serve.cc).
+  void PostTo(WorkerContext& w, std::function<void(WorkerContext&)> fn);
 
   // Runs until done() holds: on the simulation's engine, or (local, setup only: no worker
   // threads running) by rounds of worker w.
@@ -231,9 +254,10 @@ class ClusterImpl {
   }
 
  private:
-  friend class pond::Cluster;  // tables, procedures, runs, stats
-  friend class WorkerContext;  // builds its parts from the cluster's services
-  friend class Failover;       // crashes CNs, moves their shards, recovers their logs
+  friend class pond::Cluster;      // tables, procedures, runs, stats
+  friend class WorkerContext;      // builds its parts from the cluster's services
+  friend class Failover;           // crashes CNs, moves their shards, recovers their logs
+  friend class ProcessMembership;  // the same, for a CN of a cluster of processes
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
@@ -264,6 +288,14 @@ class ClusterImpl {
   std::atomic<int64_t> clients_running_{0};
   std::atomic<int64_t> awaiting_{0};
   std::unique_ptr<Serving> serving_;  // while the cluster serves (Cluster::StartServing)
+  // The coordination service, when the MNs are daemons (TransportConfig.coord).
+  std::unique_ptr<cluster::ZkConfigStore> coord_;
+  // A CN of a cluster of processes: the membership it started from, and its membership thread
+  // while it serves; what that thread reports (Cluster::SetEventLog).
+  std::unique_ptr<ProcessStart> process_start_;
+  bool joined_ = false;  // its tables were made by an earlier process: CreateTable opens them
+  std::unique_ptr<ProcessMembership> membership_;
+  std::function<void(const std::string&)> event_log_;
 };
 
 }  // namespace pond::txn

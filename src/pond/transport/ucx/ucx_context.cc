@@ -120,4 +120,55 @@ Result<MnDescriptor> MnDescriptor::Decode(std::span<const std::byte> in) {
   return d;
 }
 
+std::vector<std::byte> CnDescriptor::Encode() const {
+  CnDescriptorHeader h{};
+  h.magic = kCnDescriptorMagic;
+  h.version = kCnDescriptorVersion;
+  h.cn = cn;
+  h.incarnation = incarnation;
+  h.workers = static_cast<uint16_t>(workers.size());
+  std::vector<std::byte> out(sizeof(h));
+  std::memcpy(out.data(), &h, sizeof(h));
+  for (const std::vector<std::byte>& a : workers) {
+    const auto len = static_cast<uint32_t>(a.size());
+    const size_t at = out.size();
+    out.resize(at + sizeof(len) + a.size());
+    std::memcpy(out.data() + at, &len, sizeof(len));
+    std::memcpy(out.data() + at + sizeof(len), a.data(), a.size());
+  }
+  return out;
+}
+
+Result<CnDescriptor> CnDescriptor::Decode(std::span<const std::byte> in) {
+  CnDescriptorHeader h;
+  if (in.size() < sizeof(h)) return InvalidArgument("CN descriptor shorter than its header");
+  std::memcpy(&h, in.data(), sizeof(h));
+  if (h.magic != kCnDescriptorMagic) return InvalidArgument("not a CN descriptor (bad magic)");
+  if (h.version != kCnDescriptorVersion) {
+    return InvalidArgument("CN descriptor version " + std::to_string(h.version) +
+                           " (this Pond reads version " + std::to_string(kCnDescriptorVersion) +
+                           ")");
+  }
+  if (h.workers == 0 || h.workers > kCnDescriptorWorkersMax) {
+    return InvalidArgument("CN descriptor worker count out of range");
+  }
+  CnDescriptor d;
+  d.cn = h.cn;
+  d.incarnation = h.incarnation;
+  size_t at = sizeof(h);
+  for (uint16_t i = 0; i < h.workers; i++) {
+    uint32_t len = 0;
+    if (in.size() - at < sizeof(len)) return InvalidArgument("CN descriptor cut short");
+    std::memcpy(&len, in.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (len == 0 || len > kMnDescriptorPartMax || in.size() - at < len) {
+      return InvalidArgument("CN descriptor lengths do not match its size");
+    }
+    d.workers.emplace_back(in.data() + at, in.data() + at + len);
+    at += len;
+  }
+  if (at != in.size()) return InvalidArgument("CN descriptor lengths do not match its size");
+  return d;
+}
+
 }  // namespace pond::ucx

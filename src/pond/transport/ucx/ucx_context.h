@@ -96,4 +96,31 @@ inline constexpr uint16_t kMnDescriptorVersion = 1;
 // Worker addresses and packed rkeys are a few hundred bytes; more is not a descriptor.
 inline constexpr uint32_t kMnDescriptorPartMax = 64 << 10;
 
+// What a CN in another process needs to send packets to this CN's workers: grammar in
+// docs/formats.md "CN descriptor". Worker i's UCP address is workers[i].
+struct CnDescriptor {
+  uint16_t cn = 0;
+  uint16_t incarnation = 0;
+  std::vector<std::vector<std::byte>> workers;
+
+  std::vector<std::byte> Encode() const;
+  // InvalidArgument with one line when `bytes` is not a descriptor.
+  static Result<CnDescriptor> Decode(std::span<const std::byte> bytes);
+};
+
+struct CnDescriptorHeader {
+  uint32_t magic;  // kCnDescriptorMagic
+  uint16_t version;
+  uint16_t cn;
+  uint16_t incarnation;
+  uint16_t workers;
+};
+static_assert(sizeof(CnDescriptorHeader) == 12);
+static_assert(offsetof(CnDescriptorHeader, cn) == 6);
+static_assert(offsetof(CnDescriptorHeader, incarnation) == 8);
+static_assert(offsetof(CnDescriptorHeader, workers) == 10);
+inline constexpr uint32_t kCnDescriptorMagic = 0x444e4350;  // "PCND"
+inline constexpr uint16_t kCnDescriptorVersion = 1;
+inline constexpr uint16_t kCnDescriptorWorkersMax = 64;  // ClusterConfig.workers_per_cn's bound
+
 }  // namespace pond::ucx

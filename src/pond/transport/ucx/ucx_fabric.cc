@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "pond/base/assert.h"
@@ -10,16 +11,49 @@ namespace pond::ucx {
 
 namespace {
 
-// The one active-message id Pond uses: a CN packet.
+// The one active-message id Pond uses: a CN packet. Its one-byte header says whether the
+// sender counted it in its fabric's packets in flight (it did when the receiver is in its
+// process), so that the receiver counts it off only then.
 constexpr unsigned kPacketAmId = 1;
+constexpr uint8_t kCounted = 1;
+constexpr uint8_t kNotCounted = 0;
 // How long teardown waits for the endpoints to close before it lets the workers' destruction
 // reclaim them.
 constexpr auto kCloseWait = std::chrono::seconds(2);
 
-ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, Status* status) {
+// A peer's failure (a daemon killed) must fail the operations on its endpoint, not the process:
+// UCX's peer error handling reports it to the operations' callbacks.
+void OnEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
+
+// UCX's shared-memory transports have no peer error handling (a dead peer's memory stays
+// mapped, and what is written to it is simply never read): endpoints ask for it only when the
+// transports named include none of them.
+bool PeerErrorsHandled(const std::string& tls) {
+  if (tls.empty()) return false;  // UCX's choice: shared memory among them
+  size_t at = 0;
+  while (at <= tls.size()) {
+    size_t end = tls.find(',', at);
+    if (end == std::string::npos) end = tls.size();
+    const std::string t = tls.substr(at, end - at);
+    for (const char* shm : {"all", "sm", "shm", "posix", "sysv", "cma", "xpmem", "knem"}) {
+      if (t == shm) return false;
+    }
+    at = end + 1;
+  }
+  return true;
+}
+
+ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
+                  Status* status) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   p.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  if (peer_errors) {
+    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb = &OnEpError;
+    p.err_handler.arg = nullptr;
+  }
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(w, &p, &ep);
   if (s != UCS_OK) *status = FromUcs(s, "cannot connect a UCX endpoint");
@@ -49,7 +83,7 @@ class UcxEndpoint final : public Endpoint {
       Status st;
       Mn mn;
       mn.base = d.base;
-      mn.ep = CreateEp(w, d.worker_address, &st);
+      mn.ep = CreateEp(w, d.worker_address, fabric_.peer_errors_, &st);
       if (!st.ok()) return st;
       mns_.push_back(mn);  // from here on the destructor closes it
       s = ucp_ep_rkey_unpack(mn.ep, d.rkey.data(), &mns_.back().rkey);
@@ -64,7 +98,8 @@ class UcxEndpoint final : public Endpoint {
       if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
       r.eps.push_back(mn.ep);
     }
-    for (auto& [addr, ep] : peers_) r.eps.push_back(ep);
+    for (auto& [addr, peer] : peers_) r.eps.push_back(peer.ep);
+    r.eps.insert(r.eps.end(), stale_.begin(), stale_.end());
     r.worker = std::move(worker_);
     fabric_.Retire(std::move(r));
   }
@@ -84,9 +119,19 @@ class UcxEndpoint final : public Endpoint {
   }
 
   void SendPacket(WorkerAddr to, PacketBuffer packet) override {
-    ucp_ep_h ep = Peer(to);
-    fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
-    auto* slot = new SendSlot{this, std::move(packet)};
+    const Peer* peer = FindPeer(to);
+    if (peer == nullptr) {
+      // A worker of a CN that has not published its descriptor (yet, or any more): the packet
+      // is lost, as on a network, and the sender's resend or its failure handling covers it.
+      RecycleBuffer(std::move(packet));
+      return;
+    }
+    // Only packets between workers of this process are counted in flight: the fabric's count
+    // is what tells this process's run that nothing of its own is still on the way, and a
+    // packet to another process is counted off there, never here.
+    const uint8_t* counted = peer->remote ? &kNotCounted : &kCounted;
+    if (!peer->remote) fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
+    auto* slot = new SendSlot{this, std::move(packet), !peer->remote};
     ucp_request_param_t p{};
     p.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -94,8 +139,8 @@ class UcxEndpoint final : public Endpoint {
     p.user_data = slot;
     // Eager only: the receiver then always has the whole packet in its handler.
     p.flags = UCP_AM_SEND_FLAG_EAGER;
-    ucs_status_ptr_t r =
-        ucp_am_send_nbx(ep, kPacketAmId, nullptr, 0, slot->bytes.data(), slot->bytes.size(), &p);
+    ucs_status_ptr_t r = ucp_am_send_nbx(peer->ep, kPacketAmId, counted, sizeof(*counted),
+                                         slot->bytes.data(), slot->bytes.size(), &p);
     if (r == nullptr) {
       Sent(slot, UCS_OK);
     } else if (UCS_PTR_IS_ERR(r)) {
@@ -129,7 +174,8 @@ class UcxEndpoint final : public Endpoint {
       Deliver(p);
       RecycleBuffer(std::move(p));
     }
-    consumed_ += arrived_.size();
+    consumed_ += counted_arrivals_;
+    counted_arrivals_ = 0;
     const bool any = progressed_ || !arrived_.empty();
     arrived_.clear();
     return any;
@@ -153,6 +199,12 @@ class UcxEndpoint final : public Endpoint {
   struct SendSlot {
     UcxEndpoint* ep;
     PacketBuffer bytes;
+    bool counted;  // in the fabric's packets in flight
+  };
+  struct Peer {
+    ucp_ep_h ep = nullptr;
+    bool remote = false;      // a worker of another process
+    uint32_t generation = 0;  // of its CN's entries in the fabric's directory
   };
   // Progress calls per poll: enough to drain a burst, bounded so that a flood of arrivals does
   // not starve the worker's coroutines.
@@ -292,7 +344,8 @@ class UcxEndpoint final : public Endpoint {
 
   void Sent(SendSlot* slot, ucs_status_t status) {
     // A packet that could not leave is lost, as on any network: the sender's resend covers it.
-    if (status != UCS_OK) fabric_.in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    if (status != UCS_OK && slot->counted)
+      fabric_.in_flight_.fetch_sub(1, std::memory_order_acq_rel);
     RecycleBuffer(std::move(slot->bytes));
     delete slot;
   }
@@ -303,11 +356,14 @@ class UcxEndpoint final : public Endpoint {
     ucp_request_free(request);
   }
 
-  static ucs_status_t OnPacket(void* arg, const void* /*header*/, size_t /*header_length*/,
-                               void* data, size_t length, const ucp_am_recv_param_t* param) {
+  static ucs_status_t OnPacket(void* arg, const void* header, size_t header_length, void* data,
+                               size_t length, const ucp_am_recv_param_t* param) {
     auto* self = static_cast<UcxEndpoint*>(arg);
     POND_CHECK_MSG((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0,
                    "a CN packet arrived by rendezvous, but Pond sends them eagerly");
+    if (header_length == 1 && *static_cast<const uint8_t*>(header) == kCounted) {
+      self->counted_arrivals_++;
+    }
     PacketBuffer buf = self->TakeBuffer();
     buf.resize(length);
     std::memcpy(buf.data(), data, length);
@@ -315,26 +371,38 @@ class UcxEndpoint final : public Endpoint {
     return UCS_OK;
   }
 
-  ucp_ep_h Peer(WorkerAddr to) {
+  // The UCP endpoint to worker `to`, connected on first use; nullptr if `to` is unknown (a
+  // worker of another process not in the directory).
+  const Peer* FindPeer(WorkerAddr to) {
     auto it = peers_.find(to.Packed());
-    if (it != peers_.end()) return it->second;
-    const std::vector<std::byte>* address = fabric_.FindWorker(to);
-    POND_CHECK_MSG(address != nullptr, "message to a worker that has no endpoint");
+    const uint32_t generation = fabric_.generation(to.cn);
+    if (it != peers_.end()) {
+      if (it->second.generation == generation) return &it->second;
+      // The CN restarted as a new process since: its workers have new addresses.
+      stale_.push_back(it->second.ep);
+      peers_.erase(it);
+    }
+    std::optional<UcxFabric::WorkerEntry> w = fabric_.FindWorker(to);
+    if (!w.has_value()) {
+      POND_CHECK_MSG(fabric_.open(), "message to a worker that has no endpoint");
+      return nullptr;
+    }
     Status st;
-    ucp_ep_h ep = CreateEp(worker_->get(), *address, &st);
+    ucp_ep_h ep = CreateEp(worker_->get(), w->address, fabric_.peer_errors_, &st);
     POND_CHECK_MSG(st.ok(), st.ToString().c_str());
-    peers_.emplace(to.Packed(), ep);
-    return ep;
+    return &peers_.emplace(to.Packed(), Peer{ep, w->remote, generation}).first->second;
   }
 
   UcxFabric& fabric_;
   std::unique_ptr<Worker> worker_;  // destroyed last: the endpoints below live on it
   std::vector<Mn> mns_;
-  std::unordered_map<uint32_t, ucp_ep_h> peers_;
+  std::unordered_map<uint32_t, Peer> peers_;
+  std::vector<ucp_ep_h> stale_;  // to workers of a CN's earlier process: closed with the rest
   std::vector<std::unique_ptr<Batch>> spare_batches_;
   std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
   std::vector<PacketBuffer> arrived_;
   uint64_t consumed_ = 0;
+  uint64_t counted_arrivals_ = 0;  // arrived this poll from workers of this process
   bool progressed_ = false;
 };
 
@@ -372,6 +440,7 @@ Status UcxFabric::Init(const UcxOptions& options) {
   auto ctx = Context::Create(options);
   if (!ctx.ok()) return ctx.status();
   ctx_ = std::move(ctx).value();
+  peer_errors_ = PeerErrorsHandled(options.tls);
   return Status::Ok();
 }
 
@@ -413,10 +482,42 @@ std::byte* UcxFabric::region(MnId mn) {
   return mn < local_mns_.size() ? local_mns_[mn]->region() : nullptr;
 }
 
-const std::vector<std::byte>* UcxFabric::FindWorker(WorkerAddr a) {
+std::optional<UcxFabric::WorkerEntry> UcxFabric::FindWorker(WorkerAddr a) {
   std::lock_guard lock(directory_mu_);
   auto it = workers_.find(a.Packed());
-  return it == workers_.end() ? nullptr : &it->second;
+  if (it == workers_.end()) return std::nullopt;
+  return it->second;
+}
+
+Result<CnDescriptor> UcxFabric::Describe(uint16_t cn, uint16_t incarnation) {
+  std::lock_guard lock(directory_mu_);
+  CnDescriptor d;
+  d.cn = cn;
+  d.incarnation = incarnation;
+  for (uint16_t i = 0;; i++) {
+    auto it = workers_.find(WorkerAddr{cn, i}.Packed());
+    if (it == workers_.end() || it->second.remote) break;
+    d.workers.push_back(it->second.address);
+  }
+  if (d.workers.empty()) {
+    return InvalidArgument("CN " + std::to_string(cn) + " has no workers in this process");
+  }
+  return d;
+}
+
+Status UcxFabric::AddRemoteCn(const CnDescriptor& d) {
+  std::lock_guard lock(directory_mu_);
+  for (uint16_t i = 0; i < d.workers.size(); i++) {
+    auto [it, fresh] = workers_.try_emplace(WorkerAddr{d.cn, i}.Packed());
+    if (!fresh && !it->second.remote) {
+      return InvalidArgument("CN " + std::to_string(d.cn) + " is served by this process");
+    }
+    it->second = WorkerEntry{d.workers[i], true};
+  }
+  // Endpoints connected to the CN's earlier process reconnect at their next packet to it.
+  generations_[d.cn].fetch_add(1, std::memory_order_acq_rel);
+  open_.store(true, std::memory_order_release);
+  return Status::Ok();
 }
 
 std::unique_ptr<Endpoint> UcxFabric::CreateEndpoint(WorkerAddr self, Scheduler& sched) {
@@ -424,7 +525,7 @@ std::unique_ptr<Endpoint> UcxFabric::CreateEndpoint(WorkerAddr self, Scheduler& 
   POND_CHECK_MSG(worker.ok(), worker.status().ToString().c_str());
   {
     std::lock_guard lock(directory_mu_);
-    auto [it, fresh] = workers_.emplace(self.Packed(), (*worker)->address());
+    auto [it, fresh] = workers_.emplace(self.Packed(), WorkerEntry{(*worker)->address(), false});
     POND_CHECK_MSG(fresh, "two endpoints for one worker address");
   }
   auto ep = std::make_unique<UcxEndpoint>(*this, self, sched, std::move(worker).value());

@@ -21,10 +21,12 @@
 // endpoint then belongs to its worker's thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -55,14 +57,29 @@ class UcxFabric final : public Fabric {
   // The region of an MN served by this process; nullptr for one served elsewhere.
   std::byte* region(MnId mn) override;
   std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
+  // Packets between workers of this process sent and not yet processed (those to and from
+  // other processes are not counted: each process knows only its own).
   uint64_t packets_in_flight() const override { return in_flight_.load(std::memory_order_acquire); }
+
+  // CNs spread over processes (`pond cn` daemons, one CN each): what another process needs to
+  // reach the workers of CN `cn` here (every endpoint of it created), and the workers of a CN
+  // served elsewhere. Once a remote CN is added the fabric is open: a packet to a worker it
+  // does not know is dropped (its CN has not published, or withdrew) rather than a bug.
+  Result<CnDescriptor> Describe(uint16_t cn, uint16_t incarnation);
+  // A CN added again (restarted as a new process) replaces its earlier workers' addresses.
+  Status AddRemoteCn(const CnDescriptor& d);
+  bool open() const { return open_.load(std::memory_order_acquire); }
 
  private:
   friend class UcxEndpoint;
   UcxFabric() = default;
   Status Init(const UcxOptions& options);
-  // The UCP address of a CN worker's endpoint, or nullptr if it has none.
-  const std::vector<std::byte>* FindWorker(WorkerAddr a);
+  struct WorkerEntry {
+    std::vector<std::byte> address;  // its UCP worker address
+    bool remote = false;             // in another process
+  };
+  // A CN worker's directory entry, if it has one.
+  std::optional<WorkerEntry> FindWorker(WorkerAddr a);
   // What a destroyed endpoint leaves: its worker and the UCP endpoints on it. They are closed
   // with everyone else's when the fabric goes, while every peer's worker still exists: an
   // endpoint closed after its peer's worker is gone waits out a timeout and logs an error.
@@ -71,14 +88,20 @@ class UcxFabric final : public Fabric {
     std::vector<ucp_ep_h> eps;
   };
   void Retire(Retired r);
+  uint32_t generation(uint16_t cn) const {
+    return cn < generations_.size() ? generations_[cn].load(std::memory_order_acquire) : 0;
+  }
 
   std::vector<std::unique_ptr<UcxMemoryNode>> local_mns_;  // empty when connected to daemons
   std::vector<MnDescriptor> mns_;
   std::unique_ptr<Context> ctx_;  // the CN workers' context
   std::mutex directory_mu_;
-  std::unordered_map<uint32_t, std::vector<std::byte>> workers_;  // WorkerAddr -> UCP address
-  std::vector<Retired> retired_;                                  // guarded by directory_mu_
+  std::unordered_map<uint32_t, WorkerEntry> workers_;  // by WorkerAddr::Packed()
+  std::vector<Retired> retired_;                       // guarded by directory_mu_
   std::atomic<uint64_t> in_flight_{0};
+  std::atomic<bool> open_{false};
+  bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
+  std::array<std::atomic<uint32_t>, 64> generations_{};  // by CN: AddRemoteCn calls
 };
 
 }  // namespace pond::ucx

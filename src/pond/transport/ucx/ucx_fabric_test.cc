@@ -105,5 +105,41 @@ TEST(MnDescriptorTest, RoundTripsAndRefusesWhatIsNotOne) {
   EXPECT_FALSE(MnDescriptor::Decode(empty.Encode()).ok()) << "no rkey";
 }
 
+TEST(CnDescriptorTest, RoundTripsAndRefusesWhatIsNotOne) {
+  CnDescriptor d;
+  d.cn = 3;
+  d.incarnation = 1;
+  d.workers = {{std::byte{1}, std::byte{2}}, {std::byte{7}}};
+  std::vector<std::byte> e = d.Encode();
+  EXPECT_EQ(e.size(), sizeof(CnDescriptorHeader) + 2 * 4 + 3);
+  auto back = CnDescriptor::Decode(e);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->cn, 3);
+  EXPECT_EQ(back->incarnation, 1);
+  EXPECT_EQ(back->workers, d.workers);
+  // Every cut of it is refused, as is anything after it.
+  for (size_t n = 0; n < e.size(); n++) {
+    EXPECT_FALSE(CnDescriptor::Decode(std::span(e).first(n)).ok()) << n << " bytes";
+  }
+  std::vector<std::byte> longer = e;
+  longer.push_back(std::byte{0});
+  EXPECT_FALSE(CnDescriptor::Decode(longer).ok()) << "trailing bytes";
+  std::vector<std::byte> bad = e;
+  bad[0] = std::byte{0};
+  EXPECT_FALSE(CnDescriptor::Decode(bad).ok()) << "magic";
+  CnDescriptor none = d;
+  none.workers.clear();
+  EXPECT_FALSE(CnDescriptor::Decode(none.Encode()).ok()) << "no workers";
+  CnDescriptor blank = d;
+  blank.workers[1].clear();
+  EXPECT_FALSE(CnDescriptor::Decode(blank.Encode()).ok()) << "an empty address";
+  // A MN descriptor is not a CN descriptor.
+  MnDescriptor mn;
+  mn.worker_address = {std::byte{1}};
+  mn.rkey = {std::byte{1}};
+  mn.bytes = 1;
+  EXPECT_FALSE(CnDescriptor::Decode(mn.Encode()).ok());
+}
+
 }  // namespace
 }  // namespace pond::ucx

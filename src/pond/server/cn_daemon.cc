@@ -1,0 +1,122 @@
+#include "pond/server/cn_daemon.h"
+
+#include <signal.h>
+
+#include "pond/cluster/directory.h"
+#include "pond/cluster/zk_config_store.h"
+#include "pond/server/daemon_common.h"
+#include "pond/server/daemon_log.h"
+
+namespace pond::server {
+
+namespace {
+
+std::vector<std::byte> Text(const std::string& s) {
+  const auto* p = reinterpret_cast<const std::byte*>(s.data());
+  return {p, p + s.size()};
+}
+
+}  // namespace
+
+int RunCnDaemon(CnDaemonOptions& o) {
+  const DaemonLog log("pond cn " + std::to_string(o.id));
+  BlockStopSignals();  // before any thread starts: only WaitForStop takes them
+  auto store = cluster::ZkConfigStore::Connect(o.coord);
+  if (!store.ok()) {
+    log("cannot reach the coordination service at {}: {}", o.coord, store.status().ToString());
+    return 1;
+  }
+  Result<std::optional<ClusterSpec>> spec = AwaitSpec(**store, o.cluster, o.wait_s);
+  if (!spec.ok()) {
+    log("{}", spec.status().message());
+    return 1;
+  }
+  if (!spec->has_value()) return 0;  // stopped while waiting
+  ClusterConfig config = (*spec)->config;
+  if (o.id < 0 || o.id >= config.cns) {
+    log("--id {} is not a CN of cluster {} (it has CNs 0 to {})", o.id, o.cluster, config.cns - 1);
+    return 1;
+  }
+  config.transport.kind = "ucx";
+  config.transport.coord = o.coord;
+  config.transport.cluster = o.cluster;
+  config.transport.cn = o.id;
+  config.transport.peers_wait_ms = static_cast<int>(o.wait_s * 1e3);
+  const auto cn = static_cast<uint16_t>(o.id);
+
+  // CN 0 makes the tables once; every later start of any CN joins them.
+  const std::string ready_key = cluster::ReadyKey(o.cluster);
+  Result<cluster::Versioned> ready = (*store)->Get(ready_key);
+  if (!ready.ok()) {
+    log("cannot read {}: {}", ready_key, ready.status().ToString());
+    return 1;
+  }
+  const bool create = ready->value.empty() && o.id == 0;
+  if (!create && ready->value.empty()) {
+    log("waiting for CN 0 to make the tables ({})", ready_key);
+    auto awaited =
+        AwaitKey(**store, ready_key, o.wait_s, "word from CN 0 that the tables are made");
+    if (!awaited.ok()) {
+      log("{}", awaited.status().message());
+      return 1;
+    }
+    if (!awaited->has_value()) return 0;
+  }
+
+  auto started = Cluster::Start(config);
+  if (!started.ok()) {
+    log("cannot start: {}", started.status().message());
+    return 1;
+  }
+  std::unique_ptr<Cluster> c = std::move(started).value();
+  log("joined cluster {}: {} MNs, {} CNs, {} workers here, protocol {}, {}", o.cluster, config.mns,
+      config.cns, config.workers_per_cn, config.protocol.name, IsolationName(config.isolation));
+  if (o.setup) {
+    Status s = o.setup(*c, create);
+    if (!s.ok()) {
+      log("cannot {} the tables: {}", create ? "make" : "join", s.message());
+      return 1;
+    }
+  }
+  if (create) {
+    Status s = cluster::PutOwned(**store, ready_key, Text("tables made by CN 0"));
+    if (!s.ok()) {
+      log("cannot say the tables are made at {}: {}", ready_key, s.ToString());
+      return 1;
+    }
+    log("made the tables; the other CNs may join");
+  }
+  c->SetEventLog([&log](const std::string& line) { log.Write(line); });
+  Status serving = c->StartServing();
+  if (!serving.ok()) {
+    log("cannot serve: {}", serving.message());
+    return 1;
+  }
+  const std::string client_key = cluster::ClientKey(o.cluster, cn);
+  if (o.frontend != nullptr) {
+    Result<std::string> address = o.frontend->Start(*c, cn);
+    if (!address.ok()) {
+      log("cannot take clients: {}", address.status().message());
+      c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
+      return 1;
+    }
+    Status s = cluster::PutOwned(**store, client_key, Text(*address));
+    if (!s.ok()) log("cannot publish the client address at {}: {}", client_key, s.ToString());
+    log("serving; clients at {}", *address);
+  } else {
+    log("serving the other CNs (no client front end)");
+  }
+
+  const int sig = WaitForStop(-1);
+  log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (o.frontend != nullptr) {
+    // Withdrawn first: a client looking now moves to another CN.
+    (void)cluster::PutOwned(**store, client_key, {});
+    o.frontend->Stop();
+  }
+  c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
+  log("stopped");
+  return 0;
+}
+
+}  // namespace pond::server

@@ -1,0 +1,54 @@
+// The pieces of a cluster whose nodes are processes: its MNs `pond mn` daemons (reached by the
+// descriptors they publish in the coordination service) and maybe its CNs `pond cn` daemons, one
+// CN per process (TransportConfig.cn), which find each other's workers there too
+// (docs/deploy.md). ClusterImpl's PublishCn, ConnectPeerCns and WithdrawCn live in cn_process.cc.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/cluster/zk_config_store.h"
+#include "pond/transport/fabric.h"
+#include "pond/transport/gaddr.h"
+#include "pond/transport/ucx/ucx_context.h"
+
+namespace pond::txn {
+
+inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
+  return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
+}
+
+// The MNs of a cluster of `pond mn` daemons, by the descriptors they published; the session
+// with the coordination service goes to *coord, for the CN's own keys.
+Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes,
+                                                   std::unique_ptr<cluster::ZkConfigStore>* coord);
+
+// Where one CN incarnation's workers keep their commit logs (docs/formats.md "Log areas"), as
+// it publishes them at cluster::LogsKey: by worker, its areas (one per MN), each `bytes` long.
+struct LogAreas {
+  uint64_t bytes = 0;
+  std::vector<std::vector<GAddr>> areas;
+
+  std::vector<std::byte> Encode() const;
+  static Result<LogAreas> Decode(std::span<const std::byte> in);
+};
+Result<LogAreas> ReadLogAreas(cluster::ConfigStore& store, const std::string& cluster, uint16_t cn,
+                              uint16_t incarnation);
+
+// The shard map of an epoch (docs/formats.md "Shard map": the owner of each shard, u16 each).
+Status WriteShardMap(cluster::ConfigStore& store, const std::string& cluster, uint64_t epoch,
+                     const std::vector<uint16_t>& owners);
+Result<std::vector<uint16_t>> ReadShardMap(cluster::ConfigStore& store, const std::string& cluster,
+                                           uint64_t epoch);
+
+struct ProcessStart;
+// What CN `c.transport.cn` starts from: the newest configuration (CN 0's first start writes the
+// first one), its shard map, and this process's incarnation — one past the last if the CN ran
+// before, after waiting (up to peers_wait_ms) for an earlier process still counted alive to be
+// declared failed.
+Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c);
+
+}  // namespace pond::txn
