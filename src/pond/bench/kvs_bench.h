@@ -37,7 +37,7 @@ class KvsWorkload : public Workload {
   Status Setup(Cluster& cluster, RunContext& ctx) override;
   Task<void> RunClient(Session& s, RunContext& ctx) override;
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
-  // Served as kvs.update_one and kvs.read_one, each taking the 8-byte key (host byte order).
+  // Served as kvs.update_one and kvs.read_one, each taking the 8-byte key (little-endian).
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;

@@ -167,14 +167,11 @@ Status CheckSmallBankArgs(SmallBankTxn kind, const SmallBankArgs& a, uint64_t ac
   return Status::Ok();
 }
 
-int64_t SmallBankInitialBalance(uint64_t account, bool checking) {
-  return InitialBalance(account, checking);
-}
-
 int64_t SmallBankInitialTotal(uint64_t accounts) {
   int64_t total = 0;
-  for (uint64_t a = 0; a < accounts; a++)
+  for (uint64_t a = 0; a < accounts; a++) {
     total += InitialBalance(a, false) + InitialBalance(a, true);
+  }
   return total;
 }
 

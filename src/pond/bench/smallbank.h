@@ -90,14 +90,14 @@ class SmallBankWorkload : public Workload {
 inline uint64_t SmallBankKey(uint64_t account) { return (account << 12) | (account & 0xfff); }
 
 // The arguments of every SmallBank procedure, as they travel to a served one too
-// (docs/formats.md "SmallBank procedures"): the accounts (a1 for Amalgamate and SendPayment),
+// (docs/formats.md "Served procedures"): the accounts (a1 for Amalgamate and SendPayment),
 // the amount, and the history tag of a recorded call.
 struct SmallBankArgs {
   uint64_t a0 = 0, a1 = 0;
   int64_t amount = 0;
   uint64_t tag = 0;  // recording: (client + 1) << 32 | call
 };
-static_assert(sizeof(SmallBankArgs) == 32, "four 8-byte words, host byte order");
+static_assert(sizeof(SmallBankArgs) == 32, "four 8-byte words, no padding");
 
 // A served procedure's reply (Workload::Serve): the net deposit it committed (i64) and whether
 // it declined (one byte, 0 or 1).
@@ -118,8 +118,7 @@ SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot
 // distinct ones where the transaction names two, an amount of the sign it needs and at most
 // 2^40 in size (so balances cannot overflow). InvalidArgument with one line otherwise.
 Status CheckSmallBankArgs(SmallBankTxn kind, const SmallBankArgs& a, uint64_t accounts);
-// The balance an account's row is loaded with, and the total of every loaded row.
-int64_t SmallBankInitialBalance(uint64_t account, bool checking);
+// The total of every row's loaded balance.
 int64_t SmallBankInitialTotal(uint64_t accounts);
 // Whether `diff` is the sum of some of `in_doubt`: the money check's allowance for transactions
 // whose outcome is unknown (each took effect or did not); false if it cannot tell.

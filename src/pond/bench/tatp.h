@@ -34,8 +34,8 @@ enum class TatpTxn : uint8_t {
 };
 constexpr int kTatpTxnCount = 7;
 constexpr std::array<const char*, kTatpTxnCount> kTatpTxnNames = {
-    "GetSubscriberData", "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
-    "UpdateLocation",    "InsertCallForwarding", "DeleteCallForwarding"};
+    "GetSubscriberData",    "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
+    "UpdateLocation",       "InsertCallForwarding", "DeleteCallForwarding"};
 constexpr std::array<int, kTatpTxnCount> kTatpMixPct = {35, 10, 35, 2, 14, 2, 2};
 
 struct TatpParams {
@@ -61,7 +61,7 @@ class TatpWorkload : public Workload {
   // The referential check.
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
   // Served as tatp.get_subscriber_data ... tatp.delete_call_forwarding, each taking 40 bytes:
-  // s_id, type, start_time, end_time, data (u64 each, host byte order).
+  // s_id, type, start_time, end_time, data (u64 each, little-endian; docs/formats.md).
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;

@@ -81,8 +81,7 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < points.size(); i++) {
     auto& [p, w] = points[i];
-    auto r =
-        bench::RunWorkload(*w, p, KvsProgressPrinter(progress_out, simulate, sweep.PointName(i)));
+    auto r = bench::RunWorkload(*w, p, KvsProgressPrinter(progress_out, simulate, sweep.PointName(i)));
     if (!r.ok()) {
       if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
       return Fail(what, "sweep point " + sweep.PointName(i) + ": " + r.status().ToString());

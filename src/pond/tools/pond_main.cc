@@ -28,11 +28,9 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (!action) {
-    std::fprintf(
-        stderr,
-        "pond: a subcommand is required: bench, sim, check, up, down, restart, mn, cn, serve "
-        "or client "
-        "(see --help)\n");
+    std::fprintf(stderr,
+                 "pond: a subcommand is required: bench, sim, check, up, down, restart, mn, cn, "
+                 "serve or client (see --help)\n");
     return 2;
   }
   return action();
