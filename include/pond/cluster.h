@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -350,6 +351,23 @@ class Cluster {
   bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
   void StopServing(uint64_t grace_ms = 2'000);
   bool serving() const;
+
+  // Calls that must share one worker: the steps of an interactive transaction, whose Txn lives
+  // between them and belongs to the worker that began it. Pin picks a worker of CN `cn` (its
+  // workers in turn, as Submit does) and holds the cluster serving until Unpin: StopServing
+  // waits for every pin as for a running call, and SubmitTo on a held pin is accepted even while
+  // stopping, so a transaction begun before StopServing can still finish or abort. Pin returns
+  // nullopt if the cluster is not serving, is stopping, or does not run CN `cn`. SubmitTo runs
+  // `call` as Submit does, on the pinned worker; false (and nothing runs) if the pin names no
+  // worker of a serving cluster. Each pin is unpinned once, after the last call submitted to it
+  // returned.
+  struct WorkerPin {
+    uint16_t cn = 0;
+    uint16_t worker = 0;
+  };
+  std::optional<WorkerPin> Pin(uint16_t cn);
+  bool SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)> call);
+  void Unpin(const WorkerPin& pin);
 
   // Simulated clusters only: node faults for the next Run (times count from its start). Refused
   // with InvalidArgument, naming the fault and why, if this cluster cannot survive one: today

@@ -37,10 +37,15 @@ class KvsWorkload : public Workload {
   Status Setup(Cluster& cluster, RunContext& ctx) override;
   Task<void> RunClient(Session& s, RunContext& ctx) override;
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+  // Served as kvs.update_one and kvs.read_one, each taking the 8-byte key (little-endian).
+  Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const override;
 
  private:
   KvsParams p_;
   uint16_t table_ = 0;
+  ProcedureId update_one_ = 0, read_one_ = 0;
   std::optional<Zipf> zipf_;
 };
 

@@ -20,6 +20,9 @@ namespace {
 
 // Amounts are whole units (cents); balances are signed because WriteCheck may overdraw.
 constexpr int64_t kAmountMax = 100;
+// What a served procedure takes (CheckSmallBankArgs): far above what clients draw, far below
+// what could overflow a balance.
+constexpr int64_t kServedAmountMax = int64_t{1} << 40;
 // Initial balances: 10 000 to 49 999 units, a fixed function of the account, so the initial
 // total needs no bookkeeping during the load.
 constexpr int64_t kBalanceMin = 10'000, kBalanceSpread = 40'000;
@@ -32,11 +35,7 @@ int64_t InitialBalance(uint64_t account, bool checking) {
          static_cast<int64_t>(Mix64(account * 2 + (checking ? 1 : 0)) % kBalanceSpread);
 }
 
-struct Args {
-  uint64_t a0 = 0, a1 = 0;
-  int64_t amount = 0;
-  uint64_t tag = 0;  // recording: the history tag of this call ((client + 1) << 32 | call)
-};
+using Args = SmallBankArgs;
 
 // The process a tag's call came from.
 int64_t ProcessOf(uint64_t tag) { return static_cast<int64_t>(tag >> 32) - 1; }
@@ -123,6 +122,63 @@ uint64_t DrawAccount(Rng& rng, uint64_t accounts, uint64_t hot, double hot_acces
 
 }  // namespace
 
+SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag) {
+  SmallBankCall c;
+  c.kind = static_cast<SmallBankTxn>(DrawFromMix(rng, kSmallBankMixPct));
+  Args& a = c.args;
+  a.tag = tag;
+  a.a0 = DrawAccount(rng, p.accounts, hot, p.hot_access);
+  if (c.kind == SmallBankTxn::kAmalgamate || c.kind == SmallBankTxn::kSendPayment) {
+    // Two distinct accounts; redrawing keeps both under the skew (bounded: a hot set of one
+    // account with hot_access 1 could repeat forever).
+    for (int i = 0; i < 8 && (i == 0 || a.a1 == a.a0); i++) {
+      a.a1 = DrawAccount(rng, p.accounts, hot, p.hot_access);
+    }
+    if (a.a1 == a.a0) a.a1 = (a.a0 + 1) % p.accounts;
+  }
+  if (c.kind == SmallBankTxn::kTransactSavings) {
+    a.amount = static_cast<int64_t>(rng.Uniform(2 * kAmountMax + 1)) - kAmountMax;
+  } else {
+    a.amount = 1 + static_cast<int64_t>(rng.Uniform(kAmountMax));
+  }
+  return c;
+}
+
+Status CheckSmallBankArgs(SmallBankTxn kind, const SmallBankArgs& a, uint64_t accounts) {
+  if (a.a0 >= accounts) {
+    return InvalidArgument(fmt::format("account {} is not below {}", a.a0, accounts));
+  }
+  if (kind == SmallBankTxn::kAmalgamate || kind == SmallBankTxn::kSendPayment) {
+    // One account twice would be read once and written twice: money would appear.
+    if (a.a1 >= accounts || a.a1 == a.a0) {
+      return InvalidArgument(
+          fmt::format("a1 must be an account below {} other than a0 ({})", accounts, a.a0));
+    }
+  }
+  const bool any_sign = kind == SmallBankTxn::kTransactSavings;
+  const bool needs_amount = kind == SmallBankTxn::kDepositChecking ||
+                            kind == SmallBankTxn::kSendPayment ||
+                            kind == SmallBankTxn::kWriteCheck || any_sign;
+  if (needs_amount &&
+      (a.amount > kServedAmountMax || a.amount < (any_sign ? -kServedAmountMax : 1))) {
+    return InvalidArgument(fmt::format("amount {} is not in {} to {}", a.amount,
+                                       any_sign ? -kServedAmountMax : 1, kServedAmountMax));
+  }
+  return Status::Ok();
+}
+
+int64_t SmallBankInitialTotal(uint64_t accounts) {
+  int64_t total = 0;
+  for (uint64_t a = 0; a < accounts; a++) {
+    total += InitialBalance(a, false) + InitialBalance(a, true);
+  }
+  return total;
+}
+
+bool SmallBankInDoubtExplains(int64_t diff, const std::vector<int64_t>& in_doubt) {
+  return InDoubtExplains(diff, in_doubt);
+}
+
 SmallBankWorkload::SmallBankWorkload(const SmallBankParams& p) : p_(p) {}
 SmallBankWorkload::~SmallBankWorkload() = default;
 
@@ -176,10 +232,7 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
           std::memcpy(v.data(), &b, sizeof(b));
         }));
   }
-  initial_total_ = 0;
-  for (uint64_t a = 0; a < p_.accounts; a++) {
-    initial_total_ += InitialBalance(a, false) + InitialBalance(a, true);
-  }
+  initial_total_ = SmallBankInitialTotal(p_.accounts);
   counters_ = std::vector<SmallBankCounters>(ctx.workers());
   for (SmallBankCounters& c : counters_) c.calls.resize(static_cast<size_t>(ctx.options().coros));
   hot_ = std::max<uint64_t>(
@@ -231,8 +284,10 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
     bool declined = false;
   };
   using Body = std::function<Result<Outcome>(Txn&, const Args&, TxnHistory*)>;
+  procs_.clear();
   auto add = [&](TxnKind kind, std::function<void(Txn&, const Args&)> keys, Body body) {
-    cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
+    // `reply`, if not null, gets the outcome of a call that committed.
+    auto run = [=](Session& s, std::span<const std::byte> args, Outcome* reply) -> Task<Status> {
       Args a;
       std::memcpy(&a, args.data(), sizeof(a));
       TxnHistory hist;
@@ -242,8 +297,26 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
       POND_CO_RETURN_IF_ERROR(co_await t.Execute());
       Result<Outcome> out = body(t, a, h);
       if (!out.ok()) co_return out.status();
+      if (reply != nullptr) *reply = *out;
       co_return co_await finish(s, t, a.tag, out->net, out->declined, h);
-    });
+    };
+    if (!serving_) {
+      // Not a coroutine itself: a benchmark's call costs no frame more than `run`'s.
+      procs_.push_back(cluster.RegisterProcedure(
+          [run](Session& s, std::span<const std::byte> args) { return run(s, args, nullptr); }));
+      return;
+    }
+    // Served: the reply is what a remote client books, which only the procedure knows
+    // (WriteCheck's penalty depends on what it read).
+    procs_.push_back(cluster.RegisterProcedure(
+        [run](Session& s, std::span<const std::byte> args) -> Task<Result<std::vector<std::byte>>> {
+          Outcome out;
+          POND_CO_RETURN_IF_ERROR(co_await run(s, args, &out));
+          std::vector<std::byte> reply(kSmallBankReplyBytes);
+          std::memcpy(reply.data(), &out.net, sizeof(out.net));
+          reply[8] = std::byte{out.declined ? uint8_t{1} : uint8_t{0}};
+          co_return reply;
+        }));
   };
   // Amalgamate: all of a0's money goes to a1's checking account.
   add(
@@ -340,29 +413,15 @@ Task<void> SmallBankWorkload::RunClient(Session& s, RunContext& ctx) {
   // Sized before any client runs: another client's growth must not move this one's counter.
   uint64_t& calls = me.calls.at(static_cast<size_t>(s.client()));
   while (ctx.NextCall(s)) {
-    auto kind = static_cast<SmallBankTxn>(DrawFromMix(rng, kSmallBankMixPct));
-    Args a;
-    a.tag = ((client + 1) << 32) | ++calls;
-    a.a0 = DrawAccount(rng, p_.accounts, hot_, p_.hot_access);
-    if (kind == SmallBankTxn::kAmalgamate || kind == SmallBankTxn::kSendPayment) {
-      // Two distinct accounts; redrawing keeps both under the skew (bounded: a hot set of one
-      // account with hot_access 1 could repeat forever).
-      for (int i = 0; i < 8 && (i == 0 || a.a1 == a.a0); i++) {
-        a.a1 = DrawAccount(rng, p_.accounts, hot_, p_.hot_access);
-      }
-      if (a.a1 == a.a0) a.a1 = (a.a0 + 1) % p_.accounts;
-    }
-    if (kind == SmallBankTxn::kTransactSavings) {
-      a.amount = static_cast<int64_t>(rng.Uniform(2 * kAmountMax + 1)) - kAmountMax;
-    } else {
-      a.amount = 1 + static_cast<int64_t>(rng.Uniform(kAmountMax));
-    }
+    const SmallBankCall call = DrawSmallBankCall(rng, p_, hot_, ((client + 1) << 32) | ++calls);
+    const SmallBankTxn kind = call.kind;
+    const Args& a = call.args;
     const bool ro = kind == SmallBankTxn::kBalance;
     // Both rows of a0 share a shard, so either table names the same lock CN.
     RouteHint hint{ro ? TxnKind::kReadOnly : TxnKind::kReadWrite, tc_, SmallBankKey(a.a0)};
     uint64_t t0 = s.clock().NowNs();
     Status st =
-        co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
+        co_await s.Call(procs_[static_cast<size_t>(kind)], std::as_bytes(std::span(&a, 1)), hint);
     if (!ctx.Book(s, st, t0, s.clock().NowNs(), !ro)) break;
     if (st.ok()) me.by_txn[static_cast<size_t>(kind)].fetch_add(1, std::memory_order_relaxed);
   }

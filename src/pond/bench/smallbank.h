@@ -70,10 +70,16 @@ class SmallBankWorkload : public Workload {
   Task<void> RunClient(Session& s, RunContext& ctx) override;
   // Reads every balance back and does the money check; writes the recorded history.
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+  // smallbank_served.cc: procedures that reply with their net deposit and decline.
+  Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const override;
 
  private:
   SmallBankParams p_;
-  uint16_t ts_ = 0, tc_ = 0;  // savings, checking
+  bool serving_ = false;            // Setup registers reply procedures (Serve)
+  std::vector<ProcedureId> procs_;  // as registered, in SmallBankTxn order
+  uint16_t ts_ = 0, tc_ = 0;        // savings, checking
   uint64_t hot_ = 1;
   int64_t initial_total_ = 0;
   std::vector<SmallBankCounters> counters_;
@@ -82,5 +88,40 @@ class SmallBankWorkload : public Workload {
 // The key of an account's row (in either table): the account id above bits 0..11, its shard
 // (the account id's low 12 bits) in them.
 inline uint64_t SmallBankKey(uint64_t account) { return (account << 12) | (account & 0xfff); }
+
+// The arguments of every SmallBank procedure, as they travel to a served one too
+// (docs/formats.md "Served procedures"): the accounts (a1 for Amalgamate and SendPayment),
+// the amount, and the history tag of a recorded call.
+struct SmallBankArgs {
+  uint64_t a0 = 0, a1 = 0;
+  int64_t amount = 0;
+  uint64_t tag = 0;  // recording: (client + 1) << 32 | call
+};
+static_assert(sizeof(SmallBankArgs) == 32, "four 8-byte words, no padding");
+
+// A served procedure's reply (Workload::Serve): the net deposit it committed (i64) and whether
+// it declined (one byte, 0 or 1).
+inline constexpr size_t kSmallBankReplyBytes = 9;
+// The served procedures' names, in SmallBankTxn order.
+inline constexpr std::array<const char*, kSmallBankTxnCount> kSmallBankProcedureNames = {
+    "smallbank.amalgamate",   "smallbank.balance",          "smallbank.deposit_checking",
+    "smallbank.send_payment", "smallbank.transact_savings", "smallbank.write_check"};
+
+// One call as a client draws it: the kind by the standard mix, accounts under the hot-set skew
+// (`hot` accounts in the hot set), the amount.
+struct SmallBankCall {
+  SmallBankTxn kind = SmallBankTxn::kBalance;
+  SmallBankArgs args;
+};
+SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag);
+// Whether `a` is a call a served SmallBank of `accounts` accounts runs: accounts in range, two
+// distinct ones where the transaction names two, an amount of the sign it needs and at most
+// 2^40 in size (so balances cannot overflow). InvalidArgument with one line otherwise.
+Status CheckSmallBankArgs(SmallBankTxn kind, const SmallBankArgs& a, uint64_t accounts);
+// The total of every row's loaded balance.
+int64_t SmallBankInitialTotal(uint64_t accounts);
+// Whether `diff` is the sum of some of `in_doubt`: the money check's allowance for transactions
+// whose outcome is unknown (each took effect or did not); false if it cannot tell.
+bool SmallBankInDoubtExplains(int64_t diff, const std::vector<int64_t>& in_doubt);
 
 }  // namespace pond::bench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pond/base/hash.h"
+#include "pond/server/service_directory.h"
 
 namespace pond::bench {
 
@@ -76,6 +77,32 @@ uint64_t DrawSubscriber(Rng& rng, uint64_t n) {
   return (rng.Uniform(a + 1) | rng.Uniform(n)) % n;
 }
 
+struct TatpCall {
+  TatpTxn kind;
+  Args a;
+  bool ro;
+};
+
+// One call as a client draws it.
+TatpCall DrawCall(Rng& rng, uint64_t subscribers) {
+  TatpCall c;
+  c.kind = static_cast<TatpTxn>(DrawFromMix(rng, kTatpMixPct));
+  c.a.s = DrawSubscriber(rng, subscribers);
+  c.a.type = 1 + rng.Uniform(4);
+  c.a.start_time = kStartTimes[rng.Uniform(3)];
+  c.a.end_time = 1 + rng.Uniform(24);
+  c.a.data = rng.Next();
+  c.ro = c.kind == TatpTxn::kGetSubscriberData || c.kind == TatpTxn::kGetNewDestination ||
+         c.kind == TatpTxn::kGetAccessData;
+  return c;
+}
+
+// The served procedures' names, in TatpTxn order.
+constexpr std::array<const char*, kTatpTxnCount> kProcedureNames = {
+    "tatp.get_subscriber_data",    "tatp.get_new_destination", "tatp.get_access_data",
+    "tatp.update_subscriber_data", "tatp.update_location",     "tatp.insert_call_forwarding",
+    "tatp.delete_call_forwarding"};
+
 }  // namespace
 
 TatpWorkload::TatpWorkload(const TatpParams& p) : p_(p) {}
@@ -133,6 +160,7 @@ Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
     Result<uint16_t> t = cluster.CreateTable(specs[i]);
     if (!t.ok()) return t.status();
     tid[i] = *t;
+    capacities_[static_cast<size_t>(i)] = specs[i].capacity;
   }
   const uint16_t tsub = tsub_ = tid[0], tai = tai_ = tid[1], tsf = tsf_ = tid[2],
                  tcf = tcf_ = tid[3];
@@ -176,13 +204,15 @@ Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
     return r.ok() || r.status().code() == Code::kNotFound;
   };
   // Registers a procedure: reads its arguments, opens a transaction of `kind` and runs `body`.
+  procs_.clear();
   auto add = [&](TxnKind kind, std::function<Task<Status>(Session&, Txn&, const Args&)> body) {
-    cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
-      Args a;
-      std::memcpy(&a, args.data(), sizeof(a));
-      Txn t = s.Begin(kind);
-      co_return co_await body(s, t, a);
-    });
+    procs_.push_back(
+        cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
+          Args a;
+          std::memcpy(&a, args.data(), sizeof(a));
+          Txn t = s.Begin(kind);
+          co_return co_await body(s, t, a);
+        }));
   };
 
   // Registered in TatpTxn order.
@@ -282,19 +312,14 @@ Task<void> TatpWorkload::RunClient(Session& s, RunContext& ctx) {
   TatpCounters& me = counters_[ctx.Worker(s)];
   Rng& rng = s.rng();
   while (ctx.NextCall(s)) {
-    auto kind = static_cast<TatpTxn>(DrawFromMix(rng, kTatpMixPct));
-    Args a;
-    a.s = DrawSubscriber(rng, p_.subscribers);
-    a.type = 1 + rng.Uniform(4);
-    a.start_time = kStartTimes[rng.Uniform(3)];
-    a.end_time = 1 + rng.Uniform(24);
-    a.data = rng.Next();
-    const bool ro = kind == TatpTxn::kGetSubscriberData || kind == TatpTxn::kGetNewDestination ||
-                    kind == TatpTxn::kGetAccessData;
+    const TatpCall c = DrawCall(rng, p_.subscribers);
+    const TatpTxn kind = c.kind;
+    const Args& a = c.a;
+    const bool ro = c.ro;
     RouteHint hint{ro ? TxnKind::kReadOnly : TxnKind::kReadWrite, tsub_, TatpKey(a.s, 0)};
     uint64_t t0 = s.clock().NowNs();
     Status st =
-        co_await s.Call(static_cast<ProcedureId>(kind), std::as_bytes(std::span(&a, 1)), hint);
+        co_await s.Call(procs_[static_cast<size_t>(kind)], std::as_bytes(std::span(&a, 1)), hint);
     uint64_t t1 = s.clock().NowNs();
     if (st.code() == Code::kAlreadyExists) {
       // TATP expects this failure of InsertCallForwarding: nothing was written.
@@ -405,6 +430,104 @@ Status TatpWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
                 {"detail", check.detail}};
   r->check = std::move(check);
   return Status::Ok();
+}
+
+}  // namespace pond::bench
+
+namespace pond::bench {
+
+Status TatpWorkload::Serve(Cluster& cluster, server::ServiceDirectory* dir) {
+  RunContext& ctx = ServingContext(cluster);
+  POND_RETURN_IF_ERROR(Validate(ctx.options()));
+  POND_RETURN_IF_ERROR(Setup(cluster, ctx));
+  const uint64_t n = p_.subscribers;
+  POND_RETURN_IF_ERROR(dir->AddTable({"subscriber", tsub_, kSubBytes, capacities_[0]}));
+  POND_RETURN_IF_ERROR(dir->AddTable({"access_info", tai_, kRowBytes, capacities_[1]}));
+  POND_RETURN_IF_ERROR(dir->AddTable({"special_facility", tsf_, kRowBytes, capacities_[2]}));
+  POND_RETURN_IF_ERROR(dir->AddTable({"call_forwarding", tcf_, kRowBytes, capacities_[3]}));
+  for (int k = 0; k < kTatpTxnCount; k++) {
+    const auto kind = static_cast<TatpTxn>(k);
+    const bool ro = k <= static_cast<int>(TatpTxn::kGetAccessData);
+    const uint16_t tsub = tsub_;
+    POND_RETURN_IF_ERROR(dir->AddProcedure(
+        {kProcedureNames[static_cast<size_t>(k)], procs_[static_cast<size_t>(k)], sizeof(Args), ro,
+         [kind, ro, n, tsub](std::span<const std::byte> args) -> Result<RouteHint> {
+           Args a;
+           std::memcpy(&a, args.data(), sizeof(a));
+           if (a.s >= n)
+             return InvalidArgument(fmt::format("subscriber {} is not below {}", a.s, n));
+           if (a.type < 1 || a.type > 4) return InvalidArgument("type must be 1 to 4");
+           if (a.start_time != 0 && a.start_time != 8 && a.start_time != 16) {
+             return InvalidArgument("start_time must be 0, 8 or 16");
+           }
+           if (kind == TatpTxn::kInsertCallForwarding && (a.end_time < 1 || a.end_time > 24)) {
+             return InvalidArgument("end_time must be 1 to 24");
+           }
+           return RouteHint{ro ? TxnKind::kReadOnly : TxnKind::kReadWrite, tsub, TatpKey(a.s, 0)};
+         }}));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+class TatpRemote final : public RemoteDriver {
+ public:
+  explicit TatpRemote(const TatpParams& p) : p_(p) {}
+  std::string Settings() const override {
+    return fmt::format("{} subscribers (the server's)", p_.subscribers);
+  }
+  std::vector<std::string> TxnNames() const override {
+    return {kTatpTxnNames.begin(), kTatpTxnNames.end()};
+  }
+  Status Start(const RemoteReader&) override { return Status::Ok(); }
+  RemoteCall Next(Rng& rng, uint64_t, uint64_t) override {
+    const TatpCall c = DrawCall(rng, p_.subscribers);
+    return RemoteCall{static_cast<size_t>(c.kind), kProcedureNames[static_cast<size_t>(c.kind)],
+                      std::string(reinterpret_cast<const char*>(&c.a), sizeof(c.a)), !c.ro};
+  }
+  bool Book(const RemoteCall& call, RemoteOutcome outcome, std::string_view) override {
+    if (outcome == RemoteOutcome::kDuplicateKey &&
+        call.kind == static_cast<size_t>(TatpTxn::kInsertCallForwarding)) {
+      // TATP expects this failure of InsertCallForwarding: nothing was written.
+      declined_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    if (outcome == RemoteOutcome::kCommitted) by_txn_[call.kind].fetch_add(1);
+    return true;
+  }
+  // The referential check reads the store whole; a remote run leaves it to `pond bench tatp`.
+  Status Finish(const RemoteReader&, RunResult* r) override {
+    r->loaded = fmt::format("{} subscribers, served", p_.subscribers);
+    r->declined = declined_.load();
+    for (int k = 0; k < kTatpTxnCount; k++) {
+      r->committed_by_txn.emplace_back(kTatpTxnNames[static_cast<size_t>(k)],
+                                       by_txn_[static_cast<size_t>(k)].load());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const TatpParams p_;
+  std::array<std::atomic<uint64_t>, kTatpTxnCount> by_txn_{};
+  std::atomic<uint64_t> declined_{0};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<RemoteDriver>> TatpWorkload::Remote(
+    const std::vector<RemoteTable>& tables) const {
+  Result<RemoteTable> sub = FindRemoteTable(tables, "subscriber", kSubBytes);
+  if (!sub.ok()) return sub.status();
+  for (const char* t : {"access_info", "special_facility", "call_forwarding"}) {
+    if (Result<RemoteTable> other = FindRemoteTable(tables, t, kRowBytes); !other.ok()) {
+      return other.status();
+    }
+  }
+  TatpParams p = p_;
+  p.subscribers = sub->capacity;
+  POND_RETURN_IF_ERROR(TatpWorkload(p).Validate(RunOptions{}));
+  return std::unique_ptr<RemoteDriver>(std::make_unique<TatpRemote>(p));
 }
 
 }  // namespace pond::bench

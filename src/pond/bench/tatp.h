@@ -60,9 +60,16 @@ class TatpWorkload : public Workload {
   Task<void> RunClient(Session& s, RunContext& ctx) override;
   // The referential check.
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+  // Served as tatp.get_subscriber_data ... tatp.delete_call_forwarding, each taking 40 bytes:
+  // s_id, type, start_time, end_time, data (u64 each, little-endian; docs/formats.md).
+  Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const override;
 
  private:
   TatpParams p_;
+  std::vector<ProcedureId> procs_;        // as registered, in TatpTxn order
+  std::array<uint64_t, 4> capacities_{};  // of the four tables, as created
   uint16_t tsub_ = 0, tai_ = 0, tsf_ = 0, tcf_ = 0;
   uint64_t rows_loaded_ = 0;
   std::vector<TatpCounters> counters_;

@@ -76,6 +76,36 @@ Status Workload::Set(std::string_view key, double) {
   return InvalidArgument(fmt::format("{} has no setting '{}' to sweep", title(), key));
 }
 
+Status Workload::Serve(Cluster&, server::ServiceDirectory*) {
+  return InvalidArgument(fmt::format("{} cannot be served", title()));
+}
+
+Result<std::unique_ptr<RemoteDriver>> Workload::Remote(const std::vector<RemoteTable>&) const {
+  return InvalidArgument(fmt::format("{} cannot be driven over the network", title()));
+}
+
+RunContext& Workload::ServingContext(const Cluster& cluster) {
+  serving_options_ = std::make_unique<RunOptions>();
+  serving_options_->cluster = cluster.config();
+  serving_options_->coros = 1;
+  serving_ctx_ = std::make_unique<RunContext>(*serving_options_, nullptr);
+  return *serving_ctx_;
+}
+
+Result<RemoteTable> FindRemoteTable(const std::vector<RemoteTable>& tables, std::string_view name,
+                                    uint32_t value_bytes) {
+  for (const RemoteTable& t : tables) {
+    if (t.name != name) continue;
+    if (value_bytes != 0 && t.value_bytes != value_bytes) {
+      return InvalidArgument(fmt::format("the server's table \"{}\" has {}-byte values, not {}",
+                                         name, t.value_bytes, value_bytes));
+    }
+    return t;
+  }
+  return InvalidArgument(
+      fmt::format("the server has no table \"{}\" (is it serving this workload?)", name));
+}
+
 bool RunContext::NextCall(Session& s) {
   if (!run_->Running(s)) return false;
   return o_.calls_max == 0 || issued_.fetch_add(1, std::memory_order_relaxed) < o_.calls_max;

@@ -29,8 +29,13 @@
 #include <vector>
 
 #include "pond/bench/measured_run.h"
+#include "pond/bench/served.h"
 #include "pond/check/recorder.h"
 #include "pond/cluster.h"
+
+namespace pond::server {
+class ServiceDirectory;
+}
 
 namespace pond::bench {
 
@@ -176,6 +181,26 @@ class Workload {
   // After the measured run: checks the invariant (reading the store back if it must) and fills
   // the workload's fields of `r`; writes the history to ctx.recorder() if it kept it aside.
   virtual Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) = 0;
+
+  // Serving (served.h): on a fresh cluster that will serve network clients, creates and loads
+  // the tables as Setup does and registers the procedures, naming both in `dir`
+  // ("smallbank.amalgamate"), with each procedure's argument size and its check of arguments.
+  // Procedures answer what a remote driver books (SmallBank: the net deposit). InvalidArgument
+  // if the workload cannot be served, or a name is served already.
+  virtual Status Serve(Cluster& cluster, server::ServiceDirectory* dir);
+  // A driver of a served copy of this workload, fitted to the server's tables (their capacities
+  // give the key ranges); InvalidArgument naming a table the server lacks.
+  virtual Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const;
+
+ protected:
+  // What Serve hands Setup in place of a run: a context over the cluster's shape, no recorder,
+  // one client per worker. Kept by the workload for as long as its procedures may run.
+  RunContext& ServingContext(const Cluster& cluster);
+
+ private:
+  std::unique_ptr<RunOptions> serving_options_;
+  std::unique_ptr<RunContext> serving_ctx_;
 };
 
 // A transaction kind drawn by a mix in percent (summing to 100): the index of the kind.

@@ -16,6 +16,10 @@ void AddCheckCommand(CLI::App& root, CommandAction* action);
 void AddSimCommand(CLI::App& root, CommandAction* action);
 // `mn`, `up`, `down`: the daemons and a local cluster of them (daemon_commands.cc).
 void AddDaemonCommands(CLI::App& root, CommandAction* action);
+// `serve`: an embedded cluster serving clients over gRPC (serve_command.cc).
+void AddServeCommand(CLI::App& root, CommandAction* action);
+// `client`: the client API from a shell (client_command.cc).
+void AddClientCommand(CLI::App& root, CommandAction* action);
 
 // `bench kvs` and `sim kvs`: one workload, two transports (kvs_command.cc).
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);

@@ -15,6 +15,7 @@
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/report.h"
 #include "pond/tools/command.h"
+#include "pond/tools/connect_bench.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/run_command.h"
@@ -28,12 +29,18 @@ struct KvsArgs {
   KvsFlags flags;
   std::string protocol = "lotus";
   std::string json_path;
-  std::string sweep;  // KvsSweep grammar (kvs_sweep.h)
-  std::string faults;  // --faults (simulated)
+  std::string sweep;     // KvsSweep grammar (kvs_sweep.h)
+  std::string faults;    // --faults (simulated)
+  ConnectFlags connect;  // --connect (real threads)
 };
 
-int RunKvsCommand(KvsArgs& a, bool simulate) {
+int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, bench::KvsWorkload(a.flags.kvs), a.connect, a.flags.run.seconds,
+                        a.flags.run.cluster.seed, a.json_path);
+  }
   bench::RunOptions& o = a.flags.run;
   Status resolved = ResolveRunFlags(&o, a.flags.isolation, a.flags.model, a.protocol, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
@@ -125,8 +132,10 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                               "coros, workers (or threads), cns, rw-ratio or theta",
                               kSweepPointsMax));
   kvs->add_option("--json", a->json_path, "also write the results as JSON to this file");
-  kvs->callback(
-      [a, action, simulate] { *action = [a, simulate] { return RunKvsCommand(*a, simulate); }; });
+  if (!simulate) AddConnectFlags(kvs, &a->connect);
+  kvs->callback([a, action, kvs, simulate] {
+    *action = [a, kvs, simulate] { return RunKvsCommand(*a, *kvs, simulate); };
+  });
 }
 
 void AddSimCommand(CLI::App& root, CommandAction* action) {

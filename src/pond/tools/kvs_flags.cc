@@ -23,10 +23,14 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   cmd->add_option("--cns", c->cns, "compute nodes")->capture_default_str();
   cmd->add_option("--workers", c->workers_per_cn, "worker threads (cores) per CN")
       ->capture_default_str();
-  cmd->add_option("--coros", *coros, "client coroutines per worker")->capture_default_str();
-  cmd->add_option(simulate ? "--virtual-seconds" : "--seconds", *seconds,
-                  simulate ? "measured run time, in virtual seconds" : "measured run time")
-      ->capture_default_str();
+  if (coros != nullptr) {
+    cmd->add_option("--coros", *coros, "client coroutines per worker")->capture_default_str();
+  }
+  if (seconds != nullptr) {
+    cmd->add_option(simulate ? "--virtual-seconds" : "--seconds", *seconds,
+                    simulate ? "measured run time, in virtual seconds" : "measured run time")
+        ->capture_default_str();
+  }
   cmd->add_option("--isolation", *isolation, "sr (serializable) or si (snapshot isolation)")
       ->check(CLI::IsMember({"sr", "si"}, CLI::ignore_case))
       ->capture_default_str();

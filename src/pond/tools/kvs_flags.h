@@ -24,7 +24,8 @@ struct KvsFlags {
 // The cluster flags every workload command shares: sets the defaults (simulated: the Lotus
 // testbed, §8.1) and registers --mns --cns --workers --coros --seconds (--virtual-seconds)
 // --isolation --replication --versions --region-mib --seed, and --model if simulated. The
-// pointers must outlive the parse and the command's action.
+// pointers must outlive the parse and the command's action; a null `coros` or `seconds` leaves
+// that flag out (a cluster that serves has no run of its own).
 void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
                      std::string* isolation, std::string* model, bool simulate);
 // After parsing: applies `isolation` to c and (simulated) loads `model` into *sim.

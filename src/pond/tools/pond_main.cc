@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   pond::tools::AddCheckCommand(app, &action);
   pond::tools::AddSimCommand(app, &action);
   pond::tools::AddDaemonCommands(app, &action);
+  pond::tools::AddServeCommand(app, &action);
+  pond::tools::AddClientCommand(app, &action);
   pond::tools::SetCommandLine(argc, argv);
   try {
     app.parse(argc, argv);
@@ -27,8 +29,8 @@ int main(int argc, char** argv) {
   }
   if (!action) {
     std::fprintf(stderr,
-                 "pond: a subcommand is required: bench, sim, check, up, down, restart, mn or cn "
-                 "(see --help)\n");
+                 "pond: a subcommand is required: bench, sim, check, up, down, restart, mn, cn, "
+                 "serve or client (see --help)\n");
     return 2;
   }
   return action();

@@ -11,6 +11,7 @@
 #include "pond/bench/smallbank.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
+#include "pond/tools/connect_bench.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
@@ -27,12 +28,18 @@ struct SmallBankArgs {
   std::string protocol = "lotus";
   std::string json_path;
   std::string history_path;
-  std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
-  std::string faults;  // --faults (simulated)
+  std::string sweep;     // KvsSweep grammar: run through RunCompare with this protocol as its row
+  std::string faults;    // --faults (simulated)
+  ConnectFlags connect;  // --connect (real threads)
 };
 
-int RunSmallBankCommand(SmallBankArgs& a, bool simulate) {
+int RunSmallBankCommand(SmallBankArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim smallbank" : "bench smallbank";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, bench::SmallBankWorkload(a.p), a.connect, a.run.seconds,
+                        a.run.cluster.seed, a.json_path);
+  }
   if (!a.sweep.empty()) {
     if (!a.history_path.empty()) {
       return Fail(what, "--history records one run; it does not go with --sweep");
@@ -88,8 +95,9 @@ void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate)
                               bench::kSmallBankHistoryTxnsMax));
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
-  cmd->callback([a, action, simulate] {
-    *action = [a, simulate] { return RunSmallBankCommand(*a, simulate); };
+  if (!simulate) AddConnectFlags(cmd, &a->connect);
+  cmd->callback([a, action, cmd, simulate] {
+    *action = [a, cmd, simulate] { return RunSmallBankCommand(*a, *cmd, simulate); };
   });
 }
 

@@ -8,6 +8,7 @@
 #include "pond/bench/tatp.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
+#include "pond/tools/connect_bench.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
@@ -23,12 +24,18 @@ struct TatpArgs {
   std::string model = "cx3";
   std::string protocol = "lotus";
   std::string json_path;
-  std::string sweep;  // KvsSweep grammar: run through RunCompare with this protocol as its row
-  std::string faults;  // --faults (simulated)
+  std::string sweep;     // KvsSweep grammar: run through RunCompare with this protocol as its row
+  std::string faults;    // --faults (simulated)
+  ConnectFlags connect;  // --connect (real threads)
 };
 
-int RunTatpCommand(TatpArgs& a, bool simulate) {
+int RunTatpCommand(TatpArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim tatp" : "bench tatp";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, bench::TatpWorkload(a.p), a.connect, a.run.seconds,
+                        a.run.cluster.seed, a.json_path);
+  }
   if (!a.sweep.empty() && !a.faults.empty()) {
     return Fail(what, "--faults applies to one run; not with --sweep");
   }
@@ -67,8 +74,10 @@ void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   if (simulate) AddFaultsFlag(cmd, &a->faults);
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
-  cmd->callback(
-      [a, action, simulate] { *action = [a, simulate] { return RunTatpCommand(*a, simulate); }; });
+  if (!simulate) AddConnectFlags(cmd, &a->connect);
+  cmd->callback([a, action, cmd, simulate] {
+    *action = [a, cmd, simulate] { return RunTatpCommand(*a, *cmd, simulate); };
+  });
 }
 
 }  // namespace pond::tools

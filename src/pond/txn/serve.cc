@@ -1,7 +1,9 @@
 // The cluster as a server: worker threads that run calls submitted from other threads until
-// StopServing (serving.h). Cluster::Run is the other way to run a cluster; the two never overlap.
+// StopServing (serving.h), and pins that keep a run of calls on one worker. Cluster::Run is the
+// other way to run a cluster; the two never overlap.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "pond/base/assert.h"
@@ -142,6 +144,40 @@ bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
   const uint32_t pick = sv->next[cn].fetch_add(1, std::memory_order_relaxed) % workers;
   sv->inboxes[sv->first_inbox[cn] + pick]->Push(std::move(call));
   return true;
+}
+
+std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
+  ClusterImpl& cl = *impl_;
+  txn::Serving* sv = cl.serving_.get();
+  if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return std::nullopt;
+  // A pin counts as a running call until Unpin, so the workers outlive the transaction it holds;
+  // counted before the check, as in Submit.
+  sv->calls_running++;
+  if (sv->stopping.load()) {
+    sv->calls_running--;
+    return std::nullopt;
+  }
+  const uint32_t workers = static_cast<uint32_t>(cl.cns_[cn]->workers.size());
+  const uint32_t pick = sv->next[cn].fetch_add(1, std::memory_order_relaxed) % workers;
+  return WorkerPin{cn, static_cast<uint16_t>(pick)};
+}
+
+bool Cluster::SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)> call) {
+  ClusterImpl& cl = *impl_;
+  txn::Serving* sv = cl.serving_.get();
+  if (sv == nullptr || pin.cn >= cl.cns_.size() || pin.worker >= cl.cns_[pin.cn]->workers.size()) {
+    return false;
+  }
+  // No `stopping` check: the pin's own count keeps every worker running until Unpin.
+  sv->calls_running++;
+  sv->inboxes[sv->first_inbox[pin.cn] + pin.worker]->Push(std::move(call));
+  return true;
+}
+
+void Cluster::Unpin(const WorkerPin& pin) {
+  txn::Serving* sv = impl_->serving_.get();
+  POND_CHECK_MSG(sv != nullptr && pin.cn < impl_->cns_.size(), "Unpin of a pin never held");
+  sv->calls_running--;
 }
 
 void Cluster::StopServing(uint64_t grace_ms) {

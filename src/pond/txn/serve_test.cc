@@ -1,10 +1,12 @@
 // A cluster served by threads of its own: calls submitted from outside threads run on the CN
 // asked for, every one finishes before StopServing returns, and their effects are exactly the
-// committed ones.
+// committed ones; a pinned worker runs every step of one transaction and keeps the cluster
+// serving until it is unpinned.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -115,6 +117,89 @@ TEST(ServeTest, TheDestructorStopsServing) {
   ASSERT_TRUE(c->Submit(1, Increment(table, 0, 1, &done, &wrong)));
   c.reset();  // joins the workers after the call
   EXPECT_TRUE(done.get_future().get().ok());
+}
+
+// Runs `call` on the pinned worker and waits for it.
+void RunOnPin(Cluster& c, const Cluster::WorkerPin& pin, std::function<Task<void>(Session&)> call) {
+  std::promise<void> done;
+  ASSERT_TRUE(c.SubmitTo(pin, [&](Session& s) -> Task<void> {
+    co_await call(s);
+    done.set_value();
+  }));
+  done.get_future().get();
+}
+
+// One transaction whose steps are separate calls, as a network client's interactive transaction
+// runs: every step on the pinned worker, the Txn kept between them.
+TEST(ServeTest, APinKeepsOneTransactionOnOneWorkerAcrossCalls) {
+  ClusterConfig config = testing_cluster::Config("lotus");
+  config.workers_per_cn = 2;
+  uint16_t table = 0;
+  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  ASSERT_TRUE(c->StartServing().ok());
+  EXPECT_FALSE(c->Pin(static_cast<uint16_t>(config.cns)).has_value()) << "no such CN";
+  std::optional<Cluster::WorkerPin> pin = c->Pin(2);
+  ASSERT_TRUE(pin.has_value());
+  EXPECT_EQ(pin->cn, 2);
+  EXPECT_FALSE(c->SubmitTo(Cluster::WorkerPin{2, 7}, [](Session&) -> Task<void> { co_return; }))
+      << "no such worker";
+
+  std::optional<Txn> t;
+  int wrong_worker = 0;
+  auto on_pin = [&](Session& s) {
+    if (s.cn() != pin->cn || s.worker() != pin->worker) wrong_worker++;
+  };
+  RunOnPin(*c, *pin, [&](Session& s) -> Task<void> {
+    on_pin(s);
+    t.emplace(s.Begin(TxnKind::kReadWrite));
+    t->AddRW(table, 3);
+    EXPECT_TRUE((co_await t->Execute()).ok());
+  });
+  // Another call on the same worker meanwhile: the transaction's lock on key 3 holds.
+  RunOnPin(*c, *pin, [&](Session& s) -> Task<void> {
+    on_pin(s);
+    Txn other = s.Begin(TxnKind::kReadWrite);
+    other.AddRW(table, 3);
+    EXPECT_EQ((co_await other.Execute()).code(), Code::kAborted);
+  });
+  RunOnPin(*c, *pin, [&](Session& s) -> Task<void> {
+    on_pin(s);
+    EXPECT_TRUE(t->Write(table, 3, U64Value(AsU64(*t->Read(table, 3)) + 41)).ok());
+    EXPECT_TRUE((co_await t->Commit()).ok());
+    t.reset();  // on its worker, as every Txn must end
+  });
+  c->Unpin(*pin);
+  EXPECT_EQ(wrong_worker, 0);
+  c->StopServing();
+  EXPECT_EQ(Sum(*c, table), kKeys + 41);
+}
+
+// StopServing waits for a held pin as for a running call, and the pin still takes calls while
+// the cluster stops: a transaction open when StopServing begins can end cleanly.
+TEST(ServeTest, StopServingWaitsForPinsThatStillTakeCalls) {
+  uint16_t table = 0;
+  std::unique_ptr<Cluster> c =
+      testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, kKeys, 1);
+  ASSERT_TRUE(c->StartServing().ok());
+  std::optional<Cluster::WorkerPin> pin = c->Pin(0);
+  ASSERT_TRUE(pin.has_value());
+  std::atomic<bool> stopped{false};
+  std::thread stopper([&] {
+    c->StopServing();
+    stopped = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(stopped.load()) << "StopServing returned with a pin held";
+  EXPECT_FALSE(c->Pin(0).has_value()) << "a new pin while stopping";
+  EXPECT_FALSE(c->Submit(0, [](Session&) -> Task<void> { co_return; })) << "a new call";
+  std::promise<Status> done;
+  std::atomic<int> wrong{0};
+  ASSERT_TRUE(c->SubmitTo(*pin, Increment(table, 5, 0, &done, &wrong)));
+  EXPECT_TRUE(done.get_future().get().ok());
+  c->Unpin(*pin);
+  stopper.join();
+  EXPECT_TRUE(stopped.load());
+  EXPECT_EQ(Sum(*c, table), kKeys + 1);
 }
 
 }  // namespace

@@ -46,8 +46,9 @@ struct Serving {
   // Set before `stopping`: a worker then leaves without the answers it still awaits from other
   // processes' CNs once this has passed (they may have stopped first).
   std::chrono::steady_clock::time_point stop_by = std::chrono::steady_clock::time_point::max();
-  // Calls submitted and not yet finished. A worker counts its finished calls off only after the
-  // round that finished them has ended, so that their last messages are in the fabric.
+  // Calls submitted and not yet finished, and pins held (Cluster::Pin: one worker kept for the
+  // steps of one transaction). A worker counts its finished calls off only after the round that
+  // finished them has ended, so that their last messages are in the fabric.
   std::atomic<int64_t> calls_running{0};
   std::vector<std::unique_ptr<ServingInbox>> inboxes;  // one per worker, CN by CN
   std::vector<uint32_t> first_inbox;                   // of each CN

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Pond's client API from Python (docs/clients.md): describe a cluster, put a key, get it back,
+and one interactive transaction that increments a counter.
+
+    /usr/bin/python3 examples/python/pond_client.py --stubs build/release/python \
+        --connect 127.0.0.1:7400 --table kv
+
+It talks to `pond serve` (any server of the client API) through stubs generated from
+proto/pond/v1/pond.proto: the build makes them in BUILD_DIR/python (CMake target
+pond_python_stubs); by hand,
+
+    protoc -I proto --python_out=OUT --grpc_python_out=OUT \
+        --plugin=protoc-gen-grpc_python=/usr/bin/grpc_python_plugin proto/pond/v1/pond.proto
+
+Debian's python3-grpcio and python3-protobuf are all it needs, hence /usr/bin/python3. The table
+must have values of at least 8 bytes (`pond serve --table kv:16:1024`). Exits 1, with one line
+on stderr, if anything is answered other than expected.
+"""
+
+import argparse
+import queue
+import struct
+import sys
+
+
+def fail(why):
+    print(f"pond_client.py: {why}", file=sys.stderr)
+    sys.exit(1)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--stubs", required=True, help="directory holding pond/v1/pond_pb2*.py")
+    ap.add_argument("--connect", required=True, help="the server, HOST:PORT")
+    ap.add_argument("--table", default="kv", help="a table to write keys 42 and 43 of")
+    args = ap.parse_args()
+    sys.path.insert(0, args.stubs)
+    import grpc  # noqa: E402 (the stubs import it too)
+    from pond.v1 import pond_pb2 as pb  # noqa: E402
+    from pond.v1 import pond_pb2_grpc as rpc  # noqa: E402
+
+    stub = rpc.PondStub(grpc.insecure_channel(args.connect))
+    try:
+        d = stub.Describe(pb.DescribeRequest(), timeout=10)
+    except grpc.RpcError as e:
+        fail(f"cannot reach {args.connect}: {e.code().name}")
+    print(f"cluster {d.cluster}, CNs at {', '.join(d.cn_addresses)}")
+    for t in d.tables:
+        print(f"table {t.name}: {t.value_bytes}-byte values, capacity {t.capacity}")
+    print(f"{len(d.procedures)} procedure(s): {', '.join(p.name for p in d.procedures)}")
+    table = next((t for t in d.tables if t.name == args.table), None)
+    if table is None or table.value_bytes < 8:
+        fail(f"the server has no table {args.table} with values of 8 bytes or more")
+    size = table.value_bytes
+
+    # One-shot: a put, then a read-only get of the same key.
+    value = b"py!".ljust(size, b"\0")
+    r = stub.Execute(pb.ExecuteRequest(writes=[pb.Write(kind=pb.Write.PUT, table=args.table,
+                                                        key=42, value=value)]), timeout=10)
+    if r.answer.outcome != pb.COMMITTED:
+        fail(f"put: {pb.Outcome.Name(r.answer.outcome)}: {r.answer.message}")
+    print("put 42: COMMITTED")
+    r = stub.Execute(pb.ExecuteRequest(read_only=True, reads=[pb.Key(table=args.table, key=42)]),
+                     timeout=10)
+    if r.answer.outcome != pb.COMMITTED or r.values[0].value != value:
+        fail(f"get 42: {pb.Outcome.Name(r.answer.outcome)}: {r.answer.message}")
+    print(f"get 42: {r.values[0].value.rstrip(bytes(1)).decode()}")
+
+    # Interactive: one stream is one transaction; each step is answered before the next is sent.
+    steps = queue.Queue()
+    answers = stub.Interactive(iter(steps.get, None), timeout=10)
+
+    def step(**kw):
+        steps.put(pb.InteractiveRequest(**kw))
+        return next(answers)
+
+    step(begin=pb.Begin(read_only=False))
+    step(add=pb.Add(read_write=[pb.Key(table=args.table, key=43)]))
+    e = step(execute=pb.ExecuteStep())
+    if e.answer.outcome != pb.OPEN:
+        fail(f"execute: {pb.Outcome.Name(e.answer.outcome)}: {e.answer.message}")
+    v = e.values[0]
+    counter = struct.unpack_from("<q", v.value)[0] if v.found else 0
+    new = struct.pack("<q", counter + 1).ljust(size, b"\0")
+    # A key that does not exist yet is inserted: it was read absent, so add it as an insert.
+    if v.found:
+        w = step(write=pb.WriteStep(puts=[pb.KeyValue(table=args.table, key=43, value=new)]))
+    else:
+        w = step(add=pb.Add(inserts=[pb.KeyValue(table=args.table, key=43, value=new)]))
+        if w.answer.outcome == pb.OPEN:
+            w = step(execute=pb.ExecuteStep())
+    if w.answer.outcome != pb.OPEN:
+        fail(f"write: {pb.Outcome.Name(w.answer.outcome)}: {w.answer.message}")
+    c = step(commit=pb.CommitStep())
+    steps.put(None)
+    if c.answer.outcome != pb.COMMITTED:
+        fail(f"commit: {pb.Outcome.Name(c.answer.outcome)}: {c.answer.message}")
+    print(f"interactive: COMMITTED, counter 43 is {counter + 1}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+// pond::client: a C++ client of Pond's client API (proto/pond/v1/pond.proto, docs/clients.md),
+// synchronous, for programs outside the cluster — `pond client`, `pond bench ... --connect`.
+//
+//   auto c = client::Client::Connect("127.0.0.1:7400").value();
+//   client::Reply r = c->Execute(client::Request().Read("checking", 4097).Put("kv", 1, "x..."));
+//   if (r.answer.committed()) ... r.values[0] ...
+//   auto t = c->Begin();                       // one interactive transaction
+//   t->AddRW("checking", 4097);
+//   client::Reply e = t->Execute();            // the values read; answer OPEN while it goes on
+//   t->Write("checking", 4097, new_value);
+//   client::Answer done = t->Commit();
+//
+// Every answer has an outcome (Outcome): COMMITTED, ABORTED (with a reason), UNKNOWN (it may or
+// may not have committed: find out by reading), REJECTED (refused before anything ran).
+//
+// Fail-over: Connect asks the server for every CN's client address (Describe). When the address
+// in use fails (its channel is down, or a call on it fails UNAVAILABLE), the client moves to the
+// next one. What cannot have changed anything — Describe, read-only requests and procedures, a
+// request the server refused unrun because it was stopping — is sent again there; what may have
+// (a read-write request or procedure in flight, an interactive commit) is answered UNKNOWN and
+// never resent. An interactive transaction whose connection fails before its commit was sent is
+// ABORTED (reason DISCONNECTED): the server aborts a transaction whose stream ends.
+//
+// Thread rules: a Client, and a Transaction, are used by one thread at a time (one Client per
+// thread for concurrency: each has its own connection). A Transaction must not outlive its
+// Client.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pond/status.h"
+
+namespace pond::v1 {
+class Add;
+class ExecuteRequest;
+class InteractiveRequest;
+}  // namespace pond::v1
+
+namespace pond::client {
+
+enum class Outcome : uint8_t { kCommitted, kAborted, kUnknown, kRejected, kOpen };
+// "COMMITTED", "ABORTED", "UNKNOWN", "REJECTED", "OPEN".
+const char* OutcomeName(Outcome o);
+
+// pond.v1.AbortReason, in its order.
+enum class AbortReason : uint8_t {
+  kNone,
+  kLockConflict,
+  kNewerVersion,
+  kSnapshotTooOld,
+  kTornRead,
+  kInvisibleWait,
+  kDuplicateKey,
+  kValidation,
+  kUser,
+  kMnUnreachable,
+  kConditionFailed,
+  kDisconnected,
+  kStopping,
+  kOther,
+};
+// "lock conflict", ...: the words of AbortCounts for Pond's own reasons.
+const char* AbortReasonWords(AbortReason r);
+
+struct Answer {
+  Outcome outcome = Outcome::kUnknown;
+  AbortReason reason = AbortReason::kNone;  // kAborted only
+  std::string message;                      // why, unless committed or open
+  bool committed() const { return outcome == Outcome::kCommitted; }
+  // "COMMITTED", "ABORTED (lock conflict): lock conflict", "REJECTED: no table \"x\"".
+  std::string ToString() const;
+};
+
+// A value read: `found` false if the key does not exist.
+struct Value {
+  std::string table;
+  uint64_t key = 0;
+  bool found = false;
+  std::string bytes;
+};
+
+struct Reply {
+  Answer answer;
+  std::vector<Value> values;  // Execute: the reads' values, in order
+};
+
+struct CallReply {
+  Answer answer;
+  std::string reply;  // what the procedure answered
+};
+
+struct TableInfo {
+  std::string name;
+  uint32_t id = 0;
+  uint32_t value_bytes = 0;
+  uint64_t capacity = 0;
+};
+
+struct ProcedureInfo {
+  std::string name;
+  bool read_only = false;
+  uint32_t args_bytes = 0;  // 0: any size
+};
+
+struct Description {
+  std::string cluster;
+  std::vector<std::string> cn_addresses;
+  std::vector<TableInfo> tables;
+  std::vector<ProcedureInfo> procedures;
+  uint32_t keys_per_request_max = 0;
+  uint32_t message_bytes_max = 0;
+  const TableInfo* Table(std::string_view name) const;
+  const ProcedureInfo* Procedure(std::string_view name) const;
+};
+
+// A one-shot transaction (Client::Execute), built by chaining. Values are bytes in a string of
+// exactly the table's value size.
+class Request {
+ public:
+  explicit Request(bool read_only = false);
+  ~Request();
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  Request(const Request& other);
+  Request& operator=(const Request& other);
+
+  Request& Read(std::string_view table, uint64_t key);
+  Request& Put(std::string_view table, uint64_t key, std::string_view value);
+  Request& Insert(std::string_view table, uint64_t key, std::string_view value);
+  Request& Delete(std::string_view table, uint64_t key);
+  // Conditions on values as read: the transaction aborts (CONDITION_FAILED) unless they hold.
+  Request& IfEquals(std::string_view table, uint64_t key, std::string_view value);
+  Request& IfAbsent(std::string_view table, uint64_t key);
+  bool read_only() const;
+
+ private:
+  friend class Client;
+  std::unique_ptr<v1::ExecuteRequest> r_;
+};
+
+struct ClientOptions {
+  uint32_t timeout_ms = 10'000;  // each request's deadline
+  // Learn every CN's address from Describe and fail over to them; else only the one given.
+  bool follow_cns = true;
+};
+
+class Client;
+
+// One interactive transaction: one gRPC stream. Adds and writes are kept here and sent with the
+// next Execute or Commit, so a transaction costs one round trip per Execute and one for Commit;
+// an add or write the server refuses is answered by that Execute or Commit. Dropping an open
+// Transaction cancels its stream, which the server aborts.
+class Transaction {
+ public:
+  ~Transaction();
+  void AddRO(std::string_view table, uint64_t key);
+  void AddRW(std::string_view table, uint64_t key);
+  void Insert(std::string_view table, uint64_t key, std::string_view value);
+  void Delete(std::string_view table, uint64_t key);
+  // Locks (read-write) and reads the keys added since the last Execute. OPEN with their values
+  // (read-only keys first, then read-write, per Add... call order), or the answer that ended
+  // the transaction.
+  Reply Execute();
+  void Write(std::string_view table, uint64_t key, std::string_view value);
+  Answer Commit();
+  Answer Abort();
+  bool open() const { return open_; }
+
+ private:
+  friend class Client;
+  struct Stream;
+  Transaction(Client* c, std::unique_ptr<Stream> s, bool read_only);
+  // Sends the pending steps and `last`, reads their answers; the first that is not OPEN ends
+  // the transaction. `commit`: `last` is the commit (a lost answer is then UNKNOWN).
+  Reply Send(std::unique_ptr<v1::InteractiveRequest> last, bool commit);
+  // The add step being built (a new one after anything else).
+  v1::Add* PendingAdd();
+
+  Client* c_;
+  std::unique_ptr<Stream> s_;
+  bool read_only_;
+  bool begun_ = false;
+  bool open_ = true;
+  std::vector<std::unique_ptr<v1::InteractiveRequest>> pending_;
+};
+
+class Client {
+ public:
+  // Connects to `address` ("HOST:PORT") and asks it to Describe the cluster. Unavailable with
+  // one line if it cannot be reached.
+  static Result<std::unique_ptr<Client>> Connect(const std::string& address,
+                                                 ClientOptions options = {});
+  ~Client();
+
+  Result<Description> Describe();
+  Reply Execute(const Request& r);
+  // A registered procedure by name; `route_key` runs it where that key's shard is managed.
+  CallReply Call(std::string_view procedure, std::string_view args,
+                 std::optional<uint64_t> route_key = std::nullopt);
+  std::unique_ptr<Transaction> Begin(bool read_only = false);
+
+  // The address in use, and every address known (the first one given first).
+  const std::string& address() const;
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  // Times the client moved to another address.
+  uint64_t failovers() const { return failovers_; }
+
+ private:
+  friend class Transaction;
+  struct Channel;
+  Client(std::vector<std::string> addresses, ClientOptions o);
+  Channel& Current();
+  // Moves to the next address (after a failure on the current one).
+  void FailOver();
+  // Before a request: skips addresses whose channel is known to be down, one round at most.
+  void SkipFailedChannels();
+  template <typename R, typename Rpc>
+  R Unary(bool safe, const Rpc& rpc);
+
+  ClientOptions o_;
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<Channel>> channels_;  // by address, made on first use
+  size_t current_ = 0;
+  uint64_t failovers_ = 0;
+  std::vector<std::string> read_only_procedures_;  // from the last Describe: safe to resend
+};
+
+}  // namespace pond::client

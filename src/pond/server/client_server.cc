@@ -1,0 +1,85 @@
+#include "pond/server/client_server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace pond::server {
+
+namespace {
+
+// Server-side keepalive: a client that vanished without closing its connection (a dead host) is
+// noticed within about this long, and its open transaction aborted.
+constexpr int kKeepaliveTimeMs = 10'000;
+constexpr int kKeepaliveTimeoutMs = 5'000;
+
+}  // namespace
+
+Status ParseListenAddress(const std::string& listen, std::string* host, int* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
+    return InvalidArgument("\"" + listen + "\" is not HOST:PORT (e.g. 127.0.0.1:7400)");
+  }
+  *host = listen.substr(0, colon);
+  const std::string digits = listen.substr(colon + 1);
+  int p = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), p);
+  if (ec != std::errc() || end != digits.data() + digits.size() || p < 0 || p > 65535) {
+    return InvalidArgument("\"" + listen + "\" has no port 0 to 65535 after the last ':'");
+  }
+  *port = p;
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
+                                                          ServiceDirectory directory,
+                                                          const std::string& listen,
+                                                          ClientServiceOptions options) {
+  std::string host;
+  int port = 0;
+  POND_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
+  POND_RETURN_IF_ERROR(ValidateServiceOptions(options, cluster.config().cns));
+  if (!cluster.serving()) return InvalidArgument("the cluster is not serving (StartServing)");
+  std::unique_ptr<ClientServer> s(new ClientServer());
+  s->service_ = std::make_unique<ClientService>(cluster, std::move(directory), options);
+
+  grpc::ServerBuilder b;
+  int bound = 0;
+  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  b.RegisterService(s->service_.get());
+  b.SetMaxReceiveMessageSize(static_cast<int>(options.message_bytes_max));
+  b.SetMaxSendMessageSize(static_cast<int>(options.message_bytes_max));
+  grpc::ResourceQuota quota("pond-client-service");
+  quota.SetMaxThreads(options.threads_max);
+  b.SetResourceQuota(quota);
+  // gRPC binds with SO_REUSEPORT by default, which would let a second server share the port and
+  // take half the connections: a port in use must be an error.
+  b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  s->server_ = b.BuildAndStart();
+  if (s->server_ == nullptr || bound == 0) {
+    if (s->server_ != nullptr) s->server_->Shutdown();
+    s->stopped_ = true;
+    return Unavailable("cannot listen on " + listen + " (address in use, or not this host's?)");
+  }
+  s->port_ = bound;
+  s->address_ = (host == "0.0.0.0" || host == "[::]" ? std::string("127.0.0.1") : host) + ":" +
+                std::to_string(bound);
+  s->service_->SetSelfAddress(s->address_);
+  return s;
+}
+
+ClientServer::~ClientServer() { Stop(); }
+
+void ClientServer::Stop(uint32_t grace_ms) {
+  if (stopped_) return;
+  stopped_ = true;
+  service_->CancelStreams();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
+  server_->Wait();
+}
+
+}  // namespace pond::server

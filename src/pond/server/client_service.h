@@ -1,0 +1,151 @@
+// ClientService: Pond's client API (proto/pond/v1/pond.proto, docs/clients.md) over a serving
+// cluster — the gRPC service a `pond serve` process, and later each CN daemon, offers. It is
+// handed a Cluster that serves (Cluster::StartServing) and a ServiceDirectory, and runs every
+// request as a call submitted to a CN it fronts (options.cns, in turn), its gRPC thread waiting
+// for the answer: one-shot Execute and Call as one call each, an Interactive transaction as one
+// call per step on one pinned worker (Cluster::Pin), where its Txn lives between steps.
+//
+// Every request is checked before anything runs (tables and procedures by name, value and
+// argument sizes, key counts, the order of interactive steps), and every answer carries an
+// outcome (outcome.h). A client that goes away mid-transaction, or leaves it idle longer than
+// options.interactive_idle_ms, has its stream cancelled and its transaction aborted, its locks
+// released; so is one open longer than options.interactive_lifetime_ms.
+//
+// Thread rules: the gRPC server calls the handlers from its threads, concurrently. The cluster
+// must serve from construction until CancelStreams and the gRPC server's shutdown have returned
+// (ClientServer does it in that order); the directory is fixed at construction.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/server/service_directory.h"
+#include "pond/v1/pond.grpc.pb.h"
+
+namespace pond::server {
+
+struct ClientServiceOptions {
+  // The CNs this service runs requests on, in turn: a CN daemon's own; every CN of an embedded
+  // cluster. Must be non-empty.
+  std::vector<uint16_t> cns = {0};
+  // Keys in one Execute (reads + writes + conditions), or in one interactive add or write step.
+  uint32_t keys_per_request_max = 1024;
+  // Keys one interactive transaction adds over all its steps.
+  uint32_t interactive_keys_max = 4096;
+  // Interactive transactions open at once; one more is refused (RESOURCE_EXHAUSTED).
+  uint32_t interactive_streams_max = 64;
+  // An interactive transaction whose client sends nothing for this long is aborted, and so is
+  // one open for longer than interactive_lifetime_ms however busy: locks are not held forever.
+  uint32_t interactive_idle_ms = 10'000;
+  uint32_t interactive_lifetime_ms = 60'000;
+  // Every gRPC message, either way.
+  uint32_t message_bytes_max = 4 << 20;
+  // gRPC threads (grpc::ResourceQuota): each running request, and each open interactive
+  // transaction, holds one.
+  int threads_max = 256;
+};
+
+// InvalidArgument naming the field, or OK, for a cluster of `cns` CNs.
+Status ValidateServiceOptions(const ClientServiceOptions& o, int cns);
+
+// What the service has answered, for a server's log and for tests.
+struct ServiceCounters {
+  uint64_t requests = 0;  // Execute, Call and interactive steps
+  uint64_t committed = 0, aborted = 0, unknown = 0, rejected = 0;
+  uint64_t streams = 0;            // interactive transactions begun
+  uint64_t streams_abandoned = 0;  // of them, aborted because the client went away or idled
+  uint64_t streams_refused = 0;    // refused at the limit or while stopping
+};
+
+class ClientService final : public v1::Pond::Service {
+ public:
+  // REQUIRES: ValidateServiceOptions(options, cluster.config().cns) is OK.
+  ClientService(Cluster& cluster, ServiceDirectory directory, ClientServiceOptions options);
+  ~ClientService() override;
+  ClientService(const ClientService&) = delete;
+  ClientService& operator=(const ClientService&) = delete;
+
+  // The address Describe names first when the directory lists no CN addresses (a server alone).
+  void SetSelfAddress(std::string address);
+  // Replaces the directory's CN addresses (known only once every server has bound its port).
+  void SetCnAddresses(std::vector<std::string> addresses);
+  // Refuses new interactive transactions and cancels every open one (each then aborts): the
+  // first step of stopping, before the gRPC server shuts down.
+  void CancelStreams();
+
+  const ClientServiceOptions& options() const { return o_; }
+  ServiceCounters counters() const;
+
+  grpc::Status Describe(grpc::ServerContext* ctx, const v1::DescribeRequest* req,
+                        v1::DescribeResponse* resp) override;
+  grpc::Status Execute(grpc::ServerContext* ctx, const v1::ExecuteRequest* req,
+                       v1::ExecuteResponse* resp) override;
+  grpc::Status Interactive(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::InteractiveResponse, v1::InteractiveRequest>* stream) override;
+  grpc::Status Call(grpc::ServerContext* ctx, const v1::CallRequest* req,
+                    v1::CallResponse* resp) override;
+
+ private:
+  struct StreamState;  // client_service_stream.cc
+  struct OpenStream {
+    grpc::ServerContext* ctx;
+    uint64_t opened_ms;
+    uint64_t last_active_ms;
+    bool cancelled;  // by the watchdog
+  };
+
+  uint16_t NextCn();
+  // Runs `body` as a call on CN `cn` and waits until it has returned; false if the cluster
+  // refused it (stopping). What `body` answers it writes where the caller can read it after.
+  bool RunOn(uint16_t cn, std::function<Task<void>(Session&)> body);
+  // The same on a pinned worker.
+  bool RunOnPin(const Cluster::WorkerPin& pin, std::function<Task<void>(Session&)> body);
+  void Count(const v1::Answer& a);
+
+  // Interactive steps (client_service_stream.cc); each fills `resp` and returns whether the
+  // transaction has ended.
+  bool StepBegin(StreamState& st, const v1::Begin& b, v1::InteractiveResponse* resp);
+  bool StepAdd(StreamState& st, const v1::Add& add, v1::InteractiveResponse* resp);
+  bool StepExecute(StreamState& st, v1::InteractiveResponse* resp);
+  bool StepWrite(StreamState& st, const v1::WriteStep& w, v1::InteractiveResponse* resp);
+  bool StepEnd(StreamState& st, bool commit, v1::InteractiveResponse* resp);
+  // Drops the stream's transaction on its worker (aborting it if open) and unpins.
+  void Release(StreamState& st);
+
+  // Streams: registered while open, so the idle watchdog and CancelStreams can reach them.
+  bool Register(grpc::ServerContext* ctx, uint64_t* id);
+  void Touch(uint64_t id);
+  void Deregister(uint64_t id);
+  void Watchdog();
+
+  Cluster& cluster_;
+  const ServiceDirectory dir_;
+  const ClientServiceOptions o_;
+  std::atomic<uint32_t> next_cn_{0};
+
+  mutable std::mutex mu_;
+  std::string self_address_;                // guarded by mu_
+  std::vector<std::string> cn_addresses_;   // guarded by mu_; from the directory at first
+  std::map<uint64_t, OpenStream> streams_;  // guarded by mu_
+  uint64_t next_stream_id_ = 0;             // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
+  std::condition_variable watchdog_cv_;
+
+  struct AtomicCounters {
+    std::atomic<uint64_t> requests{0}, committed{0}, aborted{0}, unknown{0}, rejected{0};
+    std::atomic<uint64_t> streams{0}, streams_abandoned{0}, streams_refused{0};
+  } counters_;
+
+  std::thread watchdog_;  // last: starts when everything above is set
+};
+
+}  // namespace pond::server

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Pond as a service, end to end on loopback: `pond serve` loads SmallBank and an empty table and
+# serves them; `pond client` describes, puts, gets, runs a transaction and calls a procedure,
+# with an exit code for each outcome; `pond bench smallbank --connect` drives it from three
+# client threads and the money adds up; the Python example runs against it; SIGTERM stops it
+# cleanly; bad input gets one line and the documented exit code. Leaves no process behind.
+# Usage: serve_test.sh PATH_TO_POND PYTHON_STUBS_DIR PATH_TO_pond_client.py
+set -u
+pond="$1"
+stubs="$2"
+example="$3"
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+ok() { echo "ok   $1"; }
+
+# start_serve NAME ARGS...: starts `pond serve` in the background; sets addr and spid.
+start_serve() {
+  local name="$1"
+  shift
+  "$pond" serve --listen 127.0.0.1:0 --region-mib 64 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  spid=$!
+  pids+=("$spid")
+  addr=""
+  for _ in $(seq 300); do
+    addr=$(sed -n 's/^listening //p' "$tmp/$name.out")
+    [ -n "$addr" ] && return 0
+    kill -0 "$spid" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+
+# expect RC DESCRIPTION PATTERN ARGS...: `pond ARGS` exits RC; with RC not 0, stderr is one line
+# matching PATTERN; with RC 0, stdout matches it.
+expect() {
+  local want="$1" desc="$2" pattern="$3"
+  shift 3
+  timeout 60 "$pond" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    fail "$desc: exit $rc, not $want"; cat "$tmp/out" "$tmp/err"
+  elif [ "$want" -ne 0 ] && [ "$(wc -l <"$tmp/err")" -ne 1 ]; then
+    fail "$desc: $(wc -l <"$tmp/err") stderr lines"; cat "$tmp/err"
+  elif [ "$want" -ne 0 ] && ! grep -q -- "$pattern" "$tmp/err"; then
+    fail "$desc: stderr lacks '$pattern'"; cat "$tmp/err"
+  elif [ "$want" -eq 0 ] && ! grep -q -- "$pattern" "$tmp/out"; then
+    fail "$desc: stdout lacks '$pattern'"; cat "$tmp/out"
+  else
+    ok "$desc"
+  fi
+}
+
+if ! start_serve main --cns 2 --workload smallbank --accounts 500 --table kv:16:1024; then
+  fail "pond serve did not start"; cat "$tmp/main.err"; exit 1
+fi
+ok "pond serve listens on $addr"
+grep -q "tables savings (8 B x 500), checking (8 B x 500), kv (16 B x 1024); 6 procedure" \
+  "$tmp/main.err" && ok "pond serve says what it serves" || { fail "serve's header"; cat "$tmp/main.err"; }
+
+expect 0 "describe" "procedure smallbank.send_payment args_bytes 32 read-write" \
+  client --connect "$addr" describe
+grep -q "^cn $addr$" "$tmp/out" && grep -q "^table kv id 2 value_bytes 16 capacity 1024$" "$tmp/out" &&
+  ok "describe names this server and every table" || { fail "describe"; cat "$tmp/out"; }
+expect 0 "put" "^COMMITTED$" client --connect "$addr" put kv 7 hello
+expect 0 "get" '^kv 7 = hex:68656c6c6f0000000000000000000000 ("hello")$' client --connect "$addr" get kv 7
+"$pond" client --connect "$addr" get kv 8 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] && grep -q "^kv 8: not found$" "$tmp/out" && [ ! -s "$tmp/err" ] &&
+  ok "get of an absent key: not found, exit 1" || fail "get absent: exit $rc, $(cat "$tmp/out" "$tmp/err")"
+expect 0 "txn with a condition that holds" "^kv 7 = " client --connect "$addr" txn get:kv:7 \
+  if:kv:7:hello put:kv:7:i64:99 insert:kv:9:x
+expect 3 "txn whose condition fails: ABORTED, exit 3" "ABORTED (condition failed): kv 7 has another value" \
+  client --connect "$addr" txn if:kv:7:hello put:kv:7:y
+expect 3 "insert of a present key: ABORTED, exit 3" "duplicate key" client --connect "$addr" txn insert:kv:9:z
+expect 0 "read-only txn" "^checking 4097 = hex:" client --connect "$addr" txn --read-only get:checking:4097 absent:kv:10
+expect 0 "call" "^reply hex:" client --connect "$addr" call smallbank.deposit_checking u64:3 u64:0 i64:25 u64:0
+expect 4 "call with arguments of the wrong size: REJECTED, exit 4" "REJECTED: smallbank.amalgamate takes 32 bytes" \
+  client --connect "$addr" call smallbank.amalgamate u64:1
+expect 4 "call the procedure refuses: REJECTED, exit 4" "a1 must be an account" \
+  client --connect "$addr" call smallbank.send_payment u64:3 u64:3 i64:5 u64:0
+expect 2 "put to a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" put nope 1 x
+expect 2 "value longer than the table's" "17 bytes; table kv holds 16" \
+  client --connect "$addr" put kv 1 hex:0000000000000000000000000000000000
+expect 2 "malformed key" "not a number" client --connect "$addr" get kv seven
+expect 2 "malformed txn op" "OP:TABLE:KEY" client --connect "$addr" txn put:kv
+expect 2 "client without --connect" "connect" client describe
+expect 6 "no server there: exit 6" "cannot reach 127.0.0.1:1" client --connect 127.0.0.1:1 --timeout-ms 2000 describe
+
+timeout 120 "$pond" bench smallbank --connect "$addr" --seconds 2 --clients 3 --json "$tmp/sb.json" \
+  >"$tmp/bench.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/bench.out" && grep -q "transport grpc" "$tmp/bench.out" &&
+   grep -q '"money_check"' "$tmp/sb.json" && grep -q "^abort rate" "$tmp/bench.out"; then
+  ok "bench smallbank --connect: $(grep '^throughput' "$tmp/bench.out" | cut -c14-40), money adds up"
+else
+  fail "bench smallbank --connect (exit $rc)"; cat "$tmp/bench.out"
+fi
+expect 2 "bench --connect with an embedded cluster's flag" "--cns shapes an embedded cluster" \
+  bench smallbank --connect "$addr" --cns 4
+expect 2 "bench tatp --connect to a server without TATP" 'no table "subscriber"' \
+  bench tatp --connect "$addr" --seconds 1
+expect 2 "--clients without --connect" "goes with --connect" bench kvs --clients 2
+
+if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --table kv >"$tmp/py.out" 2>&1 &&
+   grep -q "^interactive: COMMITTED, counter 43 is 1$" "$tmp/py.out" && grep -q "^get 42: py!$" "$tmp/py.out"; then
+  ok "the Python example: describe, put, get, an interactive transaction"
+else
+  fail "the Python example"; cat "$tmp/py.out"
+fi
+
+# A second server cannot take the same port: one line, exit 1.
+expect 1 "serve on a port in use: exit 1" "cannot listen on $addr" serve --listen "$addr" --region-mib 64
+
+kill -TERM "$spid"
+for _ in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$spid" 2>/dev/null; then
+  fail "pond serve still runs 10 s after SIGTERM"
+else
+  wait "$spid"
+  rc=$?
+  [ "$rc" -eq 0 ] && grep -q "stopping (SIGTERM)" "$tmp/main.err" && grep -q "^pond serve: stopped; answered" "$tmp/main.err" &&
+    ok "SIGTERM: pond serve stops cleanly, exit 0" || { fail "SIGTERM: exit $rc"; cat "$tmp/main.err"; }
+fi
+expect 6 "the stopped server is gone" "cannot reach" client --connect "$addr" --timeout-ms 2000 describe
+
+# Bad flags: one line, exit 2, before anything starts.
+expect 2 "serve --listen without a port" "not HOST:PORT" serve --listen localhost
+expect 2 "serve --listen with a bad port" "no port 0 to 65535" serve --listen 127.0.0.1:99999
+expect 2 "serve --table of 0-byte values" "value bytes must be" serve --table kv:0:10
+expect 2 "serve --table malformed" "NAME:VALUE_BYTES:CAPACITY" serve --table kv
+expect 2 "serve --workload unknown" "workload" serve --workload tpcc
+expect 2 "serve --replication above the MNs" "replication" serve --mns 2 --replication 3
+expect 2 "serve --threads-max at or below --interactive-max" "threads_max" serve --threads-max 8 --interactive-max 8
+"$pond" serve --help >"$tmp/out" 2>&1 && grep -q -- "--listen" "$tmp/out" && ok "serve --help" || fail "serve --help"
+"$pond" client --help >"$tmp/out" 2>&1 && grep -q "Exit codes" "$tmp/out" && ok "client --help lists exit codes" ||
+  fail "client --help"
+
+[ "$failures" -eq 0 ] && echo "all serve checks passed" || echo "$failures serve check(s) failed"
+exit $((failures > 0))

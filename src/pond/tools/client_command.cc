@@ -1,0 +1,322 @@
+// `pond client`: the client API from a shell (docs/clients.md) — describe a cluster, get and put
+// a key, run a one-shot transaction of several operations, call a procedure by name. Output is
+// one line per fact on stdout; a transaction that does not commit says why in one line on
+// stderr, and each outcome has its own exit code (listed in --help).
+#include <fmt/core.h>
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pond/client/client.h"
+#include "pond/tools/command.h"
+#include "pond/tools/grpc_log.h"
+#include "pond/tools/tool_util.h"
+
+namespace pond::tools {
+
+namespace {
+
+// Exit codes (besides 0, and 2 for bad input).
+constexpr int kExitNotFound = 1, kExitAborted = 3, kExitRejected = 4, kExitUnknown = 5,
+              kExitUnreachable = 6;
+
+struct ClientArgs {
+  std::string address;
+  uint32_t timeout_ms = 10'000;
+  std::string table, key, value;  // get, put
+  bool read_only = false;         // txn
+  std::vector<std::string> ops;   // txn
+  std::string procedure;          // call
+  std::vector<std::string> args;  // call
+  std::string route_key;          // call
+};
+
+Result<uint64_t> ParseKey(const std::string& s) {
+  uint64_t k = 0;
+  const bool hex = s.starts_with("0x") || s.starts_with("0X");
+  const char* b = s.data() + (hex ? 2 : 0);
+  const char* e = s.data() + s.size();
+  auto [end, ec] = std::from_chars(b, e, k, hex ? 16 : 10);
+  if (b == e || ec != std::errc() || end != e) {
+    return InvalidArgument("key \"" + s + "\" is not a number (decimal, or hex after 0x)");
+  }
+  return k;
+}
+
+// BYTES: hex:HEX, i64:N or u64:N (8 bytes, little-endian), or the text itself.
+Result<std::string> ParseBytes(const std::string& s) {
+  if (s.starts_with("hex:")) {
+    const std::string h = s.substr(4);
+    if (h.size() % 2 != 0) return InvalidArgument("\"" + s + "\": an odd number of hex digits");
+    std::string out;
+    for (size_t i = 0; i < h.size(); i += 2) {
+      unsigned v = 0;
+      auto [end, ec] = std::from_chars(h.data() + i, h.data() + i + 2, v, 16);
+      if (ec != std::errc() || end != h.data() + i + 2) {
+        return InvalidArgument("\"" + s + "\" is not hex after hex:");
+      }
+      out += static_cast<char>(v);
+    }
+    return out;
+  }
+  if (s.starts_with("i64:") || s.starts_with("u64:")) {
+    const std::string n = s.substr(4);
+    char buf[8];
+    std::errc ec;
+    const char* end;
+    if (s[0] == 'i') {
+      int64_t x = 0;
+      auto r = std::from_chars(n.data(), n.data() + n.size(), x);
+      ec = r.ec;
+      end = r.ptr;
+      std::memcpy(buf, &x, 8);
+    } else {
+      uint64_t x = 0;
+      auto r = std::from_chars(n.data(), n.data() + n.size(), x);
+      ec = r.ec;
+      end = r.ptr;
+      std::memcpy(buf, &x, 8);
+    }
+    if (n.empty() || ec != std::errc() || end != n.data() + n.size()) {
+      return InvalidArgument("\"" + s + "\" is not a 64-bit number after " + s.substr(0, 4));
+    }
+    return std::string(buf, 8);
+  }
+  return s;
+}
+
+// A value for `table`: BYTES, zero-padded to the table's value size.
+Result<std::string> ParseValue(const std::string& s, const client::TableInfo& t) {
+  Result<std::string> b = ParseBytes(s);
+  if (!b.ok()) return b.status();
+  if (b->size() > t.value_bytes) {
+    return InvalidArgument(
+        fmt::format("the value has {} bytes; table {} holds {}", b->size(), t.name, t.value_bytes));
+  }
+  b->resize(t.value_bytes, '\0');
+  return b;
+}
+
+// hex:..., then ("text") if it reads as text (three or more printable characters, trailing
+// zeros aside), else its whole 8-byte words as i64 (a balance, a counter).
+std::string Show(const std::string& v) {
+  std::string out = "hex:";
+  for (unsigned char c : v) out += fmt::format("{:02x}", c);
+  std::string text = v;
+  while (!text.empty() && text.back() == '\0') text.pop_back();
+  bool printable = text.size() >= 3;
+  for (unsigned char c : text) printable = printable && c >= 0x20 && c < 0x7f;
+  if (printable) return out + " (\"" + text + "\")";
+  std::string words;
+  for (size_t i = 0; i + 8 <= v.size() && i < 64; i += 8) {
+    int64_t x;
+    std::memcpy(&x, v.data() + i, 8);
+    words += fmt::format("{}{}", words.empty() ? "" : " ", x);
+  }
+  return words.empty() ? out : out + " (i64 " + words + ")";
+}
+
+int ExitFor(const client::Answer& a) {
+  switch (a.outcome) {
+    case client::Outcome::kCommitted:
+      return 0;
+    case client::Outcome::kAborted:
+      return kExitAborted;
+    case client::Outcome::kRejected:
+      return kExitRejected;
+    default:
+      return kExitUnknown;
+  }
+}
+
+// Prints a transaction's outcome: COMMITTED on stdout, anything else as one line on stderr.
+int Report(const client::Answer& a) {
+  if (a.committed()) {
+    std::printf("COMMITTED\n");
+  } else {
+    std::fprintf(stderr, "pond client: %s\n", a.ToString().c_str());
+  }
+  return ExitFor(a);
+}
+
+void PrintValues(const std::vector<client::Value>& values) {
+  for (const client::Value& v : values) {
+    if (v.found) {
+      std::printf("%s %lu = %s\n", v.table.c_str(), static_cast<unsigned long>(v.key),
+                  Show(v.bytes).c_str());
+    } else {
+      std::printf("%s %lu: not found\n", v.table.c_str(), static_cast<unsigned long>(v.key));
+    }
+  }
+}
+
+// A txn operation, OP:TABLE:KEY[:VALUE], added to `r`.
+Status AddOp(const std::string& op, const client::Description& d, client::Request* r) {
+  const size_t a = op.find(':');
+  const size_t b = a == std::string::npos ? a : op.find(':', a + 1);
+  if (b == std::string::npos) return InvalidArgument("\"" + op + "\" is not OP:TABLE:KEY[:VALUE]");
+  const std::string kind = op.substr(0, a), table = op.substr(a + 1, b - a - 1);
+  const size_t c = op.find(':', b + 1);
+  const std::string key_text =
+      op.substr(b + 1, c == std::string::npos ? std::string::npos : c - b - 1);
+  const bool has_value = kind == "put" || kind == "insert" || kind == "if";
+  if (has_value != (c != std::string::npos)) {
+    return InvalidArgument(
+        "\"" + op + "\": " + kind +
+        (has_value ? " takes a value (OP:TABLE:KEY:VALUE)" : " takes no value (OP:TABLE:KEY)"));
+  }
+  const client::TableInfo* t = d.Table(table);
+  if (t == nullptr) return InvalidArgument("the server has no table \"" + table + "\"");
+  Result<uint64_t> key = ParseKey(key_text);
+  if (!key.ok()) return key.status();
+  Result<std::string> value = has_value ? ParseValue(op.substr(c + 1), *t) : std::string();
+  if (!value.ok()) return value.status();
+  if (kind == "get") {
+    r->Read(table, *key);
+  } else if (kind == "put") {
+    r->Put(table, *key, *value);
+  } else if (kind == "insert") {
+    r->Insert(table, *key, *value);
+  } else if (kind == "delete") {
+    r->Delete(table, *key);
+  } else if (kind == "if") {
+    r->IfEquals(table, *key, *value);
+  } else if (kind == "absent") {
+    r->IfAbsent(table, *key);
+  } else {
+    return InvalidArgument("\"" + kind + "\" is not get, put, insert, delete, if or absent");
+  }
+  return Status::Ok();
+}
+
+int RunClient(const ClientArgs& a, const std::string& sub) {
+  const std::string what = "client " + sub;
+  QuietGrpcLog();
+  client::ClientOptions o;
+  o.timeout_ms = a.timeout_ms;
+  auto connected = client::Client::Connect(a.address, o);
+  if (!connected.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), connected.status().message().c_str());
+    return kExitUnreachable;
+  }
+  client::Client& c = **connected;
+  Result<client::Description> d = c.Describe();
+  if (!d.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), d.status().message().c_str());
+    return kExitUnreachable;
+  }
+  if (sub == "describe") {
+    std::printf("cluster %s\n", d->cluster.c_str());
+    for (const std::string& addr : d->cn_addresses) std::printf("cn %s\n", addr.c_str());
+    for (const client::TableInfo& t : d->tables) {
+      std::printf("table %s id %u value_bytes %u capacity %lu\n", t.name.c_str(), t.id,
+                  t.value_bytes, static_cast<unsigned long>(t.capacity));
+    }
+    for (const client::ProcedureInfo& p : d->procedures) {
+      std::printf("procedure %s args_bytes %u %s\n", p.name.c_str(), p.args_bytes,
+                  p.read_only ? "read-only" : "read-write");
+    }
+    std::printf("limits keys_per_request %u message_bytes %u\n", d->keys_per_request_max,
+                d->message_bytes_max);
+    return 0;
+  }
+  client::Request r(sub == "get" || (sub == "txn" && a.read_only));
+  std::optional<uint64_t> route;
+  std::string args;
+  Status st;
+  if (sub == "get") {
+    st = AddOp("get:" + a.table + ":" + a.key, *d, &r);
+  } else if (sub == "put") {
+    st = AddOp("put:" + a.table + ":" + a.key + ":" + a.value, *d, &r);
+  } else if (sub == "txn") {
+    for (const std::string& op : a.ops) {
+      if (st = AddOp(op, *d, &r); !st.ok()) break;
+    }
+  } else {
+    if (d->Procedure(a.procedure) == nullptr) {
+      return Fail(what, "the server has no procedure \"" + a.procedure + "\"");
+    }
+    for (const std::string& part : a.args) {
+      Result<std::string> b = ParseBytes(part);
+      if (!b.ok()) return Fail(what, b.status().message());
+      args += *b;
+    }
+    if (!a.route_key.empty()) {
+      Result<uint64_t> k = ParseKey(a.route_key);
+      if (!k.ok()) return Fail(what, "--route-key: " + k.status().message());
+      route = *k;
+    }
+  }
+  if (!st.ok()) return Fail(what, st.message());
+  if (sub == "call") {
+    client::CallReply reply = c.Call(a.procedure, args, route);
+    const int rc = Report(reply.answer);
+    if (reply.answer.committed() && !reply.reply.empty()) {
+      std::printf("reply %s\n", Show(reply.reply).c_str());
+    }
+    return rc;
+  }
+  client::Reply reply = c.Execute(r);
+  if (sub == "get" && reply.answer.committed()) {
+    PrintValues(reply.values);
+    return !reply.values.empty() && reply.values[0].found ? 0 : kExitNotFound;
+  }
+  const int rc = Report(reply.answer);
+  PrintValues(reply.values);
+  return rc;
+}
+
+}  // namespace
+
+void AddClientCommand(CLI::App& root, CommandAction* action) {
+  auto a = std::make_shared<ClientArgs>();
+  CLI::App* cmd = root.add_subcommand(
+      "client",
+      "Talk to a cluster that serves clients (pond serve): describe, get, put, txn, call");
+  cmd->require_subcommand(1);
+  cmd->add_option("--connect", a->address, "the server, HOST:PORT (as pond serve prints it)")
+      ->required();
+  cmd->add_option("--timeout-ms", a->timeout_ms, "each request's deadline")
+      ->check(CLI::Range(1u, 3'600'000u))
+      ->capture_default_str();
+  cmd->footer(
+      "VALUE and ARGS: hex:HEX, i64:N or u64:N (8 bytes, little-endian), or text; a value is "
+      "zero-padded to its table's size. KEY: decimal, or hex after 0x.\n"
+      "Exit codes: 0 committed (or described); 1 get found no such key; 2 bad input; 3 "
+      "ABORTED; 4 REJECTED by the server; 5 UNKNOWN (it may or may not have committed); 6 no "
+      "server reachable.");
+  auto on = [a, action](const std::string& sub) {
+    return [a, action, sub] { *action = [a, sub] { return RunClient(*a, sub); }; };
+  };
+  cmd->add_subcommand("describe", "The cluster: its CNs' addresses, tables and procedures")
+      ->callback(on("describe"));
+  CLI::App* get = cmd->add_subcommand("get", "Read one key (exit 1 if absent)");
+  get->add_option("TABLE", a->table)->required();
+  get->add_option("KEY", a->key)->required();
+  get->callback(on("get"));
+  CLI::App* put = cmd->add_subcommand("put", "Set one key's value, creating it if absent");
+  put->add_option("TABLE", a->table)->required();
+  put->add_option("KEY", a->key)->required();
+  put->add_option("VALUE", a->value)->required();
+  put->callback(on("put"));
+  CLI::App* txn = cmd->add_subcommand(
+      "txn",
+      "One transaction of several operations, all or nothing: get:T:K put:T:K:V insert:T:K:V "
+      "delete:T:K, and conditions if:T:K:V (the value is V) absent:T:K (the key is absent)");
+  txn->add_flag("--read-only", a->read_only, "a snapshot read: get, if and absent only");
+  txn->add_option("OP", a->ops, "operations, in order")->required();
+  txn->callback(on("txn"));
+  CLI::App* call = cmd->add_subcommand("call", "Call a procedure by name with argument bytes");
+  call->add_option("PROCEDURE", a->procedure)->required();
+  call->add_option("ARGS", a->args, "argument bytes, concatenated in order");
+  call->add_option("--route-key", a->route_key, "run it where this key's shard is managed");
+  call->callback(on("call"));
+}
+
+}  // namespace pond::tools

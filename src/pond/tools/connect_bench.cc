@@ -1,0 +1,351 @@
+#include "pond/tools/connect_bench.h"
+
+#include <fmt/core.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "pond/base/histogram.h"
+#include "pond/bench/build_info.h"
+#include "pond/bench/report.h"
+#include "pond/client/client.h"
+#include "pond/runtime/clocks.h"
+#include "pond/tools/kvs_flags.h"
+#include "pond/tools/tool_util.h"
+
+namespace pond::tools {
+
+namespace {
+
+constexpr int kClientsMax = 1024;
+// Attempts of one read of the check (a read-only request may abort: a snapshot too old, a torn
+// read while a writer finishes).
+constexpr int kReadAttemptsMax = 20;
+
+// The flags an embedded run takes that a connected one must not be given.
+constexpr const char* kEmbeddedOnly[] = {
+    "--mns",      "--cns",        "--workers",   "--coros",   "--isolation",       "--replication",
+    "--versions", "--region-mib", "--transport", "--ucx-tls", "--ucx-net-devices", "--coord",
+    "--cluster",  "--protocol",   "--history",   "--sweep",   "--faults",          "--accounts",
+    "--keys",     "--subscribers"};
+
+// Pond's abort reasons (AbortCounts) by the client's; the service's own reasons, which a
+// benchmark's procedure calls do not meet, are counted apart.
+uint64_t* AbortCounter(AbortCounts& a, client::AbortReason r) {
+  using R = client::AbortReason;
+  switch (r) {
+    case R::kLockConflict:
+      return &a.lock_conflict;
+    case R::kNewerVersion:
+      return &a.newer_version;
+    case R::kSnapshotTooOld:
+      return &a.snapshot_too_old;
+    case R::kTornRead:
+      return &a.torn_read;
+    case R::kInvisibleWait:
+      return &a.invisible_wait;
+    case R::kDuplicateKey:
+      return &a.duplicate_key;
+    case R::kValidation:
+      return &a.validation;
+    case R::kUser:
+      return &a.user;
+    case R::kMnUnreachable:
+      return &a.mn_unreachable;
+    default:
+      return nullptr;
+  }
+}
+
+// What every client thread books, merged at the end.
+struct ClientTally {
+  Histogram latency_ns;
+  uint64_t committed = 0, committed_rw = 0, aborted = 0, unknown = 0, rejected = 0, other = 0;
+  AbortCounts aborts;
+  std::string first_rejection;
+};
+
+bench::RemoteReader MakeReader(client::Client& c) {
+  return
+      [&c](std::string_view table,
+           const std::vector<uint64_t>& keys) -> Result<std::vector<std::optional<std::string>>> {
+        client::Request r(/*read_only=*/true);
+        for (uint64_t k : keys) r.Read(table, k);
+        client::Reply reply;
+        for (int attempt = 0; attempt < kReadAttemptsMax; attempt++) {
+          reply = c.Execute(r);
+          if (reply.answer.outcome != client::Outcome::kAborted) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
+        }
+        if (!reply.answer.committed()) return Unavailable(reply.answer.ToString());
+        std::vector<std::optional<std::string>> out;
+        for (client::Value& v : reply.values) {
+          out.push_back(v.found ? std::optional<std::string>(std::move(v.bytes)) : std::nullopt);
+        }
+        if (out.size() != keys.size())
+          return Internal("the server answered another number of values");
+        return out;
+      };
+}
+
+void PrintResult(const bench::RunResult& r, const ClientTally& t) {
+  std::printf("loaded       %s\n", r.loaded.c_str());
+  std::printf("throughput   %s txn/s (%lu committed in %.3f s; %lu %s%s)\n",
+              HumanRate(bench::Throughput(r)).c_str(), static_cast<unsigned long>(r.committed),
+              r.elapsed_s, static_cast<unsigned long>(r.committed_rw), r.rw_name.c_str(),
+              r.declined ? fmt::format(", {} declined", *r.declined).c_str() : "");
+  if (!r.committed_by_txn.empty()) {
+    std::string mix;
+    for (const auto& [name, count] : r.committed_by_txn) {
+      mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", name, count);
+    }
+    std::printf("committed    %s\n", mix.c_str());
+  }
+  std::printf("abort rate   %.2f%% (%s)\n", 100.0 * bench::AbortRate(r),
+              bench::AbortBreakdown(r.stats.aborts).c_str());
+  std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us (at the client)\n",
+              static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
+              static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
+              static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3);
+  std::printf("answers      %lu unknown, %lu rejected, %lu aborted for other reasons\n",
+              static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.rejected),
+              static_cast<unsigned long>(t.other));
+  if (r.check) {
+    std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
+                r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
+  }
+}
+
+nlohmann::json ResultJson(const std::string& what, const std::string& address, int clients,
+                          double seconds, uint64_t seed, const bench::RunResult& r,
+                          const ClientTally& t) {
+  nlohmann::json result = {{"elapsed_s", r.elapsed_s},
+                           {"committed", r.committed},
+                           {"committed_rw", r.committed_rw},
+                           {"aborted", r.aborted},
+                           {"unknown", t.unknown},
+                           {"rejected", t.rejected},
+                           {"txn_per_sec", bench::Throughput(r)},
+                           {"abort_rate", bench::AbortRate(r)},
+                           {"aborts", bench::AbortsJson(r.stats.aborts)},
+                           {"latency_ns",
+                            {{"p50", r.latency_ns.Percentile(0.50)},
+                             {"p99", r.latency_ns.Percentile(0.99)},
+                             {"p999", r.latency_ns.Percentile(0.999)},
+                             {"mean", r.latency_ns.Mean()}}}};
+  if (!r.committed_by_txn.empty()) {
+    nlohmann::json by_txn;
+    for (const auto& [name, count] : r.committed_by_txn) by_txn[name] = count;
+    result["committed_by_txn"] = by_txn;
+  }
+  if (r.declined) result["declined"] = *r.declined;
+  if (r.check) result[r.check->json_key] = r.check->json;
+  return {{"bench", r.workload},
+          {"command", what},
+          {"build_type", bench::kBuildType},
+          {"transport", "grpc"},
+          {"connect", address},
+          {"settings", {{"clients", clients}, {"seconds", seconds}, {"seed", seed}}},
+          {"result", result}};
+}
+
+}  // namespace
+
+void AddConnectFlags(CLI::App* cmd, ConnectFlags* f) {
+  cmd->add_option("--connect", f->address,
+                  "drive a cluster that serves this workload (pond serve --workload ...) at "
+                  "HOST:PORT through the client API, instead of an embedded cluster");
+  cmd->add_option("--clients", f->clients, "with --connect: client threads, one connection each")
+      ->check(CLI::Range(1, kClientsMax))
+      ->capture_default_str();
+}
+
+Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f) {
+  if (f.address.empty()) {
+    if (cmd.get_option_no_throw("--clients") != nullptr && cmd.count("--clients") > 0) {
+      return InvalidArgument("--clients goes with --connect");
+    }
+    return Status::Ok();
+  }
+  for (const char* flag : kEmbeddedOnly) {
+    if (cmd.get_option_no_throw(flag) != nullptr && cmd.count(flag) > 0) {
+      return InvalidArgument(std::string(flag) +
+                             " shapes an embedded cluster or its data; with --connect the "
+                             "server's cluster and tables decide it");
+    }
+  }
+  return Status::Ok();
+}
+
+int RunConnected(const std::string& what, const bench::Workload& w, const ConnectFlags& f,
+                 double seconds, uint64_t seed, const std::string& json_path) {
+  if (!(seconds > 0) || seconds > 86400) return Fail(what, "--seconds must be in (0, 86400]");
+  auto control = client::Client::Connect(f.address);
+  if (!control.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), control.status().message().c_str());
+    return 1;
+  }
+  Result<client::Description> d = (*control)->Describe();
+  if (!d.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), d.status().message().c_str());
+    return 1;
+  }
+  std::vector<bench::RemoteTable> tables;
+  for (const client::TableInfo& t : d->tables)
+    tables.push_back({t.name, t.value_bytes, t.capacity});
+  Result<std::unique_ptr<bench::RemoteDriver>> driver = w.Remote(tables);
+  if (!driver.ok()) return Fail(what, f.address + ": " + driver.status().message());
+  bench::RemoteDriver& dr = **driver;
+  const bench::RemoteReader read = MakeReader(**control);
+
+  std::printf(
+      "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
+      "address(es)), %d client(s), %s, %g s, seed %lu\n",
+      what.c_str(), bench::kBuildType, f.address.c_str(), d->cluster.c_str(),
+      d->cn_addresses.size(), f.clients, dr.Settings().c_str(), seconds,
+      static_cast<unsigned long>(seed));
+  if (bench::kAssertsOn) {
+    std::printf("warning: asserts are on; numbers are not comparable with Release\n");
+  }
+  std::fflush(stdout);
+  if (Status st = dr.Start(read); !st.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.ToString().c_str());
+    return 1;
+  }
+
+  std::vector<ClientTally> tallies(static_cast<size_t>(f.clients));
+  std::atomic<uint64_t> committed{0}, aborted{0};
+  std::atomic<bool> stop{false};
+  std::mutex fail_mu;
+  std::string connect_failure;  // guarded by fail_mu
+  Clock& clock = SystemClock::Get();
+  const uint64_t start = clock.NowNs();
+  const uint64_t deadline = start + static_cast<uint64_t>(seconds * 1e9);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < f.clients; i++) {
+    threads.emplace_back([&, i] {
+      ClientTally& t = tallies[static_cast<size_t>(i)];
+      auto c = client::Client::Connect(f.address);
+      if (!c.ok()) {
+        std::lock_guard lock(fail_mu);
+        connect_failure = c.status().message();
+        return;
+      }
+      Rng rng(seed * 1'000'003 + static_cast<uint64_t>(i));
+      for (uint64_t n = 1; !stop.load(std::memory_order_relaxed) && clock.NowNs() < deadline; n++) {
+        const bench::RemoteCall call = dr.Next(rng, static_cast<uint64_t>(i), n);
+        const uint64_t t0 = clock.NowNs();
+        client::CallReply reply = (*c)->Call(call.procedure, call.args);
+        const uint64_t t1 = clock.NowNs();
+        const client::Answer& a = reply.answer;
+        bench::RemoteOutcome o = bench::RemoteOutcome::kUnknown;
+        if (a.outcome == client::Outcome::kCommitted) {
+          o = bench::RemoteOutcome::kCommitted;
+        } else if (a.outcome == client::Outcome::kAborted) {
+          o = a.reason == client::AbortReason::kDuplicateKey ? bench::RemoteOutcome::kDuplicateKey
+                                                             : bench::RemoteOutcome::kAborted;
+        } else if (a.outcome == client::Outcome::kRejected) {
+          o = bench::RemoteOutcome::kRejected;
+        }
+        if (!dr.Book(call, o, reply.reply)) continue;
+        switch (o) {
+          case bench::RemoteOutcome::kCommitted:
+            t.latency_ns.Record(t1 - t0);
+            t.committed++;
+            if (call.read_write) t.committed_rw++;
+            committed.fetch_add(1, std::memory_order_relaxed);
+            break;
+          case bench::RemoteOutcome::kUnknown:
+            t.unknown++;
+            break;
+          case bench::RemoteOutcome::kRejected:
+            // The server and this client disagree about the workload: stop, and say why.
+            t.rejected++;
+            if (t.first_rejection.empty()) t.first_rejection = a.ToString();
+            stop = true;
+            break;
+          default:
+            t.aborted++;
+            aborted.fetch_add(1, std::memory_order_relaxed);
+            if (uint64_t* counter = AbortCounter(t.aborts, a.reason)) {
+              (*counter)++;
+            } else {
+              t.other++;
+            }
+            break;
+        }
+      }
+    });
+  }
+  // Progress about once a second, as the embedded runs print it.
+  auto progress = KvsProgressPrinter(stdout, /*simulate=*/false, "");
+  for (uint64_t next = start + 1'000'000'000; clock.NowNs() < deadline && !stop.load();) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (clock.NowNs() >= next) {
+      progress(
+          {static_cast<double>(clock.NowNs() - start) / 1e9, committed.load(), aborted.load()});
+      next += 1'000'000'000;
+    }
+  }
+  for (std::thread& t : threads) t.join();
+  const double elapsed = static_cast<double>(clock.NowNs() - start) / 1e9;
+  if (!connect_failure.empty()) {
+    std::fprintf(stderr, "pond %s: a client could not connect: %s\n", what.c_str(),
+                 connect_failure.c_str());
+    return 1;
+  }
+
+  bench::RunResult r;
+  ClientTally all;
+  r.workload = w.name();
+  r.elapsed_s = elapsed;
+  r.wall_s = elapsed;
+  for (const ClientTally& t : tallies) {
+    r.latency_ns.Merge(t.latency_ns);
+    all.committed += t.committed;
+    all.committed_rw += t.committed_rw;
+    all.aborted += t.aborted;
+    all.unknown += t.unknown;
+    all.rejected += t.rejected;
+    all.other += t.other;
+    for (const AbortCounts::Reason& reason : AbortCounts::Reasons()) {
+      all.aborts.*reason.count += t.aborts.*reason.count;
+    }
+    if (all.first_rejection.empty()) all.first_rejection = t.first_rejection;
+  }
+  r.committed = all.committed;
+  r.committed_rw = all.committed_rw;
+  r.aborted = all.aborted;
+  r.unknown = all.unknown;
+  r.stats.aborts = all.aborts;
+  if (all.rejected > 0) {
+    std::fprintf(stderr, "pond %s: the server rejected a call: %s\n", what.c_str(),
+                 all.first_rejection.c_str());
+    return 1;
+  }
+  if (Status st = dr.Finish(read, &r); !st.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.ToString().c_str());
+    return 1;
+  }
+  PrintResult(r, all);
+  if (!json_path.empty()) {
+    if (!WriteFile(json_path,
+                   ResultJson(what, f.address, f.clients, seconds, seed, r, all).dump(2) + "\n")) {
+      return Fail(what, "cannot write " + json_path);
+    }
+    std::printf("results written to %s\n", json_path.c_str());
+  }
+  std::fflush(stdout);
+  if (r.check && !r.check->ok) {
+    std::fprintf(stderr, "pond %s: %s failed: %s\n", what.c_str(), r.check->name.c_str(),
+                 r.check->detail.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace pond::tools
