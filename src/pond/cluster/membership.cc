@@ -25,11 +25,12 @@ static_assert(offsetof(CnEntry, flags) == 1 && offsetof(CnEntry, incarnation) ==
 constexpr uint8_t kHostsTso = 1;
 struct MnEntry {
   uint8_t alive;
-  uint8_t rejoin;  // MnStatus::Rejoin; 0 unless alive
-  uint8_t reserved[2];
+  uint8_t rejoin;   // MnStatus::Rejoin; 0 unless alive
+  uint8_t leaving;  // MnStatus::leaving; 0 unless alive and not rejoining
+  uint8_t reserved;
 };
 static_assert(sizeof(MnEntry) == 4);
-static_assert(offsetof(MnEntry, rejoin) == 1);
+static_assert(offsetof(MnEntry, rejoin) == 1 && offsetof(MnEntry, leaving) == 2);
 }  // namespace
 
 std::vector<std::byte> Configuration::Encode() const {
@@ -47,7 +48,8 @@ std::vector<std::byte> Configuration::Encode() const {
     at += sizeof(e);
   }
   for (const MnStatus& mn : mns) {
-    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), static_cast<uint8_t>(mn.rejoin), {}};
+    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), static_cast<uint8_t>(mn.rejoin),
+              static_cast<uint8_t>(mn.leaving ? 1 : 0), 0};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -92,10 +94,11 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
         (e.rejoin != 0 && e.alive == 0)) {
       return Corruption("configuration MN entry has a bad rejoin state");
     }
-    if (e.reserved[0] != 0 || e.reserved[1] != 0) {
-      return Corruption("configuration MN entry has reserved bytes set");
+    if (e.leaving > 1 || (e.leaving == 1 && (e.alive == 0 || e.rejoin != 0))) {
+      return Corruption("configuration MN entry has a bad leaving flag");
     }
-    c.mns[i] = MnStatus{e.alive == 1, static_cast<MnStatus::Rejoin>(e.rejoin)};
+    if (e.reserved != 0) return Corruption("configuration MN entry has reserved bytes set");
+    c.mns[i] = MnStatus{e.alive == 1, static_cast<MnStatus::Rejoin>(e.rejoin), e.leaving == 1};
   }
   return c;
 }

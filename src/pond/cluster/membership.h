@@ -36,6 +36,11 @@ struct MnStatus {
   enum class Rejoin : uint8_t { kNone = 0, kCopying = 1, kFrozen = 2 };
   bool alive = true;
   Rejoin rejoin = Rejoin::kNone;  // kNone unless alive
+  // Declared failed in a cluster of processes, where CNs hear epochs at different times
+  // (docs/recovery.md "Processes"): still written by every CN, read by none, until every CN has
+  // stopped reading it; then an epoch marks it not alive and writes skip it. Only when alive
+  // and not rejoining.
+  bool leaving = false;
   friend bool operator==(const MnStatus&, const MnStatus&) = default;
 };
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".

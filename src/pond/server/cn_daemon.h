@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "pond/cluster.h"
 #include "pond/status.h"
@@ -26,6 +27,8 @@ class CnFrontend {
   virtual Result<std::string> Start(Cluster& cluster, uint16_t cn) = 0;
   // Stops taking clients and waits for the calls under way to be answered.
   virtual void Stop() = 0;
+  // The client addresses of every CN that takes clients now, in CN order (for Describe).
+  virtual void SetCnAddresses(std::vector<std::string> addresses) = 0;
 };
 
 struct CnDaemonOptions {

@@ -258,6 +258,19 @@ int Up(const UpOptions& o) {
     std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
                 o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
   }
+  // Where clients go: any CN will do, and each tells them of the others.
+  std::string first;
+  for (int cn = 0; cn < o.cn_daemons && o.cn_clients; cn++) {
+    Result<cluster::Versioned> v =
+        (*store)->Get(cluster::ClientKey(o.cluster, static_cast<uint16_t>(cn)));
+    if (!v.ok() || v->value.empty()) continue;
+    const std::string address(reinterpret_cast<const char*>(v->value.data()), v->value.size());
+    if (first.empty()) first = address;
+    std::printf("client %s (CN %d)\n", address.c_str(), cn);
+  }
+  if (!first.empty()) {
+    std::printf("try:  pond client --connect %s describe\n", first.c_str());
+  }
   std::printf("stop: pond down --dir %s\n", o.dir.c_str());
   return 0;
 }

@@ -18,9 +18,9 @@ struct UpOptions {
   // The cluster's spec: mns, cns, workers_per_cn, replication, versions, region_mib, protocol,
   // isolation, seed, transport.ucx_*.
   ClusterConfig config;
-  // CN daemons to start: config.cns, or 0 for none (the MNs alone, for an embedded run's CNs:
-  // `pond bench --coord`).
-  int cn_daemons = 0;
+  // CN daemons to start, which the spec's cns follows; 0 for none (the MNs alone, for an
+  // embedded run's CNs: `pond bench --coord`).
+  int cn_daemons = 3;
   std::vector<std::string> cn_args;  // more flags for every `pond cn`
   bool cn_clients = false;           // the CNs take clients: wait for their client addresses
   double timeout_s = 60;             // for ZooKeeper and every daemon to come up

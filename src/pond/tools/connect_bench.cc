@@ -204,7 +204,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
 
   std::printf(
       "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
-      "address(es)), %d client(s), %s, %g s, seed %lu\n",
+      "address(es), the clients spread over them), %d client(s), %s, %g s, seed %lu\n",
       what.c_str(), bench::kBuildType, f.address.c_str(), d->cluster.c_str(),
       d->cn_addresses.size(), f.clients, dr.Settings().c_str(), seconds,
       static_cast<unsigned long>(seed));
@@ -227,9 +227,13 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   const uint64_t deadline = start + static_cast<uint64_t>(seconds * 1e9);
   std::vector<std::thread> threads;
   for (int i = 0; i < f.clients; i++) {
-    threads.emplace_back([&, i] {
+    // Clients spread over the CNs, as Lotus's are (each moves to another if its CN fails).
+    const std::string address =
+        d->cn_addresses.empty() ? f.address
+                                : d->cn_addresses[static_cast<size_t>(i) % d->cn_addresses.size()];
+    threads.emplace_back([&, i, address] {
       ClientTally& t = tallies[static_cast<size_t>(i)];
-      auto c = client::Client::Connect(f.address);
+      auto c = client::Client::Connect(address);
       if (!c.ok()) {
         std::lock_guard lock(fail_mu);
         connect_failure = c.status().message();

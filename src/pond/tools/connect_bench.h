@@ -1,6 +1,7 @@
 // `pond bench smallbank|kvs|tatp --connect ADDR`: a workload driven from this process through
 // the client API against a cluster that serves it (`pond serve --workload W`, docs/clients.md).
-// --clients threads, each with its own connection, call the workload's procedures by name for
+// --clients threads, each with its own connection to one of the CNs the server names (spread
+// over them in turn), call the workload's procedures by name for
 // --seconds; the report has the embedded run's lines that a client can see — throughput, the
 // committed mix, aborts by reason, latency — and the workload's check, done through reads
 // (SmallBank's money check). Called from the CLI's thread only.

@@ -3,9 +3,12 @@
 #include <string>
 
 #include "pond/server/cn_daemon.h"
+#include "pond/server/cn_frontend.h"
 #include "pond/server/local_cluster.h"
 #include "pond/server/mn_daemon.h"
 #include "pond/tools/command.h"
+#include "pond/tools/grpc_log.h"
+#include "pond/tools/served_flags.h"
 
 namespace pond::tools {
 
@@ -28,6 +31,8 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
   }
   {
     auto o = std::make_shared<server::CnDaemonOptions>();
+    auto served = std::make_shared<ServedFlags>();
+    auto listen = std::make_shared<std::string>("127.0.0.1:0");
     CLI::App* cmd = root.add_subcommand(
         "cn",
         "Run one compute node: its workers, lock tables and clients, until SIGTERM "
@@ -47,7 +52,24 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "seconds a stopping CN waits for answers the other CNs owe it")
         ->check(CLI::Range(0.0, 600.0))
         ->capture_default_str();
-    cmd->callback([o, action] { *action = [o] { return server::RunCnDaemon(*o); }; });
+    cmd->add_option("--listen", *listen,
+                    "HOST:PORT to take clients on (port 0: any free one; published for them)")
+        ->capture_default_str();
+    AddServedFlags(cmd, served.get());
+    cmd->callback([o, served, listen, action] {
+      Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
+      if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());
+      std::shared_ptr<Served> what(std::move(prepared).value());
+      auto dir = std::make_shared<server::ServiceDirectory>();
+      // Every CN sets up the same workloads in the same order: CN 0 makes their tables, the
+      // others open them, and all register the same procedures under the same ids.
+      o->setup = [what, dir](Cluster& c, bool) { return SetUpServed(c, *what, dir.get()); };
+      o->frontend = std::make_unique<server::ClientFrontend>(dir, *listen, served->service);
+      *action = [o] {
+        QuietGrpcLog();
+        return server::RunCnDaemon(*o);
+      };
+    });
   }
   {
     auto o = std::make_shared<server::UpOptions>();
@@ -87,10 +109,16 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "a CN daemon's lease: declared failed after this long without a beat")
         ->check(CLI::Range(20, 60'000))
         ->capture_default_str();
+    auto served = std::make_shared<ServedFlags>();
+    AddServedFlags(cmd, served.get());
     cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
-    cmd->callback([o, protocol, isolation, action] {
+    cmd->callback([o, protocol, isolation, served, action] {
+      Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
+      if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());
+      o->cn_args = ServedArgs(*served);
+      o->cn_clients = true;
       Result<ProtocolConfig> p = ProtocolByName(*protocol);
       if (!p.ok()) throw CLI::ValidationError("--protocol", p.status().message());
       o->config.protocol = *p;

@@ -35,6 +35,7 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl)
   const uint64_t now = cl.clock().NowNs();
   cn_seen_.assign(cl.config().cns, Seen{0, now});
   mn_seen_.assign(cl.config().mns, Seen{0, now});
+  mn_busy_.assign(cl.config().mns, MnBusy{});
   renewed_ns_ = now;
   alive_ = view_.cns[cn_].alive;
 }
@@ -68,8 +69,8 @@ void ProcessMembership::Loop() {
         Fence("no renewal reached any MN for " + std::to_string((now - renewed_ns_) / 1'000'000) +
               " ms");
       }
-      if (!renewing_) Renew();
-      if (!watching_) Watch();
+      Renew();
+      Watch();
       ReadConfig();
       if (ActingCm()) Manage();
       for (auto& f : failures_) {
@@ -89,59 +90,51 @@ void ProcessMembership::Loop() {
 }
 
 void ProcessMembership::Renew() {
-  renewing_ = true;
   beat_ = store::CnBeat(cl_.process_start_->incarnation, ++beat_count_);
-  sched_.Spawn([](ProcessMembership* m) -> Task<void> {
-    const uint64_t sent = m->cl_.clock().NowNs();
-    uint64_t mns = 0;
-    for (int mn = 0; mn < m->cl_.config().mns; mn++) {
-      if (m->cl_.placement().IsDown(static_cast<MnId>(mn))) continue;
+  // Every MN on its own: a batch to an MN that died may take the transport's timeout to fail,
+  // and must not hold up the beats the others take.
+  for (int mn = 0; mn < cl_.config().mns; mn++) {
+    if (mn_busy_[mn].renewing || cl_.placement().IsDown(static_cast<MnId>(mn))) continue;
+    mn_busy_[mn].renewing = true;
+    sched_.Spawn([](ProcessMembership* m, int mn, uint64_t beat) -> Task<void> {
+      const uint64_t sent = m->cl_.clock().NowNs();
+      // Its own copy: the write reads it after this coroutine suspends.
+      uint64_t value = beat;
       m->ep_->Write(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset +
                                                            offsetof(store::LeasePage, cn_beat) +
                                                            8 * uint64_t{m->cn_}),
-                    &m->beat_, 8);
-      mns |= uint64_t{1} << mn;
-    }
-    Endpoint::FlushResult r = co_await m->ep_->FlushReporting();
-    // One MN that took it is enough: the CM reads every MN's page.
-    if (r.status.ok() || (mns & ~r.unreachable) != 0) m->renewed_ns_ = sent;
-    m->renewing_ = false;
-  }(this));
+                    &value, 8);
+      Status st = co_await m->ep_->Flush();
+      // One MN that took it is enough: the CM reads every MN's page.
+      if (st.ok()) m->renewed_ns_ = std::max(m->renewed_ns_, sent);
+      m->mn_busy_[mn].renewing = false;
+    }(this, mn, beat_));
+  }
 }
 
 void ProcessMembership::Watch() {
-  watching_ = true;
-  sched_.Spawn([](ProcessMembership* m) -> Task<void> {
-    const int mns = m->cl_.config().mns;
-    std::vector<store::LeasePage> pages(static_cast<size_t>(mns));
-    std::vector<bool> read(static_cast<size_t>(mns), false);
-    for (int mn = 0; mn < mns; mn++) {
-      if (!m->view_.mns[mn].alive) continue;
-      // One MN at a time: a batch to an MN that died fails alone.
-      m->ep_->Read(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset), &pages[mn],
-                   sizeof(store::LeasePage));
-      read[mn] = (co_await m->ep_->Flush()).ok();
-    }
-    const uint64_t now = m->cl_.clock().NowNs();
-    std::vector<uint64_t> newest(m->cn_seen_.size(), 0);
-    for (int mn = 0; mn < mns; mn++) {
-      if (!read[mn]) continue;
+  for (int mn = 0; mn < cl_.config().mns; mn++) {
+    if (mn_busy_[mn].watching || !view_.mns[mn].alive) continue;
+    mn_busy_[mn].watching = true;
+    sched_.Spawn([](ProcessMembership* m, int mn) -> Task<void> {
+      store::LeasePage page;
+      m->ep_->Read(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset), &page,
+                   sizeof(page));
+      const bool read = (co_await m->ep_->Flush()).ok();
+      m->mn_busy_[mn].watching = false;
+      if (!read) co_return;  // an MN that does not answer does not beat
+      const uint64_t now = m->cl_.clock().NowNs();
       Seen& s = m->mn_seen_[mn];
-      if (pages[mn].mn_beat != s.beat) s = Seen{pages[mn].mn_beat, now};
-      for (size_t cn = 0; cn < newest.size(); cn++) {
-        const uint64_t b = pages[mn].cn_beat[cn];
+      if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
+      for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
+        const uint64_t b = page.cn_beat[cn];
         // Only the incarnation the view holds alive counts: an older one's beats are its last.
-        if (store::CnBeatIncarnation(b) == m->view_.cns[cn].incarnation) {
-          newest[cn] = std::max(newest[cn], b);
-        }
+        if (store::CnBeatIncarnation(b) != m->view_.cns[cn].incarnation) continue;
+        Seen& c = m->cn_seen_[cn];
+        if (b > c.beat) c = Seen{b, now};
       }
-    }
-    for (size_t cn = 0; cn < newest.size(); cn++) {
-      Seen& s = m->cn_seen_[cn];
-      if (newest[cn] > s.beat) s = Seen{newest[cn], now};
-    }
-    m->watching_ = false;
-  }(this));
+    }(this, mn));
+  }
 }
 
 bool ProcessMembership::Expired(const Seen& s) const {
@@ -179,6 +172,10 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
                               const std::vector<uint16_t>& shards) {
   const std::string& name = cl_.config().transport.cluster;
   CnContext& me = *cl_.cns_[cn_];
+  // Declared failed itself (a CM that stopped seeing its beats): others may be recovering it.
+  if (view_.cns[cn_].alive && !next.cns[cn_].alive) {
+    Fence("declared failed by epoch " + std::to_string(next.epoch));
+  }
   std::vector<uint16_t> dead;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
     const cluster::CnStatus& was = view_.cns[c];
@@ -221,11 +218,23 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
             std::to_string(now.incarnation));
     }
   }
+  std::vector<uint16_t> unread;  // MNs this CN must stop reading, then say so
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
-    if (view_.mns[mn].alive && !next.mns[mn].alive) {
-      cl_.placement_.SetDown(static_cast<MnId>(mn));
+    const cluster::MnStatus& was = view_.mns[mn];
+    const cluster::MnStatus& now = next.mns[mn];
+    if (was.alive && now.alive && !was.leaving && now.leaving) {
+      // Written still, read no more: a CN that has not heard this yet may still read it, so
+      // everyone's writes must keep reaching it (over shared memory a dead MN's memory stays
+      // readable, and would serve what it holds).
+      cl_.placement_.SetJoining(static_cast<MnId>(mn));
+      unread.push_back(mn);
       Event("MN " + std::to_string(mn) + " failed (epoch " + std::to_string(next.epoch) +
-            "); its replicas serve");
+            "); this CN reads its replicas elsewhere");
+    }
+    if (was.alive && !now.alive) {
+      cl_.placement_.SetDown(static_cast<MnId>(mn));
+      Event("MN " + std::to_string(mn) + " is down (epoch " + std::to_string(next.epoch) +
+            "); writes skip it, its replicas serve");
     }
   }
   for (uint32_t s = 0; s < lock::kShards; s++) {
@@ -265,6 +274,31 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
   view_ = next;
   shards_ = shards;
   if (next.cns[cn_].alive) alive_ = true;
+  // Said once every worker has passed a round since the MN became unreadable here (OnWorkers
+  // above): the CM then lets writes skip it.
+  for (uint16_t mn : unread) {
+    (void)PutMnStep(next.epoch, mn);
+    leaving_since_[mn] = next.epoch;
+  }
+}
+
+Status ProcessMembership::PutMnStep(uint64_t epoch, uint16_t mn) {
+  const std::string key = cluster::FailureStepKey(cl_.config().transport.cluster, epoch,
+                                                  "unread-mn" + std::to_string(mn), cn_);
+  Result<uint64_t> put = cl_.coord_->PutIf(key, {}, 0);
+  if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
+  return put.status();
+}
+
+bool ProcessMembership::MnUnreadByAll(uint16_t mn) const {
+  auto it = leaving_since_.find(mn);
+  if (it == leaving_since_.end()) return false;
+  for (uint16_t c : view_.Alive()) {
+    Result<cluster::Versioned> v = cl_.coord_->Get(cluster::FailureStepKey(
+        cl_.config().transport.cluster, it->second, "unread-mn" + std::to_string(mn), c));
+    if (!v.ok() || v->version == 0) return false;
+  }
+  return true;
 }
 
 void ProcessMembership::Progress(Failure& f) {
@@ -341,6 +375,8 @@ void ProcessMembership::Progress(Failure& f) {
 
 void ProcessMembership::Manage() {
   const std::string& name = cl_.config().transport.cluster;
+  // A CM whose own beats are not getting through may be the one cut off: it declares nothing.
+  if (cl_.clock().NowNs() > renewed_ns_ + LeaseNs() / 2) return;
   cluster::Configuration next = view_;
   std::vector<std::string> what;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
@@ -349,13 +385,23 @@ void ProcessMembership::Manage() {
     what.push_back("CN " + std::to_string(c) + " failed");
   }
   int mns_down = 0;
-  for (const cluster::MnStatus& s : next.mns) mns_down += s.alive ? 0 : 1;
+  for (const cluster::MnStatus& s : next.mns) mns_down += s.alive && !s.leaving ? 0 : 1;
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
-    if (!next.mns[mn].alive || !Expired(mn_seen_[mn])) continue;
+    cluster::MnStatus& m = next.mns[mn];
+    // An MN declared fails in two epochs: first nobody reads it (leaving), then, once every CN
+    // has said so, writes skip it.
+    if (m.alive && m.leaving) {
+      if (MnUnreadByAll(mn)) {
+        m = cluster::MnStatus{false};
+        what.push_back("MN " + std::to_string(mn) + " is down");
+      }
+      continue;
+    }
+    if (!m.alive || !Expired(mn_seen_[mn])) continue;
     // Every group keeps a copy: more than R-1 MNs down would lose data, so the declaration
     // waits (and writes to that MN's groups wait with it).
     if (mns_down + 1 > cl_.config().replication - 1) continue;
-    next.mns[mn].alive = false;
+    m.leaving = true;
     mns_down++;
     what.push_back("MN " + std::to_string(mn) + " failed");
   }

@@ -89,9 +89,9 @@ class ProcessMembership {
 
   void Loop();
   uint64_t LeaseNs() const;
-  // Writes this CN's next beat to every MN up (a coroutine; one at a time).
+  // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine
+  // per MN, one at a time each, so that an MN that hangs holds up only its own.
   void Renew();
-  // Reads every MN's lease page (a coroutine; one at a time).
   void Watch();
   bool Expired(const Seen& s) const;
   // The CM's work: declare what failed, let restarted CNs in.
@@ -102,6 +102,9 @@ class ProcessMembership {
   // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
   bool ActingCm() const;
   Status PutStep(const Failure& f, const std::string& step, uint16_t who);
+  // An MN declared failed by `epoch`: this CN reads it no more; all alive CNs have said so.
+  Status PutMnStep(uint64_t epoch, uint16_t mn);
+  bool MnUnreadByAll(uint16_t mn) const;
   bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
   bool StepDoneByAll(const Failure& f, const std::string& step) const;
   // Runs `fn` on every worker of this CN, on its thread, and waits for them all; the sum of
@@ -122,11 +125,16 @@ class ProcessMembership {
   std::vector<uint16_t> shards_;  // view_'s shard map
   std::atomic<bool> alive_{false};
   uint64_t beat_count_ = 0;
-  uint64_t beat_ = 0;  // the beat being written (the write reads it from here)
-  bool renewing_ = false, watching_ = false;
+  uint64_t beat_ = 0;  // the newest beat
+  // Per MN: a beat being written to it, its lease page being read.
+  struct MnBusy {
+    bool renewing = false, watching = false;
+  };
+  std::vector<MnBusy> mn_busy_;
   uint64_t renewed_ns_ = 0;  // when the last renewal some MN took was sent
   std::vector<Seen> cn_seen_, mn_seen_;
   std::vector<std::unique_ptr<Failure>> failures_;
+  std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
 };
 
 }  // namespace pond::txn

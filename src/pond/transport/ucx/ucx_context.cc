@@ -14,6 +14,7 @@ Status FromUcs(ucs_status_t s, const std::string& what) {
     case UCS_ERR_REJECTED:
     case UCS_ERR_NOT_CONNECTED:
     case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_IO_ERROR:  // over TCP: the peer's process died and its socket closed
       return Unavailable(std::move(m));
     default:
       return Internal(std::move(m));

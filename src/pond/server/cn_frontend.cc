@@ -1,0 +1,24 @@
+#include "pond/server/cn_frontend.h"
+
+namespace pond::server {
+
+Result<std::string> ClientFrontend::Start(Cluster& cluster, uint16_t cn) {
+  ClientServiceOptions o = options_;
+  o.cns = {cn};  // a CN daemon runs its clients' requests on its own CN; routing does the rest
+  POND_RETURN_IF_ERROR(ValidateServiceOptions(o, cluster.config().cns));
+  directory_->cluster = cluster.config().transport.cluster;
+  Result<std::unique_ptr<ClientServer>> s = ClientServer::Start(cluster, *directory_, listen_, o);
+  if (!s.ok()) return s.status();
+  server_ = std::move(s).value();
+  return server_->address();
+}
+
+void ClientFrontend::Stop() {
+  if (server_ != nullptr) server_->Stop();
+}
+
+void ClientFrontend::SetCnAddresses(std::vector<std::string> addresses) {
+  if (server_ != nullptr) server_->service().SetCnAddresses(std::move(addresses));
+}
+
+}  // namespace pond::server
