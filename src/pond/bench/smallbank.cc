@@ -179,6 +179,19 @@ bool SmallBankInDoubtExplains(int64_t diff, const std::vector<int64_t>& in_doubt
   return InDoubtExplains(diff, in_doubt);
 }
 
+bool SmallBankInDoubtExplainsAny(int64_t diff, const std::vector<std::vector<int64_t>>& in_doubt) {
+  std::set<int64_t> reachable = {0};
+  for (const std::vector<int64_t>& effects : in_doubt) {
+    std::set<int64_t> next = reachable;  // not taken
+    for (int64_t r : reachable) {
+      for (int64_t e : effects) next.insert(r + e);
+    }
+    reachable = std::move(next);
+    if (reachable.size() > 1'000'000) return false;
+  }
+  return reachable.contains(diff);
+}
+
 SmallBankWorkload::SmallBankWorkload(const SmallBankParams& p) : p_(p) {}
 SmallBankWorkload::~SmallBankWorkload() = default;
 

@@ -123,5 +123,8 @@ int64_t SmallBankInitialTotal(uint64_t accounts);
 // Whether `diff` is the sum of some of `in_doubt`: the money check's allowance for transactions
 // whose outcome is unknown (each took effect or did not); false if it cannot tell.
 bool SmallBankInDoubtExplains(int64_t diff, const std::vector<int64_t>& in_doubt);
+// The same where each in-doubt transaction had one of several effects when taken (a WriteCheck
+// heard of only as unknown: its amount, or one unit more if it paid the penalty).
+bool SmallBankInDoubtExplainsAny(int64_t diff, const std::vector<std::vector<int64_t>>& in_doubt);
 
 }  // namespace pond::bench

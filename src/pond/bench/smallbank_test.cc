@@ -48,8 +48,8 @@ void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   EXPECT_GT(r->committed, 0u);
   EXPECT_GT(r->committed_rw, 0u);
   // Money moved: some deposits or withdrawals committed.
-  EXPECT_GT(Committed(*r, SmallBankTxn::kDepositChecking) + Committed(*r, SmallBankTxn::kWriteCheck),
-            0u);
+  EXPECT_GT(
+      Committed(*r, SmallBankTxn::kDepositChecking) + Committed(*r, SmallBankTxn::kWriteCheck), 0u);
 }
 
 // A recorded run: its history is judged by the checker under the model the isolation promises.
@@ -70,8 +70,8 @@ void RunRecordedAndCheckHistory(const std::string& protocol, Isolation iso, bool
   ASSERT_TRUE(r->history.has_value());
   // Every committed call and every scan batch is in the history.
   EXPECT_GE(r->history->txns, r->committed);
-  EXPECT_EQ(r->history->model, iso == Isolation::kSnapshot ? "snapshot-isolation"
-                                                           : "strict-serializable");
+  EXPECT_EQ(r->history->model,
+            iso == Isolation::kSnapshot ? "snapshot-isolation" : "strict-serializable");
   EXPECT_TRUE(r->history->ok) << r->history->detail;
 }
 
@@ -115,6 +115,20 @@ TEST(SmallBankSimTest, SameSeedSameRun) {
   EXPECT_EQ(a->committed, b->committed);
   EXPECT_EQ(a->aborted, b->aborted);
   EXPECT_EQ(a->check->json, b->check->json);
+}
+
+// The money check's allowance for calls heard of only as unknown: each was taken or not, and a
+// WriteCheck taken may have paid the penalty unit on top of its amount.
+TEST(SmallBankInDoubtTest, EachUnknownCallWasTakenOrNotWithAnyOfItsEffects) {
+  EXPECT_TRUE(SmallBankInDoubtExplainsAny(0, {}));
+  EXPECT_FALSE(SmallBankInDoubtExplainsAny(1, {}));
+  const std::vector<std::vector<int64_t>> in_doubt = {{5}, {-41, -42}};
+  for (int64_t diff : {0, 5, -41, -42, -36, -37}) {
+    EXPECT_TRUE(SmallBankInDoubtExplainsAny(diff, in_doubt)) << diff;
+  }
+  for (int64_t diff : {1, -40, -43, 4, -83}) {
+    EXPECT_FALSE(SmallBankInDoubtExplainsAny(diff, in_doubt)) << diff;
+  }
 }
 
 // A recorded run caps its calls (the history is kept in memory); a run that records nothing

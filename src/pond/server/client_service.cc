@@ -79,6 +79,11 @@ void ClientService::SetCnAddresses(std::vector<std::string> addresses) {
   cn_addresses_ = std::move(addresses);
 }
 
+void ClientService::SetCnAddressSource(std::function<std::vector<std::string>()> source) {
+  std::lock_guard lock(mu_);
+  cn_address_source_ = std::move(source);
+}
+
 ServiceCounters ClientService::counters() const {
   const AtomicCounters& c = counters_;
   return ServiceCounters{c.requests.load(),          c.committed.load(),      c.aborted.load(),
@@ -142,7 +147,15 @@ bool ClientService::RunOnPin(const Cluster::WorkerPin& pin,
 grpc::Status ClientService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
                                      v1::DescribeResponse* resp) {
   resp->set_cluster(dir_.cluster);
+  std::function<std::vector<std::string>()> source;
   {
+    std::lock_guard lock(mu_);
+    source = cn_address_source_;
+  }
+  std::vector<std::string> live = source ? source() : std::vector<std::string>{};
+  if (!live.empty()) {
+    for (const std::string& a : live) resp->add_cn_addresses(a);
+  } else {
     std::lock_guard lock(mu_);
     if (cn_addresses_.empty()) {
       if (!self_address_.empty()) resp->add_cn_addresses(self_address_);

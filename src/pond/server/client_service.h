@@ -77,6 +77,9 @@ class ClientService final : public v1::Pond::Service {
   void SetSelfAddress(std::string address);
   // Replaces the directory's CN addresses (known only once every server has bound its port).
   void SetCnAddresses(std::vector<std::string> addresses);
+  // Where Describe learns the CN addresses at every call instead (a CN daemon's: what the
+  // coordination service holds now); empty answers fall back to the addresses set above.
+  void SetCnAddressSource(std::function<std::vector<std::string>()> source);
   // Refuses new interactive transactions and cancels every open one (each then aborts): the
   // first step of stopping, before the gRPC server shuts down.
   void CancelStreams();
@@ -133,11 +136,12 @@ class ClientService final : public v1::Pond::Service {
   std::atomic<uint32_t> next_cn_{0};
 
   mutable std::mutex mu_;
-  std::string self_address_;                // guarded by mu_
-  std::vector<std::string> cn_addresses_;   // guarded by mu_; from the directory at first
-  std::map<uint64_t, OpenStream> streams_;  // guarded by mu_
-  uint64_t next_stream_id_ = 0;             // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
+  std::string self_address_;               // guarded by mu_
+  std::vector<std::string> cn_addresses_;  // guarded by mu_; from the directory at first
+  std::function<std::vector<std::string>()> cn_address_source_;  // guarded by mu_
+  std::map<uint64_t, OpenStream> streams_;                       // guarded by mu_
+  uint64_t next_stream_id_ = 0;                                  // guarded by mu_
+  bool stopping_ = false;                                        // guarded by mu_
   std::condition_variable watchdog_cv_;
 
   struct AtomicCounters {

@@ -11,9 +11,6 @@ namespace pond::server {
 
 namespace {
 
-// How often the daemon looks for the other CNs' client addresses.
-constexpr int kAddressesEveryMs = 250;
-
 std::vector<std::byte> Text(const std::string& s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   return {p, p + s.size()};
@@ -110,25 +107,25 @@ int RunCnDaemon(CnDaemonOptions& o) {
     log("serving the other CNs (no client front end)");
   }
 
-  // Until told to stop: the other CNs' client addresses, as they come and go, for the clients'
-  // fail-over.
-  int sig = 0;
-  std::vector<std::string> addresses;
-  while ((sig = WaitForStop(kAddressesEveryMs)) == 0) {
-    if (o.frontend == nullptr) continue;
-    std::vector<std::string> now;
-    for (int peer = 0; peer < config.cns; peer++) {
-      Result<cluster::Versioned> v =
-          (*store)->Get(cluster::ClientKey(o.cluster, static_cast<uint16_t>(peer)));
-      if (v.ok() && !v->value.empty()) {
-        now.emplace_back(reinterpret_cast<const char*>(v->value.data()), v->value.size());
+  if (o.frontend != nullptr) {
+    // Describe names every CN that takes clients now, read at each call (clients ask rarely:
+    // when they connect and when their CN fails).
+    cluster::ZkConfigStore* zk = store->get();
+    const int cns = config.cns;
+    const std::string name = o.cluster;
+    o.frontend->SetCnAddressSource([zk, cns, name] {
+      std::vector<std::string> now;
+      for (int peer = 0; peer < cns; peer++) {
+        Result<cluster::Versioned> v =
+            zk->Get(cluster::ClientKey(name, static_cast<uint16_t>(peer)));
+        if (v.ok() && !v->value.empty()) {
+          now.emplace_back(reinterpret_cast<const char*>(v->value.data()), v->value.size());
+        }
       }
-    }
-    if (now != addresses) {
-      addresses = now;
-      o.frontend->SetCnAddresses(addresses);
-    }
+      return now;
+    });
   }
+  const int sig = WaitForStop(-1);
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
   if (o.frontend != nullptr) {
     // Withdrawn first: a client looking now moves to another CN.

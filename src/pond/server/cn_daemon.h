@@ -27,8 +27,9 @@ class CnFrontend {
   virtual Result<std::string> Start(Cluster& cluster, uint16_t cn) = 0;
   // Stops taking clients and waits for the calls under way to be answered.
   virtual void Stop() = 0;
-  // The client addresses of every CN that takes clients now, in CN order (for Describe).
-  virtual void SetCnAddresses(std::vector<std::string> addresses) = 0;
+  // Where the client addresses of every CN that takes clients now come from, in CN order (for
+  // Describe).
+  virtual void SetCnAddressSource(std::function<std::vector<std::string>()> source) = 0;
 };
 
 struct CnDaemonOptions {

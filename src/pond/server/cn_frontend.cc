@@ -17,8 +17,8 @@ void ClientFrontend::Stop() {
   if (server_ != nullptr) server_->Stop();
 }
 
-void ClientFrontend::SetCnAddresses(std::vector<std::string> addresses) {
-  if (server_ != nullptr) server_->service().SetCnAddresses(std::move(addresses));
+void ClientFrontend::SetCnAddressSource(std::function<std::vector<std::string>()> source) {
+  if (server_ != nullptr) server_->service().SetCnAddressSource(std::move(source));
 }
 
 }  // namespace pond::server

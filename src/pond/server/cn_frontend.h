@@ -23,7 +23,7 @@ class ClientFrontend final : public CnFrontend {
 
   Result<std::string> Start(Cluster& cluster, uint16_t cn) override;
   void Stop() override;
-  void SetCnAddresses(std::vector<std::string> addresses) override;
+  void SetCnAddressSource(std::function<std::vector<std::string>()> source) override;
 
  private:
   std::shared_ptr<ServiceDirectory> directory_;

@@ -101,8 +101,11 @@ for tls in shm tcp; do
   else
     fail "$tls: SmallBank across the MN kill (exit $rc)"; cat "$tmp/run2.out"
   fi
-  grep -h "lease lost" "$d"/cn-*.log && fail "$tls: a live CN lost its lease" ||
+  if grep -q "lease lost" "$d"/cn-*.log; then
+    fail "$tls: a live CN lost its lease"; tail -n 12 "$d"/cn-*.log
+  else
     ok "$tls: no live CN lost its lease"
+  fi
 
   cp "$d/cluster.json" "$tmp/cluster-$tls.json"
   "$pond" down --dir "$d" >"$tmp/down.out" 2>&1 || { fail "$tls: pond down"; cat "$tmp/down.out"; }

@@ -120,9 +120,16 @@ void PrintResult(const bench::RunResult& r, const ClientTally& t) {
   }
 }
 
+// Commits so far, every kTimelineStepNs from the start of the run.
+constexpr uint64_t kTimelineStepNs = 100'000'000;
+struct Timeline {
+  uint64_t start_unix_ms = 0;
+  std::vector<uint64_t> committed;
+};
+
 nlohmann::json ResultJson(const std::string& what, const std::string& address, int clients,
                           double seconds, uint64_t seed, const bench::RunResult& r,
-                          const ClientTally& t) {
+                          const ClientTally& t, const Timeline& timeline) {
   nlohmann::json result = {{"elapsed_s", r.elapsed_s},
                            {"committed", r.committed},
                            {"committed_rw", r.committed_rw},
@@ -143,6 +150,9 @@ nlohmann::json ResultJson(const std::string& what, const std::string& address, i
     result["committed_by_txn"] = by_txn;
   }
   if (r.declined) result["declined"] = *r.declined;
+  result["timeline"] = {{"start_unix_ms", timeline.start_unix_ms},
+                        {"step_ms", kTimelineStepNs / 1'000'000},
+                        {"committed", timeline.committed}};
   if (r.check) result[r.check->json_key] = r.check->json;
   return {{"bench", r.workload},
           {"command", what},
@@ -285,10 +295,21 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
       }
     });
   }
-  // Progress about once a second, as the embedded runs print it.
+  // Progress about once a second, as the embedded runs print it; the JSON's timeline has the
+  // commits every 100 ms (how long a failure stalls the clients, docs/perf.md).
   auto progress = KvsProgressPrinter(stdout, /*simulate=*/false, "");
-  for (uint64_t next = start + 1'000'000'000; clock.NowNs() < deadline && !stop.load();) {
+  Timeline timeline;
+  timeline.start_unix_ms =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  for (uint64_t next = start + 1'000'000'000, sample = start + kTimelineStepNs;
+       clock.NowNs() < deadline && !stop.load();) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (clock.NowNs() >= sample) {
+      timeline.committed.push_back(committed.load());
+      sample += kTimelineStepNs;
+    }
     if (clock.NowNs() >= next) {
       progress(
           {static_cast<double>(clock.NowNs() - start) / 1e9, committed.load(), aborted.load()});
@@ -338,7 +359,8 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   PrintResult(r, all);
   if (!json_path.empty()) {
     if (!WriteFile(json_path,
-                   ResultJson(what, f.address, f.clients, seconds, seed, r, all).dump(2) + "\n")) {
+                   ResultJson(what, f.address, f.clients, seconds, seed, r, all, timeline).dump(2) +
+                       "\n")) {
       return Fail(what, "cannot write " + json_path);
     }
     std::printf("results written to %s\n", json_path.c_str());

@@ -23,6 +23,9 @@ constexpr uint16_t kMembershipWorker = 1000;
 constexpr int kFencedExit = 75;
 // How long a stopping membership thread waits for its work under way.
 constexpr uint64_t kStopWaitNs = 10'000'000'000;
+// Failure::recovery: a log's recovery by this CN, from the coordination thread's start of it to
+// the beat thread's end of it and back.
+constexpr int kRecoveryIdle = 0, kRecoveryRunning = 1, kRecoveryDone = 2, kRecoveryFailed = 3;
 
 }  // namespace
 
@@ -31,6 +34,7 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl)
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{cn_, kMembershipWorker}, sched_);
   const ProcessStart& start = *cl.process_start_;
   view_ = start.config;
+  beat_view_ = start.config;
   shards_ = start.shards;
   const uint64_t now = cl.clock().NowNs();
   cn_seen_.assign(cl.config().cns, Seen{0, now});
@@ -45,10 +49,13 @@ ProcessMembership::~ProcessMembership() { Stop(); }
 void ProcessMembership::Start() {
   POND_CHECK(!thread_.joinable());
   thread_ = std::thread([this] { Loop(); });
+  coord_thread_ = std::thread([this] { CoordLoop(); });
 }
 
 void ProcessMembership::Stop() {
   stop_ = true;
+  // The coordination thread first: it queues work for the beat thread, which then finishes it.
+  if (coord_thread_.joinable()) coord_thread_.join();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -65,18 +72,26 @@ void ProcessMembership::Loop() {
       next = now + period;
       // A CN that has not renewed for its own lease can no longer know whether it was declared
       // failed: it stops before the CM, which counts a whole lease from its last beat it saw.
-      if (now > renewed_ns_ + LeaseNs() - LeaseNs() / 10) {
-        Fence("no renewal reached any MN for " + std::to_string((now - renewed_ns_) / 1'000'000) +
-              " ms");
+      const uint64_t renewed = renewed_ns_.load();
+      if (now > renewed + LeaseNs() - LeaseNs() / 10) {
+        std::string per_mn;
+        for (size_t mn = 0; mn < mn_busy_.size(); mn++) {
+          per_mn += "; MN " + std::to_string(mn) + ": last beat taken " +
+                    std::to_string((now - mn_busy_[mn].renewed_ns) / 1'000'000) + " ms ago" +
+                    (mn_busy_[mn].renewing ? ", one in flight" : "");
+        }
+        Fence("no renewal reached any MN for " + std::to_string((now - renewed) / 1'000'000) +
+              " ms" + per_mn);
       }
       Renew();
       Watch();
-      ReadConfig();
-      if (ActingCm()) Manage();
-      for (auto& f : failures_) {
-        if (!f->opened) Progress(*f);
-      }
     }
+    std::vector<std::function<Task<void>()>> spawn;
+    {
+      std::lock_guard lock(beat_mu_);
+      spawn.swap(to_spawn_);
+    }
+    for (auto& fn : spawn) sched_.Spawn(fn());
     if (!sched_.RunOnce()) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   // What is under way finishes first (a beat, a read of the lease pages, a log's recovery):
@@ -87,6 +102,22 @@ void ProcessMembership::Loop() {
     if (!sched_.RunOnce()) std::this_thread::yield();
   }
   POND_CHECK_MSG(sched_.live() == 0, "the membership thread's work did not finish at its stop");
+}
+
+void ProcessMembership::CoordLoop() {
+  // The coordination service's work — reading epochs, declaring, recovery steps — on a thread of
+  // its own: a slow service must not hold up the beats.
+  const uint64_t period = LeaseNs() / 10;
+  while (!stop_.load()) {
+    const uint64_t start = cl_.clock().NowNs();
+    ReadConfig();
+    if (ActingCm()) Manage();
+    for (auto& f : failures_) {
+      if (!f->opened) Progress(*f);
+    }
+    const uint64_t spent = cl_.clock().NowNs() - start;
+    if (spent < period) std::this_thread::sleep_for(std::chrono::nanoseconds(period - spent));
+  }
 }
 
 void ProcessMembership::Renew() {
@@ -106,15 +137,21 @@ void ProcessMembership::Renew() {
                     &value, 8);
       Status st = co_await m->ep_->Flush();
       // One MN that took it is enough: the CM reads every MN's page.
-      if (st.ok()) m->renewed_ns_ = std::max(m->renewed_ns_, sent);
+      if (st.ok() && m->renewed_ns_.load() < sent) m->renewed_ns_ = sent;
+      if (st.ok()) m->mn_busy_[mn].renewed_ns = sent;
       m->mn_busy_[mn].renewing = false;
     }(this, mn, beat_));
   }
 }
 
 void ProcessMembership::Watch() {
+  std::vector<bool> alive;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (const cluster::MnStatus& m : beat_view_.mns) alive.push_back(m.alive);
+  }
   for (int mn = 0; mn < cl_.config().mns; mn++) {
-    if (mn_busy_[mn].watching || !view_.mns[mn].alive) continue;
+    if (mn_busy_[mn].watching || !alive[mn]) continue;
     mn_busy_[mn].watching = true;
     sched_.Spawn([](ProcessMembership* m, int mn) -> Task<void> {
       store::LeasePage page;
@@ -124,12 +161,13 @@ void ProcessMembership::Watch() {
       m->mn_busy_[mn].watching = false;
       if (!read) co_return;  // an MN that does not answer does not beat
       const uint64_t now = m->cl_.clock().NowNs();
+      std::lock_guard lock(m->beat_mu_);
       Seen& s = m->mn_seen_[mn];
       if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
       for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
         const uint64_t b = page.cn_beat[cn];
         // Only the incarnation the view holds alive counts: an older one's beats are its last.
-        if (store::CnBeatIncarnation(b) != m->view_.cns[cn].incarnation) continue;
+        if (store::CnBeatIncarnation(b) != m->beat_view_.cns[cn].incarnation) continue;
         Seen& c = m->cn_seen_[cn];
         if (b > c.beat) c = Seen{b, now};
       }
@@ -137,14 +175,20 @@ void ProcessMembership::Watch() {
   }
 }
 
-bool ProcessMembership::Expired(const Seen& s) const {
-  return cl_.clock().NowNs() > s.moved_ns + LeaseNs();
+bool ProcessMembership::CnExpired(uint16_t cn) const {
+  std::lock_guard lock(beat_mu_);
+  return cl_.clock().NowNs() > cn_seen_[cn].moved_ns + LeaseNs();
+}
+
+bool ProcessMembership::MnExpired(uint16_t mn) const {
+  std::lock_guard lock(beat_mu_);
+  return cl_.clock().NowNs() > mn_seen_[mn].moved_ns + LeaseNs();
 }
 
 bool ProcessMembership::ActingCm() const {
   if (!view_.cns[cn_].alive) return false;
   for (uint16_t c = 0; c < cn_; c++) {
-    if (view_.cns[c].alive && !Expired(cn_seen_[c])) return false;
+    if (view_.cns[c].alive && !CnExpired(c)) return false;
   }
   return true;
 }
@@ -272,6 +316,10 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       },
       &ok);
   view_ = next;
+  {
+    std::lock_guard lock(beat_mu_);
+    beat_view_ = next;
+  }
   shards_ = shards;
   if (next.cns[cn_].alive) alive_ = true;
   // Said once every worker has passed a round since the MN became unreadable here (OnWorkers
@@ -310,33 +358,50 @@ void ProcessMembership::Progress(Failure& f) {
   if (f.logs.size() != workers) return;
   // Each log by one survivor: the i-th of those alive now (so a recoverer that fails too is
   // replaced), its recovery idempotent should two do it.
+  // A recovery this CN ran, finished on the beat thread: its step is said here.
+  const int state = f.recovery.load();
+  if (state == kRecoveryDone || state == kRecoveryFailed) {
+    const uint16_t worker = f.recovering_worker;
+    if (state == kRecoveryFailed) {
+      // An MN that failed under it: tried again next period, with the MN left out once the
+      // epoch says so.
+      Event("recovery of CN " + std::to_string(f.cn) + "'s log " + std::to_string(worker) +
+            " stopped: " + f.recovery_error);
+      f.recovery = kRecoveryIdle;
+    } else if (PutStep(f, "recovered", worker).ok()) {
+      f.recovered.insert(worker);
+      Event("recovered CN " + std::to_string(f.cn) + "'s log " + std::to_string(worker) + ": " +
+            std::to_string(f.recovery_stats.records) + " records, " +
+            std::to_string(f.recovery_stats.rolled_forward) + " rolled forward, " +
+            std::to_string(f.recovery_stats.rolled_back) + " rolled back");
+      f.recovery = kRecoveryIdle;
+    }
+  }
   for (uint16_t i = 0; i < workers; i++) {
     if (f.recovered.count(i) != 0) continue;
     if (StepDone(f, "recovered", i)) {
       f.recovered.insert(i);
       continue;
     }
-    if (alive[i % alive.size()] != cn_ || f.recovering) continue;
-    f.recovering = true;
-    sched_.Spawn([](ProcessMembership* m, Failure* f, uint16_t worker) -> Task<void> {
-      Result<cluster::LogRecoveryStats> r =
-          co_await cluster::RecoverCommitLog(*m->ep_, m->cl_.catalog(), m->cl_.placement(),
-                                             f->logs[worker], f->log_bytes, f->cn, worker);
-      f->recovering = false;
-      if (!r.ok()) {
-        // An MN that failed under it: tried again next period, with the MN left out once the
-        // epoch says so.
-        m->Event("recovery of CN " + std::to_string(f->cn) + "'s log " + std::to_string(worker) +
-                 " stopped: " + r.status().message());
-        co_return;
-      }
-      Status put = m->PutStep(*f, "recovered", worker);
-      if (!put.ok()) co_return;
-      f->recovered.insert(worker);
-      m->Event("recovered CN " + std::to_string(f->cn) + "'s log " + std::to_string(worker) + ": " +
-               std::to_string(r->records) + " records, " + std::to_string(r->rolled_forward) +
-               " rolled forward, " + std::to_string(r->rolled_back) + " rolled back");
-    }(this, &f, i));
+    if (alive[i % alive.size()] != cn_ || f.recovery.load() != kRecoveryIdle) continue;
+    // The recovery's one-sided work runs on the beat thread, which owns the endpoint.
+    f.recovery = kRecoveryRunning;
+    f.recovering_worker = i;
+    std::lock_guard lock(beat_mu_);
+    to_spawn_.push_back([this, fp = &f, i]() -> Task<void> {
+      return [](ProcessMembership* m, Failure* f, uint16_t worker) -> Task<void> {
+        Result<cluster::LogRecoveryStats> r =
+            co_await cluster::RecoverCommitLog(*m->ep_, m->cl_.catalog(), m->cl_.placement(),
+                                               f->logs[worker], f->log_bytes, f->cn, worker);
+        if (r.ok()) {
+          f->recovery_stats = *r;
+          f->recovery = kRecoveryDone;
+        } else {
+          f->recovery_error = r.status().message();
+          f->recovery = kRecoveryFailed;
+        }
+      }(this, fp, i);
+    });
   }
   if (f.recovered.size() < workers) return;
   CnContext& me = *cl_.cns_[cn_];
@@ -376,11 +441,11 @@ void ProcessMembership::Progress(Failure& f) {
 void ProcessMembership::Manage() {
   const std::string& name = cl_.config().transport.cluster;
   // A CM whose own beats are not getting through may be the one cut off: it declares nothing.
-  if (cl_.clock().NowNs() > renewed_ns_ + LeaseNs() / 2) return;
+  if (cl_.clock().NowNs() > renewed_ns_.load() + LeaseNs() / 2) return;
   cluster::Configuration next = view_;
   std::vector<std::string> what;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
-    if (c == cn_ || !next.cns[c].alive || !Expired(cn_seen_[c])) continue;
+    if (c == cn_ || !next.cns[c].alive || !CnExpired(c)) continue;
     next.cns[c].alive = false;
     what.push_back("CN " + std::to_string(c) + " failed");
   }
@@ -397,7 +462,7 @@ void ProcessMembership::Manage() {
       }
       continue;
     }
-    if (!m.alive || !Expired(mn_seen_[mn])) continue;
+    if (!m.alive || !MnExpired(mn)) continue;
     // Every group keeps a copy: more than R-1 MNs down would lose data, so the declaration
     // waits (and writes to that MN's groups wait with it).
     if (mns_down + 1 > cl_.config().replication - 1) continue;
@@ -419,7 +484,10 @@ void ProcessMembership::Manage() {
     if (!recovered) continue;
     next.cns[c] = cluster::CnStatus{true, static_cast<uint16_t>(view_.cns[c].incarnation + 1)};
     // It comes back managing no shard, so its clock matters no more than any CN's.
-    cn_seen_[c] = Seen{0, cl_.clock().NowNs()};
+    {
+      std::lock_guard lock(beat_mu_);
+      cn_seen_[c] = Seen{0, cl_.clock().NowNs()};
+    }
     what.push_back("CN " + std::to_string(c) + " rejoins");
   }
   if (what.empty()) return;

@@ -22,9 +22,11 @@
 //   - A restarted CN is a new incarnation: it starts managing no shard, asks to be let back in
 //     (JoinKey), and the CM names it alive once its failure is recovered everywhere.
 //
-// Thread rules: one thread of its own (Start to Stop). It reaches the memory pool through an
-// endpoint of its own, and the workers' own state (their views, lock clients, routed calls)
-// through tasks it posts to their inboxes while the cluster serves.
+// Thread rules: two threads of its own (Start to Stop): the beat thread, which alone uses the
+// endpoint (beats, lease pages, log recoveries), and the coordination thread, which talks to the
+// coordination service and reaches the workers' own state (their views, lock clients, routed
+// calls) through tasks it posts to their inboxes while the cluster serves. A slow coordination
+// service then delays declarations, never beats.
 #pragma once
 
 #include <atomic>
@@ -32,11 +34,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pond/cluster/log_recovery.h"
 #include "pond/cluster/membership.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
@@ -76,7 +80,12 @@ class ProcessMembership {
     std::vector<std::vector<GAddr>> logs;  // by worker: its log areas
     uint64_t log_bytes = 0;
     std::set<uint16_t> recovered;  // logs (by worker) known recovered
-    bool recovering = false;       // one of its logs is being recovered here
+    // One of its logs being recovered here: started by the coordination thread, run and ended
+    // by the beat thread (its result is written before the state says so).
+    std::atomic<int> recovery{0};
+    uint16_t recovering_worker = 0;
+    cluster::LogRecoveryStats recovery_stats;
+    std::string recovery_error;
     bool released = false, drained = false, opened = false;
     std::vector<uint32_t> moved;  // shards it managed that the epoch gave to this CN
   };
@@ -87,13 +96,17 @@ class ProcessMembership {
     uint64_t moved_ns = 0;
   };
 
+  // The beat thread: beats, lease pages, and the one-sided work of recoveries.
   void Loop();
+  // The coordination thread: epochs, declarations, recovery steps.
+  void CoordLoop();
   uint64_t LeaseNs() const;
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine
   // per MN, one at a time each, so that an MN that hangs holds up only its own.
   void Renew();
   void Watch();
-  bool Expired(const Seen& s) const;
+  bool CnExpired(uint16_t cn) const;
+  bool MnExpired(uint16_t mn) const;
   // The CM's work: declare what failed, let restarted CNs in.
   void Manage();
   void ReadConfig();
@@ -117,7 +130,7 @@ class ProcessMembership {
   const uint16_t cn_;
   Scheduler sched_;
   std::unique_ptr<Endpoint> ep_;  // to the memory pool; it sends no packets
-  std::thread thread_;
+  std::thread thread_, coord_thread_;
   std::atomic<bool> stop_{false};
 
   cluster::Configuration view_;   // the newest epoch applied here
@@ -129,10 +142,15 @@ class ProcessMembership {
   // Per MN: a beat being written to it, its lease page being read.
   struct MnBusy {
     bool renewing = false, watching = false;
+    uint64_t renewed_ns = 0;  // when the last beat it took was sent
   };
   std::vector<MnBusy> mn_busy_;
-  uint64_t renewed_ns_ = 0;  // when the last renewal some MN took was sent
+  std::atomic<uint64_t> renewed_ns_{0};  // when the last renewal some MN took was sent
+  // What the beat thread shares with the coordination thread.
+  mutable std::mutex beat_mu_;
+  cluster::Configuration beat_view_;  // view_, as of the last epoch applied
   std::vector<Seen> cn_seen_, mn_seen_;
+  std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat thread's scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
 };

@@ -51,11 +51,16 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     // so a peer's request waits at most that long for it.
     if (w.sched().RunOnce()) {
       idle_rounds = 0;
-    } else if (++idle_rounds > kSpinRounds && w.sched().live() == 0 && w.Awaiting() == 0) {
+    } else if (++idle_rounds <= kSpinRounds) {
+      std::this_thread::yield();
+    } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
       std::this_thread::sleep_for(
           std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
     } else {
-      std::this_thread::yield();
+      // Coroutines wait (an answer, a timer) and nothing moves: a long wait spins no more than
+      // it must, so that a busy host still schedules every process's other threads (a CN's
+      // beats must not starve behind its own workers).
+      std::this_thread::sleep_for(kIdleSleepMin);
     }
     const auto now = static_cast<int64_t>(w.Awaiting());
     if (now != awaiting) {
