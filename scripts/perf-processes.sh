@@ -15,12 +15,12 @@ trap '[ -f "$tmp/c/cluster.json" ] && "$pond" down --dir "$tmp/c" --grace 2 >/de
 echo "== machine: $(nproc) cores, $(uname -srm); $("$pond" --help >/dev/null 2>&1 && echo pond ok)"
 echo "== embedded (local transport): smallbank, kvs"
 "$pond" bench smallbank --seconds "$secs" --accounts 100000 | grep -E "^pond|^throughput|^latency|^money"
-"$pond" bench kvs --seconds "$secs" | grep -E "^pond|^throughput|^latency"
+"$pond" bench kvs --seconds "$secs" --keys 100000 | grep -E "^pond|^throughput|^latency"
 
 for tls in shm tcp; do
   echo "== processes over UCX $tls: 3 MN + 3 CN daemons, 8 gRPC clients"
   "$pond" up --dir "$tmp/c" --mns 3 --cns 3 --ucx-tls "$tls" --ucx-net-devices lo --region-mib 1024 \
-    --workload smallbank,kvs --accounts 100000 >"$tmp/up.out"
+    --workload smallbank,kvs --accounts 100000 --keys 100000 --timeout 900 >"$tmp/up.out"
   addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
   "$pond" bench smallbank --connect "$addr" --clients 8 --seconds "$secs" |
     grep -E "^pond|^throughput|^latency|^money|^answers"
@@ -29,7 +29,7 @@ for tls in shm tcp; do
   "$pond" down --dir "$tmp/c" >/dev/null
 done
 
-echo "== kill -9 of CN 2 under SmallBank load (UCX shm, lease 250 ms, 8 clients)"
+echo "== kill -9 of CN 2 under SmallBank load (UCX shm, lease 1000 ms, 8 clients)"
 "$pond" up --dir "$tmp/c" --mns 3 --cns 3 --ucx-tls shm --region-mib 1024 --workload smallbank \
   --accounts 100000 >"$tmp/up.out"
 addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")

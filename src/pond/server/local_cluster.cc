@@ -226,7 +226,11 @@ int Up(const UpOptions& o) {
   for (int cn = 0; cn < o.cn_daemons; cn++) {
     std::error_code ignored;
     fs::remove(fmt::format("{}/cn-{}.log", dir, cn), ignored);
-    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, o.cn_args);
+    // A CN waits for CN 0's tables (loading them may take a while, over TCP) as long as this
+    // waits for it.
+    std::vector<std::string> args = o.cn_args;
+    args.insert(args.end(), {"--wait", fmt::format("{:g}", o.timeout_s)});
+    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, args);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
   }

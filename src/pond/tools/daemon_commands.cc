@@ -104,7 +104,9 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "UCX transports (UCX_TLS: shm, tcp, rc,sm, ...; default UCX's choice)");
     cmd->add_option("--ucx-net-devices", o->config.transport.ucx_net_devices,
                     "network devices (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
-    o->config.transport.lease_ms = 250;
+    // Long enough that no CN of a cluster sharing two cores with its clients misses a beat;
+    // dedicated hosts take far less (docs/deploy.md).
+    o->config.transport.lease_ms = 1000;
     cmd->add_option("--lease-ms", o->config.transport.lease_ms,
                     "a CN daemon's lease: declared failed after this long without a beat")
         ->check(CLI::Range(20, 60'000))

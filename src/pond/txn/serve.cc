@@ -54,6 +54,7 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     } else if (++idle_rounds <= kSpinRounds) {
       std::this_thread::yield();
     } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
+      // nothing to do: sleep, longer and longer
       std::this_thread::sleep_for(
           std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
     } else {
