@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "pond/base/assert.h"
+#include "pond/base/temp_dir.h"
 #include "pond/cluster/local_zookeeper.h"
 
 namespace pond::cluster {
@@ -30,22 +31,6 @@ std::vector<std::byte> Bytes(const std::string& s) {
 std::string Text(const std::vector<std::byte>& b) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
-
-// A fresh directory for one server, removed afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/pond-zk-XXXXXX";
-    POND_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // What every ConfigStore must do: versions from 1, conditional puts that only the writer of the
 // current version wins, values read back exactly, watches that see newer versions.
@@ -124,7 +109,7 @@ class ZkConfigStoreTest : public ::testing::Test {
     }
   }
 
-  TempDir dir_;
+  TempDir dir_{"pond-zk"};
   std::unique_ptr<LocalZooKeeper> zk_;
 };
 
@@ -205,7 +190,7 @@ TEST(ZkConfigStoreConnectTest, NoServerIsUnavailableWithinTheTimeout) {
 }
 
 TEST(LocalZooKeeperTest, StopsAndLeavesNoProcessBehind) {
-  TempDir dir;
+  TempDir dir("pond-zk");
   Result<std::unique_ptr<LocalZooKeeper>> zk = LocalZooKeeper::Start(dir.path() + "/zk");
   ASSERT_TRUE(zk.ok()) << zk.status().ToString();
   const pid_t group = (*zk)->pid();

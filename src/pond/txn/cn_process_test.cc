@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pond/base/assert.h"
+#include "pond/base/temp_dir.h"
 #include "pond/cluster.h"
 #include "pond/cluster/directory.h"
 #include "pond/cluster/local_zookeeper.h"
@@ -31,21 +32,6 @@ using testing_cluster::U64Value;
 
 constexpr uint64_t kKeys = 16;  // few, so that transfers conflict
 constexpr uint64_t kStart = 1000;
-
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base != nullptr ? base : "/tmp") + "/pond-cn-XXXXXX";
-    POND_CHECK(mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // Moves 1 from args[0] to args[1] (two u64 keys).
 Task<Status> Transfer(Session& s, std::span<const std::byte> args, uint16_t table) {
@@ -117,7 +103,7 @@ class CnProcessTest : public testing::TestWithParam<const char*> {
     return c;
   }
 
-  TempDir dir_;
+  TempDir dir_{"pond-cn"};
   std::unique_ptr<cluster::LocalZooKeeper> zk_;
   std::vector<std::unique_ptr<ucx::UcxMemoryNode>> mns_;  // outlive the clusters
   std::thread beating_;
