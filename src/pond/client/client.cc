@@ -230,8 +230,14 @@ Client::Client(std::vector<std::string> addresses, ClientOptions o)
 Client::~Client() = default;
 
 Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, ClientOptions options) {
-  if (address.empty()) return InvalidArgument("no address to connect to");
-  std::unique_ptr<Client> c(new Client({address}, options));
+  return Connect(std::vector<std::string>{address}, options);
+}
+
+Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> addresses,
+                                                ClientOptions options) {
+  std::erase(addresses, std::string());
+  if (addresses.empty()) return InvalidArgument("no address to connect to");
+  std::unique_ptr<Client> c(new Client(std::move(addresses), options));
   Result<Description> d = c->Describe();
   if (!d.ok()) return d.status();
   if (options.follow_cns) {

@@ -195,6 +195,10 @@ class Client {
   // one line if it cannot be reached.
   static Result<std::unique_ptr<Client>> Connect(const std::string& address,
                                                  ClientOptions options = {});
+  // As above, trying `addresses` in order until one answers: the first is preferred, the rest
+  // are where to go if it is down (a client placed on a CN that has just failed).
+  static Result<std::unique_ptr<Client>> Connect(std::vector<std::string> addresses,
+                                                 ClientOptions options = {});
   ~Client();
 
   Result<Description> Describe();

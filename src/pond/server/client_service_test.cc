@@ -91,6 +91,21 @@ TEST_F(ClientServiceTest, DescribeNamesTheServerTablesAndProcedures) {
   EXPECT_EQ(d->keys_per_request_max, 128u);
 }
 
+// A client placed on a CN that is already down starts on the next address it was given.
+TEST_F(ClientServiceTest, ConnectTriesTheAddressesInOrder) {
+  const std::string dead = "127.0.0.1:1";  // nothing listens on port 1
+  auto c = client::Client::Connect(std::vector<std::string>{dead, server_->address()});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ((*c)->address(), server_->address());
+  EXPECT_TRUE((*c)->Execute(Request().Put("kv", 30, KvValue(30))).answer.committed());
+
+  auto none = client::Client::Connect(std::vector<std::string>{dead, dead});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("cannot reach"), std::string::npos)
+      << none.status().ToString();
+  EXPECT_FALSE(client::Client::Connect(std::vector<std::string>{}).ok());
+}
+
 TEST_F(ClientServiceTest, OneShotReadsPutsInsertsAndDeletes) {
   client::Reply r = client_->Execute(Request(true).Read("kv", 7).Read("kv", 999));
   ASSERT_TRUE(r.answer.committed()) << r.answer.ToString();

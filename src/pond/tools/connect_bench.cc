@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -237,13 +238,18 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   const uint64_t deadline = start + static_cast<uint64_t>(seconds * 1e9);
   std::vector<std::thread> threads;
   for (int i = 0; i < f.clients; i++) {
-    // Clients spread over the CNs, as Lotus's are (each moves to another if its CN fails).
-    const std::string address =
-        d->cn_addresses.empty() ? f.address
-                                : d->cn_addresses[static_cast<size_t>(i) % d->cn_addresses.size()];
-    threads.emplace_back([&, i, address] {
+    // Clients spread over the CNs, as Lotus's are (each moves to another if its CN fails). A
+    // client starts at its own CN and knows the others: its CN may have failed before it
+    // connects.
+    std::vector<std::string> addresses = d->cn_addresses;
+    if (addresses.empty()) addresses.push_back(f.address);
+    std::rotate(
+        addresses.begin(),
+        addresses.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(i) % addresses.size()),
+        addresses.end());
+    threads.emplace_back([&, i, addresses] {
       ClientTally& t = tallies[static_cast<size_t>(i)];
-      auto c = client::Client::Connect(address);
+      auto c = client::Client::Connect(addresses);
       if (!c.ok()) {
         std::lock_guard lock(fail_mu);
         connect_failure = c.status().message();
