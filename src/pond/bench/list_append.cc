@@ -14,7 +14,7 @@ namespace pond::bench {
 
 namespace {
 
-uint32_t ValueBytes(const ListAppendOptions& o) { return 8 * (1 + o.max_appends); }
+uint32_t ValueBytes(const ListAppendOptions& o) { return ListValueBytes(o.max_appends); }
 
 struct Mop {
   bool append;
@@ -49,7 +49,9 @@ Status ListAppendWorkload::Validate(const RunOptions& ro) const {
 std::string ListAppendWorkload::Settings() const {
   return fmt::format("{} keys, {} active, zipf({}), {} transactions per client{}", o_.keys,
                      o_.window, o_.theta, o_.txns_per_client,
-                     o_.write_skew ? ", write skew" : o_.user ? ", user transactions" : "");
+                     o_.write_skew ? ", write skew"
+                     : o_.user     ? ", user transactions"
+                                   : "");
 }
 
 nlohmann::json ListAppendWorkload::SettingsJson() const {
@@ -57,7 +59,9 @@ nlohmann::json ListAppendWorkload::SettingsJson() const {
           {"window", o_.window},
           {"theta", o_.theta},
           {"txns_per_client", o_.txns_per_client},
-          {"mode", o_.write_skew ? "write-skew" : o_.user ? "user" : "plain"}};
+          {"mode", o_.write_skew ? "write-skew"
+                   : o_.user     ? "user"
+                                 : "plain"}};
 }
 
 Status ListAppendWorkload::Setup(Cluster& cluster, RunContext&) {
@@ -137,7 +141,9 @@ Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, 
   for (auto& m : mops) {
     Result<std::span<const std::byte>> v = t.Read(c.table, m.key);
     POND_CHECK_MSG(v.ok(), v.status().ToString().c_str());
-    std::vector<uint64_t> list = DecodeList(*v);
+    Result<std::vector<uint64_t>> decoded = DecodeList(*v);
+    POND_CHECK_MSG(decoded.ok(), decoded.status().ToString().c_str());
+    std::vector<uint64_t> list = std::move(*decoded);
     if (!m.append || list.size() >= c.o.max_appends) {
       if (list.size() >= c.o.max_appends) log->full.push_back(m.key);
       log->mops.push_back(LoggedMop{.append = false, .key = m.key, .element = 0, .list = list});
@@ -183,8 +189,7 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
               if (m.kind != PlanMop::kRead) m.element = c.shared.next_element.fetch_add(1);
             }
           }
-          co_return co_await RunPlan(t, c.table, o.max_appends, plan,
-                                     &attempts.back().second);
+          co_return co_await RunPlan(t, c.table, o.max_appends, plan, &attempts.back().second);
         },
         4);
     const uint64_t done = s.clock().NowNs();
@@ -205,25 +210,6 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
   co_return st.ok();
 }
 
-Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions& o,
-              ListAppendShared& shared) {
-  Plan p;
-  p.read_only = rng.Chance(o.read_only_fraction);
-  p.upfront = rng.Chance(o.upfront_fraction);
-  p.promote = p.upfront && rng.Chance(o.promote_fraction);
-  uint32_t count = 1 + static_cast<uint32_t>(rng.Uniform(o.mops_max));
-  for (uint32_t i = 0; i < count; i++) {
-    PlanMop m;
-    m.key = base + zipf.Next(rng);
-    if (!p.read_only && rng.Chance(0.5)) {
-      m.kind = rng.Chance(o.delete_fraction) ? PlanMop::kDelete : PlanMop::kAppend;
-      m.element = shared.next_element.fetch_add(1);
-    }
-    p.mops.push_back(m);
-  }
-  return p;
-}
-
 }  // namespace
 
 Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
@@ -234,14 +220,13 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
   Rng rng(o.seed * 1000003 + (uint64_t{s.cn()} << 32) + (uint64_t{s.worker()} << 16) +
           static_cast<uint64_t>(s.client()));
   Client c{s, table_, proc_, o, *ctx.recorder(), shared, static_cast<int64_t>(ctx.Client(s))};
-  for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load() && ctx.NextCall(s);
-       n++) {
+  for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load() && ctx.NextCall(s); n++) {
     uint64_t base = shared.base.load();
     std::vector<Mop> mops;
     Plan plan;
     bool read_only = false;
     if (o.user) {
-      plan = DrawPlan(rng, zipf, base, o, shared);
+      plan = DrawPlan(rng, zipf, base, o, &shared.next_element);
       read_only = plan.read_only;
       for (const PlanMop& m : plan.mops) mops.push_back({m.kind != PlanMop::kRead, m.key});
     } else if (o.write_skew) {

@@ -72,6 +72,14 @@ class ListAppendWorkload : public Workload {
   // OutOfSpace if the window ran past the loaded keys.
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
 
+  // Serving (served.h, list_append_served.cc): the table "lists" as in user mode, and the plans
+  // as two procedures, list-append.read and list-append.txn, that reply with what each step
+  // read. The remote driver draws user-mode plans and records every call; its history is the
+  // run's, judged by the checker like an embedded run's.
+  Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const override;
+
   // After a run: the highest key the window reached.
   uint64_t window_end() const;
 

@@ -1,15 +1,20 @@
 #include "pond/bench/list_append_plan.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "pond/base/assert.h"
+#include "pond/bench/list_append.h"
 
 namespace pond::bench {
 
-std::vector<uint64_t> DecodeList(std::span<const std::byte> v) {
-  uint64_t n;
-  std::memcpy(&n, v.data(), 8);
-  POND_CHECK_MSG(8 + n * 8 <= v.size(), "a list row holds more elements than fit");
+Result<std::vector<uint64_t>> DecodeList(std::span<const std::byte> v) {
+  uint64_t n = 0;
+  if (v.size() >= 8) std::memcpy(&n, v.data(), 8);
+  if (v.size() < 8 || n > (v.size() - 8) / 8) {
+    return Corruption("a row of the lists table holds no list (a count of " + std::to_string(n) +
+                      " in " + std::to_string(v.size()) + " bytes)");
+  }
   std::vector<uint64_t> out(n);
   if (n > 0) std::memcpy(out.data(), v.data() + 8, n * 8);
   return out;
@@ -75,7 +80,9 @@ class Runner {
     if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
     Result<std::span<const std::byte>> v = t_.Read(table_, row);
     if (v.ok()) {
-      *list = DecodeList(*v);
+      Result<std::vector<uint64_t>> l = DecodeList(*v);
+      if (!l.ok()) co_return l.status();
+      *list = std::move(*l);
       *live = true;
       co_return Status::Ok();
     }
@@ -85,7 +92,9 @@ class Runner {
     if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
     Result<std::span<const std::byte>> g = t_.Read(table_, GraveRow(key));
     if (g.ok()) {
-      *list = DecodeList(*g);
+      Result<std::vector<uint64_t>> l = DecodeList(*g);
+      if (!l.ok()) co_return l.status();
+      *list = std::move(*l);
     } else {
       POND_CHECK_MSG(g.status().code() == Code::kNotFound, g.status().ToString().c_str());
       list->clear();
@@ -184,11 +193,13 @@ struct CallMop {
   uint8_t kind, reserved[7];
 };
 constexpr uint32_t kCallMagic = 0x504c414e;  // "PLAN"
+// docs/formats.md "Served list-append": clients in other languages build these bytes.
+static_assert(sizeof(CallHead) == 24 && offsetof(CallHead, log) == 16);
+static_assert(sizeof(CallMop) == 24 && offsetof(CallMop, kind) == 16);
 
 }  // namespace
 
-Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan,
-                     PlanLog* log) {
+Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan, PlanLog* log) {
   Runner r(t, table, max_appends, log);
   co_return co_await r.Run(plan);
 }
@@ -210,13 +221,23 @@ std::vector<std::byte> EncodeCall(const Plan& plan, PlanLog* log) {
   return out;
 }
 
-Status DecodeCall(std::span<const std::byte> bytes, Plan* plan, PlanLog** log) {
-  CallHead h;
+namespace {
+
+Status DecodeHead(std::span<const std::byte> bytes, CallHead* head) {
+  CallHead& h = *head;
   if (bytes.size() < sizeof(h)) return InvalidArgument("plan call too short");
   std::memcpy(&h, bytes.data(), sizeof(h));
   if (h.magic != kCallMagic || bytes.size() != sizeof(h) + h.mops * sizeof(CallMop)) {
     return InvalidArgument("not a plan call");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeCall(std::span<const std::byte> bytes, Plan* plan, PlanLog** log) {
+  CallHead h;
+  POND_RETURN_IF_ERROR(DecodeHead(bytes, &h));
   plan->read_only = h.read_only != 0;
   plan->upfront = h.upfront != 0;
   plan->promote = h.promote != 0;
@@ -228,6 +249,105 @@ Status DecodeCall(std::span<const std::byte> bytes, Plan* plan, PlanLog** log) {
     plan->mops[i] = PlanMop{static_cast<PlanMop::Kind>(m.kind), m.key, m.element};
   }
   *log = reinterpret_cast<PlanLog*>(h.log);
+  return Status::Ok();
+}
+
+Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions& o,
+              std::atomic<uint64_t>* next_element) {
+  Plan p;
+  p.read_only = rng.Chance(o.read_only_fraction);
+  p.upfront = rng.Chance(o.upfront_fraction);
+  p.promote = p.upfront && rng.Chance(o.promote_fraction);
+  uint32_t count = 1 + static_cast<uint32_t>(rng.Uniform(o.mops_max));
+  for (uint32_t i = 0; i < count; i++) {
+    PlanMop m;
+    m.key = base + zipf.Next(rng);
+    if (!p.read_only && rng.Chance(0.5)) {
+      m.kind = rng.Chance(o.delete_fraction) ? PlanMop::kDelete : PlanMop::kAppend;
+      m.element = next_element->fetch_add(1);
+    }
+    p.mops.push_back(m);
+  }
+  return p;
+}
+
+std::vector<std::byte> EncodePlan(const Plan& plan) { return EncodeCall(plan, nullptr); }
+
+Status DecodePlan(std::span<const std::byte> bytes, Plan* plan) {
+  CallHead h;
+  POND_RETURN_IF_ERROR(DecodeHead(bytes, &h));
+  if (h.log != 0) return InvalidArgument("a served plan carries no log pointer");
+  if (h.mops < 1 || h.mops > kPlanMopsMax) {
+    return InvalidArgument("a plan has 1 to " + std::to_string(kPlanMopsMax) + " steps");
+  }
+  PlanLog* unused = nullptr;
+  return DecodeCall(bytes, plan, &unused);
+}
+
+namespace {
+
+// The reply's grammar (docs/formats.md): u32 mops, u32 full; per mop: u8 append, 7 reserved,
+// u64 key, u64 element, u64 list length, that many u64 elements; then `full` u64 keys.
+void PutU64(std::vector<std::byte>* out, uint64_t v) {
+  const size_t at = out->size();
+  out->resize(at + 8);
+  std::memcpy(out->data() + at, &v, 8);
+}
+
+struct LogReader {
+  std::span<const std::byte> in;
+  bool Get(uint64_t* v) {
+    if (in.size() < 8) return false;
+    std::memcpy(v, in.data(), 8);
+    in = in.subspan(8);
+    return true;
+  }
+};
+
+}  // namespace
+
+std::vector<std::byte> EncodeLog(const PlanLog& log) {
+  std::vector<std::byte> out;
+  PutU64(&out, log.mops.size() | (uint64_t{log.full.size()} << 32));
+  for (const LoggedMop& m : log.mops) {
+    PutU64(&out, m.append ? 1 : 0);
+    PutU64(&out, m.key);
+    PutU64(&out, m.element);
+    PutU64(&out, m.list.size());
+    for (uint64_t e : m.list) PutU64(&out, e);
+  }
+  for (uint64_t k : log.full) PutU64(&out, k);
+  return out;
+}
+
+Status DecodeLog(std::span<const std::byte> bytes, PlanLog* log) {
+  LogReader r{bytes};
+  uint64_t counts = 0;
+  const Status bad = InvalidArgument("not a plan's log");
+  if (!r.Get(&counts)) return bad;
+  const uint64_t mops = counts & 0xffffffff, full = counts >> 32;
+  // Every mop takes 32 bytes at least, every full key 8: counts past that are not a log.
+  if (mops > r.in.size() / 32 || full > r.in.size() / 8) return bad;
+  log->mops.clear();
+  log->full.clear();
+  for (uint64_t i = 0; i < mops; i++) {
+    LoggedMop m;
+    uint64_t append = 0, n = 0;
+    if (!r.Get(&append) || append > 1 || !r.Get(&m.key) || !r.Get(&m.element) || !r.Get(&n) ||
+        n > r.in.size() / 8) {
+      return bad;
+    }
+    m.append = append == 1;
+    m.list.resize(n);
+    for (uint64_t& e : m.list) r.Get(&e);
+    log->mops.push_back(std::move(m));
+  }
+  for (uint64_t i = 0; i < full; i++) {
+    uint64_t k = 0;
+    if (!r.Get(&k)) return bad;
+    log->full.push_back(k);
+  }
+  if (!r.in.empty()) return bad;
   return Status::Ok();
 }
 

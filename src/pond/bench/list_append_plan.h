@@ -21,13 +21,18 @@
 // and logs what each step read and appended, for the client to record.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "pond/bench/zipf.h"
 #include "pond/cluster.h"
+#include "pond/rng.h"
 
 namespace pond::bench {
+
+struct ListAppendOptions;
 
 struct PlanMop {
   enum Kind : uint8_t { kRead, kAppend, kDelete };
@@ -57,21 +62,39 @@ struct PlanLog {
 };
 
 // A row's value: the element count, then the elements (8 bytes each, little-endian).
-std::vector<uint64_t> DecodeList(std::span<const std::byte> v);
+// Corruption if the count does not fit the value (a served table's rows can be written by any
+// client's put).
+Result<std::vector<uint64_t>> DecodeList(std::span<const std::byte> v);
+// A row's size when it holds up to `max_appends` elements.
+inline uint32_t ListValueBytes(uint32_t max_appends) { return 8 * (1 + max_appends); }
 void EncodeList(const std::vector<uint64_t>& list, std::vector<std::byte>* v);
 
 inline uint64_t LiveRow(uint64_t logical) { return 2 * logical; }
 inline uint64_t GraveRow(uint64_t logical) { return 2 * logical + 1; }
 
+// A user-mode plan over the active window [base, base + o.window): zipf-drawn keys, each step a
+// read or (read-write plans) an append or delete of a fresh element from `next_element`.
+Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions& o,
+              std::atomic<uint64_t>* next_element);
+
 // Runs `plan` in `t` (not committing it) and logs each step into `log`. A non-OK Status is the
 // transaction's abort; Code::kAborted or kAlreadyExists (an insert that lost a race) are expected.
-Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan,
-                     PlanLog* log);
+Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan, PlanLog* log);
 
 // What a routed call carries: the plan, and where the callee leaves its log (the caller's
 // memory: procedures run in this process).
 std::vector<std::byte> EncodeCall(const Plan& plan, PlanLog* log);
 // InvalidArgument on bytes that EncodeCall did not make.
 Status DecodeCall(std::span<const std::byte> bytes, Plan* plan, PlanLog** log);
+
+// A served plan (docs/formats.md "list-append procedures"): EncodeCall's bytes with no log
+// pointer, and the log coming back as the procedure's reply. The server never reads a pointer
+// from a client: DecodePlan requires the word to be zero.
+inline constexpr size_t kPlanMopsMax = 64;
+std::vector<std::byte> EncodePlan(const Plan& plan);
+Status DecodePlan(std::span<const std::byte> bytes, Plan* plan);
+std::vector<std::byte> EncodeLog(const PlanLog& log);
+// InvalidArgument on bytes that EncodeLog did not make.
+Status DecodeLog(std::span<const std::byte> bytes, PlanLog* log);
 
 }  // namespace pond::bench

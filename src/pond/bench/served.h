@@ -39,6 +39,10 @@ struct RemoteCall {
   const char* procedure = "";  // "smallbank.amalgamate"
   std::string args;            // the procedure's argument bytes
   bool read_write = true;
+  uint64_t client = 0;  // the client that makes it (Next's `client`)
+  // Set by the caller around the call, on its clock: when it was sent and when it was answered
+  // (a recorded history's times).
+  uint64_t invoke_ns = 0, done_ns = 0;
 };
 
 // What the server answered (the client library's outcome, and the one abort reason a workload
@@ -69,6 +73,13 @@ class RemoteDriver {
   // After the run: fills the workload's part of `r` (loaded, committed_by_txn, declined, the
   // check, read through `read`).
   virtual Status Finish(const RemoteReader& read, RunResult* r) = 0;
+
+  // True once the workload has nothing more to run (list-append: its keys ran out); the clients
+  // stop and Finish says why.
+  virtual bool Done() const { return false; }
+  // A recording driver's history (history.h's format), after Finish; nullopt if it records
+  // nothing.
+  virtual std::optional<std::string> TakeHistory() { return std::nullopt; }
 };
 
 // The table named `name` among `tables`; InvalidArgument naming it if the server has none, or

@@ -11,10 +11,7 @@
 
 namespace pond::bench {
 
-namespace {
-
-// Judges a recorded history as `pond check` would, without a file in between.
-HistoryVerdict Judge(std::string text, Isolation isolation) {
+HistoryVerdict JudgeHistory(std::string text, Isolation isolation) {
   HistoryVerdict v;
   const check::Model model = isolation == Isolation::kSnapshot ? check::Model::kSnapshotIsolation
                                                                : check::Model::kStrictSerializable;
@@ -43,8 +40,6 @@ HistoryVerdict Judge(std::string text, Isolation isolation) {
   }
   return v;
 }
-
-}  // namespace
 
 Status ValidateRunOptions(const RunOptions& o) {
   if (o.coros < 1 || o.coros > 256) return InvalidArgument("--coros must be 1 to 256");
@@ -189,7 +184,7 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   if (recorder != nullptr) {
     Status closed = recorder->Close();
     if (!closed.ok()) return Internal("recording the history failed: " + closed.ToString());
-    result.history = Judge(history.str(), o.cluster.isolation);
+    result.history = JudgeHistory(history.str(), o.cluster.isolation);
   }
   return result;
 }

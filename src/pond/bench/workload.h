@@ -42,7 +42,7 @@ namespace pond::bench {
 // What every run takes besides its workload's own settings.
 struct RunOptions {
   ClusterConfig cluster;
-  int coros = 4;       // client coroutines per worker
+  int coros = 4;        // client coroutines per worker
   double seconds = 10;  // the measured run; virtual seconds when simulated
   // Set: run on the simulated cluster with this model.
   std::optional<Testbed> sim;
@@ -66,26 +66,30 @@ Status ValidateRunOptions(const RunOptions& o);
 
 // The workload's own invariant, checked after the run.
 struct WorkloadCheck {
-  std::string name;     // "money check"
-  std::string label;    // in a run's report, at most 12 characters: "ref. check"
+  std::string name;   // "money check"
+  std::string label;  // in a run's report, at most 12 characters: "ref. check"
   bool ok = false;
-  std::string summary;  // what was found, ok or not: "total 5 = initial 3 + net deposits 2"
-  std::string brief;    // the same in a comparison's row: "total 5 = initial 3 + deposits 2"
-  std::string detail;   // why it failed
+  std::string summary;   // what was found, ok or not: "total 5 = initial 3 + net deposits 2"
+  std::string brief;     // the same in a comparison's row: "total 5 = initial 3 + deposits 2"
+  std::string detail;    // why it failed
   std::string json_key;  // its object in a result's JSON: "money_check"
   nlohmann::json json;
 };
 
 // The isolation checker's verdict on a recorded run.
 struct HistoryVerdict {
-  std::string model;     // "strict-serializable", "snapshot-isolation"
-  uint64_t txns = 0;     // transactions in the history
-  uint64_t infos = 0;    // of them, with an unknown outcome (caught by a crash)
+  std::string model;   // "strict-serializable", "snapshot-isolation"
+  uint64_t txns = 0;   // transactions in the history
+  uint64_t infos = 0;  // of them, with an unknown outcome (caught by a crash)
   bool ok = false;
-  std::string detail;    // the forbidden anomalies found, or why the history could not be read
-  std::string report;    // the checker's full text report (what `pond check` prints)
-  std::string text;      // the history itself (JSONL, history.h's format)
+  std::string detail;  // the forbidden anomalies found, or why the history could not be read
+  std::string report;  // the checker's full text report (what `pond check` prints)
+  std::string text;    // the history itself (JSONL, history.h's format)
 };
+
+// Judges a recorded history as `pond check` would, without a file in between: strict
+// serializability under SR, snapshot isolation under SI.
+HistoryVerdict JudgeHistory(std::string text, Isolation isolation);
 
 // What a run reports: the measures every run has, the workload's own counts and check, and the
 // history's verdict if the run was recorded.
@@ -122,8 +126,7 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
 // What the driver hands a workload during one run.
 class RunContext {
  public:
-  RunContext(const RunOptions& o, check::Recorder* recorder)
-      : o_(o), recorder_(recorder) {}
+  RunContext(const RunOptions& o, check::Recorder* recorder) : o_(o), recorder_(recorder) {}
 
   const RunOptions& options() const { return o_; }
   // The run's recorder, or nullptr if the run is not recorded.

@@ -297,6 +297,7 @@ Result<Description> Client::Describe() {
     if (s.ok()) {
       Description d;
       d.cluster = resp.cluster();
+      d.isolation = resp.isolation();
       d.cn_addresses.assign(resp.cn_addresses().begin(), resp.cn_addresses().end());
       for (const v1::TableInfo& t : resp.tables()) {
         d.tables.push_back(TableInfo{t.name(), t.id(), t.value_bytes(), t.capacity()});

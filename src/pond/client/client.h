@@ -114,6 +114,7 @@ struct Description {
   std::vector<ProcedureInfo> procedures;
   uint32_t keys_per_request_max = 0;
   uint32_t message_bytes_max = 0;
+  std::string isolation;  // "sr" or "si"
   const TableInfo* Table(std::string_view name) const;
   const ProcedureInfo* Procedure(std::string_view name) const;
 };

@@ -147,6 +147,7 @@ bool ClientService::RunOnPin(const Cluster::WorkerPin& pin,
 grpc::Status ClientService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
                                      v1::DescribeResponse* resp) {
   resp->set_cluster(dir_.cluster);
+  resp->set_isolation(cluster_.config().isolation == Isolation::kSnapshot ? "si" : "sr");
   std::function<std::vector<std::string>()> source;
   {
     std::lock_guard lock(mu_);

@@ -80,6 +80,7 @@ TEST_F(ClientServiceTest, DescribeNamesTheServerTablesAndProcedures) {
   Result<client::Description> d = client_->Describe();
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->cluster, "pond");
+  EXPECT_EQ(d->isolation, "sr");
   ASSERT_EQ(d->cn_addresses.size(), 1u);
   EXPECT_EQ(d->cn_addresses[0], server_->address());
   ASSERT_NE(d->Table("kv"), nullptr);

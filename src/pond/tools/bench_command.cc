@@ -103,6 +103,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddCompareCommand(*bench, action, /*simulate=*/false);
   AddSmallBankCommand(*bench, action, /*simulate=*/false);
   AddTatpCommand(*bench, action, /*simulate=*/false);
+  AddListAppendCommand(*bench, action, /*simulate=*/false);
 }
 
 }  // namespace pond::tools

@@ -213,6 +213,7 @@ int RunClient(const ClientArgs& a, const std::string& sub) {
   }
   if (sub == "describe") {
     std::printf("cluster %s\n", d->cluster.c_str());
+    std::printf("isolation %s\n", d->isolation.c_str());
     for (const std::string& addr : d->cn_addresses) std::printf("cn %s\n", addr.c_str());
     for (const client::TableInfo& t : d->tables) {
       std::printf("table %s id %u value_bytes %u capacity %lu\n", t.name.c_str(), t.id,

@@ -28,6 +28,8 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // `bench smallbank` and `sim smallbank`: the SmallBank workload (smallbank_command.cc).
 void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench list-append` and `sim list-append`: recorded and checked (list_append_command.cc).
+void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench tatp` and `sim tatp`: the TATP workload (tatp_command.cc).
 void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate);
 

@@ -16,6 +16,7 @@
 #include "pond/client/client.h"
 #include "pond/runtime/clocks.h"
 #include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -29,10 +30,11 @@ constexpr int kReadAttemptsMax = 20;
 
 // The flags an embedded run takes that a connected one must not be given.
 constexpr const char* kEmbeddedOnly[] = {
-    "--mns",      "--cns",        "--workers",   "--coros",   "--isolation",       "--replication",
-    "--versions", "--region-mib", "--transport", "--ucx-tls", "--ucx-net-devices", "--coord",
-    "--cluster",  "--protocol",   "--history",   "--sweep",   "--faults",          "--accounts",
-    "--keys",     "--subscribers"};
+    "--mns",       "--cns",         "--workers",         "--coros",
+    "--isolation", "--replication", "--versions",        "--region-mib",
+    "--transport", "--ucx-tls",     "--ucx-net-devices", "--coord",
+    "--cluster",   "--protocol",    "--sweep",           "--faults",
+    "--accounts",  "--keys",        "--subscribers"};
 
 // Pond's abort reasons (AbortCounts) by the client's; the service's own reasons, which a
 // benchmark's procedure calls do not meet, are counted apart.
@@ -193,7 +195,8 @@ Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f) {
 }
 
 int RunConnected(const std::string& what, const bench::Workload& w, const ConnectFlags& f,
-                 double seconds, uint64_t seed, const std::string& json_path) {
+                 double seconds, uint64_t seed, const std::string& json_path,
+                 const std::string& history_path) {
   if (!(seconds > 0) || seconds > 86400) return Fail(what, "--seconds must be in (0, 86400]");
   auto control = client::Client::Connect(f.address);
   if (!control.ok()) {
@@ -211,6 +214,11 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   Result<std::unique_ptr<bench::RemoteDriver>> driver = w.Remote(tables);
   if (!driver.ok()) return Fail(what, f.address + ": " + driver.status().message());
   bench::RemoteDriver& dr = **driver;
+  if (d->isolation != "sr" && d->isolation != "si") {
+    return Fail(what, f.address + " does not say what isolation it guarantees");
+  }
+  const Isolation isolation =
+      d->isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
   const bench::RemoteReader read = MakeReader(**control);
 
   std::printf(
@@ -257,10 +265,13 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
       }
       Rng rng(seed * 1'000'003 + static_cast<uint64_t>(i));
       for (uint64_t n = 1; !stop.load(std::memory_order_relaxed) && clock.NowNs() < deadline; n++) {
-        const bench::RemoteCall call = dr.Next(rng, static_cast<uint64_t>(i), n);
+        if (dr.Done()) break;
+        bench::RemoteCall call = dr.Next(rng, static_cast<uint64_t>(i), n);
         const uint64_t t0 = clock.NowNs();
         client::CallReply reply = (*c)->Call(call.procedure, call.args);
         const uint64_t t1 = clock.NowNs();
+        call.invoke_ns = t0;
+        call.done_ns = t1;
         const client::Answer& a = reply.answer;
         bench::RemoteOutcome o = bench::RemoteOutcome::kUnknown;
         if (a.outcome == client::Outcome::kCommitted) {
@@ -310,7 +321,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count());
   for (uint64_t next = start + 1'000'000'000, sample = start + kTimelineStepNs;
-       clock.NowNs() < deadline && !stop.load();) {
+       clock.NowNs() < deadline && !stop.load() && !dr.Done();) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     while (clock.NowNs() >= sample) {
       timeline.committed.push_back(committed.load());
@@ -358,8 +369,12 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
                  all.first_rejection.c_str());
     return 1;
   }
-  if (Status st = dr.Finish(read, &r); !st.ok()) {
-    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.ToString().c_str());
+  const Status finished = dr.Finish(read, &r);
+  // The history is judged even when the run failed: what the clients saw is the evidence.
+  std::optional<std::string> history = dr.TakeHistory();
+  if (history) r.history = bench::JudgeHistory(std::move(*history), isolation);
+  if (!finished.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), finished.ToString().c_str());
     return 1;
   }
   PrintResult(r, all);
@@ -372,6 +387,18 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
     std::printf("results written to %s\n", json_path.c_str());
   }
   std::fflush(stdout);
+  if (r.history) {
+    if (!history_path.empty() && !WriteFile(history_path, r.history->text)) {
+      return Fail(what, "cannot write " + history_path);
+    }
+    PrintHistoryVerdict(*r.history, history_path);
+    if (!r.history->ok) {
+      std::fprintf(stderr, "pond %s: the history check failed%s: %s\n", what.c_str(),
+                   history_path.empty() ? "" : (" (" + history_path + ")").c_str(),
+                   r.history->detail.c_str());
+      return 1;
+    }
+  }
   if (r.check && !r.check->ok) {
     std::fprintf(stderr, "pond %s: %s failed: %s\n", what.c_str(), r.check->name.c_str(),
                  r.check->detail.c_str());

@@ -30,7 +30,10 @@ Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f);
 // it; `json_path`: also write the result there. The exit code: 0 the run and its check passed,
 // 1 they did not (or the server could not be reached), 2 bad input (the server does not serve
 // this workload).
+// `history_path`: where a recording driver's history goes (list-append's; the history is judged
+// under the isolation the server names either way).
 int RunConnected(const std::string& what, const bench::Workload& w, const ConnectFlags& f,
-                 double seconds, uint64_t seed, const std::string& json_path);
+                 double seconds, uint64_t seed, const std::string& json_path,
+                 const std::string& history_path = "");
 
 }  // namespace pond::tools

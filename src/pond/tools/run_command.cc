@@ -196,6 +196,16 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w, const ben
   std::fflush(stdout);
 }
 
+void PrintHistoryVerdict(const bench::HistoryVerdict& h, const std::string& history_path) {
+  std::printf("history      %lu transactions %s; pond check --model %s:\n",
+              static_cast<unsigned long>(h.txns),
+              history_path.empty() ? "(not kept: --history FILE keeps them)"
+                                   : ("written to " + history_path).c_str(),
+              h.model.c_str());
+  std::printf("%s", h.report.c_str());
+  std::fflush(stdout);
+}
+
 int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
             const std::string& json_path, const std::string& history_path) {
   const bool simulate = o.sim.has_value();
@@ -230,10 +240,7 @@ int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions
     if (!history_path.empty() && !WriteFile(history_path, h->text)) {
       return Fail(what, "cannot write " + history_path);
     }
-    std::printf("history      %lu transactions written to %s; pond check --model %s:\n",
-                static_cast<unsigned long>(h->txns), history_path.c_str(), h->model.c_str());
-    std::printf("%s", h->report.c_str());
-    std::fflush(stdout);
+    PrintHistoryVerdict(*h, history_path);
     if (!h->ok) {
       return failed("the history check failed (" + history_path + "): " + h->detail);
     }

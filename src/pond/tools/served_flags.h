@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "pond/bench/kvs_bench.h"
+#include "pond/bench/list_append.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
 #include "pond/bench/workload.h"
@@ -24,10 +25,11 @@ struct ServedFlags {
   bench::SmallBankParams smallbank;
   bench::KvsParams kvs;
   bench::TatpParams tatp;
+  bench::ListAppendOptions lists;
   server::ClientServiceOptions service;
 };
 
-// --workload, --table, --accounts, --keys, --subscribers and the service's limits.
+// --workload, --table, --accounts, --keys, --subscribers, --lists and the service's limits.
 void AddServedFlags(CLI::App* cmd, ServedFlags* f);
 
 // The workloads and tables the flags name, checked: InvalidArgument with one line.

@@ -37,6 +37,11 @@ int RunSmallBankCommand(SmallBankArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim smallbank" : "bench smallbank";
   if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
   if (!a.connect.address.empty()) {
+    if (!a.history_path.empty()) {
+      return Fail(what,
+                  "--history records an embedded run (bench list-append --connect records "
+                  "what clients see)");
+    }
     return RunConnected(what, bench::SmallBankWorkload(a.p), a.connect, a.run.seconds,
                         a.run.cluster.seed, a.json_path);
   }
