@@ -75,6 +75,10 @@ struct Testbed {
   double mn_read_mops = 35;
   double mn_write_mops = 35;
   double mn_atomic_mops = 2.5;
+  // Atomics on the NIC's own memory (ConnectX-5 and later expose 256 KiB of it; ranges the
+  // fabric marks, SimFabric::MarkDeviceMemory): no PCIe round trip to host memory, so far more of
+  // them per second (Sherman §4.3: ~110 M CAS/s). A NIC without it (cx3) has the host rate.
+  double mn_device_atomic_mops = 2.5;
 
   // CN CPU: a worker is one core. A scheduling round costs cpu_round_ns, plus per coroutine
   // resumed, per one-sided op posted, per doorbell batch, and per CN message sent or received.

@@ -291,7 +291,14 @@ class SimEndpoint final : public Endpoint {
             break;
           }
         }
-        done_ns = nic.Serve(engine.now(), fabric_.NicServiceNs(kind, op.len), kind);
+        if (kind >= 2 && fabric_.IsDeviceMemory(b->mn, off)) {
+          fabric_.device_atomics_++;
+          done_ns =
+              nic.Serve(engine.now(),
+                        pond::NicServiceNs(fabric_.testbed_, kind, op.len, /*device=*/true), kind);
+        } else {
+          done_ns = nic.Serve(engine.now(), fabric_.NicServiceNs(kind, op.len), kind);
+        }
       }
       b->failed = !status.ok();
     }
@@ -417,6 +424,12 @@ void SimFabric::RestartMn(MnId mn) {
   mn_generation_[mn]++;
   // Blank memory, as a replacement machine's (zero pages; the crash gave them back already).
   madvise(regions_[mn], region_bytes_, MADV_DONTNEED);
+}
+
+void SimFabric::MarkDeviceMemory(MnId mn, uint64_t begin, uint64_t end) {
+  POND_CHECK(mn < num_mns() && begin < end && end <= region_bytes_);
+  if (device_ranges_.size() <= mn) device_ranges_.resize(mn + 1u);
+  device_ranges_[mn].emplace_back(begin, end);
 }
 
 void SimFabric::ResetNicStats() {

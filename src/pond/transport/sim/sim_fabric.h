@@ -112,6 +112,19 @@ class SimFabric final : public Fabric {
   // retransmission timeout, set short (about 70 us) times its 7 retries.
   static constexpr uint64_t kMnUnreachableNs = 500'000;
 
+  // Atomics on [begin, end) of MN `mn`'s region are served at the device-memory rate
+  // (Testbed::mn_device_atomic_mops): the caller keeps its lock words there, as Sherman keeps
+  // them in the NIC's on-chip memory. Reads and writes there cost what they cost elsewhere.
+  void MarkDeviceMemory(MnId mn, uint64_t begin, uint64_t end);
+  bool IsDeviceMemory(MnId mn, uint64_t offset) const {
+    if (mn >= device_ranges_.size()) return false;
+    for (const auto& [b, e] : device_ranges_[mn]) {
+      if (offset >= b && offset < e) return true;
+    }
+    return false;
+  }
+  uint64_t device_atomics() const { return device_atomics_; }
+
   const sim::Server& nic(MnId mn) const { return nics_[mn]; }
   void ResetNicStats();
   const Testbed& testbed() const { return testbed_; }
@@ -156,6 +169,8 @@ class SimFabric final : public Fabric {
   uint64_t crash_landed_batches_ = 0;
   uint64_t crash_lost_batches_ = 0;
   uint64_t cut_packets_ = 0;
+  std::vector<std::vector<std::pair<uint64_t, uint64_t>>> device_ranges_;  // by MN
+  uint64_t device_atomics_ = 0;
 };
 
 }  // namespace pond

@@ -380,6 +380,40 @@ TEST(SimFabricTest, FlushOverTwoMnsWaitsForTheSlowerAndReportsTheError) {
   EXPECT_EQ(done_at, 2 * m.one_way_ns + 4 * NicServiceNs(m, 2, 8));
 }
 
+// Atomics on memory marked as the NIC's own are served at the device rate; elsewhere, and for
+// reads there, at the usual rates.
+TEST(SimFabricTest, AtomicsOnDeviceMemoryAreServedAtTheDeviceRate) {
+  Cluster c(1, Testbed::Preset("cx5").value());
+  c.fabric->MarkDeviceMemory(0, 8192, 8192 + 4096);
+  uint64_t host_done = 0, device_done = 0, read_done = 0;
+  c.workers[0].sched->Spawn(
+      [](Cluster* c, uint64_t* host, uint64_t* device, uint64_t* read) -> Task<void> {
+        Endpoint& ep = *c->workers[0].ep;
+        uint64_t old[8], x;
+        uint64_t t0 = c->engine.now();
+        for (int k = 0; k < 8; k++) ep.Cas(GAddr::Make(0, 4096 + 8 * k), 0, 1, &old[k]);
+        EXPECT_TRUE((co_await ep.Flush()).ok());
+        *host = c->engine.now() - t0;
+        t0 = c->engine.now();
+        for (int k = 0; k < 8; k++) ep.Cas(GAddr::Make(0, 8192 + 8 * k), 0, 1, &old[k]);
+        EXPECT_TRUE((co_await ep.Flush()).ok());
+        *device = c->engine.now() - t0;
+        t0 = c->engine.now();
+        ep.Read(GAddr::Make(0, 8192), &x, 8);
+        EXPECT_TRUE((co_await ep.Flush()).ok());
+        *read = c->engine.now() - t0;
+      }(&c, &host_done, &device_done, &read_done));
+  c.Run();
+  const Testbed& m = c.fabric->testbed();
+  EXPECT_EQ(host_done, 2 * m.one_way_ns + 8 * NicServiceNs(m, 2, 8));
+  EXPECT_EQ(device_done, 2 * m.one_way_ns + 8 * NicServiceNs(m, 2, 8, /*device=*/true));
+  EXPECT_EQ(read_done, 2 * m.one_way_ns + NicServiceNs(m, 0, 8));
+  EXPECT_LT(device_done, host_done);
+  EXPECT_EQ(c.fabric->device_atomics(), 8u);
+  EXPECT_TRUE(c.fabric->IsDeviceMemory(0, 8192 + 4095));
+  EXPECT_FALSE(c.fabric->IsDeviceMemory(0, 8192 + 4096));
+}
+
 TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
   Cluster c(2);
   uint64_t arrived_at = 0;

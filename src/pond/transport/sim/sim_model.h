@@ -15,10 +15,12 @@ inline uint64_t WireNs(const Testbed& t, uint64_t bytes) {
   return static_cast<uint64_t>(static_cast<double>(bytes) * 8.0 / t.link_gbps);
 }
 
-// Service time of one op of `verb_kind` (0 READ, 1 WRITE, 2 CAS, 3 FAA) carrying `bytes`.
-inline uint64_t NicServiceNs(const Testbed& t, int verb_kind, uint32_t bytes) {
+// Service time of one op of `verb_kind` (0 READ, 1 WRITE, 2 CAS, 3 FAA) carrying `bytes`; an
+// atomic on the NIC's device memory (`device`) at that memory's rate.
+inline uint64_t NicServiceNs(const Testbed& t, int verb_kind, uint32_t bytes, bool device = false) {
   double mops = verb_kind == 0   ? t.mn_read_mops
                 : verb_kind == 1 ? t.mn_write_mops
+                : device         ? t.mn_device_atomic_mops
                                  : t.mn_atomic_mops;
   return static_cast<uint64_t>(1000.0 / mops) + WireNs(t, bytes);
 }

@@ -16,7 +16,7 @@ Status Testbed::Validate() const {
   }
   if (!(link_gbps > 0 && link_gbps <= 10'000))
     return InvalidArgument("link_gbps must be in (0, 10000]");
-  for (double m : {mn_read_mops, mn_write_mops, mn_atomic_mops}) {
+  for (double m : {mn_read_mops, mn_write_mops, mn_atomic_mops, mn_device_atomic_mops}) {
     if (!(m > 0 && m <= 10'000)) return InvalidArgument("NIC rates (Mops) must be in (0, 10000]");
   }
   for (uint64_t c : {cpu_round_ns, cpu_resume_ns, cpu_op_ns, cpu_batch_ns, cpu_message_ns}) {
@@ -39,6 +39,7 @@ Result<Testbed> Testbed::Preset(const std::string& name) {
     m.mn_read_mops = 110;
     m.mn_write_mops = 110;
     m.mn_atomic_mops = 8;
+    m.mn_device_atomic_mops = 110;
     return m;
   }
   return InvalidArgument("unknown model '" + name + "' (cx3, cx5 or a JSON file)");
@@ -60,6 +61,7 @@ std::vector<FieldRef> Fields(Testbed& m) {
           {"mn_read_mops", nullptr, &m.mn_read_mops},
           {"mn_write_mops", nullptr, &m.mn_write_mops},
           {"mn_atomic_mops", nullptr, &m.mn_atomic_mops},
+          {"mn_device_atomic_mops", nullptr, &m.mn_device_atomic_mops},
           {"cpu_round_ns", &m.cpu_round_ns, nullptr},
           {"cpu_resume_ns", &m.cpu_resume_ns, nullptr},
           {"cpu_op_ns", &m.cpu_op_ns, nullptr},
