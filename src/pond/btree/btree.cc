@@ -220,25 +220,43 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
 
 Task<Status> BTree::Lock(GAddr node) {
   const GAddr word = layout_.LockFor(node);
-  if (co_await locks_.Acquire(word.raw)) co_return Status::Ok();  // handed over, held already
+  const bool local = options_.local_locks;
+  if (local && co_await locks_.Acquire(word.raw)) co_return Status::Ok();  // handed over
   for (uint32_t i = 0; i < options_.lock_retry_count_max; i++) {
     uint64_t old = 0;
     ep_.Cas(word, 0, holder_id_, &old);
     Status s = co_await ep_.Flush();
     if (!s.ok()) {
-      locks_.Abandon(word.raw);
+      if (local) locks_.Abandon(word.raw);
       co_return s;
     }
     if (old == 0) co_return Status::Ok();
     stats_.lock_cas_failed++;
   }
-  locks_.Abandon(word.raw);
+  if (local) locks_.Abandon(word.raw);
   co_return Aborted("a node's global lock word stayed taken");
 }
 
 void BTree::PostUnlock(GAddr node) {
   const GAddr word = layout_.LockFor(node);
-  if (!locks_.WillHandOver(word.raw)) ep_.Write(word, &kUnlockedWord, 8);
+  if (!options_.local_locks || !locks_.WillHandOver(word.raw)) {
+    ep_.Write(word, &kUnlockedWord, 8);
+  }
+}
+
+Task<Status> BTree::WriteBackAndUnlock(GAddr node) {
+  if (!options_.combine) {
+    // Without combination the release waits for the write-back's completion: a round trip more.
+    Status s = co_await ep_.Flush();
+    if (!s.ok()) {
+      (void)co_await UnlockNow(node);
+      co_return s;
+    }
+  }
+  PostUnlock(node);
+  Status s = co_await ep_.Flush();
+  Unlocked(node);
+  co_return s;
 }
 
 Task<Status> BTree::UnlockNow(GAddr node) {

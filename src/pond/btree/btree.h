@@ -36,7 +36,14 @@ struct TreeOptions {
   // to grow tall trees from few keys.
   int leaf_fill_max = kLeafEntries;
   int internal_fill_max = kInternalEntries;
-  int handover_max = 4;                     // HOCL: hand-overs in a row before a release to the MN
+  int handover_max = 4;  // HOCL: hand-overs in a row before a release to the MN
+  // Sherman's techniques, each of which can be turned off to measure what it buys (`pond sim
+  // btree --ablation`, Sherman §5.2's breakdown; handover_max 0 turns off hand-over):
+  bool local_locks = true;      // HOCL's CN half: a worker's coroutines queue locally first
+                                // (off: each one CASes the global word itself)
+  bool combine = true;          // write-back and release in one doorbell batch (off: two)
+  bool entry_writeback = true;  // two-level versions: an insert or update into a free or its own
+                                // entry writes back that entry (off: the whole leaf)
   size_t index_cache_nodes_max = 4096;      // 0: no index cache
   uint32_t read_retry_count_max = 1 << 16;  // torn copies of one node in a row
   uint32_t lock_retry_count_max = 1 << 20;  // failed CASes on one global lock word in a row
@@ -114,9 +121,15 @@ class BTree {
   // Posts the release of the node's global lock (unless it is handed over); the caller then
   // flushes it together with its write-back and calls Unlocked.
   void PostUnlock(GAddr node);
-  void Unlocked(GAddr node) { locks_.Release(layout_.LockFor(node).raw); }
+  void Unlocked(GAddr node) {
+    if (options_.local_locks) locks_.Release(layout_.LockFor(node).raw);
+  }
   // Unlocks with nothing to write back.
   Task<Status> UnlockNow(GAddr node);
+  // The caller has posted the node's write-back: sends it and the lock's release — together
+  // (command combination: the MN applies one batch in order), or the write-back first — and
+  // unlocks.
+  Task<Status> WriteBackAndUnlock(GAddr node);
 
   // Leaf `n` (locked, at `a`) is full: split it around the new entry and unlock it. Sets *sep
   // and *right to what the parent must learn.

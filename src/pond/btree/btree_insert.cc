@@ -67,17 +67,21 @@ Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
       POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
       co_return co_await InsertInternal(sep, right, 1);
     }
-    // The entry alone goes back, with new entry versions; the node versions stay.
+    // The entry alone goes back, with new entry versions; the node versions stay. Without
+    // two-level versions the whole leaf goes back, with new node versions.
     LeafEntry& e = n.leaf.entries[slot];
     e.set_key(key);
     e.set_value(value);
     e.BumpVersion();
-    ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
-    PostUnlock(a);
-    Status w = co_await ep_.Flush();
-    Unlocked(a);
-    stats_.entry_writebacks++;
-    co_return w;
+    if (options_.entry_writeback) {
+      ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
+      stats_.entry_writebacks++;
+    } else {
+      n.BumpVersion();
+      ep_.Write(a, &n, kNodeBytes);
+      stats_.node_writebacks++;
+    }
+    co_return co_await WriteBackAndUnlock(a);
   }
   co_return Aborted("an insert restarted too often");
 }
@@ -131,11 +135,8 @@ Task<Status> BTree::WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr ri
     }
   }
   ep_.Write(left_addr, &left, kNodeBytes);
-  PostUnlock(left_addr);
-  Status s = co_await ep_.Flush();
-  Unlocked(left_addr);
   stats_.node_writebacks += 2;
-  co_return s;
+  co_return co_await WriteBackAndUnlock(left_addr);
 }
 
 Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
@@ -173,11 +174,9 @@ Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
       in.h.count = static_cast<uint8_t>(total);
       n.BumpVersion();
       ep_.Write(a, &n, kNodeBytes);
-      PostUnlock(a);
-      Status w = co_await ep_.Flush();
-      Unlocked(a);
       stats_.node_writebacks++;
-      cache_.Put(a, in);
+      Status w = co_await WriteBackAndUnlock(a);
+      if (w.ok()) cache_.Put(a, in);
       co_return w;
     }
 

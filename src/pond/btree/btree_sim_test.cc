@@ -26,8 +26,12 @@ struct SimRun {
   std::map<uint64_t, uint64_t> want;
 };
 
-// `cns` CNs with `coroutines` coroutines each insert random keys; returns what the tree holds.
-SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine) {
+TreeOptions SmallNodes() { return TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}; }
+
+// `cns` CNs with `coroutines` coroutines each insert random keys (then, with `update`, write each
+// key again with a new value); returns what the tree holds.
+SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine,
+              TreeOptions options = SmallNodes(), bool update = false) {
   constexpr uint16_t kMns = 2;
   constexpr uint64_t kRegion = 32 << 20;
   SimCluster c(cns, kMns, kRegion, seed);
@@ -44,14 +48,18 @@ SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine) {
   Rng rng(seed);
   int failed = 0;
   for (int cn = 0; cn < cns; cn++) {
-    trees.push_back(std::make_unique<BTree>(
-        *c.workers[cn].ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}));
+    trees.push_back(std::make_unique<BTree>(*c.workers[cn].ep, space, options));
     for (int co = 0; co < coroutines; co++) {
       std::vector<KeyValue> kvs;
       for (int i = 0; i < per_coroutine; i++) {
         // Each key is drawn by one coroutine only, so the final value of every key is known.
         uint64_t k = 1 + ((rng.Uniform(1 << 20) * cns + cn) * coroutines + co);
         uint64_t v = rng.Next();
+        kvs.emplace_back(k, v);
+        run.want[k] = v;
+      }
+      for (int i = 0; update && i < per_coroutine; i++) {
+        const uint64_t k = kvs[static_cast<size_t>(i)].first, v = rng.Next();
         kvs.emplace_back(k, v);
         run.want[k] = v;
       }
@@ -87,6 +95,38 @@ TEST(BTreeSimTest, ManyCnsInsertConcurrently) {
   EXPECT_EQ(run.shape->entries, expect) << "seed " << seed;
   EXPECT_GT(run.lock_cas_failed, 0u) << "CNs never met at a global lock word";
   EXPECT_EQ(run.root_growths, static_cast<uint64_t>(run.shape->levels - 1));
+}
+
+// Every step of Sherman's breakdown (pond sim btree --ablation) keeps the tree whole: with each
+// technique off, and with all of them off, concurrent inserts and updates from many CNs leave
+// exactly what was written.
+TEST(BTreeSimTest, EveryAblationStepKeepsTheTreeWhole) {
+  struct Step {
+    const char* name;
+    void (*apply)(TreeOptions&);
+  };
+  const Step steps[] = {
+      {"no local locks", [](TreeOptions& o) { o.local_locks = false; }},
+      {"no hand-over", [](TreeOptions& o) { o.handover_max = 0; }},
+      {"no combination", [](TreeOptions& o) { o.combine = false; }},
+      {"no entry write-back", [](TreeOptions& o) { o.entry_writeback = false; }},
+      {"none of them",
+       [](TreeOptions& o) {
+         o.local_locks = false;
+         o.handover_max = 0;
+         o.combine = false;
+         o.entry_writeback = false;
+       }},
+  };
+  for (const Step& step : steps) {
+    TreeOptions o = SmallNodes();
+    step.apply(o);
+    SimRun run = RunSim(11, 6, 4, 60, o, /*update=*/true);
+    ASSERT_TRUE(run.shape.ok()) << step.name << ": " << run.shape.status().ToString();
+    std::vector<KeyValue> expect(run.want.begin(), run.want.end());
+    EXPECT_EQ(run.shape->entries, expect) << step.name;
+    EXPECT_GE(run.shape->levels, 2) << step.name;
+  }
 }
 
 TEST(BTreeSimTest, SameSeedSameRun) {
