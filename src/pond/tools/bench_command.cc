@@ -104,6 +104,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddSmallBankCommand(*bench, action, /*simulate=*/false);
   AddTatpCommand(*bench, action, /*simulate=*/false);
   AddListAppendCommand(*bench, action, /*simulate=*/false);
+  AddBtreeCommand(*bench, action, /*simulate=*/false);
 }
 
 }  // namespace pond::tools

@@ -30,6 +30,8 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench list-append` and `sim list-append`: recorded and checked (list_append_command.cc).
 void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench btree` and `sim btree`: Sherman's B+Tree benchmark (btree_command.cc).
+void AddBtreeCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench tatp` and `sim tatp`: the TATP workload (tatp_command.cc).
 void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate);
 

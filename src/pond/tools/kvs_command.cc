@@ -147,6 +147,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   AddSmallBankCommand(*sim, action, /*simulate=*/true);
   AddTatpCommand(*sim, action, /*simulate=*/true);
   AddListAppendCommand(*sim, action, /*simulate=*/true);
+  AddBtreeCommand(*sim, action, /*simulate=*/true);
 }
 
 namespace {

@@ -8,11 +8,13 @@
 
 namespace pond::txn {
 
-void SimDriver::AddWorker(WorkerContext* w) {
+void SimDriver::AddWorker(WorkerContext* w) { AddCore(w->sched(), w->ep()); }
+
+void SimDriver::AddCore(Scheduler& sched, Endpoint& ep) {
   size_t core = cores_.size();
-  cores_.push_back(Core{w});
-  core_of_[w->ep().self().Packed()] = core;
-  w->sched().SetWakeHook([this, core] { Wake(core); });
+  cores_.push_back(Core{&sched, &ep});
+  core_of_[ep.self().Packed()] = core;
+  sched.SetWakeHook([this, core] { Wake(core); });
   fabric_.SetPacketHook([this](WorkerAddr a) { Wake(core_of_.at(a.Packed())); });
 }
 
@@ -41,28 +43,28 @@ void SimDriver::Round(size_t core) {
   Core& c = cores_[core];
   if (c.stopped) return;
   // Still "queued" while the round runs: work it makes ready waits for the round's CPU time.
-  WorkerContext& w = *c.w;
+  Scheduler& sched = *c.sched;
   const Testbed& m = fabric_.testbed();
-  w.sched().RunOnce();
-  uint64_t resumes = w.sched().resumes() - c.resumes_seen;
-  c.resumes_seen = w.sched().resumes();
-  SimActivity a = fabric_.TakeActivity(w.ep().self());
+  sched.RunOnce();
+  uint64_t resumes = sched.resumes() - c.resumes_seen;
+  c.resumes_seen = sched.resumes();
+  SimActivity a = fabric_.TakeActivity(c.ep->self());
   uint64_t cost = m.cpu_round_ns + m.cpu_resume_ns * resumes + m.cpu_op_ns * a.ops +
                   m.cpu_batch_ns * a.batches + m.cpu_message_ns * a.messages;
   uint64_t end = engine_.now() + cost;
   c.busy_until_ns = end;
   c.stats.rounds++;
   c.stats.busy_ns += cost;
-  fabric_.Launch(w.ep().self(), end);
+  fabric_.Launch(c.ep->self(), end);
   c.queued = false;
-  if (w.sched().has_ready()) Wake(core);
-  uint64_t timer = w.sched().NextTimerNs();
+  if (sched.has_ready()) Wake(core);
+  uint64_t timer = sched.NextTimerNs();
   if (timer != UINT64_MAX) WakeForTimer(core, std::max(timer, end));
 }
 
 void SimDriver::StopCn(uint16_t cn) {
   for (Core& c : cores_) {
-    if (c.w->cn_id() == cn) c.stopped = true;
+    if (c.ep->self().cn == cn) c.stopped = true;
   }
 }
 
@@ -70,12 +72,13 @@ void SimDriver::RestartCn(uint16_t cn, const std::vector<WorkerContext*>& worker
   size_t next = 0;
   for (size_t core = 0; core < cores_.size(); core++) {
     Core& c = cores_[core];
-    if (c.w->cn_id() != cn) continue;
+    if (c.ep->self().cn != cn) continue;
     POND_CHECK(c.stopped && next < workers.size());
-    c.w->sched().SetWakeHook(nullptr);  // the dead incarnation wakes nothing
+    c.sched->SetWakeHook(nullptr);  // the dead incarnation wakes nothing
     WorkerContext* w = workers[next++];
-    POND_CHECK(w->ep().self() == c.w->ep().self());
-    c.w = w;
+    POND_CHECK(w->ep().self() == c.ep->self());
+    c.sched = &w->sched();
+    c.ep = &w->ep();
     c.stopped = false;
     c.queued = false;
     c.incarnation++;

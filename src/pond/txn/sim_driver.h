@@ -31,6 +31,9 @@ class SimDriver {
 
   // Takes over the worker's wake-ups. Call once per worker, before any work is spawned.
   void AddWorker(WorkerContext* w);
+  // The same for a bare scheduler and its endpoint (a benchmark below the transaction layer, such
+  // as the B+Tree's): one core that runs `sched`'s rounds and posts through `ep`.
+  void AddCore(Scheduler& sched, Endpoint& ep);
   // Steps the engine until done() holds; false if the simulation ran out of events first.
   template <typename Done>
   bool RunUntil(Done&& done) {
@@ -49,7 +52,8 @@ class SimDriver {
 
  private:
   struct Core {
-    WorkerContext* w = nullptr;
+    Scheduler* sched = nullptr;
+    Endpoint* ep = nullptr;
     uint64_t busy_until_ns = 0;
     bool queued = false;                  // a round is scheduled
     uint64_t timer_wake_ns = UINT64_MAX;  // earliest timer wake-up scheduled
