@@ -7,16 +7,19 @@
 #include "pond/server/local_cluster.h"
 #include "pond/server/mn_daemon.h"
 #include "pond/tools/command.h"
+#include "pond/tools/daemon_config.h"
 #include "pond/tools/grpc_log.h"
 #include "pond/tools/served_flags.h"
 
 namespace pond::tools {
 
 void AddDaemonCommands(CLI::App& root, CommandAction* action) {
+  EnableDaemonConfig(root);
   {
     auto o = std::make_shared<server::MnDaemonOptions>();
     CLI::App* cmd = root.add_subcommand(
         "mn", "Run one memory node: serve its region over UCX until SIGTERM (docs/deploy.md)");
+    AddConfigFlag(cmd);
     cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
         ->required();
     cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
@@ -37,6 +40,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
         "cn",
         "Run one compute node: its workers, lock tables and clients, until SIGTERM "
         "(docs/deploy.md)");
+    AddConfigFlag(cmd);
     cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
         ->required();
     cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
