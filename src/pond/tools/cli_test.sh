@@ -63,6 +63,14 @@ expect_error "config: a section" "sections" mn --config "$tmp/section.toml"
 printf 'id = 0\n' >"$tmp/partial.toml"
 expect_error "config: a required flag in neither" "--coord" mn --config "$tmp/partial.toml"
 expect_error "config: not for bench" "--config" bench raw --config "$tmp/partial.toml"
+printf 'coord = "127.0.0.1:1"\nid = 0\nmetrics = 9400\n' >"$tmp/metrics.toml"
+"$pond" mn --config "$tmp/metrics.toml" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "is not HOST:PORT" "$tmp/err"; then
+  echo "ok   config: a metrics address without a port"
+else
+  echo "FAIL config: metrics address without a port: exit $rc"; cat "$tmp/err"; failures=$((failures + 1))
+fi
 
 # Exit code 2 for malformed input, as documented.
 "$pond" check "$tmp/bad.jsonl" >/dev/null 2>&1
@@ -347,7 +355,8 @@ else
   echo "FAIL --help"; failures=$((failures + 1))
 fi
 for cmd in mn cn; do
-  if "$pond" $cmd --help >"$tmp/out" 2>&1 && grep -q -- "--config FILE" "$tmp/out"; then
+  if "$pond" $cmd --help >"$tmp/out" 2>&1 && grep -q -- "--config FILE" "$tmp/out" &&
+     grep -q -- "--metrics" "$tmp/out"; then
     echo "ok   $cmd --help"
   else
     echo "FAIL $cmd --help"; failures=$((failures + 1))
