@@ -147,6 +147,8 @@ int RunCnDaemon(CnDaemonOptions& o) {
   }
   const int sig = WaitForStop(-1);
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // A scrape from now on says it no longer serves.
+  if (metrics != nullptr) metrics->DetachCluster();
   if (o.frontend != nullptr) {
     // Withdrawn first: a client looking now moves to another CN.
     (void)cluster::PutOwned(**store, client_key, {});
