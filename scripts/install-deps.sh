@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Pond builds and tests with (and plots and compares with:
 # matplotlib for bench/plot.py, PostgreSQL 15 for bench/peers/; gRPC and protobuf for the client
-# API, with their Python modules for examples/python). ZooKeeper is the server package,
-# not zookeeperd: that one also starts a system-wide server on port 2181 at install, and Pond
-# starts its own (cluster/local_zookeeper.h). Idempotent: when every package is
-# already present it prints nothing and returns at once, so the Makefile calls it on every run.
+# API, with their Python modules for examples/python; prometheus-cpp for the daemons' metrics).
+# ZooKeeper is the server package, not zookeeperd: that one also starts a system-wide server on
+# port 2181 at install, and Pond starts its own (cluster/local_zookeeper.h). Idempotent: when
+# every package is already present it prints nothing and returns at once, so the Makefile calls
+# it on every run.
 set -euo pipefail
 
 packages=(
@@ -16,6 +17,7 @@ packages=(
   zookeeper libzookeeper-mt-dev
   libucx-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  prometheus-cpp-dev
   python3-grpcio python3-protobuf
 )
 

@@ -16,6 +16,7 @@
 // controlling thread, never concurrently; Session and Txn are used inside Run's coroutines.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -159,6 +160,26 @@ struct AbortCounts {
   uint64_t Total() const;
 };
 
+// Latencies counted in fixed buckets, the shape a Prometheus histogram has: counts[i] holds
+// those in (kBoundsNs[i-1], kBoundsNs[i]], and the last count those above every bound.
+struct LatencyBuckets {
+  // 1 us (a commit over shared memory) to 1 s (one stuck behind a failure's recovery).
+  static constexpr std::array<uint64_t, 19> kBoundsNs = {
+      1'000,      2'000,       5'000,       10'000,      20'000,       50'000,     100'000,
+      200'000,    500'000,     1'000'000,   2'000'000,   5'000'000,    10'000'000, 20'000'000,
+      50'000'000, 100'000'000, 200'000'000, 500'000'000, 1'000'000'000};
+  std::array<uint64_t, kBoundsNs.size() + 1> counts{};
+  uint64_t sum_ns = 0;
+
+  // The bucket a latency of `ns` counts in.
+  static size_t BucketOf(uint64_t ns) {
+    size_t i = 0;
+    while (i < kBoundsNs.size() && ns > kBoundsNs[i]) i++;
+    return i;
+  }
+  uint64_t count() const;
+};
+
 struct ClusterStats {
   uint64_t committed = 0;
   uint64_t committed_read_only = 0;
@@ -169,6 +190,9 @@ struct ClusterStats {
   // Caches over all CNs.
   uint64_t vt_hits = 0, vt_misses = 0, vt_invalidations = 0;
   uint64_t addr_hits = 0, addr_misses = 0;
+  // Of every committed transaction, read-only ones too: from Begin to the end of its Commit, by
+  // the cluster's clock (virtual time when simulated).
+  LatencyBuckets commit_latency;
 
   // What happened between `before` and this snapshot (both from Cluster::Stats()): every counter
   // subtracted, so a benchmark can report its measured run without the load before it.
@@ -249,6 +273,22 @@ struct ReplicaCheck {
     return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
            lost_groups == 0;
   }
+};
+
+// One CN, while it serves (Cluster::GetCnStats): its lock table now, and what the membership of a
+// cluster of processes (docs/recovery.md "Processes") did as this CN saw it, since it started.
+struct CnStats {
+  uint64_t lock_slots = 0;  // the lock table's size: buckets x 8
+  uint64_t locks_held = 0;  // holds now: granted less released (a read-locked slot may hold many)
+  uint64_t lock_acquired = 0, lock_released = 0;
+  uint64_t lock_conflicts = 0, lock_bucket_full = 0, lock_counter_full = 0, lock_wrong_shard = 0;
+  uint64_t epoch = 0;           // the membership's newest epoch applied here
+  uint64_t cns_failed = 0;      // CNs declared failed
+  uint64_t mns_failed = 0;      // MNs declared failed
+  uint64_t cns_back = 0;        // restarted CNs let back in
+  uint64_t recoveries = 0;      // failed CNs whose recovery finished here (their shards opened)
+  uint64_t logs_recovered = 0;  // commit logs of failed CNs this CN replayed
+  uint64_t tso_moves = 0;       // the timestamp oracle moved to another CN
 };
 
 // What membership and recovery did in a simulated run with node faults (docs/recovery.md).
@@ -382,7 +422,13 @@ class Cluster {
   // transaction committed is still there (docs/recovery.md). Not while a Run is going on.
   ReplicaCheck CheckReplicas() const;
 
+  // What the cluster counted so far (every CN this process runs). Callable from any thread,
+  // also during a Run or while serving: each count is read on its own, so a snapshot taken then
+  // is not one instant (a commit may show before the ops it made).
   ClusterStats Stats() const;
+  // What CN `cn` of a cluster of processes (this process's CN) reports for its daemon's metrics:
+  // its lock table and what its membership saw. Callable from any thread, as Stats is.
+  CnStats GetCnStats(uint16_t cn) const;
   const ClusterConfig& config() const;
   bool simulated() const;
   // Simulated clusters only.

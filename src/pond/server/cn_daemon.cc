@@ -6,6 +6,7 @@
 #include "pond/cluster/zk_config_store.h"
 #include "pond/server/daemon_common.h"
 #include "pond/server/daemon_log.h"
+#include "pond/server/metrics.h"
 
 namespace pond::server {
 
@@ -21,6 +22,17 @@ std::vector<std::byte> Text(const std::string& s) {
 int RunCnDaemon(CnDaemonOptions& o) {
   const DaemonLog log("pond cn " + std::to_string(o.id));
   BlockStopSignals();  // before any thread starts: only WaitForStop takes them
+  std::unique_ptr<MetricsServer> metrics;
+  if (!o.metrics.empty()) {
+    Result<std::unique_ptr<MetricsServer>> m =
+        MetricsServer::Start(o.metrics, "cn", o.id, o.cluster);
+    if (!m.ok()) {
+      log("{}", m.status().message());
+      return 1;
+    }
+    metrics = std::move(m).value();
+    log("metrics at http://{}/metrics", metrics->address());
+  }
   auto store = cluster::ZkConfigStore::Connect(o.coord);
   if (!store.ok()) {
     log("cannot reach the coordination service at {}: {}", o.coord, store.status().ToString());
@@ -69,6 +81,13 @@ int RunCnDaemon(CnDaemonOptions& o) {
     return 1;
   }
   std::unique_ptr<Cluster> c = std::move(started).value();
+  // Declared after the cluster, so gone before it: no scrape reads a cluster being destroyed.
+  struct Detach {
+    MetricsServer* m;
+    ~Detach() {
+      if (m != nullptr) m->DetachCluster();
+    }
+  } detach{metrics.get()};
   log("joined cluster {}: {} MNs, {} CNs, {} workers here, protocol {}, {}", o.cluster, config.mns,
       config.cns, config.workers_per_cn, config.protocol.name, IsolationName(config.isolation));
   if (o.setup) {
@@ -92,6 +111,7 @@ int RunCnDaemon(CnDaemonOptions& o) {
     log("cannot serve: {}", serving.message());
     return 1;
   }
+  if (metrics != nullptr) metrics->AttachCluster(c.get(), cn);
   const std::string client_key = cluster::ClientKey(o.cluster, cn);
   if (o.frontend != nullptr) {
     Result<std::string> address = o.frontend->Start(*c, cn);
@@ -127,6 +147,8 @@ int RunCnDaemon(CnDaemonOptions& o) {
   }
   const int sig = WaitForStop(-1);
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // A scrape from now on says it no longer serves.
+  if (metrics != nullptr) metrics->DetachCluster();
   if (o.frontend != nullptr) {
     // Withdrawn first: a client looking now moves to another CN.
     (void)cluster::PutOwned(**store, client_key, {});

@@ -5,7 +5,8 @@
 // first time it starts and then says the cluster is ready (cluster/directory.h ReadyKey); every
 // other CN waits for that and joins them. Once all CNs are reachable it serves — the calls its
 // front end hands it and the other CNs' requests — until SIGTERM or SIGINT; then it stops its
-// front end, lets what it runs finish, withdraws its addresses and exits 0.
+// front end, lets what it runs finish, withdraws its addresses and exits 0. With `metrics` it
+// serves its metrics from the start, its transactions' once it serves (server/metrics.h).
 #pragma once
 
 #include <functional>
@@ -38,6 +39,7 @@ struct CnDaemonOptions {
   int id = -1;                   // this CN's id, 0 .. cns-1
   double wait_s = 30;            // for the spec, CN 0's tables and the other CNs to appear
   double grace_s = 2;            // at a stop, for answers other CNs still owe this one
+  std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
   // What the cluster serves, run on every CN before it serves, in the same order everywhere
   // (procedure ids are registration order): with `create` (CN 0, first start) it creates and
   // loads the tables; otherwise it finds them (Cluster::FindTable). Both register the

@@ -30,6 +30,7 @@ struct Proc {
   pid_t pid = -1;
   std::string log;
   std::vector<std::string> args;  // its flags after --id (a restart passes them again)
+  std::string metrics;            // where it serves its metrics (its --metrics)
 };
 
 // What DIR/cluster.json holds.
@@ -43,8 +44,10 @@ nlohmann::ordered_json ToJson(const std::string& cluster, const std::string& coo
   nlohmann::ordered_json j = {{"cluster", cluster}, {"coord", coord}};
   j["processes"] = nlohmann::json::array();
   for (const Proc& p : procs) {
-    j["processes"].push_back(
-        {{"role", p.role}, {"id", p.id}, {"pid", p.pid}, {"log", p.log}, {"args", p.args}});
+    nlohmann::ordered_json proc = {
+        {"role", p.role}, {"id", p.id}, {"pid", p.pid}, {"log", p.log}, {"args", p.args}};
+    if (!p.metrics.empty()) proc["metrics"] = p.metrics;
+    j["processes"].push_back(std::move(proc));
   }
   return j;
 }
@@ -83,7 +86,8 @@ Result<ClusterRecord> ReadRecord(const std::string& path) {
               p.value("id", 0),
               static_cast<pid_t>(p["pid"].get<long long>()),
               p.value("log", ""),
-              {}};
+              {},
+              p.value("metrics", "")};
     if (p.contains("args") && p["args"].is_array()) {
       for (const auto& a : p["args"]) {
         if (!a.is_string()) return InvalidArgument(path + " names a process with bad args");
@@ -135,11 +139,19 @@ Status AwaitPublished(cluster::ConfigStore& store, const std::string& key, const
   }
 }
 
-// Starts `pond ROLE --coord ... --id ID` with its log in DIR/ROLE-ID.log.
+// Starts `pond ROLE --coord ... --id ID` with its log in DIR/ROLE-ID.log; with `metrics`, on a
+// free loopback port.
 Result<Proc> SpawnRole(const std::string& role, int id, const std::string& dir,
                        const std::string& coord, const std::string& cluster,
-                       const std::vector<std::string>& extra) {
-  Proc p{role, id, -1, fmt::format("{}/{}-{}.log", dir, role, id), extra};
+                       std::vector<std::string> extra, bool metrics) {
+  std::string address;
+  if (metrics) {
+    Result<uint16_t> port = FreeLoopbackPort();
+    if (!port.ok()) return port.status();
+    address = fmt::format("127.0.0.1:{}", *port);
+    extra.insert(extra.end(), {"--metrics", address});
+  }
+  Proc p{role, id, -1, fmt::format("{}/{}-{}.log", dir, role, id), extra, address};
   std::vector<std::string> argv = {SelfPath(),  role,    "--coord", coord,
                                    "--cluster", cluster, "--id",    std::to_string(id)};
   argv.insert(argv.end(), extra.begin(), extra.end());
@@ -210,7 +222,7 @@ int Up(const UpOptions& o) {
   for (int mn = 0; mn < config.mns; mn++) {
     std::error_code ignored;
     fs::remove(fmt::format("{}/mn-{}.log", dir, mn), ignored);
-    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, {});
+    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, {}, o.metrics);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
   }
@@ -230,7 +242,7 @@ int Up(const UpOptions& o) {
     // waits for it.
     std::vector<std::string> args = o.cn_args;
     args.insert(args.end(), {"--wait", fmt::format("{:g}", o.timeout_s)});
-    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, args);
+    Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, args, o.metrics);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
   }
@@ -271,6 +283,10 @@ int Up(const UpOptions& o) {
     const std::string address(reinterpret_cast<const char*>(v->value.data()), v->value.size());
     if (first.empty()) first = address;
     std::printf("client %s (CN %d)\n", address.c_str(), cn);
+  }
+  for (const Proc& p : procs) {
+    if (p.metrics.empty()) continue;
+    std::printf("metrics http://%s/metrics (%s)\n", p.metrics.c_str(), Describe(p).c_str());
   }
   if (!first.empty()) {
     std::printf("try:  pond client --connect %s describe\n", first.c_str());
@@ -313,9 +329,11 @@ int Restart(const std::string& dir, int cn, double timeout_s) {
     }
     return last;
   };
-  Result<Proc> p =
-      SpawnRole("cn", cn, fs::path(it->log).parent_path().string(), r->coord, r->cluster, it->args);
+  // The same flags, so the same metrics port: a scraper's configuration stays right.
+  Result<Proc> p = SpawnRole("cn", cn, fs::path(it->log).parent_path().string(), r->coord,
+                             r->cluster, it->args, false);
   if (!p.ok()) return fail(p.status().message());
+  p->metrics = it->metrics;
   *it = *p;
   Status written = WriteRecord(file, *r);
   if (!written.ok()) return fail(written.message());

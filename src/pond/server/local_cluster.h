@@ -24,6 +24,7 @@ struct UpOptions {
   std::vector<std::string> cn_args;  // more flags for every `pond cn`
   bool cn_clients = false;           // the CNs take clients: wait for their client addresses
   double timeout_s = 60;             // for ZooKeeper and every daemon to come up
+  bool metrics = true;               // each daemon serves its metrics on a free loopback port
 };
 
 // Starts the cluster and prints where it is; the exit status: 0 up, 1 it did not come up
@@ -38,7 +39,8 @@ int Restart(const std::string& dir, int cn, double timeout_s);
 int Down(const std::string& dir, double grace_s);
 
 // The file `up` writes: {"cluster": NAME, "coord": "127.0.0.1:PORT", "processes": [{"role":
-// "zookeeper"|"mn"|"cn", "id": N, "pid": P, "log": PATH}, ...]}.
+// "zookeeper"|"mn"|"cn", "id": N, "pid": P, "log": PATH, "args": [FLAG, ...], "metrics":
+// "127.0.0.1:PORT" (daemons, unless --no-metrics)}, ...]}.
 std::string ClusterFile(const std::string& dir);
 
 }  // namespace pond::server

@@ -12,6 +12,7 @@
 #include "pond/server/cluster_spec.h"
 #include "pond/server/daemon_common.h"
 #include "pond/server/daemon_log.h"
+#include "pond/server/metrics.h"
 #include "pond/store/catalog.h"
 #include "pond/store/layout.h"
 #include "pond/transport/ucx/memory_node.h"
@@ -31,6 +32,17 @@ int RunMnDaemon(const MnDaemonOptions& o) {
   const DaemonLog log("pond mn " + std::to_string(o.id));
   // Blocked before any thread starts (ZooKeeper's, UCX's), so that only WaitForStop takes them.
   BlockStopSignals();
+  std::unique_ptr<MetricsServer> metrics;
+  if (!o.metrics.empty()) {
+    Result<std::unique_ptr<MetricsServer>> m =
+        MetricsServer::Start(o.metrics, "mn", o.id, o.cluster);
+    if (!m.ok()) {
+      log("{}", m.status().message());
+      return 1;
+    }
+    metrics = std::move(m).value();
+    log("metrics at http://{}/metrics", metrics->address());
+  }
   auto store = cluster::ZkConfigStore::Connect(o.coord);
   if (!store.ok()) {
     log("cannot reach the coordination service at {}: {}", o.coord, store.status().ToString());
@@ -62,6 +74,7 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     return 1;
   }
   store::FormatRegion((*mn)->region(), *layout, static_cast<MnId>(o.id));
+  if (metrics != nullptr) metrics->SetRegionBytes(region_bytes);
   const std::string key = cluster::MnKey(o.cluster, static_cast<uint16_t>(o.id));
   const std::vector<std::byte> descriptor = (*mn)->descriptor().Encode();
   Status published = cluster::PutOwned(**store, key, descriptor);
@@ -76,7 +89,10 @@ int RunMnDaemon(const MnDaemonOptions& o) {
   // The MN's beat, which the CNs' configuration manager watches (docs/recovery.md "Processes"):
   // counted up by this CPU every kBeatMs while the daemon lives; a killed daemon's stops.
   int sig = 0;
-  while ((sig = WaitForStop(kBeatMs)) == 0) store::BeatMn((*mn)->region());
+  while ((sig = WaitForStop(kBeatMs)) == 0) {
+    store::BeatMn((*mn)->region());
+    if (metrics != nullptr) metrics->CountBeat();
+  }
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
   // Withdrawn first: a CN that starts now finds no MN rather than a region about to vanish.
   Status withdrawn = cluster::PutOwned(**store, key, {});

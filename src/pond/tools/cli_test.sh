@@ -49,6 +49,29 @@ expect_error "kvs bad isolation" "isolation" bench kvs --isolation rc
 expect_error "kvs bad rw ratio" "rw-ratio" bench kvs --rw-ratio 1.5
 expect_error "kvs replication above MNs" "replication" bench kvs --mns 2 --replication 3
 
+# A daemon's config file (docs/deploy.md "Config files"): a bad one is one line and exit 2, before
+# the daemon reaches for anything.
+printf 'coord = "127.0.0.1:1"\nid = 0\nbogus = 1\n' >"$tmp/unknown.toml"
+expect_error "config: unknown key" 'unknown key "bogus"' mn --config "$tmp/unknown.toml"
+expect_error "config: missing file" "nowhere.toml" cn --config "$tmp/nowhere.toml"
+printf 'coord = "127.0.0.1:1"\nid = 99\n' >"$tmp/range.toml"
+expect_error "config: value out of range" "--id" mn --config "$tmp/range.toml"
+printf 'coord = "127.0.0.1:1"\nid = 0\nwait = soon\n' >"$tmp/value.toml"
+expect_error "config: not a number" "--wait" cn --config "$tmp/value.toml"
+printf '[mn]\ncoord = "127.0.0.1:1"\nid = 0\n' >"$tmp/section.toml"
+expect_error "config: a section" "sections" mn --config "$tmp/section.toml"
+printf 'id = 0\n' >"$tmp/partial.toml"
+expect_error "config: a required flag in neither" "--coord" mn --config "$tmp/partial.toml"
+expect_error "config: not for bench" "--config" bench raw --config "$tmp/partial.toml"
+printf 'coord = "127.0.0.1:1"\nid = 0\nmetrics = 9400\n' >"$tmp/metrics.toml"
+"$pond" mn --config "$tmp/metrics.toml" >/dev/null 2>"$tmp/err"
+rc=$?
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "is not HOST:PORT" "$tmp/err"; then
+  echo "ok   config: a metrics address without a port"
+else
+  echo "FAIL config: metrics address without a port: exit $rc"; cat "$tmp/err"; failures=$((failures + 1))
+fi
+
 # Exit code 2 for malformed input, as documented.
 "$pond" check "$tmp/bad.jsonl" >/dev/null 2>&1
 if [ $? -eq 2 ]; then echo "ok   check exit 2"; else echo "FAIL check exit code"; failures=$((failures + 1)); fi
@@ -331,6 +354,14 @@ if "$pond" --help >"$tmp/out" 2>&1 && grep -q bench "$tmp/out"; then
 else
   echo "FAIL --help"; failures=$((failures + 1))
 fi
+for cmd in mn cn; do
+  if "$pond" $cmd --help >"$tmp/out" 2>&1 && grep -q -- "--config FILE" "$tmp/out" &&
+     grep -q -- "--metrics" "$tmp/out"; then
+    echo "ok   $cmd --help"
+  else
+    echo "FAIL $cmd --help"; failures=$((failures + 1))
+  fi
+done
 if "$pond" bench raw --help >"$tmp/out" 2>&1 && grep -q -- --threads "$tmp/out"; then
   echo "ok   bench raw --help"
 else

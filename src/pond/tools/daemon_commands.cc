@@ -7,16 +7,29 @@
 #include "pond/server/local_cluster.h"
 #include "pond/server/mn_daemon.h"
 #include "pond/tools/command.h"
+#include "pond/tools/daemon_config.h"
 #include "pond/tools/grpc_log.h"
 #include "pond/tools/served_flags.h"
 
 namespace pond::tools {
 
+namespace {
+
+void AddMetricsFlag(CLI::App* cmd, std::string* metrics) {
+  cmd->add_option("--metrics", *metrics,
+                  "IP:PORT to serve Prometheus metrics on, at GET /metrics (port 0: any free one; "
+                  "default: none; docs/deploy.md)");
+}
+
+}  // namespace
+
 void AddDaemonCommands(CLI::App& root, CommandAction* action) {
+  EnableDaemonConfig(root);
   {
     auto o = std::make_shared<server::MnDaemonOptions>();
     CLI::App* cmd = root.add_subcommand(
         "mn", "Run one memory node: serve its region over UCX until SIGTERM (docs/deploy.md)");
+    AddConfigFlag(cmd);
     cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
         ->required();
     cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
@@ -27,6 +40,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->add_option("--wait", o->wait_s, "seconds to wait for the cluster's spec to appear")
         ->check(CLI::Range(0.0, 3600.0))
         ->capture_default_str();
+    AddMetricsFlag(cmd, &o->metrics);
     cmd->callback([o, action] { *action = [o] { return server::RunMnDaemon(*o); }; });
   }
   {
@@ -37,6 +51,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
         "cn",
         "Run one compute node: its workers, lock tables and clients, until SIGTERM "
         "(docs/deploy.md)");
+    AddConfigFlag(cmd);
     cmd->add_option("--coord", o->coord, "ZooKeeper to register with: HOST:PORT[,HOST:PORT...]")
         ->required();
     cmd->add_option("--cluster", o->cluster, "the cluster's name (its keys: /pond/NAME/...)")
@@ -55,6 +70,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->add_option("--listen", *listen,
                     "HOST:PORT to take clients on (port 0: any free one; published for them)")
         ->capture_default_str();
+    AddMetricsFlag(cmd, &o->metrics);
     AddServedFlags(cmd, served.get());
     cmd->callback([o, served, listen, action] {
       Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
@@ -113,6 +129,9 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
         ->capture_default_str();
     auto served = std::make_shared<ServedFlags>();
     AddServedFlags(cmd, served.get());
+    cmd->add_flag("!--no-metrics", o->metrics,
+                  "start the daemons without metrics (by default each serves them on a free "
+                  "loopback port, which cluster.json records)");
     cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();

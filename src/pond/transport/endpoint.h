@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "pond/base/assert.h"
+#include "pond/base/relaxed_counter.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/transport/gaddr.h"
@@ -70,16 +71,18 @@ struct Message {
 };
 using MessageHandler = std::function<void(const Message&)>;
 
+// Counted by the endpoint's thread; any thread may read them while it runs (a serving daemon's
+// metrics), which is why they are RelaxedCounters.
 struct EndpointStats {
-  uint64_t ops[kNumVerbs] = {};
-  uint64_t bytes[kNumVerbs] = {};
-  uint64_t batches = 0;  // doorbell batches (one per MN per Flush)
-  uint64_t flushes = 0;
-  uint64_t messages_sent = 0;
-  uint64_t packets_sent = 0;
-  uint64_t messages_received = 0;
-  uint64_t packets_received = 0;
-  uint64_t packets_refused = 0;  // from a sender incarnation the accept filter refused
+  RelaxedCounter ops[kNumVerbs];
+  RelaxedCounter bytes[kNumVerbs];
+  RelaxedCounter batches;  // doorbell batches (one per MN per Flush)
+  RelaxedCounter flushes;
+  RelaxedCounter messages_sent;
+  RelaxedCounter packets_sent;
+  RelaxedCounter messages_received;
+  RelaxedCounter packets_received;
+  RelaxedCounter packets_refused;  // from a sender incarnation the accept filter refused
   void Merge(const EndpointStats& o);
 };
 

@@ -31,6 +31,39 @@ const std::vector<AbortCounts::Reason>& AbortCounts::Reasons() {
   return kReasons;
 }
 
+uint64_t LatencyBuckets::count() const {
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  return n;
+}
+
+namespace txn {
+
+static_assert(sizeof(WorkerStats::Aborts) == sizeof(AbortCounts),
+              "a reason added to AbortCounts is counted by the workers too");
+
+void WorkerStats::AddTo(ClusterStats& s) const {
+  s.committed += committed;
+  s.committed_read_only += committed_read_only;
+  AbortCounts& a = s.aborts;
+  a.lock_conflict += aborts.lock_conflict;
+  a.newer_version += aborts.newer_version;
+  a.snapshot_too_old += aborts.snapshot_too_old;
+  a.torn_read += aborts.torn_read;
+  a.invisible_wait += aborts.invisible_wait;
+  a.duplicate_key += aborts.duplicate_key;
+  a.validation += aborts.validation;
+  a.user += aborts.user;
+  a.mn_unreachable += aborts.mn_unreachable;
+  s.remote_calls += remote_calls;
+  for (size_t i = 0; i < commit_latency.size(); i++) {
+    s.commit_latency.counts[i] += commit_latency[i];
+  }
+  s.commit_latency.sum_ns += commit_latency_sum_ns;
+}
+
+}  // namespace txn
+
 uint64_t AbortCounts::Total() const {
   uint64_t n = 0;
   for (const Reason& r : Reasons()) n += this->*r.count;
@@ -56,6 +89,10 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.vt_invalidations -= b.vt_invalidations;
   d.addr_hits -= b.addr_hits;
   d.addr_misses -= b.addr_misses;
+  for (size_t i = 0; i < d.commit_latency.counts.size(); i++) {
+    d.commit_latency.counts[i] -= b.commit_latency.counts[i];
+  }
+  d.commit_latency.sum_ns -= b.commit_latency.sum_ns;
   return d;
 }
 
@@ -102,12 +139,7 @@ ClusterStats Cluster::Stats() const {
   ClusterStats s;
   // Every incarnation's work counts, a restarted CN's dead one included.
   impl_->ForEachWorkerEver([&s](const txn::WorkerContext& w) {
-    s.committed += w.stats().committed;
-    s.committed_read_only += w.stats().committed_read_only;
-    for (const AbortCounts::Reason& r : AbortCounts::Reasons()) {
-      s.aborts.*r.count += w.stats().aborts.*r.count;
-    }
-    s.remote_calls += w.stats().remote_calls;
+    w.stats().AddTo(s);
     const EndpointStats& e = w.ep().stats();
     s.reads += e.ops[static_cast<int>(Verb::kRead)];
     s.writes += e.ops[static_cast<int>(Verb::kWrite)];
@@ -132,6 +164,34 @@ ClusterStats Cluster::Stats() const {
       }
     }
   }
+  return s;
+}
+
+CnStats Cluster::GetCnStats(uint16_t cn) const {
+  const ClusterImpl& cl = *impl_;
+  POND_CHECK_MSG(cn < cl.cns_.size(), "stats of a CN the cluster does not have");
+  CnStats s;
+  const lock::LockTable& locks = cl.cns_[cn]->locks;
+  const lock::LockTableStats& l = locks.stats();
+  constexpr auto kRelaxed = std::memory_order_relaxed;
+  s.lock_slots = uint64_t{locks.buckets()} * lock::kSlotsPerBucket;
+  // Released first: a hold is granted before it is released, so reading the other way round
+  // could count a release whose grant it missed.
+  s.lock_released = l.released.load(kRelaxed);
+  s.lock_acquired = l.acquired.load(kRelaxed);
+  s.locks_held = s.lock_acquired > s.lock_released ? s.lock_acquired - s.lock_released : 0;
+  s.lock_conflicts = l.conflicts.load(kRelaxed);
+  s.lock_bucket_full = l.bucket_full.load(kRelaxed);
+  s.lock_counter_full = l.counter_full.load(kRelaxed);
+  s.lock_wrong_shard = l.wrong_shard.load(kRelaxed);
+  const txn::MembershipCounts& m = cl.membership_counts_;
+  s.epoch = m.epoch.load();
+  s.cns_failed = m.cns_failed.load();
+  s.mns_failed = m.mns_failed.load();
+  s.cns_back = m.cns_back.load();
+  s.recoveries = m.recoveries.load();
+  s.logs_recovered = m.logs_recovered.load();
+  s.tso_moves = m.tso_moves.load();
   return s;
 }
 

@@ -309,7 +309,7 @@ Task<Status> MvccTxn::Commit() {
   if (Status s = CheckCommittable(); !s.ok()) co_return s;
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
-    w_.stats().committed_read_only++;
+    CountCommit();
     co_return Status::Ok();
   }
   std::vector<size_t> writes = Writes();
@@ -379,7 +379,7 @@ Task<Status> MvccTxn::Commit() {
   EndLocks(held_);
   held_.clear();
   finished_ = true;
-  w_.stats().committed++;
+  CountCommit();
   for (size_t i : writes) w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, commit_ts_);
   co_return Status::Ok();
 }

@@ -42,6 +42,7 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl)
   mn_busy_.assign(cl.config().mns, MnBusy{});
   renewed_ns_ = now;
   alive_ = view_.cns[cn_].alive;
+  cl.membership_counts_.epoch = view_.epoch;
 }
 
 ProcessMembership::~ProcessMembership() { Stop(); }
@@ -242,6 +243,7 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       }
       Event("CN " + std::to_string(c) + " failed (epoch " + std::to_string(next.epoch) +
             "); recovering it");
+      cl_.membership_counts_.cns_failed++;
       failures_.push_back(std::move(f));
     }
     if (now.alive && c != cn_ && (!was.alive || now.incarnation != was.incarnation)) {
@@ -260,6 +262,7 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       }
       Event("CN " + std::to_string(c) + " is back as incarnation " +
             std::to_string(now.incarnation));
+      cl_.membership_counts_.cns_back++;
     }
   }
   std::vector<uint16_t> unread;  // MNs this CN must stop reading, then say so
@@ -274,6 +277,10 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       unread.push_back(mn);
       Event("MN " + std::to_string(mn) + " failed (epoch " + std::to_string(next.epoch) +
             "); this CN reads its replicas elsewhere");
+    }
+    // Counted once, at the first epoch that says so: it is leaving, or down at once.
+    if (was.alive && !was.leaving && (now.leaving || !now.alive)) {
+      cl_.membership_counts_.mns_failed++;
     }
     if (was.alive && !now.alive) {
       cl_.placement_.SetDown(static_cast<MnId>(mn));
@@ -293,8 +300,10 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       me.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
     }
     Event("the timestamp oracle moves to CN " + std::to_string(next.tso_host));
+    cl_.membership_counts_.tso_moves++;
   }
   me.view = next;
+  cl_.membership_counts_.epoch = next.epoch;
   const bool host = next.tso_host == cn_;
   bool ok = true;
   OnWorkers(
@@ -374,6 +383,7 @@ void ProcessMembership::Progress(Failure& f) {
             std::to_string(f.recovery_stats.records) + " records, " +
             std::to_string(f.recovery_stats.rolled_forward) + " rolled forward, " +
             std::to_string(f.recovery_stats.rolled_back) + " rolled back");
+      cl_.membership_counts_.logs_recovered++;
       f.recovery = kRecoveryIdle;
     }
   }
@@ -436,6 +446,7 @@ void ProcessMembership::Progress(Failure& f) {
   f.opened = true;
   Event("CN " + std::to_string(f.cn) + "'s failure (epoch " + std::to_string(f.epoch) +
         ") is recovered; this CN serves " + std::to_string(opened) + " of its shards");
+  cl_.membership_counts_.recoveries++;
 }
 
 void ProcessMembership::Manage() {

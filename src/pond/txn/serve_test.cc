@@ -98,6 +98,56 @@ TEST(ServeTest, CallsFromOtherThreadsRunAndAllFinishFord) {
   ServeFromThreads(testing_cluster::Config("ford"));
 }
 
+// A daemon's metrics read the counts while the workers count (server/metrics.h): no data race
+// (the ThreadSanitizer build runs this), counts that only grow, and at the end exactly the
+// commits the calls saw, each with its latency, and every lock released.
+TEST(ServeTest, StatsAreReadFromAnotherThreadWhileServing) {
+  ClusterConfig config = testing_cluster::Config("lotus");
+  config.workers_per_cn = 2;
+  uint16_t table = 0;
+  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  ASSERT_TRUE(c->StartServing().ok());
+  std::atomic<bool> done{false};
+  std::atomic<int> scrapes{0};
+  std::thread scraper([&] {
+    uint64_t last = 0;
+    while (!done.load()) {
+      ClusterStats s = c->Stats();
+      EXPECT_GE(s.committed, last) << "a count went back";
+      last = s.committed;
+      for (uint16_t cn = 0; cn < config.cns; cn++) (void)c->GetCnStats(cn);
+      scrapes++;
+    }
+  });
+  constexpr int kCalls = 300;
+  std::vector<std::promise<Status>> outcomes(kCalls);
+  std::atomic<int> wrong_cn{0};
+  for (int i = 0; i < kCalls; i++) {
+    const auto cn = static_cast<uint16_t>(i % config.cns);
+    ASSERT_TRUE(c->Submit(cn, Increment(table, i % kKeys, cn, &outcomes[i], &wrong_cn)));
+  }
+  uint64_t committed = 0;
+  for (auto& o : outcomes) committed += o.get_future().get().ok() ? 1 : 0;
+  // At least one scrape overlapped the calls, and one more follows them.
+  while (scrapes.load() < 2) std::this_thread::yield();
+  done = true;
+  scraper.join();
+  c->StopServing();
+  const ClusterStats s = c->Stats();
+  EXPECT_EQ(s.committed, committed);
+  EXPECT_EQ(s.commit_latency.count(), s.committed + s.committed_read_only);
+  EXPECT_GT(s.commit_latency.sum_ns, 0u);
+  EXPECT_GT(s.reads, 0u);
+  uint64_t granted = 0;
+  for (uint16_t cn = 0; cn < config.cns; cn++) {
+    const CnStats l = c->GetCnStats(cn);
+    EXPECT_EQ(l.locks_held, 0u) << "CN " << cn;
+    EXPECT_EQ(l.lock_slots, uint64_t{config.lock_buckets} * 8);
+    granted += l.lock_acquired;
+  }
+  EXPECT_GE(granted, committed) << "every increment locked its key";
+}
+
 TEST(ServeTest, ASimulatedClusterDoesNotServe) {
   uint16_t table = 0;
   Testbed tb;

@@ -272,7 +272,7 @@ Task<Status> SvTxn::Commit() {
   if (kind_ == TxnKind::kReadOnly) {
     finished_ = true;
     EndLocks({});
-    w_.stats().committed_read_only++;
+    CountCommit();
     co_return Status::Ok();
   }
 
@@ -282,7 +282,7 @@ Task<Status> SvTxn::Commit() {
   CheckOk(co_await ep.Flush());
   finished_ = true;
   EndLocks({});
-  w_.stats().committed++;
+  CountCommit();
   co_return Status::Ok();
 }
 

@@ -12,7 +12,7 @@ std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind) {
 }
 
 TxnState::TxnState(WorkerContext& w, TxnKind kind)
-    : w_(w), kind_(kind), isolation_(w.cluster().config().isolation) {
+    : w_(w), kind_(kind), isolation_(w.cluster().config().isolation), begin_ns_(w.clock().NowNs()) {
   owner_ = lock::LockOwner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
   w.locks().Start(owner_);
 }
@@ -39,10 +39,19 @@ const Item* TxnState::Find(uint16_t table, uint64_t key) const {
   return const_cast<TxnState*>(this)->Find(table, key);
 }
 
-Status TxnState::Fail(Status s, uint64_t* counter) {
+Status TxnState::Fail(Status s, RelaxedCounter* counter) {
   if (counter != nullptr) (*counter)++;
   Abort();
   return s;
+}
+
+void TxnState::CountCommit() {
+  if (kind_ == TxnKind::kReadOnly) {
+    w_.stats().committed_read_only++;
+  } else {
+    w_.stats().committed++;
+  }
+  w_.stats().RecordCommit(w_.clock().NowNs() - begin_ns_);
 }
 
 namespace {

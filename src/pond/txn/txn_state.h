@@ -125,7 +125,9 @@ class TxnState {
  protected:
   Item* Find(uint16_t table, uint64_t key);
   const Item* Find(uint16_t table, uint64_t key) const;
-  Status Fail(Status s, uint64_t* counter);  // aborts, counts, and passes `s` on
+  Status Fail(Status s, RelaxedCounter* counter);  // aborts, counts, and passes `s` on
+  // Counts a commit, read-only or not, and its latency since Begin.
+  void CountCommit();
   // A call that cannot be carried out (misuse, or an Insert of a key this transaction sees):
   // the next Execute or Commit aborts the transaction with `s` (the first one refused).
   void Refuse(Status s);
@@ -162,6 +164,7 @@ class TxnState {
   TxnKind kind_;
   Isolation isolation_;
   lock::LockOwner owner_;
+  uint64_t begin_ns_;  // by the worker's clock, for the commit latency
   uint64_t start_ts_ = 0;
   uint64_t commit_ts_ = 0;
   bool finished_ = false;

@@ -8,6 +8,7 @@
 // and timestamp clients, allocator, RNG — is used only by its own worker thread.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pond/base/relaxed_counter.h"
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
@@ -42,11 +44,28 @@ class ServingInbox;
 struct Serving;
 class CnContext;
 
+// A worker's counts: its thread adds to them, and any thread may read them meanwhile
+// (Cluster::Stats while serving: a daemon's metrics). So each is a RelaxedCounter, which costs the
+// worker no locked instruction.
 struct WorkerStats {
-  uint64_t committed = 0;
-  uint64_t committed_read_only = 0;
-  AbortCounts aborts;
-  uint64_t remote_calls = 0;
+  RelaxedCounter committed;
+  RelaxedCounter committed_read_only;
+  // AbortCounts' reasons, one for one (Totals copies them over).
+  struct Aborts {
+    RelaxedCounter lock_conflict, newer_version, snapshot_too_old, torn_read, invisible_wait,
+        duplicate_key, validation, user, mn_unreachable;
+  } aborts;
+  RelaxedCounter remote_calls;
+  // LatencyBuckets, counted by this worker.
+  std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
+  RelaxedCounter commit_latency_sum_ns;
+
+  void RecordCommit(uint64_t latency_ns) {
+    commit_latency[LatencyBuckets::BucketOf(latency_ns)]++;
+    commit_latency_sum_ns += latency_ns;
+  }
+  // Adds these counts to `s`.
+  void AddTo(ClusterStats& s) const;
 };
 
 // One worker: what its transactions, clients and handlers use. Its parts are built by the
@@ -187,6 +206,13 @@ class Failover;
 class ProcessMembership;
 struct ProcessStart;
 
+// What the membership of a CN process did (CnStats): its thread counts, any thread reads.
+struct MembershipCounts {
+  std::atomic<uint64_t> epoch{0};
+  std::atomic<uint64_t> cns_failed{0}, mns_failed{0}, cns_back{0};
+  std::atomic<uint64_t> recoveries{0}, logs_recovered{0}, tso_moves{0};
+};
+
 // The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
 // the timestamp oracle, the CNs and the registered procedures. Transactions read it through the
 // const accessors; only the Cluster facade (setup, tables, procedures, runs) changes it.
@@ -295,6 +321,8 @@ class ClusterImpl {
   std::unique_ptr<ProcessStart> process_start_;
   bool joined_ = false;  // its tables were made by an earlier process: CreateTable opens them
   std::unique_ptr<ProcessMembership> membership_;
+  // Outlives membership_, so that the counts can be read while it starts and stops.
+  MembershipCounts membership_counts_;
   std::function<void(const std::string&)> event_log_;
 };
 

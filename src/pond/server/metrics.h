@@ -1,0 +1,91 @@
+// What `pond mn` and `pond cn` serve at GET /metrics on their --metrics address: Prometheus's
+// text exposition format, through prometheus-cpp's exposer (an HTTP server on threads of its
+// own). docs/deploy.md "Metrics" lists the metrics and what each means.
+//
+// Nothing is counted here: each scrape reads what the daemon's parts count anyway — a CN's
+// Cluster::Stats and GetCnStats, which are safe to read from any thread while it serves, and an
+// MN's beats — so the transaction path pays nothing for a scrape it does not know of.
+//
+// A daemon starts its MetricsServer first (a bad address ends it before it joins anything), then
+// hands it a CN's cluster once it serves (AttachCluster) and takes it back before the cluster
+// goes (DetachCluster): from then on no scrape reads it.
+//
+// Thread rules: any thread may call every method; scrapes run on the server's threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "pond/cluster.h"
+#include "pond/status.h"
+
+namespace prometheus {
+class Exposer;
+}  // namespace prometheus
+
+namespace pond::server {
+
+// One scrape's worth: what the text is made of. Separate from the server so that the format is
+// tested without one.
+struct DaemonMetrics {
+  std::string role;  // "mn" or "cn"
+  int id = 0;
+  std::string cluster;
+  double uptime_s = 0;
+  // A CN, once it serves (else none of its transaction metrics are shown).
+  std::optional<ClusterStats> totals;
+  std::optional<CnStats> cn;
+  // An MN.
+  uint64_t region_bytes = 0;
+  uint64_t beats = 0;
+};
+
+// The metrics in Prometheus's text exposition format (version 0.0.4).
+std::string MetricsText(const DaemonMetrics& m);
+
+class MetricsServer {
+ public:
+  // Serves GET /metrics at `address` ("HOST:PORT"; port 0: any free one) for daemon `role` `id`
+  // of `cluster`; InvalidArgument for a malformed address, Unavailable if it cannot be bound.
+  static Result<std::unique_ptr<MetricsServer>> Start(const std::string& address,
+                                                      const std::string& role, int id,
+                                                      const std::string& cluster);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // Where it serves: HOST:PORT, the port the one bound.
+  const std::string& address() const { return address_; }
+
+  // A CN: scrapes read CN `cn` of `cluster` from now until DetachCluster returns.
+  void AttachCluster(const Cluster* cluster, uint16_t cn);
+  void DetachCluster();
+  // An MN: its region's size, and one more beat.
+  void SetRegionBytes(uint64_t bytes) { region_bytes_ = bytes; }
+  void CountBeat() { beats_.fetch_add(1, std::memory_order_relaxed); }
+
+  // What a scrape now would show.
+  DaemonMetrics Snapshot() const;
+
+ private:
+  class Collector;
+  MetricsServer(std::string role, int id, std::string cluster);
+
+  const std::string role_, cluster_;
+  const int id_;
+  const int64_t started_ns_;  // steady clock, for the uptime
+  std::string address_;
+  mutable std::mutex mu_;  // held while a scrape reads the cluster, and to change it
+  const Cluster* attached_ = nullptr;
+  uint16_t cn_ = 0;
+  std::atomic<uint64_t> region_bytes_{0};
+  std::atomic<uint64_t> beats_{0};
+  std::shared_ptr<Collector> collector_;
+  std::unique_ptr<prometheus::Exposer> exposer_;  // last: stopped first, while the rest exists
+};
+
+}  // namespace pond::server

@@ -1,0 +1,178 @@
+#include "pond/server/metrics.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+
+namespace pond::server {
+namespace {
+
+// Every sample line of the text, by its name and labels as written: "name{labels}" -> value.
+// Fails the test on a line that is not the exposition format's.
+std::map<std::string, double> Samples(const std::string& text) {
+  static const std::regex kSample(
+      R"(^([a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="[^"]*",?)*\})?) )"
+      R"(([-+]?([0-9.]+(e[-+]?[0-9]+)?|Inf|NaN|Nan))$)");
+  static const std::regex kComment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$)");
+  std::map<std::string, double> samples;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    std::smatch m;
+    if (std::regex_match(line, kComment)) continue;
+    if (!std::regex_match(line, m, kSample)) {
+      ADD_FAILURE() << "not a sample: " << line;
+      continue;
+    }
+    samples[m[1].str()] = std::stod(m[4].str());
+  }
+  return samples;
+}
+
+DaemonMetrics ServingCn() {
+  DaemonMetrics m;
+  m.role = "cn";
+  m.id = 1;
+  m.cluster = "prod";
+  m.uptime_s = 12.5;
+  ClusterStats s;
+  s.committed = 5;
+  s.committed_read_only = 2;
+  s.aborts.lock_conflict = 3;
+  s.reads = 100;
+  s.cas = 7;
+  // 15 us, 15 us, 3 ms and 2 s: buckets 20 us, 20 us, 5 ms and beyond every bound.
+  for (uint64_t ns : {15'000ULL, 15'000ULL, 3'000'000ULL, 2'000'000'000ULL}) {
+    s.commit_latency.counts[LatencyBuckets::BucketOf(ns)]++;
+    s.commit_latency.sum_ns += ns;
+  }
+  m.totals = s;
+  CnStats c;
+  c.lock_slots = 8192;
+  c.locks_held = 4;
+  c.cns_failed = 1;
+  c.recoveries = 1;
+  c.epoch = 3;
+  m.cn = c;
+  return m;
+}
+
+TEST(MetricsTest, ServingCnShowsItsCounts) {
+  const std::string text = MetricsText(ServingCn());
+  std::map<std::string, double> s = Samples(text);
+  EXPECT_EQ(s["pond_info{role=\"cn\",id=\"1\",cluster=\"prod\"}"], 1);
+  EXPECT_EQ(s["pond_uptime_seconds"], 12.5);
+  EXPECT_EQ(s["pond_serving"], 1);
+  EXPECT_EQ(s["pond_commits_total{kind=\"read_write\"}"], 5);
+  EXPECT_EQ(s["pond_commits_total{kind=\"read_only\"}"], 2);
+  EXPECT_EQ(s["pond_aborts_total{reason=\"lock_conflict\"}"], 3);
+  EXPECT_EQ(s["pond_aborts_total{reason=\"mn_unreachable\"}"], 0);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"read\"}"], 100);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"cas\"}"], 7);
+  EXPECT_EQ(s["pond_lock_slots"], 8192);
+  EXPECT_EQ(s["pond_locks_held"], 4);
+  EXPECT_EQ(s["pond_failures_declared_total{node=\"cn\"}"], 1);
+  EXPECT_EQ(s["pond_recoveries_total"], 1);
+  EXPECT_EQ(s["pond_membership_epoch"], 3);
+  EXPECT_NE(text.find("# TYPE pond_commits_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE pond_commit_latency_seconds histogram"), std::string::npos);
+}
+
+TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {
+  std::map<std::string, double> s = Samples(MetricsText(ServingCn()));
+  // Buckets count everything at or below their bound, in seconds; +Inf counts all.
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"1e-05\"}"], 0);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"1e-06\"}"], 0);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"2e-05\"}"], 2);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"0.002\"}"], 2);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"0.005\"}"], 3);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"1\"}"], 3);
+  EXPECT_EQ(s["pond_commit_latency_seconds_bucket{le=\"+Inf\"}"], 4);
+  EXPECT_EQ(s["pond_commit_latency_seconds_count"], 4);
+  EXPECT_DOUBLE_EQ(s["pond_commit_latency_seconds_sum"], 2.00303);
+}
+
+TEST(MetricsTest, CnNotYetServingShowsOnlyWhatItIs) {
+  DaemonMetrics m = ServingCn();
+  m.totals.reset();
+  m.cn.reset();
+  std::map<std::string, double> s = Samples(MetricsText(m));
+  EXPECT_EQ(s["pond_serving"], 0);
+  EXPECT_EQ(s.count("pond_commits_total{kind=\"read_write\"}"), 0u);
+  EXPECT_EQ(s.count("pond_uptime_seconds"), 1u);
+}
+
+TEST(MetricsTest, MnShowsRegionAndBeats) {
+  DaemonMetrics m;
+  m.role = "mn";
+  m.id = 0;
+  m.cluster = "pond";
+  m.region_bytes = 64 << 20;
+  m.beats = 1234;
+  std::map<std::string, double> s = Samples(MetricsText(m));
+  EXPECT_EQ(s["pond_region_bytes"], 64 << 20);
+  EXPECT_EQ(s["pond_mn_beats_total"], 1234);
+  EXPECT_EQ(s.count("pond_serving"), 0u);
+}
+
+TEST(MetricsTest, BadAddressIsRefused) {
+  for (const char* bad : {"9400", "host:", ":9400", "127.0.0.1:99999", "127.0.0.1:http"}) {
+    auto s = MetricsServer::Start(bad, "mn", 0, "pond");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+// GET `path` from 127.0.0.1:`port`; the whole answer, headers and body.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  (void)!write(fd, request.data(), request.size());
+  std::string answer;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return answer;
+}
+
+TEST(MetricsTest, ServesOverHttpOnAnyFreePort) {
+  auto s = MetricsServer::Start("127.0.0.1:0", "mn", 2, "pond");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const std::string& address = (*s)->address();
+  ASSERT_EQ(address.rfind("127.0.0.1:", 0), 0u) << address;
+  const int port = std::stoi(address.substr(address.find(':') + 1));
+  EXPECT_GT(port, 0);
+  (*s)->SetRegionBytes(4096);
+  (*s)->CountBeat();
+  (*s)->CountBeat();
+  const std::string answer = HttpGet(port, "/metrics");
+  EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("pond_info{role=\"mn\",id=\"2\",cluster=\"pond\"} 1"), std::string::npos)
+      << answer;
+  EXPECT_NE(answer.find("pond_mn_beats_total 2"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("pond_region_bytes 4096"), std::string::npos) << answer;
+  // A second server cannot take the same port.
+  auto again = MetricsServer::Start(address, "mn", 3, "pond");
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace pond::server
