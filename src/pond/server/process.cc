@@ -42,12 +42,24 @@ Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::strin
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child's new session (its process group, which GroupAlive looks for) must exist before
+  // this returns: otherwise a caller that checks at once finds no group and thinks the daemon
+  // died. The pipe closes at the child's exec (close-on-exec), after its setsid; a failed exec
+  // writes its errno first.
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    close(log);
+    return Unavailable(std::string("pipe: ") + std::strerror(errno));
+  }
   const pid_t pid = fork();
   if (pid < 0) {
     close(log);
+    close(ready[0]);
+    close(ready[1]);
     return Unavailable(std::string("fork: ") + std::strerror(errno));
   }
   if (pid == 0) {
+    close(ready[0]);
     setsid();
     const int null = open("/dev/null", O_RDONLY);
     if (null >= 0) dup2(null, STDIN_FILENO);
@@ -60,9 +72,22 @@ Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::strin
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_DFL);
     execv(args[0], args.data());
+    const int e = errno;
+    (void)!write(ready[1], &e, sizeof(e));
     _exit(127);
   }
   close(log);
+  close(ready[1]);
+  int exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(ready[0], &exec_errno, sizeof(exec_errno));
+  } while (n < 0 && errno == EINTR);
+  close(ready[0]);
+  if (n == static_cast<ssize_t>(sizeof(exec_errno))) {
+    waitpid(pid, nullptr, 0);
+    return Unavailable("cannot run " + argv[0] + ": " + std::strerror(exec_errno));
+  }
   return pid;
 }
 

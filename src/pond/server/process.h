@@ -14,7 +14,8 @@ namespace pond::server {
 
 // Starts `argv` (argv[0] a path) in a new session — its own process group, no terminal — with
 // stdin from /dev/null and stdout and stderr appended to `log_path`. Returns its pid, which is
-// also its process group's id.
+// also its process group's id; the group exists when it returns (GroupAlive holds until the
+// daemon exits). Unavailable if `argv[0]` cannot be run.
 Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::string& log_path);
 
 // Whether process group `pgid` still has a process. A group led by a child of ours that has
