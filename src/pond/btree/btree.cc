@@ -58,8 +58,8 @@ Task<Status> BTree::ReadNode(GAddr a, NodeBuffer* n) {
   co_return Aborted("a tree node stayed torn over every retry");
 }
 
-Task<Status> BTree::GetInternal(GAddr a, NodeBuffer* n, bool* from_cache) {
-  if (const InternalNode* c = cache_.Find(a)) {
+Task<Status> BTree::GetInternal(GAddr a, NodeBuffer* n, bool* from_cache, bool fresh) {
+  if (const InternalNode* c = fresh ? nullptr : cache_.Find(a)) {
     n->internal = *c;
     *from_cache = true;
     co_return Status::Ok();
@@ -78,7 +78,7 @@ Task<Result<GAddr>> BTree::ReadRootWord() {
   co_return GAddr{raw};
 }
 
-Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
+Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level, bool fresh) {
   NodeBuffer n;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
     if (restart > 0) stats_.restarts++;
@@ -91,7 +91,7 @@ Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
     int expect_level = -1;  // unknown at the root
     for (uint32_t hops = 0; hops < options_.sibling_hops_max;) {
       bool from_cache = false;
-      POND_CO_RETURN_IF_ERROR(co_await GetInternal(a, &n, &from_cache));
+      POND_CO_RETURN_IF_ERROR(co_await GetInternal(a, &n, &from_cache, fresh));
       if (!n.valid() || key < n.h.lower || (expect_level >= 0 && n.h.level != expect_level)) {
         // A copy that led here was outdated: forget it and start over from a fresh root word.
         if (from_cache) cache_.Drop(a);
@@ -106,6 +106,12 @@ Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
         }
         stats_.sibling_moves++;
         hops++;
+        if (!fresh && hops > kShortWalkHops) {
+          // Far from where a stale root or cached copy put us: descend again, fresh.
+          fresh = true;
+          root_ = GAddr::Null();
+          break;
+        }
         if (a == root_) root_ = GAddr::Null();  // the root split: the root word may be newer
         if (!parent.null()) cache_.Drop(parent);
         parent = GAddr::Null();
@@ -127,7 +133,7 @@ Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level) {
 }
 
 Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
-                                      uint32_t* hops) {
+                                      uint32_t* hops, bool fresh) {
   for (;;) {
     POND_CO_RETURN_IF_ERROR(co_await ReadNode(*a, n));
     if (!n->valid() || n->h.level != 0 || key < n->h.lower) {
@@ -137,6 +143,11 @@ Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, Nod
     }
     if (key < n->h.upper) co_return true;
     if (++*hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+    if (!fresh && *hops > kShortWalkHops) {
+      if (!parent->null()) cache_.Drop(*parent);
+      root_ = GAddr::Null();
+      co_return false;
+    }
     stats_.sibling_moves++;
     if (!parent->null()) cache_.Drop(*parent);
     *parent = GAddr::Null();
@@ -147,15 +158,19 @@ Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, Nod
 Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
   stats_.lookups++;
   NodeBuffer n;
+  bool fresh = false;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
-    Result<Found> f = co_await Descend(key, 0);
+    Result<Found> f = co_await Descend(key, 0, fresh);
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
     uint32_t torn = 0, hops = 0;
     for (;;) {
-      Result<bool> at = co_await ReadLeafFor(key, &a, &parent, &n, &hops);
+      Result<bool> at = co_await ReadLeafFor(key, &a, &parent, &n, &hops, fresh);
       if (!at.ok()) co_return at.status();
-      if (!*at) break;  // descend again
+      if (!*at) {
+        fresh = true;  // descend again, without the copies that sent this one astray
+        break;
+      }
       const LeafEntry* hit = nullptr;
       for (const LeafEntry& e : n.leaf.entries) {
         if (e.key() == key) {
@@ -179,16 +194,20 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
   uint64_t cursor = low;  // every key below it was collected
   NodeBuffer n;
   std::vector<KeyValue> leaf_entries;
+  bool fresh = false;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
     if (cursor >= high || out->size() - start >= limit) co_return Status::Ok();
-    Result<Found> f = co_await Descend(cursor, 0);
+    Result<Found> f = co_await Descend(cursor, 0, fresh);
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
     uint32_t torn = 0, hops = 0;
     for (;;) {
-      Result<bool> at = co_await ReadLeafFor(cursor, &a, &parent, &n, &hops);
+      Result<bool> at = co_await ReadLeafFor(cursor, &a, &parent, &n, &hops, fresh);
       if (!at.ok()) co_return at.status();
-      if (!*at) break;  // descend again
+      if (!*at) {
+        fresh = true;
+        break;
+      }
       // Every entry is needed, so every entry must be whole (empty ones too: a torn empty slot
       // may be an insert in progress).
       bool whole = true;

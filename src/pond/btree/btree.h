@@ -51,6 +51,10 @@ struct TreeOptions {
   uint32_t sibling_hops_max = 1 << 12;      // right moves within one descent
 };
 
+// Sibling moves after a descent that trusted the cache before the operation descends again
+// with fresh copies: concurrent splits since a fresh read take a move or two, a stale copy many.
+inline constexpr uint32_t kShortWalkHops = 8;
+
 struct TreeStats {
   uint64_t lookups = 0, inserts = 0, updates = 0, scans = 0;
   uint64_t torn_node_reads = 0;   // copies whose node versions disagreed
@@ -100,22 +104,26 @@ class BTree {
 
   // READs the node at `a` into `n` until the copy is whole (node versions agree).
   Task<Status> ReadNode(GAddr a, NodeBuffer* n);
-  // The internal node at `a`, from the cache or by READ (and then cached).
-  Task<Status> GetInternal(GAddr a, NodeBuffer* n, bool* from_cache);
+  // The internal node at `a`, from the cache or by READ (and then cached); `fresh`: by READ.
+  Task<Status> GetInternal(GAddr a, NodeBuffer* n, bool* from_cache, bool fresh);
   Task<Result<GAddr>> ReadRootWord();
   // READs leaves from *a rightwards (sibling moves counted in *hops) until *n is the one whose
-  // range holds `key`: true. False: a copy that led to *a was stale (dropped; descend again).
+  // range holds `key`: true. False: a copy that led to *a was stale (dropped; descend again,
+  // fresh) — or the walk grew long after a descent that was not `fresh`: a cached parent from
+  // long ago can point many leaves to the left of the key, and walking there costs a READ a
+  // leaf where a fresh descent costs one per level.
   Task<Result<bool>> ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
-                                 uint32_t* hops);
+                                 uint32_t* hops, bool fresh);
   // Descends from the root to the node at `level` whose range holds `key`; reads the nodes above
-  // that level (not the node itself, unless it is the root).
-  Task<Result<Found>> Descend(uint64_t key, uint8_t level);
+  // that level (not the node itself, unless it is the root). `fresh`: READs every internal node
+  // rather than trusting the cache (after a stale copy sent an operation astray).
+  Task<Result<Found>> Descend(uint64_t key, uint8_t level, bool fresh = false);
 
   // Locks the node at *a and READs it into *n, moving right (unlocked again) while its range
   // ends at or below `key`: true with the node of `level` that holds `key` locked. False: a copy
   // that led to *a was stale (dropped, nothing locked; descend again).
   Task<Result<bool>> LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAddr* parent,
-                                 NodeBuffer* n);
+                                 NodeBuffer* n, bool fresh);
   // HOCL: the node's global lock, through the local table.
   Task<Status> Lock(GAddr node);
   // Posts the release of the node's global lock (unless it is handed over); the caller then

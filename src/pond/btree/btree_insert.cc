@@ -8,9 +8,15 @@
 namespace pond::btree {
 
 Task<Result<bool>> BTree::LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAddr* parent,
-                                      NodeBuffer* n) {
+                                      NodeBuffer* n, bool fresh) {
   for (uint32_t hops = 0;; hops++) {
     if (hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
+    if (!fresh && hops > kShortWalkHops) {
+      // A stale copy sent this far left of the key (ReadLeafFor says why): descend again.
+      if (!parent->null()) cache_.Drop(*parent);
+      root_ = GAddr::Null();
+      co_return false;
+    }
     POND_CO_RETURN_IF_ERROR(co_await Lock(*a));
     // Under the lock no one writes this node, and the last holder's writes completed before its
     // release (same batch, in order): the copy is whole unless memory lies.
@@ -37,13 +43,17 @@ Task<Result<bool>> BTree::LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAd
 Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
   if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
   NodeBuffer n;
+  bool fresh = false;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
-    Result<Found> f = co_await Descend(key, 0);
+    Result<Found> f = co_await Descend(key, 0, fresh);
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
-    Result<bool> locked = co_await LockNodeFor(key, 0, &a, &parent, &n);
+    Result<bool> locked = co_await LockNodeFor(key, 0, &a, &parent, &n, fresh);
     if (!locked.ok()) co_return locked.status();
-    if (!*locked) continue;  // descend again
+    if (!*locked) {
+      fresh = true;  // descend again, without the copies that sent this one astray
+      continue;
+    }
     int slot = -1, empty = -1, used = 0;
     for (int i = 0; i < kLeafEntries; i++) {
       const LeafEntry& e = n.leaf.entries[i];
@@ -141,8 +151,9 @@ Task<Status> BTree::WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr ri
 
 Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
   NodeBuffer n;
+  bool fresh = false;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
-    Result<Found> f = co_await Descend(key, level);
+    Result<Found> f = co_await Descend(key, level, fresh);
     if (!f.ok()) co_return f.status();
     if (f->short_tree) {
       Result<bool> grown = co_await GrowRoot(key, child, level);
@@ -151,9 +162,12 @@ Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
       continue;  // someone else grew the tree: insert into the new level
     }
     GAddr a = f->node, parent = f->parent;
-    Result<bool> locked = co_await LockNodeFor(key, level, &a, &parent, &n);
+    Result<bool> locked = co_await LockNodeFor(key, level, &a, &parent, &n, fresh);
     if (!locked.ok()) co_return locked.status();
-    if (!*locked) continue;  // descend again
+    if (!*locked) {
+      fresh = true;
+      continue;
+    }
     InternalNode& in = n.internal;
     const int count = in.h.count;
     const InternalEntry* pos_it =

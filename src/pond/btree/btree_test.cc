@@ -204,5 +204,26 @@ TEST(BTreeTest, StaleIndexCacheStillFindsEveryKey) {
   ExpectTreeHolds(a, space, want, 4);
 }
 
+// A worker that last saw the tree as one leaf, after another has grown it to thousands of
+// leaves: its lookups and inserts at the far right must not walk the leaf level from the left
+// (a READ a leaf, and past sibling_hops_max an error) but descend again, fresh.
+TEST(BTreeTest, AStaleRootSendsADescentAgainNotAlongTheLeaves) {
+  auto pool = LocalPool(1, kRegion);
+  Worker a(*pool, {0, 0}), b(*pool, {1, 0});
+  TreeSpace space = MakeTree(a, 1);
+  TreeOptions small{.leaf_fill_max = 4, .internal_fill_max = 4, .sibling_hops_max = 64};
+  BTree ta(*a.ep, space, small), tb(*b.ep, space, small);
+  ASSERT_TRUE(a.Run(ta.Insert(1, 1)).ok());  // a's root is the first leaf
+  std::vector<KeyValue> many;
+  for (uint64_t k = 2; k <= 3000; k++) many.emplace_back(k, k);
+  ASSERT_TRUE(b.Run(InsertAll(&tb, many)).ok());
+  const uint64_t moves = ta.stats().sibling_moves;
+  ASSERT_EQ(a.Run(ta.Lookup(3000)).value(), 3000u);
+  ASSERT_TRUE(a.Run(ta.Insert(2999, 7)).ok());
+  ASSERT_EQ(a.Run(ta.Lookup(2999)).value(), 7u);
+  EXPECT_LE(ta.stats().sibling_moves - moves, 3 * kShortWalkHops);
+  EXPECT_GE(ta.stats().restarts, 1u);
+}
+
 }  // namespace
 }  // namespace pond::btree
