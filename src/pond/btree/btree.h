@@ -56,7 +56,7 @@ struct TreeOptions {
 inline constexpr uint32_t kShortWalkHops = 8;
 
 struct TreeStats {
-  uint64_t lookups = 0, inserts = 0, updates = 0, scans = 0;
+  uint64_t lookups = 0, inserts = 0, updates = 0, scans = 0, deletes = 0;
   uint64_t torn_node_reads = 0;   // copies whose node versions disagreed
   uint64_t torn_entry_reads = 0;  // copies whose needed entry's versions disagreed
   uint64_t sibling_moves = 0;     // a node's range ended below the key: moved right
@@ -83,6 +83,9 @@ class BTree {
   Task<Result<uint64_t>> Lookup(uint64_t key);
   // Inserts `key` or overwrites its value. Keys are kKeyMin..kKeyMax.
   Task<Status> Insert(uint64_t key, uint64_t value);
+  // Removes `key` (NotFound if absent): its entry is cleared in place. Nodes never merge or go
+  // away (Sherman's lazy merging): a leaf may end empty, and is filled again by later inserts.
+  Task<Status> Delete(uint64_t key);
   // Appends the entries with low <= key < high to `out`, ascending, at most `limit` of them. Not
   // atomic against concurrent writers: each leaf is one consistent copy, taken in turn.
   Task<Status> Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out);
@@ -124,6 +127,11 @@ class BTree {
   // that led to *a was stale (dropped, nothing locked; descend again).
   Task<Result<bool>> LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAddr* parent,
                                  NodeBuffer* n, bool fresh);
+  // Descends to the leaf whose range holds `key`, locks it and reads it into *n: its address.
+  Task<Result<GAddr>> LockLeafFor(uint64_t key, NodeBuffer* n);
+  // Leaf *n (locked, at `a`) has a changed entry at `slot`: writes it back (the entry, or the
+  // whole leaf without two-level versions) and unlocks.
+  Task<Status> WriteBackEntry(GAddr a, NodeBuffer* n, int slot);
   // HOCL: the node's global lock, through the local table.
   Task<Status> Lock(GAddr node);
   // Posts the release of the node's global lock (unless it is handed over); the caller then

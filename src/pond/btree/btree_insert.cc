@@ -40,60 +40,87 @@ Task<Result<bool>> BTree::LockNodeFor(uint64_t key, uint8_t level, GAddr* a, GAd
   }
 }
 
-Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
-  if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
-  NodeBuffer n;
+Task<Result<GAddr>> BTree::LockLeafFor(uint64_t key, NodeBuffer* n) {
   bool fresh = false;
   for (uint32_t restart = 0; restart < options_.restart_count_max; restart++) {
     Result<Found> f = co_await Descend(key, 0, fresh);
     if (!f.ok()) co_return f.status();
     GAddr a = f->node, parent = f->parent;
-    Result<bool> locked = co_await LockNodeFor(key, 0, &a, &parent, &n, fresh);
+    Result<bool> locked = co_await LockNodeFor(key, 0, &a, &parent, n, fresh);
     if (!locked.ok()) co_return locked.status();
-    if (!*locked) {
-      fresh = true;  // descend again, without the copies that sent this one astray
-      continue;
-    }
-    int slot = -1, empty = -1, used = 0;
-    for (int i = 0; i < kLeafEntries; i++) {
-      const LeafEntry& e = n.leaf.entries[i];
-      if (e.key() == key) {
-        slot = i;
-      } else if (e.empty()) {
-        if (empty < 0) empty = i;
-      } else {
-        used++;
-      }
-    }
-    if (slot >= 0) {
-      stats_.updates++;
-    } else {
-      stats_.inserts++;
-      if (empty >= 0 && used < options_.leaf_fill_max) slot = empty;
-    }
-    if (slot < 0) {
-      uint64_t sep = 0;
-      GAddr right;
-      POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
-      co_return co_await InsertInternal(sep, right, 1);
-    }
-    // The entry alone goes back, with new entry versions; the node versions stay. Without
-    // two-level versions the whole leaf goes back, with new node versions.
-    LeafEntry& e = n.leaf.entries[slot];
-    e.set_key(key);
-    e.set_value(value);
-    e.BumpVersion();
-    if (options_.entry_writeback) {
-      ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
-      stats_.entry_writebacks++;
-    } else {
-      n.BumpVersion();
-      ep_.Write(a, &n, kNodeBytes);
-      stats_.node_writebacks++;
-    }
-    co_return co_await WriteBackAndUnlock(a);
+    if (*locked) co_return a;
+    fresh = true;  // descend again, without the copies that sent this one astray
   }
-  co_return Aborted("an insert restarted too often");
+  co_return Aborted("a write restarted too often");
+}
+
+Task<Status> BTree::WriteBackEntry(GAddr a, NodeBuffer* n, int slot) {
+  // The entry alone goes back, with new entry versions; the node versions stay. Without
+  // two-level versions the whole leaf goes back, with new node versions.
+  LeafEntry& e = n->leaf.entries[slot];
+  e.BumpVersion();
+  if (options_.entry_writeback) {
+    ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
+    stats_.entry_writebacks++;
+  } else {
+    n->BumpVersion();
+    ep_.Write(a, n, kNodeBytes);
+    stats_.node_writebacks++;
+  }
+  co_return co_await WriteBackAndUnlock(a);
+}
+
+Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
+  if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
+  NodeBuffer n;
+  Result<GAddr> locked = co_await LockLeafFor(key, &n);
+  if (!locked.ok()) co_return locked.status();
+  const GAddr a = *locked;
+  int slot = -1, empty = -1, used = 0;
+  for (int i = 0; i < kLeafEntries; i++) {
+    const LeafEntry& e = n.leaf.entries[i];
+    if (e.key() == key) {
+      slot = i;
+    } else if (e.empty()) {
+      if (empty < 0) empty = i;
+    } else {
+      used++;
+    }
+  }
+  if (slot >= 0) {
+    stats_.updates++;
+  } else {
+    stats_.inserts++;
+    if (empty >= 0 && used < options_.leaf_fill_max) slot = empty;
+  }
+  if (slot < 0) {
+    uint64_t sep = 0;
+    GAddr right;
+    POND_CO_RETURN_IF_ERROR(co_await SplitLeaf(a, &n, key, value, &sep, &right));
+    co_return co_await InsertInternal(sep, right, 1);
+  }
+  n.leaf.entries[slot].set_key(key);
+  n.leaf.entries[slot].set_value(value);
+  co_return co_await WriteBackEntry(a, &n, slot);
+}
+
+Task<Status> BTree::Delete(uint64_t key) {
+  if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
+  NodeBuffer n;
+  Result<GAddr> locked = co_await LockLeafFor(key, &n);
+  if (!locked.ok()) co_return locked.status();
+  for (int i = 0; i < kLeafEntries; i++) {
+    LeafEntry& e = n.leaf.entries[i];
+    if (e.key() != key) continue;
+    // An empty entry is key 0; a reader that catches the clearing half done sees the entry's
+    // versions disagree and reads again.
+    e.set_key(kKeyEmpty);
+    e.set_value(0);
+    stats_.deletes++;
+    co_return co_await WriteBackEntry(*locked, &n, i);
+  }
+  POND_CO_RETURN_IF_ERROR(co_await UnlockNow(*locked));
+  co_return NotFound("key not in the tree");
 }
 
 Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t value, uint64_t* sep,

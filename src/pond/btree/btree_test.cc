@@ -204,6 +204,48 @@ TEST(BTreeTest, StaleIndexCacheStillFindsEveryKey) {
   ExpectTreeHolds(a, space, want, 4);
 }
 
+// Random inserts, updates and deletes against an ordered map, with tiny nodes: lookups, scans
+// and the final tree agree with the map; deleted slots are reused; a delete of an absent key is
+// NotFound; leaves emptied by deletes stay in the tree (merges are lazy) and the tree stays sound.
+TEST(BTreeTest, DeletesAgreeWithAnOrderedMap) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 5, .internal_fill_max = 4});
+  std::map<uint64_t, uint64_t> want;
+  Rng rng(3);
+  for (int i = 0; i < 6000; i++) {
+    const uint64_t k = 1 + rng.Uniform(700);
+    if (rng.Chance(0.4)) {
+      Status s = w.Run(t.Delete(k));
+      if (want.erase(k) == 1) {
+        ASSERT_TRUE(s.ok()) << s.ToString();
+      } else {
+        ASSERT_EQ(s.code(), Code::kNotFound) << k;
+      }
+    } else {
+      ASSERT_TRUE(w.Run(t.Insert(k, i)).ok());
+      want[k] = static_cast<uint64_t>(i);
+    }
+    if (i % 500 == 0) {
+      std::vector<KeyValue> got;
+      ASSERT_TRUE(w.Run(t.Scan(1, kKeyInfinity, 1 << 20, &got)).ok());
+      ASSERT_EQ(got, std::vector<KeyValue>(want.begin(), want.end())) << "after op " << i;
+    }
+  }
+  for (uint64_t k = 1; k <= 700; k++) {
+    Result<uint64_t> v = w.Run(t.Lookup(k));
+    if (want.count(k) != 0) {
+      ASSERT_TRUE(v.ok()) << k;
+      EXPECT_EQ(*v, want[k]);
+    } else {
+      EXPECT_EQ(v.status().code(), Code::kNotFound) << k;
+    }
+  }
+  EXPECT_GT(t.stats().deletes, 1000u);
+  ExpectTreeHolds(w, space, want, 3);
+}
+
 // A worker that last saw the tree as one leaf, after another has grown it to thousands of
 // leaves: its lookups and inserts at the far right must not walk the leaf level from the left
 // (a READ a leaf, and past sibling_hops_max an error) but descend again, fresh.
