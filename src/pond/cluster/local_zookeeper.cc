@@ -16,28 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include "pond/base/loopback_port.h"
+
 namespace pond::cluster {
 
 namespace {
-
-// A port the kernel picks as free now on 127.0.0.1 (closed again: the server binds it next).
-Result<uint16_t> FreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    const int e = errno;
-    close(fd);
-    return Unavailable(std::string("cannot find a free port: ") + std::strerror(e));
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 bool Accepts(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -73,7 +56,7 @@ Result<std::unique_ptr<LocalZooKeeper>> LocalZooKeeper::Start(const std::string&
     return Unavailable("cannot create " + dir + ": " + std::strerror(errno));
   }
   if (port == 0) {
-    Result<uint16_t> p = FreePort();
+    Result<uint16_t> p = FreeLoopbackPort();
     if (!p.ok()) return p.status();
     port = *p;
   }

@@ -19,23 +19,6 @@
 
 namespace pond::server {
 
-Result<uint16_t> FreeLoopbackPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return Unavailable(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    const int e = errno;
-    close(fd);
-    return Unavailable(std::string("cannot find a free port: ") + std::strerror(e));
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 Result<pid_t> SpawnDaemon(const std::vector<std::string>& argv, const std::string& log_path) {
   const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) return Unavailable("cannot open " + log_path + ": " + std::strerror(errno));

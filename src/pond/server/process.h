@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pond/base/loopback_port.h"  // FreeLoopbackPort, for the daemons it starts
 #include "pond/status.h"
 
 namespace pond::server {
@@ -28,10 +29,6 @@ bool StopGroups(const std::vector<pid_t>& pgids, std::chrono::milliseconds grace
 
 // The last non-empty line of a log file, for a one-line error ("(empty)" if none).
 std::string LastLogLine(const std::string& path);
-
-// A TCP port free on 127.0.0.1 now, as the kernel picks one: closed again, for a daemon about to
-// be started to bind (another process could take it first, which that daemon then reports).
-Result<uint16_t> FreeLoopbackPort();
 
 // This program's own path (/proc/self/exe), for starting more of itself.
 std::string SelfPath();
