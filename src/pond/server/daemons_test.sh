@@ -5,26 +5,7 @@
 # loopback. Usage: daemons_test.sh PATH_TO_POND
 set -u
 pond="$1"
-tmp=$(mktemp -d)
-dirs=()
-cleanup() {
-  for d in "${dirs[@]}"; do
-    [ -f "$d/cluster.json" ] && "$pond" down --dir "$d" --grace 2 >/dev/null 2>&1
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-fail() { echo "FAIL $1"; failures=$((failures + 1)); }
-ok() { echo "ok   $1"; }
-
-pids_of() { grep -o '"pid": [0-9]*' "$1" | grep -o '[0-9]*$'; }
-# Running, not a zombie: a daemon whose starter exited is init's child, and an init that does not
-# reap at once (a container's) leaves it a zombie for a while after it exits.
-alive() {
-  [ -r "/proc/$1/stat" ] || return 1
-  [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != "Z" ]
-}
+source "$(dirname "$0")/cluster_test_lib.sh"
 
 for tls in shm tcp; do
   d="$tmp/$tls"

@@ -12,36 +12,8 @@
 # Then `pond down` leaves no process behind. Usage: kill_test.sh PATH_TO_POND
 set -u
 pond="$1"
-tmp=$(mktemp -d)
-dirs=()
-cleanup() {
-  for d in "${dirs[@]}"; do
-    [ -f "$d/cluster.json" ] && "$pond" down --dir "$d" --grace 2 >/dev/null 2>&1
-  done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-fail() { echo "FAIL $1"; failures=$((failures + 1)); }
-ok() { echo "ok   $1"; }
+source "$(dirname "$0")/cluster_test_lib.sh"
 
-alive() {
-  [ -r "/proc/$1/stat" ] || return 1
-  [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != "Z" ]
-}
-# The pid of ROLE ID in a cluster file.
-pid_of() {
-  python3 -c "import json,sys; print([p['pid'] for p in json.load(open(sys.argv[1]))['processes']
-    if p['role'] == sys.argv[2] and p['id'] == int(sys.argv[3])][0])" "$1" "$2" "$3"
-}
-# Waits up to $3 seconds for file $1 to hold a line matching $2.
-await_line() {
-  for _ in $(seq 1 $(($3 * 10))); do
-    grep -q "$2" "$1" 2>/dev/null && return 0
-    sleep 0.1
-  done
-  return 1
-}
 # Committed per second in the progress lines after second $2 of run output $1: the lowest.
 min_rate_after() {
   awk -v from="$2" '$2 == "s" && $1 + 0 > from + 0 { r = $3 + 0; if (min == "" || r < min) min = r }
@@ -132,9 +104,7 @@ for tls in shm tcp; do
   cp "$d/cluster.json" "$tmp/cluster-$tls.json"
   "$pond" down --dir "$d" >"$tmp/down.out" 2>&1 || { fail "$tls: pond down"; cat "$tmp/down.out"; }
   left=0
-  for p in $(grep -o '"pid": [0-9]*' "$tmp/cluster-$tls.json" | grep -o '[0-9]*$'); do
-    alive "$p" && left=$((left + 1))
-  done
+  for p in $(pids_of "$tmp/cluster-$tls.json"); do alive "$p" && left=$((left + 1)); done
   [ "$left" -eq 0 ] && ok "$tls: nothing left running" || fail "$tls: $left process(es) left"
 done
 

@@ -6,16 +6,9 @@
 # from a file, the command line winning. Usage: metrics_test.sh PATH_TO_POND
 set -u
 pond="$1"
-tmp=$(mktemp -d)
+source "$(dirname "$0")/cluster_test_lib.sh"
 d="$tmp/cluster"
-cleanup() {
-  [ -f "$d/cluster.json" ] && "$pond" down --dir "$d" --grace 2 >/dev/null 2>&1
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-failures=0
-fail() { echo "FAIL $1"; failures=$((failures + 1)); }
-ok() { echo "ok   $1"; }
+dirs+=("$d")
 
 # The metrics address of ROLE ID, from cluster.json.
 metrics_of() {
