@@ -115,6 +115,14 @@ struct TableOptions {
   uint32_t value_bytes = 40;
   uint64_t capacity = 1 << 16;  // keys the table must hold
   bool critical_field = false;  // keys carry a shard number in bits 0..11 (Lotus §4.2)
+  // An ordered table also answers Txn::Scan: a B+Tree in the memory pool indexes its keys
+  // (docs/protocol.md "Ordered tables and range scans"). Keys are 1..2^64-2; with a critical
+  // field, keys are ordered by shard first, then by the bits above it, and must be below 2^60.
+  bool ordered = false;
+  // Ordered tables: a scan under SR reads one hidden row per stripe of 2^stripe_bits consecutive
+  // keys it covers (counting the bits above the shard), and every insert or delete writes its
+  // key's stripe row. Wide stripes make scans cheap and inserts into one stripe conflict.
+  int stripe_bits = 10;
 };
 
 // Where hybrid routing (Lotus §4.3) sends a call: read-write transactions to the CN managing the

@@ -34,6 +34,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "pond/status.h"
 #include "pond/task.h"
@@ -41,6 +42,13 @@
 namespace pond {
 
 enum class TxnKind : uint8_t { kReadWrite, kReadOnly };
+enum class ScanOrder : uint8_t { kAscending, kDescending };
+
+// A key a Scan found, with its value in this transaction's view.
+struct ScanRow {
+  uint64_t key = 0;
+  std::vector<std::byte> value;
+};
 
 namespace txn {
 class TxnState;
@@ -73,6 +81,18 @@ class Txn {
   // Sets the new value of a read-write key (after Execute), including one this transaction
   // inserted; NotFound if the key does not exist in this transaction's view (use Insert).
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
+
+  // The keys of ordered table `table` with low <= key < high that exist in this transaction's
+  // view, with their values: at most `limit`, the lowest (kAscending) or the highest
+  // (kDescending), in that order. It executes every key added so far first, as Execute does, and
+  // adds each key it returns as read-only (Read answers for it). Under SR a read-write
+  // transaction's range is protected until commit: a transaction that inserts or deletes a key
+  // in it is ordered before or after this one, never both (no phantoms). Under SI, and in
+  // read-only transactions, the scan reads the snapshot. On a table with a critical field, low
+  // and high - 1 must be in one shard. A failure aborts, as Execute's does; misuse (a table that
+  // is not ordered, low >= high) is InvalidArgument and aborts too.
+  Task<Result<std::vector<ScanRow>>> Scan(uint16_t table, uint64_t low, uint64_t high,
+                                          size_t limit, ScanOrder order = ScanOrder::kAscending);
 
   // Makes the writes durable on every replica and visible at the commit timestamp, then
   // releases the locks. Read-only transactions just finish.
