@@ -117,7 +117,8 @@ struct TableOptions {
   bool critical_field = false;  // keys carry a shard number in bits 0..11 (Lotus §4.2)
   // An ordered table also answers Txn::Scan: a B+Tree in the memory pool indexes its keys
   // (docs/protocol.md "Ordered tables and range scans"). Keys are 1..2^64-2; with a critical
-  // field, keys are ordered by shard first, then by the bits above it, and must be below 2^60.
+  // field, keys are ordered by shard first, then by the bits above it. The name has at most 21
+  // characters (the hidden table of its stripe rows is named after it).
   bool ordered = false;
   // Ordered tables: a scan under SR reads one hidden row per stripe of 2^stripe_bits consecutive
   // keys it covers (counting the bits above the shard), and every insert or delete writes its

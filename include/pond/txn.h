@@ -89,10 +89,11 @@ class Txn {
   // transaction's range is protected until commit: a transaction that inserts or deletes a key
   // in it is ordered before or after this one, never both (no phantoms). Under SI, and in
   // read-only transactions, the scan reads the snapshot. On a table with a critical field, low
-  // and high - 1 must be in one shard. A failure aborts, as Execute's does; misuse (a table that
-  // is not ordered, low >= high) is InvalidArgument and aborts too.
-  Task<Result<std::vector<ScanRow>>> Scan(uint16_t table, uint64_t low, uint64_t high,
-                                          size_t limit, ScanOrder order = ScanOrder::kAscending);
+  // and high must be in one shard, and the range is that shard's keys whose bits above the shard
+  // are between low's (included) and high's (excluded). A failure aborts, as Execute's does; misuse
+  // (a table that is not ordered, low >= high) is InvalidArgument and aborts too.
+  Task<Result<std::vector<ScanRow>>> Scan(uint16_t table, uint64_t low, uint64_t high, size_t limit,
+                                          ScanOrder order = ScanOrder::kAscending);
 
   // Makes the writes durable on every replica and visible at the commit timestamp, then
   // releases the locks. Read-only transactions just finish.

@@ -29,6 +29,16 @@ uint64_t BucketCount(const TableSpec& spec, uint16_t num_mns) {
   return buckets < 2 ? 2 : buckets;
 }
 
+// An ordered table's B+Tree space on each MN. Leaves split in half, so a tree grown by inserts
+// in key order (the common case: order numbers) holds ~27 entries a leaf; internal nodes add a
+// few percent; every worker that inserts holds one partly used chunk.
+constexpr uint64_t kTreeSlackBytes = 2 << 20;
+uint16_t TreeMib(const TableSpec& spec, uint16_t num_mns) {
+  const double keys = static_cast<double>(spec.capacity) / num_mns * 1.1 + 64;
+  const double bytes = keys / 27 * 1024 * 1.1 + double{kTreeSlackBytes};
+  return static_cast<uint16_t>(std::min(bytes / (1 << 20) + 1, 65535.0));
+}
+
 }  // namespace
 
 Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,
@@ -94,7 +104,10 @@ void RestoreRegion(std::byte* base, const Catalog& catalog, MnId mn) {
     d.table_id = t.id;
     d.versions = static_cast<uint8_t>(t.versions);
     d.flags = kTablePresent | (t.critical_field ? kTableCriticalField : 0) |
-              (t.single_version ? kTableSingleVersion : 0);
+              (t.single_version ? kTableSingleVersion : 0) | (t.ordered ? kTableOrdered : 0);
+    d.stripe_bits = static_cast<uint8_t>(t.stripe_bits);
+    d.stripe_table = t.stripe_table;
+    d.tree_mib = static_cast<uint16_t>(t.tree_bytes >> 20);
     d.value_bytes = t.value_bytes;
     d.record_stride = t.record_stride;
     d.cvt_bytes = t.cvt_bytes;
@@ -126,6 +139,9 @@ Status ValidateTableSpec(const TableSpec& spec) {
     return InvalidArgument("slots per bucket must be 1 to 64");
   }
   if (spec.capacity == 0) return InvalidArgument("table capacity must be positive");
+  if (spec.ordered && (spec.stripe_bits < 0 || spec.stripe_bits > 52)) {
+    return InvalidArgument("stripe bits of an ordered table must be 0 to 52");
+  }
   return Status::Ok();
 }
 
@@ -187,7 +203,12 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
   d.table_id = spec.id;
   d.versions = static_cast<uint8_t>(spec.single_version ? 1 : spec.versions);
   d.flags = kTablePresent | (spec.critical_field ? kTableCriticalField : 0) |
-            (spec.single_version ? kTableSingleVersion : 0);
+            (spec.single_version ? kTableSingleVersion : 0) | (spec.ordered ? kTableOrdered : 0);
+  if (spec.ordered) {
+    d.stripe_bits = static_cast<uint8_t>(spec.stripe_bits);
+    d.stripe_table = spec.stripe_table;
+    d.tree_mib = TreeMib(spec, num_mns);
+  }
   d.value_bytes = spec.value_bytes;
   d.record_stride = RecordStride(spec.value_bytes);
   d.cvt_bytes = spec.single_version ? SvSlotBytes(spec.value_bytes) : CvtBytes(spec.versions);
@@ -201,7 +222,11 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
   // One descriptor per MN: they differ only in where that MN's index area starts.
   std::vector<TableDesc> descs(num_mns, d);
   for (MnId mn = 0; mn < num_mns; mn++) {
-    Result<uint64_t> area = co_await CarveHeap(ep, layout, mn, index_bytes);
+    // An ordered table's tree space follows its index area, in the same carve.
+    // (TreeOffset rounds up to a KiB past the index: at most 1023 bytes more.)
+    const uint64_t area_bytes =
+        d.tree_mib == 0 ? index_bytes : index_bytes + 1024 + (uint64_t{d.tree_mib} << 20);
+    Result<uint64_t> area = co_await CarveHeap(ep, layout, mn, area_bytes);
     if (!area.ok()) co_return area.status();
     descs[mn].index_offset = *area;
   }
@@ -249,6 +274,12 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep) {
     t.slots_per_bucket = d.slots_per_bucket;
     t.bucket_count = d.bucket_count;
     t.replication = d.replication;
+    t.ordered = (d.flags & kTableOrdered) != 0;
+    if (t.ordered) {
+      t.stripe_bits = d.stripe_bits;
+      t.stripe_table = d.stripe_table;
+      t.tree_bytes = uint64_t{d.tree_mib} << 20;
+    }
     for (MnId mn = 0; mn < sb0.num_mns; mn++) {
       const TableDesc& dm = descs[mn][id];
       if (!(dm.flags & kTablePresent) || dm.bucket_count != d.bucket_count ||

@@ -29,6 +29,11 @@ struct TableSpec {
   uint64_t capacity = 1 << 16;  // keys the index must hold
   int slots_per_bucket = 4;
   bool single_version = false;  // SvSlots in the buckets (ford); `versions` is then 1
+  // A B+Tree indexes the keys, in a space after the index area on every MN; its stripe rows are
+  // in table `stripe_table` (docs/protocol.md "Ordered tables and range scans").
+  bool ordered = false;
+  int stripe_bits = 10;
+  uint16_t stripe_table = 0;
 };
 
 // What a CN knows about a table after loading the catalog.
@@ -45,6 +50,10 @@ struct TableInfo {
   uint64_t bucket_count = 0;           // per replica group
   int replication = 0;                 // R: replica groups in each MN's index area
   std::vector<uint64_t> index_offset;  // per MN
+  bool ordered = false;
+  int stripe_bits = 0;
+  uint16_t stripe_table = 0;
+  uint64_t tree_bytes = 0;  // per MN; 0 unless ordered
 
   uint32_t bucket_bytes() const { return cvt_bytes * static_cast<uint32_t>(slots_per_bucket); }
   uint64_t group_bytes() const { return bucket_count * bucket_bytes(); }
@@ -55,6 +64,12 @@ struct TableInfo {
   }
   GAddr SlotAddr(MnId mn, int replica, uint64_t bucket, int slot) const {
     return BucketAddr(mn, replica, bucket) + static_cast<uint64_t>(slot) * cvt_bytes;
+  }
+  // Ordered tables: where the B+Tree's space on MN `mn` begins (it is tree_bytes long).
+  uint64_t TreeOffset(MnId mn) const { return TreeOffsetAfter(index_offset[mn], IndexBytes()); }
+  uint64_t IndexBytes() const { return group_bytes() * static_cast<uint64_t>(replication); }
+  static uint64_t TreeOffsetAfter(uint64_t index_offset, uint64_t index_bytes) {
+    return (index_offset + index_bytes + 1023) & ~uint64_t{1023};
   }
 };
 

@@ -91,6 +91,7 @@ inline void BeatMn(std::byte* base) {
 inline constexpr uint8_t kTablePresent = 1;        // TableDesc.flags: the slot holds a table
 inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number in bits 0..11
 inline constexpr uint8_t kTableSingleVersion = 4;  // buckets hold SvSlots, not CVTs (ford)
+inline constexpr uint8_t kTableOrdered = 8;        // a B+Tree indexes the keys (tree_mib > 0)
 inline constexpr size_t kTableNameMax = 23;
 
 struct TableDesc {
@@ -104,12 +105,20 @@ struct TableDesc {
   uint64_t index_offset;   // this MN's index area (differs per MN)
   uint16_t slots_per_bucket;
   uint8_t replication;  // R: sub-indexes in the index area, one per replica group
-  uint8_t reserved[5];
+  // Ordered tables (kTableOrdered): log2 of the keys per stripe row, the companion table of the
+  // stripe rows, and the MiB of B+Tree space that follows the index area on each MN (at the
+  // first KiB boundary past it).
+  uint8_t stripe_bits;
+  uint16_t stripe_table;
+  uint16_t tree_mib;
   char name[kTableNameMax + 1];  // NUL-terminated
 };
 static_assert(sizeof(TableDesc) == 64);
 static_assert(offsetof(TableDesc, bucket_count) == 16);
 static_assert(offsetof(TableDesc, index_offset) == 24);
+static_assert(offsetof(TableDesc, stripe_bits) == 35);
+static_assert(offsetof(TableDesc, stripe_table) == 36);
+static_assert(offsetof(TableDesc, tree_mib) == 38);
 static_assert(offsetof(TableDesc, name) == 40);
 
 // ---- CVT: consecutive version table -------------------------------------------------------

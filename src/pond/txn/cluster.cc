@@ -14,6 +14,7 @@
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/ordered.h"
 #include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/sim_driver.h"
@@ -416,7 +417,8 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
     if (t == nullptr) {
       return InvalidArgument("no table \"" + options.name + "\" in the cluster this CN joined");
     }
-    if (t->value_bytes != options.value_bytes || t->critical_field != options.critical_field) {
+    if (t->value_bytes != options.value_bytes || t->critical_field != options.critical_field ||
+        t->ordered != options.ordered) {
       return InvalidArgument("table \"" + options.name +
                              "\" was made with other options than this CN asks for");
     }
@@ -424,6 +426,26 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   }
   WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
+  if (options.ordered) {
+    // The stripe rows first (docs/protocol.md "Ordered tables and range scans"): a table of
+    // its own, in the same shards as the keys it covers.
+    if (options.name.size() + 2 > store::kTableNameMax) {
+      return InvalidArgument("an ordered table's name must have at most 21 characters");
+    }
+    if (options.stripe_bits < 0 || options.stripe_bits > 52) {
+      return InvalidArgument("stripe_bits must be 0 to 52");
+    }
+    const uint64_t stripes =
+        std::max<uint64_t>(4096, 2 * (options.capacity >> options.stripe_bits));
+    Result<uint16_t> st = CreateTable({.name = options.name + ".s",
+                                       .value_bytes = 8,
+                                       .capacity = std::min(stripes, options.capacity + 4096),
+                                       .critical_field = options.critical_field});
+    if (!st.ok()) return st.status();
+    spec.ordered = true;
+    spec.stripe_bits = options.stripe_bits;
+    spec.stripe_table = *st;
+  }
   spec.id = static_cast<uint16_t>(cl.catalog_.tables().size());
   spec.name = options.name;
   spec.value_bytes = options.value_bytes;
@@ -439,6 +461,10 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   Result<store::Catalog> cat = RunOn(cl, w, store::LoadCatalog(w.ep()));
   if (!cat.ok()) return cat.status();
   cl.catalog_ = std::move(cat).value();
+  if (spec.ordered) {
+    s = RunOn(cl, w, btree::CreateTree(w.ep(), txn::TreeSpaceOf(*cl.catalog_.Find(spec.id))));
+    if (!s.ok()) return s;
+  }
   return spec.id;
 }
 
@@ -477,6 +503,14 @@ Status Cluster::Load(
                                      value, ts);
         }
         if (!r.ok() && err->ok()) *err = r.status();
+        if (r.ok() && t->ordered) {
+          if (!txn::OrderedKeyAllowed(key)) {
+            if (err->ok()) *err = InvalidArgument("an ordered table's keys are 1 to 2^64-2");
+          } else if (Status s = co_await w->Tree(*t).Insert(txn::TreeKeyOf(*t, key), 1);
+                     !s.ok() && err->ok()) {
+            *err = s;
+          }
+        }
       }
     }(&cl, &w, t, ts, count, &next, &first_error, &gen));
   }

@@ -27,7 +27,11 @@ void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value)
   s_->Add(table, key, txn::AddOp::kInsert, value);
 }
 void Txn::Delete(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kDelete); }
-Task<Status> Txn::Execute() { return s_->Execute(); }
+Task<Status> Txn::Execute() { return s_->ExecuteAll(); }
+Task<Result<std::vector<ScanRow>>> Txn::Scan(uint16_t table, uint64_t low, uint64_t high,
+                                             size_t limit, ScanOrder order) {
+  return s_->Scan(table, low, high, limit, order);
+}
 Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
   return s_->Read(table, key);
 }

@@ -2,6 +2,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/txn/mvcc_txn.h"
+#include "pond/txn/ordered.h"
 #include "pond/txn/sv_txn.h"
 
 namespace pond::txn {
@@ -86,6 +87,13 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
     Refuse(InvalidArgument("insert of a value whose size does not match the table"));
     return;
   }
+  if (t->ordered && (op == AddOp::kInsert || op == AddOp::kDelete)) {
+    if (!OrderedKeyAllowed(key)) {
+      Refuse(InvalidArgument("an ordered table's keys are 1 to 2^64-2"));
+      return;
+    }
+    AddStripeOf(*t, key);
+  }
   const bool sv = protocol().single_version;
   Item* it = Find(table, key);
   if (it == nullptr) {
@@ -118,6 +126,7 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
       Strengthen(*it, it->executed && it->have_slot ? Access::kWrite : Access::kInsert, sv);
       it->pending = Pending::kPut;
       it->new_value.assign(value.begin(), value.end());
+      it->index_pending = t->ordered;
       break;
   }
 }

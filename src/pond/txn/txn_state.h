@@ -77,6 +77,9 @@ struct Item {
   bool reread = false;
   bool first_exists = false;
   uint64_t first_version = 0;  // read_ts (mvcc) or sv_version (single-version) of the first read
+  // Ordered tables: an Insert whose key is not in the table's B+Tree yet; put there by the
+  // Execute that finds the key absent (docs/protocol.md "Ordered tables and range scans").
+  bool index_pending = false;
   bool locked = false;         // holds a lock on lk (read or write; on a CN or an MN)
   bool bucket_locked = false;  // MN-lock protocols: holds the insert lock of the home bucket
 
@@ -112,6 +115,13 @@ class TxnState {
   virtual ~TxnState();
 
   void Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value = {});
+  // Txn::Execute: the protocol's Execute, then what ordered tables add (ordered.cc): the stripe
+  // rows of inserts and deletes written, new keys entered into the B+Tree.
+  Task<Status> ExecuteAll();
+  // Txn::Scan (ordered.cc).
+  Task<Result<std::vector<ScanRow>>> Scan(uint16_t table, uint64_t low, uint64_t high, size_t limit,
+                                          ScanOrder order);
+  // The protocol's own Execute: locks and reads every key added since the last one.
   virtual Task<Status> Execute() = 0;
   Result<std::span<const std::byte>> Read(uint16_t table, uint64_t key) const;
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
@@ -131,6 +141,10 @@ class TxnState {
   // A call that cannot be carried out (misuse, or an Insert of a key this transaction sees):
   // the next Execute or Commit aborts the transaction with `s` (the first one refused).
   void Refuse(Status s);
+  // An Insert or Delete of `key` in ordered table `t`: its stripe row joins the read-write set.
+  void AddStripeOf(const store::TableInfo& t, uint64_t key);
+  // Inserts into the B+Trees the keys of executed Inserts not there yet.
+  Task<Status> IndexInserts();
   Status FailDeferred();
   // What every Execute checks first: the transaction is open and nothing was refused.
   Status BeginExecute();
@@ -172,6 +186,14 @@ class TxnState {
   Status deferred_;           // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
+  // Stripe rows this transaction's inserts and deletes write; `written` once its Write (or
+  // Insert, for a stripe with no row yet) is posted.
+  struct StripeRow {
+    uint16_t table;
+    uint64_t key;
+    bool written;
+  };
+  std::vector<StripeRow> stripes_;
 };
 
 // The transaction object of the cluster's protocol.

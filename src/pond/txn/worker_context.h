@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "pond/base/relaxed_counter.h"
+#include "pond/btree/btree.h"
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
@@ -109,6 +110,8 @@ class WorkerContext {
   store::Allocator& alloc() { return *alloc_; }
   store::CommitLog& log() { return *log_; }
   RoutedCalls& calls() { return *calls_; }
+  // This worker's handle on ordered table `t`'s B+Tree, opened on first use (ordered.cc).
+  btree::BTree& Tree(const store::TableInfo& t);
   Rng& rng() { return rng_; }
   WorkerStats& stats() { return stats_; }
   const WorkerStats& stats() const { return stats_; }
@@ -158,6 +161,7 @@ class WorkerContext {
   std::unique_ptr<store::Allocator> alloc_;
   std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
   std::unique_ptr<store::CommitLog> log_;
+  std::vector<std::unique_ptr<btree::BTree>> trees_;  // by table id; null until used
   Rng rng_;
   cluster::Configuration view_;
   WorkerStats stats_;
