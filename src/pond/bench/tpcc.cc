@@ -134,6 +134,12 @@ Task<void> TpccWorkload::RunClient(Session& s, RunContext& ctx) {
       const uint64_t t0 = s.clock().NowNs();
       Status st = co_await s.Call(procs_[k], TpccArgsBytes(a), hint);
       const uint64_t t1 = s.clock().NowNs();
+      if (st.code() == Code::kOutOfSpace) {
+        st =
+            OutOfSpace(fmt::format("{} (the run outgrew --order-room {}: raise it, and "
+                                   "--region-mib if need be)",
+                                   st.message(), TpccOrderRoom(p_)));
+      }
       if (kind == TpccTxn::kNewOrder && st.code() == Code::kNotFound) {
         // The 1% the spec rolls back on purpose: not a failure, not a commit.
         me.rolled_back.fetch_add(1, std::memory_order_relaxed);

@@ -21,7 +21,18 @@ using namespace tpcc;  // NOLINT: the schema's names
 // Two warehouses (so remote lines and payments happen), few items and customers, so that a
 // short run reuses rows and collides.
 TpccParams SmallParams() {
-  return {.warehouses = 2, .items = 200, .customers = 30, .order_room = 2000};
+  return {.warehouses = 2, .items = 200, .customers = 30, .order_room = 200};
+}
+
+// The small test cluster, with room for five ordered tables: each takes a few MiB of tree space
+// on every MN however small it is.
+RunOptions TestRun(const std::string& protocol, Isolation iso, bool simulate, double seconds) {
+  RunOptions o = SmallTestRun(protocol, iso, simulate, seconds);
+  o.cluster.region_mib = 256;
+  // Bounded however fast the machine is (ThreadSanitizer, or not): 3000 calls place about 70 orders
+  // a district, well within the room the tables are sized for.
+  o.calls_max = 3000;
+  return o;
 }
 
 uint64_t Committed(const RunResult& r, TpccTxn t) {
@@ -31,8 +42,7 @@ uint64_t Committed(const RunResult& r, TpccTxn t) {
 void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
   TpccWorkload w(SmallParams());
-  Result<RunResult> r =
-      ValidateAndRun(w, SmallTestRun(protocol, iso, simulate, simulate ? 0.003 : 0.4));
+  Result<RunResult> r = ValidateAndRun(w, TestRun(protocol, iso, simulate, simulate ? 0.02 : 5));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->check.has_value());
   EXPECT_TRUE(r->check->ok) << r->check->detail;
@@ -77,12 +87,13 @@ INSTANTIATE_TEST_SUITE_P(Protocols, TpccTestSnapshot, testing::Values("lotus", "
 // one condition in one place, and the check names exactly that.
 TEST(TpccCheckTest, CorruptedRowsFailTheirCondition) {
   const TpccParams p{.warehouses = 4, .items = 50, .customers = 20, .order_room = 10};
-  RunOptions o = SmallTestRun("lotus", Isolation::kSerializable, /*simulate=*/true, 0.001);
+  RunOptions o = TestRun("lotus", Isolation::kSerializable, /*simulate=*/true, 0.001);
   auto cluster = Cluster::StartSimulated(o.cluster, *o.sim);
   ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
   TpccWorkload w(p);
   RunContext ctx(o, nullptr);
-  ASSERT_TRUE(w.Setup(**cluster, ctx).ok());
+  Status setup = w.Setup(**cluster, ctx);
+  ASSERT_TRUE(setup.ok()) << setup.ToString();
   const TpccTables& t = w.tables();
   const uint32_t undelivered_first = p.customers - TpccNewOrdersAtLoad(p) + 1;
   {
@@ -194,7 +205,7 @@ TEST(TpccDrawTest, RatesAreTheSpecs) {
 }
 
 TEST(TpccValidateTest, BadSettingsNameTheirFlag) {
-  const RunOptions o = SmallTestRun("lotus", Isolation::kSerializable, false, 1);
+  const RunOptions o = TestRun("lotus", Isolation::kSerializable, false, 1);
   auto message = [&o](TpccParams p) { return TpccWorkload(p).Validate(o).message(); };
   EXPECT_NE(message({.warehouses = 0}).find("--warehouses"), std::string::npos);
   EXPECT_NE(message({.warehouses = 4096}).find("--warehouses"), std::string::npos);
