@@ -113,6 +113,10 @@ class TpccWorkload : public Workload {
 inline uint32_t TpccOrderRoom(const TpccParams& p) {
   return p.order_room != 0 ? p.order_room : p.customers;
 }
+// MiB per MN that the tables need, a little over: their hash indexes and trees in the general
+// heap (a quarter of the region) and their records, with room for a second version, in the
+// rest. The CLI gives a run this much when --region-mib is not given.
+uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c);
 // Undelivered orders per district at load: the last 30% (900 of the spec's 3000).
 inline uint32_t TpccNewOrdersAtLoad(const TpccParams& p) { return p.customers * 3 / 10; }
 

@@ -4,8 +4,9 @@
 //   2. per district:  D_NEXT_O_ID - 1 = max(O_ID) = max(NO_O_ID);
 //   3. per district:  max(NO_O_ID) - min(NO_O_ID) + 1 = number of NEW-ORDER rows;
 //   4. per district:  sum of O_OL_CNT = number of ORDER-LINE rows.
-// A district's orders, new orders and order lines are read with Txn::Scan over its key ranges
-// (one snapshot per district), a warehouse and its ten districts in one more. A district whose
+// A district's orders, new orders and order lines are read with Txn::Scan over its key ranges,
+// a few hundred rows per transaction (nothing else runs, so the pieces show one state), a
+// warehouse and its ten districts in one snapshot. A district whose
 // new orders were all delivered satisfies 2 by its orders alone and 3 trivially (the spec's
 // conditions assume rows exist).
 //

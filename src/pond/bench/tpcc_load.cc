@@ -11,6 +11,7 @@
 #include "pond/bench/tpcc.h"
 #include "pond/bench/tpcc_schema.h"
 #include "pond/bench/tpcc_txns.h"
+#include "pond/store/layout.h"
 
 namespace pond::bench {
 
@@ -73,9 +74,9 @@ void Fill(std::span<std::byte> v, const Row& r) {
 }
 
 // A failed load, with what to change.
-Status LoadFailed(const char* table, const Status& st) {
+Status LoadFailed(const std::string& what, const Status& st) {
   return Status(st.code(),
-                fmt::format("loading {}: {}{}", table, st.message(),
+                fmt::format("{}: {}{}", what, st.message(),
                             st.code() == Code::kOutOfSpace
                                 ? " (more --region-mib, or fewer --warehouses or --customers)"
                                 : ""));
@@ -83,90 +84,138 @@ Status LoadFailed(const char* table, const Status& st) {
 
 }  // namespace
 
-Status TpccWorkload::CreateTables(Cluster& cluster) {
-  const uint64_t w = p_.warehouses, c = p_.customers, room = TpccOrderRoom(p_);
-  const uint64_t districts = w * kDistrictsPerWarehouse;
-  const uint64_t orders = districts * (c + room);
-  struct Spec {
-    uint16_t* id;
-    TableOptions o;
-  };
-  const Spec specs[] = {
-      {&t_.warehouse,
+namespace {
+
+// A table as CreateTables makes it, and the rows the load puts in it.
+struct TableSpec {
+  uint16_t TpccTables::*id;
+  TableOptions o;
+  uint64_t rows;
+};
+
+std::vector<TableSpec> TableSpecs(const TpccParams& p) {
+  const uint64_t w = p.warehouses, c = p.customers, room = TpccOrderRoom(p);
+  const uint64_t districts = w * kDistrictsPerWarehouse, lines = districts * c * 10;
+  const uint64_t orders = districts * (c + room), no = districts * TpccNewOrdersAtLoad(p);
+  // Orders have 5..15 lines, 10 on average; a tenth more for chance. History takes one row per
+  // customer at load and one per Payment after, about as many as orders. New orders are deleted,
+  // but a deleted key keeps its slot: the table holds every order placed.
+  return {
+      {&TpccTables::warehouse,
        {.name = "warehouse",
         .value_bytes = sizeof(WarehouseRow),
         .capacity = w,
-        .critical_field = true}},
-      {&t_.district,
+        .critical_field = true},
+       w},
+      {&TpccTables::district,
        {.name = "district",
         .value_bytes = sizeof(DistrictRow),
         .capacity = districts,
-        .critical_field = true}},
-      {&t_.customer,
+        .critical_field = true},
+       districts},
+      {&TpccTables::customer,
        {.name = "customer",
         .value_bytes = sizeof(CustomerRow),
         .capacity = districts * c,
-        .critical_field = true}},
-      // One row per customer at load, one per Payment after: about as many as orders.
-      {&t_.history,
+        .critical_field = true},
+       districts * c},
+      {&TpccTables::history,
        {.name = "history",
         .value_bytes = sizeof(HistoryRow),
         .capacity = orders,
-        .critical_field = true}},
-      {&t_.new_order,
+        .critical_field = true},
+       districts * c},
+      {&TpccTables::new_order,
        {.name = "new_order",
         .value_bytes = sizeof(NewOrderRow),
-        .capacity = districts * (TpccNewOrdersAtLoad(p_) + room),
+        .capacity = districts * (TpccNewOrdersAtLoad(p) + room),
         .critical_field = true,
         .ordered = true,
-        .stripe_bits = kNewOrderStripeBits}},
-      {&t_.orders,
+        .stripe_bits = kNewOrderStripeBits},
+       no},
+      {&TpccTables::orders,
        {.name = "orders",
         .value_bytes = sizeof(OrderRow),
         .capacity = orders,
         .critical_field = true,
         .ordered = true,
-        .stripe_bits = kOrderStripeBits}},
-      // Ten lines per order on average (5..15); a tenth more for chance.
-      {&t_.order_line,
+        .stripe_bits = kOrderStripeBits},
+       districts * c},
+      {&TpccTables::order_line,
        {.name = "order_line",
         .value_bytes = sizeof(OrderLineRow),
         .capacity = orders * 11,
         .critical_field = true,
         .ordered = true,
-        .stripe_bits = kOrderLineStripeBits}},
-      {&t_.item,
+        .stripe_bits = kOrderLineStripeBits},
+       lines},
+      {&TpccTables::item,
        {.name = "item",
         .value_bytes = sizeof(ItemRow),
-        .capacity = p_.items,
-        .critical_field = false}},
-      {&t_.stock,
+        .capacity = p.items,
+        .critical_field = false},
+       p.items},
+      {&TpccTables::stock,
        {.name = "stock",
         .value_bytes = sizeof(StockRow),
-        .capacity = w * p_.items,
-        .critical_field = true}},
-      {&t_.customer_name,
+        .capacity = w * p.items,
+        .critical_field = true},
+       w * p.items},
+      {&TpccTables::customer_name,
        {.name = "customer_name",
         .value_bytes = sizeof(IndexRow),
         .capacity = districts * c,
         .critical_field = true,
         .ordered = true,
-        .stripe_bits = kCustomerNameStripeBits}},
-      {&t_.order_by_customer,
+        .stripe_bits = kCustomerNameStripeBits},
+       districts * c},
+      {&TpccTables::order_by_customer,
        {.name = "order_by_customer",
         .value_bytes = sizeof(IndexRow),
         .capacity = orders,
         .critical_field = true,
         .ordered = true,
-        .stripe_bits = kOrderByCustomerStripeBits}},
+        .stripe_bits = kOrderByCustomerStripeBits},
+       districts * c},
   };
-  for (const Spec& s : specs) {
-    Result<uint16_t> id = cluster.CreateTable(s.o);
-    if (!id.ok()) {
-      return Status(id.status().code(),
-                    fmt::format("creating {}: {}", s.o.name, id.status().message()));
+}
+
+}  // namespace
+
+uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
+  const double mns = c.mns, r = c.replication;
+  const bool sv = c.protocol.single_version;
+  // What the catalog carves for one table's hash index on one MN: R replica groups of buckets at
+  // a load factor of 0.6 (store/catalog.cc), and for an ordered table its tree space.
+  auto index = [&](uint64_t capacity, uint32_t value_bytes) {
+    const double slots = sv ? 22 : 4;
+    const double slot_bytes = sv ? store::SvSlotBytes(value_bytes) : store::CvtBytes(c.versions);
+    const double buckets = (static_cast<double>(capacity) / mns * 1.1 + 32) / 0.6 / slots + 1;
+    return r * buckets * slots * slot_bytes;
+  };
+  double heap = 0, lanes = 0;
+  for (const TableSpec& t : TableSpecs(p)) {
+    heap += index(t.o.capacity, t.o.value_bytes);
+    if (t.o.ordered) {
+      const double keys = static_cast<double>(t.o.capacity) / mns * 1.1 + 64;
+      heap += keys / 27 * 1024 * 1.1 + double{3 << 20};
+      heap += index(4096, 8);  // its stripe rows
     }
-    *s.id = *id;
+    // Records live outside the index, one per version: the loaded one and room for another.
+    if (!sv) {
+      lanes += static_cast<double>(t.rows) * r / mns * store::RecordStride(t.o.value_bytes) * 2;
+    }
+  }
+  const double need = std::max(heap * 4, lanes * 4 / 3) * 1.1 + double{64 << 20};
+  const auto mib = static_cast<uint64_t>(need / (1 << 20));
+  return (mib + 255) / 256 * 256;
+}
+
+Status TpccWorkload::CreateTables(Cluster& cluster) {
+  for (const TableSpec& s : TableSpecs(p_)) {
+    Result<uint16_t> id = cluster.CreateTable(s.o);
+    if (!id.ok()) return LoadFailed("creating " + s.o.name, id.status());
+    t_.*s.id = *id;
   }
   return Status::Ok();
 }
@@ -179,7 +228,7 @@ Status TpccWorkload::LoadTables(Cluster& cluster) {
   auto load = [&](const char* name, uint16_t table, uint64_t count,
                   const std::function<void(uint64_t, uint64_t*, std::span<std::byte>)>& gen) {
     Status st = cluster.Load(table, count, gen);
-    if (!st.ok()) return LoadFailed(name, st);
+    if (!st.ok()) return LoadFailed(std::string("loading ") + name, st);
     rows_loaded_ += count;
     return Status::Ok();
   };

@@ -48,10 +48,11 @@ CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOpt
 void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep);
 
 // TPC-C's flags (tpcc_command.cc): --warehouses --items --customers --order-room, each help text
-// after `prefix` ("tpcc: " under compare). After parsing, ResolveTpccWarehouses gives a command
-// line without --warehouses one warehouse per CN of `c`.
+// after `prefix` ("tpcc: " under compare). After parsing, ResolveTpccFlags gives a command
+// line without --warehouses one warehouse per CN of `c`, and one without --region-mib regions
+// that hold the tables (bench::TpccRegionMib; memory is taken as it is written).
 void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix);
-void ResolveTpccWarehouses(const CLI::App& cmd, const ClusterConfig& c, bench::TpccParams* p);
+void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p);
 
 // Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
 // failed or a run failed, 2 bad input with one line on stderr).

@@ -443,6 +443,8 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->capture_default_str();
   cmd->add_option("--subscribers", a->subscribers, "tatp: subscribers")->capture_default_str();
   AddTpccFlags(cmd, &a->tpcc, "tpcc: ");
+  cmd->get_option("--region-mib")
+      ->description("MiB of memory per MN (tpcc: at least what its tables need)");
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
@@ -471,7 +473,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   if (simulate) AddFaultsFlag(cmd, &a->faults);
   cmd->callback([a, action, cmd, simulate] {
     *action = [a, cmd, simulate] {
-      ResolveTpccWarehouses(*cmd, a->flags.run.cluster, &a->tpcc);
+      if (a->workload == "tpcc") ResolveTpccFlags(*cmd, &a->flags.run.cluster, &a->tpcc);
       return RunCompare(*a, simulate);
     };
   });

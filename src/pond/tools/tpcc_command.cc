@@ -2,10 +2,12 @@
 // cluster, then the consistency conditions 1-4. Exit 0 if they hold, 1 (with one line on stderr)
 // if one does not, 2 on bad input. The simulated form prints only what the seed determines on
 // stdout, except one last wall-clock line; progress goes to stderr.
+#include <algorithm>
 #include <memory>
 #include <string>
 
 #include "pond/bench/tpcc.h"
+#include "pond/bench/tpcc_schema.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
@@ -29,7 +31,7 @@ struct TpccArgs {
 
 int RunTpccCommand(TpccArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim tpcc" : "bench tpcc";
-  ResolveTpccWarehouses(cmd, a.run.cluster, &a.p);
+  ResolveTpccFlags(cmd, &a.run.cluster, &a.p);
   if (!a.sweep.empty() && !a.faults.empty()) {
     return Fail(what, "--faults applies to one run; not with --sweep");
   }
@@ -65,8 +67,16 @@ void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix
                       "growing tables (default: as many as --customers)");
 }
 
-void ResolveTpccWarehouses(const CLI::App& cmd, const ClusterConfig& c, bench::TpccParams* p) {
-  if (cmd.count("--warehouses") == 0) p->warehouses = static_cast<uint32_t>(c.cns);
+void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p) {
+  if (cmd.count("--warehouses") == 0) p->warehouses = static_cast<uint32_t>(c->cns);
+  if (cmd.count("--region-mib") == 0 && p->warehouses >= 1 &&
+      p->warehouses <= bench::tpcc::kWarehousesMax) {
+    // Enough for the tables under any protocol (ford keeps its records in the index).
+    ClusterConfig sv = *c;
+    sv.protocol.single_version = true;
+    c->region_mib =
+        std::max({c->region_mib, bench::TpccRegionMib(*p, *c), bench::TpccRegionMib(*p, sv)});
+  }
 }
 
 void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate) {
@@ -79,6 +89,8 @@ void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   AddClusterFlags(cmd, &a->run.cluster, &a->run.coros, &a->run.seconds, &a->isolation, &a->model,
                   simulate);
   AddTpccFlags(cmd, &a->p, "");
+  cmd->get_option("--region-mib")
+      ->description("MiB of memory per MN (default: what the tables need)");
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
   if (simulate) AddFaultsFlag(cmd, &a->faults);
