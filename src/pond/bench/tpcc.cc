@@ -49,7 +49,7 @@ Status TpccWorkload::Validate(const RunOptions& o) const {
     return InvalidArgument(fmt::format("--warehouses must be 1 to {}", kWarehousesMax));
   }
   if (p_.items < 1 || p_.items > kItemsMax) {
-    return InvalidArgument(fmt::format("--items must be 1 to {}", kItemsMax - 1));
+    return InvalidArgument(fmt::format("--items must be 1 to {}", kItemsMax));
   }
   if (p_.customers < 1 || p_.customers > kCustomersMax) {
     return InvalidArgument(fmt::format("--customers must be 1 to {}", kCustomersMax));

@@ -140,6 +140,14 @@ std::string TpccCheckResult::Summary() const {
                  conditions[0].checked, conditions[1].checked, orders, new_orders, order_lines);
 }
 
+std::string TpccCheckResult::Brief() const {
+  if (!ok()) return Summary();
+  return fmt::format(
+      "conditions 1-4 hold in {} warehouses, {} districts: {} orders, {} new "
+      "orders, {} order lines",
+      conditions[0].checked, conditions[1].checked, orders, new_orders, order_lines);
+}
+
 std::string TpccCheckResult::Detail() const {
   if (!read_error.empty()) return "the check's reads failed: " + read_error;
   std::string s;
@@ -249,7 +257,7 @@ WorkloadCheck TpccWorkloadCheck(const TpccCheckResult& c) {
   check.json_key = "consistency_check";
   check.ok = c.ok();
   check.summary = c.Summary();
-  check.brief = c.Summary();
+  check.brief = c.Brief();
   check.detail = c.ok() ? "" : c.Detail();
   check.json = c.Json();
   return check;

@@ -40,6 +40,8 @@ struct TpccCheckResult {
   bool ok() const;
   // "3.3.2.1 ok, 3.3.2.2 ok, ..., over 3 warehouses, 30 districts (...)".
   std::string Summary() const;
+  // The same, shorter, for a comparison's row: "conditions 1-4 hold in 30 districts (...)".
+  std::string Brief() const;
   // The failed conditions with their first failures; empty if ok.
   std::string Detail() const;
   nlohmann::json Json() const;
