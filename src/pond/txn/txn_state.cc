@@ -127,6 +127,7 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
       it->pending = Pending::kPut;
       it->new_value.assign(value.begin(), value.end());
       it->index_pending = t->ordered;
+      any_index_pending_ = any_index_pending_ || t->ordered;
       break;
   }
 }

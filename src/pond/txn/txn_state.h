@@ -194,6 +194,7 @@ class TxnState {
     bool written;
   };
   std::vector<StripeRow> stripes_;
+  bool any_index_pending_ = false;  // some item may have index_pending (most have none)
 };
 
 // The transaction object of the cluster's protocol.
