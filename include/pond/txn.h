@@ -90,8 +90,10 @@ class Txn {
   // in it is ordered before or after this one, never both (no phantoms). Under SI, and in
   // read-only transactions, the scan reads the snapshot. On a table with a critical field, low
   // and high must be in one shard, and the range is that shard's keys whose bits above the shard
-  // are between low's (included) and high's (excluded). A failure aborts, as Execute's does; misuse
-  // (a table that is not ordered, low >= high) is InvalidArgument and aborts too.
+  // are between low's (included) and high's (excluded); the key after k there is k + 4096. Keys
+  // deleted since the table was made still cost a scan a read each (docs/btree.md). A failure
+  // aborts, as Execute's does; misuse (a table that is not ordered, low >= high) is InvalidArgument
+  // and aborts too.
   Task<Result<std::vector<ScanRow>>> Scan(uint16_t table, uint64_t low, uint64_t high, size_t limit,
                                           ScanOrder order = ScanOrder::kAscending);
 

@@ -426,6 +426,9 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   }
   WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
+  if (options.ordered && !cl.scheduled_faults_.empty()) {
+    return txn::OrderedTablesRefuseFaults(options.name);
+  }
   if (options.ordered) {
     // The stripe rows first (docs/protocol.md "Ordered tables and range scans"): a table of
     // its own, in the same shards as the keys it covers.

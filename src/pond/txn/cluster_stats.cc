@@ -6,6 +6,7 @@
 #include "pond/cluster.h"
 #include "pond/cluster/replica_check.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/ordered.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
@@ -104,6 +105,9 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
   std::stable_sort(faults.begin(), faults.end(),
                    [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
   POND_RETURN_IF_ERROR(cl.failover_->Validate(faults));
+  for (const store::TableInfo& t : cl.catalog_.tables()) {
+    if (t.ordered && !faults.empty()) return txn::OrderedTablesRefuseFaults(t.name);
+  }
   cl.scheduled_faults_ = std::move(faults);
   for (auto& cn : cl.cns_) {
     for (auto& w : cn->workers) w->TrackAcknowledged(true);

@@ -78,7 +78,9 @@ Task<Status> TxnState::ExecuteAll() {
         again = true;
       }
     }
-    if (Status s = co_await IndexInserts(); !s.ok()) co_return s;
+    if (any_index_pending_) {
+      if (Status s = co_await IndexInserts(); !s.ok()) co_return s;
+    }
     if (!again) co_return Status::Ok();
   }
 }

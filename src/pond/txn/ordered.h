@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "pond/btree/tree_space.h"
 #include "pond/lock/lock_key.h"
+#include "pond/status.h"
 #include "pond/store/catalog.h"
 
 namespace pond::txn {
@@ -50,6 +52,14 @@ inline btree::TreeSpace TreeSpaceOf(const store::TableInfo& t) {
   // Small chunks: every worker that inserts holds one partly used.
   s.chunk_bytes = 16 << 10;
   return s;
+}
+
+// Node faults and ordered tables do not go together yet: the B+Tree is not replicated, and a CN
+// that dies holding a node's lock word leaves it held (docs/btree.md "Not built yet").
+inline Status OrderedTablesRefuseFaults(const std::string& table) {
+  return InvalidArgument("ordered table \"" + table +
+                         "\" cannot run with node faults: its B+Tree does not survive a node "
+                         "failure yet");
 }
 
 // For the phantom test alone: while on, scans read no stripe rows — a deliberately broken scan,

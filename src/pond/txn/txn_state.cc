@@ -30,10 +30,18 @@ void TxnState::EndLocks(std::span<const lock::LockRequest> held) {
 }
 
 Item* TxnState::Find(uint16_t table, uint64_t key) {
-  for (auto& it : items_) {
-    if (it.lk.table == table && it.lk.key == key) return &it;
+  if (items_.size() <= kLinearFindMax) {
+    for (auto& it : items_) {
+      if (it.lk.table == table && it.lk.key == key) return &it;
+    }
+    return nullptr;
   }
-  return nullptr;
+  // Items are only ever appended, each with a key of its own: index the ones added since.
+  for (size_t i = index_.size(); i < items_.size(); i++) {
+    index_.emplace(ItemKey{items_[i].lk.table, items_[i].lk.key}, static_cast<uint32_t>(i));
+  }
+  auto found = index_.find(ItemKey{table, key});
+  return found == index_.end() ? nullptr : &items_[found->second];
 }
 
 const Item* TxnState::Find(uint16_t table, uint64_t key) const {
@@ -127,6 +135,7 @@ void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::
       it->pending = Pending::kPut;
       it->new_value.assign(value.begin(), value.end());
       it->index_pending = t->ordered;
+      any_index_pending_ = any_index_pending_ || t->ordered;
       break;
   }
 }

@@ -29,6 +29,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "pond/base/assert.h"
@@ -194,6 +195,21 @@ class TxnState {
     bool written;
   };
   std::vector<StripeRow> stripes_;
+  bool any_index_pending_ = false;  // some item may have index_pending (most have none)
+  // Find looks through a few items in turn, and through this index of them past that (a scan
+  // adds every key it finds).
+  static constexpr size_t kLinearFindMax = 32;
+  struct ItemKey {
+    uint16_t table;
+    uint64_t key;
+    bool operator==(const ItemKey&) const = default;
+  };
+  struct ItemKeyHash {
+    size_t operator()(const ItemKey& k) const {
+      return std::hash<uint64_t>()(k.key * 0x9e3779b97f4a7c15 ^ k.table);
+    }
+  };
+  mutable std::unordered_map<ItemKey, uint32_t, ItemKeyHash> index_;  // position in items_
 };
 
 // The transaction object of the cluster's protocol.
