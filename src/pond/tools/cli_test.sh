@@ -382,6 +382,7 @@ expect_error "tpcc too many customers" "--customers" sim tpcc --customers 5000
 expect_error "tpcc compare no warehouses" "--warehouses" sim compare --workload tpcc --warehouses 0
 expect_error "tpcc ford under SI" "ford" sim tpcc --protocol ford --isolation si $tp_small
 expect_error "tpcc unknown flag" "--subscribers" sim tpcc --subscribers 5
+expect_error "tpcc node faults" "node faults" sim tpcc --faults crash-cn:1@1ms $tp_small
 if "$pond" sim tpcc --help >"$tmp/out" 2>&1 && grep -q -- --warehouses "$tmp/out" &&
    grep -q -- --order-room "$tmp/out"; then
   echo "ok   sim tpcc --help"
