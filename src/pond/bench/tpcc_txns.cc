@@ -11,8 +11,9 @@ using namespace tpcc;  // NOLINT: the schema's names are this file's vocabulary
 
 namespace {
 
-// A customer name's matches, an order's lines, the last 20 orders' lines: scans stop here.
+// The most customers one last name can have in a district: where its scan stops.
 constexpr size_t kNameMatchesMax = kCustomersMax;
+// Clause 2.8.2.2: Stock-Level looks at the district's last 20 orders.
 constexpr uint32_t kStockLevelOrders = 20;
 
 // A row that must exist; its absence is a broken invariant, not an answer.
