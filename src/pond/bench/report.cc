@@ -51,6 +51,11 @@ double Throughput(const RunMeasures& r) {
   return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
 }
 
+double HeadlineThroughput(const RunResult& r) {
+  return r.headline && r.elapsed_s > 0 ? static_cast<double>(r.headline->committed) / r.elapsed_s
+                                       : 0;
+}
+
 double AbortRate(const RunMeasures& r) {
   uint64_t attempts = r.committed + r.aborted;
   return attempts > 0 ? static_cast<double>(r.aborted) / static_cast<double>(attempts) : 0;
@@ -137,6 +142,10 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
     result["committed_by_txn"] = by_txn;
   }
   if (r.declined) result["declined"] = *r.declined;
+  if (r.headline) {
+    result[r.headline->json_key + "_committed"] = r.headline->committed;
+    result[r.headline->json_key + "_per_sec"] = HeadlineThroughput(r);
+  }
   if (r.check) result[r.check->json_key] = r.check->json;
   if (r.history) {
     result["history_check"] = {{"ok", r.history->ok},

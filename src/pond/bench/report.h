@@ -23,6 +23,8 @@ nlohmann::json NicsJson(const SimStats& s, double window_ns);
 
 // Committed calls per second of the run's (virtual) time; 0 for an empty run.
 double Throughput(const RunMeasures& r);
+// Commits of the workload's headline kind (RunResult::headline) per second; 0 without one.
+double HeadlineThroughput(const RunResult& r);
 // Aborted calls over all calls; 0 without calls.
 double AbortRate(const RunMeasures& r);
 // (CAS + FAA) per committed call.

@@ -1,8 +1,9 @@
 // Workload: what one benchmark workload is — its tables and load, its procedures, one client's
 // issue loop, its invariant check and the fields it adds to a result — and RunWorkload, the one
 // driver that runs any workload on real threads or on the simulated cluster, measured, with or
-// without a recorded history. KVS (kvs_bench.h), SmallBank (smallbank.h), TATP (tatp.h) and
-// list-append (list_append.h) implement it; a new workload is one more subclass and its test.
+// without a recorded history. KVS (kvs_bench.h), SmallBank (smallbank.h), TATP (tatp.h), TPC-C
+// (tpcc.h) and list-append (list_append.h) implement it; a new workload is one more subclass and
+// its test.
 //
 // A run: RunWorkload starts a fresh cluster, calls Setup, starts the measured run (MeasuredRun),
 // runs RunClient on every client coroutine until each returns, and calls Finish, which checks the
@@ -91,6 +92,14 @@ struct HistoryVerdict {
 // serializability under SR, snapshot isolation under SI.
 HistoryVerdict JudgeHistory(std::string text, Isolation isolation);
 
+// A workload's own rate beside txn/s: the commits of the one kind its metric counts (TPC-C's
+// tpmC counts New-Orders, and papers differ on which of the two they report).
+struct HeadlineRate {
+  std::string name;      // "New-Order": reported as "New-Order/s"
+  std::string json_key;  // "new_orders": JSON's new_orders_committed and new_orders_per_sec
+  uint64_t committed = 0;
+};
+
 // What a run reports: the measures every run has, the workload's own counts and check, and the
 // history's verdict if the run was recorded.
 struct RunResult : RunMeasures {
@@ -100,6 +109,8 @@ struct RunResult : RunMeasures {
   std::vector<std::pair<std::string, uint64_t>> committed_by_txn;
   // Committed without effect by the workload's rules; unset if the workload has no such rule.
   std::optional<uint64_t> declined;
+  // The workload's own rate, if it has one.
+  std::optional<HeadlineRate> headline;
   // What a read-write commit is called in the report ("UpdateOne"; "read-write").
   std::string rw_name = "read-write";
   // The report shows the cache counters (and the simulation's engine line): the KVS workload's

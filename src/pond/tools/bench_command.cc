@@ -103,6 +103,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddCompareCommand(*bench, action, /*simulate=*/false);
   AddSmallBankCommand(*bench, action, /*simulate=*/false);
   AddTatpCommand(*bench, action, /*simulate=*/false);
+  AddTpccCommand(*bench, action, /*simulate=*/false);
   AddListAppendCommand(*bench, action, /*simulate=*/false);
   AddBtreeCommand(*bench, action, /*simulate=*/false);
 }

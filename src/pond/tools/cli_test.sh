@@ -192,8 +192,8 @@ if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0
 else
   echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
-expect_error "compare unknown workload" "unknown workload 'tpcc' (choices: kvs, smallbank, tatp)" \
-  sim compare --workload tpcc
+expect_error "compare unknown workload" "unknown workload 'tpce' (choices: kvs, smallbank, tatp, tpcc)" \
+  sim compare --workload tpce
 if "$pond" $cmp_args --workload tatp --subscribers 1000 --protocols lotus,ford --no-check \
      >"$tmp/out" 2>/dev/null && grep -q '^pond sim compare: .*, workload tatp, ' "$tmp/out" &&
    [ "$(grep -c '^referential check [a-z]*: ok' "$tmp/out")" -eq 2 ]; then
@@ -346,6 +346,48 @@ if "$pond" sim tatp --help >"$tmp/out" 2>&1 && grep -q -- --subscribers "$tmp/ou
   echo "ok   sim tatp --help"
 else
   echo "FAIL sim tatp --help"; failures=$((failures + 1))
+fi
+
+# TPC-C: the same contract, with the consistency conditions and New-Order/s beside txn/s.
+tp_small="--warehouses 2 --items 500 --customers 30 --order-room 3000"
+if "$pond" bench tpcc --seconds 0.3 $tp_small --json "$tmp/tp.json" >"$tmp/out" 2>&1 &&
+   grep -q '^New-Order/s ' "$tmp/out" && grep -q '^consistency  ok: 3.3.2.1 ok, ' "$tmp/out" &&
+   grep -q '"consistency_check"' "$tmp/tp.json" && grep -q '"new_orders_per_sec"' "$tmp/tp.json"; then
+  echo "ok   bench tpcc run"
+else
+  echo "FAIL bench tpcc run:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+tp_args="sim tpcc --cns 3 --workers 2 --coros 2 $tp_small --virtual-seconds 0.002"
+"$pond" $tp_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/tp1" &&
+"$pond" $tp_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/tp2" &&
+"$pond" $tp_args --seed 12 --protocol motor --isolation si 2>/dev/null | grep -v '^wall clock' >"$tmp/tp3"
+if cmp -s "$tmp/tp1" "$tmp/tp2" && grep -q '^consistency  ok: ' "$tmp/tp1" &&
+   grep -q '^consistency  ok: ' "$tmp/tp3" && grep -q '^pond sim tpcc: .*, protocol motor, snapshot' "$tmp/tp3"; then
+  echo "ok   sim tpcc is deterministic and checks its conditions"
+else
+  echo "FAIL sim tpcc:"; cat "$tmp/tp1" "$tmp/tp3"; diff "$tmp/tp1" "$tmp/tp2"; failures=$((failures + 1))
+fi
+if "$pond" sim compare --workload tpcc --cns 2 --workers 1 --coros 2 $tp_small \
+     --virtual-seconds 0.001 --check-txns 200 >"$tmp/out" 2>/dev/null &&
+   grep -q '^protocol .* txn/s  *New-Order/s ' "$tmp/out" &&
+   [ "$(grep -c '^consistency check [a-z]*: ok (conditions 1-4 hold in 2 warehouses' "$tmp/out")" -eq 3 ] &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ]; then
+  echo "ok   sim compare --workload tpcc"
+else
+  echo "FAIL sim compare --workload tpcc:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
+expect_error "tpcc no warehouses" "--warehouses must be 1 to 4095" bench tpcc --warehouses 0
+expect_error "tpcc too many warehouses" "--warehouses must be 1 to 4095" sim tpcc --warehouses 4096
+expect_error "tpcc too many customers" "--customers" sim tpcc --customers 5000
+expect_error "tpcc compare no warehouses" "--warehouses" sim compare --workload tpcc --warehouses 0
+expect_error "tpcc ford under SI" "ford" sim tpcc --protocol ford --isolation si $tp_small
+expect_error "tpcc unknown flag" "--subscribers" sim tpcc --subscribers 5
+expect_error "tpcc node faults" "node faults" sim tpcc --faults crash-cn:1@1ms $tp_small
+if "$pond" sim tpcc --help >"$tmp/out" 2>&1 && grep -q -- --warehouses "$tmp/out" &&
+   grep -q -- --order-room "$tmp/out"; then
+  echo "ok   sim tpcc --help"
+else
+  echo "FAIL sim tpcc --help"; failures=$((failures + 1))
 fi
 
 # Help works and exits 0.

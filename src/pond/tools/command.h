@@ -34,6 +34,8 @@ void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate
 void AddBtreeCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench tatp` and `sim tatp`: the TATP workload (tatp_command.cc).
 void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench tpcc` and `sim tpcc`: the TPC-C workload (tpcc_command.cc).
+void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // The command line as typed, for printing the command that replays a simulated run.
 void SetCommandLine(int argc, char** argv);

@@ -11,6 +11,7 @@
 
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
+#include "pond/bench/tpcc.h"
 #include "pond/tools/kvs_flags.h"
 
 namespace pond::tools {
@@ -24,6 +25,7 @@ struct CompareArgs {
   double hot_fraction = bench::SmallBankParams{}.hot_fraction;
   double hot_access = bench::SmallBankParams{}.hot_access;
   uint64_t subscribers = bench::TatpParams{}.subscribers;  // --workload tatp
+  bench::TpccParams tpcc;                                  // --workload tpcc
   std::string protocols;  // comma-separated; empty: ProtocolNames()
   bool ablation = false;
   std::string baseline;  // empty: motor if it is a row, else the first row
@@ -42,8 +44,15 @@ CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOpt
                                 const std::string& protocol, const std::string& sweep,
                                 const std::string& json_path);
 
-// Registers --sweep on `pond bench|sim smallbank|tatp` (the keys those workloads take).
+// Registers --sweep on `pond bench|sim smallbank|tatp|tpcc` (the keys those workloads take).
 void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep);
+
+// TPC-C's flags (tpcc_command.cc): --warehouses --items --customers --order-room, each help text
+// after `prefix` ("tpcc: " under compare). After parsing, ResolveTpccFlags gives a command
+// line without --warehouses one warehouse per CN of `c`, and one without --region-mib regions
+// that hold the tables (bench::TpccRegionMib; memory is taken as it is written).
+void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix);
+void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p);
 
 // Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
 // failed or a run failed, 2 bad input with one line on stderr).

@@ -26,6 +26,7 @@
 #include "pond/bench/run_faults.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
+#include "pond/bench/tpcc.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
@@ -62,7 +63,11 @@ Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
     return std::unique_ptr<bench::Workload>(
         new bench::TatpWorkload({.subscribers = a.subscribers}));
   }
-  return InvalidArgument("unknown workload '" + a.workload + "' (choices: kvs, smallbank, tatp)");
+  if (a.workload == "tpcc") {
+    return std::unique_ptr<bench::Workload>(new bench::TpccWorkload(a.tpcc));
+  }
+  return InvalidArgument("unknown workload '" + a.workload +
+                         "' (choices: kvs, smallbank, tatp, tpcc)");
 }
 
 // The rows a command line asks for; InvalidArgument on an unknown or repeated name.
@@ -228,8 +233,13 @@ int RunCompare(CompareArgs& a, bool simulate) {
   if (swept) {
     for (const SweepAxis& axis : sweep.axes) std::printf("%-8s ", axis.name.c_str());
   }
-  std::printf("%-*s %12s %*s %8s %9s %9s %12s", name_w, "protocol", "txn/s", vs_w, vs.c_str(),
-              "abort%", "p50 us", "p99 us", "atomics/txn");
+  // A workload with a rate of its own (TPC-C's New-Orders) shows it beside txn/s.
+  const std::string headline =
+      rows.front().r.headline ? rows.front().r.headline->name + "/s" : std::string();
+  std::printf("%-*s %12s", name_w, "protocol", "txn/s");
+  if (!headline.empty()) std::printf(" %12s", headline.c_str());
+  std::printf(" %*s %8s %9s %9s %12s", vs_w, vs.c_str(), "abort%", "p50 us", "p99 us",
+              "atomics/txn");
   if (simulate) {
     for (int v = 0; v < kNumVerbs; v++) {
       std::printf(" %7s", (std::string(VerbName(static_cast<Verb>(v))) + "%").c_str());
@@ -242,8 +252,10 @@ int RunCompare(CompareArgs& a, bool simulate) {
     if (swept) {
       for (double v : sweep.Point(row.point)) std::printf("%-8g ", v);
     }
-    std::printf("%-*s %12.0f %*.2f %8.2f %9.1f %9.1f %12.2f", name_w, row.name.c_str(), tput, vs_w,
-                base_tput > 0 ? tput / base_tput : 0.0, 100.0 * bench::AbortRate(r),
+    std::printf("%-*s %12.0f", name_w, row.name.c_str(), tput);
+    if (!headline.empty()) std::printf(" %12.0f", bench::HeadlineThroughput(r));
+    std::printf(" %*.2f %8.2f %9.1f %9.1f %12.2f", vs_w, base_tput > 0 ? tput / base_tput : 0.0,
+                100.0 * bench::AbortRate(r),
                 static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
                 static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, bench::AtomicsPerTxn(r));
     if (simulate) {
@@ -419,7 +431,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                           : "Every protocol (or ablation step) on one workload with identical "
                             "settings and seed, one table");
   cmd->add_option("--workload", a->workload,
-                  "the workload every row runs (choices: kvs, smallbank, tatp)")
+                  "the workload every row runs (choices: kvs, smallbank, tatp, tpcc)")
       ->capture_default_str();
   AddKvsWorkloadFlags(cmd, &a->flags, simulate);
   cmd->add_option("--accounts", a->accounts, "smallbank: accounts")->capture_default_str();
@@ -430,6 +442,9 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                   "smallbank: share of the account draws that go to the hot set")
       ->capture_default_str();
   cmd->add_option("--subscribers", a->subscribers, "tatp: subscribers")->capture_default_str();
+  AddTpccFlags(cmd, &a->tpcc, "tpcc: ");
+  cmd->get_option("--region-mib")
+      ->description("MiB of memory per MN (tpcc: at least what its tables need)");
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
@@ -456,8 +471,12 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   // The history checks run without it: they judge the protocol, not the schedule.
   if (simulate) AddFaultsFlag(cmd, &a->faults);
-  cmd->callback(
-      [a, action, simulate] { *action = [a, simulate] { return RunCompare(*a, simulate); }; });
+  cmd->callback([a, action, cmd, simulate] {
+    *action = [a, cmd, simulate] {
+      if (a->workload == "tpcc") ResolveTpccFlags(*cmd, &a->flags.run.cluster, &a->tpcc);
+      return RunCompare(*a, simulate);
+    };
+  });
 }
 
 }  // namespace pond::tools

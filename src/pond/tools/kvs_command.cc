@@ -146,6 +146,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   AddCompareCommand(*sim, action, /*simulate=*/true);
   AddSmallBankCommand(*sim, action, /*simulate=*/true);
   AddTatpCommand(*sim, action, /*simulate=*/true);
+  AddTpccCommand(*sim, action, /*simulate=*/true);
   AddListAppendCommand(*sim, action, /*simulate=*/true);
   AddBtreeCommand(*sim, action, /*simulate=*/true);
 }

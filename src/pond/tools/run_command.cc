@@ -30,6 +30,11 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
               static_cast<unsigned long>(r.committed), r.elapsed_s,
               static_cast<unsigned long>(r.committed_rw), r.rw_name.c_str(),
               r.declined ? fmt::format(", {} declined", *r.declined).c_str() : "");
+  if (r.headline) {
+    std::printf("%-12s %s%s (%lu committed)\n", (r.headline->name + "/s").c_str(),
+                HumanRate(bench::HeadlineThroughput(r)).c_str(), unit,
+                static_cast<unsigned long>(r.headline->committed));
+  }
   if (!r.committed_by_txn.empty()) {
     std::string mix;
     for (const auto& [name, count] : r.committed_by_txn) {
