@@ -50,8 +50,6 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   }
   bench::KvsWorkload kvs(a.flags.kvs);
   if (a.sweep.empty()) {
-    Status valid = bench::ValidateRun(kvs, o);
-    if (!valid.ok()) return Fail(what, valid.message());
     return RunOnce(what, kvs, o, a.json_path, "");
   }
 
@@ -81,7 +79,8 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   nlohmann::json rows = nlohmann::json::array();
   for (size_t i = 0; i < points.size(); i++) {
     auto& [p, w] = points[i];
-    auto r = bench::RunWorkload(*w, p, KvsProgressPrinter(progress_out, simulate, sweep.PointName(i)));
+    auto r =
+        bench::RunWorkload(*w, p, KvsProgressPrinter(progress_out, simulate, sweep.PointName(i)));
     if (!r.ok()) {
       if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
       return Fail(what, "sweep point " + sweep.PointName(i) + ": " + r.status().ToString());

@@ -213,6 +213,7 @@ void PrintHistoryVerdict(const bench::HistoryVerdict& h, const std::string& hist
 
 int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
             const std::string& json_path, const std::string& history_path) {
+  if (Status valid = bench::ValidateRun(w, o); !valid.ok()) return Fail(what, valid.message());
   const bool simulate = o.sim.has_value();
   PrintRunHeader(what, w, o);
   FILE* progress_out = simulate ? stderr : stdout;

@@ -28,10 +28,10 @@ void PrintFailover(const bench::RunResult& r);
 // The "history" line of a recorded run and the checker's report under it.
 void PrintHistoryVerdict(const bench::HistoryVerdict& h, const std::string& history_path);
 
-// Runs `w` once with `o` (REQUIRES: bench::ValidateRun(w, o) is OK) and reports it; `what` is the
-// command ("sim kvs"). `json_path`: also write the result there; `history_path`: the recorded run's
-// history goes there (o.record). Returns the exit code: 0 every check held, 1 the run or a check
-// failed.
+// Runs `w` once with `o` and reports it; `what` is the command ("sim kvs"). `json_path`: also
+// write the result there; `history_path`: the recorded run's history goes there (o.record).
+// Returns the exit code: 0 every check held, 1 the run or a check failed, 2 the settings do not
+// make a run (bench::ValidateRun; one line says why).
 int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
             const std::string& json_path, const std::string& history_path);
 

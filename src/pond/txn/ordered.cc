@@ -13,7 +13,8 @@ namespace pond::txn {
 
 namespace {
 
-// Tree entries read per round of a scan: each round is one walk and one Execute of the keys.
+// Tree entries read per round of a scan, at most: each round is one walk and one Execute of the
+// keys.
 constexpr size_t kScanBatch = 64;
 // Stripe rows one scan may read: a wider range should have wider stripes.
 constexpr uint64_t kScanStripesMax = 1 << 16;
@@ -126,9 +127,13 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
   btree::BTree& tree = w_.Tree(*t);
   std::vector<ScanRow> rows;
   std::vector<btree::KeyValue> batch;
+  // An ascending scan with a small limit reads (and, under lotus, read-locks) about as many keys
+  // as it returns; rounds double while they meet absent keys.
+  size_t batch_max =
+      order == ScanOrder::kAscending ? std::clamp<size_t>(limit, 1, kScanBatch) : kScanBatch;
   while (cursor < end && (order == ScanOrder::kDescending || rows.size() < limit)) {
     batch.clear();
-    if (Status s = co_await tree.Scan(cursor, end, kScanBatch, &batch); !s.ok()) {
+    if (Status s = co_await tree.Scan(cursor, end, batch_max, &batch); !s.ok()) {
       co_return Fail(s, &w_.stats().aborts.user);
     }
     for (const btree::KeyValue& kv : batch) {
@@ -143,8 +148,9 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
       rows.push_back({key, std::vector<std::byte>(v->begin(), v->end())});
       if (order == ScanOrder::kAscending && rows.size() == limit) break;
     }
-    if (batch.size() < kScanBatch) break;
+    if (batch.size() < batch_max) break;
     cursor = batch.back().first + 1;
+    batch_max = std::min(kScanBatch, batch_max * 2);
   }
   // Leaves link rightwards only, so a descending scan walks the range up and keeps the last.
   if (order == ScanOrder::kDescending) {
