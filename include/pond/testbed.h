@@ -69,6 +69,16 @@ struct Testbed {
   // link rate that adds size / rate for payload bytes.
   uint64_t one_way_ns = 1000;
   double link_gbps = 56;
+  // One-sided ops: each doorbell batch, and each Flush's completion back, takes up to jitter_ns
+  // more on its way (uniform, drawn from the run's seed); one draw in kStragglerOneIn is a
+  // straggler, up to kStragglerTimes x jitter_ns. A queue pair keeps its order — a batch never
+  // overtakes an earlier one of the same worker to the same MN — but batches to different MNs,
+  // and completions, then arrive in any order, as they may on real hardware: what a protocol must
+  // not rely on. 0 in the presets (every batch of a round arrives at once, which the calibration
+  // assumes); the seed tests and `--faults random` turn it on.
+  uint64_t jitter_ns = 0;
+  static constexpr uint64_t kStragglerOneIn = 32;
+  static constexpr uint64_t kStragglerTimes = 64;
 
   // Each MN's NIC is a FIFO server: a one-sided op occupies it 1e3 / Mops ns by verb kind, plus
   // its payload at the link rate.

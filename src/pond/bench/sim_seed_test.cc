@@ -1,6 +1,7 @@
 // Deterministic simulation testing: many short simulated runs of the list-append workload in its
 // user mode (list_append_plan.h), each one seed, under high contention, with CN-to-CN messages
-// duplicated and delayed, over every protocol and ablation step, SR and SI; the isolation checker
+// duplicated and delayed and one-sided batches jittered (so they land in any order across MNs),
+// over every protocol and ablation step, SR and SI; the isolation checker
 // judges every history. Then the same for recorded SmallBank runs
 // (smallbank_history.h), whose multi-key transactions with read-only items the list-append
 // workload does not have. A failure names the seed and the command that replays
@@ -81,6 +82,21 @@ MessageFaults SeedMessageFaults() {
   return f;
 }
 
+// One-sided batches and completions jittered by up to this much (Testbed::jitter_ns), so that
+// batches to different MNs land in every order. It is far above a round trip: a late WRITE to a
+// backup must be able to land after the next writer has locked, read and written the key —
+// what an RC queue pair per MN allows on real hardware, and what a commit must not depend on.
+constexpr uint64_t kSeedJitterNs = 2'000;
+
+// What every seed asserts of its replicas (Cluster::CheckReplicas after the run).
+void ExpectReplicasAgree(const RunResult& r, const std::string& protocol, uint64_t seed) {
+  ASSERT_TRUE(r.replicas.has_value());
+  EXPECT_TRUE(r.replicas->ok()) << protocol << " seed " << seed << ": replicas disagree: "
+                                << (r.replicas->problems.empty() ? "" : r.replicas->problems[0])
+                                << "\n"
+                                << ReplayLine(seed);
+}
+
 // Writes a history that failed its check to a temp file, for `pond check` and replay.
 std::string KeepHistory(const std::string& text, const std::string& name) {
   std::string path = (std::filesystem::temp_directory_path() /
@@ -103,12 +119,15 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, double d
   ro.sim = Testbed{};
   ro.sim->faults = SeedMessageFaults();
   ro.sim->faults.drop_probability = drop;
+  ro.sim->jitter_ns = kSeedJitterNs;
   ListAppendWorkload w(UserWorkload(seed));
   EXPECT_TRUE(ValidateRun(w, ro).ok());
   Result<RunResult> run = RunWorkload(w, ro, nullptr);
   EXPECT_TRUE(run.ok()) << run.status().ToString();
   if (!run.ok()) return false;
   *out = *std::move(run);
+  ExpectReplicasAgree(*out, protocol, seed);
+  if (!out->replicas || !out->replicas->ok()) return false;
   const HistoryVerdict& v = *out->history;
   if (v.ok) return true;
   std::string name = protocol + "-" + std::to_string(seed) +
@@ -182,6 +201,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
     ro.coros = 3;
     ro.seconds = 0.002;
     ro.sim = Testbed{};
+    ro.sim->jitter_ns = kSeedJitterNs;
     ro.record = true;
     ro.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankWorkload w({.accounts = 300, .hot_fraction = 0.05});
@@ -189,6 +209,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
     Result<RunResult> run = RunWorkload(w, ro, nullptr);
     ASSERT_TRUE(run.ok()) << protocol << " seed " << seed << ": " << run.status().ToString();
     ASSERT_TRUE(run->check->ok) << protocol << " seed " << seed << ": " << run->check->detail;
+    ExpectReplicasAgree(*run, protocol, seed);
     committed += run->committed;
     aborted += run->aborted;
     const HistoryVerdict& v = *run->history;

@@ -15,9 +15,12 @@
 // rounding.
 //
 // Who switches it on: sim::Engine, for the thread that constructs it, for the engine's life
-// (calls nest). The replacement operator new/delete are weak definitions in engine.cc: a program
-// that defines its own (e.g. a test counting allocations) keeps them. Under AddressSanitizer or
-// ThreadSanitizer the replacement is left out, so that they see every allocation.
+// (calls nest). It takes effect only in a program that chooses it by linking the replacement
+// operator new/delete (sim/alloc_cache_new.cc, the CMake object library pond_alloc_cache): the
+// `pond` binary and the simulator's benchmarks do. Linking the Pond library alone replaces
+// nothing, so a program that embeds Pond keeps its own allocator (docs/api.md "Memory"). Under
+// AddressSanitizer or ThreadSanitizer the replacement is left out, so that they see every
+// allocation.
 //
 // Thread rules: everything is per thread; nothing is shared.
 #pragma once
@@ -45,5 +48,11 @@ class AllocCache {
   // Blocks the calling thread holds (for tests).
   static size_t CachedBlocks();
 };
+
+// What the replacement operator new and delete call (alloc_cache_new.cc); defined unless a
+// sanitizer is on.
+void* AllocCacheNew(size_t bytes);
+void AllocCacheDelete(void* p, size_t bytes) noexcept;
+void AllocCacheDelete(void* p) noexcept;
 
 }  // namespace pond::sim

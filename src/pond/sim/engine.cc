@@ -348,10 +348,10 @@ size_t AllocCache::CachedBlocks() {
 
 }  // namespace pond::sim
 
+namespace pond::sim {
+
 #if POND_ALLOC_CACHE
 namespace {
-
-using pond::sim::AllocCache;
 
 size_t ClassOf(size_t bytes) {
   return bytes == 0 ? 1 : (bytes + AllocCache::kClassBytes - 1) / AllocCache::kClassBytes;
@@ -367,9 +367,9 @@ void* MallocOrThrow(size_t bytes) {
 }
 
 void Give(void* p, size_t c) {
-  pond::sim::CacheLists& l = pond::sim::t_cache;
-  if (l.enabled != 0 && l.count[c] < pond::sim::kKeptMax[c]) {
-    auto* b = static_cast<pond::sim::FreeBlock*>(p);
+  CacheLists& l = t_cache;
+  if (l.enabled != 0 && l.count[c] < kKeptMax[c]) {
+    auto* b = static_cast<FreeBlock*>(p);
     b->next = l.head[c];
     l.head[c] = b;
     l.count[c]++;
@@ -382,12 +382,12 @@ void Give(void* p, size_t c) {
 
 // Small requests are rounded up to their class size even with the cache off, so that any small
 // block can later serve any request of its class.
-__attribute__((weak)) void* operator new(size_t bytes) {
+void* AllocCacheNew(size_t bytes) {
   if (bytes > AllocCache::kCachedBytesMax) return MallocOrThrow(bytes);
   const size_t c = ClassOf(bytes);
-  pond::sim::CacheLists& l = pond::sim::t_cache;
+  CacheLists& l = t_cache;
   if (l.enabled != 0) {
-    if (pond::sim::FreeBlock* b = l.head[c]) {
+    if (FreeBlock* b = l.head[c]) {
       l.head[c] = b->next;
       l.count[c]--;
       return b;
@@ -396,7 +396,7 @@ __attribute__((weak)) void* operator new(size_t bytes) {
   return MallocOrThrow(c * AllocCache::kClassBytes);
 }
 
-__attribute__((weak)) void operator delete(void* p, size_t bytes) noexcept {
+void AllocCacheDelete(void* p, size_t bytes) noexcept {
   if (p == nullptr) return;
   if (bytes > AllocCache::kCachedBytesMax) {
     std::free(p);
@@ -407,11 +407,11 @@ __attribute__((weak)) void operator delete(void* p, size_t bytes) noexcept {
 
 // Unsized: the class comes from the block itself. A block of class c has at least c * 16
 // usable bytes and, being malloc'ed with exactly that size, fewer than (c + 1) * 16.
-__attribute__((weak)) void operator delete(void* p) noexcept {
+void AllocCacheDelete(void* p) noexcept {
   if (p == nullptr) return;
-  if (pond::sim::t_cache.enabled != 0) {
+  if (t_cache.enabled != 0) {
     const size_t c = malloc_usable_size(p) / AllocCache::kClassBytes;
-    if (c >= 1 && c < pond::sim::kClasses) {
+    if (c >= 1 && c < kClasses) {
       Give(p, c);
       return;
     }
@@ -419,3 +419,5 @@ __attribute__((weak)) void operator delete(void* p) noexcept {
   std::free(p);
 }
 #endif  // POND_ALLOC_CACHE
+
+}  // namespace pond::sim

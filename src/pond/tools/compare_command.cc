@@ -309,6 +309,13 @@ int RunCompare(CompareArgs& a, bool simulate) {
                       : "not checked");
     }
   }
+  // Without faults, only a failing replica check is worth a line.
+  for (const Row& row : rows) {
+    if (row.r.failover || !row.r.replicas || row.r.replicas->ok()) continue;
+    all_ok = false;
+    std::printf("replicas %s: FAILED: %s\n", row.label.c_str(),
+                row.r.replicas->problems.empty() ? "" : row.r.replicas->problems[0].c_str());
+  }
   std::fflush(stdout);
 
   // The history checks: one per protocol, at the settings as given (not per sweep point: the

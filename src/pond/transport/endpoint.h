@@ -7,8 +7,12 @@
 // awaiting coroutine resumes when every batch has completed. Because a worker runs one coroutine
 // at a time, the posted ops between two awaits always belong to the coroutine that awaits.
 //
-// Buffers: the local buffer of a READ, WRITE, or the result cell of CAS/FAA must stay valid until
-// the Flush that carries it completes (locals of the awaiting coroutine are fine).
+// Buffers: the local buffer of a READ, WRITE, or the result cell of CAS/FAA must stay where it is
+// until the Flush that carries it completes (locals of the awaiting coroutine are fine). Not
+// freed, and not moved either: a std::vector that a posted op targets must not be resized,
+// reassigned or grown by push_back before that Flush — its storage may move, and the op then
+// lands in freed memory (or reads it) with nothing in the answers to show it. Size every such
+// buffer before posting the first op into it. `make asan` catches a breach at the Flush.
 //
 // Messages: Send() buffers a message to another CN worker; at the end of the scheduling round all
 // messages to one destination leave as one packet (docs/formats.md "CN packet"). Incoming packets

@@ -23,12 +23,12 @@ ClusterConfig SmallConfig(Isolation iso = Isolation::kSerializable) {
 }
 
 struct Fixture {
-  std::unique_ptr<Cluster> cluster;
+  testing_cluster::TestCluster cluster;
   uint16_t table = 0;
   explicit Fixture(ClusterConfig c = SmallConfig(), uint64_t keys = 100) {
     auto started = Cluster::Start(c);
     POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
-    cluster = std::move(started).value();
+    cluster = testing_cluster::Checked(std::move(started).value());
     auto t = cluster->CreateTable({.name = "t", .value_bytes = 16, .capacity = 1000});
     POND_CHECK(t.ok());
     table = *t;

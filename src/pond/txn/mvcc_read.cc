@@ -395,13 +395,20 @@ Task<Status> MvccTxn::ReadRecords(ReadPass& p) {
   // One batch. Motor's layout keeps a full value plus per-version deltas, so a version costs a
   // second READ of the same size (docs/protocols.md "Value + delta").
   Endpoint& ep = w_.ep();
+  // The delta READs share one scratch buffer, sized for the largest before the first is posted:
+  // growing it between two posts would move it under a READ already aimed at it (the buffer rule
+  // in transport/endpoint.h).
+  if (!protocol().full_record_store) {
+    size_t need = 0;
+    for (size_t i : p.fetch) need = std::max<size_t>(need, items_[i].table->record_stride);
+    if (p.delta_buf.size() < need) p.delta_buf.resize(need);
+  }
   for (size_t i : p.fetch) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
     const GAddr rec = RecordAddr(it, it.cvt.cells[it.read_cell]);
     r.buf.resize(it.table->record_stride);
     if (!protocol().full_record_store) {
-      p.delta_buf.resize(std::max<size_t>(p.delta_buf.size(), it.table->record_stride));
       ep.Read(rec, p.delta_buf.data(), it.table->record_stride);
     }
     ep.Read(rec, r.buf.data(), it.table->record_stride);

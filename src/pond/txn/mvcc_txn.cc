@@ -85,6 +85,14 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
   }
 }
 
+bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const {
+  const store::Placement& placement = w_.cluster().placement();
+  for (size_t i : writes) {
+    if (placement.ReadReplica(items_[i].lk.key) != 0) return true;
+  }
+  return false;
+}
+
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
@@ -144,7 +152,7 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   co_return Status::Ok();
 }
 
-void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
+void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replicas which) {
   const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   const store::PoolLayout& layout = cl.layout();
@@ -161,7 +169,7 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts) {
     }
     for (int r = 0; r < cl.placement().replication(); r++) {
       MnId mn = cl.placement().Replica(it.lk.key, r);
-      if (cl.placement().IsDown(mn)) continue;
+      if (!Includes(which, r) || cl.placement().IsDown(mn)) continue;
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
@@ -320,7 +328,7 @@ Task<Status> MvccTxn::Commit() {
       if (s.code() == Code::kUnavailable) co_return FailUnreachable(s);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
       PostLogRecord(writes);
-      PostWrites(writes, kInvisible);
+      PostWrites(writes, kInvisible, Replicas::kAll);
       co_await CommitFlush();
       // VT cache rule 2: the cache shows the new cell INVISIBLE before the commit timestamp is
       // granted, and the timestamp before the MN does, so the cache is never older than memory.
@@ -344,7 +352,7 @@ Task<Status> MvccTxn::Commit() {
     }
     if (protocol().log_and_visible && !writes.empty()) {
       PostLogRecord(writes);
-      PostWrites(writes, kInvisible);
+      PostWrites(writes, kInvisible, Replicas::kAll);
       CheckOk(co_await w_.ep().Flush());
     }
   }
@@ -363,9 +371,18 @@ Task<Status> MvccTxn::Commit() {
     co_await CommitFlush();
     PostVisible(writes, true);
     UpdateVtCache(writes);
+    // With MN lock words (+log-visible) the round just posted may share a batch with their
+    // release only if it goes to the words' MNs, the primaries (PostUnlocks).
+    if (!mn_held_.empty() && AnyReadReplicaOffPrimary(writes)) co_await CommitFlush();
   } else {
-    // Motor: committed cells directly (it relies on battery-backed MN memory, not a log).
-    PostWrites(writes, commit_ts_);
+    // Motor: committed cells directly (it relies on battery-backed MN memory, not a log). The
+    // backups first and complete, then the primary in the batch that frees its lock word: the
+    // next writer, who locks at the primary, can then never be overtaken on a backup by this
+    // one's late WRITE (docs/protocols.md "Replica order"). Readers use the primary, so a
+    // version they see is on every replica up.
+    PostWrites(writes, commit_ts_, Replicas::kBackups);
+    co_await CommitFlush();
+    PostWrites(writes, commit_ts_, Replicas::kPrimary);
   }
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);
   // CN locks only after the flush: a transaction that locks next must find the versions

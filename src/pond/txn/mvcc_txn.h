@@ -73,12 +73,16 @@ class MvccTxn final : public TxnState {
   Status ChooseVersion(Item& it);
   // Slots for new keys, the cell to overwrite and record space: may take round trips.
   Task<Status> PrepareWrites(const std::vector<size_t>& writes);
-  // Posts records and cells (commit_ts = `ts`, kInvisible for write-invisible) on every replica.
-  void PostWrites(const std::vector<size_t>& writes, uint64_t ts);
+  // Posts records and cells (commit_ts = `ts`, kInvisible for write-invisible) on `which`
+  // replicas that are up.
+  void PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replicas which);
   void PostLogRecord(const std::vector<size_t>& writes);
   // Write-visible (the commit timestamp into the written cells) on the replica readers use, or
   // on every other replica up.
   void PostVisible(const std::vector<size_t>& writes, bool read_replica);
+  // Whether some written key's readers use another replica than its primary (one is down): the
+  // last write-visible round then reaches an MN other than the lock word's.
+  bool AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const;
   // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
   Task<Status> Validate();
   void UpdateVtCache(const std::vector<size_t>& writes);

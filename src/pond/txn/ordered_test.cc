@@ -198,7 +198,7 @@ PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint6
                              int clients, int calls) {
   auto started = sim != nullptr ? Cluster::StartSimulated(cfg, *sim) : Cluster::Start(cfg);
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
-  std::unique_ptr<Cluster> c = std::move(started).value();
+  testing_cluster::TestCluster c = testing_cluster::Checked(std::move(started).value());
   // Stripes of 2^28 keys: a scan of a range reads 16 stripe rows.
   const uint16_t o = *c->CreateTable(
       {.name = "o", .value_bytes = 16, .capacity = 20000, .ordered = true, .stripe_bits = 28});

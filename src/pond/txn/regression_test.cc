@@ -57,7 +57,7 @@ std::vector<Case> AllCases() {
 
 class RegressionTest : public ::testing::TestWithParam<Case> {
  protected:
-  std::unique_ptr<Cluster> Start(uint16_t* table, uint64_t keys) {
+  testing_cluster::TestCluster Start(uint16_t* table, uint64_t keys) {
     const Case& c = GetParam();
     ClusterConfig cfg = Config(c.protocol, c.iso);
     Testbed model;
@@ -281,7 +281,7 @@ TEST(InsertAbortTest, FailedInsertsLeaveNoSlotBehind) {
     Testbed model;
     auto started = Cluster::StartSimulated(Config(protocol), model);
     ASSERT_TRUE(started.ok()) << started.status().ToString();
-    std::unique_ptr<Cluster> c = std::move(started).value();
+    testing_cluster::TestCluster c = testing_cluster::Checked(std::move(started).value());
     // Key 0 of `big` is what A reads and B changes; `tiny` is where A inserts.
     auto big = c->CreateTable({.name = "big", .value_bytes = 16, .capacity = 1000});
     auto tiny = c->CreateTable({.name = "tiny", .value_bytes = 16, .capacity = 1});

@@ -53,7 +53,7 @@ uint64_t Sum(Cluster& c, uint16_t table) {
 void ServeFromThreads(ClusterConfig config) {
   config.workers_per_cn = 2;
   uint16_t table = 0;
-  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  testing_cluster::TestCluster c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
   ASSERT_TRUE(c->StartServing().ok());
   EXPECT_TRUE(c->serving());
   EXPECT_FALSE(c->StartServing().ok()) << "twice";
@@ -105,7 +105,7 @@ TEST(ServeTest, StatsAreReadFromAnotherThreadWhileServing) {
   ClusterConfig config = testing_cluster::Config("lotus");
   config.workers_per_cn = 2;
   uint16_t table = 0;
-  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  testing_cluster::TestCluster c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
   ASSERT_TRUE(c->StartServing().ok());
   std::atomic<bool> done{false};
   std::atomic<int> scrapes{0};
@@ -151,7 +151,7 @@ TEST(ServeTest, StatsAreReadFromAnotherThreadWhileServing) {
 TEST(ServeTest, ASimulatedClusterDoesNotServe) {
   uint16_t table = 0;
   Testbed tb;
-  std::unique_ptr<Cluster> c =
+  testing_cluster::TestCluster c =
       testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, 4, 1, &tb);
   EXPECT_EQ(c->StartServing().code(), Code::kInvalidArgument);
   EXPECT_FALSE(c->Submit(0, [](Session&) -> Task<void> { co_return; }));
@@ -159,7 +159,7 @@ TEST(ServeTest, ASimulatedClusterDoesNotServe) {
 
 TEST(ServeTest, TheDestructorStopsServing) {
   uint16_t table = 0;
-  std::unique_ptr<Cluster> c =
+  testing_cluster::TestCluster c =
       testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, 4, 1);
   ASSERT_TRUE(c->StartServing().ok());
   std::promise<Status> done;
@@ -185,7 +185,7 @@ TEST(ServeTest, APinKeepsOneTransactionOnOneWorkerAcrossCalls) {
   ClusterConfig config = testing_cluster::Config("lotus");
   config.workers_per_cn = 2;
   uint16_t table = 0;
-  std::unique_ptr<Cluster> c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  testing_cluster::TestCluster c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
   ASSERT_TRUE(c->StartServing().ok());
   EXPECT_FALSE(c->Pin(static_cast<uint16_t>(config.cns)).has_value()) << "no such CN";
   std::optional<Cluster::WorkerPin> pin = c->Pin(2);
@@ -228,7 +228,7 @@ TEST(ServeTest, APinKeepsOneTransactionOnOneWorkerAcrossCalls) {
 // the cluster stops: a transaction open when StopServing begins can end cleanly.
 TEST(ServeTest, StopServingWaitsForPinsThatStillTakeCalls) {
   uint16_t table = 0;
-  std::unique_ptr<Cluster> c =
+  testing_cluster::TestCluster c =
       testing_cluster::StartLoaded(testing_cluster::Config("lotus"), &table, kKeys, 1);
   ASSERT_TRUE(c->StartServing().ok());
   std::optional<Cluster::WorkerPin> pin = c->Pin(0);

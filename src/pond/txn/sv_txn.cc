@@ -263,7 +263,7 @@ Task<Status> SvTxn::Commit() {
       }
       if (!claimed.empty()) {
         std::vector<std::vector<std::byte>> images;
-        PostSlotImages(claimed, /*tombstones=*/true, &images);
+        PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);
         CheckOk(co_await ep.Flush());
       }
       co_return Fail(AbortedBecause("validation"), &w_.stats().aborts.validation);
@@ -276,8 +276,15 @@ Task<Status> SvTxn::Commit() {
     co_return Status::Ok();
   }
 
+  // The backups first and complete, then the primary in the batch that frees its lock word: a
+  // late backup WRITE could otherwise land after the next writer's (docs/protocols.md "Replica
+  // order").
   std::vector<std::vector<std::byte>> images;
-  PostSlotImages(writes, /*tombstones=*/false, &images);
+  if (cl.placement().replication() > 1 && !writes.empty()) {
+    PostSlotImages(writes, /*tombstones=*/false, Replicas::kBackups, &images);
+    CheckOk(co_await ep.Flush());
+  }
+  PostSlotImages(writes, /*tombstones=*/false, Replicas::kPrimary, &images);
   PostUnlocks();
   CheckOk(co_await ep.Flush());
   finished_ = true;
@@ -286,7 +293,7 @@ Task<Status> SvTxn::Commit() {
   co_return Status::Ok();
 }
 
-void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
+void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
                            std::vector<std::vector<std::byte>>* images) {
   const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
@@ -305,6 +312,7 @@ void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones,
     zeros.assign(it.table->value_bytes, std::byte{0});
     std::span<const std::byte> value = del ? std::span<const std::byte>(zeros) : it.new_value;
     for (int r = 0; r < cl.placement().replication(); r++) {
+      if (!Includes(which, r)) continue;
       GAddr slot = it.ref.Addr(*it.table, cl.placement().Replica(it.lk.key, r), r);
       GAddr word = slot + offsetof(SvHeader, lock);
       const bool held = std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end();

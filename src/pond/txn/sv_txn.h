@@ -23,11 +23,11 @@ class SvTxn final : public TxnState {
   void Abort() override;
 
  private:
-  // Posts the new slot of every item in `items` (its tombstone instead, if `tombstones`) to every
-  // replica; the primary's lock word stays taken in the image if this transaction holds it (it
-  // goes free by its own WRITE after) and is not written at all if not. `images` keeps the bytes
-  // until the flush.
-  void PostSlotImages(const std::vector<size_t>& items, bool tombstones,
+  // Posts the new slot of every item in `items` (its tombstone instead, if `tombstones`) to
+  // `which` replicas; the primary's lock word stays taken in the image if this transaction holds
+  // it (it goes free by its own WRITE after) and is not written at all if not. `images` keeps the
+  // bytes until the flush.
+  void PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
                       std::vector<std::vector<std::byte>>* images);
 
   std::vector<std::byte> log_buf_;

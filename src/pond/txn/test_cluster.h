@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
 
@@ -50,13 +52,33 @@ inline uint64_t AsU64(std::span<const std::byte> v) {
   return x;
 }
 
+// Destroys a test's cluster after checking that every replica of every record agrees, no cell is
+// left INVISIBLE and no lock word held (Cluster::CheckReplicas): every test that runs
+// transactions through these helpers also checks replica agreement, so a commit that lets a
+// backup fall behind its primary fails whichever test happens to race it.
+struct CheckReplicasAtEnd {
+  void operator()(Cluster* c) const {
+    if (c == nullptr) return;
+    ReplicaCheck r = c->CheckReplicas();
+    EXPECT_TRUE(r.ok()) << "replicas disagree after the test's runs: " << r.disagreements
+                        << " disagreements, " << r.invisible << " cells left INVISIBLE, "
+                        << r.locked << " lock words held, " << r.lost_commits
+                        << " lost commits; first: "
+                        << (r.problems.empty() ? std::string("-") : r.problems[0]);
+    delete c;
+  }
+};
+using TestCluster = std::unique_ptr<Cluster, CheckReplicasAtEnd>;
+
+inline TestCluster Checked(std::unique_ptr<Cluster> c) { return TestCluster(c.release()); }
+
 // A cluster (simulated if `model` is given) with one table of `keys` keys 0..keys-1, each
 // holding start_value (or 1000 + key if start_value is 0).
-inline std::unique_ptr<Cluster> StartLoaded(const ClusterConfig& c, uint16_t* table, uint64_t keys,
+inline TestCluster StartLoaded(const ClusterConfig& c, uint16_t* table, uint64_t keys,
                                             uint64_t start_value, const Testbed* model = nullptr) {
   auto started = model != nullptr ? Cluster::StartSimulated(c, *model) : Cluster::Start(c);
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
-  std::unique_ptr<Cluster> cl = std::move(started).value();
+  TestCluster cl = Checked(std::move(started).value());
   auto t = cl->CreateTable({.name = "t", .value_bytes = 16, .capacity = 1000});
   POND_CHECK(t.ok());
   *table = *t;

@@ -157,6 +157,12 @@ class TxnState {
   std::vector<size_t> Unexecuted() const;
   // Indexes of the items Commit must write: puts, and erases of keys that exist.
   std::vector<size_t> Writes() const;
+  // Which replicas of a key a commit step writes: the backups first, then the primary in the
+  // batch that frees its lock word (PostUnlocks).
+  enum class Replicas : uint8_t { kAll, kBackups, kPrimary };
+  static bool Includes(Replicas which, int replica) {
+    return which == Replicas::kAll || (replica == 0) == (which == Replicas::kPrimary);
+  }
   // Items whose read no lock protects until commit (motor and ford validate them).
   std::vector<size_t> Unprotected() const;
   const ProtocolConfig& protocol() const { return w_.cluster().config().protocol; }
@@ -167,6 +173,10 @@ class TxnState {
   // primary. Sharing it with that slot's own lock only adds conflicts, never removes one.
   GAddr BucketLockWord(const Item& it) const;
   // Posts WRITE 0 to every held lock word (after whatever the caller posted to the same MN).
+  // The rule every caller keeps (docs/protocols.md "Replica order"): a lock word goes free only
+  // once every replica's write of its key is complete. A batch to one MN keeps posting order and
+  // batches to two MNs do not, so at the call the only writes still pending are to the lock
+  // word's own MN — the key's primary — and every other replica's were flushed before.
   void PostUnlocks();
   // Releases held MN lock words without awaiting (Abort cannot): posts them and flushes from a
   // task of their own.

@@ -17,7 +17,12 @@ class SimEndpoint final : public Endpoint {
         fabric_(fabric),
         // A restarted CN's endpoints draw a stream of their own (the incarnation is in the key).
         rng_(fabric.engine().StreamRng(
-            0x51e0000000000000ULL | uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())) {
+            0x51e0000000000000ULL | uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())),
+        // Jitter draws from a stream of its own, so turning it on leaves every other draw of a
+        // seed (message faults, crash landings) as it was.
+        jitter_rng_(fabric.engine().StreamRng(
+            0x717e000000000000ULL | uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())),
+        qp_arrival_ns_(fabric.num_mns(), 0) {
     auto f = sim::FaultModel::Create(FaultConfigOf(fabric.testbed().faults));
     POND_CHECK_MSG(f.ok(), "fault config must be validated with the testbed");
     faults_ = std::move(f).value();
@@ -31,6 +36,7 @@ class SimEndpoint final : public Endpoint {
     for (Batch* b : free_batches_) delete b;
   }
 
+  struct Flight;
   // A batch on its way: the ops are the endpoint's (taken by swapping vectors), their local
   // buffers are the posting coroutine's. Batches are recycled through free_batches_, and their
   // op vectors keep their capacity as they go back and forth.
@@ -43,13 +49,27 @@ class SimEndpoint final : public Endpoint {
     bool unreachable;        // failed because its MN is down
     uint16_t mn_generation;  // its MN's when posted: a restart since then loses the batch
     Batch* next;             // the next batch of the same launch
+    Flight* flight;          // with jitter: the Flush it belongs to
+  };
+  // With jitter, a Flush's batches arrive one by one; this counts them in and completes the
+  // Flush when the last one is served.
+  struct Flight {
+    Batch* first;
+    Completion* done;
+    int count;
+    int pending;
+    uint64_t done_ns = 0;
+    Batch* failed = nullptr;
+    uint64_t failed_ns = 0;
   };
 
   void Launch(uint64_t at_ns) {
     POND_ASSERT(!dead_);
     sim::Engine& engine = fabric_.engine();
     const Testbed& m = fabric_.testbed();
-    if (!batches_.empty()) {
+    if (!batches_.empty() && m.jitter_ns != 0) {
+      LaunchJittered(at_ns);
+    } else if (!batches_.empty()) {
       // Every batch of a round reaches its MN at the same instant. As one event each, they
       // would run back to back (scheduled consecutively, so nothing sorts between them in
       // (time, seq) order, and an arrival resumes no coroutine, so no run condition can stop
@@ -167,6 +187,81 @@ class SimEndpoint final : public Endpoint {
     });
   }
 
+  // Each batch travels on its own: one-way latency plus a jitter drawn per batch, so batches of
+  // one Flush to different MNs — and of two Flushes of two coroutines — reach their MNs in any
+  // order, as on real NICs with a queue pair per MN. A queue pair keeps its order: a batch never
+  // reaches its MN before one this endpoint launched to it earlier.
+  void LaunchJittered(uint64_t at_ns) {
+    sim::Engine& engine = fabric_.engine();
+    const Testbed& m = fabric_.testbed();
+    size_t i = 0;
+    while (i < batches_.size()) {
+      size_t end = i + 1;
+      while (end < batches_.size() && batches_[end]->done == batches_[i]->done) end++;
+      auto* f = new Flight{batches_[i], batches_[i]->done, static_cast<int>(end - i),
+                           static_cast<int>(end - i)};
+      for (size_t k = i; k < end; k++) {
+        Batch* b = batches_[k];
+        b->next = k + 1 < end ? batches_[k + 1] : nullptr;
+        b->flight = f;
+        uint64_t arrive = at_ns + m.one_way_ns + Jitter();
+        if (b->mn < qp_arrival_ns_.size()) {
+          arrive = std::max(arrive, qp_arrival_ns_[b->mn]);
+          qp_arrival_ns_[b->mn] = arrive;
+        }
+        engine.At(arrive, [this, b] { ArriveOne(b); });
+      }
+      i = end;
+    }
+    batches_.clear();
+  }
+
+  // Testbed::jitter_ns: most draws are uniform in [0, jitter_ns]; one in kStragglerOneIn is a
+  // straggler, uniform in [0, kStragglerTimes x jitter_ns] — a retransmission or a stalled PCIe
+  // read — long enough for other workers to lock, write and unlock the same keys meanwhile.
+  uint64_t Jitter() {
+    const uint64_t j = fabric_.testbed().jitter_ns;
+    if (jitter_rng_.Uniform(Testbed::kStragglerOneIn) == 0) {
+      return jitter_rng_.Uniform(j * Testbed::kStragglerTimes + 1);
+    }
+    return jitter_rng_.Uniform(j + 1);
+  }
+
+  void ArriveOne(Batch* b) {
+    Flight* f = b->flight;
+    if (dead_) {
+      // As in ArriveAll: a dying NIC's posted work lands or not, and nothing completes.
+      if (rng_.Chance(0.5)) {
+        Arrive(b);
+        fabric_.crash_landed_batches_++;
+      } else {
+        fabric_.crash_lost_batches_++;
+      }
+    } else {
+      const uint64_t t = Arrive(b);
+      if (b->failed && (f->failed == nullptr || t < f->failed_ns)) {
+        f->failed = b;
+        f->failed_ns = t;
+      }
+      f->done_ns = std::max(f->done_ns, t);
+    }
+    if (--f->pending > 0) return;
+    if (dead_) {
+      for (Batch* r = f->first; r != nullptr; r = r->next) free_batches_.push_back(r);
+      delete f;
+      return;
+    }
+    const uint64_t back = fabric_.testbed().one_way_ns + Jitter();
+    fabric_.engine().At(f->done_ns + back, [this, f] {
+      Batch* first = f->first;
+      Completion* c = f->done;
+      const int count = f->count;
+      Batch* failed = f->failed;
+      delete f;
+      CompleteFlush(first, c, count, failed);
+    });
+  }
+
   // The batches of one launch reach their MNs. The batches of one Flush are consecutive (one
   // SubmitPending made them) and their completions come back as one event, when the last of
   // them is done. As one event per batch, they were scheduled consecutively here; the others
@@ -213,27 +308,32 @@ class SimEndpoint final : public Endpoint {
       }
       last->next = nullptr;  // b already holds the next Flush's first batch
       fabric_.engine().At(done_ns + one_way_ns, [this, first, c, count, failed] {
-        Status status =
-            failed != nullptr && !failed->unreachable ? std::move(failed->status) : Status::Ok();
-        // An MN that crashed after a batch reached it never acknowledges it either.
-        uint64_t unreachable = 0;
-        for (Batch* r = first; r != nullptr; r = r->next) {
-          if (r->unreachable || fabric_.IsMnDown(r->mn) ||
-              fabric_.MnGeneration(r->mn) != r->mn_generation) {
-            unreachable |= uint64_t{1} << r->mn;
-          }
-          free_batches_.push_back(r);
-        }
-        if (dead_) return;  // nobody is waiting any more
-        if (unreachable != 0) {
-          if (!status.ok()) c->status = std::move(status);
-          CompleteUnreachable(c, unreachable, count);
-        } else if (failed != nullptr) {
-          Complete(c, std::move(status), count);
-        } else {
-          CompleteOk(c, count);
-        }
+        CompleteFlush(first, c, count, failed);
       });
+    }
+  }
+
+  // A Flush's completion reaches its endpoint: `count` batches from `first` on (linked by next).
+  void CompleteFlush(Batch* first, Completion* c, int count, Batch* failed) {
+    Status status =
+        failed != nullptr && !failed->unreachable ? std::move(failed->status) : Status::Ok();
+    // An MN that crashed after a batch reached it never acknowledges it either.
+    uint64_t unreachable = 0;
+    for (Batch* r = first; r != nullptr; r = r->next) {
+      if (r->unreachable || fabric_.IsMnDown(r->mn) ||
+          fabric_.MnGeneration(r->mn) != r->mn_generation) {
+        unreachable |= uint64_t{1} << r->mn;
+      }
+      free_batches_.push_back(r);
+    }
+    if (dead_) return;  // nobody is waiting any more
+    if (unreachable != 0) {
+      if (!status.ok()) c->status = std::move(status);
+      CompleteUnreachable(c, unreachable, count);
+    } else if (failed != nullptr) {
+      Complete(c, std::move(status), count);
+    } else {
+      CompleteOk(c, count);
     }
   }
 
@@ -308,6 +408,8 @@ class SimEndpoint final : public Endpoint {
 
   SimFabric& fabric_;
   Rng rng_;
+  Rng jitter_rng_;
+  std::vector<uint64_t> qp_arrival_ns_;  // by MN: when the last batch launched to it arrives
   sim::FaultModel faults_;
   std::vector<Batch*> batches_;  // posted this round, not launched
   std::vector<Batch*> free_batches_;

@@ -487,8 +487,8 @@ TEST(TestbedTest, PresetsValidateAndBadValuesAreRefused) {
   EXPECT_EQ(Testbed::Load("/no/such/model.json").status().code(), Code::kInvalidArgument);
 }
 
-// sim::AllocCache lives in engine.cc; it is tested here because this binary keeps the global
-// operator new that engine.cc provides (sim_test replaces it to count allocations). The tests
+// sim::AllocCache lives in engine.cc; it is tested here because this binary links the global
+// operator new of alloc_cache_new.cc (pond_alloc_cache; sim_test replaces it to count allocations). The tests
 // call operator new/delete directly: new-expressions may be elided by the compiler.
 TEST(AllocCacheTest, ReusesFreedBlocksWhileOnAndGivesThemBackWhenOff) {
   const void* token = sim::AllocCache::Enable();

@@ -14,6 +14,7 @@ Status Testbed::Validate() const {
   if (one_way_ns == 0 || one_way_ns > 1'000'000'000) {
     return InvalidArgument("one_way_ns must be 1 ns to 1 s");
   }
+  if (jitter_ns > 10'000'000) return InvalidArgument("jitter_ns must be at most 10 ms");
   if (!(link_gbps > 0 && link_gbps <= 10'000))
     return InvalidArgument("link_gbps must be in (0, 10000]");
   for (double m : {mn_read_mops, mn_write_mops, mn_atomic_mops, mn_device_atomic_mops}) {
@@ -58,6 +59,7 @@ struct FieldRef {
 std::vector<FieldRef> Fields(Testbed& m) {
   return {{"one_way_ns", &m.one_way_ns, nullptr},
           {"link_gbps", nullptr, &m.link_gbps},
+          {"jitter_ns", &m.jitter_ns, nullptr},
           {"mn_read_mops", nullptr, &m.mn_read_mops},
           {"mn_write_mops", nullptr, &m.mn_write_mops},
           {"mn_atomic_mops", nullptr, &m.mn_atomic_mops},
