@@ -316,7 +316,9 @@ TEST_P(PhantomTest, ScansHaveNoPhantomsUnderMessageFaults) {
 TEST_P(PhantomTest, TheCheckerCatchesAScanWithoutItsStripeRows) {
   txn::SetScansSkipStripesForTesting(true);
   Testbed tb;
-  PhantomRun run = RunPhantomHistory(Config(GetParam()), &tb, 2, 4, 6000);
+  // Six ranges, so that inserters (whose read of Y every scanner invalidates) commit often enough
+  // under ford, whose commit takes three round trips, for a phantom to be there to see.
+  PhantomRun run = RunPhantomHistory(Config(GetParam()), &tb, 6, 4, 8000);
   txn::SetScansSkipStripesForTesting(false);
   EXPECT_FALSE(run.valid) << "the broken scan's phantoms went unseen: " << run.committed_scans
                           << " scans and " << run.committed_inserts << " inserts committed";
