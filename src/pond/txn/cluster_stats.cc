@@ -129,7 +129,12 @@ ReplicaCheck Cluster::CheckReplicas() const {
   });
   cluster::ReplicaReport r = cluster::CheckReplicas(
       cl.catalog_, cl.placement_,
-      [&cl](MnId mn) -> const std::byte* { return cl.fabric_->region(mn); }, acked);
+      [&cl](MnId mn) -> const std::byte* {
+        const std::byte* region = cl.fabric_->region(mn);
+        POND_CHECK_MSG(region != nullptr, "CheckReplicas: the MNs' memory is not in this process");
+        return region;
+      },
+      acked);
   return ReplicaCheck{r.slots,  r.versions,     r.acked,       r.disagreements,      r.invisible,
                       r.locked, r.lost_commits, r.lost_groups, std::move(r.problems)};
 }
