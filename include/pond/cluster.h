@@ -340,6 +340,11 @@ struct FailoverStats {
   std::vector<MnFailure> mn_failures;
   uint64_t epoch = 0;               // the configuration's epoch at the end
   uint64_t faults_not_reached = 0;  // scheduled after the run had ended: never happened
+  // Crashes aimed at a commit step (NodeFault::step), by the step they hit (index: CommitStep),
+  // and those that found no transaction at their step within kStepCrashWaitNsMax (they crashed
+  // then, at no particular step).
+  uint64_t step_crashes[kCommitSteps] = {};
+  uint64_t step_crashes_unaimed = 0;
   uint64_t config_puts = 0;         // conditional puts to the coordination service
   uint64_t unknown_calls = 0;       // calls that ended Unknown: their CN failed under them
   uint64_t handed_on = 0;           // log recoveries given to another CN: theirs failed meanwhile

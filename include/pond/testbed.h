@@ -56,11 +56,33 @@ enum class NodeFaultKind : unsigned char {
   kPartitionCn,
   kHealCn,
 };
+// The steps of a read-write transaction's commit path that a crash may be aimed at
+// (`crash-cn:N@step=S`, docs/fault_schedules.md "Crashes aimed at a step"): the CN crashes right
+// after one of its transactions reaches the step, before anything it posts next is acknowledged.
+// Where each step is under lotus: locks taken (Execute, CN locks granted); records read (Execute
+// done); logged (commit log and write-invisible flushed on every replica); timestamped (commit
+// timestamp granted); visible (write-visible flushed on the replicas readers do not use); unlocked
+// (locks released; the client hears in the same round, before the crash).
+enum class CommitStep : unsigned char {
+  kNone,
+  kLocked,
+  kRead,
+  kLogged,
+  kTimestamped,
+  kVisible,
+  kUnlocked,
+};
+inline constexpr int kCommitSteps = 7;  // kNone included
+
 struct NodeFault {
   NodeFaultKind kind = NodeFaultKind::kCrashCn;
   uint16_t node = 0;
   uint64_t at_ns = 0;
+  // crash-cn only: not at at_ns but at the first `step` one of the CN's transactions reaches at
+  // or after it (or at_ns + kStepCrashWaitNsMax if none does by then).
+  CommitStep step = CommitStep::kNone;
 };
+inline constexpr uint64_t kStepCrashWaitNsMax = 1'000'000;
 
 struct Testbed {
   std::string name = "cx3";

@@ -65,7 +65,21 @@ struct Totals {
            mn_unreachable = 0, restarts = 0, returned = 0, mn_restarts = 0, mn_readable = 0,
            slots_copied = 0, partitions = 0, fenced = 0, kept_lease = 0;
   uint64_t committed = 0, message_faulted = 0;
+  uint64_t step_crashes[kCommitSteps] = {};  // crashes aimed at a step, by the step they hit
+  uint64_t step_unaimed = 0;                 // aimed ones that found no transaction at it
 };
+
+// "locked 12, read 9, ...": how often each commit step was hit.
+std::string StepCounts(const Totals& t) {
+  static constexpr const char* kNames[kCommitSteps] = {
+      "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
+  std::string out;
+  for (int i = 1; i < kCommitSteps; i++) {
+    out += std::string(out.empty() ? "" : ", ") + kNames[i] + " " +
+           std::to_string(t.step_crashes[i]);
+  }
+  return out + "; " + std::to_string(t.step_unaimed) + " at no step";
+}
 
 // One seed of SmallBank under a random schedule; false (with the failure added) if a check broke.
 bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t) {
@@ -110,6 +124,8 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
     t->mn_readable += m.readable_ns != 0;
     t->slots_copied += m.slots_copied;
   }
+  for (int i = 0; i < kCommitSteps; i++) t->step_crashes[i] += r.failover->step_crashes[i];
+  t->step_unaimed += r.failover->step_crashes_unaimed;
   t->mn_unreachable += r.stats.aborts.mn_unreachable;
   t->seeds++;
   t->unknown += r.unknown;
@@ -142,6 +158,8 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
       static_cast<unsigned long>(t.slots_copied), static_cast<unsigned long>(t.partitions),
       static_cast<unsigned long>(t.fenced), static_cast<unsigned long>(t.kept_lease),
       static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
+  std::printf("%s %s: crashes aimed at a commit step: %s\n", protocol.c_str(), IsolationName(iso),
+              StepCounts(t).c_str());
   EXPECT_GT(t.committed, 0u);
   if (r.count < 50) return;  // too few seeds to promise which paths were reached
   // (FORD sends no CN messages at all: its locks, timestamps and data are on the MNs.)
@@ -160,6 +178,10 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
     EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
     EXPECT_GT(t.fenced, 0u) << "no partition outlasted a lease";
     EXPECT_GT(t.kept_lease, 0u) << "no partition healed within its lease";
+    // Half the crashes are aimed at a step drawn evenly: every step's window is entered.
+    for (int i = 1; i < kCommitSteps; i++) {
+      EXPECT_GT(t.step_crashes[i], 0u) << "no crash hit commit step " << i << ": " << StepCounts(t);
+    }
   } else {
     EXPECT_EQ(t.crashes, 0u) << protocol << " cannot recover a crashed CN; none may be drawn";
     EXPECT_EQ(t.partitions, 0u) << protocol << " cannot fence a partitioned CN; none may be drawn";
@@ -205,6 +227,34 @@ void ExpectChecksHold(const RunResult& r, const std::string& where) {
   ASSERT_TRUE(r.replicas.has_value()) << where;
   EXPECT_TRUE(r.replicas->ok()) << where << ": "
                                 << (r.replicas->problems.empty() ? "" : r.replicas->problems[0]);
+}
+
+// A crash aimed at each commit step happens at that step — not at its arming time — and every
+// check holds: the window between each two steps is entered on purpose. At "logged" the
+// transaction's log and invisible cells are on every replica but it has no timestamp, so
+// recovery must roll it back; at "visible" its timestamp is on some replicas, so recovery must
+// roll it forward.
+TEST(FaultSeedTest, ACrashAimedAtEachCommitStepHappensThere) {
+  const char* steps[] = {"locked", "read", "logged", "timestamped", "visible", "unlocked"};
+  uint64_t rolled_forward = 0, rolled_back = 0;
+  for (int i = 0; i < 6; i++) {
+    const std::string spec = std::string("crash-cn:2@3ms+step=") + steps[i] + ",restart-cn:2@6ms";
+    Result<RunResult> run = RunScheduled(spec, 11);
+    ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const FailoverStats& f = *run->failover;
+    EXPECT_EQ(f.step_crashes[i + 1], 1u) << spec << ": the crash did not happen at its step";
+    EXPECT_EQ(f.step_crashes_unaimed, 0u) << spec;
+    ASSERT_EQ(f.failures.size(), 1u) << spec;
+    EXPECT_GE(f.failures[0].crash_ns, 3'000'000u) << spec << ": armed at 3 ms";
+    EXPECT_LT(f.failures[0].crash_ns, 3'000'000u + kStepCrashWaitNsMax) << spec;
+    EXPECT_GT(f.failures[0].restart_ns, 0u) << spec << ": the restart waited behind the crash";
+    ExpectChecksHold(*run, spec);
+    rolled_forward += f.failures[0].rolled_forward;
+    rolled_back += f.failures[0].rolled_back;
+  }
+  EXPECT_GT(rolled_back, 0u) << "a crash after `logged` leaves a transaction to roll back";
+  EXPECT_GT(rolled_forward, 0u) << "a crash after `visible` leaves one to roll forward";
 }
 
 // Two of the five CNs crash at the same instant (Lotus §6 Remarks: concurrent failures are

@@ -70,7 +70,10 @@ void Tighten(sim::FaultLimits* into, const sim::FaultLimits& other) {
 Status Apply(const sim::FaultSchedule& schedule, RunOptions* o) {
   o->node_faults.clear();
   for (const sim::FaultEvent& e : schedule.events) {
-    o->node_faults.push_back(NodeFault{static_cast<NodeFaultKind>(e.kind), e.node, e.at_ns});
+    static_assert(static_cast<int>(sim::FaultStep::kUnlocked) ==
+                  static_cast<int>(CommitStep::kUnlocked));
+    o->node_faults.push_back(NodeFault{static_cast<NodeFaultKind>(e.kind), e.node, e.at_ns,
+                                       static_cast<CommitStep>(e.step)});
   }
   POND_RETURN_IF_ERROR(ValidateNodeFaults(o->cluster, o->node_faults));
   const sim::FaultConfig& m = schedule.messages;
@@ -83,6 +86,7 @@ Status Apply(const sim::FaultSchedule& schedule, RunOptions* o) {
     f.delay_ns_min = m.delay_ns_min;
     f.delay_ns_max = m.delay_ns_max;
   }
+  if (schedule.jitter_ns != 0) o->sim->jitter_ns = schedule.jitter_ns;
   o->faults = schedule.ToString();
   if (o->faults.empty()) o->faults = "none";
   return Status::Ok();

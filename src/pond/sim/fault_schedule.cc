@@ -13,9 +13,16 @@ namespace {
 constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
     "crash-cn", "restart-cn", "crash-mn", "restart-mn", "partition-cn", "heal-cn"};
 
-constexpr std::string_view kItemForms = "KIND:NODE@TIME, drop:P, duplicate:P or delay:P@MIN-MAX";
+constexpr std::array<std::string_view, kFaultStepCount> kStepNames = {
+    "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
+constexpr std::string_view kAllSteps = "locked, read, logged, timestamped, visible, unlocked";
+
+constexpr std::string_view kItemForms =
+    "KIND:NODE@TIME, crash-cn:NODE@[TIME+]step=STEP, drop:P, duplicate:P, delay:P@MIN-MAX or "
+    "jitter:TIME";
 constexpr std::string_view kAllKinds =
-    "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, drop, duplicate, delay";
+    "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, drop, duplicate, delay, "
+    "jitter";
 
 struct Unit {
   std::string_view name;
@@ -69,9 +76,13 @@ std::string FormatProbability(double p) {
   return std::string(buf, end);
 }
 
+// KIND:NODE@TIME, or for a crash aimed at a step KIND:NODE@step=S when armed from the start and
+// KIND:NODE@TIME+step=S otherwise.
 std::string FormatEvent(const FaultEvent& e) {
-  return std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) + "@" +
-         FormatTime(e.at_ns);
+  std::string out = std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) + "@";
+  if (e.step == FaultStep::kNone) return out + FormatTime(e.at_ns);
+  if (e.at_ns != 0) out += FormatTime(e.at_ns) + "+";
+  return out + "step=" + std::string(kStepNames[static_cast<size_t>(e.step)]);
 }
 
 // Parsing one item: each helper returns the reason (without the item prefix) or fills `out`.
@@ -136,8 +147,33 @@ Reason ParseNode(std::string_view s, uint16_t* out) {
 
 // Which message-fault items were given, and as which item, to refuse a second one.
 struct Seen {
-  int drop = 0, duplicate = 0, delay = 0;
+  int drop = 0, duplicate = 0, delay = 0, jitter = 0;
 };
+
+// WHEN := TIME | "step=" STEP | TIME "+step=" STEP
+Reason ParseWhen(std::string_view s, FaultEvent* e) {
+  constexpr std::string_view kStepPrefix = "step=";
+  size_t step_at = s.find(kStepPrefix);
+  if (step_at == std::string_view::npos) return ParseTime(s, &e->at_ns);
+  if (e->kind != FaultKind::kCrashCn) {
+    return "only crash-cn may be aimed at a step (" + std::string(FaultKindName(e->kind)) +
+           " takes a time)";
+  }
+  if (step_at != 0) {
+    if (s[step_at - 1] != '+') {
+      return "bad time '" + std::string(s) + "' (TIME+step=STEP, e.g. 5ms+step=logged)";
+    }
+    Reason r = ParseTime(s.substr(0, step_at - 1), &e->at_ns);
+    if (!r.empty()) return r;
+  }
+  std::string_view name = s.substr(step_at + kStepPrefix.size());
+  auto it = std::find(kStepNames.begin() + 1, kStepNames.end(), name);
+  if (it == kStepNames.end()) {
+    return "unknown step '" + std::string(name) + "' (steps: " + std::string(kAllSteps) + ")";
+  }
+  e->step = static_cast<FaultStep>(it - kStepNames.begin());
+  return {};
+}
 
 Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen) {
   if (item.empty()) return "empty item (two commas in a row, or a comma at an end)";
@@ -166,6 +202,14 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
     if (!(r = once(drop ? &seen->drop : &seen->duplicate, head)).empty()) return r;
     return ParseProbability(
         rest, drop ? &s->messages.drop_probability : &s->messages.duplicate_probability);
+  }
+  if (head == "jitter") {
+    if (!(r = once(&seen->jitter, head)).empty()) return r;
+    if (!(r = ParseTime(rest, &s->jitter_ns)).empty()) return r;
+    if (s->jitter_ns > kFaultJitterNsMax) {
+      return "jitter above " + FormatTime(kFaultJitterNsMax) + " (one-sided batches, e.g. 2us)";
+    }
+    return {};
   }
   if (head == "delay") {
     if (!(r = once(&seen->delay, head)).empty()) return r;
@@ -206,7 +250,7 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
   }
   FaultEvent e{static_cast<FaultKind>(name - kKindNames.begin()), 0, 0};
   if (!(r = ParseNode(rest.substr(0, at), &e.node)).empty()) return r;
-  if (!(r = ParseTime(rest.substr(at + 1), &e.at_ns)).empty()) return r;
+  if (!(r = ParseWhen(rest.substr(at + 1), &e)).empty()) return r;
   s->events.push_back(e);
   return {};
 }
@@ -242,6 +286,12 @@ std::string_view FaultKindName(FaultKind kind) {
   auto i = static_cast<size_t>(kind);
   assert(i < kKindNames.size());
   return kKindNames[i];
+}
+
+std::string_view FaultStepName(FaultStep step) {
+  auto i = static_cast<size_t>(step);
+  assert(i < kStepNames.size());
+  return kStepNames[i];
 }
 
 bool IsCnFault(FaultKind kind) {
@@ -366,12 +416,14 @@ std::string FaultSchedule::ToString() const {
     add("delay:" + FormatProbability(messages.delay_probability) + "@" +
         FormatTime(messages.delay_ns_min) + "-" + FormatTime(messages.delay_ns_max));
   }
+  if (jitter_ns != 0) add("jitter:" + FormatTime(jitter_ns));
   return out;
 }
 
 bool operator==(const FaultSchedule& a, const FaultSchedule& b) {
   const FaultConfig &x = a.messages, &y = b.messages;
-  return a.events == b.events && x.drop_probability == y.drop_probability &&
+  return a.events == b.events && a.jitter_ns == b.jitter_ns &&
+         x.drop_probability == y.drop_probability &&
          x.duplicate_probability == y.duplicate_probability &&
          x.delay_probability == y.delay_probability &&
          x.delay_distribution == y.delay_distribution && x.delay_ns_min == y.delay_ns_min &&
@@ -385,6 +437,7 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   constexpr uint64_t kGapNsMin = 1'000'000, kGapNsMax = 10'000'000;  // crash to restart
   constexpr uint64_t kRateStepsMax = 100;  // message-fault rates in steps of 0.01%, up to 1%
   constexpr uint64_t kDelayUsMin = 1, kDelayUsMax = 200;
+  constexpr uint64_t kJitterUsMax = 4;
 
   const uint64_t horizon = std::min(
       limits.horizon_ns != 0 ? limits.horizon_ns : kRandomFaultHorizonNsDefault, kFaultTimeNsLimit);
@@ -427,7 +480,7 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   // redraw in one part) leaves the other parts' streams as they were; the limits may still refuse
   // what they draw (a partition beside crashes that already left few CNs up).
   Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
-      message_rng = rng.Fork();
+      message_rng = rng.Fork(), step_rng = rng.Fork();
   if (!refused(FaultKind::kCrashCn)) {
     const int crashes = 1 + static_cast<int>(crash_rng.Uniform(kCnCrashesMax));
     for (int i = 0; i < crashes; i++) {
@@ -460,6 +513,14 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
     s.messages.delay_ns_min = d_min * 1'000;
     s.messages.delay_ns_max = d_max * 1'000;
   }
+  // Half the CN crashes are aimed at a commit step, drawn evenly, so that every step's window
+  // is hit on purpose over a few seeds rather than by chance; and with chance 1/2 one-sided
+  // batches are jittered, so batches to different MNs land in every order.
+  for (FaultEvent& e : s.events) {
+    if (e.kind != FaultKind::kCrashCn || !step_rng.Chance(0.5)) continue;
+    e.step = static_cast<FaultStep>(1 + step_rng.Uniform(kFaultStepCount - 1));
+  }
+  if (step_rng.Chance(0.5)) s.jitter_ns = (1 + step_rng.Uniform(kJitterUsMax)) * 1'000;
   assert(s.Validate(limits).ok());
   return s;
 }

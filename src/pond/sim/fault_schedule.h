@@ -34,6 +34,9 @@ namespace pond::sim {
 // simulated run, and small enough that a time plus a delay cannot overflow.
 inline constexpr uint64_t kFaultTimeNsLimit = 10'000'000'000ULL;
 
+// The most jitter a spec may ask for (Testbed::jitter_ns' own limit).
+inline constexpr uint64_t kFaultJitterNsMax = 10'000'000;
+
 // The spec that asks for RandomSchedule() instead of a list; the caller checks for it, Parse()
 // refuses it.
 inline constexpr std::string_view kRandomFaultSpec = "random";
@@ -56,10 +59,29 @@ std::string_view FaultKindName(FaultKind kind);
 // True for the kinds that name a CN (crash-cn, restart-cn, partition-cn, heal-cn).
 bool IsCnFault(FaultKind kind);
 
+// A point in a transaction's commit that a crash-cn may be aimed at. The schedule only carries
+// it (its spec word below); the cluster that runs the schedule says where each is in its
+// protocol (pond::CommitStep, testbed.h, numbers these alike).
+enum class FaultStep : unsigned char {
+  kNone,
+  kLocked,
+  kRead,
+  kLogged,
+  kTimestamped,
+  kVisible,
+  kUnlocked,
+};
+inline constexpr int kFaultStepCount = 7;
+// The step's spec word ("locked", ...); "" for kNone.
+std::string_view FaultStepName(FaultStep step);
+
 struct FaultEvent {
   FaultKind kind;
   uint16_t node;   // 0-based CN id or MN id, by kind
   uint64_t at_ns;  // virtual time since the start of the run
+  // crash-cn only: the crash waits from at_ns for the first transaction of the CN to reach this
+  // step (a bounded wait, the cluster's). Validate() places it at at_ns.
+  FaultStep step = FaultStep::kNone;
   friend bool operator==(const FaultEvent&, const FaultEvent&) = default;
 };
 
@@ -83,6 +105,8 @@ struct FaultSchedule {
   // Message faults for the whole run. Parse() only sets the probabilities and the uniform delay
   // bounds; delay_distribution stays kUniform.
   FaultConfig messages;
+  // One-sided batches' jitter for the whole run (Testbed::jitter_ns); 0: the testbed's own.
+  uint64_t jitter_ns = 0;
 
   // The schedule a spec describes (docs/fault_schedules.md), or InvalidArgument with one line
   // naming the first bad item and why. Checks syntax and ranges only; "" is the empty schedule.
@@ -101,16 +125,17 @@ struct FaultSchedule {
   // back to the same double. Parse(ToString()) == *this.
   std::string ToString() const;
 
-  // No events and no message faults: the run is fault-free.
-  bool empty() const { return events.empty() && !messages.enabled(); }
+  // No events, no message faults and no jitter: the run is fault-free.
+  bool empty() const { return events.empty() && !messages.enabled() && jitter_ns == 0; }
 
   friend bool operator==(const FaultSchedule& a, const FaultSchedule& b);
 };
 
 // A schedule drawn from `rng` within `limits`, deterministic in the rng's state. It has 1 to 4
-// CN crashes (most restarted 1 to 10 ms later), at most one CN partition (usually healed), at
-// most one MN crash and restart (only if max_mns_down >= 1), and each message fault with chance
-// 1/2 (drop, duplicate, delay up to 1%; delays 1 us to 200 us). Every event lies in
+// CN crashes (most restarted 1 to 10 ms later; half of them aimed at a commit step, drawn
+// evenly), at most one CN partition (usually healed), at most one MN crash and restart (only if
+// max_mns_down >= 1), each message fault with chance 1/2 (drop, duplicate, delay up to 1%;
+// delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every event lies in
 // [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or kRandomFaultHorizonNsDefault if 0,
 // at most kFaultTimeNsLimit). Kinds in limits.refused and protected CNs are never drawn; a draw
 // that would break a limit is redrawn a bounded number of times, then left out, so a small

@@ -172,6 +172,14 @@ TEST(FaultScheduleTest, BadItemsAreNamedWithTheReason) {
       {"delay:0.1@1us-11s", "item 1", "exceeds the limit"},
       {"drop:0.1,crash-cn:1@1ms,drop:0.2", "item 3 'drop:0.2'",
        "drop given twice (first as item 1)"},
+      {"restart-cn:1@step=logged", "item 1", "only crash-cn may be aimed at a step"},
+      {"crash-mn:1@5ms+step=logged", "item 1", "only crash-cn may be aimed at a step"},
+      {"crash-cn:1@step=landed", "item 1", "unknown step 'landed' (steps: locked,"},
+      {"crash-cn:1@5msstep=read", "item 1", "TIME+step=STEP"},
+      {"crash-cn:1@5xs+step=read", "item 1", "bad unit"},
+      {"jitter:1", "item 1 'jitter:1'", "bad unit"},
+      {"jitter:11ms", "item 1 'jitter:11ms'", "jitter above 10ms"},
+      {"jitter:1us,jitter:2us", "item 2 'jitter:2us'", "jitter given twice (first as item 1)"},
       {"random", "item 1 'random'", "'random' stands alone"},
       {"crash-cn:1@5ms,random", "item 2 'random'", "'random' stands alone"},
   };
@@ -181,6 +189,28 @@ TEST(FaultScheduleTest, BadItemsAreNamedWithTheReason) {
     EXPECT_TRUE(msg.starts_with("--faults " + item + ": ")) << c.spec << " -> " << msg;
     EXPECT_NE(msg.find(c.reason), std::string::npos) << c.spec << " -> " << msg;
   }
+}
+
+// A crash aimed at a commit step: armed from the start or from a time, printed back alike; and
+// one-sided jitter as an item of its own.
+TEST(FaultScheduleTest, ParsesCrashesAimedAtStepsAndJitter) {
+  Result<FaultSchedule> s =
+      FaultSchedule::Parse("crash-cn:1@step=logged,crash-cn:2@5ms+step=visible,jitter:2us");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->events.size(), 2u);
+  EXPECT_EQ(s->events[0], (FaultEvent{FaultKind::kCrashCn, 1, 0, FaultStep::kLogged}));
+  EXPECT_EQ(s->events[1], (FaultEvent{FaultKind::kCrashCn, 2, 5 * kMs, FaultStep::kVisible}));
+  EXPECT_EQ(s->jitter_ns, 2 * kUs);
+  EXPECT_FALSE(s->empty());
+  EXPECT_EQ(s->ToString(), "crash-cn:1@step=logged,crash-cn:2@5ms+step=visible,jitter:2us");
+  for (int i = 1; i < kFaultStepCount; i++) {
+    const std::string spec =
+        "crash-cn:0@1ms+step=" + std::string(FaultStepName(static_cast<FaultStep>(i)));
+    Result<FaultSchedule> one = FaultSchedule::Parse(spec);
+    ASSERT_TRUE(one.ok()) << spec;
+    EXPECT_EQ(one->ToString(), spec);
+  }
+  EXPECT_TRUE(FaultSchedule::Parse("jitter:0ns")->empty());
 }
 
 TEST(FaultScheduleTest, SortsByTimeKeepingSpecOrderAmongEqualTimes) {
@@ -403,7 +433,8 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
     uint64_t horizon =
         std::min(l.horizon_ns ? l.horizon_ns : kRandomFaultHorizonNsDefault, kFaultTimeNsLimit);
     std::set<FaultKind> seen;
-    int with_messages = 0;
+    std::set<FaultStep> steps;
+    int with_messages = 0, with_jitter = 0;
     for (int i = 0; i < 1000; i++) {
       FaultSchedule s = RandomSchedule(rng, l);
       const std::string spec = s.ToString();
@@ -419,7 +450,13 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
         ASSERT_LE(e.at_ns, horizon * 9 / 10);
         counts[static_cast<int>(e.kind)]++;
         seen.insert(e.kind);
+        if (e.step != FaultStep::kNone) {
+          ASSERT_EQ(e.kind, FaultKind::kCrashCn);
+          steps.insert(e.step);
+        }
       }
+      ASSERT_LE(s.jitter_ns, 4 * kUs);
+      with_jitter += s.jitter_ns != 0;
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCn)], 4);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)], 1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashMn)], 1);
@@ -446,6 +483,14 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       if (kind == FaultKind::kRestartMn) possible &= seen.count(FaultKind::kCrashMn) > 0;
       EXPECT_EQ(seen.count(kind) > 0, possible) << "limits " << li << " " << FaultKindName(kind);
     }
+    // Where CN crashes are drawn, every step is aimed at somewhere in 1000 draws.
+    if (seen.count(FaultKind::kCrashCn) > 0) {
+      EXPECT_EQ(steps.size(), static_cast<size_t>(kFaultStepCount - 1)) << "limits " << li;
+    } else {
+      EXPECT_TRUE(steps.empty()) << "limits " << li;
+    }
+    EXPECT_GT(with_jitter, 400) << "limits " << li;  // half of the draws on average
+    EXPECT_LT(with_jitter, 600) << "limits " << li;
     EXPECT_GT(with_messages, 700) << "limits " << li;  // 1 - 1/8 of draws on average
     EXPECT_LT(with_messages, 1000) << "limits " << li;
   }

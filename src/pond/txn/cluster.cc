@@ -178,6 +178,10 @@ void WorkerContext::InitWithLog(const store::CommitLog& earlier) {
 
 uint16_t WorkerContext::cn_id() const { return cn_.id; }
 
+void WorkerContext::Reached(CommitStep step) {
+  if (cluster_.step_probe_) cluster_.step_probe_(cn_.id, step);
+}
+
 Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,
                                          std::vector<std::byte>* reply) {
   const ProcedureEntry* p = cluster_.Procedure(proc);

@@ -55,7 +55,9 @@ Failover::Failover(ClusterImpl& cl)
       partitioned_(cl.config().cns, false),
       parked_(cl.config().cns),
       mn_crashed_(cl.config().mns, false),
-      mn_renewed_ns_(cl.config().mns, 0) {
+      mn_renewed_ns_(cl.config().mns, 0),
+      step_aims_(cl.config().cns) {
+  cl_.step_probe_ = [this](uint16_t cn, CommitStep step) { OnStep(cn, step); };
   config_.cns.resize(cl.config().cns);
   config_.mns.resize(cl.config().mns);
   Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), 0);
@@ -79,9 +81,10 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
   const uint64_t gen = generation_;
   faults_not_reached_ += faults.size();
   for (const NodeFault& f : faults) {
-    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node] {
+    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node, step = f.step] {
       if (gen != generation_) return;
       faults_not_reached_--;
+      if (step != CommitStep::kNone) AimCrash(node, step);
       switch (kind) {
         case NodeFaultKind::kCrashMn:
           CrashMn(node);
@@ -166,6 +169,8 @@ void Failover::RunQueue(uint16_t cn) {
     bool done = true;
     switch (q.front()) {
       case NodeFaultKind::kCrashCn:
+        // A crash aimed at a step waits for OnStep (or its deadline) to run the queue again.
+        if (step_aims_[cn].step != CommitStep::kNone) return;
         // The schedule keeps CNs up beside it, but restarts wait for recoveries and so come
         // later than scheduled: a crash (or cut, below) that would leave no CN serving waits
         // until one is back — with nobody left, nobody could recover anyone.
@@ -193,6 +198,39 @@ void Failover::RunQueue(uint16_t cn) {
     q.erase(q.begin());
     queued_count_--;
   }
+}
+
+void Failover::AimCrash(uint16_t cn, CommitStep step) {
+  StepAim& a = step_aims_[cn];
+  a.step = step;
+  const uint64_t token = ++a.token;
+  // Bounded: a CN whose transactions never reach the step (idle, or all aborting before it)
+  // crashes at the deadline anyway, at no particular step, so later events keep their order.
+  engine_.At(engine_.now() + kStepCrashWaitNsMax, [this, cn, token, gen = generation_] {
+    StepAim& aim = step_aims_[cn];
+    if (gen != generation_ || aim.token != token || aim.step == CommitStep::kNone) return;
+    aim.step = CommitStep::kNone;
+    step_crashes_unaimed_++;
+    RunQueue(cn);
+  });
+}
+
+void Failover::OnStep(uint16_t cn, CommitStep step) {
+  StepAim& a = step_aims_[cn];
+  if (a.step != step || crashed_[cn]) return;
+  // Only once the crash is next in the CN's queue and would go ahead: then it happens right
+  // after this step, not at some later point the queue reaches it.
+  if (queued_[cn].empty() || queued_[cn].front() != NodeFaultKind::kCrashCn ||
+      ServingBesides(cn) == 0) {
+    return;
+  }
+  a.step = CommitStep::kNone;
+  step_crashes_[static_cast<size_t>(step)]++;
+  // Called from inside the transaction: the crash is the next event at this instant, after the
+  // worker's round — what it posted after the step leaves or not, as at any crash.
+  engine_.At(engine_.now(), [this, cn, gen = generation_] {
+    if (gen == generation_) RunQueue(cn);
+  });
 }
 
 void Failover::Crash(uint16_t cn) {
@@ -725,6 +763,8 @@ FailoverStats Failover::Stats() const {
   s.mn_failures = mn_failures_;
   s.epoch = config_.epoch;
   s.faults_not_reached = faults_not_reached_;
+  for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];
+  s.step_crashes_unaimed = step_crashes_unaimed_;
   s.config_puts = store_.puts();
   s.unknown_calls = unknown_calls_;
   s.handed_on = handed_on_;

@@ -93,6 +93,11 @@ class Failover {
   // rejoin the CN itself starts).
   void Enqueue(uint16_t cn, NodeFaultKind kind, bool first = false);
   void RunQueue(uint16_t cn);
+  // A crash-cn aimed at `step` (NodeFault::step) is due: it waits in the CN's queue until one of
+  // the CN's transactions reaches the step (OnStep), at most kStepCrashWaitNsMax.
+  void AimCrash(uint16_t cn, CommitStep step);
+  // A transaction of `cn` reached `step` (WorkerContext::Reached).
+  void OnStep(uint16_t cn, CommitStep step);
   void Crash(uint16_t cn);
   // partition-cn: `cn` is cut off from the CM and the other CNs (not from the memory pool).
   // False if it must wait: it would leave no CN serving.
@@ -193,6 +198,13 @@ class Failover {
   uint64_t tso_moves_ = 0;
   const TimestampOracle* oracle_;  // the one granting now (the old one lives as long as we do)
   std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
+  struct StepAim {
+    CommitStep step = CommitStep::kNone;  // the step a due crash of the CN waits for
+    uint64_t token = 0;                   // tells the deadline of this aim from older ones
+  };
+  std::vector<StepAim> step_aims_;  // by CN
+  uint64_t step_crashes_[kCommitSteps] = {};
+  uint64_t step_crashes_unaimed_ = 0;
   size_t queued_count_ = 0;
   int booting_ = 0;          // restarted, clients not started yet
   int returns_pending_ = 0;  // shard returns under way

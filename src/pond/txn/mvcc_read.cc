@@ -80,9 +80,11 @@ Task<Status> MvccTxn::Execute() {
   if (kind_ == TxnKind::kReadWrite && protocol().cn_locks) {
     Status s = co_await LockOnCns(todo);
     if (!s.ok()) co_return s;
+    w_.Reached(CommitStep::kLocked);
   }
   Status s = co_await ReadItems(todo);
   if (!s.ok()) co_return s;
+  if (kind_ == TxnKind::kReadWrite) w_.Reached(CommitStep::kRead);
   for (size_t i : todo) {
     Item& it = items_[i];
     it.executed = true;

@@ -330,11 +330,13 @@ Task<Status> MvccTxn::Commit() {
       PostLogRecord(writes);
       PostWrites(writes, kInvisible, Replicas::kAll);
       co_await CommitFlush();
+      w_.Reached(CommitStep::kLogged);
       // VT cache rule 2: the cache shows the new cell INVISIBLE before the commit timestamp is
       // granted, and the timestamp before the MN does, so the cache is never older than memory.
       UpdateVtCache(writes);
     }
     commit_ts_ = co_await w_.tso().Get();
+    w_.Reached(CommitStep::kTimestamped);
   } else {
     // Locks on MNs: the timestamp first, then validation, before anything is written — readers
     // that must not miss this transaction's versions see its lock words instead (ReadItems).
@@ -369,6 +371,7 @@ Task<Status> MvccTxn::Commit() {
     mid_visible_ = true;
     PostVisible(writes, false);
     co_await CommitFlush();
+    w_.Reached(CommitStep::kVisible);
     PostVisible(writes, true);
     UpdateVtCache(writes);
     // With MN lock words (+log-visible) the round just posted may share a batch with their
@@ -395,6 +398,7 @@ Task<Status> MvccTxn::Commit() {
   }
   EndLocks(held_);
   held_.clear();
+  w_.Reached(CommitStep::kUnlocked);
   finished_ = true;
   CountCommit();
   for (size_t i : writes) w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, commit_ts_);

@@ -19,6 +19,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
+    if (f.step != CommitStep::kNone &&
+        (f.kind != NodeFaultKind::kCrashCn || static_cast<int>(f.step) >= kCommitSteps)) {
+      return InvalidArgument(which + "only crash-cn may be aimed at a commit step");
+    }
     switch (f.kind) {
       case NodeFaultKind::kCrashCn:
         break;

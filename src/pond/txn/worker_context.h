@@ -133,6 +133,9 @@ class WorkerContext {
     if (ts < commit_ts) ts = commit_ts;
   }
   const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const { return acked_; }
+  // A transaction of this worker reached `step` of its commit path (testbed.h CommitStep): a
+  // simulated run may crash the CN right there (Failover::OnStep). One test when it may not.
+  void Reached(CommitStep step);
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
   // its peer must still be there to answer.
@@ -328,6 +331,9 @@ class ClusterImpl {
   // Outlives membership_, so that the counts can be read while it starts and stops.
   MembershipCounts membership_counts_;
   std::function<void(const std::string&)> event_log_;
+  // Simulated clusters: told when a transaction reaches a commit step (the Failover's, for
+  // crashes aimed at a step); empty otherwise.
+  std::function<void(uint16_t cn, CommitStep step)> step_probe_;
 };
 
 }  // namespace pond::txn
