@@ -6,6 +6,8 @@
 #                skips that part)
 #   make tsan    only the ThreadSanitizer part
 #   make asan    only the AddressSanitizer part
+#   make mutants the mutation test: every deliberate bug of scripts/mutants.txt must fail a test
+#                (its own build tree, build/mutants; about an hour on 2 cores)
 #   make format  apply .clang-format to every C++ file
 #   make figures the throughput-latency figures of docs/perf.md (simulated; about 5 minutes)
 JOBS ?= $(shell nproc)
@@ -22,7 +24,7 @@ SAN_SEEDS := sim_seed_test fault_seed_test
 # errors on the fault paths are looked for on every change; the full counts run without it.
 ASAN_SEEDS ?= 3
 
-.PHONY: all deps release relassert tsan-build asan-build run test tsan asan format figures clean
+.PHONY: all deps release relassert tsan-build asan-build run test tsan asan mutants format figures clean
 
 all: relassert
 
@@ -78,6 +80,9 @@ asan: asan-build
 	cd build/asan && UCX_MEM_EVENTS=n ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 POND_SIM_SEEDS=$(ASAN_SEEDS) POND_FAULT_SEEDS=$(ASAN_SEEDS) \
 	  ctest --output-on-failure -L 'concurrent|stress' --timeout 900
+
+mutants: deps
+	python3 scripts/mutants.py
 
 figures: release
 	bash scripts/perf-figures.sh

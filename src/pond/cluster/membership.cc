@@ -103,6 +103,12 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
   return c;
 }
 
+bool Configuration::AcceptsPacketFrom(uint16_t cn, uint16_t incarnation) const {
+  if (cn >= cns.size()) return true;
+  const CnStatus& s = cns[cn];
+  return s.alive && s.incarnation == incarnation;
+}
+
 std::vector<uint16_t> Configuration::Alive() const {
   std::vector<uint16_t> out;
   for (size_t i = 0; i < cns.size(); i++) {

@@ -56,6 +56,12 @@ struct Configuration {
   static Result<Configuration> Decode(std::span<const std::byte> bytes);
   // The CNs alive, in id order.
   std::vector<uint16_t> Alive() const;
+  // Whether a worker holding this view takes a packet from CN `cn` stamped with the sender's
+  // `incarnation`: only from a CN alive in the view, and from its current incarnation — a failed
+  // incarnation's packets, late on the wire or sent by a process that does not know it was
+  // declared dead, must act on nothing. A CN the view does not know yet (beyond its size) is
+  // taken.
+  bool AcceptsPacketFrom(uint16_t cn, uint16_t incarnation) const;
 };
 
 struct Versioned {

@@ -23,6 +23,26 @@ TEST(ConfigurationTest, EncodesAndDecodesExactly) {
   EXPECT_EQ(d->Alive(), (std::vector<uint16_t>{0, 2}));
 }
 
+// The packet filter every worker applies, packet by packet. In the simulator a crashed CN's
+// packets die on the wire anyway, so only this test sees the filter on its own.
+TEST(ConfigurationTest, PacketsOfDeadOrOldIncarnationsAreRefused) {
+  Configuration c = Three();  // CN 0 alive at 0, CN 1 dead (was at 2), CN 2 alive at 1
+  // The current incarnation of a live CN: taken.
+  EXPECT_TRUE(c.AcceptsPacketFrom(0, 0));
+  EXPECT_TRUE(c.AcceptsPacketFrom(2, 1));
+  // An older incarnation of a live CN (it restarted; this packet is from before): refused.
+  EXPECT_FALSE(c.AcceptsPacketFrom(2, 0));
+  // A later one than the view knows (it restarted; this CN has not heard yet): refused until
+  // the epoch arrives, as the restarted CN's requests are resent.
+  EXPECT_FALSE(c.AcceptsPacketFrom(0, 1));
+  // A CN declared dead, at the incarnation it died in: refused.
+  EXPECT_FALSE(c.AcceptsPacketFrom(1, 2));
+  EXPECT_FALSE(c.AcceptsPacketFrom(1, 3));
+  // A CN beyond the view (none yet: every packet is taken).
+  EXPECT_TRUE(c.AcceptsPacketFrom(7, 0));
+  EXPECT_TRUE(Configuration{}.AcceptsPacketFrom(0, 5));
+}
+
 TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   std::vector<std::byte> b = Three().Encode();
   EXPECT_EQ(Configuration::Decode(std::span(b).first(10)).status().code(), Code::kCorruption);

@@ -122,9 +122,7 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
   // worker keeps its own copy of the CN's view, so that its thread alone reads it.
   view_ = c.view;
   ep_->SetPacketFilter([this](WorkerAddr from, uint16_t incarnation) {
-    if (from.cn >= view_.cns.size()) return true;
-    const cluster::CnStatus& s = view_.cns[from.cn];
-    return s.alive && s.incarnation == incarnation;
+    return view_.AcceptsPacketFrom(from.cn, incarnation);
   });
   locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
   lock_server_ = std::make_unique<lock::LockServer>(*ep_, c.locks);

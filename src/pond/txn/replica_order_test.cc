@@ -63,13 +63,12 @@ void ExpectAgree(const ReplicaCheck& r, const std::string& where) {
   EXPECT_GT(r.slots, 0u);
 }
 
-// Real threads: the race needs a worker preempted between two batches of one flush, so it is
-// rare per transaction; many transactions make it likely enough to see.
+// Real threads: the race needs a worker preempted between two batches of one flush, rare per
+// transaction; this run did not show it on the code before the fix (the jittered simulator
+// below does, on every seed). It stays as the real-thread check of the same property, sized to
+// run under ThreadSanitizer too.
 TEST_P(ReplicaOrderTest, BackupsNeverKeepAnOlderVersionOnThreads) {
-  for (uint64_t seed = 1; seed <= 3; seed++) {
-    ExpectAgree(HotKeyRuns(GetParam(), seed, 100, 10, nullptr),
-                GetParam() + " threads, run " + std::to_string(seed));
-  }
+  ExpectAgree(HotKeyRuns(GetParam(), 1, 40, 10, nullptr), GetParam() + " threads");
 }
 
 // The simulator with jitter: batches to different MNs overtake each other on purpose, so a
@@ -77,7 +76,7 @@ TEST_P(ReplicaOrderTest, BackupsNeverKeepAnOlderVersionOnThreads) {
 TEST_P(ReplicaOrderTest, BackupsNeverKeepAnOlderVersionUnderJitter) {
   Testbed model;
   model.jitter_ns = 2'000;
-  for (uint64_t seed = 1; seed <= 4; seed++) {
+  for (uint64_t seed = 1; seed <= 2; seed++) {
     ExpectAgree(HotKeyRuns(GetParam(), seed, 100, 3, &model),
                 GetParam() + " simulated with jitter, seed " + std::to_string(seed));
   }
