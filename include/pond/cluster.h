@@ -345,15 +345,15 @@ struct FailoverStats {
   // then, at no particular step).
   uint64_t step_crashes[kCommitSteps] = {};
   uint64_t step_crashes_unaimed = 0;
-  uint64_t config_puts = 0;         // conditional puts to the coordination service
-  uint64_t unknown_calls = 0;       // calls that ended Unknown: their CN failed under them
-  uint64_t handed_on = 0;           // log recoveries given to another CN: theirs failed meanwhile
-  uint16_t tso_host = 0;            // the CN hosting the timestamp oracle at the end
-  uint64_t tso_moves = 0;           // times the oracle moved: its CN failed
-  uint64_t lost_packets = 0;        // packets to or from a crashed CN
-  uint64_t landed_batches = 0;      // a crashed CN's batches that reached their MN after the crash
-  uint64_t lost_batches = 0;        // and those that did not
-  uint64_t cut_packets = 0;         // packets to or from a partitioned CN
+  uint64_t config_puts = 0;     // conditional puts to the coordination service
+  uint64_t unknown_calls = 0;   // calls that ended Unknown: their CN failed under them
+  uint64_t handed_on = 0;       // log recoveries given to another CN: theirs failed meanwhile
+  uint16_t tso_host = 0;        // the CN hosting the timestamp oracle at the end
+  uint64_t tso_moves = 0;       // times the oracle moved: its CN failed
+  uint64_t lost_packets = 0;    // packets to or from a crashed CN
+  uint64_t landed_batches = 0;  // a crashed CN's batches that reached their MN after the crash
+  uint64_t lost_batches = 0;    // and those that did not
+  uint64_t cut_packets = 0;     // packets to or from a partitioned CN
 };
 
 class Cluster {

@@ -75,8 +75,8 @@ std::string StepCounts(const Totals& t) {
       "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
   std::string out;
   for (int i = 1; i < kCommitSteps; i++) {
-    out += std::string(out.empty() ? "" : ", ") + kNames[i] + " " +
-           std::to_string(t.step_crashes[i]);
+    out +=
+        std::string(out.empty() ? "" : ", ") + kNames[i] + " " + std::to_string(t.step_crashes[i]);
   }
   return out + "; " + std::to_string(t.step_unaimed) + " at no step";
 }

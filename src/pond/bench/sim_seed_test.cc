@@ -130,8 +130,8 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, double d
   if (!out->replicas || !out->replicas->ok()) return false;
   const HistoryVerdict& v = *out->history;
   if (v.ok) return true;
-  std::string name = protocol + "-" + std::to_string(seed) +
-                     (iso == Isolation::kSnapshot ? "-si" : "-sr");
+  std::string name =
+      protocol + "-" + std::to_string(seed) + (iso == Isolation::kSnapshot ? "-si" : "-sr");
   ADD_FAILURE() << protocol << " seed " << seed << " broke " << v.model << "; history kept at "
                 << KeepHistory(v.text, name) << "\n"
                 << ReplayLine(seed) << "\n"
@@ -139,8 +139,7 @@ bool RunSeed(const std::string& protocol, uint64_t seed, Isolation iso, double d
   return false;
 }
 
-void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds,
-              double drop = 0) {
+void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds, double drop = 0) {
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, failed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {

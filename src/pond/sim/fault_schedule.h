@@ -135,10 +135,10 @@ struct FaultSchedule {
 // CN crashes (most restarted 1 to 10 ms later; half of them aimed at a commit step, drawn
 // evenly), at most one CN partition (usually healed), at most one MN crash and restart (only if
 // max_mns_down >= 1), each message fault with chance 1/2 (drop, duplicate, delay up to 1%;
-// delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every event lies in
-// [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or kRandomFaultHorizonNsDefault if 0,
-// at most kFaultTimeNsLimit). Kinds in limits.refused and protected CNs are never drawn; a draw
-// that would break a limit is redrawn a bounded number of times, then left out, so a small
+// delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every event
+// lies in [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or kRandomFaultHorizonNsDefault
+// if 0, at most kFaultTimeNsLimit). Kinds in limits.refused and protected CNs are never drawn; a
+// draw that would break a limit is redrawn a bounded number of times, then left out, so a small
 // cluster gets fewer events. The result passes Validate(limits).
 FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits);
 

@@ -70,14 +70,7 @@ TEST_P(MvccReadTest, ReadsOfTablesWithGrowingValuesInOneExecute) {
 
 INSTANTIATE_TEST_SUITE_P(All, MvccReadTest,
                          ::testing::Values("motor", "+full-record", "+log-visible", "lotus"),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n) {
-                             if (ch == '+') ch = 'P';
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         testing_cluster::ProtocolTestName);
 
 }  // namespace
 }  // namespace pond

@@ -240,14 +240,7 @@ TEST_P(ProtocolTest, AtomicsOnMemoryNodesOnlyWithMemoryNodeLocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ProtocolTest, ::testing::ValuesIn(AllConfigurations()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n) {
-                             if (ch == '+') ch = 'P';
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         testing_cluster::ProtocolTestName);
 
 }  // namespace
 }  // namespace pond

@@ -28,8 +28,8 @@ class ReplicaOrderTest : public ::testing::TestWithParam<std::string> {};
 // checked after each (`model` given: simulated, one-sided batches jittered across MNs). Short
 // runs, because a backup that fell behind is healed by the next commit of its key: only a race on
 // a key's last write before a check shows. Returns the first failed check, or the last one.
-ReplicaCheck HotKeyRuns(const std::string& protocol, uint64_t seed, int rounds,
-                        int txns_per_client, const Testbed* model) {
+ReplicaCheck HotKeyRuns(const std::string& protocol, uint64_t seed, int rounds, int txns_per_client,
+                        const Testbed* model) {
   constexpr uint64_t kKeys = 5;
   ClusterConfig cfg = Config(protocol);
   cfg.cns = 2;
@@ -83,14 +83,7 @@ TEST_P(ReplicaOrderTest, BackupsNeverKeepAnOlderVersionUnderJitter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ReplicaOrderTest, ::testing::ValuesIn(AllConfigurations()),
-                         [](const ::testing::TestParamInfo<std::string>& p) {
-                           std::string n = p.param;
-                           for (char& ch : n) {
-                             if (ch == '+') ch = 'P';
-                             if (ch == '-') ch = '_';
-                           }
-                           return n;
-                         });
+                         testing_cluster::ProtocolTestName);
 
 }  // namespace
 }  // namespace pond

@@ -24,6 +24,16 @@ inline std::vector<std::string> AllConfigurations() {
   return names;
 }
 
+// A protocol name as a test name: "+full-record" is "Pfull_record".
+inline std::string ProtocolTestName(const ::testing::TestParamInfo<std::string>& p) {
+  std::string n = p.param;
+  for (char& ch : n) {
+    if (ch == '+') ch = 'P';
+    if (ch == '-') ch = '_';
+  }
+  return n;
+}
+
 inline ClusterConfig Config(const std::string& protocol, Isolation iso = Isolation::kSerializable) {
   ClusterConfig c;
   c.protocol = ProtocolByName(protocol).value();
@@ -75,7 +85,7 @@ inline TestCluster Checked(std::unique_ptr<Cluster> c) { return TestCluster(c.re
 // A cluster (simulated if `model` is given) with one table of `keys` keys 0..keys-1, each
 // holding start_value (or 1000 + key if start_value is 0).
 inline TestCluster StartLoaded(const ClusterConfig& c, uint16_t* table, uint64_t keys,
-                                            uint64_t start_value, const Testbed* model = nullptr) {
+                               uint64_t start_value, const Testbed* model = nullptr) {
   auto started = model != nullptr ? Cluster::StartSimulated(c, *model) : Cluster::Start(c);
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
   TestCluster cl = Checked(std::move(started).value());

@@ -16,8 +16,8 @@ class SimEndpoint final : public Endpoint {
       : Endpoint(self, sched),
         fabric_(fabric),
         // A restarted CN's endpoints draw a stream of their own (the incarnation is in the key).
-        rng_(fabric.engine().StreamRng(
-            0x51e0000000000000ULL | uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())),
+        rng_(fabric.engine().StreamRng(0x51e0000000000000ULL |
+                                       uint64_t{fabric.Generation(self.cn)} << 32 | self.Packed())),
         // Jitter draws from a stream of its own, so turning it on leaves every other draw of a
         // seed (message faults, crash landings) as it was.
         jitter_rng_(fabric.engine().StreamRng(

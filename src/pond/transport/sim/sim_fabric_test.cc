@@ -488,8 +488,8 @@ TEST(TestbedTest, PresetsValidateAndBadValuesAreRefused) {
 }
 
 // sim::AllocCache lives in engine.cc; it is tested here because this binary links the global
-// operator new of alloc_cache_new.cc (pond_alloc_cache; sim_test replaces it to count allocations). The tests
-// call operator new/delete directly: new-expressions may be elided by the compiler.
+// operator new of alloc_cache_new.cc (pond_alloc_cache; sim_test replaces it to count allocations).
+// The tests call operator new/delete directly: new-expressions may be elided by the compiler.
 TEST(AllocCacheTest, ReusesFreedBlocksWhileOnAndGivesThemBackWhenOff) {
   const void* token = sim::AllocCache::Enable();
   if (token == nullptr) GTEST_SKIP() << "no cache under sanitizers";
