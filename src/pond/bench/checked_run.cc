@@ -27,6 +27,11 @@ HistoryCheck RecordedCheck(Workload& w, RunOptions o) {
     out.detail = run->check->name + " failed: " + run->check->detail;
     return out;
   }
+  if (run->replicas && !run->replicas->ok()) {
+    out.detail = "the replica check failed: " +
+                 (run->replicas->problems.empty() ? std::string() : run->replicas->problems[0]);
+    return out;
+  }
   const HistoryVerdict& v = *run->history;
   out.model = v.model;
   out.ok = v.ok;

@@ -56,6 +56,9 @@ Checked RunAndCheck(Isolation iso, const ListAppendOptions& o, int clients, chec
   Checked c;
   if (!run.ok()) return c;
   c.run = *std::move(run);
+  EXPECT_TRUE(c.run.replicas && c.run.replicas->ok())
+      << "replicas disagree after the run: "
+      << (c.run.replicas && !c.run.replicas->problems.empty() ? c.run.replicas->problems[0] : "");
   std::istringstream in(c.run.history->text);
   Result<check::History> h = check::ParseHistory(in, "the recorded history");
   EXPECT_TRUE(h.ok()) << h.status().ToString();

@@ -30,10 +30,16 @@ inline RunOptions SmallTestRun(const std::string& protocol, Isolation iso, bool 
   return o;
 }
 
-// Validates, then runs.
+// Validates, then runs; a run after which the replicas disagree (Cluster::CheckReplicas) is an
+// error, so every workload test also checks replica agreement.
 inline Result<RunResult> ValidateAndRun(Workload& w, const RunOptions& o) {
   POND_RETURN_IF_ERROR(ValidateRun(w, o));
-  return RunWorkload(w, o, nullptr);
+  Result<RunResult> r = RunWorkload(w, o, nullptr);
+  if (r.ok() && r->replicas && !r->replicas->ok()) {
+    return Internal("the replica check failed after the run: " +
+                    (r->replicas->problems.empty() ? std::string() : r->replicas->problems[0]));
+  }
+  return r;
 }
 
 }  // namespace pond::bench
