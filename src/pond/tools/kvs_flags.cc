@@ -117,8 +117,10 @@ Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const
 void AddFaultsFlag(CLI::App* cmd, std::string* spec) {
   cmd->add_option("--faults", *spec,
                   "fault schedule: KIND:NODE@TIME,... (kinds crash-cn, restart-cn, crash-mn, "
-                  "restart-mn, partition-cn, heal-cn; TIME like 5ms), drop:P, duplicate:P, "
-                  "delay:P@MIN-MAX, or 'random' (drawn from the seed); docs/fault_schedules.md");
+                  "restart-mn, partition-cn, heal-cn; TIME like 5ms), crash-cn:NODE@[TIME+]"
+                  "step=STEP (locked, read, logged, timestamped, visible, unlocked), drop:P, "
+                  "duplicate:P, delay:P@MIN-MAX, jitter:TIME, or 'random' (drawn from the "
+                  "seed); docs/fault_schedules.md");
 }
 
 Status ResolveFaults(bench::RunOptions* o, const std::string& spec) {
