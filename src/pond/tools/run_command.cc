@@ -150,6 +150,22 @@ void PrintFailover(const bench::RunResult& r) {
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()
             : "");
+    std::string aimed;
+    static constexpr const char* kStepNames[kCommitSteps] = {
+        "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
+    for (int i = 1; i < kCommitSteps; i++) {
+      if (f.step_crashes[i] == 0) continue;
+      aimed += fmt::format("{}{} {}", aimed.empty() ? "" : ", ", kStepNames[i], f.step_crashes[i]);
+    }
+    if (!aimed.empty() || f.step_crashes_unaimed > 0) {
+      std::printf("failover     crashes aimed at a commit step: %s%s\n",
+                  aimed.empty() ? "none at their step" : aimed.c_str(),
+                  f.step_crashes_unaimed > 0
+                      ? fmt::format("; {} found no transaction at their step within 1 ms",
+                                    f.step_crashes_unaimed)
+                            .c_str()
+                      : "");
+    }
     if (!f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty()) {
       std::string series;
       for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
