@@ -161,8 +161,9 @@ void PrintFailover(const bench::RunResult& r) {
       std::printf("failover     crashes aimed at a commit step: %s%s\n",
                   aimed.empty() ? "none at their step" : aimed.c_str(),
                   f.step_crashes_unaimed > 0
-                      ? fmt::format("; {} found no transaction at their step within 1 ms",
-                                    f.step_crashes_unaimed)
+                      ? fmt::format("; {} found no transaction at their step within {} ms",
+                                    f.step_crashes_unaimed,
+                                    static_cast<double>(kStepCrashWaitNsMax) / 1e6)
                             .c_str()
                       : "");
     }
