@@ -9,7 +9,9 @@
 #   2. MN 1 is killed: it is declared, its backups serve; the money adds up again.
 #   3. CN 1 is killed while clients run list-append: the history those client processes recorded
 #      (a call whose CN died is an unknown, `info`) is judged strictly serializable.
-# Then `pond down` leaves no process behind. Usage: kill_test.sh PATH_TO_POND
+# After every fault, `pond client probe` commits a put in every shard through every live CN within a
+# bound: a failover that left shards unwritable from some CN fails here even when every history
+# stays valid. Then `pond down` leaves no process behind. Usage: kill_test.sh PATH_TO_POND
 set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
@@ -20,12 +22,26 @@ min_rate_after() {
     END { print (min == "" ? -1 : min) }' "$1"
 }
 
+# probe NAME ADDR [CN_ADDR...]: every shard commits through each CN (all the server names if none).
+probe() {
+  local what="$1" addr="$2"; shift 2
+  local through=()
+  for c in "$@"; do through+=(--cn "$c"); done
+  if "$pond" client --connect "$addr" --timeout-ms 5000 probe probe --within-ms 20000 \
+      "${through[@]}" >"$tmp/probe.out" 2>&1; then
+    ok "$what: every shard commits through every CN ($(awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 }' "$tmp/probe.out"))"
+  else
+    fail "$what: some shard does not commit through some CN"; cat "$tmp/probe.out"
+  fi
+}
+
 for tls in shm tcp; do
   d="$tmp/$tls"
   dirs+=("$d")
   # A lease a loaded 2-core machine keeps: no CN misses it for want of a core.
   if ! "$pond" up --dir "$d" --mns 3 --replication 2 --cns 3 --region-mib 64 --ucx-tls "$tls" \
       --ucx-net-devices lo --workload smallbank,list-append --accounts 2000 --lists 4000 \
+      --table probe:8:16384 \
       --lease-ms 1000 --timeout 60 \
       >"$tmp/up.out" 2>&1; then
     fail "$tls: pond up"; cat "$tmp/up.out"; continue
@@ -61,6 +77,9 @@ for tls in shm tcp; do
   low=$(min_rate_after "$tmp/run1.out" 7)
   [ "$low" -gt 0 ] && ok "$tls: clients committed every second after the recovery (at least $low/s)" ||
     { fail "$tls: a second without commits after the recovery"; cat "$tmp/run1.out"; }
+  probe "$tls: CN 2 killed and restarted" "$addr"
+  # The CNs' client addresses now (CN 2's is new), in the order of their ids.
+  mapfile -t cn_addr < <("$pond" client --connect "$addr" describe | sed -n 's/^cn //p')
 
   # 2. An MN killed under load: its backups serve.
   timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2.out" 2>&1 &
@@ -81,6 +100,7 @@ for tls in shm tcp; do
   else
     ok "$tls: no live CN lost its lease"
   fi
+  probe "$tls: MN 1 killed" "$addr"
 
   # 3. The isolation checker on a history recorded by client processes, across a CN kill.
   timeout 120 "$pond" bench list-append --connect "$addr" --clients 4 --seconds 6 \
@@ -100,6 +120,9 @@ for tls in shm tcp; do
   fi
   "$pond" check "$tmp/lists-$tls.jsonl" >"$tmp/check.out" 2>&1 &&
     ok "$tls: pond check agrees on the written history" || { fail "$tls: pond check"; cat "$tmp/check.out"; }
+  # A second CN failure after a restart: the restarted CN 2 takes over some of CN 1's shards, and
+  # CN 0 must reach it for their locks.
+  probe "$tls: CN 1 killed after CN 2's restart" "$addr" "${cn_addr[0]}" "${cn_addr[2]}"
 
   cp "$d/cluster.json" "$tmp/cluster-$tls.json"
   "$pond" down --dir "$d" >"$tmp/down.out" 2>&1 || { fail "$tls: pond down"; cat "$tmp/down.out"; }

@@ -57,11 +57,11 @@ expect() {
   fi
 }
 
-if ! start_serve main --cns 2 --workload smallbank --accounts 500 --table kv:16:1024; then
+if ! start_serve main --cns 2 --workload smallbank --accounts 500 --table kv:16:1024 --table probe:8:8192; then
   fail "pond serve did not start"; cat "$tmp/main.err"; exit 1
 fi
 ok "pond serve listens on $addr"
-grep -q "tables savings (8 B x 500), checking (8 B x 500), kv (16 B x 1024); 6 procedure" \
+grep -q "tables savings (8 B x 500), checking (8 B x 500), kv (16 B x 1024), probe (8 B x 8192); 6 procedure" \
   "$tmp/main.err" && ok "pond serve says what it serves" || { fail "serve's header"; cat "$tmp/main.err"; }
 
 expect 0 "describe" "procedure smallbank.send_payment args_bytes 32 read-write" \
@@ -85,6 +85,11 @@ expect 4 "call with arguments of the wrong size: REJECTED, exit 4" "REJECTED: sm
   client --connect "$addr" call smallbank.amalgamate u64:1
 expect 4 "call the procedure refuses: REJECTED, exit 4" "a1 must be an account" \
   client --connect "$addr" call smallbank.send_payment u64:3 u64:3 i64:5 u64:0
+expect 0 "probe: every shard commits" "^$addr: 4096 of 4096 shards committed in" \
+  client --connect "$addr" probe probe --within-ms 30000
+expect 2 "probe of a table too small for it: exit 2" "table kv holds 1024 keys; the probe writes keys up to 8191" \
+  client --connect "$addr" probe kv
+expect 2 "probe of a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" probe nope
 expect 2 "put to a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" put nope 1 x
 expect 2 "value longer than the table's" "17 bytes; table kv holds 16" \
   client --connect "$addr" put kv 1 hex:0000000000000000000000000000000000

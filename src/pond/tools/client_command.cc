@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pond/client/client.h"
+#include "pond/tools/client_probe.h"
 #include "pond/tools/command.h"
 #include "pond/tools/grpc_log.h"
 #include "pond/tools/tool_util.h"
@@ -35,6 +36,7 @@ struct ClientArgs {
   std::string procedure;          // call
   std::vector<std::string> args;  // call
   std::string route_key;          // call
+  ProbeArgs probe;
 };
 
 Result<uint64_t> ParseKey(const std::string& s) {
@@ -227,6 +229,11 @@ int RunClient(const ClientArgs& a, const std::string& sub) {
                 d->message_bytes_max);
     return 0;
   }
+  if (sub == "probe") {
+    ProbeArgs p = a.probe;
+    p.timeout_ms = a.timeout_ms;
+    return RunProbe(*d, p);
+  }
   client::Request r(sub == "get" || (sub == "txn" && a.read_only));
   std::optional<uint64_t> route;
   std::string args;
@@ -279,7 +286,8 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
   auto a = std::make_shared<ClientArgs>();
   CLI::App* cmd = root.add_subcommand(
       "client",
-      "Talk to a cluster that serves clients (pond serve): describe, get, put, txn, call");
+      "Talk to a cluster that serves clients (pond serve): describe, get, put, txn, call, "
+      "probe");
   cmd->require_subcommand(1);
   cmd->add_option("--connect", a->address, "the server, HOST:PORT (as pond serve prints it)")
       ->required();
@@ -290,7 +298,7 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
       "VALUE and ARGS: hex:HEX, i64:N or u64:N (8 bytes, little-endian), or text; a value is "
       "zero-padded to its table's size. KEY: decimal, or hex after 0x.\n"
       "Exit codes: 0 committed (or described); 1 get found no such key; 2 bad input; 3 "
-      "ABORTED; 4 REJECTED by the server; 5 UNKNOWN (it may or may not have committed); 6 no "
+      "ABORTED (probe: a shard did not commit in time); 4 REJECTED by the server; 5 UNKNOWN (it may or may not have committed); 6 no "
       "server reachable.");
   auto on = [a, action](const std::string& sub) {
     return [a, action, sub] { *action = [a, sub] { return RunClient(*a, sub); }; };
@@ -318,6 +326,22 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
   call->add_option("ARGS", a->args, "argument bytes, concatenated in order");
   call->add_option("--route-key", a->route_key, "run it where this key's shard is managed");
   call->callback(on("call"));
+  CLI::App* probe = cmd->add_subcommand(
+      "probe",
+      "Through every CN, commit a put in every one of the 4096 shards (key (CN + 1) * 4096 + "
+      "shard of TABLE, which must hold that many keys): is every shard writable everywhere?");
+  probe->add_option("TABLE", a->probe.table, "a table the probe may write")->required();
+  probe->add_option("--within-ms", a->probe.within_ms,
+                    "each CN's shards all commit within this, retried until then")
+      ->check(CLI::Range(1u, 3'600'000u))
+      ->capture_default_str();
+  probe->add_option("--cn", a->probe.cns,
+                    "through this CN's client address, HOST:PORT (repeatable; default: every CN "
+                    "the server names)");
+  probe->add_option("--threads", a->probe.threads, "connections per CN, each a thread")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  probe->callback(on("probe"));
 }
 
 }  // namespace pond::tools

@@ -221,7 +221,7 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
   if (view_.cns[cn_].alive && !next.cns[cn_].alive) {
     Fence("declared failed by epoch " + std::to_string(next.epoch));
   }
-  std::vector<uint16_t> dead;
+  std::vector<uint16_t> dead, back;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
     const cluster::CnStatus& was = view_.cns[c];
     const cluster::CnStatus& now = next.cns[c];
@@ -247,6 +247,7 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
       failures_.push_back(std::move(f));
     }
     if (now.alive && c != cn_ && (!was.alive || now.incarnation != was.incarnation)) {
+      back.push_back(c);
       // A restarted CN: its new process's workers.
       Result<cluster::Versioned> d = cl_.coord_->Get(cluster::CnKey(name, c));
       Result<ucx::CnDescriptor> desc =
@@ -313,6 +314,13 @@ void ProcessMembership::Apply(const cluster::Configuration& next,
         for (uint16_t c : dead) {
           w.locks().PeerFailed(c);
           unknown += w.calls().PeerFailed(c);
+        }
+        // A restarted CN is a peer again: until told, the lock client would refuse every
+        // request for a shard it manages and routed calls would not send to it — the shards it
+        // takes over at the next failure would be unwritable from here.
+        for (uint16_t c : back) {
+          w.locks().PeerRestarted(c);
+          w.calls().PeerRestarted(c);
         }
         if (tso_moved) {
           if (host) {
