@@ -199,8 +199,12 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& a
   }
   std::unique_ptr<MetricsServer> s(new MetricsServer(role, id, cluster));
   try {
-    // One thread: a scrape is rare and quick.
-    s->exposer_ = std::make_unique<prometheus::Exposer>(address, 1);
+    // A connection holds a server thread until it has sent its request or the timeout has
+    // passed: several threads and a short timeout, so that no idle or slow client (a port
+    // scanner, a stuck scraper) keeps the metrics from the next scrape.
+    s->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
+        "listening_ports", address, "num_threads", std::to_string(kMetricsThreads),
+        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
   } catch (const std::exception& e) {
     return Unavailable("cannot serve metrics at " + address + ": " + e.what());
   }

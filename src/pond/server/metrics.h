@@ -47,6 +47,10 @@ struct DaemonMetrics {
 // The metrics in Prometheus's text exposition format (version 0.0.4).
 std::string MetricsText(const DaemonMetrics& m);
 
+// Connections served at once, and how long one may take to send its request.
+inline constexpr int kMetricsThreads = 4;
+inline constexpr int kMetricsRequestTimeoutMs = 2000;
+
 class MetricsServer {
  public:
   // Serves GET /metrics at `address` ("HOST:PORT"; port 0: any free one) for daemon `role` `id`

@@ -6,10 +6,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <map>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace pond::server {
 namespace {
@@ -142,6 +144,8 @@ std::string HttpGet(int port, const std::string& path) {
     close(fd);
     return "";
   }
+  timeval limit{.tv_sec = 10, .tv_usec = 0};  // a server that never answers fails the test
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   (void)!write(fd, request.data(), request.size());
   std::string answer;
@@ -172,6 +176,63 @@ TEST(MetricsTest, ServesOverHttpOnAnyFreePort) {
   auto again = MetricsServer::Start(address, "mn", 3, "pond");
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kUnavailable);
+}
+
+// A connection to 127.0.0.1:`port` that sends nothing; -1 if it could not connect.
+int ConnectIdle(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int64_t MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               t)
+      .count();
+}
+
+// An idle client must not keep the metrics from a scraper: one idle connection leaves the other
+// threads serving at once, and more idle connections than threads are closed by the request
+// timeout, after which the scrape is served.
+TEST(MetricsTest, IdleConnectionsDoNotBlockScrapes) {
+  auto s = MetricsServer::Start("127.0.0.1:0", "mn", 0, "pond");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const std::string& address = (*s)->address();
+  const int port = std::stoi(address.substr(address.find(':') + 1));
+
+  const int idle = ConnectIdle(port);
+  ASSERT_GE(idle, 0);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; i++) {
+    EXPECT_NE(HttpGet(port, "/metrics").find("200 OK"), std::string::npos);
+  }
+  EXPECT_LT(MsSince(start), kMetricsRequestTimeoutMs / 2) << "three scrapes beside an idle client";
+
+  std::vector<int> crowd;
+  for (int i = 0; i < 2 * kMetricsThreads; i++) {
+    const int fd = ConnectIdle(port);
+    ASSERT_GE(fd, 0);
+    crowd.push_back(fd);
+  }
+  start = std::chrono::steady_clock::now();
+  EXPECT_NE(HttpGet(port, "/metrics").find("200 OK"), std::string::npos);
+  // Each idle connection is dropped a timeout after a thread took it; the crowd of 2T takes two
+  // rounds of T threads at most (three, with the first idle one).
+  EXPECT_LT(MsSince(start), 3 * kMetricsRequestTimeoutMs + 1000) << "a scrape behind a crowd";
+  // The server closed the idle connections it timed out: each reads end of file.
+  timeval limit{.tv_sec = 10, .tv_usec = 0};
+  setsockopt(idle, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+  char c;
+  EXPECT_EQ(read(idle, &c, 1), 0) << "the first idle connection is still open";
+  close(idle);
+  for (int fd : crowd) close(fd);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 # `pond up` gives every daemon a metrics port on loopback and records it in cluster.json; GET
 # /metrics of a CN and an MN answers in Prometheus's text format; a CN's commits grow with a
 # client run; a restarted CN serves its metrics on the same port; and a daemon reads its flags
-# from a file, the command line winning. Usage: metrics_test.sh PATH_TO_POND
+# from a file, the command line winning; an idle connection does not block a scrape. Usage: metrics_test.sh PATH_TO_POND
 set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
@@ -97,6 +97,17 @@ if scrape "$cn0" >"$tmp/cn-before.txt" 2>"$tmp/err"; then
 else
   fail "CN 0's metrics do not parse: $(cat "$tmp/err")"
 fi
+
+# A client that connects and sends nothing does not keep the metrics from a scraper.
+exec 3<>"/dev/tcp/${cn0%:*}/${cn0##*:}"
+start=$(date +%s%N)
+scrape "$cn0" >/dev/null 2>"$tmp/err" && scrape "$cn0" >/dev/null 2>>"$tmp/err"
+rc=$?
+ms=$(( ($(date +%s%N) - start) / 1000000 ))
+exec 3<&-
+[ "$rc" -eq 0 ] && [ "$ms" -lt 1000 ] &&
+  ok "two scrapes of CN 0 beside an idle connection to its metrics port ($ms ms)" ||
+  { fail "a scrape beside an idle connection: exit $rc after $ms ms"; cat "$tmp/err"; }
 
 # Every client starts at CN 0: its commits are CN 0's unless routed elsewhere.
 timeout 120 "$pond" bench smallbank --connect "$client" --clients 2 --seconds 1 >"$tmp/run.out" 2>&1
