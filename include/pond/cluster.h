@@ -298,6 +298,10 @@ struct CnStats {
   uint64_t recoveries = 0;      // failed CNs whose recovery finished here (their shards opened)
   uint64_t logs_recovered = 0;  // commit logs of failed CNs this CN replayed
   uint64_t tso_moves = 0;       // the timestamp oracle moved to another CN
+  bool coordination_up = true;  // the coordination service answered this CN's last read
+  // Nodes whose beat stopped two leases ago that no epoch has declared failed (the service
+  // unreachable, or more MNs down than can be declared): transactions needing them wait.
+  uint32_t failures_undeclared = 0;
 };
 
 // What membership and recovery did in a simulated run with node faults (docs/recovery.md).

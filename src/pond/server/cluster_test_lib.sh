@@ -1,5 +1,5 @@
-# What the shell tests of local clusters share (sourced by daemons_test.sh, kill_test.sh and
-# metrics_test.sh; needs $pond set): a temp dir that goes away with every cluster started under
+# What the shell tests of local clusters share (sourced by daemons_test.sh, kill_test.sh,
+# coord_kill_test.sh and metrics_test.sh; needs $pond set): a temp dir that goes away with every cluster started under
 # it, ok/FAIL lines with a count, and how to find and watch the daemons.
 
 tmp=$(mktemp -d)
@@ -36,3 +36,40 @@ await_line() {
   done
   return 1
 }
+# The value of metric SAMPLE (name with labels, as written) that daemon ROLE ID of the cluster in
+# DIR serves now; empty if it cannot be read.
+metric() {
+  python3 - "$1/cluster.json" "$2" "$3" "$4" <<'PY'
+import json, sys, urllib.request
+procs = json.load(open(sys.argv[1]))["processes"]
+addr = [p.get("metrics", "") for p in procs if p["role"] == sys.argv[2] and p["id"] == int(sys.argv[3])]
+try:
+    text = urllib.request.urlopen("http://%s/metrics" % addr[0], timeout=5).read().decode()
+except Exception:
+    sys.exit(0)
+for line in text.splitlines():
+    if line.split(" ")[0] == sys.argv[4]:
+        print(line.split(" ")[1])
+PY
+}
+# Waits up to $5 seconds for metric $4 of daemon $2 $3 of cluster $1 to read $6.
+await_metric() {
+  for _ in $(seq 1 $(($5 * 5))); do
+    [ "$(metric "$1" "$2" "$3" "$4")" = "$6" ] && return 0
+    sleep 0.2
+  done
+  return 1
+}
+# probe NAME ADDR [CN_ADDR...]: every shard commits through each CN (all the server names if none).
+probe() {
+  local what="$1" addr="$2"; shift 2
+  local through=()
+  for c in "$@"; do through+=(--cn "$c"); done
+  if "$pond" client --connect "$addr" --timeout-ms 5000 probe probe --within-ms 20000 \
+      "${through[@]}" >"$tmp/probe.out" 2>&1; then
+    ok "$what: every shard commits through every CN ($(awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 }' "$tmp/probe.out"))"
+  else
+    fail "$what: some shard does not commit through some CN"; cat "$tmp/probe.out"
+  fi
+}
+

@@ -22,19 +22,6 @@ min_rate_after() {
     END { print (min == "" ? -1 : min) }' "$1"
 }
 
-# probe NAME ADDR [CN_ADDR...]: every shard commits through each CN (all the server names if none).
-probe() {
-  local what="$1" addr="$2"; shift 2
-  local through=()
-  for c in "$@"; do through+=(--cn "$c"); done
-  if "$pond" client --connect "$addr" --timeout-ms 5000 probe probe --within-ms 20000 \
-      "${through[@]}" >"$tmp/probe.out" 2>&1; then
-    ok "$what: every shard commits through every CN ($(awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 }' "$tmp/probe.out"))"
-  else
-    fail "$what: some shard does not commit through some CN"; cat "$tmp/probe.out"
-  fi
-}
-
 for tls in shm tcp; do
   d="$tmp/$tls"
   dirs+=("$d")

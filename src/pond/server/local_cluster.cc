@@ -359,6 +359,38 @@ int Restart(const std::string& dir, int cn, double timeout_s) {
   return 0;
 }
 
+int RestartCoord(const std::string& dir, double timeout_s) {
+  auto fail = [](const std::string& m, int code = 1) {
+    std::fprintf(stderr, "pond restart: %s\n", m.c_str());
+    return code;
+  };
+  const std::string file = ClusterFile(dir);
+  Result<ClusterRecord> r = ReadRecord(file);
+  if (!r.ok()) return fail(r.status().message());
+  auto it = std::find_if(r->procs.begin(), r->procs.end(),
+                         [](const Proc& p) { return p.role == "zookeeper"; });
+  if (it == r->procs.end()) return fail("the cluster in " + dir + " has no ZooKeeper server", 2);
+  if (GroupAlive(it->pid)) {
+    return fail(fmt::format("ZooKeeper is still running (pid {}); it restarts once it has stopped",
+                            it->pid));
+  }
+  // The same port, so every daemon's session finds it again, and the same data: the
+  // configuration, the failures' steps and the daemons' descriptors are all there.
+  const size_t colon = r->coord.rfind(':');
+  const int port = colon == std::string::npos ? 0 : std::atoi(r->coord.c_str() + colon + 1);
+  if (port <= 0 || port > 65535) return fail("cluster.json names no port in " + r->coord);
+  auto zk = cluster::LocalZooKeeper::Start(fs::path(it->log).parent_path().string(),
+                                           static_cast<uint16_t>(port),
+                                           static_cast<int>(timeout_s * 1e3));
+  if (!zk.ok()) return fail(zk.status().message());
+  it->pid = (*zk)->Detach();
+  Status written = WriteRecord(file, *r);
+  if (!written.ok()) return fail(written.message());
+  std::printf("pond restart: ZooKeeper is back at %s (pid %d)\n", r->coord.c_str(),
+              static_cast<int>(it->pid));
+  return 0;
+}
+
 int Down(const std::string& dir, double grace_s) {
   const std::string file = ClusterFile(dir);
   Result<std::vector<Proc>> procs = ReadProcs(file);

@@ -34,6 +34,10 @@ int Up(const UpOptions& o);
 // log appended to; it comes back as a new incarnation once its failure is recovered
 // (docs/recovery.md "Processes"). Waits until it serves, at most `timeout_s`; the exit status.
 int Restart(const std::string& dir, int cn, double timeout_s);
+// Starts the cluster's ZooKeeper server again after it stopped or was killed: the same port and
+// data directory, so the daemons' sessions reconnect and recovery resumes by itself. Waits until
+// it accepts connections, at most `timeout_s`; the exit status.
+int RestartCoord(const std::string& dir, double timeout_s);
 // Stops every process DIR/cluster.json names (SIGTERM, then SIGKILL after `grace_s`), then
 // removes that file; the exit status.
 int Down(const std::string& dir, double grace_s);

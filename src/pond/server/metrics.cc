@@ -131,6 +131,12 @@ void AddCn(Families& f, const ClusterStats& s, const CnStats& c) {
   f.Family("pond_oracle_moves_total", MetricType::Counter,
            "Times the timestamp oracle moved to another CN")
       .Sample(d(c.tso_moves));
+  f.Family("pond_coordination_up", MetricType::Gauge,
+           "1 if the coordination service answered this CN's last read of the configuration")
+      .Sample(c.coordination_up ? 1 : 0);
+  f.Family("pond_failures_undeclared", MetricType::Gauge,
+           "Nodes whose beat stopped two leases ago and that no epoch has declared failed")
+      .Sample(d(c.failures_undeclared));
 }
 
 std::vector<MetricFamily> BuildFamilies(const DaemonMetrics& m) {
@@ -140,8 +146,13 @@ std::vector<MetricFamily> BuildFamilies(const DaemonMetrics& m) {
   f.Family("pond_uptime_seconds", MetricType::Gauge, "Seconds since the daemon started")
       .Sample(m.uptime_s);
   if (m.role == "cn") {
-    f.Family("pond_serving", MetricType::Gauge, "1 once this CN serves, 0 before and as it stops")
-        .Sample(m.totals.has_value() ? 1 : 0);
+    // Serving means able to: a CN whose cluster has a failure it cannot get past (a node gone
+    // undeclared) commits only what does not touch that node, and says so.
+    const bool whole = m.cn.has_value() && m.cn->failures_undeclared == 0;
+    f.Family("pond_serving", MetricType::Gauge,
+             "1 while this CN serves and no node is failed undeclared; 0 before it serves, as it "
+             "stops, and while a failure cannot be declared")
+        .Sample(m.totals.has_value() && whole ? 1 : 0);
     if (m.totals.has_value() && m.cn.has_value()) AddCn(f, *m.totals, *m.cn);
   } else {
     f.Family("pond_region_bytes", MetricType::Gauge, "Bytes of the region this MN serves")

@@ -88,6 +88,23 @@ TEST(MetricsTest, ServingCnShowsItsCounts) {
   EXPECT_NE(text.find("# TYPE pond_commit_latency_seconds histogram"), std::string::npos);
 }
 
+// With the coordination service gone and a CN dead undeclared, a CN says so and stops saying it
+// serves: an operator must not see a healthy cluster that commits nothing.
+TEST(MetricsTest, UndeclaredFailureIsNotServing) {
+  std::map<std::string, double> s = Samples(MetricsText(ServingCn()));
+  EXPECT_EQ(s["pond_coordination_up"], 1);
+  EXPECT_EQ(s["pond_failures_undeclared"], 0);
+  DaemonMetrics m = ServingCn();
+  m.cn->coordination_up = false;
+  s = Samples(MetricsText(m));
+  EXPECT_EQ(s["pond_coordination_up"], 0);
+  EXPECT_EQ(s["pond_serving"], 1) << "nothing failed: it still commits";
+  m.cn->failures_undeclared = 1;
+  s = Samples(MetricsText(m));
+  EXPECT_EQ(s["pond_failures_undeclared"], 1);
+  EXPECT_EQ(s["pond_serving"], 0);
+}
+
 TEST(MetricsTest, LatencyHistogramIsCumulativeInSeconds) {
   std::map<std::string, double> s = Samples(MetricsText(ServingCn()));
   // Buckets count everything at or below their bound, in seconds; +Inf counts all.

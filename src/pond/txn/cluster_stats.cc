@@ -201,6 +201,8 @@ CnStats Cluster::GetCnStats(uint16_t cn) const {
   s.recoveries = m.recoveries.load();
   s.logs_recovered = m.logs_recovered.load();
   s.tso_moves = m.tso_moves.load();
+  s.coordination_up = m.coordination_up.load();
+  s.failures_undeclared = m.failures_undeclared.load();
   return s;
 }
 

@@ -111,7 +111,8 @@ void ProcessMembership::CoordLoop() {
   const uint64_t period = LeaseNs() / 10;
   while (!stop_.load()) {
     const uint64_t start = cl_.clock().NowNs();
-    ReadConfig();
+    NoteCoordination(ReadConfig());
+    NoteUndeclared();
     if (ActingCm()) Manage();
     for (auto& f : failures_) {
       if (!f->opened) Progress(*f);
@@ -194,23 +195,83 @@ bool ProcessMembership::ActingCm() const {
   return true;
 }
 
-void ProcessMembership::ReadConfig() {
+Status ProcessMembership::ReadConfig() {
   const std::string& name = cl_.config().transport.cluster;
   Result<cluster::Versioned> v = cl_.coord_->Get(cluster::ConfigKey(name));
-  if (!v.ok() || v->version == config_version_) return;
+  if (!v.ok()) return v.status();
+  if (v->version == config_version_) return Status::Ok();
   Result<cluster::Configuration> next = cluster::Configuration::Decode(v->value);
   if (!next.ok()) {
     Event("unreadable configuration: " + next.status().message());
-    return;
+    return Status::Ok();
   }
   if (next->epoch <= view_.epoch) {
     config_version_ = v->version;  // the epoch this CN started from
-    return;
+    return Status::Ok();
   }
   Result<std::vector<uint16_t>> shards = ReadShardMap(*cl_.coord_, name, next->epoch);
-  if (!shards.ok()) return;  // the CM writes the map first: read again next period
+  if (!shards.ok()) return Status::Ok();  // the CM writes the map first: read again next period
   config_version_ = v->version;
   Apply(*next, *shards);
+  return Status::Ok();
+}
+
+void ProcessMembership::NoteCoordination(const Status& read) {
+  const uint64_t now = cl_.clock().NowNs();
+  // Only the service's absence counts; any other error is the configuration's, said elsewhere.
+  const bool up = read.ok() || read.code() != Code::kUnavailable;
+  if (up == coord_up_) return;
+  coord_up_ = up;
+  cl_.membership_counts_.coordination_up = up;
+  if (!up) {
+    coord_down_ns_ = now;
+    Event("the coordination service is unreachable (" + read.message() +
+          "): no failure can be declared or recovered until it is back");
+  } else {
+    Event("the coordination service is back after " +
+          std::to_string((now - coord_down_ns_) / 1'000'000) + " ms");
+  }
+}
+
+void ProcessMembership::NoteUndeclared() {
+  // A node whose beat stopped for a lease is declared within a period or two; one still
+  // undeclared after two leases is a failure the cluster cannot get past (no service to put the
+  // epoch, or too many MNs down): transactions that need it wait or abort until it is.
+  const uint64_t now = cl_.clock().NowNs();
+  uint32_t undeclared = 0;
+  auto note = [&](const std::string& what, uint64_t moved_ns, bool* logged) {
+    const bool stuck = now > moved_ns + 2 * LeaseNs();
+    undeclared += stuck;
+    if (stuck && !*logged) {
+      Event(what + " has not beaten for " + std::to_string((now - moved_ns) / 1'000'000) +
+            " ms and is not declared failed" +
+            (coord_up_ ? std::string() : ": the coordination service is unreachable"));
+    }
+    *logged = stuck;
+  };
+  std::vector<uint64_t> cn_moved, mn_moved;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (const Seen& c : cn_seen_) cn_moved.push_back(c.moved_ns);
+    for (const Seen& m : mn_seen_) mn_moved.push_back(m.moved_ns);
+  }
+  undeclared_logged_.resize(cn_moved.size() + mn_moved.size());
+  for (uint16_t c = 0; c < cn_moved.size(); c++) {
+    bool logged = undeclared_logged_[c];
+    if (c != cn_ && view_.cns[c].alive) note("CN " + std::to_string(c), cn_moved[c], &logged);
+    else logged = false;
+    undeclared_logged_[c] = logged;
+  }
+  for (uint16_t mn = 0; mn < mn_moved.size(); mn++) {
+    bool logged = undeclared_logged_[cn_moved.size() + mn];
+    if (view_.mns[mn].alive && !view_.mns[mn].leaving) {
+      note("MN " + std::to_string(mn), mn_moved[mn], &logged);
+    } else {
+      logged = false;
+    }
+    undeclared_logged_[cn_moved.size() + mn] = logged;
+  }
+  cl_.membership_counts_.failures_undeclared = undeclared;
 }
 
 void ProcessMembership::Apply(const cluster::Configuration& next,

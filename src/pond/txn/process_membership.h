@@ -109,7 +109,13 @@ class ProcessMembership {
   bool MnExpired(uint16_t mn) const;
   // The CM's work: declare what failed, let restarted CNs in.
   void Manage();
-  void ReadConfig();
+  // Applies a newer epoch if there is one; the service's error if it could not be read.
+  Status ReadConfig();
+  // Logs the coordination service's loss and return, once each, and exports it.
+  void NoteCoordination(const Status& read);
+  // Counts (and logs once each) the nodes whose beat stopped two leases ago and that no epoch
+  // has declared failed.
+  void NoteUndeclared();
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards);
   void Progress(Failure& f);
   // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
@@ -153,6 +159,11 @@ class ProcessMembership {
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat thread's scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
+  // The coordination thread's: whether the service answered its last read, since when not, and
+  // which nodes (CNs, then MNs) it has said are stuck undeclared.
+  bool coord_up_ = true;
+  uint64_t coord_down_ns_ = 0;
+  std::vector<bool> undeclared_logged_;
 };
 
 }  // namespace pond::txn

@@ -218,6 +218,8 @@ struct MembershipCounts {
   std::atomic<uint64_t> epoch{0};
   std::atomic<uint64_t> cns_failed{0}, mns_failed{0}, cns_back{0};
   std::atomic<uint64_t> recoveries{0}, logs_recovered{0}, tso_moves{0};
+  std::atomic<bool> coordination_up{true};
+  std::atomic<uint32_t> failures_undeclared{0};
 };
 
 // The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
