@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "pond/cluster/membership.h"
 #include "pond/status.h"
+#include "pond/transport/gaddr.h"
 
 namespace pond::cluster {
 
@@ -84,5 +87,24 @@ inline Status PutOwned(ConfigStore& store, const std::string& key,
   }
   return Conflict("someone else keeps writing " + key);
 }
+
+// Where one CN incarnation's workers keep their commit logs (docs/formats.md "Log areas"), as
+// it publishes them at LogsKey: by worker, its areas (one per MN), each `bytes` long.
+struct LogAreas {
+  uint64_t bytes = 0;
+  std::vector<std::vector<GAddr>> areas;
+
+  std::vector<std::byte> Encode() const;
+  static Result<LogAreas> Decode(std::span<const std::byte> in);
+};
+Result<LogAreas> ReadLogAreas(ConfigStore& store, const std::string& cluster, uint16_t cn,
+                              uint16_t incarnation);
+
+// The shard map of an epoch (docs/formats.md "Shard map": the owner of each of `shards` shards,
+// u16 each).
+Status WriteShardMap(ConfigStore& store, const std::string& cluster, uint64_t epoch,
+                     const std::vector<uint16_t>& owners);
+Result<std::vector<uint16_t>> ReadShardMap(ConfigStore& store, const std::string& cluster,
+                                           uint64_t epoch, size_t shards);
 
 }  // namespace pond::cluster

@@ -65,88 +65,6 @@ Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint6
   return std::unique_ptr<Fabric>(std::move(f).value());
 }
 
-namespace {
-
-template <typename T>
-void Append(std::vector<std::byte>* out, T v) {
-  const size_t at = out->size();
-  out->resize(at + sizeof(v));
-  std::memcpy(out->data() + at, &v, sizeof(v));
-}
-
-template <typename T>
-bool Take(std::span<const std::byte>* in, T* v) {
-  if (in->size() < sizeof(*v)) return false;
-  std::memcpy(v, in->data(), sizeof(*v));
-  *in = in->subspan(sizeof(*v));
-  return true;
-}
-
-}  // namespace
-
-std::vector<std::byte> LogAreas::Encode() const {
-  std::vector<std::byte> out;
-  Append(&out, bytes);
-  Append(&out, static_cast<uint16_t>(areas.size()));
-  for (const std::vector<GAddr>& w : areas) {
-    Append(&out, static_cast<uint16_t>(w.size()));
-    for (GAddr a : w) Append(&out, a.raw);
-  }
-  return out;
-}
-
-Result<LogAreas> LogAreas::Decode(std::span<const std::byte> in) {
-  LogAreas l;
-  uint16_t workers = 0;
-  if (!Take(&in, &l.bytes) || !Take(&in, &workers) || workers == 0 || workers > 64) {
-    return InvalidArgument("log areas: bad header");
-  }
-  for (uint16_t i = 0; i < workers; i++) {
-    uint16_t n = 0;
-    if (!Take(&in, &n) || n == 0 || n > 64) return InvalidArgument("log areas: bad worker entry");
-    std::vector<GAddr> w(n);
-    for (GAddr& a : w) {
-      if (!Take(&in, &a.raw)) return InvalidArgument("log areas: cut short");
-    }
-    l.areas.push_back(std::move(w));
-  }
-  if (!in.empty()) return InvalidArgument("log areas: trailing bytes");
-  return l;
-}
-
-Result<LogAreas> ReadLogAreas(cluster::ConfigStore& store, const std::string& cluster, uint16_t cn,
-                              uint16_t incarnation) {
-  Result<cluster::Versioned> v = store.Get(cluster::LogsKey(cluster, cn, incarnation));
-  if (!v.ok()) return v.status();
-  if (v->version == 0) return NotFound(cluster::LogsKey(cluster, cn, incarnation) + " is absent");
-  return LogAreas::Decode(v->value);
-}
-
-Status WriteShardMap(cluster::ConfigStore& store, const std::string& cluster, uint64_t epoch,
-                     const std::vector<uint16_t>& owners) {
-  std::vector<std::byte> bytes(owners.size() * 2);
-  std::memcpy(bytes.data(), owners.data(), bytes.size());
-  Result<uint64_t> put = store.PutIf(cluster::ShardsKey(cluster, epoch), bytes, 0);
-  if (put.ok()) return Status::Ok();
-  // Written already: by this CN before (a put whose answer was lost) or by a rival CM. Only a
-  // map equal to ours lets this CM go on to the configuration.
-  Result<std::vector<uint16_t>> there = ReadShardMap(store, cluster, epoch);
-  if (there.ok() && *there == owners) return Status::Ok();
-  return put.status();
-}
-
-Result<std::vector<uint16_t>> ReadShardMap(cluster::ConfigStore& store, const std::string& cluster,
-                                           uint64_t epoch) {
-  Result<cluster::Versioned> v = store.Get(cluster::ShardsKey(cluster, epoch));
-  if (!v.ok()) return v.status();
-  if (v->value.size() != lock::kShards * 2) {
-    return NotFound("no shard map of epoch " + std::to_string(epoch));
-  }
-  std::vector<uint16_t> owners(lock::kShards);
-  std::memcpy(owners.data(), v->value.data(), v->value.size());
-  return owners;
-}
-
 Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c) {
   const TransportConfig& t = c.transport;
   const auto me = static_cast<uint16_t>(t.cn);
@@ -165,7 +83,7 @@ Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig&
       start.config.mns.resize(static_cast<size_t>(c.mns));
       lock::ShardMap home(static_cast<uint16_t>(c.cns));
       for (uint32_t s = 0; s < lock::kShards; s++) start.shards.push_back(home.CnOf(s));
-      POND_RETURN_IF_ERROR(WriteShardMap(store, t.cluster, 1, start.shards));
+      POND_RETURN_IF_ERROR(cluster::WriteShardMap(store, t.cluster, 1, start.shards));
       Result<uint64_t> put = store.PutIf(key, start.config.Encode(), 0);
       if (!put.ok() && put.status().code() != Code::kConflict) return put.status();
       if (put.ok()) return start;
@@ -190,7 +108,7 @@ Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig&
       std::this_thread::sleep_for(kPeerPoll);
       continue;
     }
-    Result<std::vector<uint16_t>> shards = ReadShardMap(store, t.cluster, config->epoch);
+    Result<std::vector<uint16_t>> shards = cluster::ReadShardMap(store, t.cluster, config->epoch, lock::kShards);
     if (!shards.ok()) return shards.status();
     start.config = *std::move(config);
     start.shards = *std::move(shards);
@@ -206,7 +124,7 @@ Status ClusterImpl::PublishCn() {
   const std::string& name = config_.transport.cluster;
   const ProcessStart& start = *process_start_;
   // Where its logs are, for whoever recovers it: kept after it stops.
-  LogAreas logs;
+  cluster::LogAreas logs;
   for (const auto& w : cns_[cn]->workers) {
     logs.bytes = w->log().bytes();
     logs.areas.push_back(w->log().areas());

@@ -26,24 +26,6 @@ inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
 Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes,
                                                    std::unique_ptr<cluster::ZkConfigStore>* coord);
 
-// Where one CN incarnation's workers keep their commit logs (docs/formats.md "Log areas"), as
-// it publishes them at cluster::LogsKey: by worker, its areas (one per MN), each `bytes` long.
-struct LogAreas {
-  uint64_t bytes = 0;
-  std::vector<std::vector<GAddr>> areas;
-
-  std::vector<std::byte> Encode() const;
-  static Result<LogAreas> Decode(std::span<const std::byte> in);
-};
-Result<LogAreas> ReadLogAreas(cluster::ConfigStore& store, const std::string& cluster, uint16_t cn,
-                              uint16_t incarnation);
-
-// The shard map of an epoch (docs/formats.md "Shard map": the owner of each shard, u16 each).
-Status WriteShardMap(cluster::ConfigStore& store, const std::string& cluster, uint64_t epoch,
-                     const std::vector<uint16_t>& owners);
-Result<std::vector<uint16_t>> ReadShardMap(cluster::ConfigStore& store, const std::string& cluster,
-                                           uint64_t epoch);
-
 struct ProcessStart;
 // What CN `c.transport.cn` starts from: the newest configuration (CN 0's first start writes the
 // first one), its shard map, and this process's incarnation — one past the last if the CN ran

@@ -26,6 +26,7 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
+#include "pond/recovery/cn_controls.h"
 #include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/sim/engine.h"
@@ -214,13 +215,7 @@ class ProcessMembership;
 struct ProcessStart;
 
 // What the membership of a CN process did (CnStats): its thread counts, any thread reads.
-struct MembershipCounts {
-  std::atomic<uint64_t> epoch{0};
-  std::atomic<uint64_t> cns_failed{0}, mns_failed{0}, cns_back{0};
-  std::atomic<uint64_t> recoveries{0}, logs_recovered{0}, tso_moves{0};
-  std::atomic<bool> coordination_up{true};
-  std::atomic<uint32_t> failures_undeclared{0};
-};
+using MembershipCounts = recovery::MembershipCounts;
 
 // The cluster: its config, the memory pool's layout and placement, the catalog, the shard map,
 // the timestamp oracle, the CNs and the registered procedures. Transactions read it through the

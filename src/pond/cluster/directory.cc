@@ -1,0 +1,89 @@
+#include "pond/cluster/directory.h"
+
+#include <cstring>
+
+namespace pond::cluster {
+
+namespace {
+
+template <typename T>
+void Append(std::vector<std::byte>* out, T v) {
+  const size_t at = out->size();
+  out->resize(at + sizeof(v));
+  std::memcpy(out->data() + at, &v, sizeof(v));
+}
+
+template <typename T>
+bool Take(std::span<const std::byte>* in, T* v) {
+  if (in->size() < sizeof(*v)) return false;
+  std::memcpy(v, in->data(), sizeof(*v));
+  *in = in->subspan(sizeof(*v));
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::byte> LogAreas::Encode() const {
+  std::vector<std::byte> out;
+  Append(&out, bytes);
+  Append(&out, static_cast<uint16_t>(areas.size()));
+  for (const std::vector<GAddr>& w : areas) {
+    Append(&out, static_cast<uint16_t>(w.size()));
+    for (GAddr a : w) Append(&out, a.raw);
+  }
+  return out;
+}
+
+Result<LogAreas> LogAreas::Decode(std::span<const std::byte> in) {
+  LogAreas l;
+  uint16_t workers = 0;
+  if (!Take(&in, &l.bytes) || !Take(&in, &workers) || workers == 0 || workers > 64) {
+    return InvalidArgument("log areas: bad header");
+  }
+  for (uint16_t i = 0; i < workers; i++) {
+    uint16_t n = 0;
+    if (!Take(&in, &n) || n == 0 || n > 64) return InvalidArgument("log areas: bad worker entry");
+    std::vector<GAddr> w(n);
+    for (GAddr& a : w) {
+      if (!Take(&in, &a.raw)) return InvalidArgument("log areas: cut short");
+    }
+    l.areas.push_back(std::move(w));
+  }
+  if (!in.empty()) return InvalidArgument("log areas: trailing bytes");
+  return l;
+}
+
+Result<LogAreas> ReadLogAreas(ConfigStore& store, const std::string& cluster, uint16_t cn,
+                              uint16_t incarnation) {
+  Result<Versioned> v = store.Get(LogsKey(cluster, cn, incarnation));
+  if (!v.ok()) return v.status();
+  if (v->version == 0) return NotFound(LogsKey(cluster, cn, incarnation) + " is absent");
+  return LogAreas::Decode(v->value);
+}
+
+Status WriteShardMap(ConfigStore& store, const std::string& cluster, uint64_t epoch,
+                     const std::vector<uint16_t>& owners) {
+  std::vector<std::byte> bytes(owners.size() * 2);
+  std::memcpy(bytes.data(), owners.data(), bytes.size());
+  Result<uint64_t> put = store.PutIf(ShardsKey(cluster, epoch), bytes, 0);
+  if (put.ok()) return Status::Ok();
+  // Written already: by this CN before (a put whose answer was lost) or by a rival CM. Only a
+  // map equal to ours lets this CM go on to the configuration.
+  Result<std::vector<uint16_t>> there = ReadShardMap(store, cluster, epoch, owners.size());
+  if (there.ok() && *there == owners) return Status::Ok();
+  return put.status();
+}
+
+Result<std::vector<uint16_t>> ReadShardMap(ConfigStore& store, const std::string& cluster,
+                                           uint64_t epoch, size_t shards) {
+  Result<Versioned> v = store.Get(ShardsKey(cluster, epoch));
+  if (!v.ok()) return v.status();
+  if (v->value.size() != shards * 2) {
+    return NotFound("no shard map of epoch " + std::to_string(epoch));
+  }
+  std::vector<uint16_t> owners(shards);
+  std::memcpy(owners.data(), v->value.data(), v->value.size());
+  return owners;
+}
+
+}  // namespace pond::cluster

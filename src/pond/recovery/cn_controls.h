@@ -1,0 +1,78 @@
+// What the membership and recovery machine (cn_membership.h) asks of the compute node it runs
+// on, and what it counts there. The node runtime implements CnControls, so the machine reaches
+// workers, lock tables, caches and the fabric only through it and stays below them (DESIGN.md
+// "Layers": the recovery machine defines the interface, the layer above implements it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pond/cluster/membership.h"
+#include "pond/status.h"
+#include "pond/store/catalog.h"
+#include "pond/store/placement.h"
+#include "pond/transport/gaddr.h"
+
+namespace pond::recovery {
+
+// What the membership of one CN did, as it saw it (CnStats, the daemons' metrics): the machine
+// counts, any thread reads.
+struct MembershipCounts {
+  std::atomic<uint64_t> epoch{0};
+  std::atomic<uint64_t> cns_failed{0}, mns_failed{0}, cns_back{0};
+  std::atomic<uint64_t> recoveries{0}, logs_recovered{0}, tso_moves{0};
+  std::atomic<bool> coordination_up{true};
+  std::atomic<uint32_t> failures_undeclared{0};
+};
+
+class CnControls {
+ public:
+  virtual ~CnControls() = default;
+
+  // Every worker of this CN takes epoch `next`: its view (packets of the incarnations it holds
+  // dead are refused); the requests awaiting a CN of `failed` end (locks: Conflict; routed
+  // calls: Unknown); a CN of `restarted` is a peer again; and if `oracle_moved`, timestamps come
+  // from the new host (this CN's own oracle if it is the host). Returns once every worker has;
+  // false if the CN stopped first.
+  virtual bool ApplyOnWorkers(const cluster::Configuration& next,
+                              const std::vector<uint16_t>& failed,
+                              const std::vector<uint16_t>& restarted, bool oracle_moved) = 0;
+  // The restarted CN `cn`'s workers, as its incarnation `incarnation` published them, become
+  // reachable from this CN.
+  virtual Status ReachRestarted(uint16_t cn, uint16_t incarnation) = 0;
+  // The timestamp oracle is on CN `host` from now on; this CN starts one if it is the host (its
+  // clock is past the old host's last grant: the old host's lease has ended).
+  virtual void MoveOracle(uint16_t host) = 0;
+
+  // The shard map: shard `s` is managed by `cn` from now on (closed in its lock table until
+  // opened), and who manages it now.
+  virtual void AssignShard(uint32_t s, uint16_t cn) = 0;
+  virtual uint16_t ShardOwner(uint32_t s) const = 0;
+  // This CN starts serving shard `s` from an empty lock table (its cached versions dropped).
+  virtual void OpenShard(uint32_t s) = 0;
+
+  // MN `mn` is read no more here (writes still reach it), or is down (writes skip it).
+  virtual void StopReading(MnId mn) = 0;
+  virtual void MarkDown(MnId mn) = 0;
+
+  // Releases every lock the dead CN's transactions hold in this CN's lock table and forgets
+  // their requests (Lotus §6 step 1, after its logs are recovered). False if the CN stopped.
+  virtual bool ReleaseLocksOf(uint16_t dead) = 0;
+  // This CN's live transactions that asked `dead` for a lock; nullopt if the CN stopped.
+  virtual std::optional<size_t> LiveContacting(uint16_t dead) = 0;
+
+  // What log recovery reads the memory pool by.
+  virtual const store::Catalog& catalog() const = 0;
+  virtual const store::Placement& placement() const = 0;
+
+  // One line for the CN's log.
+  virtual void Event(const std::string& line) = 0;
+  // This CN can no longer know that it was not declared failed: it stops at once (a daemon
+  // exits). The machine acts no more after calling it.
+  virtual void Fence(const std::string& why) = 0;
+};
+
+}  // namespace pond::recovery

@@ -1,0 +1,540 @@
+#include "pond/recovery/cn_membership.h"
+
+#include <algorithm>
+
+#include "pond/base/assert.h"
+#include "pond/store/layout.h"
+
+namespace pond::recovery {
+
+namespace {
+
+// Failure::recovery: a log's recovery by this CN, from the coordination half's start of it to
+// the beat half's end of it and back.
+constexpr int kRecoveryIdle = 0, kRecoveryRunning = 1, kRecoveryDone = 2, kRecoveryFailed = 3;
+
+}  // namespace
+
+CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
+                           std::vector<uint16_t> shards, cluster::ConfigStore& store, Clock& clock,
+                           CnControls& controls, MembershipCounts& counts, Scheduler& beat_sched,
+                           Endpoint& beat_ep)
+    : o_(std::move(o)),
+      store_(store),
+      clock_(clock),
+      controls_(controls),
+      counts_(counts),
+      beat_sched_(beat_sched),
+      beat_ep_(beat_ep),
+      view_(std::move(view)),
+      shards_(std::move(shards)) {
+  beat_view_ = view_;
+  const uint64_t now = clock_.NowNs();
+  cn_seen_.assign(o_.cns, Seen{0, now});
+  mn_seen_.assign(o_.mns, Seen{0, now});
+  mn_busy_.assign(o_.mns, MnBusy{});
+  renewed_ns_ = now;
+  alive_ = view_.cns[o_.cn].alive;
+  counts_.epoch = view_.epoch;
+}
+
+void CnMembership::BeatTick() {
+  if (fenced_.load()) return;
+  const uint64_t now = clock_.NowNs();
+  // A CN that has not renewed for its own lease can no longer know whether it was declared
+  // failed: it stops before the CM, which counts a whole lease from its last beat it saw.
+  const uint64_t renewed = renewed_ns_.load();
+  if (now > renewed + o_.lease_ns - o_.lease_ns / 10) {
+    std::string per_mn;
+    for (size_t mn = 0; mn < mn_busy_.size(); mn++) {
+      per_mn += "; MN " + std::to_string(mn) + ": last beat taken " +
+                std::to_string((now - mn_busy_[mn].renewed_ns) / 1'000'000) + " ms ago" +
+                (mn_busy_[mn].renewing ? ", one in flight" : "");
+    }
+    Fence("no renewal reached any MN for " + std::to_string((now - renewed) / 1'000'000) + " ms" +
+          per_mn);
+    return;
+  }
+  Renew();
+  Watch();
+}
+
+void CnMembership::RunQueued() {
+  std::vector<std::function<Task<void>()>> spawn;
+  {
+    std::lock_guard lock(beat_mu_);
+    spawn.swap(to_spawn_);
+  }
+  for (auto& fn : spawn) beat_sched_.Spawn(fn());
+}
+
+void CnMembership::CoordTick() {
+  if (fenced_.load()) return;
+  NoteCoordination(ReadConfig());
+  if (fenced_.load()) return;
+  NoteUndeclared();
+  if (ActingCm()) Manage();
+  for (auto& f : failures_) {
+    if (!f->opened) Progress(*f);
+  }
+}
+
+void CnMembership::Renew() {
+  const uint64_t beat = store::CnBeat(o_.incarnation, ++beat_count_);
+  // Every MN on its own: a batch to an MN that died may take the transport's timeout to fail,
+  // and must not hold up the beats the others take.
+  for (int mn = 0; mn < o_.mns; mn++) {
+    if (mn_busy_[mn].renewing || controls_.placement().IsDown(static_cast<MnId>(mn))) continue;
+    mn_busy_[mn].renewing = true;
+    beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat) -> Task<void> {
+      const uint64_t sent = m->clock_.NowNs();
+      // Its own copy: the write reads it after this coroutine suspends.
+      uint64_t value = beat;
+      m->beat_ep_.Write(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset +
+                                                               offsetof(store::LeasePage, cn_beat) +
+                                                               8 * uint64_t{m->o_.cn}),
+                        &value, 8);
+      Status st = co_await m->beat_ep_.Flush();
+      // One MN that took it is enough: the CM reads every MN's page.
+      if (st.ok() && m->renewed_ns_.load() < sent) m->renewed_ns_ = sent;
+      if (st.ok()) m->mn_busy_[mn].renewed_ns = sent;
+      m->mn_busy_[mn].renewing = false;
+    }(this, mn, beat));
+  }
+}
+
+void CnMembership::Watch() {
+  std::vector<bool> alive;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (const cluster::MnStatus& m : beat_view_.mns) alive.push_back(m.alive);
+  }
+  for (int mn = 0; mn < o_.mns; mn++) {
+    if (mn_busy_[mn].watching || !alive[mn]) continue;
+    mn_busy_[mn].watching = true;
+    beat_sched_.Spawn([](CnMembership* m, int mn) -> Task<void> {
+      store::LeasePage page;
+      m->beat_ep_.Read(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset), &page,
+                       sizeof(page));
+      const bool read = (co_await m->beat_ep_.Flush()).ok();
+      m->mn_busy_[mn].watching = false;
+      if (!read) co_return;  // an MN that does not answer does not beat
+      const uint64_t now = m->clock_.NowNs();
+      std::lock_guard lock(m->beat_mu_);
+      Seen& s = m->mn_seen_[mn];
+      if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
+      for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
+        const uint64_t b = page.cn_beat[cn];
+        // Only the incarnation the view holds alive counts: an older one's beats are its last.
+        if (store::CnBeatIncarnation(b) != m->beat_view_.cns[cn].incarnation) continue;
+        Seen& c = m->cn_seen_[cn];
+        if (b > c.beat) c = Seen{b, now};
+      }
+    }(this, mn));
+  }
+}
+
+bool CnMembership::CnExpired(uint16_t cn) const {
+  std::lock_guard lock(beat_mu_);
+  return clock_.NowNs() > cn_seen_[cn].moved_ns + o_.lease_ns;
+}
+
+bool CnMembership::MnExpired(uint16_t mn) const {
+  std::lock_guard lock(beat_mu_);
+  return clock_.NowNs() > mn_seen_[mn].moved_ns + o_.lease_ns;
+}
+
+bool CnMembership::ActingCm() const {
+  if (!view_.cns[o_.cn].alive) return false;
+  for (uint16_t c = 0; c < o_.cn; c++) {
+    if (view_.cns[c].alive && !CnExpired(c)) return false;
+  }
+  return true;
+}
+
+Status CnMembership::ReadConfig() {
+  const std::string& name = o_.cluster;
+  Result<cluster::Versioned> v = store_.Get(cluster::ConfigKey(name));
+  if (!v.ok()) return v.status();
+  if (v->version == config_version_) return Status::Ok();
+  Result<cluster::Configuration> next = cluster::Configuration::Decode(v->value);
+  if (!next.ok()) {
+    controls_.Event("unreadable configuration: " + next.status().message());
+    return Status::Ok();
+  }
+  if (next->epoch <= view_.epoch) {
+    config_version_ = v->version;  // the epoch this CN started from
+    return Status::Ok();
+  }
+  Result<std::vector<uint16_t>> shards =
+      cluster::ReadShardMap(store_, name, next->epoch, o_.shards);
+  if (!shards.ok()) return Status::Ok();  // the CM writes the map first: read again next period
+  config_version_ = v->version;
+  Apply(*next, *shards);
+  return Status::Ok();
+}
+
+void CnMembership::NoteCoordination(const Status& read) {
+  const uint64_t now = clock_.NowNs();
+  // Only the service's absence counts; any other error is the configuration's, said elsewhere.
+  const bool up = read.ok() || read.code() != Code::kUnavailable;
+  if (up == coord_up_) return;
+  coord_up_ = up;
+  counts_.coordination_up = up;
+  if (!up) {
+    coord_down_ns_ = now;
+    controls_.Event("the coordination service is unreachable (" + read.message() +
+                    "): no failure can be declared or recovered until it is back");
+  } else {
+    controls_.Event("the coordination service is back after " +
+                    std::to_string((now - coord_down_ns_) / 1'000'000) + " ms");
+  }
+}
+
+void CnMembership::NoteUndeclared() {
+  // A node whose beat stopped for a lease is declared within a period or two; one still
+  // undeclared after two leases is a failure the cluster cannot get past (no service to put the
+  // epoch, or too many MNs down): transactions that need it wait or abort until it is.
+  const uint64_t now = clock_.NowNs();
+  uint32_t undeclared = 0;
+  auto note = [&](const std::string& what, uint64_t moved_ns, bool* logged) {
+    const bool stuck = now > moved_ns + 2 * o_.lease_ns;
+    undeclared += stuck;
+    if (stuck && !*logged) {
+      controls_.Event(what + " has not beaten for " + std::to_string((now - moved_ns) / 1'000'000) +
+                      " ms and is not declared failed" +
+                      (coord_up_ ? std::string() : ": the coordination service is unreachable"));
+    }
+    *logged = stuck;
+  };
+  std::vector<uint64_t> cn_moved, mn_moved;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (const Seen& c : cn_seen_) cn_moved.push_back(c.moved_ns);
+    for (const Seen& m : mn_seen_) mn_moved.push_back(m.moved_ns);
+  }
+  undeclared_logged_.resize(cn_moved.size() + mn_moved.size());
+  for (uint16_t c = 0; c < cn_moved.size(); c++) {
+    bool logged = undeclared_logged_[c];
+    if (c != o_.cn && view_.cns[c].alive)
+      note("CN " + std::to_string(c), cn_moved[c], &logged);
+    else
+      logged = false;
+    undeclared_logged_[c] = logged;
+  }
+  for (uint16_t mn = 0; mn < mn_moved.size(); mn++) {
+    bool logged = undeclared_logged_[cn_moved.size() + mn];
+    if (view_.mns[mn].alive && !view_.mns[mn].leaving) {
+      note("MN " + std::to_string(mn), mn_moved[mn], &logged);
+    } else {
+      logged = false;
+    }
+    undeclared_logged_[cn_moved.size() + mn] = logged;
+  }
+  counts_.failures_undeclared = undeclared;
+}
+
+void CnMembership::Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards) {
+  const std::string& name = o_.cluster;
+  // Declared failed itself (a CM that stopped seeing its beats): others may be recovering it.
+  if (view_.cns[o_.cn].alive && !next.cns[o_.cn].alive) {
+    Fence("declared failed by epoch " + std::to_string(next.epoch));
+    return;
+  }
+  std::vector<uint16_t> dead, back;
+  for (uint16_t c = 0; c < next.cns.size(); c++) {
+    const cluster::CnStatus& was = view_.cns[c];
+    const cluster::CnStatus& now = next.cns[c];
+    if (was.alive && !now.alive) {
+      dead.push_back(c);
+      auto f = std::make_unique<Failure>();
+      f->epoch = next.epoch;
+      f->cn = c;
+      f->incarnation = was.incarnation;
+      Result<cluster::LogAreas> logs = cluster::ReadLogAreas(store_, name, c, was.incarnation);
+      if (logs.ok()) {
+        f->logs = logs->areas;
+        f->log_bytes = logs->bytes;
+      } else {
+        controls_.Event("no log areas of CN " + std::to_string(c) + ": " + logs.status().message());
+      }
+      for (uint32_t s = 0; s < o_.shards; s++) {
+        if (shards[s] == o_.cn && shards_[s] == c) f->moved.push_back(s);
+      }
+      controls_.Event("CN " + std::to_string(c) + " failed (epoch " + std::to_string(next.epoch) +
+                      "); recovering it");
+      counts_.cns_failed++;
+      failures_.push_back(std::move(f));
+    }
+    if (now.alive && c != o_.cn && (!was.alive || now.incarnation != was.incarnation)) {
+      back.push_back(c);
+      // A restarted CN: its new workers.
+      Status reached = controls_.ReachRestarted(c, now.incarnation);
+      if (!reached.ok()) {
+        controls_.Event("cannot reach restarted CN " + std::to_string(c) + ": " +
+                        reached.message());
+      }
+      controls_.Event("CN " + std::to_string(c) + " is back as incarnation " +
+                      std::to_string(now.incarnation));
+      counts_.cns_back++;
+    }
+  }
+  std::vector<uint16_t> unread;  // MNs this CN must stop reading, then say so
+  for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
+    const cluster::MnStatus& was = view_.mns[mn];
+    const cluster::MnStatus& now = next.mns[mn];
+    if (was.alive && now.alive && !was.leaving && now.leaving) {
+      // Written still, read no more: a CN that has not heard this yet may still read it, so
+      // everyone's writes must keep reaching it (over shared memory a dead MN's memory stays
+      // readable, and would serve what it holds).
+      controls_.StopReading(static_cast<MnId>(mn));
+      unread.push_back(mn);
+      controls_.Event("MN " + std::to_string(mn) + " failed (epoch " + std::to_string(next.epoch) +
+                      "); this CN reads its replicas elsewhere");
+    }
+    // Counted once, at the first epoch that says so: it is leaving, or down at once.
+    if (was.alive && !was.leaving && (now.leaving || !now.alive)) {
+      counts_.mns_failed++;
+    }
+    if (was.alive && !now.alive) {
+      controls_.MarkDown(static_cast<MnId>(mn));
+      controls_.Event("MN " + std::to_string(mn) + " is down (epoch " + std::to_string(next.epoch) +
+                      "); writes skip it, its replicas serve");
+    }
+  }
+  for (uint32_t s = 0; s < o_.shards; s++) {
+    if (shards[s] != shards_[s]) controls_.AssignShard(s, shards[s]);
+  }
+  const bool tso_moved = next.tso_host != view_.tso_host;
+  if (tso_moved) {
+    // The new host's oracle starts from its clock once the old host's lease has expired, so
+    // past the old one's last grant (docs/recovery.md "The timestamp oracle").
+    controls_.MoveOracle(next.tso_host);
+    controls_.Event("the timestamp oracle moves to CN " + std::to_string(next.tso_host));
+    counts_.tso_moves++;
+  }
+  counts_.epoch = next.epoch;
+  // A restarted CN is a peer again: until told, the lock client would refuse every request for
+  // a shard it manages and routed calls would not send to it — the shards it takes over at the
+  // next failure would be unwritable from here.
+  controls_.ApplyOnWorkers(next, dead, back, tso_moved);
+  view_ = next;
+  {
+    std::lock_guard lock(beat_mu_);
+    beat_view_ = next;
+  }
+  shards_ = shards;
+  if (next.cns[o_.cn].alive) alive_ = true;
+  // Said once every worker has passed a round since the MN became unreadable here
+  // (ApplyOnWorkers above): the CM then lets writes skip it.
+  for (uint16_t mn : unread) {
+    (void)PutMnStep(next.epoch, mn);
+    leaving_since_[mn] = next.epoch;
+  }
+}
+
+Status CnMembership::PutMnStep(uint64_t epoch, uint16_t mn) {
+  const std::string key =
+      cluster::FailureStepKey(o_.cluster, epoch, "unread-mn" + std::to_string(mn), o_.cn);
+  Result<uint64_t> put = store_.PutIf(key, {}, 0);
+  if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
+  return put.status();
+}
+
+bool CnMembership::MnUnreadByAll(uint16_t mn) const {
+  auto it = leaving_since_.find(mn);
+  if (it == leaving_since_.end()) return false;
+  for (uint16_t c : view_.Alive()) {
+    Result<cluster::Versioned> v = store_.Get(
+        cluster::FailureStepKey(o_.cluster, it->second, "unread-mn" + std::to_string(mn), c));
+    if (!v.ok() || v->version == 0) return false;
+  }
+  return true;
+}
+
+void CnMembership::Progress(Failure& f) {
+  const std::vector<uint16_t> alive = view_.Alive();
+  if (alive.empty()) return;
+  const auto workers = o_.workers_per_cn;
+  // Without its log areas nothing of it can be recovered, nor its locks released: the failure
+  // stays open (Apply said why).
+  if (f.logs.size() != workers) return;
+  // Each log by one survivor: the i-th of those alive now (so a recoverer that fails too is
+  // replaced), its recovery idempotent should two do it.
+  // A recovery this CN ran, finished on the beat thread: its step is said here.
+  const int state = f.recovery.load();
+  if (state == kRecoveryDone || state == kRecoveryFailed) {
+    const uint16_t worker = f.recovering_worker;
+    if (state == kRecoveryFailed) {
+      // An MN that failed under it: tried again next period, with the MN left out once the
+      // epoch says so.
+      controls_.Event("recovery of CN " + std::to_string(f.cn) + "'s log " +
+                      std::to_string(worker) + " stopped: " + f.recovery_error);
+      f.recovery = kRecoveryIdle;
+    } else if (PutStep(f, "recovered", worker).ok()) {
+      f.recovered.insert(worker);
+      controls_.Event("recovered CN " + std::to_string(f.cn) + "'s log " + std::to_string(worker) +
+                      ": " + std::to_string(f.recovery_stats.records) + " records, " +
+                      std::to_string(f.recovery_stats.rolled_forward) + " rolled forward, " +
+                      std::to_string(f.recovery_stats.rolled_back) + " rolled back");
+      counts_.logs_recovered++;
+      f.recovery = kRecoveryIdle;
+    }
+  }
+  for (uint16_t i = 0; i < workers; i++) {
+    if (f.recovered.count(i) != 0) continue;
+    if (StepDone(f, "recovered", i)) {
+      f.recovered.insert(i);
+      continue;
+    }
+    if (alive[i % alive.size()] != o_.cn || f.recovery.load() != kRecoveryIdle) continue;
+    // The recovery's one-sided work runs on the beat thread, which owns the endpoint.
+    f.recovery = kRecoveryRunning;
+    f.recovering_worker = i;
+    std::lock_guard lock(beat_mu_);
+    to_spawn_.push_back([this, fp = &f, i]() -> Task<void> {
+      return [](CnMembership* m, Failure* f, uint16_t worker) -> Task<void> {
+        Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
+            m->beat_ep_, m->controls_.catalog(), m->controls_.placement(), f->logs[worker],
+            f->log_bytes, f->cn, worker);
+        if (r.ok()) {
+          f->recovery_stats = *r;
+          f->recovery = kRecoveryDone;
+        } else {
+          f->recovery_error = r.status().message();
+          f->recovery = kRecoveryFailed;
+        }
+      }(this, fp, i);
+    });
+  }
+  if (f.recovered.size() < workers) return;
+  if (!f.released) {
+    // Lotus §6's order: its transactions are finished or undone, so its locks may go.
+    if (!controls_.ReleaseLocksOf(f.cn) || !PutStep(f, "released", o_.cn).ok()) return;
+    f.released = true;
+  }
+  if (!f.drained) {
+    const std::optional<size_t> live = controls_.LiveContacting(f.cn);
+    if (!live.has_value() || *live != 0 || !PutStep(f, "drained", o_.cn).ok()) return;
+    f.drained = true;
+  }
+  if (!StepDoneByAll(f, "released") || !StepDoneByAll(f, "drained")) return;
+  size_t opened = 0;
+  for (uint32_t s : f.moved) {
+    if (controls_.ShardOwner(s) != o_.cn) continue;  // moved on since: that failure opens it
+    controls_.OpenShard(s);
+    opened++;
+  }
+  if (!PutStep(f, "opened", o_.cn).ok()) return;
+  f.opened = true;
+  controls_.Event("CN " + std::to_string(f.cn) + "'s failure (epoch " + std::to_string(f.epoch) +
+                  ") is recovered; this CN serves " + std::to_string(opened) + " of its shards");
+  counts_.recoveries++;
+}
+
+void CnMembership::Manage() {
+  const std::string& name = o_.cluster;
+  // A CM whose own beats are not getting through may be the one cut off: it declares nothing.
+  if (clock_.NowNs() > renewed_ns_.load() + o_.lease_ns / 2) return;
+  cluster::Configuration next = view_;
+  std::vector<std::string> what;
+  for (uint16_t c = 0; c < next.cns.size(); c++) {
+    if (c == o_.cn || !next.cns[c].alive || !CnExpired(c)) continue;
+    next.cns[c].alive = false;
+    what.push_back("CN " + std::to_string(c) + " failed");
+  }
+  int mns_down = 0;
+  for (const cluster::MnStatus& s : next.mns) mns_down += s.alive && !s.leaving ? 0 : 1;
+  for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
+    cluster::MnStatus& m = next.mns[mn];
+    // An MN declared fails in two epochs: first nobody reads it (leaving), then, once every CN
+    // has said so, writes skip it.
+    if (m.alive && m.leaving) {
+      if (MnUnreadByAll(mn)) {
+        m = cluster::MnStatus{false};
+        what.push_back("MN " + std::to_string(mn) + " is down");
+      }
+      continue;
+    }
+    if (!m.alive || !MnExpired(mn)) continue;
+    // Every group keeps a copy: more than R-1 MNs down would lose data, so the declaration
+    // waits (and writes to that MN's groups wait with it).
+    if (mns_down + 1 > o_.replication - 1) continue;
+    m.leaving = true;
+    mns_down++;
+    what.push_back("MN " + std::to_string(mn) + " failed");
+  }
+  // Restarted CNs ask to come back; one is let in once its failure is recovered everywhere.
+  for (uint16_t c = 0; c < next.cns.size(); c++) {
+    if (next.cns[c].alive || view_.cns[c].alive) continue;
+    Result<cluster::Versioned> j = store_.Get(cluster::JoinKey(name, c));
+    if (!j.ok() || j->value.empty()) continue;
+    const std::string text(reinterpret_cast<const char*>(j->value.data()), j->value.size());
+    if (text != std::to_string(view_.cns[c].incarnation + 1)) continue;
+    bool recovered = true;
+    for (const auto& f : failures_) {
+      if (f->cn == c && !StepDoneByAll(*f, "opened")) recovered = false;
+    }
+    if (!recovered) continue;
+    next.cns[c] = cluster::CnStatus{true, static_cast<uint16_t>(view_.cns[c].incarnation + 1)};
+    // It comes back managing no shard, so its clock matters no more than any CN's.
+    {
+      std::lock_guard lock(beat_mu_);
+      cn_seen_[c] = Seen{0, clock_.NowNs()};
+    }
+    what.push_back("CN " + std::to_string(c) + " rejoins");
+  }
+  if (what.empty()) return;
+  next.epoch++;
+  const std::vector<uint16_t> alive = next.Alive();
+  if (!next.cns[next.tso_host].alive) next.tso_host = alive.front();
+  // The failed CNs' shards go round robin to the survivors that were alive before (a CN that
+  // rejoins now gets none: its shards stay where they went).
+  std::vector<uint16_t> takers;
+  for (uint16_t c : alive) {
+    if (view_.cns[c].alive) takers.push_back(c);
+  }
+  std::vector<uint16_t> shards = shards_;
+  size_t k = 0;
+  for (uint32_t s = 0; s < o_.shards; s++) {
+    if (!next.cns[shards[s]].alive) shards[s] = takers[k++ % takers.size()];
+  }
+  // The map first, then the configuration that commits it: of two CMs the first map's writer
+  // goes on to the configuration, the other gives up this period.
+  Status map = cluster::WriteShardMap(store_, name, next.epoch, shards);
+  if (!map.ok()) return;
+  Result<uint64_t> put = store_.PutIf(cluster::ConfigKey(name), next.Encode(), config_version_);
+  if (!put.ok()) return;
+  std::string line = "epoch " + std::to_string(next.epoch) + ":";
+  for (const std::string& w : what) line += " " + w + ";";
+  controls_.Event(line + " (this CN manages the configuration)");
+}
+
+Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t who) {
+  const std::string key = cluster::FailureStepKey(o_.cluster, f.epoch, step, who);
+  Result<uint64_t> put = store_.PutIf(key, {}, 0);
+  if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
+  return put.status();
+}
+
+bool CnMembership::StepDone(const Failure& f, const std::string& step, uint16_t who) const {
+  Result<cluster::Versioned> v =
+      store_.Get(cluster::FailureStepKey(o_.cluster, f.epoch, step, who));
+  return v.ok() && v->version != 0;
+}
+
+bool CnMembership::StepDoneByAll(const Failure& f, const std::string& step) const {
+  for (uint16_t c : view_.Alive()) {
+    // A CN that rejoined after this failure took no part in it.
+    if (c == f.cn) continue;
+    if (!StepDone(f, step, c)) return false;
+  }
+  return true;
+}
+
+void CnMembership::Fence(const std::string& why) {
+  fenced_ = true;
+  controls_.Fence(why);
+}
+
+}  // namespace pond::recovery

@@ -1,0 +1,179 @@
+// CnMembership: membership, failure detection and recovery as one CN of a cluster takes part in
+// them, agreeing with the other CNs through the coordination service (docs/recovery.md
+// "Processes" argues it). Events in — a period of the beat half, a period of the coordination
+// half, a log recovery finished — and actions out, through the store, the memory pool and the
+// CN's controls (cn_controls.h). In short:
+//
+//   - Beats. Every MN counts a beat up in its own region; every CN writes its beat into every
+//     MN's lease page (store/layout.h LeasePage) each period. A CN that has not written a beat
+//     for its own lease (the lease less a margin) stops itself: it can no longer know whether it
+//     was declared failed (fencing).
+//   - The configuration manager (CM) is the lowest CN alive that sees every lower one's beat
+//     stopped. It declares a CN or MN whose beat has not moved for a lease: the next epoch
+//     (cluster::Configuration) and its shard map go to the coordination service by conditional
+//     puts, so of two would-be CMs one wins.
+//   - Every CN reads the configuration each period and applies a newer epoch: a failed CN's
+//     packets are refused, requests awaiting it fail, its shards go to the survivors closed, and
+//     the timestamp oracle moves if it was there. A failed MN is read no more, then skipped.
+//   - Recovery of a failed CN, step by step, each step's end a key in the coordination service
+//     (cluster/directory.h FailureStepKey): its logs recovered (each by one survivor), then its
+//     locks released by every survivor, every survivor drained of transactions that asked it
+//     for a lock, and then its shards opened by their new owners. Every step is idempotent.
+//   - A restarted CN is a new incarnation: it starts managing no shard, asks to be let back in
+//     (JoinKey), and the CM names it alive once its failure is recovered everywhere.
+//   - The coordination service unreachable: logged once, counted, and every step waits for it.
+//
+// Thread rules: two halves, each on one thread at a time. The beat half (BeatTick, RunQueued)
+// alone uses the endpoint and scheduler it was given: beats, lease pages, log recoveries. The
+// coordination half (CoordTick) talks to the coordination service and to the controls. They
+// share what the lease pages showed and the recoveries asked for, under a mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pond/clock.h"
+#include "pond/cluster/directory.h"
+#include "pond/cluster/log_recovery.h"
+#include "pond/cluster/membership.h"
+#include "pond/recovery/cn_controls.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/transport/endpoint.h"
+
+namespace pond::recovery {
+
+struct MembershipOptions {
+  std::string cluster;  // its name: the prefix of its keys in the coordination service
+  uint16_t cn = 0;      // this CN
+  uint16_t incarnation = 0;
+  uint16_t cns = 0, mns = 0;
+  uint16_t workers_per_cn = 0;
+  int replication = 1;
+  uint64_t lease_ns = 0;
+  uint32_t shards = 0;  // in the shard map
+};
+
+class CnMembership {
+ public:
+  // Starts from `view` (the newest epoch when the CN started) and its shard map `shards`. The
+  // beat half uses `beat_sched` and `beat_ep` (an endpoint to the memory pool that sends no
+  // packets) alone.
+  CnMembership(MembershipOptions o, cluster::Configuration view, std::vector<uint16_t> shards,
+               cluster::ConfigStore& store, Clock& clock, CnControls& controls,
+               MembershipCounts& counts, Scheduler& beat_sched, Endpoint& beat_ep);
+  CnMembership(const CnMembership&) = delete;
+  CnMembership& operator=(const CnMembership&) = delete;
+
+  // How often each half acts.
+  uint64_t period_ns() const { return o_.lease_ns / 10; }
+
+  // The beat half, once a period: fences if no beat reached an MN for its own lease, writes the
+  // next beat to every MN up and reads every MN's lease page (coroutines on the beat scheduler).
+  void BeatTick();
+  // The beat half, as often as it runs: starts the log recoveries the coordination half asked
+  // for.
+  void RunQueued();
+
+  // The coordination half, once a period: applies a newer epoch, declares what failed (as CM),
+  // and moves every open recovery a step on.
+  void CoordTick();
+
+  // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
+  bool alive() const { return alive_.load(); }
+  // It fenced itself: it does nothing more.
+  bool fenced() const { return fenced_.load(); }
+
+ private:
+  struct Failure {
+    uint64_t epoch = 0;  // that declared it
+    uint16_t cn = 0;
+    uint16_t incarnation = 0;
+    std::vector<std::vector<GAddr>> logs;  // by worker: its log areas
+    uint64_t log_bytes = 0;
+    std::set<uint16_t> recovered;  // logs (by worker) known recovered
+    // One of its logs being recovered here: started by the coordination half, run and ended by
+    // the beat half (its result is written before the state says so).
+    std::atomic<int> recovery{0};
+    uint16_t recovering_worker = 0;
+    cluster::LogRecoveryStats recovery_stats;
+    std::string recovery_error;
+    bool released = false, drained = false, opened = false;
+    std::vector<uint32_t> moved;  // shards it managed that the epoch gave to this CN
+  };
+
+  // What the lease pages showed: per CN and MN, the last beat seen and when it last moved.
+  struct Seen {
+    uint64_t beat = 0;
+    uint64_t moved_ns = 0;
+  };
+
+  // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
+  // MN, one at a time each, so that an MN that hangs holds up only its own.
+  void Renew();
+  void Watch();
+  bool CnExpired(uint16_t cn) const;
+  bool MnExpired(uint16_t mn) const;
+  // The CM's work: declare what failed, let restarted CNs in.
+  void Manage();
+  // Applies a newer epoch if there is one; the service's error if it could not be read.
+  Status ReadConfig();
+  // Logs the coordination service's loss and return, once each, and counts it.
+  void NoteCoordination(const Status& read);
+  // Counts (and logs once each) the nodes whose beat stopped two leases ago and that no epoch
+  // has declared failed.
+  void NoteUndeclared();
+  void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards);
+  void Progress(Failure& f);
+  // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
+  bool ActingCm() const;
+  Status PutStep(const Failure& f, const std::string& step, uint16_t who);
+  // An MN declared failed by `epoch`: this CN reads it no more; all alive CNs have said so.
+  Status PutMnStep(uint64_t epoch, uint16_t mn);
+  bool MnUnreadByAll(uint16_t mn) const;
+  bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
+  bool StepDoneByAll(const Failure& f, const std::string& step) const;
+  void Fence(const std::string& why);
+
+  const MembershipOptions o_;
+  cluster::ConfigStore& store_;
+  Clock& clock_;
+  CnControls& controls_;
+  MembershipCounts& counts_;
+  Scheduler& beat_sched_;
+  Endpoint& beat_ep_;
+
+  cluster::Configuration view_;   // the newest epoch applied here
+  uint64_t config_version_ = 0;   // of view_ in the coordination service
+  std::vector<uint16_t> shards_;  // view_'s shard map
+  std::atomic<bool> alive_{false};
+  std::atomic<bool> fenced_{false};
+  uint64_t beat_count_ = 0;
+  // Per MN: a beat being written to it, its lease page being read.
+  struct MnBusy {
+    bool renewing = false, watching = false;
+    uint64_t renewed_ns = 0;  // when the last beat it took was sent
+  };
+  std::vector<MnBusy> mn_busy_;
+  std::atomic<uint64_t> renewed_ns_{0};  // when the last renewal some MN took was sent
+  // What the beat half shares with the coordination half.
+  mutable std::mutex beat_mu_;
+  cluster::Configuration beat_view_;  // view_, as of the last epoch applied
+  std::vector<Seen> cn_seen_, mn_seen_;
+  std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
+  std::vector<std::unique_ptr<Failure>> failures_;
+  std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
+  // The coordination half's: whether the service answered its last read, since when not, and
+  // which nodes (CNs, then MNs) it has said are stuck undeclared.
+  bool coord_up_ = true;
+  uint64_t coord_down_ns_ = 0;
+  std::vector<bool> undeclared_logged_;
+};
+
+}  // namespace pond::recovery
