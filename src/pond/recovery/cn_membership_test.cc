@@ -1,0 +1,438 @@
+// The membership and recovery machine, message by message: CNs' machines on one manual clock,
+// beating into real lease pages (a local fabric's memory) and agreeing through an in-memory
+// coordination service that can be taken down or raced. Each test stops, pauses or restarts CNs
+// between periods and checks what each machine put, applied and asked its CN to do.
+#include "pond/recovery/cn_membership.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pond/runtime/clocks.h"
+#include "pond/store/layout.h"
+#include "pond/transport/local/local_fabric.h"
+
+namespace pond::recovery {
+namespace {
+
+constexpr const char* kCluster = "t";
+constexpr uint64_t kLeaseNs = 10'000'000;
+constexpr uint32_t kShards = 16;
+constexpr uint16_t kWorkers = 2;
+constexpr uint64_t kLogBytes = 4096;
+constexpr uint64_t kRegionBytes = 4 << 20;
+
+// The coordination service, which a test can take down or race: `down` answers every call
+// Unavailable; `before_put`, if set, runs once before the next put of a key starting with
+// `race_prefix` (another CN's put landing first).
+class TestStore final : public cluster::ConfigStore {
+ public:
+  Result<cluster::Versioned> Get(const std::string& key) const override {
+    if (down) return Unavailable("the test took the service down");
+    return mem.Get(key);
+  }
+  Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
+                         uint64_t expected) override {
+    if (down) return Unavailable("the test took the service down");
+    if (before_put && key.starts_with(race_prefix)) {
+      auto fn = std::move(before_put);
+      before_put = nullptr;
+      fn();
+    }
+    return mem.PutIf(key, value, expected);
+  }
+  void Watch(const std::string& key, std::function<void(const cluster::Versioned&)> fn) override {
+    mem.Watch(key, std::move(fn));
+  }
+  bool Has(const std::string& key) const {
+    Result<cluster::Versioned> v = mem.Get(key);
+    return v.ok() && v->version != 0;
+  }
+  cluster::Configuration Config() const {
+    Result<cluster::Versioned> v = mem.Get(cluster::ConfigKey(kCluster));
+    return cluster::Configuration::Decode(v->value).value();
+  }
+
+  cluster::InMemoryConfigStore mem;
+  bool down = false;
+  std::string race_prefix;
+  std::function<void()> before_put;
+};
+
+// A CN as the machine sees it: every control recorded.
+class TestControls final : public CnControls {
+ public:
+  TestControls(std::vector<uint16_t> owners, uint16_t mns)
+      : owners(std::move(owners)), pool(mns, 1) {}
+
+  bool ApplyOnWorkers(const cluster::Configuration& next, const std::vector<uint16_t>& f,
+                      const std::vector<uint16_t>& r, bool) override {
+    applied.push_back(next.epoch);
+    failed.insert(f.begin(), f.end());
+    restarted.insert(r.begin(), r.end());
+    return true;
+  }
+  Status ReachRestarted(uint16_t cn, uint16_t incarnation) override {
+    reached.emplace_back(cn, incarnation);
+    return Status::Ok();
+  }
+  void MoveOracle(uint16_t host) override { oracle = host; }
+  void AssignShard(uint32_t s, uint16_t cn) override { owners[s] = cn; }
+  uint16_t ShardOwner(uint32_t s) const override { return owners[s]; }
+  void OpenShard(uint32_t s) override { opened.insert(s); }
+  void StopReading(MnId) override {}
+  void MarkDown(MnId) override {}
+  bool ReleaseLocksOf(uint16_t dead) override {
+    released.insert(dead);
+    return true;
+  }
+  std::optional<size_t> LiveContacting(uint16_t) override { return live_contacting; }
+  const store::Catalog& catalog() const override { return catalog_; }
+  const store::Placement& placement() const override { return pool; }
+  void Event(const std::string& line) override { events.push_back(line); }
+  void Fence(const std::string& why) override { fenced = why; }
+
+  size_t Said(const std::string& part) const {
+    return std::count_if(events.begin(), events.end(),
+                         [&](const std::string& e) { return e.find(part) != std::string::npos; });
+  }
+
+  std::vector<uint16_t> owners;
+  store::Placement pool;
+  std::vector<uint64_t> applied;
+  std::set<uint16_t> failed, restarted, released;
+  std::vector<std::pair<uint16_t, uint16_t>> reached;
+  std::set<uint32_t> opened;
+  size_t live_contacting = 0;
+  uint16_t oracle = 0;
+  std::vector<std::string> events;
+  std::string fenced;
+
+ private:
+  store::Catalog catalog_;
+};
+
+class CnMembershipTest : public ::testing::Test {
+ protected:
+  struct Node {
+    uint16_t cn = 0;
+    std::unique_ptr<TestControls> controls;
+    std::unique_ptr<Scheduler> sched;
+    std::unique_ptr<Endpoint> ep;
+    MembershipCounts counts;
+    std::unique_ptr<CnMembership> machine;
+    bool running = true;  // ticked each period; a stopped or paused CN is not
+  };
+
+  void SetUp() override {
+    fabric_ = LocalFabric::Create(1, kRegionBytes).value();
+    cluster::Configuration c;
+    c.epoch = 1;
+    c.cns.assign(3, cluster::CnStatus{});
+    c.mns.assign(1, cluster::MnStatus{});
+    std::vector<uint16_t> owners(kShards);
+    for (uint32_t s = 0; s < kShards; s++) owners[s] = static_cast<uint16_t>(s % 3);
+    ASSERT_TRUE(cluster::WriteShardMap(store_, kCluster, 1, owners).ok());
+    ASSERT_TRUE(store_.PutIf(cluster::ConfigKey(kCluster), c.Encode(), 0).ok());
+    for (uint16_t cn = 0; cn < 3; cn++) Start(cn, 0);
+  }
+
+  // Starts CN `cn` as `incarnation` from the newest configuration, publishing its log areas
+  // (zeroed memory: recovery finds nothing to do) and, for a restart, asking to come back.
+  Node& Start(uint16_t cn, uint16_t incarnation) {
+    cluster::LogAreas logs;
+    logs.bytes = kLogBytes;
+    for (uint16_t w = 0; w < kWorkers; w++) {
+      const uint64_t at = (1 << 20) + ((uint64_t{cn} * 8 + incarnation) * kWorkers + w) * kLogBytes;
+      logs.areas.push_back({GAddr::Make(0, at)});
+    }
+    EXPECT_TRUE(store_.PutIf(cluster::LogsKey(kCluster, cn, incarnation), logs.Encode(), 0).ok());
+    const cluster::Configuration view = store_.Config();
+    std::vector<uint16_t> owners =
+        cluster::ReadShardMap(store_, kCluster, view.epoch, kShards).value();
+    auto n = std::make_unique<Node>();
+    n->cn = cn;
+    n->controls = std::make_unique<TestControls>(owners, 1);
+    n->sched = std::make_unique<Scheduler>(clock_);
+    n->ep = fabric_->CreateEndpoint(WorkerAddr{cn, static_cast<uint16_t>(1000 + incarnation)},
+                                    *n->sched);
+    MembershipOptions o{.cluster = kCluster,
+                        .cn = cn,
+                        .incarnation = incarnation,
+                        .cns = 3,
+                        .mns = 1,
+                        .workers_per_cn = kWorkers,
+                        .replication = 1,
+                        .lease_ns = kLeaseNs,
+                        .shards = kShards};
+    n->machine = std::make_unique<CnMembership>(o, view, owners, store_, clock_, *n->controls,
+                                                n->counts, *n->sched, *n->ep);
+    if (nodes_.size() <= cn) nodes_.resize(cn + 1);
+    nodes_[cn] = std::move(n);
+    return *nodes_[cn];
+  }
+
+  // A restarted CN asks to be let back in as `incarnation` (cn_process.cc does it at start).
+  void AskToComeBack(uint16_t cn, uint16_t incarnation) {
+    const std::string text = std::to_string(incarnation);
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
+    EXPECT_TRUE(store_
+                    .PutIf(cluster::JoinKey(kCluster, cn), bytes,
+                           store_.mem.Get(cluster::JoinKey(kCluster, cn))->version)
+                    .ok());
+  }
+
+  Node& node(uint16_t cn) { return *nodes_[cn]; }
+
+  // One period: the MN beats, then every running CN's beat half and coordination half, each
+  // run until it has nothing left to do (local transport: every batch completes at once).
+  void Period() {
+    clock_.Advance(kLeaseNs / 10);
+    auto* page = reinterpret_cast<store::LeasePage*>(fabric_->region(0) + store::kLeasePageOffset);
+    page->mn_beat++;
+    for (auto& n : nodes_) {
+      if (!n->running || n->machine->fenced()) continue;
+      n->machine->BeatTick();
+      Drain(*n);
+    }
+    for (auto& n : nodes_) {
+      if (!n->running || n->machine->fenced()) continue;
+      n->machine->CoordTick();
+      Drain(*n);
+    }
+  }
+  void Periods(int k) {
+    for (int i = 0; i < k; i++) Period();
+  }
+  void Drain(Node& n) {
+    for (int i = 0; i < 100; i++) {
+      n.machine->RunQueued();
+      if (!n.sched->RunOnce() && n.sched->live() == 0) return;
+    }
+  }
+  // Runs periods until `done` holds, at most `max`; whether it did.
+  template <typename F>
+  bool Until(F done, int max = 200) {
+    for (int i = 0; i < max; i++) {
+      if (done()) return true;
+      Period();
+    }
+    return done();
+  }
+  bool StepDone(uint64_t epoch, const std::string& step, uint16_t who) const {
+    return store_.Has(cluster::FailureStepKey(kCluster, epoch, step, who));
+  }
+
+  ManualClock clock_{1'000'000'000};
+  TestStore store_;
+  std::unique_ptr<LocalFabric> fabric_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+};
+
+TEST_F(CnMembershipTest, DeclaresACnWhoseBeatStopsAndRecoversItStepByStep) {
+  Periods(5);
+  EXPECT_EQ(store_.Config().epoch, 1u) << "every CN beats: nothing is declared";
+  node(2).running = false;  // killed
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  const cluster::Configuration c = store_.Config();
+  EXPECT_FALSE(c.cns[2].alive);
+  EXPECT_TRUE(c.cns[0].alive && c.cns[1].alive);
+  // Its shards go to the survivors, round robin.
+  std::vector<uint16_t> owners = cluster::ReadShardMap(store_, kCluster, 2, kShards).value();
+  for (uint32_t s = 0; s < kShards; s++) EXPECT_NE(owners[s], 2) << "shard " << s;
+  ASSERT_TRUE(Until([&] {
+    return node(0).controls->Said("CN 2's failure (epoch 2) is recovered") == 1 &&
+           node(1).controls->Said("CN 2's failure (epoch 2) is recovered") == 1;
+  }));
+  for (uint16_t cn : {0, 1}) {
+    TestControls& ctl = *node(cn).controls;
+    EXPECT_EQ(ctl.applied, std::vector<uint64_t>{2}) << "CN " << cn;
+    EXPECT_EQ(ctl.failed, std::set<uint16_t>{2});
+    EXPECT_EQ(ctl.released, std::set<uint16_t>{2});
+    EXPECT_EQ(ctl.owners, owners) << "CN " << cn << " applied the epoch's shard map";
+    for (uint32_t s = 0; s < kShards; s++) {
+      // Each survivor opens exactly the shards it took from CN 2.
+      EXPECT_EQ(ctl.opened.count(s), s % 3 == 2 && owners[s] == cn ? 1u : 0u) << cn << " " << s;
+    }
+    EXPECT_EQ(node(cn).counts.recoveries.load(), 1u);
+    EXPECT_EQ(node(cn).counts.cns_failed.load(), 1u);
+    EXPECT_TRUE(StepDone(2, "released", cn) && StepDone(2, "drained", cn) &&
+                StepDone(2, "opened", cn));
+  }
+  // Each log by one survivor: worker i's by the i-th alive.
+  for (uint16_t w = 0; w < kWorkers; w++) EXPECT_TRUE(StepDone(2, "recovered", w));
+  EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 0"), 1u);
+  EXPECT_EQ(node(1).controls->Said("recovered CN 2's log 1"), 1u);
+  EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 1"), 0u);
+  EXPECT_EQ(node(0).controls->Said("(this CN manages the configuration)"), 1u);
+  EXPECT_EQ(node(1).controls->Said("(this CN manages the configuration)"), 0u);
+}
+
+TEST_F(CnMembershipTest, ShardsOpenOnlyOnceEverySurvivorIsDrained) {
+  Periods(3);
+  node(2).running = false;
+  node(1).controls->live_contacting = 1;  // a transaction of CN 1 still waits on CN 2
+  ASSERT_TRUE(Until([&] { return StepDone(2, "released", 0) && StepDone(2, "released", 1); }));
+  Periods(20);
+  EXPECT_FALSE(StepDone(2, "drained", 1));
+  EXPECT_TRUE(StepDone(2, "drained", 0));
+  EXPECT_TRUE(node(0).controls->opened.empty()) << "CN 0 opened a shard while CN 1 drains";
+  EXPECT_TRUE(node(1).controls->opened.empty());
+  node(1).controls->live_contacting = 0;
+  EXPECT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  EXPECT_FALSE(node(0).controls->opened.empty());
+}
+
+TEST_F(CnMembershipTest, AStaleEpochIsNotApplied) {
+  Periods(3);
+  // The configuration goes back to an older epoch (a rogue or late writer): nobody applies it.
+  cluster::Configuration old = store_.Config();
+  old.epoch = 0;
+  old.cns[1].alive = false;
+  ASSERT_TRUE(store_
+                  .PutIf(cluster::ConfigKey(kCluster), old.Encode(),
+                         store_.mem.Get(cluster::ConfigKey(kCluster))->version)
+                  .ok());
+  Periods(5);
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_TRUE(node(cn).controls->applied.empty()) << "CN " << cn;
+    EXPECT_TRUE(node(cn).machine->alive());
+  }
+}
+
+TEST_F(CnMembershipTest, AStepSomeoneElseDidIsNotDoneAgain) {
+  Periods(3);
+  // Another survivor recovered log 0 (its put arrived first): nobody here recovers it again.
+  ASSERT_TRUE(store_.PutIf(cluster::FailureStepKey(kCluster, 2, "recovered", 0), {}, 0).ok());
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 0"), 0u);
+  EXPECT_EQ(node(1).controls->Said("recovered CN 2's log 1"), 1u);
+}
+
+TEST_F(CnMembershipTest, OfTwoConfigurationManagersRacingOneWins) {
+  Periods(3);
+  node(2).running = false;
+  // Just before CN 0 writes epoch 2's shard map, a rival writes its own map and epoch 2 (all of
+  // CN 2's shards to CN 1): CN 0's map put fails, it gives up this period, and then applies the
+  // rival's epoch as any CN would.
+  std::vector<uint16_t> rival(kShards);
+  for (uint32_t s = 0; s < kShards; s++) rival[s] = s % 3 == 2 ? 1 : static_cast<uint16_t>(s % 3);
+  store_.race_prefix = cluster::ShardsKey(kCluster, 2);
+  store_.before_put = [&] {
+    cluster::Configuration c = store_.Config();
+    const uint64_t version = store_.mem.Get(cluster::ConfigKey(kCluster))->version;
+    c.epoch = 2;
+    c.cns[2].alive = false;
+    ASSERT_TRUE(cluster::WriteShardMap(store_.mem, kCluster, 2, rival).ok());
+    ASSERT_TRUE(store_.mem.PutIf(cluster::ConfigKey(kCluster), c.Encode(), version).ok());
+  };
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  EXPECT_EQ(store_.before_put, nullptr) << "the race did not happen";
+  EXPECT_EQ(store_.Config().epoch, 2u) << "one epoch 2, the rival's";
+  EXPECT_EQ(node(0).controls->owners, rival);
+  EXPECT_EQ(node(0).controls->Said("(this CN manages the configuration)"), 0u);
+  EXPECT_TRUE(node(0).controls->opened.empty()) << "the rival gave CN 0 none of CN 2's shards";
+  EXPECT_EQ(node(1).controls->opened.size(), kShards / 3);
+}
+
+TEST_F(CnMembershipTest, ARecovererThatDiesHalfwayIsReplaced) {
+  Periods(3);
+  node(2).running = false;
+  // CN 1 stops the moment epoch 2 is out, before it recovers CN 2's log 1, which is its to do.
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }));
+  node(1).running = false;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 3; }, 40));
+  EXPECT_FALSE(store_.Config().cns[1].alive);
+  // CN 0, alone now, recovers both logs of CN 2 and both of CN 1, and serves every shard.
+  ASSERT_TRUE(Until([&] {
+    return node(0).controls->Said("CN 2's failure (epoch 2) is recovered") == 1 &&
+           node(0).controls->Said("CN 1's failure (epoch 3) is recovered") == 1;
+  }));
+  EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 1"), 1u);
+  EXPECT_EQ(node(0).controls->released, (std::set<uint16_t>{1, 2}));
+  for (uint32_t s = 0; s < kShards; s++) EXPECT_EQ(node(0).controls->owners[s], 0) << s;
+}
+
+TEST_F(CnMembershipTest, ARestartedCnComesBackOnlyAfterItsFailureIsRecovered) {
+  Periods(3);
+  node(2).running = false;
+  node(1).controls->live_contacting = 1;  // hold the recovery at the drain
+  // The new incarnation asks to come back before the old one is even declared; its process
+  // starts once the declaration is out (ReadStart waits for it).
+  AskToComeBack(2, 1);
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  EXPECT_FALSE(store_.Config().cns[2].alive);
+  Node& back = Start(2, 1);
+  EXPECT_FALSE(back.machine->alive());
+  Periods(20);
+  EXPECT_EQ(store_.Config().epoch, 2u) << "let in while its failure is not recovered";
+  EXPECT_FALSE(back.machine->alive());
+  node(1).controls->live_contacting = 0;
+  ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
+  Period();  // the CM applies the epoch it put at its next read, as every CN does
+  const cluster::Configuration c = store_.Config();
+  EXPECT_EQ(c.epoch, 3u);
+  EXPECT_TRUE(c.cns[2].alive);
+  EXPECT_EQ(c.cns[2].incarnation, 1u);
+  for (uint16_t cn : {0, 1}) {
+    EXPECT_EQ(node(cn).controls->restarted, std::set<uint16_t>{2}) << "CN " << cn;
+    EXPECT_EQ(node(cn).controls->reached,
+              (std::vector<std::pair<uint16_t, uint16_t>>{{uint16_t{2}, uint16_t{1}}}));
+  }
+  // Back, it beats as incarnation 1 and is never taken for dead.
+  Periods(30);
+  EXPECT_EQ(store_.Config().epoch, 3u);
+}
+
+TEST_F(CnMembershipTest, TheServiceDownStallsDeclarationAndRecoveryUntilItIsBack) {
+  Periods(3);
+  store_.down = true;
+  node(2).running = false;
+  Periods(30);  // three leases
+  for (uint16_t cn : {0, 1}) {
+    TestControls& ctl = *node(cn).controls;
+    EXPECT_EQ(ctl.Said("the coordination service is unreachable ("), 1u) << "said once";
+    EXPECT_EQ(ctl.Said("CN 2 has not beaten for"), 1u) << "said once";
+    EXPECT_FALSE(node(cn).counts.coordination_up.load());
+    EXPECT_EQ(node(cn).counts.failures_undeclared.load(), 1u);
+    EXPECT_TRUE(ctl.applied.empty());
+  }
+  store_.down = false;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 5));
+  for (uint16_t cn : {0, 1}) {
+    EXPECT_EQ(node(cn).controls->Said("the coordination service is back after"), 1u);
+    EXPECT_TRUE(node(cn).counts.coordination_up.load());
+  }
+  // Down again in the middle of the recovery: it waits, then finishes.
+  ASSERT_TRUE(Until([&] { return StepDone(2, "recovered", 0); }));
+  store_.down = true;
+  Periods(20);
+  EXPECT_FALSE(StepDone(2, "opened", 0));
+  store_.down = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  Period();
+  EXPECT_EQ(node(0).counts.failures_undeclared.load(), 0u);
+}
+
+TEST_F(CnMembershipTest, ACnPausedPastItsLeaseFencesAndActsNoMore) {
+  Periods(3);
+  node(0).running = false;  // paused (SIGSTOP): neither half runs
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  EXPECT_FALSE(store_.Config().cns[0].alive);
+  EXPECT_EQ(node(1).controls->Said("(this CN manages the configuration)"), 1u) << "CN 1 took over";
+  node(0).running = true;  // SIGCONT: its first act is to find its lease lost
+  Period();
+  EXPECT_TRUE(node(0).machine->fenced());
+  EXPECT_NE(node(0).controls->fenced.find("no renewal reached any MN"), std::string::npos)
+      << node(0).controls->fenced;
+  EXPECT_TRUE(node(0).controls->applied.empty()) << "a fenced CN applied an epoch";
+}
+
+}  // namespace
+}  // namespace pond::recovery
