@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "pond/bench/report.h"
 #include "pond/bench/run_faults.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
@@ -81,6 +82,25 @@ std::string StepCounts(const Totals& t) {
   return out + "; " + std::to_string(t.step_unaimed) + " at no step";
 }
 
+// Every fault of `o`'s schedule happened within the run, and the report's counts of what the
+// faults exercised (bench::CountExercised) match the schedule's: each crash-cn, crash-mn and
+// partition-cn shows as one, each CN failure was recovered.
+void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string& where) {
+  EXPECT_EQ(f.faults_not_reached, 0u) << where << "\nfaults after the run's end";
+  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0;
+  for (const NodeFault& x : o.node_faults) {
+    crash_cn += x.kind == NodeFaultKind::kCrashCn;
+    crash_mn += x.kind == NodeFaultKind::kCrashMn;
+    partition_cn += x.kind == NodeFaultKind::kPartitionCn;
+  }
+  const FaultsExercised e = CountExercised(f);
+  EXPECT_EQ(e.cn_crashes, crash_cn) << where;
+  EXPECT_EQ(e.mn_crashes, crash_mn) << where;
+  EXPECT_EQ(e.partitions, partition_cn) << where;
+  EXPECT_EQ(e.recoveries, e.cn_crashes + e.fenced) << where;
+  EXPECT_EQ(e.mid_commit, e.rolled_forward + e.rolled_back) << where;
+}
+
 // One seed of SmallBank under a random schedule; false (with the failure added) if a check broke.
 bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t) {
   RunOptions o = FaultyRun(protocol, iso, seed);
@@ -104,6 +124,7 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
       << (r.replicas && !r.replicas->problems.empty() ? r.replicas->problems[0] : "");
   EXPECT_TRUE(r.failover.has_value()) << where;
   if (!r.check || !r.check->ok || !r.replicas || !r.replicas->ok() || !r.failover) return false;
+  ExpectPlayed(o, *r.failover, where);
   for (const auto& f : r.failover->failures) {
     EXPECT_GT(f.open_ns, f.crash_ns) << where << "\nCN " << f.cn << " was never reopened";
     t->crashes++;
@@ -649,12 +670,13 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
   uint64_t partitions = 0, fenced = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     RunOptions o = FaultyRun("lotus", iso, seed);
-    ASSERT_TRUE(ResolveFaults(&o, "random").ok());
     o.record = true;
     o.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankParams p;
     p.accounts = 2000;
     SmallBankWorkload w(p);
+    // As `pond sim smallbank --history` draws them: within the time the capped calls last.
+    ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
                               ", faults " + o.faults + "\n" +
@@ -667,6 +689,8 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     ASSERT_TRUE(run->check->ok) << where << ": " << run->check->detail;
     ASSERT_TRUE(run->replicas && run->replicas->ok())
         << where << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    // Every drawn fault happened inside the recorded run, and did what it was drawn to do.
+    ExpectPlayed(o, *run->failover, where);
     txns += run->history->txns;
     cn_crashes += run->failover->failures.size();
     for (const auto& f : run->failover->failures) restarts += f.restart_ns != 0;
@@ -701,6 +725,45 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
   RunHistorySeeds(Isolation::kSnapshot, 200);
 }
 
+// `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user
+// runs it: its 30,000 recorded calls end at about 6 virtual ms, long before 20 ms, and every fault
+// drawn for it must still happen inside the recorded run (ResolveFaultsFor), whatever the seed.
+TEST(FaultSeedTest, ARecordedRunPlaysEveryFaultDrawnForIt) {
+  SeedRange r = Seeds(5);
+  if (std::getenv("POND_FAULT_SEED") == nullptr) r.first = 1001;
+  uint64_t faults = 0;
+  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    RunOptions o;  // the CLI's defaults for pond sim
+    o.cluster.mns = 3;
+    o.cluster.cns = 9;
+    o.cluster.workers_per_cn = 8;
+    o.coros = 6;
+    o.cluster.seed = seed;
+    o.seconds = 0.02;
+    o.sim = Testbed::FromName("cx3").value();
+    o.record = true;
+    o.calls_max = kSmallBankHistoryTxnsMax;
+    SmallBankWorkload w{SmallBankParams{}};
+    ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
+    const std::string where = "seed " + std::to_string(seed) + ", faults " + o.faults +
+                              "\nreplay: pond sim smallbank --faults random --seed " +
+                              std::to_string(seed) + " --virtual-seconds 0.02 --history FILE";
+    EXPECT_NE(o.faults_horizon, "") << where;
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
+    for (const NodeFault& f : o.node_faults) {
+      EXPECT_LT(static_cast<double>(f.at_ns) / 1e9, run->elapsed_s) << where;
+    }
+    ASSERT_TRUE(run->failover.has_value()) << where;
+    ExpectPlayed(o, *run->failover, where);
+    EXPECT_TRUE(run->history && run->history->ok) << where;
+    EXPECT_TRUE(run->check && run->check->ok) << where;
+    EXPECT_TRUE(run->replicas && run->replicas->ok()) << where;
+    faults += o.node_faults.size();
+  }
+  EXPECT_GT(faults, r.count) << "the schedules were meant to have node faults";
+}
+
 TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) {
   SeedRange r = Seeds(100);
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
@@ -713,6 +776,7 @@ TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) {
     const std::string where = "seed " + std::to_string(seed) + ", faults " + o.faults;
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
     EXPECT_TRUE(run->check && run->check->ok) << where;
+    ExpectPlayed(o, *run->failover, where);
     EXPECT_TRUE(run->replicas && run->replicas->ok())
         << where << ": "
         << (run->replicas && !run->replicas->problems.empty() ? run->replicas->problems[0] : "");

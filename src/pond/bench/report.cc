@@ -202,6 +202,9 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"log_recoveries_handed_on", r.failover->handed_on},
                         {"unknown_booked", r.unknown},
                         {"faults_not_reached", r.failover->faults_not_reached},
+                        {"unplayed_faults_allowed", o.allow_unplayed_faults},
+                        {"horizon", o.faults_horizon},
+                        {"exercised", CountExercised(*r.failover).ToJson()},
                         {"committed_per_ms", r.committed_per_ms},
                         {"recovery_ms", rec ? nlohmann::json(*rec) : nlohmann::json(nullptr)}};
   }
@@ -225,6 +228,59 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                        {"mn_nics", NicsJson(*r.sim, r.elapsed_s * 1e9)}};
   }
   return j;
+}
+
+FaultsExercised CountExercised(const FailoverStats& f) {
+  FaultsExercised e;
+  for (const FailoverStats::Failure& x : f.failures) {
+    (x.fenced ? e.fenced : e.cn_crashes)++;
+    e.cn_restarts += x.restart_ns != 0;
+    e.recoveries += x.open_ns != 0;
+    e.mid_commit += x.rolled_forward + x.rolled_back;
+    e.log_records += x.log_records;
+    e.rolled_forward += x.rolled_forward;
+    e.rolled_back += x.rolled_back;
+  }
+  for (const FailoverStats::MnFailure& m : f.mn_failures) {
+    e.mn_crashes++;
+    e.mn_restarts += m.restart_ns != 0;
+    e.mn_readable += m.readable_ns != 0;
+  }
+  e.partitions = f.partitions.size();
+  for (uint64_t n : f.step_crashes) e.at_step += n;
+  e.not_reached = f.faults_not_reached;
+  return e;
+}
+
+std::string FaultsExercised::ToString() const {
+  auto n = [](uint64_t k, const char* one, const char* many) {
+    return fmt::format("{} {}", k, k == 1 ? one : many);
+  };
+  std::string s = n(cn_crashes, "CN crash", "CN crashes");
+  if (fenced > 0) s += fmt::format(" (and {} fenced)", fenced);
+  s += ", " + n(cn_restarts, "CN restart", "CN restarts") + ", " +
+       n(recoveries, "CN recovery", "CN recoveries") + ", " + n(mn_crashes, "MN crash", "MN crashes") +
+       ", " + n(mn_restarts, "MN restart", "MN restarts") +
+       fmt::format(" ({} readable again)", mn_readable) + ", " +
+       n(partitions, "partition", "partitions") +
+       fmt::format(
+           "; {} caught mid-commit ({} rolled forward, {} back, of {} log records); {} at "
+           "their aimed step",
+           n(mid_commit, "transaction", "transactions"), rolled_forward, rolled_back, log_records,
+           at_step);
+  if (not_reached > 0) s += fmt::format("; {} NEVER HAPPENED (after the run's end)", not_reached);
+  return s;
+}
+
+nlohmann::json FaultsExercised::ToJson() const {
+  return {{"cn_crashes", cn_crashes},   {"fenced", fenced},
+          {"cn_restarts", cn_restarts}, {"recoveries", recoveries},
+          {"mn_crashes", mn_crashes},   {"mn_restarts", mn_restarts},
+          {"mn_readable", mn_readable}, {"partitions", partitions},
+          {"mid_commit", mid_commit},   {"rolled_forward", rolled_forward},
+          {"rolled_back", rolled_back}, {"log_records", log_records},
+          {"at_step", at_step},
+          {"not_reached", not_reached}};
 }
 
 }  // namespace pond::bench

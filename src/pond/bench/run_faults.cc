@@ -1,5 +1,7 @@
 #include "pond/bench/run_faults.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 
 #include "pond/rng.h"
@@ -92,19 +94,17 @@ Status Apply(const sim::FaultSchedule& schedule, RunOptions* o) {
   return Status::Ok();
 }
 
-}  // namespace
-
-Status ResolveFaults(RunOptions* o, const std::string& spec) {
-  return ResolveFaultsForAll({o}, spec);
-}
-
-Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::string& spec) {
+// Resolves `spec` for every run; a random schedule is drawn before `horizon_ns` if that is not 0
+// (else before the runs' own end).
+Status ResolveWithin(const std::vector<RunOptions*>& runs, const std::string& spec,
+                     uint64_t horizon_ns) {
   if (spec.empty() || runs.empty()) return Status::Ok();
   for (const RunOptions* o : runs) {
     if (!o->sim) return InvalidArgument("--faults needs a simulated run (pond sim ...)");
   }
   sim::FaultLimits limits = LimitsOf(*runs[0]);
   for (size_t i = 1; i < runs.size(); i++) Tighten(&limits, LimitsOf(*runs[i]));
+  if (horizon_ns != 0) limits.horizon_ns = horizon_ns;
   sim::FaultSchedule schedule;
   if (spec == sim::kRandomFaultSpec) {
     // Its own stream of the seed: the run's other draws stay as they were.
@@ -117,6 +117,35 @@ Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::stri
   }
   POND_RETURN_IF_ERROR(schedule.Validate(limits));
   for (RunOptions* o : runs) POND_RETURN_IF_ERROR(Apply(schedule, o));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ResolveFaults(RunOptions* o, const std::string& spec) {
+  return ResolveFaultsForAll({o}, spec);
+}
+
+Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::string& spec) {
+  return ResolveWithin(runs, spec, 0);
+}
+
+Status ResolveFaultsFor(Workload& w, RunOptions* o, const std::string& spec) {
+  if (spec != sim::kRandomFaultSpec || o->calls_max == 0 || !o->sim) {
+    return ResolveFaults(o, spec);
+  }
+  RunOptions dry = *o;
+  dry.record = false;
+  dry.faults.clear();
+  dry.node_faults.clear();
+  Result<RunResult> r = RunWorkload(w, dry, nullptr);
+  if (!r.ok()) return r.status();
+  const double end_s = std::min(r->elapsed_s, o->seconds);
+  const auto horizon = static_cast<uint64_t>(end_s * kCappedHorizonShare * 1e9);
+  POND_RETURN_IF_ERROR(ResolveWithin({o}, spec, std::max<uint64_t>(horizon, 1)));
+  o->faults_horizon =
+      fmt::format("drawn within {:.3f} ms: without faults this run's {} calls end at {:.3f} ms",
+                  static_cast<double>(horizon) / 1e6, o->calls_max, end_s * 1e3);
   return Status::Ok();
 }
 

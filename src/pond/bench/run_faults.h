@@ -21,4 +21,14 @@ Status ResolveFaults(RunOptions* o, const std::string& spec);
 // protocol only): it must fit every run, and `random` draws only what all of them survive.
 Status ResolveFaultsForAll(const std::vector<RunOptions*>& runs, const std::string& spec);
 
+// ResolveFaults for a run of `w` as it will really run. A run that stops at a call cap (a
+// recorded run: o->calls_max) ends when its calls run out, well before o->seconds, and a random
+// schedule drawn over o->seconds would leave most of its faults after that end, unplayed. So for
+// such a run the end is learned first — `w` run once with the same options, without faults and
+// without recording — and `random` draws within kCappedHorizonShare of it; o->faults_horizon says
+// so. Faults slow a run down, so the faulty run reaches its cap no sooner: every drawn fault
+// falls inside it (and a run that still leaves one unplayed fails: RunOptions).
+Status ResolveFaultsFor(Workload& w, RunOptions* o, const std::string& spec);
+inline constexpr double kCappedHorizonShare = 0.8;
+
 }  // namespace pond::bench

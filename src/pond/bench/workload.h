@@ -57,6 +57,13 @@ struct RunOptions {
   // ends with the failover report and the replica check.
   std::string faults;
   std::vector<NodeFault> node_faults;
+  // A fault the schedule puts after the run's end never happens; such a run fails (the CLI's
+  // exit status 3) unless this is set (--allow-unplayed-faults): a pass must have tested what
+  // it claims.
+  bool allow_unplayed_faults = false;
+  // Set when a random schedule was drawn within less than `seconds` (ResolveFaultsFor): why, for
+  // the run's header.
+  std::string faults_horizon;
 };
 
 inline constexpr uint64_t kRecordedCallsMax = 1'000'000;

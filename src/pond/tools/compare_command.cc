@@ -477,7 +477,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                               kSweepPointsMax));
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   // The history checks run without it: they judge the protocol, not the schedule.
-  if (simulate) AddFaultsFlag(cmd, &a->faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, nullptr);
   cmd->callback([a, action, cmd, simulate] {
     *action = [a, cmd, simulate] {
       if (a->workload == "tpcc") ResolveTpccFlags(*cmd, &a->flags.run.cluster, &a->tpcc);

@@ -124,7 +124,7 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   AddKvsWorkloadFlags(kvs, &a->flags, simulate);
   kvs->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(kvs, &a->faults);
+  if (simulate) AddFaultsFlag(kvs, &a->faults, &a->flags.run.allow_unplayed_faults);
   kvs->add_option("--sweep", a->sweep,
                   fmt::format("run one point per combination: KEY=V1,V2,...[,KEY2=A..B...] (A..B: "
                               "integers A to B; first key outermost; at most {} points); KEY is "

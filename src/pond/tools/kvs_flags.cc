@@ -114,7 +114,11 @@ Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const
   return Status::Ok();
 }
 
-void AddFaultsFlag(CLI::App* cmd, std::string* spec) {
+void AddFaultsFlag(CLI::App* cmd, std::string* spec, bool* allow_unplayed) {
+  if (allow_unplayed != nullptr) {
+    cmd->add_flag("--allow-unplayed-faults", *allow_unplayed,
+                  "exit 0 even if faults of the schedule fall after the run's end (else exit 3)");
+  }
   cmd->add_option("--faults", *spec,
                   "fault schedule: KIND:NODE@TIME,... (kinds crash-cn, restart-cn, crash-mn, "
                   "restart-mn, partition-cn, heal-cn; TIME like 5ms), crash-cn:NODE@[TIME+]"

@@ -52,7 +52,9 @@ std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, boo
                                                                   std::string label);
 
 // Registers --faults SPEC (simulated runs; docs/fault_schedules.md) into *spec.
-void AddFaultsFlag(CLI::App* cmd, std::string* spec);
+// --faults, and --allow-unplayed-faults if `allow_unplayed` is given (a command that runs once:
+// RunOnce's exit status 3).
+void AddFaultsFlag(CLI::App* cmd, std::string* spec, bool* allow_unplayed);
 // After ResolveRunFlags: bench::ResolveFaults (bench/run_faults.h).
 Status ResolveFaults(bench::RunOptions* o, const std::string& spec);
 

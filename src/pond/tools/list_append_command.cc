@@ -99,7 +99,7 @@ void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
   cmd->add_option("--history", a->history_path,
                   "also write the recorded history to this file (pond check reads it)");
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");

@@ -150,6 +150,7 @@ void PrintFailover(const bench::RunResult& r) {
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()
             : "");
+    std::printf("exercised    %s\n", bench::CountExercised(f).ToString().c_str());
     std::string aimed;
     static constexpr const char* kStepNames[kCommitSteps] = {
         "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
@@ -214,6 +215,7 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w, const ben
               RunSettings(o, w).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (!o.faults.empty()) std::printf("faults       %s\n", o.faults.c_str());
+  if (!o.faults_horizon.empty()) std::printf("faults       %s\n", o.faults_horizon.c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
@@ -277,6 +279,17 @@ int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions
   }
   if (result->check && !result->check->ok) {
     return failed(result->check->name + " failed: " + result->check->detail);
+  }
+  // Last, so that it is the last line: every check held, but not every fault was tested.
+  if (result->failover && result->failover->faults_not_reached > 0 && !o.allow_unplayed_faults) {
+    if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+    std::fprintf(stderr,
+                 "pond %s: %lu of the schedule's faults never happened: the run ended at %.3f ms, "
+                 "before their time (schedule them earlier; --allow-unplayed-faults accepts "
+                 "this)\n",
+                 what.c_str(), static_cast<unsigned long>(result->failover->faults_not_reached),
+                 result->elapsed_s * 1e3);
+    return kExitUnplayedFaults;
   }
   return 0;
 }

@@ -31,7 +31,9 @@ void PrintHistoryVerdict(const bench::HistoryVerdict& h, const std::string& hist
 // Runs `w` once with `o` and reports it; `what` is the command ("sim kvs"). `json_path`: also
 // write the result there; `history_path`: the recorded run's history goes there (o.record).
 // Returns the exit code: 0 every check held, 1 the run or a check failed, 2 the settings do not
-// make a run (bench::ValidateRun; one line says why).
+// make a run (bench::ValidateRun; one line says why), kExitUnplayedFaults every check held but
+// faults of the schedule fell after the run's end (unless o.allow_unplayed_faults).
+inline constexpr int kExitUnplayedFaults = 3;
 int RunOnce(const std::string& what, bench::Workload& w, const bench::RunOptions& o,
             const std::string& json_path, const std::string& history_path);
 

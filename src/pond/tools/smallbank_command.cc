@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "pond/bench/run_faults.h"
 #include "pond/bench/smallbank.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
@@ -60,13 +61,14 @@ int RunSmallBankCommand(SmallBankArgs& a, const CLI::App& cmd, bool simulate) {
   }
   bench::RunOptions& o = a.run;
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
-  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
-  if (!resolved.ok()) return Fail(what, resolved.message());
   if (!a.history_path.empty()) {
     o.record = true;
     o.calls_max = bench::kSmallBankHistoryTxnsMax;
   }
   bench::SmallBankWorkload w(a.p);
+  // After the cap is set: a recorded run's faults are drawn within the time its calls last.
+  if (resolved.ok()) resolved = bench::ResolveFaultsFor(w, &o, a.faults);
+  if (!resolved.ok()) return Fail(what, resolved.message());
   return RunOnce(what, w, o, a.json_path, a.history_path);
 }
 
@@ -90,7 +92,7 @@ void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate)
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
   cmd->add_option("--history", a->history_path,
                   fmt::format("record every transaction, write the run as a list-append history "
                               "to this file and judge it with the isolation checker (for "

@@ -69,7 +69,7 @@ void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->capture_default_str();
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   if (!simulate) AddConnectFlags(cmd, &a->connect);

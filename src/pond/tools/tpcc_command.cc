@@ -91,7 +91,7 @@ void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate) {
       ->description("MiB of memory per MN (default: what the tables need)");
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback([a, action, cmd, simulate] {
