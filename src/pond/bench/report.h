@@ -37,20 +37,20 @@ double MaxNicShare(const RunMeasures& r);
 // What a faulty run's faults exercised, from its FailoverStats: one line of the report and an
 // object of its JSON, so that a pass shows what it tested.
 struct FaultsExercised {
-  uint64_t cn_crashes = 0;    // crash-cn that happened
-  uint64_t fenced = 0;        // CNs that stopped themselves (a partition outlasted the lease)
-  uint64_t cn_restarts = 0;   // CNs back as a new incarnation, running clients
-  uint64_t recoveries = 0;    // CN failures recovered: their shards served again
-  uint64_t mn_crashes = 0;    // crash-mn that happened
-  uint64_t mn_restarts = 0;   // MNs back blank
-  uint64_t mn_readable = 0;   // of those, readable again: R copies restored
-  uint64_t partitions = 0;    // partition-cn that happened
+  uint64_t cn_crashes = 0;   // crash-cn that happened
+  uint64_t fenced = 0;       // CNs that stopped themselves (a partition outlasted the lease)
+  uint64_t cn_restarts = 0;  // CNs back as a new incarnation, running clients
+  uint64_t recoveries = 0;   // CN failures recovered: their shards served again
+  uint64_t mn_crashes = 0;   // crash-mn that happened
+  uint64_t mn_restarts = 0;  // MNs back blank
+  uint64_t mn_readable = 0;  // of those, readable again: R copies restored
+  uint64_t partitions = 0;   // partition-cn that happened
   // Transactions caught mid-commit: recovery found them not yet visible everywhere and rolled
   // them forward or back (of log_records read from the failed CNs' logs).
   uint64_t mid_commit = 0;
   uint64_t rolled_forward = 0, rolled_back = 0, log_records = 0;
-  uint64_t at_step = 0;       // crashes that hit the commit step they were aimed at
-  uint64_t not_reached = 0;   // faults after the run's end: never happened
+  uint64_t at_step = 0;      // crashes that hit the commit step they were aimed at
+  uint64_t not_reached = 0;  // faults after the run's end: never happened
 
   // "2 CN crashes (1 fenced), 1 CN restart, 2 recoveries, ...; 14 transactions caught
   // mid-commit (9 rolled forward, 5 back)".

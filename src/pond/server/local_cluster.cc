@@ -295,21 +295,48 @@ int Up(const UpOptions& o) {
   return 0;
 }
 
-int Restart(const std::string& dir, int cn, double timeout_s) {
-  auto fail = [](const std::string& m, int code = 1) {
-    std::fprintf(stderr, "pond restart: %s\n", m.c_str());
-    return code;
-  };
-  const std::string file = ClusterFile(dir);
-  Result<ClusterRecord> r = ReadRecord(file);
-  if (!r.ok()) return fail(r.status().message());
-  auto it = std::find_if(r->procs.begin(), r->procs.end(),
-                         [cn](const Proc& p) { return p.role == "cn" && p.id == cn; });
-  if (it == r->procs.end()) return fail(fmt::format("the cluster in {} has no CN {}", dir, cn), 2);
-  if (GroupAlive(it->pid)) {
-    return fail(fmt::format("CN {} is still running (pid {}); it restarts once it has stopped", cn,
-                            it->pid));
+namespace {
+
+int RestartFailed(const std::string& m, int code = 1) {
+  std::fprintf(stderr, "pond restart: %s\n", m.c_str());
+  return code;
+}
+
+// The record of the cluster in `dir` and its process `role` `id` ("CN 2", "ZooKeeper" as `name`),
+// which must have stopped; else the exit status, said in one line.
+Result<std::pair<ClusterRecord, size_t>> StoppedProcess(const std::string& dir,
+                                                        const std::string& role, int id,
+                                                        const std::string& name, int* exit) {
+  Result<ClusterRecord> r = ReadRecord(ClusterFile(dir));
+  if (!r.ok()) {
+    *exit = RestartFailed(r.status().message());
+    return r.status();
   }
+  auto it = std::find_if(r->procs.begin(), r->procs.end(),
+                         [&](const Proc& p) { return p.role == role && p.id == id; });
+  if (it == r->procs.end()) {
+    *exit = RestartFailed(fmt::format("the cluster in {} has no {}", dir, name), 2);
+    return NotFound(name);
+  }
+  if (GroupAlive(it->pid)) {
+    *exit = RestartFailed(
+        fmt::format("{} is still running (pid {}); it restarts once it has stopped", name, it->pid));
+    return InvalidArgument(name);
+  }
+  const size_t at = static_cast<size_t>(it - r->procs.begin());
+  return std::make_pair(std::move(r).value(), at);
+}
+
+}  // namespace
+
+int Restart(const std::string& dir, int cn, double timeout_s) {
+  auto fail = [](const std::string& m, int code = 1) { return RestartFailed(m, code); };
+  const std::string file = ClusterFile(dir);
+  int exit = 1;
+  auto stopped = StoppedProcess(dir, "cn", cn, fmt::format("CN {}", cn), &exit);
+  if (!stopped.ok()) return exit;
+  ClusterRecord* r = &stopped->first;
+  auto it = r->procs.begin() + static_cast<std::ptrdiff_t>(stopped->second);
   auto store = cluster::ZkConfigStore::Connect(r->coord);
   if (!store.ok()) return fail(store.status().message());
   const std::string key = cluster::ClientKey(r->cluster, static_cast<uint16_t>(cn));
@@ -360,20 +387,13 @@ int Restart(const std::string& dir, int cn, double timeout_s) {
 }
 
 int RestartCoord(const std::string& dir, double timeout_s) {
-  auto fail = [](const std::string& m, int code = 1) {
-    std::fprintf(stderr, "pond restart: %s\n", m.c_str());
-    return code;
-  };
+  auto fail = [](const std::string& m, int code = 1) { return RestartFailed(m, code); };
   const std::string file = ClusterFile(dir);
-  Result<ClusterRecord> r = ReadRecord(file);
-  if (!r.ok()) return fail(r.status().message());
-  auto it = std::find_if(r->procs.begin(), r->procs.end(),
-                         [](const Proc& p) { return p.role == "zookeeper"; });
-  if (it == r->procs.end()) return fail("the cluster in " + dir + " has no ZooKeeper server", 2);
-  if (GroupAlive(it->pid)) {
-    return fail(fmt::format("ZooKeeper is still running (pid {}); it restarts once it has stopped",
-                            it->pid));
-  }
+  int exit = 1;
+  auto stopped = StoppedProcess(dir, "zookeeper", 0, "ZooKeeper", &exit);
+  if (!stopped.ok()) return exit;
+  ClusterRecord* r = &stopped->first;
+  auto it = r->procs.begin() + static_cast<std::ptrdiff_t>(stopped->second);
   // The same port, so every daemon's session finds it again, and the same data: the
   // configuration, the failures' steps and the daemons' descriptors are all there.
   const size_t colon = r->coord.rfind(':');

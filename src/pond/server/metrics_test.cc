@@ -150,8 +150,8 @@ TEST(MetricsTest, BadAddressIsRefused) {
   }
 }
 
-// GET `path` from 127.0.0.1:`port`; the whole answer, headers and body.
-std::string HttpGet(int port, const std::string& path) {
+// A connection to 127.0.0.1:`port` that sends nothing; -1 if it could not connect.
+int ConnectIdle(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -159,8 +159,15 @@ std::string HttpGet(int port, const std::string& path) {
   a.sin_port = htons(static_cast<uint16_t>(port));
   if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
     close(fd);
-    return "";
+    return -1;
   }
+  return fd;
+}
+
+// GET `path` from 127.0.0.1:`port`; the whole answer, headers and body.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ConnectIdle(port);
+  if (fd < 0) return "";
   timeval limit{.tv_sec = 10, .tv_usec = 0};  // a server that never answers fails the test
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
   const std::string request = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
@@ -193,20 +200,6 @@ TEST(MetricsTest, ServesOverHttpOnAnyFreePort) {
   auto again = MetricsServer::Start(address, "mn", 3, "pond");
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().code(), Code::kUnavailable);
-}
-
-// A connection to 127.0.0.1:`port` that sends nothing; -1 if it could not connect.
-int ConnectIdle(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 int64_t MsSince(std::chrono::steady_clock::time_point t) {

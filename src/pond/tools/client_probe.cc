@@ -24,15 +24,15 @@ using SteadyClock = std::chrono::steady_clock;
 struct ShardResult {
   bool committed = false;
   uint32_t attempts = 0;
-  uint64_t ms = 0;  // from the CN's probe start to the commit
+  uint64_t ms = 0;                 // from the CN's probe start to the commit
   std::string last = "not tried";  // the last answer that was not a commit
 };
 
 // Probes `shards` (every `stride`-th from `first`) through `address`, on one connection.
 void ProbeSome(const std::string& address, uint16_t cn, const std::string& table,
                const std::string& value, uint32_t first, uint32_t stride,
-               SteadyClock::time_point start, SteadyClock::time_point deadline,
-               uint32_t timeout_ms, std::vector<ShardResult>* out) {
+               SteadyClock::time_point start, SteadyClock::time_point deadline, uint32_t timeout_ms,
+               std::vector<ShardResult>* out) {
   client::ClientOptions o;
   o.timeout_ms = timeout_ms;
   o.follow_cns = false;  // through this CN, or not at all: failing over would hide it
@@ -104,8 +104,7 @@ int RunProbe(const client::Description& d, const ProbeArgs& a) {
     }
     for (std::thread& th : threads) th.join();
     const uint64_t elapsed =
-        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start)
-            .count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - start).count();
     uint32_t committed = 0, retried = 0, slowest = 0;
     for (uint32_t s = 0; s < kShards; s++) {
       const ShardResult& r = results[s];
@@ -113,10 +112,11 @@ int RunProbe(const client::Description& d, const ProbeArgs& a) {
       retried += r.attempts > 1;
       if (r.committed && r.ms > results[slowest].ms) slowest = s;
     }
-    std::printf("%s: %u of %u shards committed in %lu ms (%u retried; slowest: shard %u "
-                "after %lu ms)\n",
-                address.c_str(), committed, kShards, static_cast<unsigned long>(elapsed),
-                retried, slowest, static_cast<unsigned long>(results[slowest].ms));
+    std::printf(
+        "%s: %u of %u shards committed in %lu ms (%u retried; slowest: shard %u "
+        "after %lu ms)\n",
+        address.c_str(), committed, kShards, static_cast<unsigned long>(elapsed), retried, slowest,
+        static_cast<unsigned long>(results[slowest].ms));
     if (committed == kShards) continue;
     all = false;
     int named = 0;
