@@ -121,15 +121,24 @@ bool StopAll(const std::vector<Proc>& procs, std::chrono::milliseconds grace) {
 
 // Waits until `key` holds a value, while `p` runs: an error naming `what` if it exits first or
 // the deadline passes.
+std::string Describe(const Proc& p);
+
 Status AwaitPublished(cluster::ConfigStore& store, const std::string& key, const Proc& p,
                       const std::string& what, std::chrono::steady_clock::time_point deadline,
-                      double timeout_s) {
+                      double timeout_s, const std::vector<Proc>& started) {
   for (;;) {
     Result<cluster::Versioned> d = store.Get(key);
     if (!d.ok()) return d.status();
     if (!d->value.empty()) return Status::Ok();
     if (!GroupAlive(p.pid)) {
       return Unavailable(fmt::format("{} exited: {} ({})", what, LastLogLine(p.log), p.log));
+    }
+    // Another daemon that died leaves this one waiting for it (CN 0 waits for every CN): say
+    // which, at once, rather than time out on the wrong one.
+    for (const Proc& q : started) {
+      if (q.pid == p.pid || GroupAlive(q.pid)) continue;
+      return Unavailable(fmt::format("{} exited while {} was starting: {} ({})", Describe(q),
+                                     what, LastLogLine(q.log), q.log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return Unavailable(fmt::format("{} did not come up within {} s: {} ({})", what, timeout_s,
@@ -230,7 +239,7 @@ int Up(const UpOptions& o) {
   for (int mn = 0; mn < config.mns; mn++) {
     Status up = AwaitPublished(**store, cluster::MnKey(o.cluster, static_cast<uint16_t>(mn)),
                                procs[static_cast<size_t>(mn) + 1], fmt::format("MN {}", mn),
-                               deadline, o.timeout_s);
+                               deadline, o.timeout_s, procs);
     if (!up.ok()) return abandon(up.message());
   }
   // CN 0 first: it makes the tables the others join.
@@ -252,10 +261,10 @@ int Up(const UpOptions& o) {
     const Proc& p = procs[first_cn + static_cast<size_t>(cn)];
     const auto id = static_cast<uint16_t>(cn);
     Status up = AwaitPublished(**store, cluster::CnKey(o.cluster, id), p, fmt::format("CN {}", cn),
-                               deadline, o.timeout_s);
+                               deadline, o.timeout_s, procs);
     if (up.ok() && o.cn_clients) {
       up = AwaitPublished(**store, cluster::ClientKey(o.cluster, id), p, fmt::format("CN {}", cn),
-                          deadline, o.timeout_s);
+                          deadline, o.timeout_s, procs);
     }
     if (!up.ok()) return abandon(up.message());
   }
