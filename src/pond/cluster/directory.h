@@ -70,13 +70,6 @@ inline std::string FailureStepKey(const std::string& cluster, uint64_t epoch,
   return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/" + step + "/" +
          std::to_string(who);
 }
-// Holder `holder` has closed the shards it held for CN `cn`, whose home they are, and no lock in
-// them is held in its table: the CM may give them back to `cn`'s incarnation `incarnation`.
-inline std::string ReturnKey(const std::string& cluster, uint16_t cn, uint16_t incarnation,
-                             uint16_t holder) {
-  return "/pond/" + cluster + "/returns/" + std::to_string(cn) + "." +
-         std::to_string(incarnation) + "/" + std::to_string(holder);
-}
 // A restarted CN asks to be let back in as incarnation (the value, decimal text).
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {
   return "/pond/" + cluster + "/joins/" + std::to_string(cn);

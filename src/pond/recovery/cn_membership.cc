@@ -77,7 +77,6 @@ void CnMembership::CoordTick() {
   for (auto& f : failures_) {
     if (!f->opened) Progress(*f);
   }
-  ProgressReturns();
 }
 
 void CnMembership::Renew() {
@@ -303,48 +302,8 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
                       "); writes skip it, its replicas serve");
     }
   }
-  // Shards that come home to this CN from a holder alive before and after are opened once the
-  // workers have the epoch (below): the holder drained them before the CM moved them. A failed
-  // CN's shards wait for its recovery instead (Progress).
-  std::vector<uint32_t> came_home;
   for (uint32_t s = 0; s < o_.shards; s++) {
-    if (shards[s] == shards_[s]) continue;
-    controls_.AssignShard(s, shards[s]);
-    const uint16_t from = shards_[s];
-    if (shards[s] == o_.cn && view_.cns[from].alive && next.cns[from].alive) came_home.push_back(s);
-  }
-  // A restarted CN let in: the shards this CN holds that are its home are closed, to go back
-  // once no lock in them is held here (ProgressReturns).
-  for (uint16_t c : back) {
-    Return r{.cn = c, .incarnation = next.cns[c].incarnation};
-    for (uint32_t s = 0; s < o_.shards; s++) {
-      if (shards[s] == o_.cn && controls_.ShardHome(s) == c) r.shards.push_back(s);
-    }
-    if (r.shards.empty()) continue;
-    for (uint32_t s : r.shards) controls_.CloseShard(s);
-    controls_.Event("closed " + std::to_string(r.shards.size()) + " shards of CN " +
-                    std::to_string(c) + " to give them back");
-    returns_.push_back(std::move(r));
-  }
-  for (Return& r : returns_) {
-    if (r.done) continue;
-    if (!next.cns[r.cn].alive || next.cns[r.cn].incarnation != r.incarnation) {
-      // It failed again before they went: those still here are served here again.
-      size_t reopened = 0;
-      for (uint32_t s : r.shards) {
-        if (shards[s] != o_.cn) continue;
-        controls_.OpenShard(s);
-        reopened++;
-      }
-      controls_.Event("CN " + std::to_string(r.cn) + " failed before its shards went back; " +
-                      std::to_string(reopened) + " are served here again");
-      r.done = true;
-    } else if (std::none_of(r.shards.begin(), r.shards.end(),
-                            [&](uint32_t s) { return shards[s] == o_.cn; })) {
-      controls_.Event("gave " + std::to_string(r.shards.size()) + " shards back to CN " +
-                      std::to_string(r.cn));
-      r.done = true;
-    }
+    if (shards[s] != shards_[s]) controls_.AssignShard(s, shards[s]);
   }
   const bool tso_moved = next.tso_host != view_.tso_host;
   if (tso_moved) {
@@ -359,11 +318,6 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   // a shard it manages and routed calls would not send to it — the shards it takes over at the
   // next failure would be unwritable from here.
   controls_.ApplyOnWorkers(next, dead, back, tso_moved);
-  for (uint32_t s : came_home) controls_.OpenShard(s);
-  if (!came_home.empty()) {
-    controls_.Event(std::to_string(came_home.size()) + " of this CN's shards came home (epoch " +
-                    std::to_string(next.epoch) + ")");
-  }
   view_ = next;
   {
     std::lock_guard lock(beat_mu_);
@@ -530,8 +484,6 @@ void CnMembership::Manage() {
     }
     what.push_back("CN " + std::to_string(c) + " rejoins");
   }
-  std::vector<uint16_t> shards = shards_;
-  ReturnShards(next, &shards, &what);
   if (what.empty()) return;
   next.epoch++;
   const std::vector<uint16_t> alive = next.Alive();
@@ -542,6 +494,7 @@ void CnMembership::Manage() {
   for (uint16_t c : alive) {
     if (view_.cns[c].alive) takers.push_back(c);
   }
+  std::vector<uint16_t> shards = shards_;
   size_t k = 0;
   for (uint32_t s = 0; s < o_.shards; s++) {
     if (!next.cns[shards[s]].alive) shards[s] = takers[k++ % takers.size()];
@@ -555,46 +508,6 @@ void CnMembership::Manage() {
   std::string line = "epoch " + std::to_string(next.epoch) + ":";
   for (const std::string& w : what) line += " " + w + ";";
   controls_.Event(line + " (this CN manages the configuration)");
-}
-
-void CnMembership::ProgressReturns() {
-  for (Return& r : returns_) {
-    if (r.done || r.drained) continue;
-    const std::optional<size_t> held = controls_.LocksHeldIn(r.shards);
-    if (!held.has_value() || *held != 0) continue;
-    Result<uint64_t> put =
-        store_.PutIf(cluster::ReturnKey(o_.cluster, r.cn, r.incarnation, o_.cn), {}, 0);
-    if (!put.ok() && put.status().code() != Code::kConflict) continue;  // said next period
-    r.drained = true;
-  }
-}
-
-void CnMembership::ReturnShards(const cluster::Configuration& next, std::vector<uint16_t>* shards,
-                                std::vector<std::string>* what) {
-  // Whether holder H has drained the shards of restarted CN C: read once per pair.
-  std::map<std::pair<uint16_t, uint16_t>, bool> drained;
-  std::map<uint16_t, size_t> moved;
-  for (uint32_t s = 0; s < o_.shards; s++) {
-    const uint16_t home = controls_.ShardHome(s), holder = (*shards)[s];
-    // Only to a CN restarted and alive now and after; only from a holder that stays alive (a
-    // failing holder's shards move with its failure, and come home later, or stay).
-    if (holder == home || view_.cns[home].incarnation == 0 || !view_.cns[home].alive ||
-        !next.cns[home].alive || !view_.cns[holder].alive || !next.cns[holder].alive) {
-      continue;
-    }
-    auto it = drained.find({home, holder});
-    if (it == drained.end()) {
-      Result<cluster::Versioned> v =
-          store_.Get(cluster::ReturnKey(o_.cluster, home, view_.cns[home].incarnation, holder));
-      it = drained.emplace(std::make_pair(home, holder), v.ok() && v->version != 0).first;
-    }
-    if (!it->second) continue;
-    (*shards)[s] = home;
-    moved[home]++;
-  }
-  for (const auto& [cn, n] : moved) {
-    what->push_back(std::to_string(n) + " shards go home to CN " + std::to_string(cn));
-  }
 }
 
 Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t who) {
