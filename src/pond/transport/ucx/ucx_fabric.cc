@@ -1,6 +1,7 @@
 #include "pond/transport/ucx/ucx_fabric.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -67,7 +68,10 @@ class UcxEndpoint final : public Endpoint {
   UcxEndpoint(UcxFabric& fabric, WorkerAddr self, Scheduler& sched, std::unique_ptr<Worker> worker)
       : Endpoint(self, sched), fabric_(fabric), worker_(std::move(worker)) {}
 
-  // Connects to every MN and starts taking packets. Fails when an MN cannot be reached.
+  // Starts taking packets and connects to every MN it can. An MN that cannot be reached now (its
+  // daemon is dead, or not listening yet) is not a reason to fail the CN: that MN is down as far
+  // as its batches go, and the connection is tried again at its next batch, at most once per
+  // kReconnectEvery.
   Status Init() {
     ucp_worker_h w = worker_->get();
     ucp_am_handler_param_t hp{};
@@ -79,15 +83,15 @@ class UcxEndpoint final : public Endpoint {
     hp.arg = this;
     ucs_status_t s = ucp_worker_set_am_recv_handler(w, &hp);
     if (s != UCS_OK) return FromUcs(s, "cannot set the UCX packet handler");
-    for (const MnDescriptor& d : fabric_.mns_) {
-      Status st;
-      Mn mn;
-      mn.base = d.base;
-      mn.ep = CreateEp(w, d.worker_address, fabric_.peer_errors_, &st);
-      if (!st.ok()) return st;
-      mns_.push_back(mn);  // from here on the destructor closes it
-      s = ucp_ep_rkey_unpack(mn.ep, d.rkey.data(), &mns_.back().rkey);
-      if (s != UCS_OK) return FromUcs(s, "cannot unpack MN " + std::to_string(d.mn) + "'s rkey");
+    mns_.resize(fabric_.mns_.size());
+    for (MnId mn = 0; mn < mns_.size(); mn++) {
+      mns_[mn].base = fabric_.mns_[mn].base;
+      Status st = Connect(mn);
+      if (st.ok()) continue;
+      if (st.code() != Code::kUnavailable) return st;
+      std::fprintf(stderr,
+                   "pond: worker %u.%u cannot reach MN %u yet (%s); retrying at its next batch\n",
+                   self().cn, self().worker, mn, st.ToString().c_str());
     }
     return Status::Ok();
   }
@@ -96,7 +100,7 @@ class UcxEndpoint final : public Endpoint {
     UcxFabric::Retired r;
     for (Mn& mn : mns_) {
       if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
-      r.eps.push_back(mn.ep);
+      if (mn.ep != nullptr) r.eps.push_back(mn.ep);
     }
     for (auto& [addr, peer] : peers_) r.eps.push_back(peer.ep);
     r.eps.insert(r.eps.end(), stale_.begin(), stale_.end());
@@ -108,6 +112,11 @@ class UcxEndpoint final : public Endpoint {
   void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
     if (mn >= mns_.size()) {
       Complete(done, InvalidArgument("no MN " + std::to_string(mn)));
+      return;
+    }
+    if (mns_[mn].ep == nullptr && !Reconnect(mn)) {
+      ops.clear();
+      CompleteUnreachable(done, uint64_t{1} << mn, 1);
       return;
     }
     std::unique_ptr<Batch> b = TakeBatch();
@@ -183,9 +192,10 @@ class UcxEndpoint final : public Endpoint {
 
  private:
   struct Mn {
-    ucp_ep_h ep = nullptr;
+    ucp_ep_h ep = nullptr;  // nullptr: not connected (yet)
     ucp_rkey_h rkey = nullptr;
     uint64_t base = 0;
+    std::chrono::steady_clock::time_point last_try{};
   };
   struct Batch {
     UcxEndpoint* ep = nullptr;
@@ -206,6 +216,9 @@ class UcxEndpoint final : public Endpoint {
     bool remote = false;      // a worker of another process
     uint32_t generation = 0;  // of its CN's entries in the fabric's directory
   };
+  // How often an MN that could not be connected is tried again: often enough that an MN whose
+  // daemon was only slow is used within a lease, rarely enough that a dead one costs nothing.
+  static constexpr auto kReconnectEvery = std::chrono::milliseconds(100);
   // Progress calls per poll: enough to drain a burst, bounded so that a flood of arrivals does
   // not starve the worker's coroutines.
   static constexpr int kProgressMax = 64;
@@ -371,6 +384,34 @@ class UcxEndpoint final : public Endpoint {
     return UCS_OK;
   }
 
+  Status Connect(MnId mn) {
+    const MnDescriptor& d = fabric_.mns_[mn];
+    Mn& m = mns_[mn];
+    m.last_try = std::chrono::steady_clock::now();
+    Status st;
+    ucp_ep_h ep = CreateEp(worker_->get(), d.worker_address, fabric_.peer_errors_, &st);
+    if (!st.ok()) return Unavailable("MN " + std::to_string(mn) + ": " + std::string(st.message()));
+    ucp_rkey_h rkey = nullptr;
+    ucs_status_t s = ucp_ep_rkey_unpack(ep, d.rkey.data(), &rkey);
+    if (s != UCS_OK) {
+      stale_.push_back(ep);  // closed with the rest
+      return FromUcs(s, "cannot unpack MN " + std::to_string(mn) + "'s rkey");
+    }
+    m.ep = ep;
+    m.rkey = rkey;
+    return Status::Ok();
+  }
+
+  // Connects to an MN that could not be connected before, if it is time to try again.
+  bool Reconnect(MnId mn) {
+    if (std::chrono::steady_clock::now() - mns_[mn].last_try < kReconnectEvery) return false;
+    Status st = Connect(mn);
+    if (st.ok()) {
+      std::fprintf(stderr, "pond: worker %u.%u reached MN %u\n", self().cn, self().worker, mn);
+    }
+    return st.ok();
+  }
+
   // The UCP endpoint to worker `to`, connected on first use; nullptr if `to` is unknown (a
   // worker of another process not in the directory).
   const Peer* FindPeer(WorkerAddr to) {
@@ -389,7 +430,9 @@ class UcxEndpoint final : public Endpoint {
     }
     Status st;
     ucp_ep_h ep = CreateEp(worker_->get(), w->address, fabric_.peer_errors_, &st);
-    POND_CHECK_MSG(st.ok(), st.ToString().c_str());
+    // A CN whose process is gone (killed, not yet declared) may refuse the connection: its
+    // packets are lost, as they would be on a connection to it, and tried again with the next.
+    if (!st.ok()) return nullptr;
     return &peers_.emplace(to.Packed(), Peer{ep, w->remote, generation}).first->second;
   }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "pond/transport/endpoint_contract.h"
+#include "pond/transport/ucx/memory_node.h"
 
 namespace pond::ucx {
 namespace {
@@ -69,6 +70,38 @@ TEST_P(UcxFabricTest, ALargePacketArrivesWhole) {
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxFabricTest, ::testing::Values("shm", "tcp"),
                          [](const auto& info) { return info.param; });
+
+// A CN process that starts while an MN's daemon is dead (a CN restarted after an MN was killed)
+// must come up and use the MNs it can reach; the dead one's batches fail as a down MN's do.
+TEST(UcxFabricTest, AnMnDeadAtStartIsDownNotFatal) {
+  const UcxOptions o = OptionsFor("tcp");
+  std::vector<MnDescriptor> mns;
+  std::vector<std::unique_ptr<UcxMemoryNode>> nodes;
+  for (MnId i = 0; i < 2; i++) {
+    auto mn = UcxMemoryNode::Start(i, 1 << 20, o);
+    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
+    mns.push_back((*mn)->descriptor());
+    nodes.push_back(std::move(mn).value());
+  }
+  nodes[1].reset();  // MN 1's daemon dies before the CN starts
+  auto f = UcxFabric::Connect(mns, o);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  contract::Worker w(**f, {0, 0});
+  w.Run([](Endpoint* ep) -> Task<void> {
+    uint64_t v = 42, back = 0;
+    ep->Write(GAddr::Make(0, 64), &v, sizeof(v));
+    ep->Read(GAddr::Make(0, 64), &back, sizeof(back));
+    Status r0 = co_await ep->Flush();
+    EXPECT_TRUE(r0.ok()) << r0.ToString();
+    EXPECT_EQ(back, 42u);
+    for (int i = 0; i < 3; i++) {  // and every later batch too, retried or not
+      ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+      Endpoint::FlushResult r1 = co_await ep->FlushReporting();
+      EXPECT_EQ(r1.status.code(), Code::kUnavailable) << r1.status.ToString();
+      EXPECT_EQ(r1.unreachable, uint64_t{1} << 1);
+    }
+  }(w.ep.get()));
+}
 
 TEST(UcxOptionsTest, AnUnknownTransportIsAClearError) {
   auto f = UcxFabric::CreateWithLocalMns(1, 1 << 20, OptionsFor("no-such-transport"));
