@@ -86,6 +86,13 @@ struct TransportConfig {
   // failed once no beat was seen for lease_ms, and stops itself (exit 75) when it could not beat
   // for 0.9 lease_ms. Every CN of a cluster must use the same.
   int lease_ms = 100;
+  // For a simulated cluster (Cluster::StartSimulated): what carries out its node faults and
+  // recovers from them. "model": the simulator's own model of membership, which survives every
+  // fault kind. "machine": on every simulated CN, the membership and recovery machine the
+  // `pond cn` daemons run, over a simulated coordination service and lease pages in the memory
+  // pool (docs/recovery.md "One machine"); it survives CN crashes and restarts and MN crashes,
+  // not yet MN restarts or partitions.
+  std::string sim_membership = "model";
 };
 
 struct ClusterConfig {

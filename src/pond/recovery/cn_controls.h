@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pond/cluster/log_recovery.h"
 #include "pond/cluster/membership.h"
 #include "pond/status.h"
 #include "pond/store/catalog.h"
@@ -67,6 +68,10 @@ class CnControls {
   // What log recovery reads the memory pool by.
   virtual const store::Catalog& catalog() const = 0;
   virtual const store::Placement& placement() const = 0;
+
+  // This CN recovered log `worker` of the failed CN `dead` (its failure declared by `epoch`).
+  virtual void LogRecovered(uint16_t /*dead*/, uint64_t /*epoch*/, uint16_t /*worker*/,
+                            const cluster::LogRecoveryStats& /*stats*/) {}
 
   // One line for the CN's log.
   virtual void Event(const std::string& line) = 0;

@@ -38,6 +38,14 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
   counts_.epoch = view_.epoch;
 }
 
+void CnMembership::Resumed() {
+  const uint64_t now = clock_.NowNs();
+  std::lock_guard lock(beat_mu_);
+  for (Seen& s : cn_seen_) s.moved_ns = now;
+  for (Seen& s : mn_seen_) s.moved_ns = now;
+  renewed_ns_ = now;
+}
+
 void CnMembership::BeatTick() {
   if (fenced_.load()) return;
   const uint64_t now = clock_.NowNs();
@@ -378,6 +386,7 @@ void CnMembership::Progress(Failure& f) {
                       std::to_string(f.recovery_stats.rolled_forward) + " rolled forward, " +
                       std::to_string(f.recovery_stats.rolled_back) + " rolled back");
       counts_.logs_recovered++;
+      controls_.LogRecovered(f.cn, f.epoch, worker, f.recovery_stats);
       f.recovery = kRecoveryIdle;
     }
   }

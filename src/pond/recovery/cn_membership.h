@@ -85,6 +85,11 @@ class CnMembership {
   // and moves every open recovery a step on.
   void CoordTick();
 
+  // Its driver paused both halves for a while (a simulated cluster between runs, whose faults
+  // are armed per run): every lease counts from now, as if the pause had not happened. Not for
+  // a real process, whose peers do not pause with it.
+  void Resumed();
+
   // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
   bool alive() const { return alive_.load(); }
   // It fenced itself: it does nothing more.

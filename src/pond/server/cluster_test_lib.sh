@@ -5,10 +5,16 @@
 tmp=$(mktemp -d)
 dirs=()  # the --dir of every cluster started: each is stopped at exit
 failures=0
+# POND_TEST_KEEP=DIR: a test that failed leaves its daemons' logs, cluster files and recorded
+# histories there (a fresh subfolder per run), for a failure that a rerun may not repeat.
 cleanup() {
   for d in "${dirs[@]}"; do
     [ -f "$d/cluster.json" ] && "$pond" down --dir "$d" --grace 2 >/dev/null 2>&1
   done
+  if [ "$failures" -gt 0 ] && [ -n "${POND_TEST_KEEP:-}" ]; then
+    mkdir -p "$POND_TEST_KEEP" && cp -r "$tmp" "$(mktemp -d "$POND_TEST_KEEP/run.XXXXXX")" &&
+      echo "kept the failed run's files in $POND_TEST_KEEP"
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -22,7 +22,8 @@ min_rate_after() {
     END { print (min == "" ? -1 : min) }' "$1"
 }
 
-for tls in shm tcp; do
+# POND_KILL_TLS="tcp" runs one transport only (for looping a failure).
+for tls in ${POND_KILL_TLS:-shm tcp}; do
   d="$tmp/$tls"
   dirs+=("$d")
   # A lease a loaded 2-core machine keeps: no CN misses it for want of a core.

@@ -61,6 +61,12 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
     cmd->add_option("--model", *model,
                     "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
+    cmd->add_option("--membership", c->transport.sim_membership,
+                    "what recovers from --faults: model (the simulator's own; every fault kind) "
+                    "or machine (the pond cn daemons' membership machine; no restart-mn or "
+                    "partitions yet); docs/recovery.md")
+        ->check(CLI::IsMember({"model", "machine"}))
+        ->capture_default_str();
   }
 }
 

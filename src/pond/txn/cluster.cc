@@ -14,6 +14,7 @@
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/sim_membership.h"
 #include "pond/txn/ordered.h"
 #include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
@@ -89,6 +90,10 @@ Status ValidateConfig(const ClusterConfig& c) {
     }
   }
   if (c.transport.cn < -1) return InvalidArgument("ClusterConfig.transport.cn must be -1 or a CN");
+  if (c.transport.sim_membership != "model" && c.transport.sim_membership != "machine") {
+    return InvalidArgument("ClusterConfig.transport.sim_membership must be model or machine, not \"" +
+                           c.transport.sim_membership + "\"");
+  }
   if (c.transport.lease_ms < 20 || c.transport.lease_ms > 60'000) {
     return InvalidArgument("ClusterConfig.transport.lease_ms must be 20 to 60000");
   }
@@ -378,9 +383,9 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
                                             *layout);
   impl->coord_ = std::move(coord);
   if (config.transport.cn >= 0) {
-    Result<txn::ProcessStart> start = txn::ReadStart(*impl->coord_, config);
+    Result<recovery::CnStart> start = txn::ReadStart(*impl->coord_, config);
     if (!start.ok()) return start.status();
-    impl->process_start_ = std::make_unique<txn::ProcessStart>(*std::move(start));
+    impl->process_start_ = std::make_unique<recovery::CnStart>(*std::move(start));
   }
   POND_RETURN_IF_ERROR(impl->Build());
   if (config.transport.cn >= 0) POND_RETURN_IF_ERROR(impl->PublishCn());
@@ -405,7 +410,11 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   impl->sim_fabric_ = sf;
   impl->driver_ = std::make_unique<txn::SimDriver>(*e, *sf);
   POND_RETURN_IF_ERROR(impl->Build());
-  impl->failover_ = std::make_unique<txn::Failover>(*impl);
+  if (config.transport.sim_membership == "machine") {
+    impl->failover_ = std::make_unique<txn::SimMembership>(*impl);
+  } else {
+    impl->failover_ = std::make_unique<txn::Failover>(*impl);
+  }
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 

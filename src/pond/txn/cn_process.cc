@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "pond/cluster/directory.h"
+#include "pond/lock/shard_map.h"
+#include "pond/recovery/cn_start.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
@@ -65,79 +67,45 @@ Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint6
   return std::unique_ptr<Fabric>(std::move(f).value());
 }
 
-Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c) {
+Result<recovery::CnStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c) {
   const TransportConfig& t = c.transport;
-  const auto me = static_cast<uint16_t>(t.cn);
-  const std::string key = cluster::ConfigKey(t.cluster);
+  recovery::StartOptions o{.cluster = t.cluster,
+                           .cn = static_cast<uint16_t>(t.cn),
+                           .cns = static_cast<uint16_t>(c.cns),
+                           .mns = static_cast<uint16_t>(c.mns),
+                           .shards = lock::kShards};
+  lock::ShardMap home(static_cast<uint16_t>(c.cns));
+  for (uint32_t s = 0; s < lock::kShards; s++) o.home.push_back(home.CnOf(s));
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(t.peers_wait_ms);
   for (;;) {
-    Result<cluster::Versioned> v = store.Get(key);
-    if (!v.ok()) return v.status();
-    ProcessStart start;
-    if (v->version == 0) {
-      if (me != 0) return Unavailable("no configuration at " + key + " (CN 0 writes it first)");
-      // The cluster's first start: every node alive, the shards in their home ranges.
-      start.config.epoch = 1;
-      start.config.cns.resize(static_cast<size_t>(c.cns));
-      start.config.mns.resize(static_cast<size_t>(c.mns));
-      lock::ShardMap home(static_cast<uint16_t>(c.cns));
-      for (uint32_t s = 0; s < lock::kShards; s++) start.shards.push_back(home.CnOf(s));
-      POND_RETURN_IF_ERROR(cluster::WriteShardMap(store, t.cluster, 1, start.shards));
-      Result<uint64_t> put = store.PutIf(key, start.config.Encode(), 0);
-      if (!put.ok() && put.status().code() != Code::kConflict) return put.status();
-      if (put.ok()) return start;
-      continue;  // someone else wrote it meanwhile: start from theirs
+    Result<std::optional<recovery::CnStart>> start = recovery::TryStart(store, o);
+    if (!start.ok()) return start.status();
+    if (start->has_value()) return **std::move(start);
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Unavailable("CN " + std::to_string(o.cn) + "'s earlier process was not declared " +
+                         "failed within " + std::to_string(t.peers_wait_ms) + " ms");
     }
-    Result<cluster::Configuration> config = cluster::Configuration::Decode(v->value);
-    if (!config.ok()) return Corruption(key + ": " + config.status().message());
-    if (config->cns.size() != static_cast<size_t>(c.cns) ||
-        config->mns.size() != static_cast<size_t>(c.mns)) {
-      return InvalidArgument(key + " is for another shape of cluster");
-    }
-    const cluster::CnStatus status = config->cns[me];
-    Result<cluster::Versioned> ran = store.Get(cluster::LogsKey(t.cluster, me, status.incarnation));
-    if (!ran.ok()) return ran.status();
-    if (status.alive && ran->version != 0) {
-      // An earlier process of this CN is still counted alive: it must be declared failed (its
-      // beat stopped) and recovered before this one may act.
-      if (std::chrono::steady_clock::now() > deadline) {
-        return Unavailable("CN " + std::to_string(me) + "'s earlier process was not declared " +
-                           "failed within " + std::to_string(t.peers_wait_ms) + " ms");
-      }
-      std::this_thread::sleep_for(kPeerPoll);
-      continue;
-    }
-    Result<std::vector<uint16_t>> shards = cluster::ReadShardMap(store, t.cluster, config->epoch, lock::kShards);
-    if (!shards.ok()) return shards.status();
-    start.config = *std::move(config);
-    start.shards = *std::move(shards);
-    start.restarted = !status.alive;
-    start.incarnation =
-        status.alive ? status.incarnation : static_cast<uint16_t>(status.incarnation + 1);
-    return start;
+    std::this_thread::sleep_for(kPeerPoll);
   }
 }
 
 Status ClusterImpl::PublishCn() {
   const auto cn = static_cast<uint16_t>(config_.transport.cn);
   const std::string& name = config_.transport.cluster;
-  const ProcessStart& start = *process_start_;
+  const recovery::CnStart& start = *process_start_;
   // Where its logs are, for whoever recovers it: kept after it stops.
   cluster::LogAreas logs;
   for (const auto& w : cns_[cn]->workers) {
     logs.bytes = w->log().bytes();
     logs.areas.push_back(w->log().areas());
   }
-  POND_RETURN_IF_ERROR(
-      cluster::PutOwned(*coord_, cluster::LogsKey(name, cn, start.incarnation), logs.Encode()));
+  POND_RETURN_IF_ERROR(recovery::PublishLogs(*coord_, name, cn, start.incarnation, logs));
   Result<ucx::CnDescriptor> d = UcxOf(*fabric_).Describe(cn, start.incarnation);
   if (!d.ok()) return d.status();
   POND_RETURN_IF_ERROR(cluster::PutOwned(*coord_, cluster::CnKey(name, cn), d->Encode()));
   if (!start.restarted) return Status::Ok();
-  const std::string inc = std::to_string(start.incarnation);
-  const auto* p = reinterpret_cast<const std::byte*>(inc.data());
-  return cluster::PutOwned(*coord_, cluster::JoinKey(name, cn), {p, p + inc.size()});
+  return recovery::AskToRejoin(*coord_, name, cn, start.incarnation);
 }
 
 Status ClusterImpl::ConnectPeerCns() {

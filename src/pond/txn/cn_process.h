@@ -11,6 +11,7 @@
 
 #include "pond/cluster.h"
 #include "pond/cluster/zk_config_store.h"
+#include "pond/recovery/cn_start.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/gaddr.h"
 #include "pond/transport/ucx/ucx_context.h"
@@ -26,11 +27,10 @@ inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
 Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes,
                                                    std::unique_ptr<cluster::ZkConfigStore>* coord);
 
-struct ProcessStart;
 // What CN `c.transport.cn` starts from: the newest configuration (CN 0's first start writes the
 // first one), its shard map, and this process's incarnation — one past the last if the CN ran
 // before, after waiting (up to peers_wait_ms) for an earlier process still counted alive to be
 // declared failed.
-Result<ProcessStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c);
+Result<recovery::CnStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c);
 
 }  // namespace pond::txn

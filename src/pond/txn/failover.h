@@ -47,6 +47,7 @@
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
 #include "pond/sim/engine.h"
+#include "pond/txn/sim_faults.h"
 #include "pond/transport/gaddr.h"
 
 namespace pond::txn {
@@ -68,22 +69,19 @@ inline constexpr uint64_t kConfigPutNs = 100'000;  // a conditional put to the s
 // declaration, a recovery.
 inline constexpr uint64_t kDrainPollNs = 10'000;
 
-class Failover {
+class Failover final : public SimFaults {
  public:
   explicit Failover(ClusterImpl& cl);
-  ~Failover();
+  ~Failover() override;
 
-  // Refuses a schedule this cluster cannot survive (one line naming the fault and why).
-  Status Validate(const std::vector<NodeFault>& faults) const;
-  // Arms `faults` (validated) and the leases, relative to now; called as a Run starts.
-  void Arm(const std::vector<NodeFault>& faults);
-  // The run is over: faults not reached yet never happen, and the leases stop.
-  void Disarm();
-  // No crash is waiting to be detected, recovered or reopened: a run may end.
-  bool Idle() const;
-  bool IsCrashed(uint16_t cn) const { return crashed_[cn]; }
+  Status Validate(const std::vector<NodeFault>& faults) const override;
+  // Also arms the leases; Disarm stops them.
+  void Arm(const std::vector<NodeFault>& faults) override;
+  void Disarm() override;
+  bool Idle() const override;
+  bool IsCrashed(uint16_t cn) const override { return crashed_[cn]; }
   bool IsMnCrashed(MnId mn) const { return mn_crashed_[mn]; }
-  FailoverStats Stats() const;
+  FailoverStats Stats() const override;
 
  private:
   struct Failure;

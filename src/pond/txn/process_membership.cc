@@ -26,7 +26,7 @@ constexpr uint64_t kStopWaitNs = 10'000'000'000;
 ProcessMembership::ProcessMembership(ClusterImpl& cl)
     : cl_(cl), cn_(static_cast<uint16_t>(cl.config().transport.cn)), sched_(cl.clock()) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{cn_, kMembershipWorker}, sched_);
-  const ProcessStart& start = *cl.process_start_;
+  const recovery::CnStart& start = *cl.process_start_;
   const ClusterConfig& c = cl.config();
   recovery::MembershipOptions o{
       .cluster = c.transport.cluster,

@@ -22,6 +22,7 @@
 #include "pond/cluster/membership.h"
 #include "pond/recovery/cn_controls.h"
 #include "pond/recovery/cn_membership.h"
+#include "pond/recovery/cn_start.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
 
@@ -29,14 +30,6 @@ namespace pond::txn {
 
 class ClusterImpl;
 class WorkerContext;
-
-// What a CN process learned of the membership as it started (ReadStart, cn_process.cc).
-struct ProcessStart {
-  cluster::Configuration config;  // the newest epoch then
-  std::vector<uint16_t> shards;   // that epoch's shard map: the owner of each shard
-  uint16_t incarnation = 0;       // this process's: one more than the CN's last
-  bool restarted = false;         // an earlier incarnation of this CN ran
-};
 
 class ProcessMembership final : public recovery::CnControls {
  public:

@@ -69,25 +69,39 @@ void SimDriver::StopCn(uint16_t cn) {
 }
 
 void SimDriver::RestartCn(uint16_t cn, const std::vector<WorkerContext*>& workers) {
-  size_t next = 0;
+  size_t taken = 0;
   for (size_t core = 0; core < cores_.size(); core++) {
-    Core& c = cores_[core];
-    if (c.ep->self().cn != cn) continue;
-    POND_CHECK(c.stopped && next < workers.size());
-    c.sched->SetWakeHook(nullptr);  // the dead incarnation wakes nothing
-    WorkerContext* w = workers[next++];
-    POND_CHECK(w->ep().self() == c.ep->self());
-    c.sched = &w->sched();
-    c.ep = &w->ep();
-    c.stopped = false;
-    c.queued = false;
-    c.incarnation++;
-    c.busy_until_ns = engine_.now();
-    c.timer_wake_ns = UINT64_MAX;
-    c.resumes_seen = 0;
-    w->sched().SetWakeHook([this, core] { Wake(core); });
+    const WorkerAddr a = cores_[core].ep->self();
+    // Cores of the CN that are no worker's (its membership's) are RestartCore's.
+    if (a.cn != cn || a.worker >= workers.size()) continue;
+    WorkerContext* w = workers[a.worker];
+    POND_CHECK(w->ep().self() == a);
+    Rebind(core, w->sched(), w->ep());
+    taken++;
   }
-  POND_CHECK(next == workers.size());
+  POND_CHECK(taken == workers.size());
+}
+
+void SimDriver::RestartCore(Scheduler& sched, Endpoint& ep) {
+  auto it = core_of_.find(ep.self().Packed());
+  POND_CHECK_MSG(it != core_of_.end(), "RestartCore: no core at that address");
+  Rebind(it->second, sched, ep);
+}
+
+void SimDriver::Rebind(size_t core, Scheduler& sched, Endpoint& ep) {
+  Core& c = cores_[core];
+  POND_CHECK(c.stopped);
+  c.sched->SetWakeHook(nullptr);  // the dead incarnation wakes nothing
+  c.sched = &sched;
+  c.ep = &ep;
+  c.stopped = false;
+  c.queued = false;
+  c.incarnation++;
+  c.busy_until_ns = engine_.now();
+  c.timer_wake_ns = UINT64_MAX;
+  c.resumes_seen = 0;
+  sched.SetWakeHook([this, core] { Wake(core); });
+  if (sched.has_ready()) Wake(core);
 }
 
 SimCpuStats SimDriver::cpu_stats() const {

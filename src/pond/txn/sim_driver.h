@@ -49,6 +49,9 @@ class SimDriver {
   // CN `cn` restarted: `workers` (its new incarnation's, in index order) take over the cores
   // of the stopped ones, which never run again.
   void RestartCn(uint16_t cn, const std::vector<WorkerContext*>& workers);
+  // The same for one core of a restarted CN that is not a worker's (its membership's): `sched`
+  // and `ep`, at the address of a stopped core, take it over.
+  void RestartCore(Scheduler& sched, Endpoint& ep);
 
  private:
   struct Core {
@@ -62,6 +65,8 @@ class SimDriver {
     uint32_t incarnation = 0;  // events of an earlier one find it changed and do nothing
     SimCpuStats stats;
   };
+  // `sched` and `ep` take over the stopped `core` as a new incarnation of it.
+  void Rebind(size_t core, Scheduler& sched, Endpoint& ep);
   void Wake(size_t core);
   void Round(size_t core);
   void WakeForTimer(size_t core, uint64_t at_ns);

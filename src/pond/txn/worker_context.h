@@ -27,6 +27,7 @@
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
 #include "pond/recovery/cn_controls.h"
+#include "pond/recovery/cn_start.h"
 #include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/sim/engine.h"
@@ -211,8 +212,9 @@ struct RunClients {
 
 class SimDriver;
 class Failover;
+class SimFaults;
+class SimMembership;
 class ProcessMembership;
-struct ProcessStart;
 
 // What the membership of a CN process did (CnStats): its thread counts, any thread reads.
 using MembershipCounts = recovery::MembershipCounts;
@@ -288,6 +290,7 @@ class ClusterImpl {
   friend class WorkerContext;      // builds its parts from the cluster's services
   friend class Failover;           // crashes CNs, moves their shards, recovers their logs
   friend class ProcessMembership;  // the same, for a CN of a cluster of processes
+  friend class SimMembership;      // the same, for the simulated CNs
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
@@ -300,7 +303,7 @@ class ClusterImpl {
   std::unique_ptr<Fabric> fabric_;
   SimFabric* sim_fabric_ = nullptr;          // = fabric_, when simulated
   std::unique_ptr<SimDriver> driver_;        // when simulated
-  std::unique_ptr<Failover> failover_;       // when simulated
+  std::unique_ptr<SimFaults> failover_;      // when simulated: carries out node faults
   std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
@@ -322,7 +325,7 @@ class ClusterImpl {
   std::unique_ptr<cluster::ZkConfigStore> coord_;
   // A CN of a cluster of processes: the membership it started from, and its membership thread
   // while it serves; what that thread reports (Cluster::SetEventLog).
-  std::unique_ptr<ProcessStart> process_start_;
+  std::unique_ptr<recovery::CnStart> process_start_;
   bool joined_ = false;  // its tables were made by an earlier process: CreateTable opens them
   std::unique_ptr<ProcessMembership> membership_;
   // Outlives membership_, so that the counts can be read while it starts and stops.

@@ -1,0 +1,526 @@
+#include "pond/txn/sim_membership.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "pond/base/assert.h"
+#include "pond/cluster/directory.h"
+#include "pond/lock/lock_key.h"
+#include "pond/store/layout.h"
+#include "pond/txn/sim_driver.h"
+#include "pond/txn/worker_context.h"
+
+namespace pond::txn {
+
+namespace {
+
+// The cluster's name in the simulated coordination service.
+constexpr const char* kClusterName = "sim";
+// How often a fault that must wait is tried again.
+constexpr uint64_t kRetryNs = 10'000;
+
+}  // namespace
+
+// One incarnation of a CN's membership: the machine, the core and endpoint its beat half uses
+// (a daemon's membership thread), and the controls it acts through.
+struct SimMembership::Node {
+  uint16_t cn = 0, incarnation = 0;
+  std::unique_ptr<Scheduler> sched;  // first: destroyed last
+  std::unique_ptr<Endpoint> ep;
+  std::unique_ptr<Controls> controls;
+  recovery::MembershipCounts counts;
+  std::unique_ptr<recovery::CnMembership> machine;
+  bool crashed = false;
+  bool serving = false;  // let in: alive in an epoch it applied, its clients running
+
+  ~Node() {
+    // Parked coroutines (a beat in flight at a crash) go before the machine they point into.
+    if (sched) sched->DestroyUnfinished();
+  }
+};
+
+// The coordination service as every simulated CN reaches it; each configuration put is shown
+// to the simulator, which knows the truth the machines can only infer.
+class SimMembership::Store final : public cluster::ConfigStore {
+ public:
+  Store(SimMembership& m, cluster::InMemoryConfigStore& base) : m_(m), base_(base) {}
+  Result<cluster::Versioned> Get(const std::string& key) const override { return base_.Get(key); }
+  Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
+                         uint64_t expected) override {
+    Result<uint64_t> v = base_.PutIf(key, value, expected);
+    if (v.ok() && key == cluster::ConfigKey(kClusterName)) {
+      Result<cluster::Configuration> c = cluster::Configuration::Decode(value);
+      POND_CHECK_MSG(c.ok(), "a machine put a configuration it cannot read back");
+      m_.OnConfig(*c);
+    }
+    return v;
+  }
+  void Watch(const std::string& key, std::function<void(const cluster::Versioned&)> fn) override {
+    base_.Watch(key, std::move(fn));
+  }
+
+ private:
+  SimMembership& m_;
+  cluster::InMemoryConfigStore& base_;
+};
+
+// What the machine of simulated CN `cn` acts through: its workers, lock table and caches, and
+// the cluster's shard map and placement, which the simulated CNs share.
+class SimMembership::Controls final : public recovery::CnControls {
+ public:
+  Controls(SimMembership& m, uint16_t cn) : m_(m), cl_(m.cl_), cn_(cn) {}
+
+  bool ApplyOnWorkers(const cluster::Configuration& next, const std::vector<uint16_t>& failed,
+                      const std::vector<uint16_t>& restarted, bool oracle_moved) override {
+    CnContext& me = Me();
+    me.view = next;
+    for (auto& w : me.workers) {
+      w->SetView(next);
+      for (uint16_t c : failed) {
+        w->locks().PeerFailed(c);
+        m_.unknown_calls_ += w->calls().PeerFailed(c);
+      }
+      for (uint16_t c : restarted) {
+        w->locks().PeerRestarted(c);
+        w->calls().PeerRestarted(c);
+      }
+      if (!oracle_moved) continue;
+      if (next.tso_host == cn_) {
+        w->HostTso(*me.oracle);
+      } else {
+        w->tso().SetHost(WorkerAddr{next.tso_host, w->index()}, nullptr);
+      }
+    }
+    return true;
+  }
+  Status ReachRestarted(uint16_t, uint16_t) override {
+    return Status::Ok();  // the simulated fabric routes to a CN's newest incarnation
+  }
+  void MoveOracle(uint16_t host) override {
+    cl_.tso_cn_ = host;
+    CnContext& me = Me();
+    if (host != cn_ || me.oracle != nullptr) return;
+    me.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
+    // What docs/recovery.md argues, checked: the new oracle starts past the old one.
+    POND_CHECK_MSG(m_.oracle_ == nullptr || me.oracle->NextAtLeast() > m_.oracle_->last(),
+                   "a new timestamp oracle would grant below the old one");
+    m_.oracle_ = me.oracle.get();
+  }
+  void AssignShard(uint32_t s, uint16_t cn) override { cl_.shard_map_.Assign(s, cn); }
+  uint16_t ShardOwner(uint32_t s) const override { return cl_.shard_map_.CnOf(s); }
+  void OpenShard(uint32_t s) override {
+    CnContext& me = Me();
+    // It may have managed the shard before: what its VT cache kept from then is stale.
+    if (me.vt) me.vt->InvalidateShard(s);
+    me.locks.SetManaged(s, true);
+  }
+  void StopReading(MnId mn) override { cl_.placement_.SetJoining(mn); }
+  void MarkDown(MnId mn) override { cl_.placement_.SetDown(mn); }
+  bool ReleaseLocksOf(uint16_t dead) override {
+    CnContext& me = Me();
+    me.locks.ReleaseAllOf(dead);
+    for (auto& w : me.workers) w->lock_server().ForgetCn(dead);
+    return true;
+  }
+  std::optional<size_t> LiveContacting(uint16_t dead) override {
+    size_t live = 0;
+    for (auto& w : Me().workers) live += w->locks().LiveContacting(dead);
+    return live;
+  }
+  const store::Catalog& catalog() const override { return cl_.catalog(); }
+  const store::Placement& placement() const override { return cl_.placement(); }
+  void LogRecovered(uint16_t dead, uint64_t epoch, uint16_t,
+                    const cluster::LogRecoveryStats& stats) override {
+    for (Failure& f : m_.failures_) {
+      if (f.cn != dead || f.epoch != epoch) continue;
+      f.stats.rolled_forward += stats.rolled_forward;
+      f.stats.rolled_back += stats.rolled_back;
+      f.stats.log_records += stats.records;
+    }
+  }
+  void Event(const std::string& line) override {
+    if (cl_.event_log_) cl_.event_log_("CN " + std::to_string(cn_) + ": " + line);
+  }
+  void Fence(const std::string&) override {
+    // The machine acts no more; the CN stops as a daemon exits, once this call has returned.
+    m_.engine_.At(m_.engine_.now(), [m = &m_, cn = cn_, inc = m_.nodes_[cn_]->incarnation] {
+      const Node& n = *m->nodes_[cn];
+      if (n.incarnation == inc && !n.crashed) m->Crash(cn, /*fenced=*/true);
+    });
+  }
+
+ private:
+  CnContext& Me() const { return *cl_.cns_[cn_]; }
+
+  SimMembership& m_;
+  ClusterImpl& cl_;
+  const uint16_t cn_;
+};
+
+SimMembership::SimMembership(ClusterImpl& cl)
+    : cl_(cl),
+      engine_(*cl.engine_),
+      store_(std::make_unique<Store>(*this, base_)),
+      nodes_(cl.config().cns),
+      mn_crashed_(cl.config().mns, false),
+      queued_(cl.config().cns),
+      step_aims_(cl.config().cns) {}
+
+SimMembership::~SimMembership() = default;
+
+Status SimMembership::Validate(const std::vector<NodeFault>& faults) const {
+  return ValidateNodeFaults(cl_.config(), faults);
+}
+
+bool SimMembership::IsCrashed(uint16_t cn) const {
+  return nodes_[cn] != nullptr && nodes_[cn]->crashed;
+}
+
+void SimMembership::Arm(const std::vector<NodeFault>& faults) {
+  base_ns_ = engine_.now();
+  if (faults.empty() && !started_) return;
+  if (!started_) {
+    Start();
+  } else {
+    for (auto& n : nodes_) {
+      if (!n->crashed) n->machine->Resumed();
+    }
+  }
+  const uint64_t gen = generation_;
+  faults_not_reached_ += faults.size();
+  for (const NodeFault& f : faults) {
+    if (f.step != CommitStep::kNone && !cl_.step_probe_) {
+      cl_.step_probe_ = [this](uint16_t cn, CommitStep step) { OnStep(cn, step); };
+    }
+  }
+  for (const NodeFault& f : faults) {
+    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node, step = f.step] {
+      if (gen != generation_) return;
+      faults_not_reached_--;
+      if (step != CommitStep::kNone) AimCrash(node, step);
+      if (kind == NodeFaultKind::kCrashMn) {
+        CrashMn(node);
+      } else {
+        Enqueue(node, kind);  // Validate let only crash-cn and restart-cn through
+      }
+    });
+  }
+  const uint64_t period = kSimLeaseNs / 10;
+  engine_.At(engine_.now() + period, [this, tg = tick_generation_] { Tick(tg); });
+}
+
+void SimMembership::Disarm() {
+  generation_++;
+  tick_generation_++;
+}
+
+void SimMembership::Start() {
+  started_ = true;
+  const ClusterConfig& c = cl_.config();
+  recovery::StartOptions o{.cluster = kClusterName,
+                           .cns = static_cast<uint16_t>(c.cns),
+                           .mns = static_cast<uint16_t>(c.mns),
+                           .shards = lock::kShards};
+  for (uint32_t s = 0; s < lock::kShards; s++) o.home.push_back(cl_.shard_map_.CnOf(s));
+  for (uint16_t cn = 0; cn < c.cns; cn++) {
+    o.cn = cn;
+    Result<std::optional<recovery::CnStart>> start = recovery::TryStart(*store_, o);
+    POND_CHECK_MSG(start.ok() && start->has_value(), "a simulated CN could not start");
+    StartNode(cn, **start);
+    nodes_[cn]->serving = true;
+  }
+  oracle_ = cl_.cns_[config_.tso_host]->oracle.get();
+}
+
+void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
+  const ClusterConfig& c = cl_.config();
+  CnContext& ctx = *cl_.cns_[cn];
+  ctx.view = start.config;
+  cluster::LogAreas logs;
+  for (auto& w : ctx.workers) {
+    w->SetView(start.config);
+    logs.bytes = w->log().bytes();
+    logs.areas.push_back(w->log().areas());
+  }
+  // Where its logs are, before it may be let in (and so fail and be recovered).
+  Status published = recovery::PublishLogs(*store_, kClusterName, cn, start.incarnation, logs);
+  POND_CHECK_MSG(published.ok(), published.ToString().c_str());
+  auto n = std::make_unique<Node>();
+  n->cn = cn;
+  n->incarnation = start.incarnation;
+  n->sched = std::make_unique<Scheduler>(cl_.clock());
+  // The core after the workers' is the membership's: a daemon's membership thread.
+  const WorkerAddr addr{cn, static_cast<uint16_t>(c.workers_per_cn)};
+  n->ep = cl_.sim_fabric_->CreateEndpoint(addr, *n->sched);
+  if (nodes_[cn] == nullptr) {
+    cl_.driver_->AddCore(*n->sched, *n->ep);
+  } else {
+    cl_.driver_->RestartCore(*n->sched, *n->ep);
+  }
+  n->controls = std::make_unique<Controls>(*this, cn);
+  recovery::MembershipOptions mo{
+      .cluster = kClusterName,
+      .cn = cn,
+      .incarnation = start.incarnation,
+      .cns = static_cast<uint16_t>(c.cns),
+      .mns = static_cast<uint16_t>(c.mns),
+      .workers_per_cn = static_cast<uint16_t>(c.workers_per_cn),
+      .replication = c.replication,
+      .lease_ns = kSimLeaseNs,
+      .shards = lock::kShards,
+  };
+  n->machine = std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *store_,
+                                                        cl_.clock(), *n->controls, n->counts,
+                                                        *n->sched, *n->ep);
+  if (nodes_[cn] != nullptr) retired_.push_back(std::move(nodes_[cn]));
+  nodes_[cn] = std::move(n);
+  if (start.restarted) {
+    Status asked = recovery::AskToRejoin(*store_, kClusterName, cn, start.incarnation);
+    POND_CHECK_MSG(asked.ok(), asked.ToString().c_str());
+  }
+}
+
+void SimMembership::Tick(uint64_t generation) {
+  if (generation != tick_generation_) return;
+  const uint64_t now = engine_.now();
+  // Each MN's CPU counts its beat up, as an MN daemon does.
+  for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
+    if (!mn_crashed_[mn]) store::BeatMn(cl_.fabric_->region(mn));
+  }
+  for (auto& n : nodes_) {
+    if (n->crashed) continue;
+    recovery::CnMembership& m = *n->machine;
+    m.BeatTick();
+    m.RunQueued();
+    if (m.fenced()) continue;
+    m.CoordTick();
+    m.RunQueued();
+    if (!n->serving && m.alive()) {
+      // Let back in: its clients start, as a restarted daemon's clients reach it.
+      n->serving = true;
+      for (auto& w : cl_.cns_[n->cn]->workers) cl_.StartClients(*w);
+      for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+        if (it->cn != n->cn) continue;
+        it->stats.restart_ns = now - base_ns_;
+        break;
+      }
+    }
+  }
+  PollFailures();
+  engine_.At(now + kSimLeaseNs / 10, [this, generation] { Tick(generation); });
+}
+
+void SimMembership::OnConfig(const cluster::Configuration& next) {
+  const cluster::Configuration before = config_;
+  config_ = next;
+  if (before.cns.empty()) return;  // the first configuration
+  const uint64_t now = engine_.now() - base_ns_;
+  for (uint16_t cn = 0; cn < next.cns.size(); cn++) {
+    if (!before.cns[cn].alive || next.cns[cn].alive) continue;
+    // The fencing rule, checked: a CN the configuration manager gives up has stopped serving
+    // (docs/recovery.md "Partitions and fencing").
+    POND_CHECK_MSG(IsCrashed(cn), "the membership machine declared a CN that is still serving");
+    for (Failure& f : failures_) {
+      if (f.cn == cn && f.incarnation == before.cns[cn].incarnation && f.epoch == 0) {
+        f.epoch = next.epoch;
+        f.stats.detected_ns = now;
+      }
+    }
+  }
+  for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
+    const cluster::MnStatus& was = before.mns[mn];
+    const cluster::MnStatus& is = next.mns[mn];
+    if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
+    POND_CHECK_MSG(mn_crashed_[mn], "the membership machine declared an MN that is running");
+    for (FailoverStats::MnFailure& m : mn_failures_) {
+      if (m.mn != mn) continue;
+      if (m.detected_ns == 0) m.detected_ns = now;
+      if (!is.alive) m.down_ns = now;
+    }
+  }
+  if (next.tso_host != before.tso_host) tso_moves_++;
+}
+
+void SimMembership::PollFailures() {
+  const uint64_t now = engine_.now() - base_ns_;
+  auto done_by_all = [&](const Failure& f, const std::string& step) {
+    for (uint16_t c : config_.Alive()) {
+      if (c == f.cn) continue;  // rejoined since: it took no part
+      Result<cluster::Versioned> v =
+          base_.Get(cluster::FailureStepKey(kClusterName, f.epoch, step, c));
+      if (!v.ok() || v->version == 0) return false;
+    }
+    return true;
+  };
+  for (Failure& f : failures_) {
+    if (f.epoch == 0 || f.stats.open_ns != 0) continue;
+    if (f.stats.recovered_ns == 0) {
+      bool logs = true;
+      for (int w = 0; w < cl_.config().workers_per_cn && logs; w++) {
+        Result<cluster::Versioned> v = base_.Get(cluster::FailureStepKey(
+            kClusterName, f.epoch, "recovered", static_cast<uint16_t>(w)));
+        logs = v.ok() && v->version != 0;
+      }
+      if (logs && done_by_all(f, "released")) f.stats.recovered_ns = now;
+    }
+    if (f.stats.recovered_ns != 0 && done_by_all(f, "opened")) f.stats.open_ns = now;
+  }
+}
+
+bool SimMembership::Idle() const {
+  if (queued_count_ > 0) return false;
+  for (const auto& n : nodes_) {
+    if (n != nullptr && !n->crashed && !n->serving) return false;  // waiting to be let in
+  }
+  for (const Failure& f : failures_) {
+    if (f.stats.open_ns == 0) return false;
+  }
+  for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
+    if (mn_crashed_[mn] && !config_.mns.empty() && config_.mns[mn].alive) return false;
+  }
+  return true;
+}
+
+void SimMembership::Enqueue(uint16_t cn, NodeFaultKind kind, bool first) {
+  std::vector<NodeFaultKind>& q = queued_[cn];
+  q.insert(first ? q.begin() : q.end(), kind);
+  queued_count_++;
+  if (q.size() == 1) RunQueue(cn);
+}
+
+void SimMembership::RunQueue(uint16_t cn) {
+  std::vector<NodeFaultKind>& q = queued_[cn];
+  while (!q.empty()) {
+    bool done = false;
+    if (q.front() == NodeFaultKind::kCrashCn) {
+      // A crash aimed at a step waits for OnStep (or its deadline); one that would leave no CN
+      // serving waits for one to be back, and a CN is crashed only once it is let in.
+      if (step_aims_[cn].step != CommitStep::kNone) return;
+      const Node& n = *nodes_[cn];
+      done = ServingBesides(cn) > 0 && n.serving && !n.crashed;
+      if (done) Crash(cn, /*fenced=*/false);
+    } else {
+      done = Restart(cn);
+    }
+    if (!done) {
+      engine_.At(engine_.now() + kRetryNs, [this, cn, gen = generation_] {
+        if (gen == generation_) RunQueue(cn);
+      });
+      return;
+    }
+    q.erase(q.begin());
+    queued_count_--;
+  }
+}
+
+void SimMembership::AimCrash(uint16_t cn, CommitStep step) {
+  StepAim& a = step_aims_[cn];
+  a.step = step;
+  const uint64_t token = ++a.token;
+  // Bounded: a CN whose transactions never reach the step crashes at the deadline anyway.
+  engine_.At(engine_.now() + kStepCrashWaitNsMax, [this, cn, token, gen = generation_] {
+    StepAim& aim = step_aims_[cn];
+    if (gen != generation_ || aim.token != token || aim.step == CommitStep::kNone) return;
+    aim.step = CommitStep::kNone;
+    step_crashes_unaimed_++;
+    RunQueue(cn);
+  });
+}
+
+void SimMembership::OnStep(uint16_t cn, CommitStep step) {
+  StepAim& a = step_aims_[cn];
+  if (a.step != step || IsCrashed(cn)) return;
+  // Only once the crash is next in the CN's queue and would go ahead now.
+  const std::vector<NodeFaultKind>& q = queued_[cn];
+  if (q.empty() || q.front() != NodeFaultKind::kCrashCn || ServingBesides(cn) == 0 ||
+      !nodes_[cn]->serving) {
+    return;
+  }
+  a.step = CommitStep::kNone;
+  step_crashes_[static_cast<size_t>(step)]++;
+  // Called from inside the transaction: the crash is the next event at this instant.
+  engine_.At(engine_.now(), [this, cn, gen = generation_] {
+    if (gen == generation_) RunQueue(cn);
+  });
+}
+
+int SimMembership::ServingBesides(uint16_t cn) const {
+  int serving = 0;
+  for (uint16_t other = 0; other < nodes_.size(); other++) {
+    const Node* n = nodes_[other].get();
+    serving += other != cn && n != nullptr && !n->crashed && n->serving;
+  }
+  return serving;
+}
+
+void SimMembership::Crash(uint16_t cn, bool fenced) {
+  Node& n = *nodes_[cn];
+  POND_CHECK(!n.crashed);
+  n.crashed = true;
+  cl_.sim_fabric_->CrashCn(cn);
+  cl_.driver_->StopCn(cn);
+  for (auto& w : cl_.cns_[cn]->workers) {
+    cl_.clients_running_ -= w->clients_running();
+    w->clients_running() = 0;
+  }
+  Failure f;
+  f.cn = cn;
+  f.incarnation = n.incarnation;
+  f.stats.cn = cn;
+  f.stats.crash_ns = engine_.now() - base_ns_;
+  f.stats.fenced = fenced;
+  failures_.push_back(f);
+  // A daemon that fenced itself exits, and its supervisor starts it again.
+  if (fenced) Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
+}
+
+bool SimMembership::Restart(uint16_t cn) {
+  // The oracle moved away when it was declared; the survivors heard so first.
+  if (cl_.tso_cn_ == cn) return false;
+  const ClusterConfig& c = cl_.config();
+  recovery::StartOptions o{.cluster = kClusterName,
+                           .cn = cn,
+                           .cns = static_cast<uint16_t>(c.cns),
+                           .mns = static_cast<uint16_t>(c.mns),
+                           .shards = lock::kShards};
+  Result<std::optional<recovery::CnStart>> start = recovery::TryStart(*store_, o);
+  POND_CHECK_MSG(start.ok(), start.status().ToString().c_str());
+  if (!start->has_value()) return false;  // its old incarnation is not declared failed yet
+  const recovery::CnStart& s = **start;
+  POND_CHECK(s.restarted);
+  cl_.RestartCn(cn, s.incarnation, s.config);
+  for (auto& w : cl_.cns_[cn]->workers) {
+    w->tso().SetHost(WorkerAddr{s.config.tso_host, w->index()}, nullptr);
+  }
+  StartNode(cn, s);
+  return true;
+}
+
+void SimMembership::CrashMn(MnId mn) {
+  POND_CHECK(!mn_crashed_[mn]);
+  mn_crashed_[mn] = true;
+  cl_.sim_fabric_->CrashMn(mn);
+  mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_});
+}
+
+FailoverStats SimMembership::Stats() const {
+  FailoverStats s;
+  for (const Failure& f : failures_) s.failures.push_back(f.stats);
+  s.mn_failures = mn_failures_;
+  s.epoch = config_.epoch;
+  s.faults_not_reached = faults_not_reached_;
+  for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];
+  s.step_crashes_unaimed = step_crashes_unaimed_;
+  s.config_puts = base_.puts();
+  s.unknown_calls = unknown_calls_;
+  s.tso_host = config_.tso_host;
+  s.tso_moves = tso_moves_;
+  SimFabric::CrashStats c = cl_.sim_fabric_->crash_stats();
+  s.lost_packets = c.dropped_packets;
+  s.landed_batches = c.landed_batches;
+  s.lost_batches = c.lost_batches;
+  s.cut_packets = c.cut_packets;
+  return s;
+}
+
+}  // namespace pond::txn

@@ -1,0 +1,128 @@
+// SimMembership: a simulated cluster's node faults carried out, and recovered from, by the very
+// membership and recovery machine each `pond cn` daemon runs (recovery/cn_membership.h) — one
+// machine per simulated CN, driven from engine events instead of a daemon's threads
+// (TransportConfig::sim_membership "machine"; docs/recovery.md "One machine").
+//
+// What the simulator supplies is what a daemon's process would:
+//   - the coordination service: one in-memory store every CN reaches at once (no latency, no
+//     outage yet), through a wrapper that watches each configuration put — the fencing rule is
+//     checked there: a CN declared failed has stopped serving;
+//   - the lease pages: in the memory pool, written and read by each CN's machine over its own
+//     endpoint (a core of its own, beside the workers'), and each MN's own beat, counted up by
+//     the MN's CPU every period;
+//   - the controls (recovery/cn_controls.h) over the simulated CN's workers, lock table and
+//     caches; the CNs of one simulated cluster share its shard map and placement, so a change one
+//     CN applies is seen by all at once (the model does the same);
+//   - the faults: crash-cn (at a time, or at a commit step), restart-cn (the CN starts as a
+//     daemon does: recovery/cn_start.h, as a new incarnation once its old one is declared
+//     failed, let back in by the configuration manager), crash-mn. A CN that fences itself is
+//     crashed and restarts, as a daemon's supervisor would restart it.
+//
+// Not yet: restart-mn (re-replication) and partitions, which the model (failover.h) survives;
+// ValidateNodeFaults refuses them with this machine. Restarted CNs do not take their shards home.
+//
+// Thread rules: the simulator's thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pond/cluster.h"
+#include "pond/cluster/membership.h"
+#include "pond/recovery/cn_membership.h"
+#include "pond/recovery/cn_start.h"
+#include "pond/sim/engine.h"
+#include "pond/txn/sim_faults.h"
+
+namespace pond::txn {
+
+class ClusterImpl;
+class TimestampOracle;
+
+// The machine's lease in the simulator: the model's (failover.h kLeaseNs), so that the two
+// recover in comparable time.
+inline constexpr uint64_t kSimLeaseNs = 2'000'000;
+
+class SimMembership final : public SimFaults {
+ public:
+  explicit SimMembership(ClusterImpl& cl);
+  ~SimMembership() override;
+  SimMembership(const SimMembership&) = delete;
+  SimMembership& operator=(const SimMembership&) = delete;
+
+  Status Validate(const std::vector<NodeFault>& faults) const override;
+  // The first Arm with faults starts every CN's machine; from then on each runs a period of
+  // both halves every lease / 10 while a run goes on (Disarm pauses them, the next Arm resumes).
+  void Arm(const std::vector<NodeFault>& faults) override;
+  void Disarm() override;
+  bool Idle() const override;
+  bool IsCrashed(uint16_t cn) const override;
+  FailoverStats Stats() const override;
+
+ private:
+  class Controls;
+  class Store;
+  struct Node;
+
+  // Every CN starts its machine (the cluster's first start, as `pond up` does it).
+  void Start();
+  // CN `cn` starts as `start` says: its machine, its own core and endpoint, its logs published.
+  void StartNode(uint16_t cn, const recovery::CnStart& start);
+  // A period of every running CN's machine, and of every MN's beat.
+  void Tick(uint64_t generation);
+  // A configuration was put: what it declared, checked against the truth, and timed.
+  void OnConfig(const cluster::Configuration& next);
+  // Which failures are recovered and open now, by the steps the machines put.
+  void PollFailures();
+
+  // A CN's faults happen in their order; one that must wait (a crash that would leave no CN
+  // serving, a restart before the old incarnation is declared) holds up the later ones.
+  void Enqueue(uint16_t cn, NodeFaultKind kind, bool first = false);
+  void RunQueue(uint16_t cn);
+  void AimCrash(uint16_t cn, CommitStep step);
+  void OnStep(uint16_t cn, CommitStep step);
+  int ServingBesides(uint16_t cn) const;
+  void Crash(uint16_t cn, bool fenced);
+  // False if it must wait.
+  bool Restart(uint16_t cn);
+  void CrashMn(MnId mn);
+
+  ClusterImpl& cl_;
+  sim::Engine& engine_;
+  cluster::InMemoryConfigStore base_;
+  std::unique_ptr<Store> store_;
+  cluster::Configuration config_;  // the newest put
+  std::vector<std::unique_ptr<Node>> nodes_;    // by CN: its newest incarnation (null: not yet)
+  std::vector<std::unique_ptr<Node>> retired_;  // crashed incarnations; their coroutines parked
+  const TimestampOracle* oracle_ = nullptr;     // the one granting now
+  bool started_ = false;
+  uint64_t tick_generation_ = 0;  // ticks of an earlier Arm find it changed and stop
+  uint64_t generation_ = 0;       // faults of an earlier Arm find it changed and do nothing
+  uint64_t base_ns_ = 0;          // the start of the run the schedule counts from
+
+  struct Failure {
+    uint16_t cn = 0, incarnation = 0;
+    uint64_t epoch = 0;  // that declared it (0: not yet)
+    FailoverStats::Failure stats;
+  };
+  std::vector<Failure> failures_;
+  std::vector<bool> mn_crashed_;
+  std::vector<FailoverStats::MnFailure> mn_failures_;
+
+  std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
+  size_t queued_count_ = 0;
+  struct StepAim {
+    CommitStep step = CommitStep::kNone;
+    uint64_t token = 0;
+  };
+  std::vector<StepAim> step_aims_;
+  uint64_t step_crashes_[kCommitSteps] = {};
+  uint64_t step_crashes_unaimed_ = 0;
+  uint64_t faults_not_reached_ = 0;
+  uint64_t unknown_calls_ = 0;
+  uint64_t tso_moves_ = 0;
+};
+
+}  // namespace pond::txn
