@@ -19,9 +19,12 @@ struct CnEntry {
   uint8_t alive;
   uint8_t flags;  // kHostsTso
   uint16_t incarnation;
+  uint32_t reserved;
+  uint64_t failed_epoch;  // CnStatus::failed_epoch
 };
-static_assert(sizeof(CnEntry) == 4);
-static_assert(offsetof(CnEntry, flags) == 1 && offsetof(CnEntry, incarnation) == 2);
+static_assert(sizeof(CnEntry) == 16);
+static_assert(offsetof(CnEntry, flags) == 1 && offsetof(CnEntry, incarnation) == 2 &&
+              offsetof(CnEntry, failed_epoch) == 8);
 constexpr uint8_t kHostsTso = 1;
 struct MnEntry {
   uint8_t alive;
@@ -43,7 +46,7 @@ std::vector<std::byte> Configuration::Encode() const {
   for (size_t i = 0; i < cns.size(); i++) {
     const CnStatus& cn = cns[i];
     CnEntry e{static_cast<uint8_t>(cn.alive ? 1 : 0), i == tso_host ? kHostsTso : uint8_t{0},
-              cn.incarnation};
+              cn.incarnation, 0, cn.alive ? 0 : cn.failed_epoch};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -78,7 +81,11 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
       tso_hosts++;
       c.tso_host = static_cast<uint16_t>(i);
     }
-    c.cns[i] = CnStatus{e.alive == 1, e.incarnation};
+    if (e.reserved != 0) return Corruption("configuration CN entry has reserved bytes set");
+    if (e.failed_epoch > h.epoch || (e.alive == 1 && e.failed_epoch != 0)) {
+      return Corruption("configuration CN entry has a bad failed epoch");
+    }
+    c.cns[i] = CnStatus{e.alive == 1, e.incarnation, e.failed_epoch};
   }
   if (!c.cns.empty() && tso_hosts != 1) {
     return Corruption("configuration names " + std::to_string(tso_hosts) +

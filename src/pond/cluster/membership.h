@@ -26,6 +26,10 @@ namespace pond::cluster {
 struct CnStatus {
   bool alive = true;
   uint16_t incarnation = 0;  // one more at each restart; packets carry it
+  // Not alive: the epoch that declared this incarnation failed, whose steps (directory.h
+  // FailureStepKey) every CN alive takes part in, those that join later too (0: unknown, as in a
+  // configuration of the simulator's model). 0 while alive.
+  uint64_t failed_epoch = 0;
   friend bool operator==(const CnStatus&, const CnStatus&) = default;
 };
 

@@ -9,7 +9,7 @@ namespace {
 Configuration Three() {
   Configuration c;
   c.epoch = 4;
-  c.cns = {CnStatus{true, 0}, CnStatus{false, 2}, CnStatus{true, 1}};
+  c.cns = {CnStatus{true, 0}, CnStatus{false, 2, 3}, CnStatus{true, 1}};  // CN 1: failed by epoch 3
   c.mns = {MnStatus{true}, MnStatus{false}, MnStatus{true, MnStatus::Rejoin::kFrozen}};
   c.tso_host = 2;  // CN 0 failed and came back; the oracle moved to CN 2
   return c;
@@ -56,17 +56,26 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   alive[16] = std::byte{7};  // the first CN's alive flag
   EXPECT_EQ(Configuration::Decode(alive).status().code(), Code::kCorruption);
   std::vector<std::byte> mn_alive = b;
-  mn_alive[16 + 3 * 4] = std::byte{2};  // the first MN's alive flag, after three CN entries
+  mn_alive[16 + 3 * 16] = std::byte{2};  // the first MN's alive flag, after three CN entries
   EXPECT_EQ(Configuration::Decode(mn_alive).status().code(), Code::kCorruption);
   std::vector<std::byte> rejoin = b;
-  rejoin[16 + 3 * 4 + 1] = std::byte{3};  // the first MN's rejoin state: 0, 1 or 2 only
+  rejoin[16 + 3 * 16 + 1] = std::byte{3};  // the first MN's rejoin state: 0, 1 or 2 only
   EXPECT_EQ(Configuration::Decode(rejoin).status().code(), Code::kCorruption);
   std::vector<std::byte> dead_rejoining = b;
-  dead_rejoining[16 + 4 * 4 + 1] = std::byte{1};  // MN 1 is down: it cannot be rejoining
+  dead_rejoining[16 + 3 * 16 + 4 + 1] = std::byte{1};  // MN 1 is down: it cannot be rejoining
   EXPECT_EQ(Configuration::Decode(dead_rejoining).status().code(), Code::kCorruption);
   std::vector<std::byte> reserved = b;
-  reserved[16 + 5 * 4 + 3] = std::byte{1};
+  reserved[16 + 3 * 16 + 2 * 4 + 3] = std::byte{1};
   EXPECT_EQ(Configuration::Decode(reserved).status().code(), Code::kCorruption);
+  std::vector<std::byte> cn_reserved = b;
+  cn_reserved[16 + 4] = std::byte{1};  // the first CN's reserved bytes
+  EXPECT_EQ(Configuration::Decode(cn_reserved).status().code(), Code::kCorruption);
+  std::vector<std::byte> live_failed = b;
+  live_failed[16 + 8] = std::byte{1};  // CN 0 is alive: it has no failed epoch
+  EXPECT_EQ(Configuration::Decode(live_failed).status().code(), Code::kCorruption);
+  std::vector<std::byte> future = b;
+  future[16 + 16 + 8] = std::byte{5};  // CN 1 failed by epoch 5, in a configuration of epoch 4
+  EXPECT_EQ(Configuration::Decode(future).status().code(), Code::kCorruption);
   std::vector<std::byte> flags = b;
   flags[17] = std::byte{2};  // the first CN's flags: only bit 0 (hosts the oracle) means anything
   EXPECT_EQ(Configuration::Decode(flags).status().code(), Code::kCorruption);
@@ -76,7 +85,7 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   EXPECT_EQ(two.status().code(), Code::kCorruption);
   EXPECT_NE(two.status().message().find("2 timestamp oracle hosts"), std::string::npos);
   std::vector<std::byte> no_host = b;
-  no_host[16 + 2 * 4 + 1] = std::byte{0};  // CN 2's flags
+  no_host[16 + 2 * 16 + 1] = std::byte{0};  // CN 2's flags
   EXPECT_EQ(Configuration::Decode(no_host).status().code(), Code::kCorruption);
 }
 

@@ -80,6 +80,7 @@ void CnMembership::CoordTick() {
   if (fenced_.load()) return;
   NoteCoordination(ReadConfig());
   if (fenced_.load()) return;
+  Adopt();
   NoteUndeclared();
   if (ActingCm()) Manage();
   for (auto& f : failures_) {
@@ -182,6 +183,39 @@ Status CnMembership::ReadConfig() {
   return Status::Ok();
 }
 
+void CnMembership::Adopt() {
+  // A failure declared before this CN was alive in an epoch it applied (it started, or was let
+  // back in, while the recovery went on): it takes its part all the same — it holds none of the
+  // failed CN's locks and none of its shards, so its steps are quick — because the others wait
+  // for every CN alive, and should they all fail, it is who finishes the recovery.
+  for (uint16_t c = 0; c < view_.cns.size(); c++) {
+    const cluster::CnStatus& s = view_.cns[c];
+    if (s.alive || s.failed_epoch == 0 || c == o_.cn) continue;
+    const bool known = std::any_of(failures_.begin(), failures_.end(), [&](const auto& f) {
+      return f->cn == c && f->epoch == s.failed_epoch;
+    });
+    if (known) continue;
+    auto f = std::make_unique<Failure>();
+    f->epoch = s.failed_epoch;
+    f->cn = c;
+    f->incarnation = s.incarnation;
+    Result<cluster::LogAreas> logs = cluster::ReadLogAreas(store_, o_.cluster, c, s.incarnation);
+    if (!logs.ok()) continue;  // the service is away: adopted next period
+    f->logs = logs->areas;
+    f->log_bytes = logs->bytes;
+    failures_.push_back(std::move(f));
+  }
+}
+
+CnMembership::Part CnMembership::PartIn(uint16_t cn, uint64_t epoch) const {
+  for (const auto& f : failures_) {
+    if (f->cn != cn || f->epoch != epoch) continue;
+    if (f->opened) return Part::kOpened;
+    return f->released ? Part::kReleased : Part::kUnderWay;
+  }
+  return Part::kNone;
+}
+
 void CnMembership::NoteCoordination(const Status& read) {
   const uint64_t now = clock_.NowNs();
   // Only the service's absence counts; any other error is the configuration's, said elsewhere.
@@ -281,6 +315,12 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
       if (!reached.ok()) {
         controls_.Event("cannot reach restarted CN " + std::to_string(c) + ": " +
                         reached.message());
+      }
+      {
+        // Its beats count from now: the old incarnation's last one is long past, and a CM that
+        // read it so would declare the new one at once.
+        std::lock_guard lock(beat_mu_);
+        cn_seen_[c] = Seen{0, clock_.NowNs()};
       }
       controls_.Event("CN " + std::to_string(c) + " is back as incarnation " +
                       std::to_string(now.incarnation));
@@ -480,11 +520,10 @@ void CnMembership::Manage() {
     if (!j.ok() || j->value.empty()) continue;
     const std::string text(reinterpret_cast<const char*>(j->value.data()), j->value.size());
     if (text != std::to_string(view_.cns[c].incarnation + 1)) continue;
-    bool recovered = true;
-    for (const auto& f : failures_) {
-      if (f->cn == c && !StepDoneByAll(*f, "opened")) recovered = false;
-    }
-    if (!recovered) continue;
+    // Judged from the service, not from this CN's records: a CM let in after the failure was
+    // declared knows of it only as every CN does, by the epoch the configuration names.
+    const uint64_t failed = view_.cns[c].failed_epoch;
+    if (failed == 0 || !StepDoneByAll(failed, c, "opened")) continue;
     next.cns[c] = cluster::CnStatus{true, static_cast<uint16_t>(view_.cns[c].incarnation + 1)};
     // It comes back managing no shard, so its clock matters no more than any CN's.
     {
@@ -495,6 +534,9 @@ void CnMembership::Manage() {
   }
   if (what.empty()) return;
   next.epoch++;
+  for (uint16_t c = 0; c < next.cns.size(); c++) {
+    if (view_.cns[c].alive && !next.cns[c].alive) next.cns[c].failed_epoch = next.epoch;
+  }
   const std::vector<uint16_t> alive = next.Alive();
   if (!next.cns[next.tso_host].alive) next.tso_host = alive.front();
   // The failed CNs' shards go round robin to the survivors that were alive before (a CN that
@@ -533,10 +575,17 @@ bool CnMembership::StepDone(const Failure& f, const std::string& step, uint16_t 
 }
 
 bool CnMembership::StepDoneByAll(const Failure& f, const std::string& step) const {
+  return StepDoneByAll(f.epoch, f.cn, step);
+}
+
+bool CnMembership::StepDoneByAll(uint64_t epoch, uint16_t dead, const std::string& step) const {
+  // Every CN alive takes part, one let in after the failure too (Adopt): only the failed CN
+  // itself, back since, does not.
   for (uint16_t c : view_.Alive()) {
-    // A CN that rejoined after this failure took no part in it.
-    if (c == f.cn) continue;
-    if (!StepDone(f, step, c)) return false;
+    if (c == dead) continue;
+    Result<cluster::Versioned> v =
+        store_.Get(cluster::FailureStepKey(o_.cluster, epoch, step, c));
+    if (!v.ok() || v->version == 0) return false;
   }
   return true;
 }

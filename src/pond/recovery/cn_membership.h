@@ -90,6 +90,12 @@ class CnMembership {
   // a real process, whose peers do not pause with it.
   void Resumed();
 
+  // Where this CN's part in the recovery of CN `cn`'s failure declared by `epoch` stands: none
+  // (it does not know of it yet), under way, its locks released, or done (its shards open).
+  // The coordination half's thread.
+  enum class Part { kNone, kUnderWay, kReleased, kOpened };
+  Part PartIn(uint16_t cn, uint64_t epoch) const;
+
   // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
   bool alive() const { return alive_.load(); }
   // It fenced itself: it does nothing more.
@@ -144,6 +150,9 @@ class CnMembership {
   bool MnUnreadByAll(uint16_t mn) const;
   bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
   bool StepDoneByAll(const Failure& f, const std::string& step) const;
+  bool StepDoneByAll(uint64_t epoch, uint16_t dead, const std::string& step) const;
+  // Takes up every failure the view names that this CN holds no record of.
+  void Adopt();
   void Fence(const std::string& why);
 
   const MembershipOptions o_;

@@ -274,6 +274,7 @@ bool Failover::Restart(uint16_t cn) {
   lease_end_ns_[cn] = now + kCnLeaseNs;
   config_.epoch++;
   config_.cns[cn].alive = true;
+  config_.cns[cn].failed_epoch = 0;
   const uint16_t inc = ++config_.cns[cn].incarnation;
   Result<uint64_t> v = store_.PutIf(cluster::kConfigKey, config_.Encode(), config_version_);
   POND_CHECK_MSG(v.ok(), "the configuration manager lost its conditional put");
@@ -547,6 +548,7 @@ void Failover::Declare(uint16_t dead) {
   const uint64_t now = engine_.now();
   config_.epoch++;
   config_.cns[dead].alive = false;
+  config_.cns[dead].failed_epoch = config_.epoch;
   f.declared = true;
   f.detected_ns = now - base_ns_;
   f.epoch = config_.epoch;

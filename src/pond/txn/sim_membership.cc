@@ -1,6 +1,8 @@
 #include "pond/txn/sim_membership.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 #include "pond/base/assert.h"
@@ -139,6 +141,9 @@ class SimMembership::Controls final : public recovery::CnControls {
     }
   }
   void Event(const std::string& line) override {
+    if (std::getenv("POND_SIM_EVENTS") != nullptr) {
+      std::fprintf(stderr, "%.3f ms CN %u: %s\n", m_.engine_.now() / 1e6, cn_, line.c_str());
+    }
     if (cl_.event_log_) cl_.event_log_("CN " + std::to_string(cn_) + ": " + line);
   }
   void Fence(const std::string&) override {
@@ -342,28 +347,24 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
 }
 
 void SimMembership::PollFailures() {
+  // As the machines see it: a failure is recovered once every CN alive has released its locks,
+  // and open once every one has opened its shards — each CN that has applied the epoch that
+  // declared it, those let in since included (they take part too: CnMembership::Adopt).
   const uint64_t now = engine_.now() - base_ns_;
-  auto done_by_all = [&](const Failure& f, const std::string& step) {
-    for (uint16_t c : config_.Alive()) {
-      if (c == f.cn) continue;  // rejoined since: it took no part
-      Result<cluster::Versioned> v =
-          base_.Get(cluster::FailureStepKey(kClusterName, f.epoch, step, c));
-      if (!v.ok() || v->version == 0) return false;
-    }
-    return true;
-  };
   for (Failure& f : failures_) {
     if (f.epoch == 0 || f.stats.open_ns != 0) continue;
-    if (f.stats.recovered_ns == 0) {
-      bool logs = true;
-      for (int w = 0; w < cl_.config().workers_per_cn && logs; w++) {
-        Result<cluster::Versioned> v = base_.Get(cluster::FailureStepKey(
-            kClusterName, f.epoch, "recovered", static_cast<uint16_t>(w)));
-        logs = v.ok() && v->version != 0;
-      }
-      if (logs && done_by_all(f, "released")) f.stats.recovered_ns = now;
+    bool released = true, opened = true;
+    for (const auto& n : nodes_) {
+      if (n->crashed || !n->serving) continue;
+      const recovery::CnMembership::Part p =
+          n->counts.epoch.load() < f.epoch ? recovery::CnMembership::Part::kNone
+                                           : n->machine->PartIn(f.cn, f.epoch);
+      released &= p == recovery::CnMembership::Part::kReleased ||
+                  p == recovery::CnMembership::Part::kOpened;
+      opened &= p == recovery::CnMembership::Part::kOpened;
     }
-    if (f.stats.recovered_ns != 0 && done_by_all(f, "opened")) f.stats.open_ns = now;
+    if (released && f.stats.recovered_ns == 0) f.stats.recovered_ns = now;
+    if (opened) f.stats.open_ns = now;
   }
 }
 
