@@ -32,8 +32,12 @@ SeedRange Seeds(uint64_t default_count) {
   return {1, default_count};
 }
 
-RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed) {
+// What recovers from the faults: the simulator's model, or the daemons' membership machine
+// (TransportConfig::sim_membership).
+RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed,
+                     const std::string& membership = "model") {
   RunOptions o;
+  o.cluster.transport.sim_membership = membership;
   o.cluster.protocol = ProtocolByName(protocol).value();
   o.cluster.mns = 3;
   o.cluster.cns = 5;
@@ -53,8 +57,9 @@ RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed) 
 }
 
 std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
-                   const std::string& workload) {
-  return "replay: pond sim " + workload + " --protocol " + protocol + " --isolation " +
+                   const std::string& workload, const std::string& membership = "model") {
+  return "replay: pond sim " + workload + " --membership " + membership + " --protocol " +
+         protocol + " --isolation " +
          (iso == Isolation::kSnapshot ? "si" : "sr") +
          " --mns 3 --cns 5 --workers 2 --coros 3 --virtual-seconds 0.008 --accounts 20000 "
          "--faults random --seed " +
@@ -102,8 +107,9 @@ void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string
 }
 
 // One seed of SmallBank under a random schedule; false (with the failure added) if a check broke.
-bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t) {
-  RunOptions o = FaultyRun(protocol, iso, seed);
+bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t,
+                      const std::string& membership = "model") {
+  RunOptions o = FaultyRun(protocol, iso, seed, membership);
   Status resolved = ResolveFaults(&o, "random");
   EXPECT_TRUE(resolved.ok()) << resolved.ToString();
   if (!resolved.ok()) return false;
@@ -114,7 +120,7 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   Result<RunResult> run = RunWorkload(w, o, nullptr);
   const std::string where = protocol + " " + IsolationName(iso) + " seed " + std::to_string(seed) +
                             ", faults " + o.faults + "\n" +
-                            Replay(protocol, iso, seed, "smallbank");
+                            Replay(protocol, iso, seed, "smallbank", membership);
   EXPECT_TRUE(run.ok()) << where << "\n" << run.status().ToString();
   if (!run.ok()) return false;
   const RunResult& r = *run;
@@ -221,6 +227,36 @@ TEST(FaultSeedTest, MotorSerializable) {
 }
 TEST(FaultSeedTest, FordSerializable) {
   RunSmallBankSeeds("ford", Isolation::kSerializable, 200, false);
+}
+
+// The same random schedules, recovered from by the membership machine the `pond cn` daemons run
+// (one per simulated CN, over a simulated coordination service and lease pages): every check
+// holds, every crash is declared by the machine's own leases and recovered by its own steps,
+// and restarted CNs are let back in by its configuration manager. It draws no MN restart or
+// partition yet (the machine does not survive them).
+TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
+  SeedRange r = Seeds(60);
+  Totals t;
+  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    if (!RunSmallBankSeed("lotus", Isolation::kSerializable, seed, &t, "machine")) return;
+  }
+  std::printf(
+      "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted; %lu rolled forward, %lu "
+      "back), %lu MN crashes (%lu aborts on an unreachable MN), %lu calls unknown; crashes aimed "
+      "at a commit step: %s\n",
+      static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
+      static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
+      static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
+      static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
+      static_cast<unsigned long>(t.unknown), StepCounts(t).c_str());
+  EXPECT_EQ(t.partitions + t.mn_restarts, 0u) << "drawn, though the machine does not survive them";
+  if (r.count < 50) return;
+  EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
+  EXPECT_GT(t.restarts, t.crashes / 4) << "random schedules were meant to restart CNs";
+  EXPECT_GT(t.rolled_forward, 0u) << "no crash fell after a commit's timestamp";
+  EXPECT_GT(t.rolled_back, 0u) << "no crash fell inside a commit before its timestamp";
+  EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
+  EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
 }
 
 // SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded
@@ -664,12 +700,13 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
 // SmallBank on few accounts, recorded — a transaction caught mid-commit by its CN's crash as
 // info — and judged strict-serializable under SR and snapshot-isolated under SI, besides every
 // other check.
-void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
+void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
+                     const std::string& membership = "model") {
   SeedRange r = Seeds(default_seeds);
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
   uint64_t partitions = 0, fenced = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    RunOptions o = FaultyRun("lotus", iso, seed);
+    RunOptions o = FaultyRun("lotus", iso, seed, membership);
     o.record = true;
     o.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankParams p;
@@ -680,7 +717,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
                               ", faults " + o.faults + "\n" +
-                              Replay("lotus", iso, seed, "smallbank") +
+                              Replay("lotus", iso, seed, "smallbank", membership) +
                               " (with --accounts 2000 "
                               "--history FILE)";
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
@@ -701,10 +738,10 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
     infos += run->history->infos > 0;
   }
   std::printf(
-      "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), %lu "
+      "lotus %s, %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), %lu "
       "MN crashes (%lu restarted and readable again), %lu CN partitions (%lu fenced themselves), "
       "%lu transactions, %lu seeds with info transactions\n",
-      IsolationName(iso), static_cast<unsigned long>(r.count),
+      IsolationName(iso), membership.c_str(), static_cast<unsigned long>(r.count),
       static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(restarts),
       static_cast<unsigned long>(mn_crashes), static_cast<unsigned long>(mn_readable),
       static_cast<unsigned long>(partitions), static_cast<unsigned long>(fenced),
@@ -712,6 +749,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds) {
   if (r.count >= 50) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";
+    if (membership == "machine") return;  // it draws no partitions yet
     EXPECT_GT(partitions, r.count / 4) << "schedules were meant to partition CNs";
     EXPECT_GT(fenced, 0u) << "no partition outlasted a lease";
     EXPECT_GT(infos, 0u) << "no crash caught a transaction mid-commit";
@@ -723,6 +761,10 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSerializable) {
 }
 TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
   RunHistorySeeds(Isolation::kSnapshot, 200);
+}
+// The histories again, recovered from by the daemons' membership machine.
+TEST(FaultSeedTest, TheDaemonsMachineKeepsHistoriesStrictlySerializable) {
+  RunHistorySeeds(Isolation::kSerializable, 60, "machine");
 }
 
 // `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user

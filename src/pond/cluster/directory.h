@@ -63,12 +63,19 @@ inline std::string ShardsKey(const std::string& cluster, uint64_t epoch) {
 inline std::string LogsKey(const std::string& cluster, uint16_t cn, uint16_t incarnation) {
   return "/pond/" + cluster + "/logs/" + std::to_string(cn) + "." + std::to_string(incarnation);
 }
-// A step of the recovery from the failure declared by epoch `epoch`, done by `who` (a log's
-// worker for "recovered", a CN for "released", "drained", "opened"); empty value.
-inline std::string FailureStepKey(const std::string& cluster, uint64_t epoch,
+// A step of the recovery from CN `failed`'s failure, declared by epoch `epoch` (which may declare
+// several), done by `who` (a log's worker for "recovered", a CN for "released", "drained",
+// "opened"); empty value.
+inline std::string FailureStepKey(const std::string& cluster, uint64_t epoch, uint16_t failed,
                                   const std::string& step, uint16_t who) {
-  return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/" + step + "/" +
-         std::to_string(who);
+  return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/cn" +
+         std::to_string(failed) + "/" + step + "/" + std::to_string(who);
+}
+// CN `who` reads MN `mn`, declared failed by epoch `epoch`, no more; empty value.
+inline std::string MnUnreadKey(const std::string& cluster, uint64_t epoch, uint16_t mn,
+                               uint16_t who) {
+  return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/mn" + std::to_string(mn) +
+         "/unread/" + std::to_string(who);
 }
 // A restarted CN asks to be let back in as incarnation (the value, decimal text).
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {

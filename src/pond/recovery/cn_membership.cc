@@ -383,7 +383,7 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
 
 Status CnMembership::PutMnStep(uint64_t epoch, uint16_t mn) {
   const std::string key =
-      cluster::FailureStepKey(o_.cluster, epoch, "unread-mn" + std::to_string(mn), o_.cn);
+      cluster::MnUnreadKey(o_.cluster, epoch, mn, o_.cn);
   Result<uint64_t> put = store_.PutIf(key, {}, 0);
   if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
   return put.status();
@@ -394,7 +394,7 @@ bool CnMembership::MnUnreadByAll(uint16_t mn) const {
   if (it == leaving_since_.end()) return false;
   for (uint16_t c : view_.Alive()) {
     Result<cluster::Versioned> v = store_.Get(
-        cluster::FailureStepKey(o_.cluster, it->second, "unread-mn" + std::to_string(mn), c));
+        cluster::MnUnreadKey(o_.cluster, it->second, mn, c));
     if (!v.ok() || v->version == 0) return false;
   }
   return true;
@@ -562,7 +562,7 @@ void CnMembership::Manage() {
 }
 
 Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t who) {
-  const std::string key = cluster::FailureStepKey(o_.cluster, f.epoch, step, who);
+  const std::string key = cluster::FailureStepKey(o_.cluster, f.epoch, f.cn, step, who);
   Result<uint64_t> put = store_.PutIf(key, {}, 0);
   if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
   return put.status();
@@ -570,7 +570,7 @@ Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t
 
 bool CnMembership::StepDone(const Failure& f, const std::string& step, uint16_t who) const {
   Result<cluster::Versioned> v =
-      store_.Get(cluster::FailureStepKey(o_.cluster, f.epoch, step, who));
+      store_.Get(cluster::FailureStepKey(o_.cluster, f.epoch, f.cn, step, who));
   return v.ok() && v->version != 0;
 }
 
@@ -584,7 +584,7 @@ bool CnMembership::StepDoneByAll(uint64_t epoch, uint16_t dead, const std::strin
   for (uint16_t c : view_.Alive()) {
     if (c == dead) continue;
     Result<cluster::Versioned> v =
-        store_.Get(cluster::FailureStepKey(o_.cluster, epoch, step, c));
+        store_.Get(cluster::FailureStepKey(o_.cluster, epoch, dead, step, c));
     if (!v.ok() || v->version == 0) return false;
   }
   return true;

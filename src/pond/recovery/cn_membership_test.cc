@@ -224,8 +224,8 @@ class CnMembershipTest : public ::testing::Test {
     }
     return done();
   }
-  bool StepDone(uint64_t epoch, const std::string& step, uint16_t who) const {
-    return store_.Has(cluster::FailureStepKey(kCluster, epoch, step, who));
+  bool StepDone(uint64_t epoch, const std::string& step, uint16_t who, uint16_t failed = 2) const {
+    return store_.Has(cluster::FailureStepKey(kCluster, epoch, failed, step, who));
   }
 
   ManualClock clock_{1'000'000'000};
@@ -273,6 +273,35 @@ TEST_F(CnMembershipTest, DeclaresACnWhoseBeatStopsAndRecoversItStepByStep) {
   EXPECT_EQ(node(1).controls->Said("(this CN manages the configuration)"), 0u);
 }
 
+// One epoch may declare two CNs: each one's logs are recovered, each step said per failure —
+// a log of one is not taken for the same-numbered log of the other.
+TEST_F(CnMembershipTest, TwoCnsDeclaredByOneEpochAreEachRecovered) {
+  Periods(3);
+  node(1).running = false;
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch >= 2; }, 30));
+  const cluster::Configuration c = store_.Config();
+  ASSERT_EQ(c.epoch, 2u) << "both in one epoch";
+  EXPECT_FALSE(c.cns[1].alive || c.cns[2].alive);
+  EXPECT_EQ(c.cns[1].failed_epoch, 2u);
+  EXPECT_EQ(c.cns[2].failed_epoch, 2u);
+  ASSERT_TRUE(Until([&] {
+    return node(0).controls->Said("CN 1's failure (epoch 2) is recovered") == 1 &&
+           node(0).controls->Said("CN 2's failure (epoch 2) is recovered") == 1;
+  }));
+  for (uint16_t dead : {1, 2}) {
+    for (uint16_t w = 0; w < kWorkers; w++) {
+      EXPECT_EQ(node(0).controls->Said("recovered CN " + std::to_string(dead) + "'s log " +
+                                       std::to_string(w)),
+                1u)
+          << "CN " << dead << " log " << w;
+      EXPECT_TRUE(StepDone(2, "recovered", w, dead));
+    }
+    EXPECT_TRUE(StepDone(2, "opened", 0, dead));
+  }
+  EXPECT_EQ(node(0).controls->released, (std::set<uint16_t>{1, 2}));
+}
+
 TEST_F(CnMembershipTest, ShardsOpenOnlyOnceEverySurvivorIsDrained) {
   Periods(3);
   node(2).running = false;
@@ -308,7 +337,7 @@ TEST_F(CnMembershipTest, AStaleEpochIsNotApplied) {
 TEST_F(CnMembershipTest, AStepSomeoneElseDidIsNotDoneAgain) {
   Periods(3);
   // Another survivor recovered log 0 (its put arrived first): nobody here recovers it again.
-  ASSERT_TRUE(store_.PutIf(cluster::FailureStepKey(kCluster, 2, "recovered", 0), {}, 0).ok());
+  ASSERT_TRUE(store_.PutIf(cluster::FailureStepKey(kCluster, 2, 2, "recovered", 0), {}, 0).ok());
   node(2).running = false;
   ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
   EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 0"), 0u);

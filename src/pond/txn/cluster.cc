@@ -126,7 +126,13 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
   // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole. The
   // worker keeps its own copy of the CN's view, so that its thread alone reads it.
   view_ = c.view;
-  ep_->SetPacketFilter([this](WorkerAddr from, uint16_t incarnation) {
+  // A restarted CN not let back in yet (its view holds it dead) takes nothing from other CNs:
+  // a request resent to its address since before its crash must not run here while its old
+  // incarnation's logs — the ones it will write to — are still being recovered. (The simulated
+  // fabric reuses a restarted CN's addresses at once; a daemon's new workers are reachable
+  // only once let in.)
+  ep_->SetPacketFilter([this, me = c.id](WorkerAddr from, uint16_t incarnation) {
+    if (from.cn != me && me < view_.cns.size() && !view_.cns[me].alive) return false;
     return view_.AcceptsPacketFrom(from.cn, incarnation);
   });
   locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);

@@ -274,9 +274,9 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
       .lease_ns = kSimLeaseNs,
       .shards = lock::kShards,
   };
-  n->machine = std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *store_,
-                                                        cl_.clock(), *n->controls, n->counts,
-                                                        *n->sched, *n->ep);
+  n->machine =
+      std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *store_, cl_.clock(),
+                                               *n->controls, n->counts, *n->sched, *n->ep);
   if (nodes_[cn] != nullptr) retired_.push_back(std::move(nodes_[cn]));
   nodes_[cn] = std::move(n);
   if (start.restarted) {
@@ -356,9 +356,9 @@ void SimMembership::PollFailures() {
     bool released = true, opened = true;
     for (const auto& n : nodes_) {
       if (n->crashed || !n->serving) continue;
-      const recovery::CnMembership::Part p =
-          n->counts.epoch.load() < f.epoch ? recovery::CnMembership::Part::kNone
-                                           : n->machine->PartIn(f.cn, f.epoch);
+      const recovery::CnMembership::Part p = n->counts.epoch.load() < f.epoch
+                                                 ? recovery::CnMembership::Part::kNone
+                                                 : n->machine->PartIn(f.cn, f.epoch);
       released &= p == recovery::CnMembership::Part::kReleased ||
                   p == recovery::CnMembership::Part::kOpened;
       opened &= p == recovery::CnMembership::Part::kOpened;
@@ -487,6 +487,7 @@ bool SimMembership::Restart(uint16_t cn) {
   Result<std::optional<recovery::CnStart>> start = recovery::TryStart(*store_, o);
   POND_CHECK_MSG(start.ok(), start.status().ToString().c_str());
   if (!start->has_value()) return false;  // its old incarnation is not declared failed yet
+
   const recovery::CnStart& s = **start;
   POND_CHECK(s.restarted);
   cl_.RestartCn(cn, s.incarnation, s.config);

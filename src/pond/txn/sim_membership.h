@@ -93,7 +93,7 @@ class SimMembership final : public SimFaults {
   sim::Engine& engine_;
   cluster::InMemoryConfigStore base_;
   std::unique_ptr<Store> store_;
-  cluster::Configuration config_;  // the newest put
+  cluster::Configuration config_;               // the newest put
   std::vector<std::unique_ptr<Node>> nodes_;    // by CN: its newest incarnation (null: not yet)
   std::vector<std::unique_ptr<Node>> retired_;  // crashed incarnations; their coroutines parked
   const TimestampOracle* oracle_ = nullptr;     // the one granting now
