@@ -114,7 +114,7 @@ void PrintFailover(const bench::RunResult& r) {
             "failover     CN %u restarted: running clients +%.3f ms, %s\n", x.cn, ms(x.restart_ns),
             x.returned_ns != 0
                 ? fmt::format("its shards its own again +{:.3f} ms", ms(x.returned_ns)).c_str()
-                : "some of its shards stay where a later failure put them");
+                : "some or all of its shards stay where its failure put them");
       }
     }
     for (const auto& x : f.mn_failures) {
