@@ -37,12 +37,22 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes, u
       co_return Unavailable("record space: MN " + std::to_string(mn) +
                             "'s group is bringing a rejoining replica's cursors into step");
     }
+    Unanswered& u = unanswered_[mn];
+    const uint64_t now = ep.scheduler().clock().NowNs();
+    if (u.set && u.down_mns == down_mns && now < u.at_ns + kCarveRetryNs) {
+      co_return Unavailable("record space: an MN of MN " + std::to_string(mn) +
+                            "'s group did not answer the last carve");
+    }
     carving_[mn] = true;
     Result<uint64_t> chunk = co_await CarveLane(ep, layout_, mn, layout_.chunk_bytes, down_mns);
     carving_[mn] = false;
     for (auto h : carve_waiters_[mn]) ep.scheduler().Ready(h);
     carve_waiters_[mn].clear();
+    if (!chunk.ok() && chunk.status().code() == Code::kUnavailable) {
+      u = Unanswered{true, ep.scheduler().clock().NowNs(), down_mns};
+    }
     if (!chunk.ok()) co_return chunk.status();
+    u.set = false;
     stats_.chunks++;
     stats_.wasted_bytes += c.end - c.next;
     c.next = *chunk;

@@ -34,7 +34,15 @@ class Allocator {
       : layout_(layout),
         cursors_(layout.num_mns),
         carving_(layout.num_mns, 0),
-        carve_waiters_(layout.num_mns) {}
+        carve_waiters_(layout.num_mns),
+        unanswered_(layout.num_mns) {}
+
+  // After a carve that an MN of the group did not answer, the group's carves fail Unavailable at
+  // once — no FAA — for this long, unless the MNs known down change meanwhile: a carve FAAs the
+  // higher replicas' cursors before the primary's, so each one that then finds the primary down
+  // loses a chunk on every replica that answered, and transactions retrying through the lease it
+  // takes to declare the MN would use up the group's lanes (the simulator's fault seeds did).
+  static constexpr uint64_t kCarveRetryNs = 1'000'000;
 
   // Record space for a key whose primary is `primary`: `bytes` rounded up to 64, at most one
   // chunk. Returns a lane-relative offset. OutOfSpace when the group's lanes are exhausted.
@@ -67,6 +75,13 @@ class Allocator {
   std::vector<Cursor> cursors_;  // per primary MN (replica group)
   std::vector<char> carving_;    // per group: a chunk FAA is in flight
   std::vector<std::vector<std::coroutine_handle<>>> carve_waiters_;
+  // Per group: the last carve an MN did not answer — when, and the MNs known down then.
+  struct Unanswered {
+    bool set = false;
+    uint64_t at_ns = 0;
+    uint64_t down_mns = 0;
+  };
+  std::vector<Unanswered> unanswered_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> free_;
   AllocatorStats stats_;
 };

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "pond/rng.h"
+#include "pond/runtime/scheduler.h"
+#include "pond/sim/engine.h"
 #include "pond/store/store_testing.h"
+#include "pond/transport/sim/sim_fabric.h"
 
 namespace pond::store {
 namespace {
@@ -138,13 +142,67 @@ TEST(AllocatorTest, WithThePrimaryDownChunksComeFromAMirrorPastEverythingCarved)
   ASSERT_TRUE(off.ok()) << off.status().ToString();
   EXPECT_GE(*off, highest_end);
   // MNs 1 and 2 down: the mirror on MN 0, past both.
-  Result<uint64_t> off2 =
-      w.Run(later.Alloc(*w.ep, 1, 64, (uint64_t{1} << 1) | (uint64_t{1} << 2)));
+  Result<uint64_t> off2 = w.Run(later.Alloc(*w.ep, 1, 64, (uint64_t{1} << 1) | (uint64_t{1} << 2)));
   ASSERT_TRUE(off2.ok()) << off2.status().ToString();
   EXPECT_GE(*off2, *off + kChunk);
   // Every cursor of the group down: no space, said so.
   Allocator none(pool.layout);
   EXPECT_EQ(w.Run(none.Alloc(*w.ep, 1, 64, 7)).status().code(), Code::kUnavailable);
 }
+
+// A carve that an MN of the group does not answer has already taken a chunk on each replica that
+// did (the higher replicas are carved first), and that chunk is lost. Until the MNs known down
+// change, or kCarveRetryNs passes, the group's next carves fail at once and take nothing: a
+// transaction retrying through the lease it takes to declare the MN does not use up the lanes.
+TEST(AllocatorTest, AGroupAnMnDidNotAnswerIsNotCarvedAgainUntilItIsKnownDown) {
+  constexpr uint64_t kChunk = 64 << 10;
+  sim::Engine engine(1);
+  auto fabric = SimFabric::Create(engine, Testbed{}, 3, 64 << 20).value();
+  const PoolLayout layout = MakeLayout(3, 3, 64 << 20, kChunk).value();
+  for (MnId mn = 0; mn < 3; mn++) FormatRegion(fabric->region(mn), layout, mn);
+  Scheduler sched(engine.clock());
+  std::unique_ptr<Endpoint> ep = fabric->CreateEndpoint({0, 0}, sched);
+  // Runs `t` to its end in virtual time: each round's posts leave at once.
+  auto run = [&](Task<Result<uint64_t>> t) {
+    std::optional<Result<uint64_t>> out;
+    sched.Spawn([](Task<Result<uint64_t>> t, std::optional<Result<uint64_t>>* o) -> Task<void> {
+      o->emplace(co_await std::move(t));
+    }(std::move(t), &out));
+    while (!out.has_value()) {
+      sched.RunOnce();
+      fabric->Launch({0, 0}, engine.now());
+      if (!out.has_value() && !engine.Step()) break;
+    }
+    return *out;
+  };
+  auto mirror = [&](MnId mn, int i) {
+    Superblock sb;
+    std::memcpy(&sb, fabric->region(mn), sizeof(sb));
+    return i == 0 ? sb.lane_cursor : sb.lane_mirror[i - 1];
+  };
+  Allocator a(layout);
+  fabric->CrashMn(1);  // group 1's primary; nobody knows yet
+  EXPECT_EQ(run(a.Alloc(*ep, 1, 64)).status().code(), Code::kUnavailable);
+  EXPECT_EQ(mirror(2, 1), kChunk) << "MN 2's mirror of group 1 moved before the primary failed";
+  EXPECT_EQ(mirror(0, 2), kChunk);
+  for (int i = 0; i < 50; i++) {
+    EXPECT_EQ(run(a.Alloc(*ep, 1, 64)).status().code(), Code::kUnavailable);
+  }
+  EXPECT_EQ(mirror(2, 1), kChunk) << "retries within the pause carved nothing more";
+  // The epoch says MN 1 is down: the carve goes on from the mirrors at once.
+  Result<uint64_t> off = run(a.Alloc(*ep, 1, 64, uint64_t{1} << 1));
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  EXPECT_EQ(*off, kChunk);
+  // Another group unknown down: one failed carve, then a pause; after kCarveRetryNs one more.
+  Allocator b(layout);
+  EXPECT_EQ(run(b.Alloc(*ep, 1, 64)).status().code(), Code::kUnavailable);
+  const uint64_t after_first = mirror(2, 1);
+  EXPECT_EQ(run(b.Alloc(*ep, 1, 64)).status().code(), Code::kUnavailable);
+  EXPECT_EQ(mirror(2, 1), after_first);
+  engine.RunUntil(engine.now() + Allocator::kCarveRetryNs);
+  EXPECT_EQ(run(b.Alloc(*ep, 1, 64)).status().code(), Code::kUnavailable);
+  EXPECT_EQ(mirror(2, 1), after_first + kChunk) << "tried again once the pause was over";
+}
+
 }  // namespace
 }  // namespace pond::store

@@ -146,7 +146,8 @@ class SimMembership::Controls final : public recovery::CnControls {
     }
     if (cl_.event_log_) cl_.event_log_("CN " + std::to_string(cn_) + ": " + line);
   }
-  void Fence(const std::string&) override {
+  void Fence(const std::string& why) override {
+    Event("fenced itself: " + why);
     // The machine acts no more; the CN stops as a daemon exits, once this call has returned.
     m_.engine_.At(m_.engine_.now(), [m = &m_, cn = cn_, inc = m_.nodes_[cn_]->incarnation] {
       const Node& n = *m->nodes_[cn];
@@ -256,7 +257,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
   n->sched = std::make_unique<Scheduler>(cl_.clock());
   // The core after the workers' is the membership's: a daemon's membership thread.
   const WorkerAddr addr{cn, static_cast<uint16_t>(c.workers_per_cn)};
-  n->ep = cl_.sim_fabric_->CreateEndpoint(addr, *n->sched);
+  n->ep = cl_.sim_fabric_->CreateControlEndpoint(addr, *n->sched);
   if (nodes_[cn] == nullptr) {
     cl_.driver_->AddCore(*n->sched, *n->ep);
   } else {

@@ -12,6 +12,8 @@ namespace pond {
 
 class SimEndpoint final : public Endpoint {
  public:
+  void MarkControlPlane() { control_ = true; }
+
   SimEndpoint(SimFabric& fabric, WorkerAddr self, Scheduler& sched)
       : Endpoint(self, sched),
         fabric_(fabric),
@@ -391,7 +393,12 @@ class SimEndpoint final : public Endpoint {
             break;
           }
         }
-        if (kind >= 2 && fabric_.IsDeviceMemory(b->mn, off)) {
+        if (control_) {
+          // A control-plane queue pair (CreateControlEndpoint): its lone op is not queued behind
+          // the data ops of every other queue pair, as an RNIC that serves its queue pairs in
+          // turn would not queue it; it costs the NIC nothing worth counting.
+          done_ns = std::max(done_ns, engine.now() + fabric_.NicServiceNs(kind, op.len));
+        } else if (kind >= 2 && fabric_.IsDeviceMemory(b->mn, off)) {
           fabric_.device_atomics_++;
           done_ns =
               nic.Serve(engine.now(),
@@ -407,6 +414,7 @@ class SimEndpoint final : public Endpoint {
   }
 
   SimFabric& fabric_;
+  bool control_ = false;  // CreateControlEndpoint's: not queued on the MN NICs
   Rng rng_;
   Rng jitter_rng_;
   std::vector<uint64_t> qp_arrival_ns_;  // by MN: when the last batch launched to it arrives
@@ -462,6 +470,12 @@ std::unique_ptr<Endpoint> SimFabric::CreateEndpoint(WorkerAddr self, Scheduler& 
   auto ep = std::make_unique<SimEndpoint>(*this, self, sched);
   row[self.worker] = ep.get();
   sched.AddPoller(ep.get());
+  return ep;
+}
+
+std::unique_ptr<Endpoint> SimFabric::CreateControlEndpoint(WorkerAddr self, Scheduler& sched) {
+  std::unique_ptr<Endpoint> ep = CreateEndpoint(self, sched);
+  static_cast<SimEndpoint*>(ep.get())->MarkControlPlane();
   return ep;
 }
 

@@ -55,6 +55,12 @@ class SimFabric final : public Fabric {
   uint64_t region_bytes() const override { return region_bytes_; }
   std::byte* region(MnId mn) override { return regions_[mn]; }
   std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
+  // An endpoint for control-plane work — a CN's lease beats and lease-page reads — whose ops
+  // each MN's NIC serves as they arrive instead of queueing them behind the data ops of every
+  // other worker: a real NIC serves its queue pairs in turn, so an op on a queue pair of its own
+  // waits for a few ops, not for the whole backlog this FIFO model would make it wait for (a
+  // 2 ms lease would lapse behind a full-table scan). Everything else as CreateEndpoint.
+  std::unique_ptr<Endpoint> CreateControlEndpoint(WorkerAddr self, Scheduler& sched);
   uint64_t packets_in_flight() const override { return in_flight_; }
 
   // Sends what `worker` posted and sent since its last Launch, leaving its CN at `at_ns`.
