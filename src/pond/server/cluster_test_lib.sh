@@ -11,6 +11,12 @@ cleanup() {
   for d in "${dirs[@]}"; do
     [ -f "$d/cluster.json" ] && "$pond" down --dir "$d" --grace 2 >/dev/null 2>&1
   done
+  # A failure's story is often in a daemon's log (one that died says why there, if it could).
+  if [ "$failures" -gt 0 ]; then
+    for f in $(find "$tmp" -name '*.log' 2>/dev/null | sort); do
+      echo "--- last lines of ${f#"$tmp"/}"; tail -n 6 "$f"
+    done
+  fi
   if [ "$failures" -gt 0 ] && [ -n "${POND_TEST_KEEP:-}" ]; then
     mkdir -p "$POND_TEST_KEEP" && cp -r "$tmp" "$(mktemp -d "$POND_TEST_KEEP/run.XXXXXX")" &&
       echo "kept the failed run's files in $POND_TEST_KEEP"

@@ -244,7 +244,10 @@ Status ClusterImpl::Build() {
       }
     }
     for (uint16_t mn = 0; mn < process_start_->config.mns.size(); mn++) {
-      if (!process_start_->config.mns[mn].alive) placement_.SetDown(mn);
+      const cluster::MnStatus& m = process_start_->config.mns[mn];
+      if (!m.alive) placement_.SetDown(mn);
+      // Declared failed, not yet down: written still, read no more (as CnMembership::Apply).
+      if (m.alive && m.leaving) placement_.SetJoining(mn);
     }
     incarnation = process_start_->incarnation;
   }

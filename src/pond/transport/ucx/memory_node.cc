@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "pond/base/assert.h"
@@ -72,11 +73,18 @@ void UcxMemoryNode::Serve() {
     // means events came between the progress and the arm: progress again.
     ucs_status_t s = ucp_worker_arm(w);
     if (s == UCS_ERR_BUSY) continue;
-    POND_CHECK_MSG(s == UCS_OK, "ucp_worker_arm failed");
+    // Any other failure to arm (a peer's connection failing under it, say) must not take the
+    // MN down with it: the worker is then polled every millisecond instead of woken.
+    const int timeout_ms = s == UCS_OK ? -1 : 1;
+    if (s != UCS_OK && !arm_failure_said_) {
+      arm_failure_said_ = true;
+      std::fprintf(stderr, "pond mn %u: cannot arm the UCX worker (%s); polling it instead\n",
+                   descriptor_.mn, ucs_status_string(s));
+    }
     pollfd fds[2] = {{efd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    int n = poll(fds, 2, -1);
+    int n = poll(fds, 2, timeout_ms);
     if (n < 0 && errno == EINTR) continue;
-    POND_CHECK_MSG(n > 0, "poll on the MN worker failed");
+    POND_CHECK_MSG(n >= 0, "poll on the MN worker failed");
     if (fds[1].revents != 0) return;
   }
 }
