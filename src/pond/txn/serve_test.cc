@@ -20,6 +20,9 @@ using testing_cluster::AsU64;
 using testing_cluster::U64Value;
 
 constexpr uint64_t kKeys = 20;
+// Lotus aborts on a lock conflict; on an oversubscribed machine (a sanitizer build, ctest -j2) a
+// holder descheduled for a time slice outlasted RunTxn's default 32 attempts for half the calls.
+constexpr int kAttempts = 1000;
 
 // Adds 1 to `key`; the outcome goes to `done`.
 std::function<Task<void>(Session&)> Increment(uint16_t table, uint64_t key, uint16_t want_cn,
@@ -27,12 +30,15 @@ std::function<Task<void>(Session&)> Increment(uint16_t table, uint64_t key, uint
                                               std::atomic<int>* wrong_cn) {
   return [=](Session& s) -> Task<void> {
     if (s.cn() != want_cn) (*wrong_cn)++;
-    Status st = co_await s.RunTxn(TxnKind::kReadWrite, [&](Txn& t) -> Task<Status> {
-      t.AddRW(table, key);
-      Status e = co_await t.Execute();
-      if (!e.ok()) co_return e;
-      co_return t.Write(table, key, U64Value(AsU64(*t.Read(table, key)) + 1));
-    });
+    Status st = co_await s.RunTxn(
+        TxnKind::kReadWrite,
+        [&](Txn& t) -> Task<Status> {
+          t.AddRW(table, key);
+          Status e = co_await t.Execute();
+          if (!e.ok()) co_return e;
+          co_return t.Write(table, key, U64Value(AsU64(*t.Read(table, key)) + 1));
+        },
+        kAttempts);
     done->set_value(st);
   };
 }
