@@ -242,11 +242,12 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
     if (!RunSmallBankSeed("lotus", Isolation::kSerializable, seed, &t, "machine")) return;
   }
   std::printf(
-      "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted; %lu rolled forward, %lu "
-      "back), %lu MN crashes (%lu aborts on an unreachable MN), %lu calls unknown; crashes aimed "
-      "at a commit step: %s\n",
+      "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted, %lu of them with all "
+      "their shards back; %lu rolled forward, %lu back), %lu MN crashes (%lu aborts on an "
+      "unreachable MN), %lu calls unknown; crashes aimed at a commit step: %s\n",
       static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
       static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
+      static_cast<unsigned long>(t.returned),
       static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
       static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
       static_cast<unsigned long>(t.unknown), StepCounts(t).c_str());
@@ -254,6 +255,7 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   if (r.count < 50) return;
   EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
   EXPECT_GT(t.restarts, t.crashes / 4) << "random schedules were meant to restart CNs";
+  EXPECT_GT(t.returned, t.restarts / 4) << "restarted CNs were meant to get their shards back";
   EXPECT_GT(t.rolled_forward, 0u) << "no crash fell after a commit's timestamp";
   EXPECT_GT(t.rolled_back, 0u) << "no crash fell inside a commit before its timestamp";
   EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";

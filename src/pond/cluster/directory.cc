@@ -74,6 +74,29 @@ Status WriteShardMap(ConfigStore& store, const std::string& cluster, uint64_t ep
   return put.status();
 }
 
+std::vector<std::byte> EncodeShardList(const std::vector<uint32_t>& ids) {
+  const auto count = static_cast<uint32_t>(ids.size());
+  std::vector<std::byte> out(4 + ids.size() * 4);
+  std::memcpy(out.data(), &count, 4);
+  std::memcpy(out.data() + 4, ids.data(), ids.size() * 4);
+  return out;
+}
+
+Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uint32_t shards) {
+  uint32_t count = 0;
+  if (in.size() < 4) return Corruption("shard list: shorter than its count");
+  std::memcpy(&count, in.data(), 4);
+  if (in.size() != 4 + uint64_t{count} * 4) return Corruption("shard list: length is not its count's");
+  std::vector<uint32_t> ids(count);
+  std::memcpy(ids.data(), in.data() + 4, uint64_t{count} * 4);
+  for (size_t i = 0; i < ids.size(); i++) {
+    if (ids[i] >= shards || (i > 0 && ids[i] <= ids[i - 1])) {
+      return Corruption("shard list: ids not ascending below " + std::to_string(shards));
+    }
+  }
+  return ids;
+}
+
 Result<std::vector<uint16_t>> ReadShardMap(ConfigStore& store, const std::string& cluster,
                                            uint64_t epoch, size_t shards) {
   Result<Versioned> v = store.Get(ShardsKey(cluster, epoch));

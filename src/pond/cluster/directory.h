@@ -77,6 +77,15 @@ inline std::string MnUnreadKey(const std::string& cluster, uint64_t epoch, uint1
   return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/mn" + std::to_string(mn) +
          "/unread/" + std::to_string(who);
 }
+// Holder `holder` has closed the shards it held for CN `cn`, whose home they are, and no lock in
+// them is held in its table: the CM may give them back to `cn`'s incarnation `incarnation`.
+// The value lists them (EncodeShardList): only those go back, not every shard of `cn`'s home
+// the holder holds (one moved to it by a later failure is still served there).
+inline std::string ReturnKey(const std::string& cluster, uint16_t cn, uint16_t incarnation,
+                             uint16_t holder) {
+  return "/pond/" + cluster + "/returns/" + std::to_string(cn) + "." +
+         std::to_string(incarnation) + "/" + std::to_string(holder);
+}
 // A restarted CN asks to be let back in as incarnation (the value, decimal text).
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {
   return "/pond/" + cluster + "/joins/" + std::to_string(cn);
@@ -106,6 +115,11 @@ struct LogAreas {
 };
 Result<LogAreas> ReadLogAreas(ConfigStore& store, const std::string& cluster, uint16_t cn,
                               uint16_t incarnation);
+
+// A set of shards, as ReturnKey's value (docs/formats.md "Shard map"): ascending ids, each
+// below `shards`; Corruption for anything else.
+std::vector<std::byte> EncodeShardList(const std::vector<uint32_t>& ids);
+Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uint32_t shards);
 
 // The shard map of an epoch (docs/formats.md "Shard map": the owner of each of `shards` shards,
 // u16 each).

@@ -54,6 +54,12 @@ class CnControls {
   virtual uint16_t ShardOwner(uint32_t s) const = 0;
   // This CN starts serving shard `s` from an empty lock table (its cached versions dropped).
   virtual void OpenShard(uint32_t s) = 0;
+  // This CN stops serving shard `s` (to give it back): requests for it are refused from now on.
+  virtual void CloseShard(uint32_t s) = 0;
+  // Locks held in this CN's lock table in any of `shards` (sorted); nullopt if the CN stopped.
+  virtual std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) = 0;
+  // The CN shard `s` starts on, and goes back to when that CN restarts.
+  virtual uint16_t ShardHome(uint32_t s) const = 0;
 
   // MN `mn` is read no more here (writes still reach it), or is down (writes skip it).
   virtual void StopReading(MnId mn) = 0;

@@ -86,6 +86,7 @@ void CnMembership::CoordTick() {
   for (auto& f : failures_) {
     if (!f->opened) Progress(*f);
   }
+  ProgressReturns();
 }
 
 void CnMembership::Renew() {
@@ -350,8 +351,67 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
                       "); writes skip it, its replicas serve");
     }
   }
+  // Shards that come home to this CN from a holder alive before and after (the same
+  // incarnation: only a return moves a shard off a live CN) are opened once the workers have
+  // the epoch (below): the holder drained them before the CM moved them. A failed CN's shards
+  // wait for its recovery instead (Progress); one that came some other way — epochs this CN did
+  // not see moved it more than once — waits for every failure this epoch declares, and stays
+  // closed, said in the log, if it declares none.
+  std::vector<uint32_t> came_home;
   for (uint32_t s = 0; s < o_.shards; s++) {
-    if (shards[s] != shards_[s]) controls_.AssignShard(s, shards[s]);
+    if (shards[s] == shards_[s]) continue;
+    controls_.AssignShard(s, shards[s]);
+    if (shards[s] != o_.cn) continue;
+    const uint16_t from = shards_[s];
+    const bool holder_stayed = view_.cns[from].alive && next.cns[from].alive &&
+                               view_.cns[from].incarnation == next.cns[from].incarnation;
+    if (holder_stayed) {
+      came_home.push_back(s);
+    } else if (Recovering(s)) {
+      // The failure of its last holder takes it (recorded above).
+    } else if (!dead.empty()) {
+      for (auto it = failures_.end() - static_cast<ptrdiff_t>(dead.size()); it != failures_.end();
+           ++it) {
+        (*it)->moved.push_back(s);
+      }
+    } else {
+      controls_.Event("shard " + std::to_string(s) + " came from CN " + std::to_string(from) +
+                      " by no failure this CN knows of; it stays closed");
+    }
+  }
+  // A restarted CN let in: the shards this CN holds that are its home are closed, to go back
+  // once no lock in them is held here (ProgressReturns).
+  for (uint16_t c : back) {
+    Return r{.cn = c, .incarnation = next.cns[c].incarnation};
+    for (uint32_t s = 0; s < o_.shards; s++) {
+      if (shards[s] == o_.cn && controls_.ShardHome(s) == c) r.shards.push_back(s);
+    }
+    if (r.shards.empty()) continue;
+    for (uint32_t s : r.shards) controls_.CloseShard(s);
+    controls_.Event("closed " + std::to_string(r.shards.size()) + " shards of CN " +
+                    std::to_string(c) + " to give them back");
+    returns_.push_back(std::move(r));
+  }
+  for (Return& r : returns_) {
+    if (r.done) continue;
+    if (!next.cns[r.cn].alive || next.cns[r.cn].incarnation != r.incarnation) {
+      // It failed again before they went: those still here are served here again, but for any
+      // an unfinished failure brought here, which that failure's recovery opens (Progress).
+      size_t reopened = 0;
+      for (uint32_t s : r.shards) {
+        if (shards[s] != o_.cn || Recovering(s)) continue;
+        controls_.OpenShard(s);
+        reopened++;
+      }
+      controls_.Event("CN " + std::to_string(r.cn) + " failed before its shards went back; " +
+                      std::to_string(reopened) + " are served here again");
+      r.done = true;
+    } else if (std::none_of(r.shards.begin(), r.shards.end(),
+                            [&](uint32_t s) { return shards[s] == o_.cn; })) {
+      controls_.Event("gave " + std::to_string(r.shards.size()) + " shards back to CN " +
+                      std::to_string(r.cn));
+      r.done = true;
+    }
   }
   const bool tso_moved = next.tso_host != view_.tso_host;
   if (tso_moved) {
@@ -366,6 +426,11 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   // a shard it manages and routed calls would not send to it — the shards it takes over at the
   // next failure would be unwritable from here.
   controls_.ApplyOnWorkers(next, dead, back, tso_moved);
+  for (uint32_t s : came_home) controls_.OpenShard(s);
+  if (!came_home.empty()) {
+    controls_.Event(std::to_string(came_home.size()) + " of this CN's shards came home (epoch " +
+                    std::to_string(next.epoch) + ")");
+  }
   view_ = next;
   {
     std::lock_guard lock(beat_mu_);
@@ -479,6 +544,7 @@ void CnMembership::Progress(Failure& f) {
   size_t opened = 0;
   for (uint32_t s : f.moved) {
     if (controls_.ShardOwner(s) != o_.cn) continue;  // moved on since: that failure opens it
+    if (Returning(s)) continue;  // closed to go home: opened there
     controls_.OpenShard(s);
     opened++;
   }
@@ -540,6 +606,8 @@ void CnMembership::Manage() {
     }
     what.push_back("CN " + std::to_string(c) + " rejoins");
   }
+  std::vector<uint16_t> shards = shards_;
+  ReturnShards(next, &shards, &what);
   if (what.empty()) return;
   next.epoch++;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
@@ -553,7 +621,6 @@ void CnMembership::Manage() {
   for (uint16_t c : alive) {
     if (view_.cns[c].alive) takers.push_back(c);
   }
-  std::vector<uint16_t> shards = shards_;
   size_t k = 0;
   for (uint32_t s = 0; s < o_.shards; s++) {
     if (!next.cns[shards[s]].alive) shards[s] = takers[k++ % takers.size()];
@@ -567,6 +634,81 @@ void CnMembership::Manage() {
   std::string line = "epoch " + std::to_string(next.epoch) + ":";
   for (const std::string& w : what) line += " " + w + ";";
   controls_.Event(line + " (this CN manages the configuration)");
+}
+
+bool CnMembership::Recovering(uint32_t s) const {
+  for (const auto& f : failures_) {
+    if (!f->opened && std::find(f->moved.begin(), f->moved.end(), s) != f->moved.end()) return true;
+  }
+  return false;
+}
+
+bool CnMembership::Returning(uint32_t s) const {
+  for (const Return& r : returns_) {
+    if (!r.done && std::binary_search(r.shards.begin(), r.shards.end(), s)) return true;
+  }
+  return false;
+}
+
+bool CnMembership::Returning() const {
+  return std::any_of(returns_.begin(), returns_.end(), [](const Return& r) { return !r.done; });
+}
+
+void CnMembership::ProgressReturns() {
+  // Not while a failure this CN knows of is unopened here: a returned shard may have come by it
+  // (its CN failed, then the CN it went to), and opened at home before that recovery is over,
+  // new transactions would lock keys its log recovery still rolls over (as Progress opens).
+  for (const auto& f : failures_) {
+    if (!f->opened) return;
+  }
+  for (Return& r : returns_) {
+    if (r.done || r.drained) continue;
+    const std::optional<size_t> held = controls_.LocksHeldIn(r.shards);
+    if (!held.has_value() || *held != 0) continue;
+    Result<uint64_t> put = store_.PutIf(cluster::ReturnKey(o_.cluster, r.cn, r.incarnation, o_.cn),
+                                        cluster::EncodeShardList(r.shards), 0);
+    if (!put.ok() && put.status().code() != Code::kConflict) continue;  // said next period
+    r.drained = true;
+  }
+}
+
+void CnMembership::ReturnShards(const cluster::Configuration& next, std::vector<uint16_t>* shards,
+                                std::vector<std::string>* what) {
+  // The shards holder H has closed and drained for restarted CN C (sorted): read once per pair.
+  std::map<std::pair<uint16_t, uint16_t>, std::vector<uint32_t>> drained;
+  std::map<uint16_t, size_t> moved;
+  for (uint32_t s = 0; s < o_.shards; s++) {
+    const uint16_t home = controls_.ShardHome(s), holder = (*shards)[s];
+    // Only to a CN restarted and alive now and after; only from a holder that stays alive (a
+    // failing holder's shards move with its failure, and come home later, or stay).
+    if (holder == home || view_.cns[home].incarnation == 0 || !view_.cns[home].alive ||
+        !next.cns[home].alive || !view_.cns[holder].alive || !next.cns[holder].alive) {
+      continue;
+    }
+    auto it = drained.find({home, holder});
+    if (it == drained.end()) {
+      const std::string key =
+          cluster::ReturnKey(o_.cluster, home, view_.cns[home].incarnation, holder);
+      Result<cluster::Versioned> v = store_.Get(key);
+      std::vector<uint32_t> ids;
+      if (v.ok() && v->version != 0) {
+        Result<std::vector<uint32_t>> list = cluster::DecodeShardList(v->value, o_.shards);
+        if (list.ok()) {
+          ids = std::move(*list);
+        } else {
+          controls_.Event("ignored " + key + ": " + list.status().ToString());
+        }
+      }
+      it = drained.emplace(std::make_pair(home, holder), std::move(ids)).first;
+    }
+    // Only a shard the holder closed goes: one a later failure moved to it is served there.
+    if (!std::binary_search(it->second.begin(), it->second.end(), s)) continue;
+    (*shards)[s] = home;
+    moved[home]++;
+  }
+  for (const auto& [cn, n] : moved) {
+    what->push_back(std::to_string(n) + " shards go home to CN " + std::to_string(cn));
+  }
 }
 
 Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t who) {

@@ -84,7 +84,17 @@ class TestControls final : public CnControls {
   void MoveOracle(uint16_t host) override { oracle = host; }
   void AssignShard(uint32_t s, uint16_t cn) override { owners[s] = cn; }
   uint16_t ShardOwner(uint32_t s) const override { return owners[s]; }
-  void OpenShard(uint32_t s) override { opened.insert(s); }
+  void OpenShard(uint32_t s) override {
+    opened.insert(s);
+    closed.erase(s);
+  }
+  void CloseShard(uint32_t s) override { closed.insert(s); }
+  std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override {
+    size_t n = 0;
+    for (uint32_t s : shards) n += held_in.count(s);
+    return n;
+  }
+  uint16_t ShardHome(uint32_t s) const override { return static_cast<uint16_t>(s % 3); }
   void StopReading(MnId) override {}
   void MarkDown(MnId) override {}
   bool ReleaseLocksOf(uint16_t dead) override {
@@ -107,7 +117,8 @@ class TestControls final : public CnControls {
   std::vector<uint64_t> applied;
   std::set<uint16_t> failed, restarted, released;
   std::vector<std::pair<uint16_t, uint16_t>> reached;
-  std::set<uint32_t> opened;
+  std::set<uint32_t> opened, closed;
+  std::set<uint32_t> held_in;  // shards in which a lock is held here
   size_t live_contacting = 0;
   uint16_t oracle = 0;
   std::vector<std::string> events;
@@ -404,19 +415,125 @@ TEST_F(CnMembershipTest, ARestartedCnComesBackOnlyAfterItsFailureIsRecovered) {
   EXPECT_FALSE(back.machine->alive());
   node(1).controls->live_contacting = 0;
   ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
-  Period();  // the CM applies the epoch it put at its next read, as every CN does
   const cluster::Configuration c = store_.Config();
   EXPECT_EQ(c.epoch, 3u);
   EXPECT_TRUE(c.cns[2].alive);
+  Period();  // the CM applies the epoch it put at its next read, as every CN does
   EXPECT_EQ(c.cns[2].incarnation, 1u);
   for (uint16_t cn : {0, 1}) {
     EXPECT_EQ(node(cn).controls->restarted, std::set<uint16_t>{2}) << "CN " << cn;
     EXPECT_EQ(node(cn).controls->reached,
               (std::vector<std::pair<uint16_t, uint16_t>>{{uint16_t{2}, uint16_t{1}}}));
   }
-  // Back, it beats as incarnation 1 and is never taken for dead.
+  // Back, it beats as incarnation 1 and is never taken for dead; its shards come home, and
+  // then nothing changes.
+  ASSERT_TRUE(Until([&] {
+    for (uint32_t s = 2; s < kShards; s += 3) {
+      if (back.controls->owners[s] != 2) return false;
+    }
+    return true;
+  }));
+  const uint64_t home = store_.Config().epoch;
   Periods(30);
-  EXPECT_EQ(store_.Config().epoch, 3u);
+  EXPECT_EQ(store_.Config().epoch, home);
+  EXPECT_TRUE(store_.Config().cns[2].alive);
+}
+
+// The shards a restarted CN managed come home: each holder closes them, says so once no lock in
+// them is held in its table, the CM moves them by an epoch, and the restarted CN opens them.
+TEST_F(CnMembershipTest, ARestartedCnTakesItsShardsHomeOnceEachHolderHasDrainedThem) {
+  Periods(3);
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  AskToComeBack(2, 1);
+  Node& back = Start(2, 1);
+  node(1).controls->held_in = {5};  // a lock in shard 5 (home CN 2) still held on CN 1
+  ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
+  Periods(3);
+  std::vector<uint16_t> owners = cluster::ReadShardMap(store_, kCluster, 3, kShards).value();
+  for (uint16_t cn : {0, 1}) {
+    for (uint32_t s = 0; s < kShards; s++) {
+      EXPECT_EQ(node(cn).controls->closed.count(s), owners[s] == cn && s % 3 == 2 ? 1u : 0u)
+          << "CN " << cn << " shard " << s;
+    }
+  }
+  // CN 0 drained at once: its share goes home; CN 1's waits for the lock in shard 5.
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 4; }, 10));
+  std::vector<uint16_t> now = cluster::ReadShardMap(store_, kCluster, 4, kShards).value();
+  for (uint32_t s = 0; s < kShards; s++) {
+    if (s % 3 != 2) continue;
+    EXPECT_EQ(now[s], owners[s] == 0 ? 2 : 1) << "shard " << s;
+  }
+  Periods(20);
+  EXPECT_EQ(store_.Config().epoch, 4u) << "CN 1 gave back shards in which a lock is held";
+  node(1).controls->held_in.clear();
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 5; }, 10));
+  Periods(2);
+  for (uint32_t s = 0; s < kShards; s++) {
+    if (s % 3 != 2) continue;
+    EXPECT_EQ(back.controls->owners[s], 2) << "shard " << s;
+    EXPECT_EQ(back.controls->opened.count(s), 1u) << "shard " << s << " not opened at home";
+  }
+  EXPECT_EQ(node(0).controls->Said("shards back to CN 2"), 1u);
+  EXPECT_EQ(node(1).controls->Said("shards back to CN 2"), 1u);
+  EXPECT_EQ(back.controls->Said("of this CN's shards came home"), 2u);
+}
+
+// Shards of a restarted CN's home that a later failure hands to a holder which has already said
+// it drained are not given back with the ones it closed: it serves them, opened, and they stay.
+// (Given back too, they were moved off a CN that still granted their locks.)
+TEST_F(CnMembershipTest, AReturnTakesOnlyTheShardsItsHolderClosed) {
+  Periods(3);
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  AskToComeBack(2, 1);
+  Node& back = Start(2, 1);
+  std::set<uint32_t> at_1;  // CN 2's home shards CN 1 took: a lock held in each, never drained
+  for (uint32_t s = 2; s < kShards; s += 3) {
+    if (node(1).controls->owners[s] == 1) at_1.insert(s);
+  }
+  ASSERT_FALSE(at_1.empty());
+  node(1).controls->held_in = at_1;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 4; }));  // CN 0's share went home
+  node(1).running = false;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 5; }, 30));
+  std::vector<uint16_t> after = cluster::ReadShardMap(store_, kCluster, 5, kShards).value();
+  std::vector<uint32_t> to_0;  // of those, the ones CN 1's failure gave CN 0
+  for (uint32_t s : at_1) {
+    if (after[s] == 0) to_0.push_back(s);
+  }
+  ASSERT_FALSE(to_0.empty());
+  ASSERT_TRUE(Until([&] { return StepDone(5, "opened", 0, 1) && StepDone(5, "opened", 2, 1); }));
+  Periods(20);
+  std::vector<uint16_t> now =
+      cluster::ReadShardMap(store_, kCluster, store_.Config().epoch, kShards).value();
+  for (uint32_t s : to_0) {
+    EXPECT_EQ(now[s], 0) << "shard " << s << " went home from a CN that never closed it";
+    EXPECT_EQ(node(0).controls->opened.count(s), 1u) << "shard " << s;
+    EXPECT_EQ(node(0).controls->closed.count(s), 0u) << "shard " << s;
+  }
+  EXPECT_FALSE(back.machine->fenced());
+}
+
+// A restarted CN that fails again before its shards went back: the holders serve them again.
+TEST_F(CnMembershipTest, ShardsNotYetGivenBackAreServedAgainIfTheirCnFailsAgain) {
+  Periods(3);
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  AskToComeBack(2, 1);
+  Node& back = Start(2, 1);
+  node(0).controls->held_in = {2, 5, 8, 11, 14};  // nothing drains
+  node(1).controls->held_in = {2, 5, 8, 11, 14};
+  ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
+  Periods(3);
+  EXPECT_FALSE(node(0).controls->closed.empty());
+  back.running = false;  // dies again
+  ASSERT_TRUE(Until([&] {
+    return node(0).controls->Said("CN 2 failed before its shards went back") == 1 &&
+           node(1).controls->Said("CN 2 failed before its shards went back") == 1;
+  }));
+  EXPECT_TRUE(node(0).controls->closed.empty());
+  EXPECT_TRUE(node(1).controls->closed.empty());
 }
 
 TEST_F(CnMembershipTest, TheServiceDownStallsDeclarationAndRecoveryUntilItIsBack) {

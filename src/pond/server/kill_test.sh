@@ -4,7 +4,7 @@
 # spread over the CNs. Then, over UCX shared memory and over TCP on loopback:
 #   1. CN 2 is killed: the others declare it, recover it and serve its shards; its clients move
 #      to the other CNs; everyone keeps committing; `pond restart` brings it back as a new
-#      incarnation; afterwards the money adds up (every acknowledged commit is there, each
+#      incarnation, and its shards come home; afterwards the money adds up (every acknowledged commit is there, each
 #      unknown outcome taken or not).
 #   2. MN 1 is killed: it is declared, its backups serve; the money adds up again.
 #   3. CN 1 is killed while clients run list-append: the history those client processes recorded
@@ -53,6 +53,9 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     { fail "$tls: pond restart"; cat "$tmp/restart.out"; tail -n 5 "$d/cn-2.log"; }
   await_line "$d/cn-1.log" "CN 2 is back as incarnation 1" 30 &&
     ok "$tls: the others let it in as incarnation 1" || fail "$tls: CN 2 was not let back in"
+  await_line "$d/cn-2.log" "of this CN's shards came home" 30 &&
+    ok "$tls: its shards came home ($(grep -h "shards back to CN 2" "$d"/cn-0.log "$d"/cn-1.log | sed 's/.*: //' | paste -sd ';'))" ||
+    { fail "$tls: CN 2's shards did not come home"; tail -n 5 "$d"/cn-*.log; }
   wait "$bench"
   rc=$?
   if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run1.out"; then

@@ -1,5 +1,6 @@
 #include "pond/txn/process_membership.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "pond/base/assert.h"
@@ -156,6 +157,18 @@ void ProcessMembership::OpenShard(uint32_t s) {
   if (me.vt) me.vt->InvalidateShard(s);
   me.locks.SetManaged(s, true);
 }
+
+void ProcessMembership::CloseShard(uint32_t s) { cl_.cns_[cn_]->locks.SetManaged(s, false); }
+
+std::optional<size_t> ProcessMembership::LocksHeldIn(const std::vector<uint32_t>& shards) {
+  size_t held = 0;
+  for (const lock::LockTable::Held& h : cl_.cns_[cn_]->locks.HeldLocks()) {
+    held += std::binary_search(shards.begin(), shards.end(), h.key.shard());
+  }
+  return held;
+}
+
+uint16_t ProcessMembership::ShardHome(uint32_t s) const { return cl_.shard_map_.HomeOf(s); }
 
 void ProcessMembership::StopReading(MnId mn) { cl_.placement_.SetJoining(mn); }
 

@@ -53,6 +53,9 @@ class ProcessMembership final : public recovery::CnControls {
   void AssignShard(uint32_t s, uint16_t cn) override;
   uint16_t ShardOwner(uint32_t s) const override;
   void OpenShard(uint32_t s) override;
+  void CloseShard(uint32_t s) override;
+  std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override;
+  uint16_t ShardHome(uint32_t s) const override;
   void StopReading(MnId mn) override;
   void MarkDown(MnId mn) override;
   bool ReleaseLocksOf(uint16_t dead) override;

@@ -108,7 +108,14 @@ class SimMembership::Controls final : public recovery::CnControls {
                    "a new timestamp oracle would grant below the old one");
     m_.oracle_ = me.oracle.get();
   }
-  void AssignShard(uint32_t s, uint16_t cn) override { cl_.shard_map_.Assign(s, cn); }
+  void AssignShard(uint32_t s, uint16_t cn) override {
+    // What docs/recovery.md argues, checked: a shard leaves a CN still running only once that
+    // CN has closed it (a return), so no two CNs ever grant its locks.
+    const uint16_t from = cl_.shard_map_.CnOf(s);
+    POND_CHECK_MSG(from == cn || m_.IsCrashed(from) || !cl_.cns_[from]->locks.Manages(s),
+                   "a shard moved off a running CN that still serves it");
+    cl_.shard_map_.Assign(s, cn);
+  }
   uint16_t ShardOwner(uint32_t s) const override { return cl_.shard_map_.CnOf(s); }
   void OpenShard(uint32_t s) override {
     CnContext& me = Me();
@@ -116,6 +123,15 @@ class SimMembership::Controls final : public recovery::CnControls {
     if (me.vt) me.vt->InvalidateShard(s);
     me.locks.SetManaged(s, true);
   }
+  void CloseShard(uint32_t s) override { Me().locks.SetManaged(s, false); }
+  std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override {
+    size_t held = 0;
+    for (const lock::LockTable::Held& h : Me().locks.HeldLocks()) {
+      held += std::binary_search(shards.begin(), shards.end(), h.key.shard());
+    }
+    return held;
+  }
+  uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
   void StopReading(MnId mn) override { cl_.placement_.SetJoining(mn); }
   void MarkDown(MnId mn) override { cl_.placement_.SetDown(mn); }
   bool ReleaseLocksOf(uint16_t dead) override {
@@ -367,6 +383,23 @@ void SimMembership::PollFailures() {
     if (released && f.stats.recovered_ns == 0) f.stats.recovered_ns = now;
     if (opened) f.stats.open_ns = now;
   }
+  // A restarted CN's shards are home once it manages every one whose home it is, each opened in
+  // its lock table. Only its newest failure counts: an older one's return was cut short.
+  for (const auto& n : nodes_) {
+    if (n == nullptr || n->crashed || !n->serving) continue;
+    Failure* last = nullptr;
+    for (Failure& f : failures_) {
+      if (f.cn == n->cn) last = &f;
+    }
+    if (last == nullptr || last->stats.restart_ns == 0 || last->stats.returned_ns != 0) continue;
+    const lock::LockTable& table = cl_.cns_[n->cn]->locks;
+    bool home = true;
+    for (uint32_t s = 0; s < lock::kShards && home; s++) {
+      home = cl_.shard_map_.HomeOf(s) != n->cn ||
+             (cl_.shard_map_.CnOf(s) == n->cn && table.Manages(s));
+    }
+    if (home) last->stats.returned_ns = now;
+  }
 }
 
 bool SimMembership::Idle() const {
@@ -376,6 +409,14 @@ bool SimMembership::Idle() const {
   }
   for (const Failure& f : failures_) {
     if (f.stats.open_ns == 0) return false;
+  }
+  // A return under way ends first: its shards are closed until their home opens them.
+  for (const auto& n : nodes_) {
+    if (n != nullptr && !n->crashed && n->machine->Returning()) return false;
+  }
+  for (uint32_t s = 0; s < lock::kShards; s++) {
+    const Node* owner = nodes_[cl_.shard_map_.CnOf(s)].get();
+    if (owner != nullptr && !owner->crashed && !cl_.cns_[owner->cn]->locks.Manages(s)) return false;
   }
   for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
     if (mn_crashed_[mn] && !config_.mns.empty() && config_.mns[mn].alive) return false;
