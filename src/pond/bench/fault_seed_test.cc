@@ -60,8 +60,7 @@ RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed,
 std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
                    const std::string& workload, const std::string& membership = "model") {
   return "replay: pond sim " + workload + " --membership " + membership + " --protocol " +
-         protocol + " --isolation " +
-         (iso == Isolation::kSnapshot ? "si" : "sr") +
+         protocol + " --isolation " + (iso == Isolation::kSnapshot ? "si" : "sr") +
          " --mns 3 --cns 5 --workers 2 --coros 3 --virtual-seconds 0.008 --accounts 20000 "
          "--faults random --seed " +
          std::to_string(seed);
@@ -247,10 +246,10 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
       "unreachable MN), %lu calls unknown; crashes aimed at a commit step: %s\n",
       static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
       static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
-      static_cast<unsigned long>(t.returned),
-      static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
-      static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
-      static_cast<unsigned long>(t.unknown), StepCounts(t).c_str());
+      static_cast<unsigned long>(t.returned), static_cast<unsigned long>(t.rolled_forward),
+      static_cast<unsigned long>(t.rolled_back), static_cast<unsigned long>(t.mn_crashes),
+      static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.unknown),
+      StepCounts(t).c_str());
   EXPECT_EQ(t.partitions + t.mn_restarts, 0u) << "drawn, though the machine does not survive them";
   if (r.count < 50) return;
   EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
@@ -703,8 +702,7 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
 // SmallBank on few accounts, recorded — a transaction caught mid-commit by its CN's crash as
 // info — and judged strict-serializable under SR and snapshot-isolated under SI, besides every
 // other check.
-void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
-                     const std::string& membership = "model",
+void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& membership = "model",
                      std::optional<SeedRange> only = std::nullopt) {
   SeedRange r = only.value_or(Seeds(default_seeds));
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
@@ -742,7 +740,8 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
     infos += run->history->infos > 0;
   }
   std::printf(
-      "lotus %s, %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), %lu "
+      "lotus %s, %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), "
+      "%lu "
       "MN crashes (%lu restarted and readable again), %lu CN partitions (%lu fenced themselves), "
       "%lu transactions, %lu seeds with info transactions\n",
       IsolationName(iso), membership.c_str(), static_cast<unsigned long>(r.count),

@@ -1,5 +1,6 @@
 #include "pond/cluster/directory.h"
 
+#include <bit>
 #include <cstring>
 
 namespace pond::cluster {
@@ -74,6 +75,9 @@ Status WriteShardMap(ConfigStore& store, const std::string& cluster, uint64_t ep
   return put.status();
 }
 
+// The shard map and the shard list are copied as native integers (docs/formats.md).
+static_assert(std::endian::native == std::endian::little, "stored formats are little-endian");
+
 std::vector<std::byte> EncodeShardList(const std::vector<uint32_t>& ids) {
   const auto count = static_cast<uint32_t>(ids.size());
   std::vector<std::byte> out(4 + ids.size() * 4);
@@ -86,7 +90,8 @@ Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uin
   uint32_t count = 0;
   if (in.size() < 4) return Corruption("shard list: shorter than its count");
   std::memcpy(&count, in.data(), 4);
-  if (in.size() != 4 + uint64_t{count} * 4) return Corruption("shard list: length is not its count's");
+  if (in.size() != 4 + uint64_t{count} * 4)
+    return Corruption("shard list: length is not its count's");
   std::vector<uint32_t> ids(count);
   std::memcpy(ids.data(), in.data() + 4, uint64_t{count} * 4);
   for (size_t i = 0; i < ids.size(); i++) {

@@ -83,8 +83,8 @@ inline std::string MnUnreadKey(const std::string& cluster, uint64_t epoch, uint1
 // the holder holds (one moved to it by a later failure is still served there).
 inline std::string ReturnKey(const std::string& cluster, uint16_t cn, uint16_t incarnation,
                              uint16_t holder) {
-  return "/pond/" + cluster + "/returns/" + std::to_string(cn) + "." +
-         std::to_string(incarnation) + "/" + std::to_string(holder);
+  return "/pond/" + cluster + "/returns/" + std::to_string(cn) + "." + std::to_string(incarnation) +
+         "/" + std::to_string(holder);
 }
 // A restarted CN asks to be let back in as incarnation (the value, decimal text).
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {

@@ -1,7 +1,12 @@
-// The configuration's encoding and the coordination service stand-in's conditional puts.
+// The configuration's encoding, the shard list's, and the coordination service stand-in's
+// conditional puts.
 #include "pond/cluster/membership.h"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "pond/cluster/directory.h"
 
 namespace pond::cluster {
 namespace {
@@ -87,6 +92,24 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   std::vector<std::byte> no_host = b;
   no_host[16 + 2 * 16 + 1] = std::byte{0};  // CN 2's flags
   EXPECT_EQ(Configuration::Decode(no_host).status().code(), Code::kCorruption);
+}
+
+TEST(ShardListTest, RoundTripsAndRefusesWhatIsNotAnAscendingListOfShards) {
+  const std::vector<uint32_t> ids = {0, 5, 4095};
+  std::vector<std::byte> bytes = EncodeShardList(ids);
+  EXPECT_EQ(bytes.size(), 16u);
+  EXPECT_EQ(DecodeShardList(bytes, 4096).value(), ids);
+  EXPECT_TRUE(DecodeShardList(EncodeShardList({}), 4096).value().empty());
+  EXPECT_EQ(DecodeShardList(bytes, 4095).status().code(), Code::kCorruption) << "past the map";
+  EXPECT_EQ(DecodeShardList(EncodeShardList({5, 5}), 4096).status().code(), Code::kCorruption);
+  EXPECT_EQ(DecodeShardList(EncodeShardList({6, 5}), 4096).status().code(), Code::kCorruption);
+  bytes.pop_back();
+  EXPECT_EQ(DecodeShardList(bytes, 4096).status().code(), Code::kCorruption) << "cut short";
+  EXPECT_EQ(DecodeShardList({}, 4096).status().code(), Code::kCorruption) << "no count";
+  std::vector<std::byte> huge(4);
+  const uint32_t count = 0xffffffffu;
+  std::memcpy(huge.data(), &count, 4);
+  EXPECT_EQ(DecodeShardList(huge, 4096).status().code(), Code::kCorruption) << "a lying count";
 }
 
 TEST(InMemoryConfigStoreTest, OnlyThePutThatReadTheCurrentVersionWins) {

@@ -447,8 +447,7 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
 }
 
 Status CnMembership::PutMnStep(uint64_t epoch, uint16_t mn) {
-  const std::string key =
-      cluster::MnUnreadKey(o_.cluster, epoch, mn, o_.cn);
+  const std::string key = cluster::MnUnreadKey(o_.cluster, epoch, mn, o_.cn);
   Result<uint64_t> put = store_.PutIf(key, {}, 0);
   if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
   return put.status();
@@ -458,8 +457,7 @@ bool CnMembership::MnUnreadByAll(uint16_t mn) const {
   auto it = leaving_since_.find(mn);
   if (it == leaving_since_.end()) return false;
   for (uint16_t c : view_.Alive()) {
-    Result<cluster::Versioned> v = store_.Get(
-        cluster::MnUnreadKey(o_.cluster, it->second, mn, c));
+    Result<cluster::Versioned> v = store_.Get(cluster::MnUnreadKey(o_.cluster, it->second, mn, c));
     if (!v.ok() || v->version == 0) return false;
   }
   return true;
@@ -544,7 +542,7 @@ void CnMembership::Progress(Failure& f) {
   size_t opened = 0;
   for (uint32_t s : f.moved) {
     if (controls_.ShardOwner(s) != o_.cn) continue;  // moved on since: that failure opens it
-    if (Returning(s)) continue;  // closed to go home: opened there
+    if (Returning(s)) continue;                      // closed to go home: opened there
     controls_.OpenShard(s);
     opened++;
   }

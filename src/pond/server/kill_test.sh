@@ -4,8 +4,8 @@
 # spread over the CNs. Then, over UCX shared memory and over TCP on loopback:
 #   1. CN 2 is killed: the others declare it, recover it and serve its shards; its clients move
 #      to the other CNs; everyone keeps committing; `pond restart` brings it back as a new
-#      incarnation, and its shards come home; afterwards the money adds up (every acknowledged commit is there, each
-#      unknown outcome taken or not).
+#      incarnation, and its shards come home; afterwards the money adds up (every acknowledged
+#      commit is there, each unknown outcome taken or not).
 #   2. MN 1 is killed: it is declared, its backups serve; the money adds up again.
 #   3. CN 1 is killed while clients run list-append: the history those client processes recorded
 #      (a call whose CN died is an unknown, `info`) is judged strictly serializable.
