@@ -349,6 +349,13 @@ struct FailoverStats {
     uint64_t slots_copied = 0;  // key slots copied onto it
   };
   std::vector<MnFailure> mn_failures;
+  // crash-coord: the coordination service stopped answering every CN; restart-coord: it
+  // answered again (0: not within the run).
+  struct CoordOutage {
+    uint64_t down_ns = 0;
+    uint64_t up_ns = 0;
+  };
+  std::vector<CoordOutage> coord_outages;
   uint64_t epoch = 0;               // the configuration's epoch at the end
   uint64_t faults_not_reached = 0;  // scheduled after the run had ended: never happened
   // Crashes aimed at a commit step (NodeFault::step), by the step they hit (index: CommitStep),

@@ -55,6 +55,10 @@ enum class NodeFaultKind : unsigned char {
   kRestartMn,
   kPartitionCn,
   kHealCn,
+  // The coordination service stops answering every CN, then answers again holding what it held
+  // (`node` unused). Only the membership machine has one (TransportConfig::sim_membership).
+  kCrashCoord,
+  kRestartCoord,
 };
 // The steps of a read-write transaction's commit path that a crash may be aimed at
 // (`crash-cn:N@step=S`, docs/fault_schedules.md "Crashes aimed at a step"): the CN crashes right

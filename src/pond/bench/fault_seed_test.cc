@@ -69,7 +69,8 @@ std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
 struct Totals {
   uint64_t seeds = 0, crashes = 0, mn_crashes = 0, rolled_forward = 0, rolled_back = 0, unknown = 0,
            mn_unreachable = 0, restarts = 0, returned = 0, mn_restarts = 0, mn_readable = 0,
-           slots_copied = 0, partitions = 0, fenced = 0, kept_lease = 0;
+           slots_copied = 0, partitions = 0, fenced = 0, kept_lease = 0, coord_outages = 0,
+           declared_after_outage = 0;
   uint64_t committed = 0, message_faulted = 0;
   uint64_t step_crashes[kCommitSteps] = {};  // crashes aimed at a step, by the step they hit
   uint64_t step_unaimed = 0;                 // aimed ones that found no transaction at it
@@ -92,13 +93,18 @@ std::string StepCounts(const Totals& t) {
 // partition-cn shows as one, each CN failure was recovered.
 void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string& where) {
   EXPECT_EQ(f.faults_not_reached, 0u) << where << "\nfaults after the run's end";
-  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0;
+  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, crash_coord = 0;
   for (const NodeFault& x : o.node_faults) {
     crash_cn += x.kind == NodeFaultKind::kCrashCn;
     crash_mn += x.kind == NodeFaultKind::kCrashMn;
     partition_cn += x.kind == NodeFaultKind::kPartitionCn;
+    crash_coord += x.kind == NodeFaultKind::kCrashCoord;
   }
   const FaultsExercised e = CountExercised(f);
+  EXPECT_EQ(e.coord_outages, crash_coord) << where;
+  for (const FailoverStats::CoordOutage& c : f.coord_outages) {
+    EXPECT_GT(c.up_ns, c.down_ns) << where << "\nthe coordination service never came back";
+  }
   EXPECT_EQ(e.cn_crashes, crash_cn) << where;
   EXPECT_EQ(e.mn_crashes, crash_mn) << where;
   EXPECT_EQ(e.partitions, partition_cn) << where;
@@ -133,6 +139,12 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   ExpectPlayed(o, *r.failover, where);
   for (const auto& f : r.failover->failures) {
     EXPECT_GT(f.open_ns, f.crash_ns) << where << "\nCN " << f.cn << " was never reopened";
+    // A failure the service's outage hid is declared once it is back, and recovered by itself.
+    for (const FailoverStats::CoordOutage& c : r.failover->coord_outages) {
+      if (f.crash_ns < c.down_ns || f.crash_ns >= c.up_ns) continue;
+      EXPECT_GE(f.detected_ns, c.up_ns) << where << "\nCN " << f.cn << " declared while down";
+      t->declared_after_outage++;
+    }
     t->crashes++;
     t->restarts += f.restart_ns != 0;
     t->returned += f.returned_ns != 0;
@@ -153,6 +165,7 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   }
   for (int i = 0; i < kCommitSteps; i++) t->step_crashes[i] += r.failover->step_crashes[i];
   t->step_unaimed += r.failover->step_crashes_unaimed;
+  t->coord_outages += r.failover->coord_outages.size();
   t->mn_unreachable += r.stats.aborts.mn_unreachable;
   t->seeds++;
   t->unknown += r.unknown;
@@ -243,12 +256,14 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   std::printf(
       "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted, %lu of them with all "
       "their shards back; %lu rolled forward, %lu back), %lu MN crashes (%lu aborts on an "
-      "unreachable MN), %lu calls unknown; crashes aimed at a commit step: %s\n",
+      "unreachable MN), %lu coordination-service outages (%lu CN crashes declared once it was "
+      "back), %lu calls unknown; crashes aimed at a commit step: %s\n",
       static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
       static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
       static_cast<unsigned long>(t.returned), static_cast<unsigned long>(t.rolled_forward),
       static_cast<unsigned long>(t.rolled_back), static_cast<unsigned long>(t.mn_crashes),
-      static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.unknown),
+      static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.coord_outages),
+      static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.unknown),
       StepCounts(t).c_str());
   EXPECT_EQ(t.partitions + t.mn_restarts, 0u) << "drawn, though the machine does not survive them";
   if (r.count < 50) return;
@@ -259,6 +274,8 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   EXPECT_GT(t.rolled_back, 0u) << "no crash fell inside a commit before its timestamp";
   EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
   EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
+  EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
+  EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
 }
 
 // SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded

@@ -188,11 +188,17 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                              {"readable_ms", static_cast<double>(f.readable_ns) / 1e6},
                              {"slots_copied", f.slots_copied}});
     }
+    nlohmann::json coord_outages = nlohmann::json::array();
+    for (const auto& c : r.failover->coord_outages) {
+      coord_outages.push_back({{"down_ms", static_cast<double>(c.down_ns) / 1e6},
+                               {"up_ms", static_cast<double>(c.up_ns) / 1e6}});
+    }
     std::optional<double> rec = RecoveryMs(r);
     result["faults"] = {{"spec", o.faults},
                         {"failures", failures},
                         {"mn_failures", mn_failures},
                         {"partitions", partitions},
+                        {"coord_outages", coord_outages},
                         {"cut_packets", r.failover->cut_packets},
                         {"epoch", r.failover->epoch},
                         {"tso_host", r.failover->tso_host},
@@ -247,6 +253,7 @@ FaultsExercised CountExercised(const FailoverStats& f) {
     e.mn_readable += m.readable_ns != 0;
   }
   e.partitions = f.partitions.size();
+  e.coord_outages = f.coord_outages.size();
   for (uint64_t n : f.step_crashes) e.at_step += n;
   e.not_reached = f.faults_not_reached;
   return e;
@@ -268,6 +275,9 @@ std::string FaultsExercised::ToString() const {
            "their aimed step",
            n(mid_commit, "transaction", "transactions"), rolled_forward, rolled_back, log_records,
            at_step);
+  if (coord_outages > 0) {
+    s += "; " + n(coord_outages, "coordination-service outage", "coordination-service outages");
+  }
   if (not_reached > 0) s += fmt::format("; {} NEVER HAPPENED (after the run's end)", not_reached);
   return s;
 }
@@ -279,7 +289,7 @@ nlohmann::json FaultsExercised::ToJson() const {
           {"mn_readable", mn_readable}, {"partitions", partitions},
           {"mid_commit", mid_commit},   {"rolled_forward", rolled_forward},
           {"rolled_back", rolled_back}, {"log_records", log_records},
-          {"at_step", at_step},
+          {"at_step", at_step},         {"coord_outages", coord_outages},
           {"not_reached", not_reached}};
 }
 

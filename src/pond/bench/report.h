@@ -45,6 +45,7 @@ struct FaultsExercised {
   uint64_t mn_restarts = 0;  // MNs back blank
   uint64_t mn_readable = 0;  // of those, readable again: R copies restored
   uint64_t partitions = 0;   // partition-cn that happened
+  uint64_t coord_outages = 0;  // crash-coord that happened
   // Transactions caught mid-commit: recovery found them not yet visible everywhere and rolled
   // them forward or back (of log_records read from the failed CNs' logs).
   uint64_t mid_commit = 0;

@@ -22,6 +22,11 @@ static_assert(static_cast<int>(sim::FaultKind::kPartitionCn) ==
               static_cast<int>(NodeFaultKind::kPartitionCn));
 static_assert(static_cast<int>(sim::FaultKind::kHealCn) ==
               static_cast<int>(NodeFaultKind::kHealCn));
+static_assert(static_cast<int>(sim::FaultKind::kCrashCoord) ==
+              static_cast<int>(NodeFaultKind::kCrashCoord));
+static_assert(static_cast<int>(sim::FaultKind::kRestartCoord) ==
+              static_cast<int>(NodeFaultKind::kRestartCoord));
+static_assert(sim::kFaultKindCount == 8, "a kind added to one list is added to both");
 
 namespace {
 
@@ -53,6 +58,18 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
       if (kind == sim::FaultKind::kPartitionCn)
         limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
     }
+  }
+  // The model has no coordination service to lose: both kinds refused with the reason
+  // ValidateNodeFaults gives, so `random` draws no outage under it.
+  if (Status s = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashCoord, 0, 0},
+                                        NodeFault{NodeFaultKind::kRestartCoord, 0, 0}});
+      !s.ok()) {
+    const std::string& m = s.message();
+    const std::string prefix = "crash-coord: ";
+    const size_t at = m.find(prefix);
+    const std::string why = at == std::string::npos ? m : m.substr(at + prefix.size());
+    limits.refused.emplace_back(sim::FaultKind::kCrashCoord, why);
+    limits.refused.emplace_back(sim::FaultKind::kRestartCoord, why);
   }
   // What the membership machine does not survive yet: refused, so `random` draws none.
   if (c.transport.sim_membership == "machine") {

@@ -11,18 +11,19 @@ namespace pond::sim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
-    "crash-cn", "restart-cn", "crash-mn", "restart-mn", "partition-cn", "heal-cn"};
+    "crash-cn", "restart-cn",   "crash-mn",   "restart-mn",
+    "partition-cn", "heal-cn", "crash-coord", "restart-coord"};
 
 constexpr std::array<std::string_view, kFaultStepCount> kStepNames = {
     "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
 constexpr std::string_view kAllSteps = "locked, read, logged, timestamped, visible, unlocked";
 
 constexpr std::string_view kItemForms =
-    "KIND:NODE@TIME, crash-cn:NODE@[TIME+]step=STEP, drop:P, duplicate:P, delay:P@MIN-MAX or "
-    "jitter:TIME";
+    "KIND:NODE@TIME, crash-cn:NODE@[TIME+]step=STEP, crash-coord@TIME, restart-coord@TIME, "
+    "drop:P, duplicate:P, delay:P@MIN-MAX or jitter:TIME";
 constexpr std::string_view kAllKinds =
-    "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, drop, duplicate, delay, "
-    "jitter";
+    "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, crash-coord, "
+    "restart-coord, drop, duplicate, delay, jitter";
 
 struct Unit {
   std::string_view name;
@@ -79,6 +80,7 @@ std::string FormatProbability(double p) {
 // KIND:NODE@TIME, or for a crash aimed at a step KIND:NODE@step=S when armed from the start and
 // KIND:NODE@TIME+step=S otherwise.
 std::string FormatEvent(const FaultEvent& e) {
+  if (IsCoordFault(e.kind)) return std::string(FaultKindName(e.kind)) + "@" + FormatTime(e.at_ns);
   std::string out = std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) + "@";
   if (e.step == FaultStep::kNone) return out + FormatTime(e.at_ns);
   if (e.at_ns != 0) out += FormatTime(e.at_ns) + "+";
@@ -180,8 +182,22 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
   if (item.find_first_of(" \t\r\n") != std::string_view::npos) {
     return "spaces are not allowed (items are separated by a comma alone)";
   }
+  Reason r;
   if (item == kRandomFaultSpec) {
     return "'random' stands alone: it draws a whole schedule and cannot be mixed with items";
+  }
+  // The coordination service's faults name no node: KIND@TIME.
+  for (FaultKind k : {FaultKind::kCrashCoord, FaultKind::kRestartCoord}) {
+    const std::string_view name = FaultKindName(k);
+    if (item.substr(0, name.size()) != name) continue;
+    std::string_view rest = item.substr(name.size());
+    const std::string form = std::string(name) + "@TIME, e.g. " + std::string(name) + "@5ms";
+    if (!rest.empty() && rest[0] == ':') return std::string(name) + " names no node (" + form + ")";
+    if (rest.empty() || rest[0] != '@') return "missing '@' (" + form + ")";
+    FaultEvent e{k, 0, 0};
+    if (!(r = ParseWhen(rest.substr(1), &e)).empty()) return r;
+    s->events.push_back(e);
+    return {};
   }
   size_t colon = item.find(':');
   if (colon == std::string_view::npos) {
@@ -196,7 +212,6 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
     *first = index;
     return {};
   };
-  Reason r;
   if (head == "drop" || head == "duplicate") {
     bool drop = head == "drop";
     if (!(r = once(drop ? &seen->drop : &seen->duplicate, head)).empty()) return r;
@@ -294,6 +309,10 @@ std::string_view FaultStepName(FaultStep step) {
   return kStepNames[i];
 }
 
+bool IsCoordFault(FaultKind kind) {
+  return kind == FaultKind::kCrashCoord || kind == FaultKind::kRestartCoord;
+}
+
 bool IsCnFault(FaultKind kind) {
   return kind == FaultKind::kCrashCn || kind == FaultKind::kRestartCn ||
          kind == FaultKind::kPartitionCn || kind == FaultKind::kHealCn;
@@ -325,6 +344,8 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   std::vector<NodeState> cn(limits.cns, NodeState::kUp), mn(limits.mns, NodeState::kUp);
   int cns_up = limits.cns, mns_down = 0;
   uint64_t prev_ns = 0;
+  bool coord_down = false;
+  FaultEvent coord_crash{};
   for (const FaultEvent& e : events) {
     auto fail = [&](const std::string& why) {
       return InvalidArgument("--faults item '" + FormatEvent(e) + "': " + why);
@@ -333,6 +354,22 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
     const std::string who = (is_cn ? "CN " : "MN ") + std::to_string(e.node);
     if (const std::string* why = FindReason(limits.refused, e.kind)) {
       return fail(std::string(FaultKindName(e.kind)) + ": " + *why);
+    }
+    if (IsCoordFault(e.kind)) {
+      if (e.at_ns < prev_ns) return fail("out of time order (events must be sorted by time)");
+      prev_ns = e.at_ns;
+      if (limits.horizon_ns != 0 && e.at_ns >= limits.horizon_ns) {
+        return fail("at or after the end of the run (" + FormatTime(limits.horizon_ns) + ")");
+      }
+      const bool crash = e.kind == FaultKind::kCrashCoord;
+      if (coord_down == crash) {
+        return fail(std::string("the coordination service is ") + (coord_down ? "down" : "up") +
+                    ", and " + std::string(FaultKindName(e.kind)) + " needs it " +
+                    (crash ? "up" : "down"));
+      }
+      coord_down = crash;
+      coord_crash = e;
+      continue;
     }
     const uint16_t count = is_cn ? limits.cns : limits.mns;
     if (e.node >= count) {
@@ -369,6 +406,10 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       case FaultKind::kHealCn:
         from = NodeState::kPartitioned, to = NodeState::kUp, needs = "partitioned";
         break;
+      case FaultKind::kCrashCoord:
+      case FaultKind::kRestartCoord:
+        assert(false);  // handled above: they name no node
+        break;
     }
     if (st != from) {
       static constexpr std::array<std::string_view, 3> kStateNames = {"up", "down", "partitioned"};
@@ -390,6 +431,11 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
                     std::to_string(limits.max_mns_down) + " the cluster survives");
       }
     }
+  }
+  if (coord_down) {
+    return InvalidArgument("--faults item '" + FormatEvent(coord_crash) +
+                           "': needs a restart-coord after it (without the coordination service "
+                           "no failure is declared, and the run could not end)");
   }
   Status m = messages.Validate();
   if (!m.ok()) return InvalidArgument("--faults message faults: " + m.message());
@@ -480,7 +526,7 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   // redraw in one part) leaves the other parts' streams as they were; the limits may still refuse
   // what they draw (a partition beside crashes that already left few CNs up).
   Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
-      message_rng = rng.Fork(), step_rng = rng.Fork();
+      message_rng = rng.Fork(), step_rng = rng.Fork(), coord_rng = rng.Fork();
   if (!refused(FaultKind::kCrashCn)) {
     const int crashes = 1 + static_cast<int>(crash_rng.Uniform(kCnCrashesMax));
     for (int i = 0; i < crashes; i++) {
@@ -497,6 +543,12 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   if (!refused(FaultKind::kCrashMn) && limits.max_mns_down >= 1 && mn_rng.Chance(0.5)) {
     try_pair(mn_rng, FaultKind::kCrashMn, FaultKind::kRestartMn, !refused(FaultKind::kRestartMn),
              mns);
+  }
+
+  // The coordination service: an outage with chance 1/2, always ended (Validate).
+  if (!refused(FaultKind::kCrashCoord) && !refused(FaultKind::kRestartCoord) &&
+      coord_rng.Chance(0.5)) {
+    try_pair(coord_rng, FaultKind::kCrashCoord, FaultKind::kRestartCoord, true, {0});
   }
 
   auto rate = [&message_rng] {

@@ -70,7 +70,7 @@ TEST(FaultScheduleTest, ParsesEveryKind) {
       {"crash-cn", FaultKind::kCrashCn},         {"restart-cn", FaultKind::kRestartCn},
       {"crash-mn", FaultKind::kCrashMn},         {"restart-mn", FaultKind::kRestartMn},
       {"partition-cn", FaultKind::kPartitionCn}, {"heal-cn", FaultKind::kHealCn}};
-  ASSERT_EQ(kinds.size(), static_cast<size_t>(kFaultKindCount));
+  ASSERT_EQ(kinds.size() + 2, static_cast<size_t>(kFaultKindCount));  // + the service's two
   for (const auto& [name, kind] : kinds) {
     FaultSchedule s = MustParse(name + ":3@7us");
     ASSERT_EQ(s.events.size(), 1u) << name;
@@ -78,6 +78,19 @@ TEST(FaultScheduleTest, ParsesEveryKind) {
     EXPECT_EQ(FaultKindName(kind), name);
     EXPECT_EQ(IsCnFault(kind), name.ends_with("-cn")) << name;
   }
+}
+
+// The coordination service is one: its faults name no node, and round-trip without one.
+TEST(FaultScheduleTest, ParsesCoordinationServiceFaults) {
+  FaultSchedule s = MustParse("restart-coord@9ms,crash-coord@2ms,crash-cn:1@3ms");
+  std::vector<FaultEvent> want = {{FaultKind::kCrashCoord, 0, 2 * kMs},
+                                  {FaultKind::kCrashCn, 1, 3 * kMs},
+                                  {FaultKind::kRestartCoord, 0, 9 * kMs}};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.ToString(), "crash-coord@2ms,crash-cn:1@3ms,restart-coord@9ms");
+  EXPECT_TRUE(IsCoordFault(FaultKind::kCrashCoord) && IsCoordFault(FaultKind::kRestartCoord));
+  EXPECT_FALSE(IsCnFault(FaultKind::kCrashCoord) || IsCoordFault(FaultKind::kCrashMn));
+  EXPECT_TRUE(s.Validate(Cluster(3, 3)).ok());
 }
 
 TEST(FaultScheduleTest, ParsesEveryUnitAndFractions) {
@@ -137,6 +150,10 @@ TEST(FaultScheduleTest, BadItemsAreNamedWithTheReason) {
       {",crash-cn:1@5ms", "item 1 ''", "empty item"},
       {"crash-cn:1@5ms, drop:0.1", "item 2 ' drop:0.1'", "spaces"},
       {"crash-cn1@5ms", "item 1 'crash-cn1@5ms'", "missing ':'"},
+      {"crash-coord:0@5ms", "item 1 'crash-coord:0@5ms'", "crash-coord names no node"},
+      {"restart-coord", "item 1 'restart-coord'", "missing '@' (restart-coord@TIME"},
+      {"crash-coord@step=logged", "item 1 'crash-coord@step=logged'", "only crash-cn"},
+      {"crash-coord@5", "item 1 'crash-coord@5'", "bad unit"},
       {"drop:0.1,crash-cn:1", "item 2 'crash-cn:1'", "missing '@'"},
       {"crash-xx:1@5ms", "item 1 'crash-xx:1@5ms'", "unknown kind 'crash-xx' (kinds: crash-cn,"},
       {"Crash-CN:1@5ms", "item 1 'Crash-CN:1@5ms'", "unknown kind"},
@@ -267,6 +284,11 @@ TEST(FaultScheduleTest, ValidateRefusesEventsThatDoNotFitTheCluster) {
       {"crash-cn:1@1ms,heal-cn:1@2ms", "heal-cn:1@2ms", "CN 1 is down"},
       // Too many MNs down at once (max 1), though each crash alone is fine.
       {"crash-mn:0@1ms,crash-mn:1@2ms", "crash-mn:1@2ms", "leaves 2 MNs down, more than the 1"},
+      {"restart-coord@1ms", "restart-coord@1ms", "the coordination service is up"},
+      {"crash-coord@1ms,crash-coord@2ms,restart-coord@3ms", "crash-coord@2ms", "is down"},
+      // Without the service no failure is declared: a run that never gets it back cannot end.
+      {"crash-coord@1ms", "crash-coord@1ms", "needs a restart-coord after it"},
+      {"crash-coord@1ms,restart-coord@2ms,crash-coord@3ms", "crash-coord@3ms", "needs a restart"},
   };
   for (const Case& c : cases) {
     std::string msg = ValidateError(c.spec, l);
@@ -460,6 +482,9 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCn)], 4);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)], 1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashMn)], 1);
+      ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCoord)], 1);
+      ASSERT_EQ(counts[static_cast<int>(FaultKind::kCrashCoord)],
+                counts[static_cast<int>(FaultKind::kRestartCoord)]);
       ASSERT_LE(s.messages.drop_probability, 0.01);
       ASSERT_LE(s.messages.duplicate_probability, 0.01);
       ASSERT_LE(s.messages.delay_probability, 0.01);
@@ -476,7 +501,7 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       for (const auto& [r, why] : l.refused) refused |= r == kind;
       bool possible = !refused;
       if (IsCnFault(kind)) possible &= l.cns > l.min_cns_up;
-      if (!IsCnFault(kind)) possible &= l.max_mns_down >= 1 && l.mns >= 1;
+      if (!IsCnFault(kind) && !IsCoordFault(kind)) possible &= l.max_mns_down >= 1 && l.mns >= 1;
       // A crash-cn refusal takes its restart along, and so on.
       if (kind == FaultKind::kRestartCn) possible &= seen.count(FaultKind::kCrashCn) > 0;
       if (kind == FaultKind::kHealCn) possible &= seen.count(FaultKind::kPartitionCn) > 0;

@@ -104,6 +104,9 @@ void Failover::Arm(const std::vector<NodeFault>& faults) {
         case NodeFaultKind::kHealCn:
           Enqueue(node, kind);
           break;
+        case NodeFaultKind::kCrashCoord:
+        case NodeFaultKind::kRestartCoord:
+          POND_CHECK_MSG(false, "the model has no coordination service (Validate refuses it)");
       }
     });
   }

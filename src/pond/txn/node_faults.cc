@@ -11,7 +11,7 @@ namespace pond {
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
   int alive = c.cns;
   int mns_down = 0;
-  bool cn_crashes = false, mn_crashes = false, partitions = false;
+  bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
@@ -35,6 +35,22 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                              "model does)");
     }
     switch (f.kind) {
+      case NodeFaultKind::kCrashCoord:
+      case NodeFaultKind::kRestartCoord: {
+        const bool crash = f.kind == NodeFaultKind::kCrashCoord;
+        const char* word = crash ? "crash-coord: " : "restart-coord: ";
+        if (c.transport.sim_membership != "machine") {
+          return InvalidArgument(which + word +
+                                 "the simulator's model of membership has no coordination "
+                                 "service to lose (--membership machine has)");
+        }
+        if (coord_down == crash) {
+          return InvalidArgument(which + word + "the coordination service is already " +
+                                 (crash ? "down" : "up"));
+        }
+        coord_down = crash;
+        continue;
+      }
       case NodeFaultKind::kCrashCn:
         break;
       case NodeFaultKind::kRestartCn:
@@ -135,6 +151,11 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
     if (--alive < 2) {
       return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
     }
+  }
+  if (coord_down) {
+    return InvalidArgument(
+        "crash-coord: needs a restart-coord after it (without the coordination service no "
+        "failure is declared, and the run could not end)");
   }
   if (mn_crashes &&
       (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {

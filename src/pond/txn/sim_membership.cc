@@ -46,9 +46,13 @@ struct SimMembership::Node {
 class SimMembership::Store final : public cluster::ConfigStore {
  public:
   Store(SimMembership& m, cluster::InMemoryConfigStore& base) : m_(m), base_(base) {}
-  Result<cluster::Versioned> Get(const std::string& key) const override { return base_.Get(key); }
+  Result<cluster::Versioned> Get(const std::string& key) const override {
+    if (down) return Down();
+    return base_.Get(key);
+  }
   Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
                          uint64_t expected) override {
+    if (down) return Down();
     Result<uint64_t> v = base_.PutIf(key, value, expected);
     if (v.ok() && key == cluster::ConfigKey(kClusterName)) {
       Result<cluster::Configuration> c = cluster::Configuration::Decode(value);
@@ -61,7 +65,12 @@ class SimMembership::Store final : public cluster::ConfigStore {
     base_.Watch(key, std::move(fn));
   }
 
+  // crash-coord to restart-coord: every call fails as a lost ZooKeeper session's do; what the
+  // service held is kept.
+  bool down = false;
+
  private:
+  static Status Down() { return Unavailable("the coordination service is down"); }
   SimMembership& m_;
   cluster::InMemoryConfigStore& base_;
 };
@@ -222,6 +231,8 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       if (step != CommitStep::kNone) AimCrash(node, step);
       if (kind == NodeFaultKind::kCrashMn) {
         CrashMn(node);
+      } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
+        SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
         Enqueue(node, kind);  // Validate let only crash-cn and restart-cn through
       }
@@ -520,6 +531,8 @@ void SimMembership::Crash(uint16_t cn, bool fenced) {
 bool SimMembership::Restart(uint16_t cn) {
   // The oracle moved away when it was declared; the survivors heard so first.
   if (cl_.tso_cn_ == cn) return false;
+  // A daemon starting then waits for the service (cn_process.cc's ReadStart loops on TryStart).
+  if (store_->down) return false;
   const ClusterConfig& c = cl_.config();
   recovery::StartOptions o{.cluster = kClusterName,
                            .cn = cn,
@@ -540,6 +553,17 @@ bool SimMembership::Restart(uint16_t cn) {
   return true;
 }
 
+void SimMembership::SetCoordinationDown(bool down) {
+  POND_CHECK(store_->down != down);
+  store_->down = down;
+  const uint64_t now = engine_.now() - base_ns_;
+  if (down) {
+    coord_outages_.push_back(FailoverStats::CoordOutage{now, 0});
+  } else {
+    coord_outages_.back().up_ns = now;
+  }
+}
+
 void SimMembership::CrashMn(MnId mn) {
   POND_CHECK(!mn_crashed_[mn]);
   mn_crashed_[mn] = true;
@@ -551,6 +575,7 @@ FailoverStats SimMembership::Stats() const {
   FailoverStats s;
   for (const Failure& f : failures_) s.failures.push_back(f.stats);
   s.mn_failures = mn_failures_;
+  s.coord_outages = coord_outages_;
   s.epoch = config_.epoch;
   s.faults_not_reached = faults_not_reached_;
   for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];

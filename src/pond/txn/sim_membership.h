@@ -88,6 +88,8 @@ class SimMembership final : public SimFaults {
   // False if it must wait.
   bool Restart(uint16_t cn);
   void CrashMn(MnId mn);
+  // crash-coord (true) and restart-coord (false).
+  void SetCoordinationDown(bool down);
 
   ClusterImpl& cl_;
   sim::Engine& engine_;
@@ -110,6 +112,7 @@ class SimMembership final : public SimFaults {
   std::vector<Failure> failures_;
   std::vector<bool> mn_crashed_;
   std::vector<FailoverStats::MnFailure> mn_failures_;
+  std::vector<FailoverStats::CoordOutage> coord_outages_;
 
   std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
   size_t queued_count_ = 0;
