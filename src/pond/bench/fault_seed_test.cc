@@ -62,7 +62,8 @@ std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
   return "replay: pond sim " + workload + " --membership " + membership + " --protocol " +
          protocol + " --isolation " + (iso == Isolation::kSnapshot ? "si" : "sr") +
          " --mns 3 --cns 5 --workers 2 --coros 3 --virtual-seconds 0.008 --accounts 20000 "
-         "--faults random --seed " +
+         "--region-mib 64 --lock-buckets 4096 --vt-cache-entries 4096 --addr-cache-entries "
+         "16384 --faults random --seed " +
          std::to_string(seed);
 }
 

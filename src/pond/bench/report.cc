@@ -266,8 +266,9 @@ std::string FaultsExercised::ToString() const {
   std::string s = n(cn_crashes, "CN crash", "CN crashes");
   if (fenced > 0) s += fmt::format(" (and {} fenced)", fenced);
   s += ", " + n(cn_restarts, "CN restart", "CN restarts") + ", " +
-       n(recoveries, "CN recovery", "CN recoveries") + ", " + n(mn_crashes, "MN crash", "MN crashes") +
-       ", " + n(mn_restarts, "MN restart", "MN restarts") +
+       n(recoveries, "CN recovery", "CN recoveries") + ", " +
+       n(mn_crashes, "MN crash", "MN crashes") + ", " +
+       n(mn_restarts, "MN restart", "MN restarts") +
        fmt::format(" ({} readable again)", mn_readable) + ", " +
        n(partitions, "partition", "partitions") +
        fmt::format(

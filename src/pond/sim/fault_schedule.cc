@@ -11,8 +11,8 @@ namespace pond::sim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
-    "crash-cn", "restart-cn",   "crash-mn",   "restart-mn",
-    "partition-cn", "heal-cn", "crash-coord", "restart-coord"};
+    "crash-cn",     "restart-cn", "crash-mn",    "restart-mn",
+    "partition-cn", "heal-cn",    "crash-coord", "restart-coord"};
 
 constexpr std::array<std::string_view, kFaultStepCount> kStepNames = {
     "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};

@@ -45,14 +45,14 @@ inline constexpr std::string_view kRandomFaultSpec = "random";
 inline constexpr uint64_t kRandomFaultHorizonNsDefault = 100'000'000;  // 100 ms
 
 enum class FaultKind : unsigned char {
-  kCrashCn,      // the CN stops: it loses its volatile state and sends and receives nothing
-  kRestartCn,    // a crashed CN comes back empty and rejoins
-  kCrashMn,      // the same for an MN
-  kRestartMn,    // a crashed MN comes back empty and rejoins
-  kPartitionCn,  // the CN keeps running but no message or verb reaches it or leaves it
-  kHealCn,       // its links come back
-  kCrashCoord,   // the coordination service stops answering (no node: there is one)
-  kRestartCoord, // it answers again, holding what it held
+  kCrashCn,       // the CN stops: it loses its volatile state and sends and receives nothing
+  kRestartCn,     // a crashed CN comes back empty and rejoins
+  kCrashMn,       // the same for an MN
+  kRestartMn,     // a crashed MN comes back empty and rejoins
+  kPartitionCn,   // the CN keeps running but no message or verb reaches it or leaves it
+  kHealCn,        // its links come back
+  kCrashCoord,    // the coordination service stops answering (no node: there is one)
+  kRestartCoord,  // it answers again, holding what it held
 };
 inline constexpr int kFaultKindCount = 8;
 
@@ -141,12 +141,12 @@ struct FaultSchedule {
 // CN crashes (most restarted 1 to 10 ms later; half of them aimed at a commit step, drawn
 // evenly), at most one CN partition (usually healed), at most one MN crash and restart (only if
 // max_mns_down >= 1), with chance 1/2 one outage of the coordination service (always ended 1 to
-// 10 ms later; unless refused), each message fault with chance 1/2 (drop, duplicate, delay up to 1%;
-// delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every event
-// lies in [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or kRandomFaultHorizonNsDefault
-// if 0, at most kFaultTimeNsLimit). Kinds in limits.refused and protected CNs are never drawn; a
-// draw that would break a limit is redrawn a bounded number of times, then left out, so a small
-// cluster gets fewer events. The result passes Validate(limits).
+// 10 ms later; unless refused), each message fault with chance 1/2 (drop, duplicate, delay up to
+// 1%; delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every
+// event lies in [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or
+// kRandomFaultHorizonNsDefault if 0, at most kFaultTimeNsLimit). Kinds in limits.refused and
+// protected CNs are never drawn; a draw that would break a limit is redrawn a bounded number of
+// times, then left out, so a small cluster gets fewer events. The result passes Validate(limits).
 FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits);
 
 }  // namespace pond::sim

@@ -408,10 +408,17 @@ expect_error "tpcc node faults" "node faults" sim tpcc --faults crash-cn:1@1ms $
 expect_error "unknown membership" "membership" sim smallbank --membership oracle
 expect_error "machine refuses partitions" "partition-cn: the membership machine" sim smallbank \
   --membership machine --faults partition-cn:1@1ms,heal-cn:1@3ms
-machine="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-cn:2@2ms,restart-cn:2@5ms --history $tmp/m.jsonl"
+expect_error "the model has no coordination service" "crash-coord: the simulator's model" \
+  sim smallbank --faults crash-coord@1ms,restart-coord@3ms
+expect_error "an outage that never ends" "needs a restart-coord after it" sim smallbank \
+  --membership machine --faults crash-coord@1ms
+expect_error "zero lock buckets" "lock_buckets must be 1 to" sim smallbank --lock-buckets 0
+expect_error "a huge cache" "must be at most" sim smallbank --vt-cache-entries 999999999
+machine="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-coord@1500us,crash-cn:2@2ms,restart-coord@3ms,restart-cn:2@5ms --history $tmp/m.jsonl"
 if "$pond" $machine >"$tmp/out" 2>&1 && grep -q "^exercised *1 CN crash, 1 CN restart, 1 CN recovery" "$tmp/out" &&
+   grep -q "1 coordination-service outage" "$tmp/out" &&
    grep -q "^anomalies: none" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
-  echo "ok   sim --membership machine recovers a CN crash and restart"
+  echo "ok   sim --membership machine recovers a CN crash and restart across an outage of the service"
 else
   echo "FAIL sim --membership machine"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi

@@ -29,12 +29,28 @@ constexpr int kClientsMax = 1024;
 constexpr int kReadAttemptsMax = 20;
 
 // The flags an embedded run takes that a connected one must not be given.
-constexpr const char* kEmbeddedOnly[] = {
-    "--mns",       "--cns",         "--workers",         "--coros",
-    "--isolation", "--replication", "--versions",        "--region-mib",
-    "--transport", "--ucx-tls",     "--ucx-net-devices", "--coord",
-    "--cluster",   "--protocol",    "--sweep",           "--faults",
-    "--accounts",  "--keys",        "--subscribers"};
+constexpr const char* kEmbeddedOnly[] = {"--mns",
+                                         "--cns",
+                                         "--workers",
+                                         "--coros",
+                                         "--isolation",
+                                         "--replication",
+                                         "--versions",
+                                         "--region-mib",
+                                         "--transport",
+                                         "--ucx-tls",
+                                         "--ucx-net-devices",
+                                         "--coord",
+                                         "--cluster",
+                                         "--protocol",
+                                         "--sweep",
+                                         "--faults",
+                                         "--accounts",
+                                         "--keys",
+                                         "--subscribers",
+                                         "--lock-buckets",
+                                         "--vt-cache-entries",
+                                         "--addr-cache-entries"};
 
 // Pond's abort reasons (AbortCounts) by the client's; the service's own reasons, which a
 // benchmark's procedure calls do not meet, are counted apart.

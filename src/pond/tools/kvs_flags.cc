@@ -37,6 +37,14 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   cmd->add_option("--replication", c->replication, "copies of each record")->capture_default_str();
   cmd->add_option("--versions", c->versions, "version cells per record")->capture_default_str();
   cmd->add_option("--region-mib", c->region_mib, "MiB of memory per MN")->capture_default_str();
+  cmd->add_option("--lock-buckets", c->lock_buckets, "lock table buckets per CN, 8 locks each")
+      ->capture_default_str();
+  cmd->add_option("--vt-cache-entries", c->vt_cache_entries,
+                  "version-table cache entries per CN (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--addr-cache-entries", c->addr_cache_entries,
+                  "address cache entries per CN (0: none)")
+      ->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed for keys, routing (and the whole simulation)")
       ->capture_default_str();
   if (!simulate) {

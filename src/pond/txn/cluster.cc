@@ -8,17 +8,18 @@
 #include "pond/cluster.h"
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
+#include "pond/lock/lock_table.h"
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
 #include "pond/txn/failover.h"
-#include "pond/txn/sim_membership.h"
 #include "pond/txn/ordered.h"
 #include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/sim_driver.h"
+#include "pond/txn/sim_membership.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond {
@@ -76,7 +77,17 @@ Status ValidateConfig(const ClusterConfig& c) {
   if (c.region_mib < 16 || c.region_mib > (uint64_t{1} << 20)) {
     return InvalidArgument("ClusterConfig.region_mib must be 16 to 1048576");
   }
-  if (c.lock_buckets < 1) return InvalidArgument("ClusterConfig.lock_buckets must be at least 1");
+  if (c.lock_buckets < 1 || c.lock_buckets > lock::kLockBucketsMax) {
+    return InvalidArgument("ClusterConfig.lock_buckets must be 1 to " +
+                           std::to_string(lock::kLockBucketsMax));
+  }
+  // A cache's entries are allocated up front, per CN: bounded so a typo cannot ask for terabytes.
+  constexpr uint32_t kCacheEntriesMax = 1u << 26;
+  if (c.vt_cache_entries > kCacheEntriesMax || c.addr_cache_entries > kCacheEntriesMax) {
+    return InvalidArgument(
+        "ClusterConfig.vt_cache_entries and addr_cache_entries must be at most " +
+        std::to_string(kCacheEntriesMax));
+  }
   if (c.transport.kind != "local" && c.transport.kind != "ucx") {
     return InvalidArgument("ClusterConfig.transport.kind must be local or ucx, not \"" +
                            c.transport.kind + "\"");
@@ -91,8 +102,9 @@ Status ValidateConfig(const ClusterConfig& c) {
   }
   if (c.transport.cn < -1) return InvalidArgument("ClusterConfig.transport.cn must be -1 or a CN");
   if (c.transport.sim_membership != "model" && c.transport.sim_membership != "machine") {
-    return InvalidArgument("ClusterConfig.transport.sim_membership must be model or machine, not \"" +
-                           c.transport.sim_membership + "\"");
+    return InvalidArgument(
+        "ClusterConfig.transport.sim_membership must be model or machine, not \"" +
+        c.transport.sim_membership + "\"");
   }
   if (c.transport.lease_ms < 20 || c.transport.lease_ms > 60'000) {
     return InvalidArgument("ClusterConfig.transport.lease_ms must be 20 to 60000");

@@ -26,13 +26,13 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
     if (c.transport.sim_membership == "machine" &&
         (f.kind == NodeFaultKind::kRestartMn || f.kind == NodeFaultKind::kPartitionCn ||
          f.kind == NodeFaultKind::kHealCn)) {
-      return InvalidArgument(which + std::string(f.kind == NodeFaultKind::kRestartMn
-                                                     ? "restart-mn"
-                                                     : (f.kind == NodeFaultKind::kPartitionCn
-                                                            ? "partition-cn"
-                                                            : "heal-cn")) +
-                             ": the membership machine does not survive it yet (--membership "
-                             "model does)");
+      return InvalidArgument(
+          which +
+          std::string(f.kind == NodeFaultKind::kRestartMn
+                          ? "restart-mn"
+                          : (f.kind == NodeFaultKind::kPartitionCn ? "partition-cn" : "heal-cn")) +
+          ": the membership machine does not survive it yet (--membership "
+          "model does)");
     }
     switch (f.kind) {
       case NodeFaultKind::kCrashCoord:
