@@ -27,7 +27,8 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
       beat_sched_(beat_sched),
       beat_ep_(beat_ep),
       view_(std::move(view)),
-      shards_(std::move(shards)) {
+      shards_(std::move(shards)),
+      returns_(o_.cluster, o_.cn, o_.shards, store, controls) {
   beat_view_ = view_;
   const uint64_t now = clock_.NowNs();
   cn_seen_.assign(o_.cns, Seen{0, now});
@@ -86,7 +87,12 @@ void CnMembership::CoordTick() {
   for (auto& f : failures_) {
     if (!f->opened) Progress(*f);
   }
-  ProgressReturns();
+  // Not while a failure this CN knows of is unopened here: a returned shard may have come by it
+  // (its CN failed, then the CN it went to), and opened at home before that recovery is over,
+  // new transactions would lock keys its log recovery still rolls over (as Progress opens).
+  if (std::all_of(failures_.begin(), failures_.end(), [](const auto& f) { return f->opened; })) {
+    returns_.Progress();
+  }
 }
 
 void CnMembership::Renew() {
@@ -379,40 +385,8 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
                       " by no failure this CN knows of; it stays closed");
     }
   }
-  // A restarted CN let in: the shards this CN holds that are its home are closed, to go back
-  // once no lock in them is held here (ProgressReturns).
-  for (uint16_t c : back) {
-    Return r{.cn = c, .incarnation = next.cns[c].incarnation};
-    for (uint32_t s = 0; s < o_.shards; s++) {
-      if (shards[s] == o_.cn && controls_.ShardHome(s) == c) r.shards.push_back(s);
-    }
-    if (r.shards.empty()) continue;
-    for (uint32_t s : r.shards) controls_.CloseShard(s);
-    controls_.Event("closed " + std::to_string(r.shards.size()) + " shards of CN " +
-                    std::to_string(c) + " to give them back");
-    returns_.push_back(std::move(r));
-  }
-  for (Return& r : returns_) {
-    if (r.done) continue;
-    if (!next.cns[r.cn].alive || next.cns[r.cn].incarnation != r.incarnation) {
-      // It failed again before they went: those still here are served here again, but for any
-      // an unfinished failure brought here, which that failure's recovery opens (Progress).
-      size_t reopened = 0;
-      for (uint32_t s : r.shards) {
-        if (shards[s] != o_.cn || Recovering(s)) continue;
-        controls_.OpenShard(s);
-        reopened++;
-      }
-      controls_.Event("CN " + std::to_string(r.cn) + " failed before its shards went back; " +
-                      std::to_string(reopened) + " are served here again");
-      r.done = true;
-    } else if (std::none_of(r.shards.begin(), r.shards.end(),
-                            [&](uint32_t s) { return shards[s] == o_.cn; })) {
-      controls_.Event("gave " + std::to_string(r.shards.size()) + " shards back to CN " +
-                      std::to_string(r.cn));
-      r.done = true;
-    }
-  }
+  // A restarted CN let in: the shards of its home this CN holds go back (shard_return.h).
+  returns_.Apply(next, shards, back, [this](uint32_t s) { return Recovering(s); });
   const bool tso_moved = next.tso_host != view_.tso_host;
   if (tso_moved) {
     // The new host's oracle starts from its clock once the old host's lease has expired, so
@@ -542,7 +516,7 @@ void CnMembership::Progress(Failure& f) {
   size_t opened = 0;
   for (uint32_t s : f.moved) {
     if (controls_.ShardOwner(s) != o_.cn) continue;  // moved on since: that failure opens it
-    if (Returning(s)) continue;                      // closed to go home: opened there
+    if (returns_.Returning(s)) continue;             // closed to go home: opened there
     controls_.OpenShard(s);
     opened++;
   }
@@ -605,7 +579,7 @@ void CnMembership::Manage() {
     what.push_back("CN " + std::to_string(c) + " rejoins");
   }
   std::vector<uint16_t> shards = shards_;
-  ReturnShards(next, &shards, &what);
+  returns_.Pick(view_, next, &shards, &what);
   if (what.empty()) return;
   next.epoch++;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
@@ -639,74 +613,6 @@ bool CnMembership::Recovering(uint32_t s) const {
     if (!f->opened && std::find(f->moved.begin(), f->moved.end(), s) != f->moved.end()) return true;
   }
   return false;
-}
-
-bool CnMembership::Returning(uint32_t s) const {
-  for (const Return& r : returns_) {
-    if (!r.done && std::binary_search(r.shards.begin(), r.shards.end(), s)) return true;
-  }
-  return false;
-}
-
-bool CnMembership::Returning() const {
-  return std::any_of(returns_.begin(), returns_.end(), [](const Return& r) { return !r.done; });
-}
-
-void CnMembership::ProgressReturns() {
-  // Not while a failure this CN knows of is unopened here: a returned shard may have come by it
-  // (its CN failed, then the CN it went to), and opened at home before that recovery is over,
-  // new transactions would lock keys its log recovery still rolls over (as Progress opens).
-  for (const auto& f : failures_) {
-    if (!f->opened) return;
-  }
-  for (Return& r : returns_) {
-    if (r.done || r.drained) continue;
-    const std::optional<size_t> held = controls_.LocksHeldIn(r.shards);
-    if (!held.has_value() || *held != 0) continue;
-    Result<uint64_t> put = store_.PutIf(cluster::ReturnKey(o_.cluster, r.cn, r.incarnation, o_.cn),
-                                        cluster::EncodeShardList(r.shards), 0);
-    if (!put.ok() && put.status().code() != Code::kConflict) continue;  // said next period
-    r.drained = true;
-  }
-}
-
-void CnMembership::ReturnShards(const cluster::Configuration& next, std::vector<uint16_t>* shards,
-                                std::vector<std::string>* what) {
-  // The shards holder H has closed and drained for restarted CN C (sorted): read once per pair.
-  std::map<std::pair<uint16_t, uint16_t>, std::vector<uint32_t>> drained;
-  std::map<uint16_t, size_t> moved;
-  for (uint32_t s = 0; s < o_.shards; s++) {
-    const uint16_t home = controls_.ShardHome(s), holder = (*shards)[s];
-    // Only to a CN restarted and alive now and after; only from a holder that stays alive (a
-    // failing holder's shards move with its failure, and come home later, or stay).
-    if (holder == home || view_.cns[home].incarnation == 0 || !view_.cns[home].alive ||
-        !next.cns[home].alive || !view_.cns[holder].alive || !next.cns[holder].alive) {
-      continue;
-    }
-    auto it = drained.find({home, holder});
-    if (it == drained.end()) {
-      const std::string key =
-          cluster::ReturnKey(o_.cluster, home, view_.cns[home].incarnation, holder);
-      Result<cluster::Versioned> v = store_.Get(key);
-      std::vector<uint32_t> ids;
-      if (v.ok() && v->version != 0) {
-        Result<std::vector<uint32_t>> list = cluster::DecodeShardList(v->value, o_.shards);
-        if (list.ok()) {
-          ids = std::move(*list);
-        } else {
-          controls_.Event("ignored " + key + ": " + list.status().ToString());
-        }
-      }
-      it = drained.emplace(std::make_pair(home, holder), std::move(ids)).first;
-    }
-    // Only a shard the holder closed goes: one a later failure moved to it is served there.
-    if (!std::binary_search(it->second.begin(), it->second.end(), s)) continue;
-    (*shards)[s] = home;
-    moved[home]++;
-  }
-  for (const auto& [cn, n] : moved) {
-    what->push_back(std::to_string(n) + " shards go home to CN " + std::to_string(cn));
-  }
 }
 
 Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t who) {

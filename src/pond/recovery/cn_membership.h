@@ -21,10 +21,10 @@
 //     for a lock, and then its shards opened by their new owners. Every step is idempotent.
 //   - A restarted CN is a new incarnation: it starts managing no shard, asks to be let back in
 //     (JoinKey), and the CM names it alive once its failure is recovered everywhere. Then its
-//     shards come home: each holder closes the ones it holds, waits until no lock in them is held
-//     in its table and says so (ReturnKey); the CM gives them back by an epoch, and the
-//     restarted CN opens them as it applies it. No shard is ever served by two CNs, and none is
-//     opened while a lock in it is held.
+//     shards come home (shard_return.h): each holder closes the ones it holds, waits until no
+//     lock in them is held in its table and says so (ReturnKey); the CM gives them back by an
+//     epoch, and the restarted CN opens them as it applies it. No shard is ever served by two CNs,
+//     and none is opened while a lock in it is held.
 //   - The coordination service unreachable: logged once, counted, and every step waits for it.
 //
 // Thread rules: two halves, each on one thread at a time. The beat half (BeatTick, RunQueued)
@@ -48,6 +48,7 @@
 #include "pond/cluster/log_recovery.h"
 #include "pond/cluster/membership.h"
 #include "pond/recovery/cn_controls.h"
+#include "pond/recovery/shard_return.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
 
@@ -102,7 +103,7 @@ class CnMembership {
 
   // This CN holds shards it closed to give back to a restarted CN, not gone yet. The
   // coordination half's thread.
-  bool Returning() const;
+  bool Returning() const { return returns_.Returning(); }
 
   // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
   bool alive() const { return alive_.load(); }
@@ -157,15 +158,8 @@ class CnMembership {
   Status PutMnStep(uint64_t epoch, uint16_t mn);
   bool MnUnreadByAll(uint16_t mn) const;
   bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
-  // The holder's half of a return: says the shards are drained once no lock in them is held.
-  void ProgressReturns();
-  // Shard `s` is closed here to go back; came here by a failure not opened here yet.
-  bool Returning(uint32_t s) const;
+  // Shard `s` came here by a failure not opened here yet.
   bool Recovering(uint32_t s) const;
-  // The CM's half: shards whose holder has drained them go home in `shards` (the next map);
-  // what it did, for the epoch's line.
-  void ReturnShards(const cluster::Configuration& next, std::vector<uint16_t>* shards,
-                    std::vector<std::string>* what);
   bool StepDoneByAll(const Failure& f, const std::string& step) const;
   bool StepDoneByAll(uint64_t epoch, uint16_t dead, const std::string& step) const;
   // Takes up every failure the view names that this CN holds no record of.
@@ -200,14 +194,7 @@ class CnMembership {
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
-  // Shards this CN holds for a restarted CN and gives back (the coordination half's).
-  struct Return {
-    uint16_t cn = 0, incarnation = 0;  // whose home they are
-    std::vector<uint32_t> shards;      // sorted
-    bool drained = false;              // said at ReturnKey
-    bool done = false;                 // given back, or kept (the CN failed again)
-  };
-  std::vector<Return> returns_;
+  ShardReturns returns_;                        // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;
