@@ -12,6 +12,13 @@ ShardMap::ShardMap(uint16_t num_cns) : num_cns_(num_cns) {
   }
 }
 
+void ShardMap::CopyFrom(const ShardMap& other) {
+  POND_CHECK(other.num_cns_ == num_cns_);
+  for (uint32_t s = 0; s < kShards; s++) {
+    if (CnOf(s) != other.CnOf(s)) Assign(s, other.CnOf(s));
+  }
+}
+
 void ShardMap::Assign(uint32_t shard, uint16_t cn) {
   POND_CHECK(shard < kShards);
   POND_CHECK(cn < num_cns_);

@@ -31,6 +31,8 @@ class ShardMap {
 
   // Moves one shard to another CN (resharding); bumps the version.
   void Assign(uint32_t shard, uint16_t cn);
+  // Every shard's owner as in `other` (a CN's own copy of the map, made when it starts).
+  void CopyFrom(const ShardMap& other);
 
  private:
   uint16_t num_cns_;

@@ -101,7 +101,10 @@ class TestControls final : public CnControls {
     released.insert(dead);
     return true;
   }
-  std::optional<size_t> LiveContacting(uint16_t) override { return live_contacting; }
+  std::optional<size_t> LiveContacting(uint16_t dead) override {
+    auto it = live_contacting_of.find(dead);
+    return it != live_contacting_of.end() ? it->second : live_contacting;
+  }
   const store::Catalog& catalog() const override { return catalog_; }
   const store::Placement& placement() const override { return pool; }
   void Event(const std::string& line) override { events.push_back(line); }
@@ -120,6 +123,7 @@ class TestControls final : public CnControls {
   std::set<uint32_t> opened, closed;
   std::set<uint32_t> held_in;  // shards in which a lock is held here
   size_t live_contacting = 0;
+  std::map<uint16_t, size_t> live_contacting_of;  // by failed CN, before live_contacting
   uint16_t oracle = 0;
   std::vector<std::string> events;
   std::string fenced;
@@ -326,6 +330,30 @@ TEST_F(CnMembershipTest, ShardsOpenOnlyOnceEverySurvivorIsDrained) {
   node(1).controls->live_contacting = 0;
   EXPECT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
   EXPECT_FALSE(node(0).controls->opened.empty());
+}
+
+// CN 2 fails and CN 0 has not drained it when CN 1 fails too: CN 1's shards — among them the
+// ones CN 2's failure gave it — go to CN 0, and CN 1's own recovery finishes at once. CN 0 must
+// still open nothing: a shard moved twice opened now would take new locks on keys CN 2's log
+// recovery may still roll over (the machine soak's seed 1850 lost a write so, docs/checker.md).
+TEST_F(CnMembershipTest, ShardsMovedTwiceOpenOnlyOnceBothFailuresAreReleasedAndDrained) {
+  Periods(3);
+  node(2).running = false;
+  node(0).controls->live_contacting_of[2] = 1;  // a transaction of CN 0 still waits on CN 2
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  node(1).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(3, "drained", 0, 1); }, 60));
+  Periods(20);
+  EXPECT_TRUE(node(0).controls->opened.empty()) << "opened before CN 2's failure drained";
+  EXPECT_FALSE(StepDone(3, "opened", 0, 1));
+  node(0).controls->live_contacting_of[2] = 0;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(3, "opened", 0, 1); }));
+  for (uint32_t s = 0; s < kShards; s++) {
+    EXPECT_EQ(node(0).controls->owners[s], 0) << "shard " << s;
+    if (s % 3 != 0) {
+      EXPECT_EQ(node(0).controls->opened.count(s), 1u) << "shard " << s;
+    }
+  }
 }
 
 TEST_F(CnMembershipTest, AStaleEpochIsNotApplied) {

@@ -147,7 +147,7 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
     if (from.cn != me && me < view_.cns.size() && !view_.cns[me].alive) return false;
     return view_.AcceptsPacketFrom(from.cn, incarnation);
   });
-  locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, cl.shard_map_);
+  locks_ = std::make_unique<lock::LockClient>(c.id, *ep_, c.locks, c.shard_map);
   lock_server_ = std::make_unique<lock::LockServer>(*ep_, c.locks);
   if (c.vt != nullptr) {
     cache::VtCache* vt = c.vt.get();
@@ -212,7 +212,11 @@ Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::
 }
 
 CnContext::CnContext(ClusterImpl& cl, uint16_t cn_id)
-    : id(cn_id), locks(cl.config().lock_buckets, cn_id) {
+    : id(cn_id),
+      locks(cl.config().lock_buckets, cn_id),
+      placement(cl.placement()),
+      shard_map(static_cast<uint16_t>(cl.config().cns)) {
+  shard_map.CopyFrom(cl.shard_map());
   const ClusterConfig& config = cl.config();
   if (config.vt_cache_entries > 0 && config.protocol.vt_cache) {
     vt = std::make_unique<cache::VtCache>(config.vt_cache_entries, 16);
@@ -349,6 +353,16 @@ void ClusterImpl::RestartCn(uint16_t id, uint16_t incarnation, const cluster::Co
   }
   driver_->RestartCn(id, workers);
   retired_.push_back(std::move(dead));
+}
+
+void ClusterImpl::ChangePlacementEverywhere(const std::function<void(store::Placement&)>& change) {
+  change(placement_);
+  for (auto& cn : cns_) change(cn->placement);
+}
+
+void ClusterImpl::AssignShardEverywhere(uint32_t s, uint16_t cn) {
+  shard_map_.Assign(s, cn);
+  for (auto& c : cns_) c->shard_map.Assign(s, cn);
 }
 
 void ClusterImpl::StartClients(WorkerContext& w) {

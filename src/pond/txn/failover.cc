@@ -396,7 +396,7 @@ void Failover::OnReturnDrained(Return& r) {
   }
   for (uint32_t s : r.shards) {
     POND_CHECK(cl_.shard_map_.CnOf(s) == r.from);
-    cl_.shard_map_.Assign(s, r.cn);
+    cl_.AssignShardEverywhere(s, r.cn);
   }
   // The restarted CN opens them when it hears; were it to die first, its declaration moves them
   // on (the map names it), closed, as any of its shards.
@@ -571,7 +571,7 @@ void Failover::Declare(uint16_t dead) {
   for (uint32_t s = 0; s < lock::kShards; s++) {
     if (cl_.shard_map_.CnOf(s) != dead) continue;
     const uint16_t to = alive[k++ % alive.size()];
-    cl_.shard_map_.Assign(s, to);
+    cl_.AssignShardEverywhere(s, to);
     f.moved.emplace_back(s, to);
   }
   // The reconfiguration commits when the coordination service takes the new configuration.
@@ -619,13 +619,13 @@ void Failover::StartLogRecovery(uint16_t dead, uint16_t worker, uint16_t survivo
   w.sched().Spawn([](Failover* fo, WorkerContext* w, std::vector<GAddr> areas, uint64_t bytes,
                      uint16_t dead, uint16_t worker, uint64_t one_way) -> Task<void> {
     Result<cluster::LogRecoveryStats> r = co_await cluster::RecoverCommitLog(
-        w->ep(), w->cluster().catalog(), w->cluster().placement(), areas, bytes, dead, worker);
+        w->ep(), w->cluster().catalog(), w->placement(), areas, bytes, dead, worker);
     // An MN that crashes under a recovery does not answer it: once every CN has stopped using
     // that MN, the recovery starts over (it is idempotent), leaving the MN out.
     while (!r.ok() && r.status().code() == Code::kUnavailable) {
       co_await w->sched().SleepFor(kDrainPollNs);
-      r = co_await cluster::RecoverCommitLog(w->ep(), w->cluster().catalog(),
-                                             w->cluster().placement(), areas, bytes, dead, worker);
+      r = co_await cluster::RecoverCommitLog(w->ep(), w->cluster().catalog(), w->placement(), areas,
+                                             bytes, dead, worker);
     }
     POND_CHECK_MSG(r.ok(), r.status().ToString().c_str());
     const uint64_t now = w->clock().NowNs();

@@ -47,8 +47,8 @@
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
 #include "pond/sim/engine.h"
-#include "pond/txn/sim_faults.h"
 #include "pond/transport/gaddr.h"
+#include "pond/txn/sim_faults.h"
 
 namespace pond::txn {
 

@@ -86,7 +86,7 @@ void Failover::DeclareMn(MnId mn) {
   const uint64_t one_way = cl_.sim_fabric_->testbed().one_way_ns;
   const uint64_t epoch = config_.epoch;
   engine_.At(engine_.now() + kConfigPutNs + one_way, [this, mn, epoch, f] {
-    cl_.placement_.SetDown(mn);
+    cl_.ChangePlacementEverywhere([&](store::Placement& p) { p.SetDown(mn); });
     for (uint16_t s : config_.Alive()) HearLater(s, epoch);
     mn_failures_[f].down_ns = engine_.now() - base_ns_;
   });
@@ -143,9 +143,9 @@ void Failover::RejoinEpoch(Rejoin& r, cluster::MnStatus::Rejoin state) {
       return;
     }
     if (state == S::kCopying) {
-      cl_.placement_.SetJoining(r.mn);
+      cl_.ChangePlacementEverywhere([&](store::Placement& p) { p.SetJoining(r.mn); });
     } else {
-      cl_.placement_.SetFrozen(r.mn);
+      cl_.ChangePlacementEverywhere([&](store::Placement& p) { p.SetFrozen(r.mn); });
     }
     for (uint16_t s : config_.Alive()) HearLater(s, epoch);
     CaptureFloors(r);
@@ -169,7 +169,7 @@ void Failover::OpenWhenNoCommitIsMidVisible(Rejoin& r, uint64_t epoch) {
   }
   cl_.visible_gate_closed_ = false;
   if (r.finished) return;  // it crashed again meanwhile
-  cl_.placement_.SetUp(r.mn);
+  cl_.ChangePlacementEverywhere([&](store::Placement& p) { p.SetUp(r.mn); });
   for (uint16_t s : config_.Alive()) HearLater(s, epoch);
   r.finished = true;
   r.phase = Rejoin::Phase::kDone;

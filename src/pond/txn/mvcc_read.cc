@@ -20,7 +20,7 @@ bool MvccTxn::LocalShard(const Item& it) const {
   // opening drops them (Failover); until then a snapshot reader, which takes no lock, must not
   // use them.
   const uint32_t shard = it.lk.shard();
-  return w_.cluster().shard_map().CnOf(shard) == w_.cn_id() && w_.cn().locks.Manages(shard);
+  return w_.shard_map().CnOf(shard) == w_.cn_id() && w_.cn().locks.Manages(shard);
 }
 
 Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
@@ -178,7 +178,6 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
 void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
   // CVTs: from the VT cache, or one READ each, all in one batch. With MN locks, a read-write
   // item's CAS goes first in the batch, so the READ behind it sees the CVT as locked.
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   for (size_t i : todo) {
     Item& it = items_[i];
@@ -187,8 +186,8 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     r.cas_posted = false;
     r.lock_seen = 0;
     // With MN locks (motor) every access goes to the primary; lotus reads the first replica up.
-    r.rep = p.mn_locks ? 0 : cl.placement().ReadReplica(it.lk.key);
-    const MnId primary = cl.placement().Replica(it.lk.key, r.rep);
+    r.rep = p.mn_locks ? 0 : w_.placement().ReadReplica(it.lk.key);
+    const MnId primary = w_.placement().Replica(it.lk.key, r.rep);
     if (vt() != nullptr && LocalShard(it)) {
       if (auto hit = vt()->Get(it.lk)) {
         it.have_slot = true;
@@ -291,7 +290,6 @@ void MvccTxn::Absent(size_t i, ReadPass& p) {
 }
 
 Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
-  const ClusterImpl& cl = w_.cluster();
   // A slot just found by a bucket READ: to be locked (MN locks), or its lock word read first,
   // next round.
   auto slot_needs_round = [&](const Item& it, bool whole_bucket) {
@@ -311,7 +309,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
       if (scan.match < 0) {
         // The home bucket is full: the key may have overflowed into a later bucket.
         Result<store::Found> f = co_await store::Lookup(
-            w_.ep(), *it.table, cl.placement().Replica(it.lk.key, r.rep), r.rep, it.lk.key);
+            w_.ep(), *it.table, w_.placement().Replica(it.lk.key, r.rep), r.rep, it.lk.key);
         if (f.ok()) {
           it.ref = f->ref;
           it.have_slot = true;

@@ -36,9 +36,9 @@ void MvccTxn::ToPrimaryLane(store::Cvt& cvt, int rep) const {
 
 GAddr MvccTxn::RecordAddr(const Item& it, const Cell& cell) const {
   const ClusterImpl& cl = w_.cluster();
-  const int rep = cl.placement().ReadReplica(it.lk.key);
+  const int rep = w_.placement().ReadReplica(it.lk.key);
   const uint64_t lane_rel = cell.record - cl.layout().RecordOffset(0, 0);
-  return GAddr::Make(cl.placement().Replica(it.lk.key, rep),
+  return GAddr::Make(w_.placement().Replica(it.lk.key, rep),
                      cl.layout().RecordOffset(rep, lane_rel));
 }
 
@@ -57,14 +57,14 @@ Task<void> MvccTxn::CommitFlush() {
   // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
   // One that is rejoining is not read either: it is read only once a copy taken under this
   // transaction's locks — after it ends — is there (docs/recovery.md "MN restart").
-  const store::Placement& placement = w_.cluster().placement();
+  const store::Placement& placement = w_.placement();
   while ((r.unreachable & ~(placement.down_mask() | placement.joining_mask())) != 0) {
     co_await w_.sched().SleepFor(kUnreachablePollNs);
   }
 }
 
 void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) {
-  const store::Placement& placement = w_.cluster().placement();
+  const store::Placement& placement = w_.placement();
   for (size_t i : writes) {
     Item& it = items_[i];
     it.new_cell.commit_ts = commit_ts_;
@@ -86,7 +86,7 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
 }
 
 bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const {
-  const store::Placement& placement = w_.cluster().placement();
+  const store::Placement& placement = w_.placement();
   for (size_t i : writes) {
     if (placement.ReadReplica(items_[i].lk.key) != 0) return true;
   }
@@ -98,12 +98,12 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   Endpoint& ep = w_.ep();
   for (size_t i : writes) {
     Item& it = items_[i];
-    MnId primary = cl.placement().Primary(it.lk.key);
+    MnId primary = w_.placement().Primary(it.lk.key);
     // A new key's slot is claimed by CAS on the primary's bucket, which must be readable for
     // it: down, its buckets are gone; joining, they are not all copied yet. (Record space is
     // carved from a backup's cursor mirror meanwhile.)
     if (!it.have_slot) {
-      if (!cl.placement().Readable(primary)) {
+      if (!w_.placement().Readable(primary)) {
         co_return Unavailable("the key's primary MN is down or rejoining: no insert");
       }
       Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
@@ -137,8 +137,8 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
       // Handed out of a chunk this worker holds, or carved; no carve while a rejoining MN's
       // cursors are brought into step (Placement::CarveFrozen): the transaction aborts.
       Result<uint64_t> lane = co_await w_.alloc().Alloc(ep, primary, it.table->record_stride,
-                                                        cl.placement().carve_skip_mask(),
-                                                        cl.placement().CarveFrozen(primary));
+                                                        w_.placement().carve_skip_mask(),
+                                                        w_.placement().CarveFrozen(primary));
       if (!lane.ok()) co_return lane.status();
       record = cl.layout().RecordOffset(0, *lane);
     }
@@ -167,9 +167,9 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
       it.record_buf.resize(it.table->record_stride);
       store::EncodeRecord(it.new_value, it.new_cell.cv, it.record_buf);
     }
-    for (int r = 0; r < cl.placement().replication(); r++) {
-      MnId mn = cl.placement().Replica(it.lk.key, r);
-      if (!Includes(which, r) || cl.placement().IsDown(mn)) continue;
+    for (int r = 0; r < w_.placement().replication(); r++) {
+      MnId mn = w_.placement().Replica(it.lk.key, r);
+      if (!Includes(which, r) || w_.placement().IsDown(mn)) continue;
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
@@ -214,11 +214,11 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
   // A copy on every MN that gets a cell, posted before the cells (store/commit_log.h).
   uint64_t mns = 0;
   for (size_t i : writes) {
-    for (int r = 0; r < w_.cluster().placement().replication(); r++) {
-      mns |= uint64_t{1} << w_.cluster().placement().Replica(items_[i].lk.key, r);
+    for (int r = 0; r < w_.placement().replication(); r++) {
+      mns |= uint64_t{1} << w_.placement().Replica(items_[i].lk.key, r);
     }
   }
-  for (mns &= ~w_.cluster().placement().down_mask(); mns != 0; mns &= mns - 1) {
+  for (mns &= ~w_.placement().down_mask(); mns != 0; mns &= mns - 1) {
     const auto mn = static_cast<MnId>(std::countr_zero(mns));
     w_.ep().Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
                   static_cast<uint32_t>(log_buf_.size()));
@@ -226,7 +226,6 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
 }
 
 Task<Status> MvccTxn::Validate() {
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
   std::vector<size_t> check = Unprotected();
@@ -236,7 +235,7 @@ Task<Status> MvccTxn::Validate() {
     std::vector<uint64_t> lock_seen(check.size(), 0);
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
-      MnId primary = cl.placement().Primary(it.lk.key);
+      MnId primary = w_.placement().Primary(it.lk.key);
       if (it.have_slot) {
         bufs[k].resize(it.table->cvt_bytes);
         // The lock word first, by itself: see ReadItems.
@@ -263,7 +262,7 @@ Task<Status> MvccTxn::Validate() {
         if (scan.first_empty < 0) {
           // A full home bucket: the key may have been inserted into a later one.
           Result<store::Found> f = co_await store::Lookup(
-              ep, *it.table, cl.placement().Primary(it.lk.key), 0, it.lk.key);
+              ep, *it.table, w_.placement().Primary(it.lk.key), 0, it.lk.key);
           if (f.ok()) co_return AbortedBecause("validation");
           if (f.status().code() == Code::kTornRead) {
             retry.push_back(check[k]);

@@ -148,7 +148,8 @@ void ProcessMembership::MoveOracle(uint16_t host) {
     me.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
 }
 
-void ProcessMembership::AssignShard(uint32_t s, uint16_t cn) { cl_.shard_map_.Assign(s, cn); }
+// The process is one CN: its view is the cluster's, and every CnContext's copy follows it.
+void ProcessMembership::AssignShard(uint32_t s, uint16_t cn) { cl_.AssignShardEverywhere(s, cn); }
 
 uint16_t ProcessMembership::ShardOwner(uint32_t s) const { return cl_.shard_map_.CnOf(s); }
 
@@ -170,9 +171,13 @@ std::optional<size_t> ProcessMembership::LocksHeldIn(const std::vector<uint32_t>
 
 uint16_t ProcessMembership::ShardHome(uint32_t s) const { return cl_.shard_map_.HomeOf(s); }
 
-void ProcessMembership::StopReading(MnId mn) { cl_.placement_.SetJoining(mn); }
+void ProcessMembership::StopReading(MnId mn) {
+  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetJoining(mn); });
+}
 
-void ProcessMembership::MarkDown(MnId mn) { cl_.placement_.SetDown(mn); }
+void ProcessMembership::MarkDown(MnId mn) {
+  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetDown(mn); });
+}
 
 bool ProcessMembership::ReleaseLocksOf(uint16_t dead) {
   cl_.cns_[cn_]->locks.ReleaseAllOf(dead);

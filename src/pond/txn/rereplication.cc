@@ -129,7 +129,7 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
 Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
   const store::TableInfo* t = w.cluster().catalog().Find(u.table);
   POND_CHECK(t != nullptr && !t->single_version);
-  const store::Placement& pl = w.cluster().placement();
+  const store::Placement& pl = w.placement();
   const MnId primary = static_cast<MnId>((mn + pl.num_mns() - u.replica) % pl.num_mns());
   uint64_t copied = 0;
   for (uint64_t b = u.first; b < u.end;) {
@@ -164,7 +164,7 @@ Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
 }
 
 Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn) {
-  const store::Placement& pl = w.cluster().placement();
+  const store::Placement& pl = w.placement();
   Endpoint& ep = w.ep();
   // Replicas past the last mirror take no part in carves (store::CarveLane).
   const int reps = std::min(pl.replication(), store::kLaneMirrorsMax + 1);

@@ -74,7 +74,7 @@ namespace {
 uint16_t CallTarget(WorkerContext& w, const RouteHint& hint) {
   const ClusterImpl& cl = w.cluster();
   if (!cl.config().protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly) return w.cn_id();
-  return cl.shard_map().CnOf(lock::LockKey::Record(hint.table, hint.first_key));
+  return w.shard_map().CnOf(lock::LockKey::Record(hint.table, hint.first_key));
 }
 
 }  // namespace

@@ -117,15 +117,17 @@ class SimMembership::Controls final : public recovery::CnControls {
                    "a new timestamp oracle would grant below the old one");
     m_.oracle_ = me.oracle.get();
   }
+  // This CN's own map and placement (CnContext): the simulated CNs apply epochs one by one, as
+  // daemons do, and may route by different epochs meanwhile.
   void AssignShard(uint32_t s, uint16_t cn) override {
     // What docs/recovery.md argues, checked: a shard leaves a CN still running only once that
     // CN has closed it (a return), so no two CNs ever grant its locks.
-    const uint16_t from = cl_.shard_map_.CnOf(s);
+    const uint16_t from = Me().shard_map.CnOf(s);
     POND_CHECK_MSG(from == cn || m_.IsCrashed(from) || !cl_.cns_[from]->locks.Manages(s),
                    "a shard moved off a running CN that still serves it");
-    cl_.shard_map_.Assign(s, cn);
+    Me().shard_map.Assign(s, cn);
   }
-  uint16_t ShardOwner(uint32_t s) const override { return cl_.shard_map_.CnOf(s); }
+  uint16_t ShardOwner(uint32_t s) const override { return Me().shard_map.CnOf(s); }
   void OpenShard(uint32_t s) override {
     CnContext& me = Me();
     // It may have managed the shard before: what its VT cache kept from then is stale.
@@ -141,8 +143,8 @@ class SimMembership::Controls final : public recovery::CnControls {
     return held;
   }
   uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
-  void StopReading(MnId mn) override { cl_.placement_.SetJoining(mn); }
-  void MarkDown(MnId mn) override { cl_.placement_.SetDown(mn); }
+  void StopReading(MnId mn) override { Me().placement.SetJoining(mn); }
+  void MarkDown(MnId mn) override { Me().placement.SetDown(mn); }
   bool ReleaseLocksOf(uint16_t dead) override {
     CnContext& me = Me();
     me.locks.ReleaseAllOf(dead);
@@ -155,7 +157,7 @@ class SimMembership::Controls final : public recovery::CnControls {
     return live;
   }
   const store::Catalog& catalog() const override { return cl_.catalog(); }
-  const store::Placement& placement() const override { return cl_.placement(); }
+  const store::Placement& placement() const override { return Me().placement; }
   void LogRecovered(uint16_t dead, uint64_t epoch, uint16_t,
                     const cluster::LogRecoveryStats& stats) override {
     for (Failure& f : m_.failures_) {
@@ -346,6 +348,15 @@ void SimMembership::Tick(uint64_t generation) {
 void SimMembership::OnConfig(const cluster::Configuration& next) {
   const cluster::Configuration before = config_;
   config_ = next;
+  // The cluster's own view follows the newest epoch (what loads and the checks after a run
+  // read); each CN's follows as it applies it. The CM wrote the epoch's map first.
+  Result<std::vector<uint16_t>> map =
+      cluster::ReadShardMap(base_, kClusterName, next.epoch, lock::kShards);
+  POND_CHECK_MSG(map.ok(), "a configuration put before its shard map");
+  for (uint32_t s = 0; s < lock::kShards; s++) {
+    if (cl_.shard_map_.CnOf(s) != (*map)[s]) cl_.shard_map_.Assign(s, (*map)[s]);
+  }
+  ApplyMns(next, cl_.placement_);
   if (before.cns.empty()) return;  // the first configuration
   const uint64_t now = engine_.now() - base_ns_;
   for (uint16_t cn = 0; cn < next.cns.size(); cn++) {
@@ -403,11 +414,11 @@ void SimMembership::PollFailures() {
       if (f.cn == n->cn) last = &f;
     }
     if (last == nullptr || last->stats.restart_ns == 0 || last->stats.returned_ns != 0) continue;
-    const lock::LockTable& table = cl_.cns_[n->cn]->locks;
+    const CnContext& me = *cl_.cns_[n->cn];
     bool home = true;
     for (uint32_t s = 0; s < lock::kShards && home; s++) {
-      home = cl_.shard_map_.HomeOf(s) != n->cn ||
-             (cl_.shard_map_.CnOf(s) == n->cn && table.Manages(s));
+      home =
+          me.shard_map.HomeOf(s) != n->cn || (me.shard_map.CnOf(s) == n->cn && me.locks.Manages(s));
     }
     if (home) last->stats.returned_ns = now;
   }
@@ -421,9 +432,11 @@ bool SimMembership::Idle() const {
   for (const Failure& f : failures_) {
     if (f.stats.open_ns == 0) return false;
   }
-  // A return under way ends first: its shards are closed until their home opens them.
+  // Every CN running has applied the newest epoch, and a return under way ends first: its shards
+  // are closed until their home opens them.
   for (const auto& n : nodes_) {
-    if (n != nullptr && !n->crashed && n->machine->Returning()) return false;
+    if (n == nullptr || n->crashed) continue;
+    if (n->counts.epoch.load() != config_.epoch || n->machine->Returning()) return false;
   }
   for (uint32_t s = 0; s < lock::kShards; s++) {
     const Node* owner = nodes_[cl_.shard_map_.CnOf(s)].get();
@@ -546,11 +559,28 @@ bool SimMembership::Restart(uint16_t cn) {
   const recovery::CnStart& s = **start;
   POND_CHECK(s.restarted);
   cl_.RestartCn(cn, s.incarnation, s.config);
+  // It starts from the epoch it read, as a daemon does (cluster.cc, process_start_).
+  CnContext& me = *cl_.cns_[cn];
+  for (uint32_t sh = 0; sh < lock::kShards; sh++) {
+    if (me.shard_map.CnOf(sh) != s.shards[sh]) me.shard_map.Assign(sh, s.shards[sh]);
+  }
+  me.placement = store::Placement(cl_.layout().num_mns, cl_.layout().replication);
+  ApplyMns(s.config, me.placement);
   for (auto& w : cl_.cns_[cn]->workers) {
     w->tso().SetHost(WorkerAddr{s.config.tso_host, w->index()}, nullptr);
   }
   StartNode(cn, s);
   return true;
+}
+
+void SimMembership::ApplyMns(const cluster::Configuration& c, store::Placement& p) {
+  for (uint16_t mn = 0; mn < c.mns.size(); mn++) {
+    if (!c.mns[mn].alive) {
+      p.SetDown(mn);
+    } else if (c.mns[mn].leaving) {
+      p.SetJoining(mn);  // declared failed, not yet down: written still, read no more
+    }
+  }
 }
 
 void SimMembership::SetCoordinationDown(bool down) {

@@ -22,7 +22,6 @@ SvTxn::~SvTxn() {
 
 Task<Status> SvTxn::Execute() {
   if (Status s = BeginExecute(); !s.ok()) co_return s;
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   const bool rw = kind_ == TxnKind::kReadWrite;
   const uint64_t self = OwnerWord();
@@ -41,7 +40,7 @@ Task<Status> SvTxn::Execute() {
     // read-write item's CAS on the slot's lock word (or an insert's on the bucket's) before it.
     for (size_t i : todo) {
       Item& it = items_[i];
-      MnId primary = cl.placement().Primary(it.lk.key);
+      MnId primary = w_.placement().Primary(it.lk.key);
       cas_posted[i] = 0;
       std::optional<store::SlotRef> addr;
       if (it.have_slot) {
@@ -97,7 +96,7 @@ Task<Status> SvTxn::Execute() {
         if (scan.match < 0 && scan.first_empty < 0) {
           // A full home bucket: the key may have overflowed into a later one.
           Result<store::SlotRef> f =
-              co_await store::SvLocate(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
+              co_await store::SvLocate(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
           if (f.ok()) {
             it.ref = *f;
             it.have_slot = true;
@@ -161,7 +160,6 @@ Task<Status> SvTxn::Execute() {
 
 Task<Status> SvTxn::Commit() {
   if (Status s = CheckCommittable(); !s.ok()) co_return s;
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
   std::vector<size_t> writes = kind_ == TxnKind::kReadWrite ? Writes() : std::vector<size_t>{};
@@ -171,7 +169,7 @@ Task<Status> SvTxn::Commit() {
     Item& it = items_[i];
     if (it.have_slot) continue;
     Result<store::SlotRef> ref =
-        co_await store::ClaimSlot(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
+        co_await store::ClaimSlot(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
     if (!ref.ok()) co_return Fail(ref.status(), &w_.stats().aborts.user);
     it.ref = *ref;
     it.have_slot = true;
@@ -186,7 +184,7 @@ Task<Status> SvTxn::Commit() {
   std::vector<uint64_t> lock_seen(check.size(), 0);
   for (size_t k = 0; k < check.size(); k++) {
     Item& it = items_[check[k]];
-    MnId primary = cl.placement().Primary(it.lk.key);
+    MnId primary = w_.placement().Primary(it.lk.key);
     if (it.have_slot) {
       bufs[k].resize(sizeof(SvHeader));
       ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), sizeof(SvHeader));
@@ -249,7 +247,7 @@ Task<Status> SvTxn::Commit() {
       if (!changed && scan.first_empty < 0) {
         // A full home bucket: the key may have been inserted into a later one.
         Result<store::SlotRef> f =
-            co_await store::SvLocate(ep, *it.table, cl.placement().Primary(it.lk.key), it.lk.key);
+            co_await store::SvLocate(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
         changed = f.ok();
       }
     }
@@ -280,7 +278,7 @@ Task<Status> SvTxn::Commit() {
   // late backup WRITE could otherwise land after the next writer's (docs/protocols.md "Replica
   // order").
   std::vector<std::vector<std::byte>> images;
-  if (cl.placement().replication() > 1 && !writes.empty()) {
+  if (w_.placement().replication() > 1 && !writes.empty()) {
     PostSlotImages(writes, /*tombstones=*/false, Replicas::kBackups, &images);
     CheckOk(co_await ep.Flush());
   }
@@ -295,10 +293,9 @@ Task<Status> SvTxn::Commit() {
 
 void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
                            std::vector<std::vector<std::byte>>* images) {
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   const uint64_t self = OwnerWord();
-  images->reserve(items.size() * static_cast<size_t>(cl.placement().replication()));
+  images->reserve(items.size() * static_cast<size_t>(w_.placement().replication()));
   std::vector<std::byte> zeros;
   for (size_t i : items) {
     Item& it = items_[i];
@@ -311,9 +308,9 @@ void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones, Re
     h.deleted = del ? 1 : 0;
     zeros.assign(it.table->value_bytes, std::byte{0});
     std::span<const std::byte> value = del ? std::span<const std::byte>(zeros) : it.new_value;
-    for (int r = 0; r < cl.placement().replication(); r++) {
+    for (int r = 0; r < w_.placement().replication(); r++) {
       if (!Includes(which, r)) continue;
-      GAddr slot = it.ref.Addr(*it.table, cl.placement().Replica(it.lk.key, r), r);
+      GAddr slot = it.ref.Addr(*it.table, w_.placement().Replica(it.lk.key, r), r);
       GAddr word = slot + offsetof(SvHeader, lock);
       const bool held = std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end();
       h.lock = r == 0 && held ? self : 0;

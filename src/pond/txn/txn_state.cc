@@ -247,7 +247,7 @@ uint64_t TxnState::OwnerWord() const {
 }
 
 GAddr TxnState::BucketLockWord(const Item& it) const {
-  return it.table->BucketAddr(w_.cluster().placement().Primary(it.lk.key), 0,
+  return it.table->BucketAddr(w_.placement().Primary(it.lk.key), 0,
                               store::HomeBucket(*it.table, it.lk.key)) +
          offsetof(store::CvtHeader, lock);
 }

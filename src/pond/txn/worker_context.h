@@ -97,6 +97,9 @@ class WorkerContext {
 
   const ClusterImpl& cluster() const { return cluster_; }
   CnContext& cn() { return cn_; }
+  // Its CN's view of the pool and of the shard map (CnContext).
+  const store::Placement& placement() const;
+  const lock::ShardMap& shard_map() const;
   uint16_t cn_id() const;
   uint16_t index() const { return index_; }
   Scheduler& sched() { return sched_; }
@@ -201,6 +204,12 @@ class CnContext {
   // This CN's view of membership (simulated runs with node faults): its workers' endpoints
   // refuse packets of CNs it holds dead. Empty: no membership, accept everything.
   cluster::Configuration view;
+  // Which MNs it writes and reads, and which CN manages each shard, as this CN knows them: its
+  // own copies, changed as it applies epochs — as each CN process has its own — so that in the
+  // simulator too one CN may act on a newer epoch than another. A new CnContext starts from the
+  // cluster's (ClusterImpl::placement_, shard_map_).
+  store::Placement placement;
+  lock::ShardMap shard_map;
 };
 
 // A Run's clients, kept while it goes on so that a restarted CN's new workers run them too.
@@ -237,11 +246,18 @@ class ClusterImpl {
   const ClusterConfig& config() const { return config_; }
   Clock& clock() const { return clock_; }
   const store::PoolLayout& layout() const { return layout_; }
+  // The cluster's own view, which every CN's starts from: the newest configuration's (the
+  // simulator's membership keeps it so; a CN process's is its one CN's). Loads and the checks
+  // after a run read it; transactions read their CN's (WorkerContext::placement).
   const store::Placement& placement() const { return placement_; }
   // Closed while a rejoining MN is about to turn readable: a commit does not begin its
   // write-visible rounds then (MvccTxn::Commit, Failover; docs/recovery.md "MN restart").
   bool visible_gate_closed() const { return visible_gate_closed_; }
   const lock::ShardMap& shard_map() const { return shard_map_; }
+  // The simulator's model of membership (failover.h) changes every view at once: the cluster's
+  // and each CN's, crashed ones too (a restarted CN starts from the cluster's).
+  void ChangePlacementEverywhere(const std::function<void(store::Placement&)>& change);
+  void AssignShardEverywhere(uint32_t s, uint16_t cn);
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
   const store::Catalog& catalog() const { return catalog_; }
   WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{tso_cn_, worker}; }
@@ -335,5 +351,8 @@ class ClusterImpl {
   // crashes aimed at a step); empty otherwise.
   std::function<void(uint16_t cn, CommitStep step)> step_probe_;
 };
+
+inline const store::Placement& WorkerContext::placement() const { return cn_.placement; }
+inline const lock::ShardMap& WorkerContext::shard_map() const { return cn_.shard_map; }
 
 }  // namespace pond::txn
