@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "pond/status.h"
+#include "pond/store/placement.h"
 
 namespace pond::cluster {
 
@@ -110,5 +111,18 @@ inline constexpr const char* kConfigKey = "/pond/configuration";
 // A key is an absolute path, as ZooKeeper's znodes are: "/pond/configuration". InvalidArgument
 // naming it otherwise; every ConfigStore refuses other keys alike.
 Status CheckConfigKey(const std::string& key);
+
+// A CN starting from configuration `c` (or following it) marks in its placement `p` the MNs `c`
+// names failed: down ones are skipped, leaving ones (declared, not yet down) written still and
+// read no more — as CnMembership::Apply does epoch by epoch.
+inline void ApplyMnStates(const Configuration& c, store::Placement& p) {
+  for (uint16_t mn = 0; mn < c.mns.size(); mn++) {
+    if (!c.mns[mn].alive) {
+      p.SetDown(mn);
+    } else if (c.mns[mn].leaving) {
+      p.SetJoining(mn);
+    }
+  }
+}
 
 }  // namespace pond::cluster

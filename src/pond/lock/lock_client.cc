@@ -70,8 +70,7 @@ LockClient::~LockClient() {
 uint32_t LockClient::NewReqId() {
   // Ids wrap after 2^32 requests; skipping the ones still outstanding keeps them unique, and the
   // loop is bounded by the number outstanding. 0 is an unlock's.
-  while (next_req_id_ == 0 || outstanding_.contains(next_req_id_) ||
-         ends_.contains(next_req_id_)) {
+  while (next_req_id_ == 0 || outstanding_.contains(next_req_id_) || ends_.contains(next_req_id_)) {
     next_req_id_++;
   }
   return next_req_id_++;
@@ -160,8 +159,7 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
     if (dest != cn_) {
       item.state = ItemState::kPending;
       item.req_id = NewReqId();
-      outstanding_.emplace(item.req_id,
-                           Outstanding{&st, index, ep_.scheduler().clock().NowNs()});
+      outstanding_.emplace(item.req_id, Outstanding{&st, index, ep_.scheduler().clock().NowNs()});
       contacted_[st.owner.txn_id] |= uint64_t{1} << dest;
       st.remaining++;
       LockRequestEntry e{};

@@ -54,7 +54,8 @@ inline bool Holds(const LockTable& t, const LockKey& k, LockMode mode, const Loc
   return false;
 }
 
-inline LockRequestEntry Entry(uint8_t op, const LockKey& k, LockMode mode, uint64_t txn, uint32_t id) {
+inline LockRequestEntry Entry(uint8_t op, const LockKey& k, LockMode mode, uint64_t txn,
+                              uint32_t id) {
   LockRequestEntry e{};
   e.txn_id = txn;
   e.key = k.key;
@@ -189,7 +190,7 @@ struct Cluster {
 };
 
 inline Task<void> AcquireInto(LockClient* c, LockOwner owner, std::vector<LockRequest> reqs,
-                       std::optional<Status>* out) {
+                              std::optional<Status>* out) {
   *out = co_await c->Acquire(owner, reqs);
 }
 

@@ -12,8 +12,8 @@
 
 #include "pond/base/assert.h"
 #include "pond/lock/lock_client.h"
-#include "pond/lock/lock_rpc_harness.h"
 #include "pond/lock/lock_messages.h"
+#include "pond/lock/lock_rpc_harness.h"
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"

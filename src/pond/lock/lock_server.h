@@ -45,8 +45,8 @@ struct LockServerStats {
   uint64_t unlocks = 0;        // unlocks that released a hold
   uint64_t stray_unlocks = 0;  // unlocks of locks not held
   uint64_t wrong_shard = 0;
-  uint64_t ends = 0;           // end requests answered (copies included)
-  uint64_t late_locks = 0;     // lock requests of ended transactions: refused
+  uint64_t ends = 0;        // end requests answered (copies included)
+  uint64_t late_locks = 0;  // lock requests of ended transactions: refused
 };
 
 class LockServer {
@@ -77,9 +77,7 @@ class LockServer {
   void Advance(Sender& s, uint64_t floor);
   // Ends `txn` of CN `cn`: releases its holds here and remembers it.
   void End(Sender& s, uint16_t cn, uint64_t txn);
-  bool Ended(const Sender& s, uint64_t txn) const {
-    return txn < s.floor || s.ended.contains(txn);
-  }
+  bool Ended(const Sender& s, uint64_t txn) const { return txn < s.floor || s.ended.contains(txn); }
 
   Endpoint& ep_;
   LockTable& table_;

@@ -278,6 +278,14 @@ size_t LockTable::ReleaseAllOf(uint16_t cn) {
   return n;
 }
 
+size_t LockTable::HeldIn(const std::vector<uint32_t>& shards) const {
+  size_t held = 0;
+  for (const Held& h : HeldLocks()) {
+    held += std::binary_search(shards.begin(), shards.end(), h.key.shard());
+  }
+  return held;
+}
+
 std::vector<LockTable::Held> LockTable::HeldLocks() const {
   std::vector<Held> out;
   for (uint32_t s = 0; s < impl_->stripes; s++) {

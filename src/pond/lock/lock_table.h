@@ -100,6 +100,9 @@ class LockTable {
   };
   // Every lock currently held (for recovery and tests).
   std::vector<Held> HeldLocks() const;
+  // How many locks are held in any of `shards` (sorted): a shard closed to move is drained once
+  // none is.
+  size_t HeldIn(const std::vector<uint32_t>& shards) const;
 
   // Checks the invariants above on a quiescent or live table (each stripe is checked under its
   // mutex): counters equal the holders' contributions, no fingerprint in two slots of a bucket,

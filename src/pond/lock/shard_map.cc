@@ -14,8 +14,15 @@ ShardMap::ShardMap(uint16_t num_cns) : num_cns_(num_cns) {
 
 void ShardMap::CopyFrom(const ShardMap& other) {
   POND_CHECK(other.num_cns_ == num_cns_);
+  std::vector<uint16_t> owners(kShards);
+  for (uint32_t s = 0; s < kShards; s++) owners[s] = other.CnOf(s);
+  AssignAll(owners);
+}
+
+void ShardMap::AssignAll(const std::vector<uint16_t>& owners) {
+  POND_CHECK(owners.size() == kShards);
   for (uint32_t s = 0; s < kShards; s++) {
-    if (CnOf(s) != other.CnOf(s)) Assign(s, other.CnOf(s));
+    if (CnOf(s) != owners[s]) Assign(s, owners[s]);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "pond/lock/lock_key.h"
 
@@ -31,8 +32,10 @@ class ShardMap {
 
   // Moves one shard to another CN (resharding); bumps the version.
   void Assign(uint32_t shard, uint16_t cn);
-  // Every shard's owner as in `other` (a CN's own copy of the map, made when it starts).
+  // Every shard's owner as in `other` (a CN's own copy of the map, made when it starts), or as
+  // `owners` lists them (an epoch's map, read from the coordination service).
   void CopyFrom(const ShardMap& other);
+  void AssignAll(const std::vector<uint16_t>& owners);
 
  private:
   uint16_t num_cns_;

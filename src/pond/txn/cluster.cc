@@ -254,17 +254,8 @@ Status ClusterImpl::Build() {
   uint16_t incarnation = 0;
   if (process_start_ != nullptr) {
     tso_cn_ = process_start_->config.tso_host;
-    for (uint32_t s = 0; s < lock::kShards; s++) {
-      if (shard_map_.CnOf(s) != process_start_->shards[s]) {
-        shard_map_.Assign(s, process_start_->shards[s]);
-      }
-    }
-    for (uint16_t mn = 0; mn < process_start_->config.mns.size(); mn++) {
-      const cluster::MnStatus& m = process_start_->config.mns[mn];
-      if (!m.alive) placement_.SetDown(mn);
-      // Declared failed, not yet down: written still, read no more (as CnMembership::Apply).
-      if (m.alive && m.leaving) placement_.SetJoining(mn);
-    }
+    shard_map_.AssignAll(process_start_->shards);
+    cluster::ApplyMnStates(process_start_->config, placement_);
     incarnation = process_start_->incarnation;
   }
   for (int c = 0; c < config_.cns; c++) {

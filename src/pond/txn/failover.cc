@@ -361,12 +361,7 @@ void Failover::CloseForReturn(Return& r, uint64_t one_way) {
   for (uint32_t s : ret->shards) holder.locks.SetManaged(s, false);
   holder.workers[0]->sched().Spawn([](Failover* fo, CnContext* holder, Return* ret,
                                       uint64_t one_way) -> Task<void> {
-    for (;;) {
-      bool held = false;
-      for (const auto& h : holder->locks.HeldLocks()) {
-        held |= std::binary_search(ret->shards.begin(), ret->shards.end(), h.key.shard());
-      }
-      if (!held) break;
+    while (holder->locks.HeldIn(ret->shards) != 0) {
       co_await holder->workers[0]->sched().SleepFor(kDrainPollNs);
     }
     const uint64_t now = holder->workers[0]->clock().NowNs();

@@ -162,11 +162,7 @@ void ProcessMembership::OpenShard(uint32_t s) {
 void ProcessMembership::CloseShard(uint32_t s) { cl_.cns_[cn_]->locks.SetManaged(s, false); }
 
 std::optional<size_t> ProcessMembership::LocksHeldIn(const std::vector<uint32_t>& shards) {
-  size_t held = 0;
-  for (const lock::LockTable::Held& h : cl_.cns_[cn_]->locks.HeldLocks()) {
-    held += std::binary_search(shards.begin(), shards.end(), h.key.shard());
-  }
-  return held;
+  return cl_.cns_[cn_]->locks.HeldIn(shards);
 }
 
 uint16_t ProcessMembership::ShardHome(uint32_t s) const { return cl_.shard_map_.HomeOf(s); }

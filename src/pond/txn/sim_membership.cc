@@ -136,11 +136,7 @@ class SimMembership::Controls final : public recovery::CnControls {
   }
   void CloseShard(uint32_t s) override { Me().locks.SetManaged(s, false); }
   std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override {
-    size_t held = 0;
-    for (const lock::LockTable::Held& h : Me().locks.HeldLocks()) {
-      held += std::binary_search(shards.begin(), shards.end(), h.key.shard());
-    }
-    return held;
+    return Me().locks.HeldIn(shards);
   }
   uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
   void StopReading(MnId mn) override { Me().placement.SetJoining(mn); }
@@ -353,10 +349,8 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
   Result<std::vector<uint16_t>> map =
       cluster::ReadShardMap(base_, kClusterName, next.epoch, lock::kShards);
   POND_CHECK_MSG(map.ok(), "a configuration put before its shard map");
-  for (uint32_t s = 0; s < lock::kShards; s++) {
-    if (cl_.shard_map_.CnOf(s) != (*map)[s]) cl_.shard_map_.Assign(s, (*map)[s]);
-  }
-  ApplyMns(next, cl_.placement_);
+  cl_.shard_map_.AssignAll(*map);
+  cluster::ApplyMnStates(next, cl_.placement_);
   if (before.cns.empty()) return;  // the first configuration
   const uint64_t now = engine_.now() - base_ns_;
   for (uint16_t cn = 0; cn < next.cns.size(); cn++) {
@@ -561,26 +555,14 @@ bool SimMembership::Restart(uint16_t cn) {
   cl_.RestartCn(cn, s.incarnation, s.config);
   // It starts from the epoch it read, as a daemon does (cluster.cc, process_start_).
   CnContext& me = *cl_.cns_[cn];
-  for (uint32_t sh = 0; sh < lock::kShards; sh++) {
-    if (me.shard_map.CnOf(sh) != s.shards[sh]) me.shard_map.Assign(sh, s.shards[sh]);
-  }
+  me.shard_map.AssignAll(s.shards);
   me.placement = store::Placement(cl_.layout().num_mns, cl_.layout().replication);
-  ApplyMns(s.config, me.placement);
+  cluster::ApplyMnStates(s.config, me.placement);
   for (auto& w : cl_.cns_[cn]->workers) {
     w->tso().SetHost(WorkerAddr{s.config.tso_host, w->index()}, nullptr);
   }
   StartNode(cn, s);
   return true;
-}
-
-void SimMembership::ApplyMns(const cluster::Configuration& c, store::Placement& p) {
-  for (uint16_t mn = 0; mn < c.mns.size(); mn++) {
-    if (!c.mns[mn].alive) {
-      p.SetDown(mn);
-    } else if (c.mns[mn].leaving) {
-      p.SetJoining(mn);  // declared failed, not yet down: written still, read no more
-    }
-  }
 }
 
 void SimMembership::SetCoordinationDown(bool down) {

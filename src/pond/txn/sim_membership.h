@@ -90,8 +90,6 @@ class SimMembership final : public SimFaults {
   void CrashMn(MnId mn);
   // crash-coord (true) and restart-coord (false).
   void SetCoordinationDown(bool down);
-  // The MNs `c` names failed, as a CN applies them to its placement `p`.
-  static void ApplyMns(const cluster::Configuration& c, store::Placement& p);
 
   ClusterImpl& cl_;
   sim::Engine& engine_;
