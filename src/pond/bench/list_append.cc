@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "pond/bench/list_append_plan.h"
@@ -23,11 +26,32 @@ struct Mop {
 
 }  // namespace
 
+namespace {
+
+// A transaction that may commit and that its client has not recorded yet: what it appends if it
+// commits. Kept from before its commit, so that one whose CN crashes under it (its client goes
+// with the CN) still reaches the history, as info.
+struct InFlight {
+  uint64_t invoke_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> appends;  // key, element
+};
+
+// One worker's, touched by that worker's thread only; a restarted CN's workers go on with the
+// same, so a crashed incarnation's transactions stay until the run ends.
+struct alignas(64) WorkerInFlight {
+  uint64_t next = 0;
+  std::map<uint64_t, InFlight> open;
+};
+
+}  // namespace
+
 struct ListAppendShared {
   std::atomic<uint64_t> base{0};          // first active key (pair in write-skew mode)
   std::atomic<uint64_t> next_element{1};  // elements are unique over the whole run
   std::atomic<uint64_t> window_end{0};
   std::atomic<bool> exhausted{false};
+  std::vector<WorkerInFlight> in_flight;  // per worker
+  std::atomic<int64_t> infos{0};          // info transactions recorded, each its own process
 };
 
 ListAppendWorkload::ListAppendWorkload(const ListAppendOptions& o) : o_(o) {}
@@ -64,9 +88,10 @@ nlohmann::json ListAppendWorkload::SettingsJson() const {
                                  : "plain"}};
 }
 
-Status ListAppendWorkload::Setup(Cluster& cluster, RunContext&) {
+Status ListAppendWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const ListAppendOptions& o = o_;
   shared_ = std::make_unique<ListAppendShared>();
+  shared_->in_flight = std::vector<WorkerInFlight>(ctx.workers());
   // User mode: two rows per key, and room for slots claimed by inserts that then aborted.
   const uint64_t rows = o.user ? 4 * o.keys : o.keys;
   Result<uint16_t> t = cluster.CreateTable(
@@ -108,9 +133,21 @@ struct Client {
   check::Recorder& recorder;
   ListAppendShared& shared;
   int64_t process;
+  WorkerInFlight& in_flight;
 };
 
-// Records one attempt: its logged steps, then its outcome.
+// An info transaction: the appends it made if it committed; its reads are not known. A process
+// of its own (recorder.h).
+void RecordInfo(check::Recorder& recorder, ListAppendShared& shared, const InFlight& t,
+                uint64_t done_ns) {
+  check::TxnRecorder tr =
+      recorder.Begin(check::kInfoProcessBase + shared.infos.fetch_add(1), t.invoke_ns);
+  for (const auto& [key, element] : t.appends) tr.Append(key, element);
+  tr.Finish(check::Outcome::kInfo, done_ns);
+}
+
+// Records one attempt: its logged steps, then its outcome. Committed or certainly not: an
+// unknown outcome goes through RecordInfo.
 void Record(Client& c, uint64_t invoke_ns, const PlanLog& log, bool committed, uint64_t done_ns) {
   check::TxnRecorder tr = c.recorder.Begin(c.process, invoke_ns);
   for (const LoggedMop& m : log.mops) {
@@ -123,8 +160,25 @@ void Record(Client& c, uint64_t invoke_ns, const PlanLog& log, bool committed, u
   tr.Finish(committed ? check::Outcome::kOk : check::Outcome::kFail, done_ns);
 }
 
+// Notes a transaction about to commit (InFlight); Done once its client knows the outcome.
+uint64_t Open(Client& c, uint64_t invoke_ns, std::vector<std::pair<uint64_t, uint64_t>> appends) {
+  const uint64_t id = c.in_flight.next++;
+  c.in_flight.open[id] = InFlight{invoke_ns, std::move(appends)};
+  return id;
+}
+void Done(Client& c, uint64_t id) { c.in_flight.open.erase(id); }
+
+std::vector<std::pair<uint64_t, uint64_t>> LoggedAppends(const PlanLog& log) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const LoggedMop& m : log.mops) {
+    if (m.append) out.emplace_back(m.key, m.element);
+  }
+  return out;
+}
+
 // The plain transaction: every key added up front (read-write if appended), one Execute.
-Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, PlanLog* log) {
+Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, uint64_t invoke_ns,
+                       PlanLog* log) {
   Txn t = c.s.Begin(read_only ? TxnKind::kReadOnly : TxnKind::kReadWrite);
   for (auto& m : mops) {
     bool writes = false;
@@ -135,8 +189,7 @@ Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, 
       t.AddRO(c.table, m.key);
     }
   }
-  Status st = co_await t.Execute();
-  if (!st.ok()) co_return st;
+  if (Status st = co_await t.Execute(); !st.ok()) co_return st;
   std::vector<std::byte> value(ValueBytes(c.o));
   for (auto& m : mops) {
     Result<std::span<const std::byte>> v = t.Read(c.table, m.key);
@@ -156,7 +209,10 @@ Task<Status> RunSimple(Client& c, const std::vector<Mop>& mops, bool read_only, 
     POND_CHECK_MSG(ws.ok(), ws.ToString().c_str());
     log->mops.push_back(LoggedMop{.append = true, .key = m.key, .element = e, .list = {}});
   }
-  co_return co_await t.Commit();
+  const uint64_t open = Open(c, invoke_ns, LoggedAppends(*log));
+  Status st = co_await t.Commit();
+  Done(c, open);
+  co_return st;
 }
 
 // One user-mode plan, run directly, through RunTxn or through Call; records every attempt.
@@ -169,16 +225,26 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
   if (!plan.read_only && s.rng().Chance(o.call_fraction)) {
     PlanLog log;
     std::vector<std::byte> args = EncodeCall(plan, &log);
+    // The callee commits: from the call on, this CN's crash leaves the outcome unknown.
+    const uint64_t open = Open(c, invoke, PlanAppends(plan));
     Status st = co_await s.Call(
         c.proc, args,
         RouteHint{.kind = kind, .table = c.table, .first_key = LiveRow(plan.mops[0].key)});
-    Record(c, invoke, log, st.ok(), s.clock().NowNs());
+    Done(c, open);
+    if (st.code() == Code::kUnknown) {
+      // The callee's CN failed while running it.
+      RecordInfo(c.recorder, c.shared, InFlight{invoke, PlanAppends(plan)}, s.clock().NowNs());
+    } else {
+      Record(c, invoke, log, st.ok(), s.clock().NowNs());
+    }
     *full = log.full;
     co_return st.ok();
   }
   if (s.rng().Chance(o.retry_fraction)) {
     // Each attempt's log, with the time it began; all but the last attempt aborted.
     std::vector<std::pair<uint64_t, PlanLog>> attempts;
+    // The attempt RunTxn may be committing (an earlier one aborted before this began).
+    std::optional<uint64_t> open;
     Status st = co_await s.RunTxn(
         kind,
         [&](Txn& t) -> Task<Status> {
@@ -189,9 +255,14 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
               if (m.kind != PlanMop::kRead) m.element = c.shared.next_element.fetch_add(1);
             }
           }
-          co_return co_await RunPlan(t, c.table, o.max_appends, plan, &attempts.back().second);
+          Status ran = co_await RunPlan(t, c.table, o.max_appends, plan, &attempts.back().second);
+          if (open) Done(c, *open);
+          open.reset();
+          if (ran.ok()) open = Open(c, attempts.back().first, PlanAppends(plan));
+          co_return ran;
         },
         4);
+    if (open) Done(c, *open);
     const uint64_t done = s.clock().NowNs();
     for (size_t i = 0; i < attempts.size(); i++) {
       const bool last = i + 1 == attempts.size();
@@ -204,7 +275,11 @@ Task<bool> RunUser(Client& c, Plan plan, std::vector<uint64_t>* full) {
   PlanLog log;
   Txn t = s.Begin(kind);
   Status st = co_await RunPlan(t, c.table, o.max_appends, plan, &log);
-  if (st.ok()) st = co_await t.Commit();
+  if (st.ok()) {
+    const uint64_t open = Open(c, invoke, PlanAppends(plan));
+    st = co_await t.Commit();
+    Done(c, open);
+  }
   Record(c, invoke, log, st.ok(), s.clock().NowNs());
   *full = log.full;
   co_return st.ok();
@@ -219,7 +294,8 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
   // Its own generator, not the session's: the draws depend on the workload's seed alone.
   Rng rng(o.seed * 1000003 + (uint64_t{s.cn()} << 32) + (uint64_t{s.worker()} << 16) +
           static_cast<uint64_t>(s.client()));
-  Client c{s, table_, proc_, o, *ctx.recorder(), shared, static_cast<int64_t>(ctx.Client(s))};
+  Client c{s,      table_, proc_, o, *ctx.recorder(), shared, static_cast<int64_t>(ctx.Client(s)),
+           shared.in_flight[ctx.Worker(s)]};
   for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load() && ctx.NextCall(s); n++) {
     uint64_t base = shared.base.load();
     std::vector<Mop> mops;
@@ -257,7 +333,7 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
       committed = co_await RunUser(c, std::move(plan), &full);
     } else {
       PlanLog log;
-      Status st = co_await RunSimple(c, mops, read_only, &log);
+      Status st = co_await RunSimple(c, mops, read_only, t0, &log);
       POND_CHECK_MSG(st.ok() || st.code() == Code::kAborted, st.ToString().c_str());
       committed = st.ok();
       Record(c, t0, log, committed, s.clock().NowNs());
@@ -266,8 +342,8 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
     // Every way a list-append transaction fails is an abort of it: the history says which.
     ctx.Book(s, committed ? Status::Ok() : Aborted("list-append transaction failed"), t0,
              s.clock().NowNs(), !read_only);
-    if (!committed) continue;
-    // Retire full keys: slide the window past them.
+    // Retire full keys, whether or not the transaction committed (a list never shrinks): slide
+    // the window past them.
     for (uint64_t k : full) {
       uint64_t unit = o.write_skew ? k / 2 : k;
       uint64_t b = shared.base.load();
@@ -277,7 +353,16 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
   }
 }
 
-Status ListAppendWorkload::Finish(Cluster&, RunContext&, RunResult* r) {
+Status ListAppendWorkload::Finish(Cluster&, RunContext& ctx, RunResult* r) {
+  // Caught by their CN's crash: recovery finished or undid each, and no client was told which.
+  // An info line's time orders nothing after it; the last invocation is as good as any.
+  uint64_t end_ns = 0;
+  for (const WorkerInFlight& w : shared_->in_flight) {
+    for (const auto& [id, t] : w.open) end_ns = std::max(end_ns, t.invoke_ns);
+  }
+  for (const WorkerInFlight& w : shared_->in_flight) {
+    for (const auto& [id, t] : w.open) RecordInfo(*ctx.recorder(), *shared_, t, end_ns);
+  }
   if (shared_->exhausted) {
     return OutOfSpace("list-append ran past its " + std::to_string(o_.keys) +
                       " keys; load more keys");

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 
 #include "pond/base/assert.h"
 #include "pond/bench/list_append.h"
@@ -102,6 +103,12 @@ class Runner {
     co_return Status::Ok();
   }
 
+  // A step that cannot append gives the transaction up: skipping it would make what a
+  // committed plan appended depend on what it read (list_append_plan.h).
+  static Status Full(uint64_t key) {
+    return Aborted("list " + std::to_string(key) + " is full: the plan gives up");
+  }
+
   Task<Status> LogRead(uint64_t key) {
     std::vector<uint64_t> list;
     bool live = false;
@@ -140,7 +147,7 @@ class Runner {
     bool live = false;
     if (Status s = co_await ReadList(m.key, true, &list, &live); !s.ok()) co_return s;
     Logged(m.key, list);
-    if (list.size() >= max_) co_return Status::Ok();
+    if (list.size() >= max_) co_return Full(m.key);
     list.push_back(m.element);
     if (!live) {
       // Re-creating the live row writes the graveyard row too. Under SI, conflicts are between
@@ -159,15 +166,10 @@ class Runner {
     bool live = false;
     if (Status s = co_await ReadList(m.key, true, &list, &live); !s.ok()) co_return s;
     Logged(m.key, list);
-    if (!live) {
-      // Deleting an absent row changes nothing; the list stays what the graveyard says.
-      t_.Delete(table_, LiveRow(m.key));
-      if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
-      co_return co_await LogRead(m.key);
-    }
-    if (list.size() >= max_) co_return Status::Ok();
+    if (list.size() >= max_) co_return Full(m.key);
     list.push_back(m.element);
     if (Status s = co_await PutRow(GraveRow(m.key), list); !s.ok()) co_return s;
+    // Of an absent live row too: its absence is then guarded until the commit.
     t_.Delete(table_, LiveRow(m.key));
     if (Status s = co_await t_.Execute(); !s.ok()) co_return s;
     log_->mops.push_back(LoggedMop{.append = true, .key = m.key, .element = m.element, .list = {}});
@@ -202,6 +204,14 @@ static_assert(sizeof(CallMop) == 24 && offsetof(CallMop, kind) == 16);
 Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan, PlanLog* log) {
   Runner r(t, table, max_appends, log);
   co_return co_await r.Run(plan);
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> PlanAppends(const Plan& plan) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  for (const PlanMop& m : plan.mops) {
+    if (m.kind != PlanMop::kRead) out.emplace_back(m.key, m.element);
+  }
+  return out;
 }
 
 std::vector<std::byte> EncodeCall(const Plan& plan, PlanLog* log) {

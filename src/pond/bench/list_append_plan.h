@@ -8,9 +8,14 @@
 // key lives in two rows of the table: its live row 2L and its graveyard row 2L+1.
 //   - L's list is the live row's value if that row exists, else the graveyard row's, else [].
 //   - An append of e to L writes list+[e] to the live row, inserting it if it is absent.
-//   - A delete of L (of a live row that exists) moves list+[d] to the graveyard row (inserting it
-//     if absent) and deletes the live row, in one transaction; d is a fresh element, so to the
-//     checker a delete is an append of d. A later append re-inserts the live row.
+//   - A delete of L moves list+[d] to the graveyard row (inserting it if absent) and deletes the
+//     live row, in one transaction; d is a fresh element, so to the checker a delete is an append
+//     of d. A later append re-inserts the live row. (Deleting an L whose live row is absent
+//     still appends d to the graveyard row.)
+//   - A step that would take a list past max_appends elements aborts the transaction instead.
+// So a transaction that commits appends every element its plan names, whatever it read: a
+// client that does not know whether its transaction committed (its CN died) records exactly
+// the plan's appends, as info, and the checker may hold them to it.
 // So every list only grows, as Elle's list-append needs, while the rows underneath are inserted,
 // deleted and re-inserted. A reader that sees one row of a transaction's effects and not another
 // (an insert that is not atomic with the rest) reads a list that breaks the version order the
@@ -24,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "pond/bench/zipf.h"
@@ -72,13 +78,17 @@ void EncodeList(const std::vector<uint64_t>& list, std::vector<std::byte>* v);
 inline uint64_t LiveRow(uint64_t logical) { return 2 * logical; }
 inline uint64_t GraveRow(uint64_t logical) { return 2 * logical + 1; }
 
+// The (key, element) pairs a plan appends if it commits: each of its appends and deletes.
+std::vector<std::pair<uint64_t, uint64_t>> PlanAppends(const Plan& plan);
+
 // A user-mode plan over the active window [base, base + o.window): zipf-drawn keys, each step a
 // read or (read-write plans) an append or delete of a fresh element from `next_element`.
 Plan DrawPlan(Rng& rng, const Zipf& zipf, uint64_t base, const ListAppendOptions& o,
               std::atomic<uint64_t>* next_element);
 
 // Runs `plan` in `t` (not committing it) and logs each step into `log`. A non-OK Status is the
-// transaction's abort; Code::kAborted or kAlreadyExists (an insert that lost a race) are expected.
+// transaction's abort; Code::kAborted (a list full, or the protocol's) or kAlreadyExists (an
+// insert that lost a race) are expected.
 Task<Status> RunPlan(Txn& t, uint16_t table, uint32_t max_appends, const Plan& plan, PlanLog* log);
 
 // What a routed call carries: the plan, and where the callee leaves its log (the caller's

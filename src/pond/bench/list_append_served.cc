@@ -175,10 +175,8 @@ class ListAppendRemote final : public RemoteDriver {
       }
       return true;
     }
-    // What it would have appended; its reads are not known.
-    for (const PlanMop& m : plan.mops) {
-      if (m.kind != PlanMop::kRead) t.Append(m.key, m.element);
-    }
+    // What it appended if it committed (exactly: list_append_plan.h); its reads are not known.
+    for (const auto& [key, element] : PlanAppends(plan)) t.Append(key, element);
     if (outcome == RemoteOutcome::kUnknown) {
       t.Finish(check::Outcome::kInfo, call.done_ns);
       NewProcess(call.client);  // as Jepsen does: an info ends the process

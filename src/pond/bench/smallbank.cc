@@ -554,7 +554,7 @@ Status SmallBankWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r
       // (its client is gone, or heard Unknown and went on).
       for (auto& [tag, t] : c.committing_history) {
         t.unknown = true;
-        t.process = kInfoProcessBase + static_cast<int64_t>(txns.size());
+        t.process = check::kInfoProcessBase + static_cast<int64_t>(txns.size());
         txns.push_back(std::move(t));
       }
     }

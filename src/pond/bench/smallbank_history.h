@@ -37,9 +37,6 @@ struct SmallBankRecordedTxn {
   bool unknown = false;  // caught by a crash: recorded as info, committed or not
 };
 
-// Processes from here up are given to info transactions, one each, apart from the clients'.
-inline constexpr int64_t kInfoProcessBase = int64_t{1} << 40;
-
 // The history key of a row.
 inline uint64_t SmallBankHistoryKey(uint16_t table, uint64_t account) {
   return (uint64_t{table} << 48) | account;

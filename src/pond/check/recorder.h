@@ -41,6 +41,10 @@ enum class Outcome : uint8_t {
   kInfo,  // unknown: it may or may not have committed (e.g. the coordinator crashed)
 };
 
+// Processes from here up are given to info transactions, one each, apart from the clients'
+// (Jepsen's rule above, for a transaction whose client is gone with its CN).
+inline constexpr int64_t kInfoProcessBase = int64_t{1} << 40;
+
 struct RecorderOptions {
   size_t buffer_bytes_max = size_t{1} << 20;
 };

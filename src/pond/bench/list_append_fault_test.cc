@@ -1,0 +1,115 @@
+// The user-mode list-append plans (list_append_plan.h) judged across node faults in the
+// simulator: random schedules of CN crashes (some aimed at a commit step), restarts, MN crashes,
+// partitions and, for the daemons' machine, coordination outages. A transaction whose CN dies
+// under it is recorded as info with exactly the appends its plan makes if it commits, so the
+// checker holds recovery to all or nothing: a transaction half applied is a cycle, an
+// unrecorded one a garbage read. POND_FAULT_SEEDS=K runs K seeds, POND_FAULT_SEED=N seed N.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "pond/bench/list_append.h"
+#include "pond/bench/run_faults.h"
+
+namespace pond::bench {
+namespace {
+
+struct SeedRange {
+  uint64_t first, count;
+};
+
+SeedRange Seeds(uint64_t default_count) {
+  if (const char* one = std::getenv("POND_FAULT_SEED")) {
+    return {std::strtoull(one, nullptr, 10), 1};
+  }
+  if (const char* n = std::getenv("POND_FAULT_SEEDS")) return {1, std::strtoull(n, nullptr, 10)};
+  return {1, default_count};
+}
+
+RunOptions FaultyRun(uint64_t seed, const std::string& membership) {
+  RunOptions o;
+  o.cluster.transport.sim_membership = membership;
+  o.cluster.protocol = ProtocolByName("lotus").value();
+  o.cluster.mns = 3;
+  o.cluster.cns = 5;
+  o.cluster.workers_per_cn = 2;
+  o.cluster.replication = 3;
+  o.cluster.versions = 2;
+  o.cluster.isolation = Isolation::kSerializable;
+  o.cluster.region_mib = 64;
+  o.cluster.lock_buckets = 1 << 12;
+  o.cluster.vt_cache_entries = 1 << 12;
+  o.cluster.addr_cache_entries = 1 << 14;
+  o.cluster.seed = seed;
+  o.coros = 3;
+  o.seconds = 0.008;  // virtual: the run's end, and the horizon faults are drawn over
+  o.record = true;
+  o.sim = Testbed{};
+  return o;
+}
+
+ListAppendOptions Plans(uint64_t seed) {
+  ListAppendOptions o;
+  o.user = true;
+  o.keys = 20000;
+  o.window = 24;
+  o.max_appends = 24;
+  o.txns_per_client = 1000000;  // the virtual time ends the run
+  o.seed = seed;
+  return o;
+}
+
+std::string Replay(uint64_t seed, const std::string& membership) {
+  return "replay: pond sim list-append --membership " + membership +
+         " --mns 3 --cns 5 --workers 2 --coros 3 --replication 3 --versions 2 "
+         "--virtual-seconds 0.008 --region-mib 64 --lock-buckets 4096 --vt-cache-entries 4096 "
+         "--addr-cache-entries 16384 --lists 20000 --window 24 --list-appends 24 "
+         "--txns-per-client 1000000 --faults random --seed " +
+         std::to_string(seed);
+}
+
+void RunFaultSeeds(const std::string& membership, uint64_t default_seeds) {
+  const SeedRange r = Seeds(default_seeds);
+  uint64_t cn_crashes = 0, txns = 0, seeds_with_info = 0, committed = 0;
+  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    RunOptions o = FaultyRun(seed, membership);
+    ListAppendWorkload w(Plans(seed));
+    ASSERT_TRUE(ValidateRun(w, o).ok());
+    ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
+    const std::string where =
+        "seed " + std::to_string(seed) + ", faults " + o.faults + "\n" + Replay(seed, membership);
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
+    ASSERT_TRUE(run->history.has_value()) << where;
+    ASSERT_TRUE(run->history->ok) << where << ": " << run->history->report.substr(0, 3000);
+    ASSERT_TRUE(run->replicas && run->replicas->ok())
+        << where << ": " << (run->replicas->problems.empty() ? "" : run->replicas->problems[0]);
+    ASSERT_TRUE(run->failover.has_value()) << where;
+    EXPECT_EQ(run->failover->faults_not_reached, 0u) << where;
+    cn_crashes += run->failover->failures.size();
+    txns += run->history->txns;
+    committed += run->committed;
+    seeds_with_info += run->history->infos > 0;
+  }
+  std::printf(
+      "list-append plans, %s: %lu seeds: %lu CN crashes, %lu transactions (%lu committed), %lu "
+      "seeds with info transactions\n",
+      membership.c_str(), static_cast<unsigned long>(r.count),
+      static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(txns),
+      static_cast<unsigned long>(committed), static_cast<unsigned long>(seeds_with_info));
+  if (r.count >= 10) {
+    EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
+    EXPECT_GT(seeds_with_info, 0u) << "no crash caught a transaction in flight";
+  }
+}
+
+TEST(ListAppendFaultTest, ModelRecoveryKeepsPlansAllOrNothing) { RunFaultSeeds("model", 100); }
+
+TEST(ListAppendFaultTest, TheDaemonsMachineKeepsPlansAllOrNothing) {
+  RunFaultSeeds("machine", 100);
+}
+
+}  // namespace
+}  // namespace pond::bench
