@@ -73,8 +73,7 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   }
   // What the membership machine does not survive yet: refused, so `random` draws none.
   if (c.transport.sim_membership == "machine") {
-    for (sim::FaultKind k :
-         {sim::FaultKind::kRestartMn, sim::FaultKind::kPartitionCn, sim::FaultKind::kHealCn}) {
+    for (sim::FaultKind k : {sim::FaultKind::kPartitionCn, sim::FaultKind::kHealCn}) {
       auto same = [k](const auto& r) { return r.first == k; };
       if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
         limits.refused.emplace_back(k, "the membership machine does not survive it yet");

@@ -90,6 +90,18 @@ inline std::string ReturnKey(const std::string& cluster, uint16_t cn, uint16_t i
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {
   return "/pond/" + cluster + "/joins/" + std::to_string(cn);
 }
+// A restarted MN, its memory blank and laid out, asks to rejoin as incarnation (the value,
+// decimal text).
+inline std::string MnJoinKey(const std::string& cluster, uint16_t mn) {
+  return "/pond/" + cluster + "/mn-joins/" + std::to_string(mn);
+}
+// A step of MN `mn`'s rejoin as incarnation `incarnation` (recovery/mn_rejoin.h), done by CN
+// `who`; empty value.
+inline std::string MnRejoinStepKey(const std::string& cluster, uint16_t mn, uint16_t incarnation,
+                                   const std::string& step, uint16_t who) {
+  return "/pond/" + cluster + "/mn-rejoins/" + std::to_string(mn) + "." +
+         std::to_string(incarnation) + "/" + step + "/" + std::to_string(who);
+}
 
 // Puts `value` at `key` whatever its version is: for a key only its writer owns (a daemon's
 // descriptor).

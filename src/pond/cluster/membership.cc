@@ -31,9 +31,12 @@ struct MnEntry {
   uint8_t rejoin;   // MnStatus::Rejoin; 0 unless alive
   uint8_t leaving;  // MnStatus::leaving; 0 unless alive and not rejoining
   uint8_t reserved;
+  uint16_t incarnation;  // MnStatus::incarnation
+  uint16_t reserved2;
 };
-static_assert(sizeof(MnEntry) == 4);
-static_assert(offsetof(MnEntry, rejoin) == 1 && offsetof(MnEntry, leaving) == 2);
+static_assert(sizeof(MnEntry) == 8);
+static_assert(offsetof(MnEntry, rejoin) == 1 && offsetof(MnEntry, leaving) == 2 &&
+              offsetof(MnEntry, incarnation) == 4);
 }  // namespace
 
 std::vector<std::byte> Configuration::Encode() const {
@@ -52,7 +55,7 @@ std::vector<std::byte> Configuration::Encode() const {
   }
   for (const MnStatus& mn : mns) {
     MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), static_cast<uint8_t>(mn.rejoin),
-              static_cast<uint8_t>(mn.leaving ? 1 : 0), 0};
+              static_cast<uint8_t>(mn.leaving ? 1 : 0), 0, mn.incarnation, 0};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -97,15 +100,18 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
     MnEntry e;
     std::memcpy(&e, mn_at + i * sizeof(e), sizeof(e));
     if (e.alive > 1) return Corruption("configuration MN entry has a bad alive flag");
-    if (e.rejoin > static_cast<uint8_t>(MnStatus::Rejoin::kFrozen) ||
+    if (e.rejoin > static_cast<uint8_t>(MnStatus::Rejoin::kSwitched) ||
         (e.rejoin != 0 && e.alive == 0)) {
       return Corruption("configuration MN entry has a bad rejoin state");
     }
     if (e.leaving > 1 || (e.leaving == 1 && (e.alive == 0 || e.rejoin != 0))) {
       return Corruption("configuration MN entry has a bad leaving flag");
     }
-    if (e.reserved != 0) return Corruption("configuration MN entry has reserved bytes set");
-    c.mns[i] = MnStatus{e.alive == 1, static_cast<MnStatus::Rejoin>(e.rejoin), e.leaving == 1};
+    if (e.reserved != 0 || e.reserved2 != 0) {
+      return Corruption("configuration MN entry has reserved bytes set");
+    }
+    c.mns[i] = MnStatus{e.alive == 1, static_cast<MnStatus::Rejoin>(e.rejoin), e.leaving == 1,
+                        e.incarnation};
   }
   return c;
 }

@@ -35,10 +35,14 @@ struct CnStatus {
 };
 
 struct MnStatus {
-  // A restarted MN rejoins in two steps (docs/recovery.md "MN restart"): it takes writes while
-  // its replicas are copied to it (kCopying), then carves for its groups stop while its lane
-  // cursors are brought into step (kFrozen); then it is up (kNone) and read like any replica.
-  enum class Rejoin : uint8_t { kNone = 0, kCopying = 1, kFrozen = 2 };
+  // A restarted MN rejoins in steps (docs/recovery.md "MN restart"): it takes writes while its
+  // replicas are copied to it (kCopying), then carves for its groups stop while its lane cursors
+  // are brought into step (kFrozen); then it is up (kNone) and read like any replica. Among CN
+  // daemons, which hear epochs at different times, two more come between: every CN holds its
+  // commits before their write-visible rounds (kGated), then every CN reads the MN, still
+  // holding them (kSwitched) — no commit is between those rounds while CNs disagree on which
+  // replica is read.
+  enum class Rejoin : uint8_t { kNone = 0, kCopying = 1, kFrozen = 2, kGated = 3, kSwitched = 4 };
   bool alive = true;
   Rejoin rejoin = Rejoin::kNone;  // kNone unless alive
   // Declared failed in a cluster of processes, where CNs hear epochs at different times
@@ -46,6 +50,9 @@ struct MnStatus {
   // stopped reading it; then an epoch marks it not alive and writes skip it. Only when alive
   // and not rejoining.
   bool leaving = false;
+  // One more at each restart (the replacement's blank memory): a restart asks to rejoin as the
+  // next one (directory.h MnJoinKey).
+  uint16_t incarnation = 0;
   friend bool operator==(const MnStatus&, const MnStatus&) = default;
 };
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
@@ -116,11 +123,16 @@ Status CheckConfigKey(const std::string& key);
 // names failed: down ones are skipped, leaving ones (declared, not yet down) written still and
 // read no more — as CnMembership::Apply does epoch by epoch.
 inline void ApplyMnStates(const Configuration& c, store::Placement& p) {
+  using R = MnStatus::Rejoin;
   for (uint16_t mn = 0; mn < c.mns.size(); mn++) {
-    if (!c.mns[mn].alive) {
+    const MnStatus& m = c.mns[mn];
+    if (!m.alive) {
       p.SetDown(mn);
-    } else if (c.mns[mn].leaving) {
+    } else if (m.leaving || m.rejoin == R::kCopying) {
       p.SetJoining(mn);
+    } else if (m.rejoin == R::kFrozen || m.rejoin == R::kGated) {
+      p.SetJoining(mn);
+      p.SetFrozen(mn);
     }
   }
 }

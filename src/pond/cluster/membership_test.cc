@@ -15,7 +15,8 @@ Configuration Three() {
   Configuration c;
   c.epoch = 4;
   c.cns = {CnStatus{true, 0}, CnStatus{false, 2, 3}, CnStatus{true, 1}};  // CN 1: failed by epoch 3
-  c.mns = {MnStatus{true}, MnStatus{false}, MnStatus{true, MnStatus::Rejoin::kFrozen}};
+  c.mns = {MnStatus{true}, MnStatus{false}, MnStatus{true, MnStatus::Rejoin::kFrozen},
+           MnStatus{.alive = true, .rejoin = MnStatus::Rejoin::kSwitched, .incarnation = 3}};
   c.tso_host = 2;  // CN 0 failed and came back; the oracle moved to CN 2
   return c;
 }
@@ -64,14 +65,17 @@ TEST(ConfigurationTest, MalformedBytesAreCorruptionNotACrash) {
   mn_alive[16 + 3 * 16] = std::byte{2};  // the first MN's alive flag, after three CN entries
   EXPECT_EQ(Configuration::Decode(mn_alive).status().code(), Code::kCorruption);
   std::vector<std::byte> rejoin = b;
-  rejoin[16 + 3 * 16 + 1] = std::byte{3};  // the first MN's rejoin state: 0, 1 or 2 only
+  rejoin[16 + 3 * 16 + 1] = std::byte{5};  // the first MN's rejoin state: 0 to 4 only
   EXPECT_EQ(Configuration::Decode(rejoin).status().code(), Code::kCorruption);
   std::vector<std::byte> dead_rejoining = b;
-  dead_rejoining[16 + 3 * 16 + 4 + 1] = std::byte{1};  // MN 1 is down: it cannot be rejoining
+  dead_rejoining[16 + 3 * 16 + 8 + 1] = std::byte{1};  // MN 1 is down: it cannot be rejoining
   EXPECT_EQ(Configuration::Decode(dead_rejoining).status().code(), Code::kCorruption);
   std::vector<std::byte> reserved = b;
-  reserved[16 + 3 * 16 + 2 * 4 + 3] = std::byte{1};
+  reserved[16 + 3 * 16 + 2 * 8 + 3] = std::byte{1};
   EXPECT_EQ(Configuration::Decode(reserved).status().code(), Code::kCorruption);
+  std::vector<std::byte> reserved2 = b;
+  reserved2[16 + 3 * 16 + 2 * 8 + 7] = std::byte{1};  // past the MN's incarnation
+  EXPECT_EQ(Configuration::Decode(reserved2).status().code(), Code::kCorruption);
   std::vector<std::byte> cn_reserved = b;
   cn_reserved[16 + 4] = std::byte{1};  // the first CN's reserved bytes
   EXPECT_EQ(Configuration::Decode(cn_reserved).status().code(), Code::kCorruption);

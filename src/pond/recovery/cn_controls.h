@@ -29,6 +29,14 @@ struct MembershipCounts {
   std::atomic<uint32_t> failures_undeclared{0};
 };
 
+// A piece of a rejoining MN's index to copy: buckets [first, end) of its sub-index `replica` of
+// table `table` (the keys for which it is replica `replica`).
+struct CopyUnit {
+  uint16_t table = 0;
+  uint8_t replica = 0;
+  uint64_t first = 0, end = 0;
+};
+
 class CnControls {
  public:
   virtual ~CnControls() = default;
@@ -64,6 +72,31 @@ class CnControls {
   // MN `mn` is read no more here (writes still reach it), or is down (writes skip it).
   virtual void StopReading(MnId mn) = 0;
   virtual void MarkDown(MnId mn) = 0;
+
+  // A restarted MN rejoining (docs/recovery.md "MN restart"): written, read no more, carves
+  // skip its cursors (MnJoining); carves for its groups refused as well (MnFrozen); read like any
+  // replica (MnUp).
+  virtual void MnJoining(MnId mn) = 0;
+  virtual void MnFrozen(MnId mn) = 0;
+  virtual void MnUp(MnId mn) = 0;
+  // A mark of the transactions this CN runs now; whether every one of them has ended (nullopt
+  // if the CN stopped).
+  virtual std::vector<uint64_t> TxnMark() = 0;
+  virtual std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) = 0;
+  // Copies `units` onto the rejoining `mn` from its readable replicas, on this CN's workers, in
+  // the background (each under its keys' locks: txn/rereplication.h); CopyResult is nullopt
+  // until they are all done, then the slots copied, or the first error (Unavailable: `mn` is
+  // not rejoining any more). A new StartCopy forgets the one before.
+  virtual void StartCopy(MnId mn, std::vector<CopyUnit> units) = 0;
+  virtual std::optional<Result<uint64_t>> CopyResult() = 0;
+  // Sets `mn`'s lane cursors in step with its groups' readable replicas, in the background
+  // (carves for them must be frozen everywhere); SyncResult is nullopt until done.
+  virtual void StartSync(MnId mn) = 0;
+  virtual std::optional<Status> SyncResult() = 0;
+  // Commits wait before their write-visible rounds while the gate is closed; how many are
+  // between those rounds now (nullopt if the CN stopped).
+  virtual void SetVisibleGate(bool closed) = 0;
+  virtual std::optional<size_t> CommitsMidVisible() = 0;
 
   // Releases every lock the dead CN's transactions hold in this CN's lock table and forgets
   // their requests (Lotus §6 step 1, after its logs are recovered). False if the CN stopped.

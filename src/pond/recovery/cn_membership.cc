@@ -28,8 +28,10 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
       beat_ep_(beat_ep),
       view_(std::move(view)),
       shards_(std::move(shards)),
-      returns_(o_.cluster, o_.cn, o_.shards, store, controls) {
+      returns_(o_.cluster, o_.cn, o_.shards, store, controls),
+      rejoins_(o_.cluster, o_.cn, store, controls) {
   beat_view_ = view_;
+  rejoins_.Start(view_);
   const uint64_t now = clock_.NowNs();
   cn_seen_.assign(o_.cns, Seen{0, now});
   mn_seen_.assign(o_.mns, Seen{0, now});
@@ -93,6 +95,7 @@ void CnMembership::CoordTick() {
   if (std::all_of(failures_.begin(), failures_.end(), [](const auto& f) { return f->opened; })) {
     returns_.Progress();
   }
+  rejoins_.Progress(view_);
 }
 
 void CnMembership::Renew() {
@@ -351,6 +354,11 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     if (was.alive && !was.leaving && (now.leaving || !now.alive)) {
       counts_.mns_failed++;
     }
+    if (!was.alive && now.alive) {
+      // A restarted MN let in: its beats count from now, as a restarted CN's do.
+      std::lock_guard lock(beat_mu_);
+      mn_seen_[mn] = Seen{0, clock_.NowNs()};
+    }
     if (was.alive && !now.alive) {
       controls_.MarkDown(static_cast<MnId>(mn));
       controls_.Event("MN " + std::to_string(mn) + " is down (epoch " + std::to_string(next.epoch) +
@@ -395,6 +403,8 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     controls_.Event("the timestamp oracle moves to CN " + std::to_string(next.tso_host));
     counts_.tso_moves++;
   }
+  // Restarted MNs on their way back: their placement and this CN's visible gate.
+  rejoins_.Apply(view_, next);
   counts_.epoch = next.epoch;
   // A restarted CN is a peer again: until told, the lock client would refuse every request for
   // a shard it manages and routed calls would not send to it — the shards it takes over at the
@@ -538,26 +548,43 @@ void CnMembership::Manage() {
     next.cns[c].alive = false;
     what.push_back("CN " + std::to_string(c) + " failed");
   }
+  using Rejoin = cluster::MnStatus::Rejoin;
+  // Without a full copy to read: down, leaving, or rejoining and not read yet.
+  auto unread = [](const cluster::MnStatus& s) {
+    return !s.alive || s.leaving || (s.rejoin != Rejoin::kNone && s.rejoin != Rejoin::kSwitched);
+  };
   int mns_down = 0;
-  for (const cluster::MnStatus& s : next.mns) mns_down += s.alive && !s.leaving ? 0 : 1;
+  for (const cluster::MnStatus& s : next.mns) mns_down += unread(s) ? 1 : 0;
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
     cluster::MnStatus& m = next.mns[mn];
     // An MN declared fails in two epochs: first nobody reads it (leaving), then, once every CN
     // has said so, writes skip it.
     if (m.alive && m.leaving) {
       if (MnUnreadByAll(mn)) {
-        m = cluster::MnStatus{false};
+        m = cluster::MnStatus{.alive = false, .incarnation = m.incarnation};
         what.push_back("MN " + std::to_string(mn) + " is down");
       }
       continue;
     }
     if (!m.alive || !MnExpired(mn)) continue;
+    if (unread(m)) {
+      // Failed again while rejoining, read by nobody: down at once (the rejoin is abandoned).
+      m = cluster::MnStatus{.alive = false, .incarnation = m.incarnation};
+      what.push_back("MN " + std::to_string(mn) + " failed while rejoining");
+      continue;
+    }
     // Every group keeps a copy: more than R-1 MNs down would lose data, so the declaration
     // waits (and writes to that MN's groups wait with it).
     if (mns_down + 1 > o_.replication - 1) continue;
+    m.rejoin = Rejoin::kNone;  // read by some CNs already (switched): it leaves as any MN
     m.leaving = true;
     mns_down++;
     what.push_back("MN " + std::to_string(mn) + " failed");
+  }
+  // Restarted MNs: let in, and moved on a step once every CN has done its part.
+  for (uint16_t mn : rejoins_.Pick(view_, &next, &what)) {
+    std::lock_guard lock(beat_mu_);
+    mn_seen_[mn] = Seen{0, clock_.NowNs()};
   }
   // Restarted CNs ask to come back; one is let in once its failure is recovered everywhere.
   for (uint16_t c = 0; c < next.cns.size(); c++) {

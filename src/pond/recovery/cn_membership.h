@@ -25,6 +25,9 @@
 //     lock in them is held in its table and says so (ReturnKey); the CM gives them back by an
 //     epoch, and the restarted CN opens them as it applies it. No shard is ever served by two CNs,
 //     and none is opened while a lock in it is held.
+//   - A restarted MN (blank, laid out from the catalog) asks to rejoin (MnJoinKey); the CM lets it
+//     in, and every CN copies its share of the MN's replicas onto it while transactions go on,
+//     until it is read like any replica again (mn_rejoin.h).
 //   - The coordination service unreachable: logged once, counted, and every step waits for it.
 //
 // Thread rules: two halves, each on one thread at a time. The beat half (BeatTick, RunQueued)
@@ -48,6 +51,7 @@
 #include "pond/cluster/log_recovery.h"
 #include "pond/cluster/membership.h"
 #include "pond/recovery/cn_controls.h"
+#include "pond/recovery/mn_rejoin.h"
 #include "pond/recovery/shard_return.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
@@ -195,6 +199,7 @@ class CnMembership {
   std::vector<std::unique_ptr<Failure>> failures_;
   std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
   ShardReturns returns_;                        // the coordination half's
+  MnRejoins rejoins_;                           // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;

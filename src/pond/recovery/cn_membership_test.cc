@@ -97,6 +97,25 @@ class TestControls final : public CnControls {
   uint16_t ShardHome(uint32_t s) const override { return static_cast<uint16_t>(s % 3); }
   void StopReading(MnId) override {}
   void MarkDown(MnId) override {}
+  void MnJoining(MnId mn) override { pool.SetJoining(mn); }
+  void MnFrozen(MnId mn) override { pool.SetFrozen(mn); }
+  void MnUp(MnId mn) override { pool.SetUp(mn); }
+  std::vector<uint64_t> TxnMark() override { return {++marks}; }
+  std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override {
+    return mark.empty() || mark[0] <= ended_through;
+  }
+  void StartCopy(MnId, std::vector<CopyUnit> units) override {
+    copies.push_back(units);
+    copy_result.reset();
+  }
+  std::optional<Result<uint64_t>> CopyResult() override { return copy_result; }
+  void StartSync(MnId) override {
+    syncs++;
+    sync_result.reset();
+  }
+  std::optional<Status> SyncResult() override { return sync_result; }
+  void SetVisibleGate(bool closed) override { gate_closed = closed; }
+  std::optional<size_t> CommitsMidVisible() override { return mid_visible; }
   bool ReleaseLocksOf(uint16_t dead) override {
     released.insert(dead);
     return true;
@@ -127,6 +146,15 @@ class TestControls final : public CnControls {
   uint16_t oracle = 0;
   std::vector<std::string> events;
   std::string fenced;
+  // MN rejoins: marks handed out, and through which one transactions have ended; the copies
+  // started and what the current one answers; syncs started and their answer; the gate.
+  uint64_t marks = 0, ended_through = 0;
+  std::vector<std::vector<CopyUnit>> copies;
+  std::optional<Result<uint64_t>> copy_result;
+  int syncs = 0;
+  std::optional<Status> sync_result;
+  bool gate_closed = false;
+  size_t mid_visible = 0;
 
  private:
   store::Catalog catalog_;

@@ -365,7 +365,10 @@ Task<Status> MvccTxn::Commit() {
     // an instant when no commit is between these rounds: else a reader could find the
     // timestamp there before the replica that was read so far has it (the Failover waits for
     // that instant, holding new commits here meanwhile).
-    while (w_.cluster().visible_gate_closed()) co_await w_.sched().SleepFor(kVisibleGatePollNs);
+    while (w_.cluster().visible_gate_closed() ||
+           w_.cn().visible_gate_closed.load(std::memory_order_acquire)) {
+      co_await w_.sched().SleepFor(kVisibleGatePollNs);
+    }
     w_.commits_mid_visible()++;
     mid_visible_ = true;
     PostVisible(writes, false);

@@ -24,15 +24,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       return InvalidArgument(which + "only crash-cn may be aimed at a commit step");
     }
     if (c.transport.sim_membership == "machine" &&
-        (f.kind == NodeFaultKind::kRestartMn || f.kind == NodeFaultKind::kPartitionCn ||
-         f.kind == NodeFaultKind::kHealCn)) {
+        (f.kind == NodeFaultKind::kPartitionCn || f.kind == NodeFaultKind::kHealCn)) {
       return InvalidArgument(
-          which +
-          std::string(f.kind == NodeFaultKind::kRestartMn
-                          ? "restart-mn"
-                          : (f.kind == NodeFaultKind::kPartitionCn ? "partition-cn" : "heal-cn")) +
-          ": the membership machine does not survive it yet (--membership "
-          "model does)");
+          which + std::string(f.kind == NodeFaultKind::kPartitionCn ? "partition-cn" : "heal-cn") +
+          ": the membership machine does not survive it yet (--membership model does)");
     }
     switch (f.kind) {
       case NodeFaultKind::kCrashCoord:

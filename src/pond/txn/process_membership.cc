@@ -175,6 +175,66 @@ void ProcessMembership::MarkDown(MnId mn) {
   cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetDown(mn); });
 }
 
+void ProcessMembership::MnJoining(MnId mn) {
+  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetJoining(mn); });
+}
+
+void ProcessMembership::MnFrozen(MnId mn) {
+  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetFrozen(mn); });
+}
+
+void ProcessMembership::MnUp(MnId mn) {
+  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetUp(mn); });
+}
+
+std::vector<uint64_t> ProcessMembership::TxnMark() {
+  std::vector<uint64_t> mark(cl_.cns_[cn_]->workers.size());
+  bool ok = true;
+  // Each worker writes its own slot on its own thread; OnWorkers returns once all have.
+  OnWorkers(
+      [&mark](WorkerContext& w) -> size_t {
+        mark[w.index()] = w.locks().next_floor();
+        return 0;
+      },
+      &ok);
+  return mark;
+}
+
+std::optional<bool> ProcessMembership::EndedSince(const std::vector<uint64_t>& mark) {
+  if (mark.empty()) return true;
+  bool ok = true;
+  const size_t behind = OnWorkers(
+      [&mark](WorkerContext& w) -> size_t { return w.locks().floor() < mark[w.index()] ? 1 : 0; },
+      &ok);
+  if (!ok) return std::nullopt;
+  return behind == 0;
+}
+
+void ProcessMembership::StartCopy(MnId, std::vector<recovery::CopyUnit>) {}
+
+std::optional<Result<uint64_t>> ProcessMembership::CopyResult() {
+  return Result<uint64_t>(Unavailable("CN daemons do not copy onto a restarted MN yet"));
+}
+
+void ProcessMembership::StartSync(MnId) {}
+
+std::optional<Status> ProcessMembership::SyncResult() {
+  return Unavailable("CN daemons do not bring a restarted MN's cursors into step yet");
+}
+
+void ProcessMembership::SetVisibleGate(bool closed) {
+  cl_.cns_[cn_]->visible_gate_closed.store(closed, std::memory_order_release);
+}
+
+std::optional<size_t> ProcessMembership::CommitsMidVisible() {
+  bool ok = true;
+  const size_t mid = OnWorkers(
+      [](WorkerContext& w) -> size_t { return static_cast<size_t>(w.commits_mid_visible()); },
+      &ok);
+  if (!ok) return std::nullopt;
+  return mid;
+}
+
 bool ProcessMembership::ReleaseLocksOf(uint16_t dead) {
   cl_.cns_[cn_]->locks.ReleaseAllOf(dead);
   bool ok = true;

@@ -58,6 +58,19 @@ class ProcessMembership final : public recovery::CnControls {
   uint16_t ShardHome(uint32_t s) const override;
   void StopReading(MnId mn) override;
   void MarkDown(MnId mn) override;
+  void MnJoining(MnId mn) override;
+  void MnFrozen(MnId mn) override;
+  void MnUp(MnId mn) override;
+  std::vector<uint64_t> TxnMark() override;
+  std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override;
+  // No MN daemon restarts yet (docs/recovery.md "What processes do not survive yet"), so no
+  // rejoin reaches these: they answer Unavailable.
+  void StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) override;
+  std::optional<Result<uint64_t>> CopyResult() override;
+  void StartSync(MnId mn) override;
+  std::optional<Status> SyncResult() override;
+  void SetVisibleGate(bool closed) override;
+  std::optional<size_t> CommitsMidVisible() override;
   bool ReleaseLocksOf(uint16_t dead) override;
   std::optional<size_t> LiveContacting(uint16_t dead) override;
   const store::Catalog& catalog() const override;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "pond/recovery/cn_controls.h"
 #include "pond/status.h"
 #include "pond/task.h"
 #include "pond/transport/gaddr.h"
@@ -22,13 +23,7 @@ namespace pond::txn {
 
 class WorkerContext;
 
-// A piece of a rejoining MN's index to copy: buckets [first, end) of its sub-index `replica` of
-// table `table` (the keys for which it is replica `replica`).
-struct CopyUnit {
-  uint16_t table = 0;
-  uint8_t replica = 0;
-  uint64_t first = 0, end = 0;
-};
+using recovery::CopyUnit;
 
 // Copies the unit onto `mn` from a readable replica of its group: every live slot (header, cells,
 // the records of valid cells, each record offset moved to `mn`'s lane), one bucket at a time,

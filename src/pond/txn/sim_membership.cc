@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <memory>
 #include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/cluster/directory.h"
 #include "pond/lock/lock_key.h"
 #include "pond/store/layout.h"
+#include "pond/txn/rereplication.h"
 #include "pond/txn/sim_driver.h"
 #include "pond/txn/worker_context.h"
 
@@ -141,6 +144,71 @@ class SimMembership::Controls final : public recovery::CnControls {
   uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
   void StopReading(MnId mn) override { Me().placement.SetJoining(mn); }
   void MarkDown(MnId mn) override { Me().placement.SetDown(mn); }
+  void MnJoining(MnId mn) override { Me().placement.SetJoining(mn); }
+  void MnFrozen(MnId mn) override { Me().placement.SetFrozen(mn); }
+  void MnUp(MnId mn) override { Me().placement.SetUp(mn); }
+  std::vector<uint64_t> TxnMark() override {
+    std::vector<uint64_t> mark;
+    for (auto& w : Me().workers) mark.push_back(w->locks().next_floor());
+    return mark;
+  }
+  std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override {
+    const auto& workers = Me().workers;
+    for (size_t i = 0; i < mark.size() && i < workers.size(); i++) {
+      if (workers[i]->locks().floor() < mark[i]) return false;
+    }
+    return true;
+  }
+  void StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) override {
+    // One copier per worker, taking units from one queue; the job outlives a crash of the CN
+    // (its coroutines are parked, not destroyed).
+    auto job = std::make_shared<CopyJob>();
+    job->todo.assign(units.begin(), units.end());
+    copy_ = job;
+    for (auto& wp : Me().workers) {
+      WorkerContext* w = wp.get();
+      job->running++;
+      w->sched().Spawn([](SimMembership* m, std::shared_ptr<CopyJob> job, WorkerContext* w,
+                          MnId mn) -> Task<void> {
+        while (!job->todo.empty() && job->error.ok()) {
+          const recovery::CopyUnit u = job->todo.front();
+          job->todo.pop_front();
+          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u);
+          if (!r.ok()) {
+            job->error = r.status();
+            break;
+          }
+          job->slots += *r;
+          m->mn_slots_copied_[mn] += *r;
+        }
+        job->running--;
+      }(&m_, job, w, mn));
+    }
+  }
+  std::optional<Result<uint64_t>> CopyResult() override {
+    if (copy_ == nullptr || copy_->running > 0) return std::nullopt;
+    if (!copy_->error.ok()) return Result<uint64_t>(copy_->error);
+    return Result<uint64_t>(copy_->slots);
+  }
+  void StartSync(MnId mn) override {
+    auto job = std::make_shared<SyncJob>();
+    sync_ = job;
+    WorkerContext* w = Me().workers.front().get();
+    w->sched().Spawn([](std::shared_ptr<SyncJob> job, WorkerContext* w, MnId mn) -> Task<void> {
+      job->status = co_await SyncLaneCursors(*w, mn);
+      job->done = true;
+    }(job, w, mn));
+  }
+  std::optional<Status> SyncResult() override {
+    if (sync_ == nullptr || !sync_->done) return std::nullopt;
+    return sync_->status;
+  }
+  void SetVisibleGate(bool closed) override { Me().visible_gate_closed = closed; }
+  std::optional<size_t> CommitsMidVisible() override {
+    size_t mid = 0;
+    for (auto& w : Me().workers) mid += static_cast<size_t>(w->commits_mid_visible());
+    return mid;
+  }
   bool ReleaseLocksOf(uint16_t dead) override {
     CnContext& me = Me();
     me.locks.ReleaseAllOf(dead);
@@ -179,11 +247,24 @@ class SimMembership::Controls final : public recovery::CnControls {
   }
 
  private:
+  struct CopyJob {
+    std::deque<recovery::CopyUnit> todo;
+    int running = 0;
+    uint64_t slots = 0;
+    Status error;
+  };
+  struct SyncJob {
+    bool done = false;
+    Status status;
+  };
+
   CnContext& Me() const { return *cl_.cns_[cn_]; }
 
   SimMembership& m_;
   ClusterImpl& cl_;
   const uint16_t cn_;
+  std::shared_ptr<CopyJob> copy_;
+  std::shared_ptr<SyncJob> sync_;
 };
 
 SimMembership::SimMembership(ClusterImpl& cl)
@@ -192,6 +273,7 @@ SimMembership::SimMembership(ClusterImpl& cl)
       store_(std::make_unique<Store>(*this, base_)),
       nodes_(cl.config().cns),
       mn_crashed_(cl.config().mns, false),
+      mn_slots_copied_(cl.config().mns, 0),
       queued_(cl.config().cns),
       step_aims_(cl.config().cns) {}
 
@@ -229,6 +311,8 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       if (step != CommitStep::kNone) AimCrash(node, step);
       if (kind == NodeFaultKind::kCrashMn) {
         CrashMn(node);
+      } else if (kind == NodeFaultKind::kRestartMn) {
+        RestartMn(node);
       } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
         SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
@@ -365,9 +449,23 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
       }
     }
   }
+  using Rejoin = cluster::MnStatus::Rejoin;
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
     const cluster::MnStatus& was = before.mns[mn];
     const cluster::MnStatus& is = next.mns[mn];
+    // A rejoin's milestones, on the MN's latest failure.
+    FailoverStats::MnFailure* latest = nullptr;
+    for (FailoverStats::MnFailure& m : mn_failures_) {
+      if (m.mn == mn) latest = &m;
+    }
+    if (latest != nullptr && is.alive) {
+      if (!was.alive && is.rejoin == Rejoin::kCopying) latest->copy_start_ns = now;
+      if (was.rejoin == Rejoin::kCopying && is.rejoin == Rejoin::kFrozen) latest->copied_ns = now;
+      if (was.rejoin != Rejoin::kNone && is.rejoin == Rejoin::kNone && !is.leaving) {
+        latest->readable_ns = now;
+        latest->slots_copied = mn_slots_copied_[mn];
+      }
+    }
     if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
     POND_CHECK_MSG(mn_crashed_[mn], "the membership machine declared an MN that is running");
     for (FailoverStats::MnFailure& m : mn_failures_) {
@@ -436,8 +534,15 @@ bool SimMembership::Idle() const {
     const Node* owner = nodes_[cl_.shard_map_.CnOf(s)].get();
     if (owner != nullptr && !owner->crashed && !cl_.cns_[owner->cn]->locks.Manages(s)) return false;
   }
+  if (mn_restarts_waiting_ > 0) return false;
   for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
-    if (mn_crashed_[mn] && !config_.mns.empty() && config_.mns[mn].alive) return false;
+    if (config_.mns.empty()) break;
+    const cluster::MnStatus& m = config_.mns[mn];
+    if (mn_crashed_[mn] && m.alive) return false;
+    // Restarted: until it is let in and read like any replica.
+    if (!mn_crashed_[mn] && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
+      return false;
+    }
   }
   return true;
 }
@@ -581,6 +686,35 @@ void SimMembership::CrashMn(MnId mn) {
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
   mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_});
+}
+
+void SimMembership::RestartMn(MnId mn) {
+  // As an MN daemon does: not before its failure is declared (the configuration names it down,
+  // so no CN writes its memory any more), then blank memory laid out from the catalog, its beat,
+  // and its request to rejoin as the next incarnation — tried again while the coordination
+  // service is down.
+  const bool declared = !config_.mns.empty() && !config_.mns[mn].alive;
+  Status asked = Status::Ok();
+  if (declared) {
+    if (mn_crashed_[mn]) {
+      mn_crashed_[mn] = false;
+      cl_.sim_fabric_->RestartMn(mn);
+      store::RestoreRegion(cl_.fabric_->region(mn), cl_.catalog_, mn);
+      for (FailoverStats::MnFailure& m : mn_failures_) {
+        if (m.mn == mn) m.restart_ns = engine_.now() - base_ns_;  // its latest failure's
+      }
+    }
+    const std::string inc = std::to_string(config_.mns[mn].incarnation + 1);
+    asked = cluster::PutOwned(
+        *store_, cluster::MnJoinKey(kClusterName, mn),
+        std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
+  }
+  if (declared && asked.ok()) return;
+  mn_restarts_waiting_++;
+  engine_.At(engine_.now() + kRetryNs, [this, mn, gen = generation_] {
+    mn_restarts_waiting_--;
+    if (gen == generation_) RestartMn(mn);
+  });
 }
 
 FailoverStats SimMembership::Stats() const {

@@ -4,9 +4,9 @@
 // (TransportConfig::sim_membership "machine"; docs/recovery.md "One machine").
 //
 // What the simulator supplies is what a daemon's process would:
-//   - the coordination service: one in-memory store every CN reaches at once (no latency, no
-//     outage yet), through a wrapper that watches each configuration put — the fencing rule is
-//     checked there: a CN declared failed has stopped serving;
+//   - the coordination service: one in-memory store every CN reaches at once (no latency), down
+//     from crash-coord to restart-coord, through a wrapper that watches each configuration put —
+//     the fencing rule is checked there: a CN declared failed has stopped serving;
 //   - the lease pages: in the memory pool, written and read by each CN's machine over its own
 //     endpoint (a core of its own, beside the workers'), and each MN's own beat, counted up by
 //     the MN's CPU every period;
@@ -15,11 +15,13 @@
 //     CN applies is seen by all at once (the model does the same);
 //   - the faults: crash-cn (at a time, or at a commit step), restart-cn (the CN starts as a
 //     daemon does: recovery/cn_start.h, as a new incarnation once its old one is declared
-//     failed, let back in by the configuration manager), crash-mn. A CN that fences itself is
-//     crashed and restarts, as a daemon's supervisor would restart it.
+//     failed, let back in by the configuration manager, its shards then coming home), crash-mn,
+//     restart-mn (blank memory laid out from the catalog once the MN is declared down, its beat,
+//     and its request to rejoin: the machines copy its replicas back, recovery/mn_rejoin.h). A CN
+//     that fences itself is crashed and restarts, as a daemon's supervisor would restart it.
 //
-// Not yet: restart-mn (re-replication) and partitions, which the model (failover.h) survives;
-// ValidateNodeFaults refuses them with this machine. Restarted CNs do not take their shards home.
+// Not yet: partitions, which the model (failover.h) survives; ValidateNodeFaults refuses them
+// with this machine.
 //
 // Thread rules: the simulator's thread only.
 #pragma once
@@ -88,6 +90,7 @@ class SimMembership final : public SimFaults {
   // False if it must wait.
   bool Restart(uint16_t cn);
   void CrashMn(MnId mn);
+  void RestartMn(MnId mn);
   // crash-coord (true) and restart-coord (false).
   void SetCoordinationDown(bool down);
 
@@ -111,6 +114,8 @@ class SimMembership final : public SimFaults {
   };
   std::vector<Failure> failures_;
   std::vector<bool> mn_crashed_;
+  std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
+  int mn_restarts_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;
 

@@ -210,6 +210,9 @@ class CnContext {
   // cluster's (ClusterImpl::placement_, shard_map_).
   store::Placement placement;
   lock::ShardMap shard_map;
+  // This CN's commits wait before their write-visible rounds while a restarted MN becomes read
+  // (recovery/mn_rejoin.h); its workers read it, its membership sets it.
+  std::atomic<bool> visible_gate_closed{false};
 };
 
 // A Run's clients, kept while it goes on so that a restarted CN's new workers run them too.
