@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -95,8 +96,8 @@ class TestControls final : public CnControls {
     return n;
   }
   uint16_t ShardHome(uint32_t s) const override { return static_cast<uint16_t>(s % 3); }
-  void StopReading(MnId) override {}
-  void MarkDown(MnId) override {}
+  void StopReading(MnId mn) override { pool.SetJoining(mn); }
+  void MarkDown(MnId mn) override { pool.SetDown(mn); }
   void MnJoining(MnId mn) override { pool.SetJoining(mn); }
   void MnFrozen(MnId mn) override { pool.SetFrozen(mn); }
   void MnUp(MnId mn) override { pool.SetUp(mn); }
@@ -173,11 +174,12 @@ class CnMembershipTest : public ::testing::Test {
   };
 
   void SetUp() override {
-    fabric_ = LocalFabric::Create(1, kRegionBytes).value();
+    fabric_ = LocalFabric::Create(mns_, kRegionBytes).value();
     cluster::Configuration c;
     c.epoch = 1;
     c.cns.assign(3, cluster::CnStatus{});
-    c.mns.assign(1, cluster::MnStatus{});
+    c.mns.assign(mns_, cluster::MnStatus{});
+    for (uint16_t mn : mns_down_) c.mns[mn].alive = false;
     std::vector<uint16_t> owners(kShards);
     for (uint32_t s = 0; s < kShards; s++) owners[s] = static_cast<uint16_t>(s % 3);
     ASSERT_TRUE(cluster::WriteShardMap(store_, kCluster, 1, owners).ok());
@@ -200,7 +202,8 @@ class CnMembershipTest : public ::testing::Test {
         cluster::ReadShardMap(store_, kCluster, view.epoch, kShards).value();
     auto n = std::make_unique<Node>();
     n->cn = cn;
-    n->controls = std::make_unique<TestControls>(owners, 1);
+    n->controls = std::make_unique<TestControls>(owners, mns_);
+    cluster::ApplyMnStates(view, n->controls->pool);
     n->sched = std::make_unique<Scheduler>(clock_);
     n->ep = fabric_->CreateEndpoint(WorkerAddr{cn, static_cast<uint16_t>(1000 + incarnation)},
                                     *n->sched);
@@ -208,7 +211,7 @@ class CnMembershipTest : public ::testing::Test {
                         .cn = cn,
                         .incarnation = incarnation,
                         .cns = 3,
-                        .mns = 1,
+                        .mns = mns_,
                         .workers_per_cn = kWorkers,
                         .replication = 1,
                         .lease_ns = kLeaseNs,
@@ -236,8 +239,12 @@ class CnMembershipTest : public ::testing::Test {
   // run until it has nothing left to do (local transport: every batch completes at once).
   void Period() {
     clock_.Advance(kLeaseNs / 10);
-    auto* page = reinterpret_cast<store::LeasePage*>(fabric_->region(0) + store::kLeasePageOffset);
-    page->mn_beat++;
+    for (uint16_t mn = 0; mn < mns_; mn++) {
+      if (mns_stopped_.count(mn)) continue;
+      auto* page =
+          reinterpret_cast<store::LeasePage*>(fabric_->region(mn) + store::kLeasePageOffset);
+      page->mn_beat++;
+    }
     for (auto& n : nodes_) {
       if (!n->running || n->machine->fenced()) continue;
       n->machine->BeatTick();
@@ -271,6 +278,9 @@ class CnMembershipTest : public ::testing::Test {
     return store_.Has(cluster::FailureStepKey(kCluster, epoch, failed, step, who));
   }
 
+  // The pool: its MNs, those the first configuration names down, and those that beat no more.
+  uint16_t mns_ = 1;
+  std::set<uint16_t> mns_down_, mns_stopped_;
   ManualClock clock_{1'000'000'000};
   TestStore store_;
   std::unique_ptr<LocalFabric> fabric_;
@@ -634,6 +644,128 @@ TEST_F(CnMembershipTest, ACnPausedPastItsLeaseFencesAndActsNoMore) {
   EXPECT_NE(node(0).controls->fenced.find("no renewal reached any MN"), std::string::npos)
       << node(0).controls->fenced;
   EXPECT_TRUE(node(0).controls->applied.empty()) << "a fenced CN applied an epoch";
+}
+
+// Three MNs, MN 2 down from the start (its replicas served by the others), to be restarted.
+class MnRejoinTest : public CnMembershipTest {
+ protected:
+  MnRejoinTest() {
+    mns_ = 3;
+    mns_down_ = {2};
+    mns_stopped_ = {2};
+  }
+  // MN 2's replacement, blank and laid out, asks to rejoin as `incarnation`.
+  void AskToRejoin(uint16_t incarnation) {
+    mns_stopped_.erase(2);
+    const std::string text = std::to_string(incarnation);
+    std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
+    EXPECT_TRUE(
+        cluster::PutOwned(store_, cluster::MnJoinKey(kCluster, 2), bytes).ok());
+  }
+  cluster::MnStatus::Rejoin State() const { return store_.Config().mns[2].rejoin; }
+  bool Everyone(const std::function<bool(TestControls&)>& f) {
+    for (auto& n : nodes_) {
+      if (n->running && !f(*n->controls)) return false;
+    }
+    return true;
+  }
+};
+
+TEST_F(MnRejoinTest, ARestartedMnIsCopiedFrozenGatedSwitchedAndUpStepByStep) {
+  using R = cluster::MnStatus::Rejoin;
+  Periods(3);
+  EXPECT_FALSE(store_.Config().mns[2].alive);
+  AskToRejoin(1);
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[2].alive; }, 10));
+  EXPECT_EQ(State(), R::kCopying);
+  EXPECT_EQ(store_.Config().mns[2].incarnation, 1);
+  Period();
+  EXPECT_TRUE(Everyone([](TestControls& c) { return c.pool.IsJoining(2) && !c.pool.IsDown(2); }))
+      << "written, not read";
+  // Each CN waits out its transactions from before the epoch; no copy starts until all have.
+  node(0).controls->ended_through = 1;
+  node(1).controls->ended_through = 1;
+  Periods(5);
+  EXPECT_TRUE(Everyone([](TestControls& c) { return c.copies.empty(); }))
+      << "a copy started while CN 2 still ran transactions that skip the MN";
+  node(2).controls->ended_through = 1;
+  ASSERT_TRUE(Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); },
+                    10));
+  // Copied on two CNs of three: not frozen yet.
+  node(0).controls->copy_result = Result<uint64_t>(uint64_t{5});
+  node(1).controls->copy_result = Result<uint64_t>(uint64_t{5});
+  Periods(5);
+  EXPECT_EQ(State(), R::kCopying);
+  node(2).controls->copy_result = Result<uint64_t>(uint64_t{5});
+  ASSERT_TRUE(Until([&] { return State() == R::kFrozen; }, 10));
+  // Frozen: carves refused; the cursors are set once every CN's transactions from before ended.
+  Period();
+  EXPECT_TRUE(Everyone([](TestControls& c) { return c.pool.CarveFrozen(2); }));
+  Periods(3);
+  EXPECT_EQ(node(0).controls->syncs, 0) << "synced before the CNs' carves in flight ended";
+  for (auto& n : nodes_) n->controls->ended_through = 2;
+  ASSERT_TRUE(Until([&] { return node(0).controls->syncs == 1; }, 10));
+  EXPECT_EQ(State(), R::kFrozen);
+  // Gated next: every CN holds its commits before write-visible; one still has a commit between
+  // the rounds, so nobody reads the MN yet.
+  node(1).controls->mid_visible = 1;
+  node(0).controls->sync_result = Status::Ok();
+  ASSERT_TRUE(Until([&] { return State() == R::kGated; }, 10));
+  Periods(3);
+  EXPECT_TRUE(Everyone([](TestControls& c) { return c.gate_closed && !c.pool.Readable(2); }));
+  EXPECT_EQ(State(), R::kGated);
+  node(1).controls->mid_visible = 0;
+  ASSERT_TRUE(Until([&] { return State() == R::kSwitched; }, 10));
+  Period();
+  EXPECT_TRUE(Everyone([](TestControls& c) { return c.gate_closed && c.pool.Readable(2); }))
+      << "switched: read, commits still held";
+  ASSERT_TRUE(Until([&] { return State() == R::kNone; }, 10));
+  Period();
+  EXPECT_TRUE(Everyone([](TestControls& c) {
+    return !c.gate_closed && c.pool.Readable(2) && !c.pool.CarveFrozen(2) &&
+           c.Said("MN 2 is back as incarnation 1") == 1;
+  }));
+}
+
+TEST_F(MnRejoinTest, SharesAreDealtAgainWhenACnFailsMidCopy) {
+  using R = cluster::MnStatus::Rejoin;
+  Periods(3);
+  AskToRejoin(1);
+  for (auto& n : nodes_) n->controls->ended_through = 1;
+  ASSERT_TRUE(Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); },
+                    20));
+  node(0).controls->copy_result = Result<uint64_t>(uint64_t{1});
+  node(2).running = false;  // dies with its share half copied
+  ASSERT_TRUE(Until([&] { return !store_.Config().cns[2].alive; }, 30));
+  // The survivors copy again, dealt over the two of them; only then is the MN copied.
+  ASSERT_TRUE(Until(
+      [&] { return node(0).controls->copies.size() == 2 && node(1).controls->copies.size() == 2; },
+      20));
+  EXPECT_EQ(State(), R::kCopying);
+  node(0).controls->copy_result = Result<uint64_t>(uint64_t{1});
+  node(1).controls->copy_result = Result<uint64_t>(uint64_t{1});
+  ASSERT_TRUE(Until([&] { return State() == R::kFrozen; }, 20));
+}
+
+TEST_F(MnRejoinTest, AnMnThatFailsAgainWhileRejoiningIsDownAtOnceAndMayRestartAgain) {
+  using R = cluster::MnStatus::Rejoin;
+  Periods(3);
+  AskToRejoin(1);
+  ASSERT_TRUE(Until([&] { return State() == R::kCopying; }, 10));
+  mns_stopped_.insert(2);  // its beat stops: read by nobody, it goes down in one epoch
+  ASSERT_TRUE(Until([&] { return !store_.Config().mns[2].alive; }, 30));
+  EXPECT_EQ(store_.Config().mns[2].incarnation, 1) << "the incarnation stays with the MN";
+  Period();
+  EXPECT_TRUE(Everyone([](TestControls& c) {
+    return c.pool.IsDown(2) && !c.gate_closed && c.Said("MN 2 failed while rejoining (epoch") == 1;
+  }));
+  // The old request does not let it in again; the next incarnation's does.
+  Periods(5);
+  EXPECT_FALSE(store_.Config().mns[2].alive);
+  AskToRejoin(2);
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[2].alive; }, 10));
+  EXPECT_EQ(store_.Config().mns[2].incarnation, 2);
+  EXPECT_EQ(State(), R::kCopying);
 }
 
 }  // namespace
