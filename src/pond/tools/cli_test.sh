@@ -422,6 +422,13 @@ if "$pond" $machine >"$tmp/out" 2>&1 && grep -q "^exercised *1 CN crash, 1 CN re
 else
   echo "FAIL sim --membership machine"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi
+machine_mn="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-mn:1@1ms,restart-mn:1@3ms"
+if "$pond" $machine_mn >"$tmp/out" 2>&1 && grep -q "1 MN restart (1 readable again)" "$tmp/out" &&
+   grep -q "^money check  ok" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
+  echo "ok   sim --membership machine brings a restarted MN back to R copies"
+else
+  echo "FAIL sim --membership machine restart-mn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
+fi
 if "$pond" sim tpcc --help >"$tmp/out" 2>&1 && grep -q -- --warehouses "$tmp/out" &&
    grep -q -- --order-room "$tmp/out"; then
   echo "ok   sim tpcc --help"

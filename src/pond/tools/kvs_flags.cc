@@ -71,8 +71,8 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
         ->capture_default_str();
     cmd->add_option("--membership", c->transport.sim_membership,
                     "what recovers from --faults: model (the simulator's own; every fault kind) "
-                    "or machine (the pond cn daemons' membership machine; no restart-mn or "
-                    "partitions yet); docs/recovery.md")
+                    "or machine (the pond cn daemons' membership machine; no partitions "
+                    "yet); docs/recovery.md")
         ->check(CLI::IsMember({"model", "machine"}))
         ->capture_default_str();
   }
