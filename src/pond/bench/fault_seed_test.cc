@@ -14,6 +14,7 @@
 
 #include "pond/bench/report.h"
 #include "pond/bench/run_faults.h"
+#include "pond/bench/seed_runs.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
 #include "pond/txn/failover.h"
@@ -21,40 +22,8 @@
 namespace pond::bench {
 namespace {
 
-struct SeedRange {
-  uint64_t first, count;
-};
-
 SeedRange Seeds(uint64_t default_count) {
-  if (const char* one = std::getenv("POND_FAULT_SEED")) {
-    return {std::strtoull(one, nullptr, 10), 1};
-  }
-  if (const char* n = std::getenv("POND_FAULT_SEEDS")) return {1, std::strtoull(n, nullptr, 10)};
-  return {1, default_count};
-}
-
-// What recovers from the faults: the simulator's model, or the daemons' membership machine
-// (TransportConfig::sim_membership).
-RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed,
-                     const std::string& membership = "model") {
-  RunOptions o;
-  o.cluster.transport.sim_membership = membership;
-  o.cluster.protocol = ProtocolByName(protocol).value();
-  o.cluster.mns = 3;
-  o.cluster.cns = 5;
-  o.cluster.workers_per_cn = 2;
-  o.cluster.replication = 3;
-  o.cluster.versions = 2;
-  o.cluster.isolation = iso;
-  o.cluster.region_mib = 64;
-  o.cluster.lock_buckets = 1 << 12;
-  o.cluster.vt_cache_entries = 1 << 12;
-  o.cluster.addr_cache_entries = 1 << 14;
-  o.cluster.seed = seed;
-  o.coros = 3;
-  o.seconds = 0.008;
-  o.sim = Testbed{};
-  return o;
+  return SeedsFromEnv("POND_FAULT_SEED", "POND_FAULT_SEEDS", default_count);
 }
 
 std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,

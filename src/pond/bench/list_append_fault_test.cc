@@ -7,47 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "pond/bench/list_append.h"
 #include "pond/bench/run_faults.h"
+#include "pond/bench/seed_runs.h"
 
 namespace pond::bench {
 namespace {
 
-struct SeedRange {
-  uint64_t first, count;
-};
-
 SeedRange Seeds(uint64_t default_count) {
-  if (const char* one = std::getenv("POND_FAULT_SEED")) {
-    return {std::strtoull(one, nullptr, 10), 1};
-  }
-  if (const char* n = std::getenv("POND_FAULT_SEEDS")) return {1, std::strtoull(n, nullptr, 10)};
-  return {1, default_count};
-}
-
-RunOptions FaultyRun(uint64_t seed, const std::string& membership) {
-  RunOptions o;
-  o.cluster.transport.sim_membership = membership;
-  o.cluster.protocol = ProtocolByName("lotus").value();
-  o.cluster.mns = 3;
-  o.cluster.cns = 5;
-  o.cluster.workers_per_cn = 2;
-  o.cluster.replication = 3;
-  o.cluster.versions = 2;
-  o.cluster.isolation = Isolation::kSerializable;
-  o.cluster.region_mib = 64;
-  o.cluster.lock_buckets = 1 << 12;
-  o.cluster.vt_cache_entries = 1 << 12;
-  o.cluster.addr_cache_entries = 1 << 14;
-  o.cluster.seed = seed;
-  o.coros = 3;
-  o.seconds = 0.008;  // virtual: the run's end, and the horizon faults are drawn over
-  o.record = true;
-  o.sim = Testbed{};
-  return o;
+  return SeedsFromEnv("POND_FAULT_SEED", "POND_FAULT_SEEDS", default_count);
 }
 
 ListAppendOptions Plans(uint64_t seed) {
@@ -74,7 +44,8 @@ void RunFaultSeeds(const std::string& membership, uint64_t default_seeds) {
   const SeedRange r = Seeds(default_seeds);
   uint64_t cn_crashes = 0, txns = 0, seeds_with_info = 0, committed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    RunOptions o = FaultyRun(seed, membership);
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed, membership);
+    o.record = true;
     ListAppendWorkload w(Plans(seed));
     ASSERT_TRUE(ValidateRun(w, o).ok());
     ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());

@@ -15,20 +15,15 @@
 #include <string>
 
 #include "pond/bench/list_append.h"
+#include "pond/bench/seed_runs.h"
 #include "pond/bench/smallbank.h"
 #include "pond/check/checker.h"
 
 namespace pond::bench {
 namespace {
 
-struct SeedRange {
-  uint64_t first, count;
-};
-
 SeedRange Seeds(uint64_t default_count) {
-  if (const char* one = std::getenv("POND_SIM_SEED")) return {std::strtoull(one, nullptr, 10), 1};
-  if (const char* n = std::getenv("POND_SIM_SEEDS")) return {1, std::strtoull(n, nullptr, 10)};
-  return {1, default_count};
+  return SeedsFromEnv("POND_SIM_SEED", "POND_SIM_SEEDS", default_count);
 }
 
 // A small simulated cluster for one seed: few versions, so recycling and "snapshot too old"

@@ -121,7 +121,8 @@ Status CheckConfigKey(const std::string& key);
 
 // A CN starting from configuration `c` (or following it) marks in its placement `p` the MNs `c`
 // names failed: down ones are skipped, leaving ones (declared, not yet down) written still and
-// read no more — as CnMembership::Apply does epoch by epoch.
+// read no more, rejoining ones as their state says (recovery/mn_rejoin.h), the others up — as
+// CnMembership::Apply does epoch by epoch.
 inline void ApplyMnStates(const Configuration& c, store::Placement& p) {
   using R = MnStatus::Rejoin;
   for (uint16_t mn = 0; mn < c.mns.size(); mn++) {
@@ -133,6 +134,8 @@ inline void ApplyMnStates(const Configuration& c, store::Placement& p) {
     } else if (m.rejoin == R::kFrozen || m.rejoin == R::kGated) {
       p.SetJoining(mn);
       p.SetFrozen(mn);
+    } else {
+      p.SetUp(mn);  // up, or back from a rejoin (a copy that follows epochs, as the simulator's)
     }
   }
 }

@@ -76,6 +76,9 @@ class CnControls {
   // A restarted MN rejoining (docs/recovery.md "MN restart"): written, read no more, carves
   // skip its cursors (MnJoining); carves for its groups refused as well (MnFrozen); read like any
   // replica (MnUp).
+  // MN `mn` restarted as incarnation `incarnation`, a new process: this CN reaches it where it
+  // now serves (what it published), before anything is written to it.
+  virtual Status ReachRestartedMn(MnId mn, uint16_t incarnation) = 0;
   virtual void MnJoining(MnId mn) = 0;
   virtual void MnFrozen(MnId mn) = 0;
   virtual void MnUp(MnId mn) = 0;
@@ -89,8 +92,9 @@ class CnControls {
   // not rejoining any more). A new StartCopy forgets the one before.
   virtual void StartCopy(MnId mn, std::vector<CopyUnit> units) = 0;
   virtual std::optional<Result<uint64_t>> CopyResult() = 0;
-  // Sets `mn`'s lane cursors in step with its groups' readable replicas, in the background
-  // (carves for them must be frozen everywhere); SyncResult is nullopt until done.
+  // Lays out `mn`'s superblock and catalog from this CN's catalog (a replacement's memory is
+  // blank), then sets its lane cursors in step with its groups' readable replicas, in the
+  // background (carves for them must be frozen everywhere); SyncResult is nullopt until done.
   virtual void StartSync(MnId mn) = 0;
   virtual std::optional<Status> SyncResult() = 0;
   // Commits wait before their write-visible rounds while the gate is closed; how many are

@@ -98,6 +98,10 @@ class TestControls final : public CnControls {
   uint16_t ShardHome(uint32_t s) const override { return static_cast<uint16_t>(s % 3); }
   void StopReading(MnId mn) override { pool.SetJoining(mn); }
   void MarkDown(MnId mn) override { pool.SetDown(mn); }
+  Status ReachRestartedMn(MnId mn, uint16_t incarnation) override {
+    reached_mns.emplace_back(mn, incarnation);
+    return Status::Ok();
+  }
   void MnJoining(MnId mn) override { pool.SetJoining(mn); }
   void MnFrozen(MnId mn) override { pool.SetFrozen(mn); }
   void MnUp(MnId mn) override { pool.SetUp(mn); }
@@ -149,6 +153,7 @@ class TestControls final : public CnControls {
   std::string fenced;
   // MN rejoins: marks handed out, and through which one transactions have ended; the copies
   // started and what the current one answers; syncs started and their answer; the gate.
+  std::vector<std::pair<MnId, uint16_t>> reached_mns;
   uint64_t marks = 0, ended_through = 0;
   std::vector<std::vector<CopyUnit>> copies;
   std::optional<Result<uint64_t>> copy_result;
@@ -680,8 +685,10 @@ TEST_F(MnRejoinTest, ARestartedMnIsCopiedFrozenGatedSwitchedAndUpStepByStep) {
   EXPECT_EQ(State(), R::kCopying);
   EXPECT_EQ(store_.Config().mns[2].incarnation, 1);
   Period();
-  EXPECT_TRUE(Everyone([](TestControls& c) { return c.pool.IsJoining(2) && !c.pool.IsDown(2); }))
-      << "written, not read";
+  EXPECT_TRUE(Everyone([](TestControls& c) {
+    return c.pool.IsJoining(2) && !c.pool.IsDown(2) &&
+           c.reached_mns == std::vector<std::pair<MnId, uint16_t>>{{2, 1}};
+  })) << "written, not read, at its new process";
   // Each CN waits out its transactions from before the epoch; no copy starts until all have.
   node(0).controls->ended_through = 1;
   node(1).controls->ended_through = 1;

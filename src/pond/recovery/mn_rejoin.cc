@@ -44,7 +44,13 @@ void MnRejoins::Gate() {
 
 void MnRejoins::Enter(uint16_t mn, const cluster::MnStatus& m, bool fresh) {
   Part& p = parts_[mn];
-  if (p.incarnation != m.incarnation) p = Part{.incarnation = m.incarnation};
+  if (p.incarnation != m.incarnation || p.state == State::kNone) {
+    p = Part{.incarnation = m.incarnation};
+    // A new process: reached where it serves now, before this CN writes to it.
+    if (Status s = controls_.ReachRestartedMn(static_cast<MnId>(mn), m.incarnation); !s.ok()) {
+      controls_.Event("cannot reach restarted MN " + std::to_string(mn) + ": " + s.message());
+    }
+  }
   p.state = m.rejoin;
   p.done = false;
   p.syncing = false;

@@ -8,6 +8,7 @@
 #include "pond/lock/lock_key.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
+#include "pond/txn/rereplication.h"
 #include "pond/txn/serving.h"
 #include "pond/txn/worker_context.h"
 
@@ -210,16 +211,77 @@ std::optional<bool> ProcessMembership::EndedSince(const std::vector<uint64_t>& m
   return behind == 0;
 }
 
-void ProcessMembership::StartCopy(MnId, std::vector<recovery::CopyUnit>) {}
-
-std::optional<Result<uint64_t>> ProcessMembership::CopyResult() {
-  return Result<uint64_t>(Unavailable("CN daemons do not copy onto a restarted MN yet"));
+Status ProcessMembership::ReachRestartedMn(MnId mn, uint16_t incarnation) {
+  // Its new process published where it serves before it asked to rejoin.
+  Result<cluster::Versioned> d = cl_.coord_->Get(cluster::MnKey(cl_.config().transport.cluster, mn));
+  if (!d.ok()) return d.status();
+  Result<ucx::MnDescriptor> desc = ucx::MnDescriptor::Decode(d->value);
+  if (!desc.ok()) return desc.status();
+  if (desc->mn != mn) return Corruption("MN " + std::to_string(mn) + "'s key names another MN");
+  auto* fabric = dynamic_cast<ucx::UcxFabric*>(cl_.fabric_.get());
+  POND_CHECK_MSG(fabric != nullptr, "a CN process runs over UCX");
+  Status replaced = fabric->ReplaceMn(*desc);
+  if (replaced.ok()) {
+    Event("reaching MN " + std::to_string(mn) + " as incarnation " + std::to_string(incarnation));
+  }
+  return replaced;
 }
 
-void ProcessMembership::StartSync(MnId) {}
+void ProcessMembership::StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) {
+  auto job = std::make_shared<CopyJob>();
+  job->todo.assign(units.begin(), units.end());
+  CnContext& me = *cl_.cns_[cn_];
+  job->running = static_cast<int>(me.workers.size());
+  copy_ = job;
+  for (auto& w : me.workers) {
+    cl_.PostTo(*w, [job, mn](WorkerContext& w) {
+      w.sched().Spawn([](std::shared_ptr<CopyJob> job, WorkerContext* w, MnId mn) -> Task<void> {
+        for (;;) {
+          recovery::CopyUnit u;
+          {
+            std::lock_guard lock(job->mu);
+            if (job->todo.empty() || !job->error.ok()) break;
+            u = job->todo.front();
+            job->todo.pop_front();
+          }
+          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u);
+          if (!r.ok()) {
+            std::lock_guard lock(job->mu);
+            if (job->error.ok()) job->error = r.status();
+            break;
+          }
+          job->slots += *r;
+        }
+        job->running--;
+      }(job, &w, mn));
+    });
+  }
+}
+
+std::optional<Result<uint64_t>> ProcessMembership::CopyResult() {
+  if (copy_ == nullptr || copy_->running.load() > 0) return std::nullopt;
+  std::lock_guard lock(copy_->mu);
+  if (!copy_->error.ok()) return Result<uint64_t>(copy_->error);
+  return Result<uint64_t>(copy_->slots.load());
+}
+
+void ProcessMembership::StartSync(MnId mn) {
+  auto job = std::make_shared<SyncJob>();
+  sync_ = job;
+  CnContext& me = *cl_.cns_[cn_];
+  cl_.PostTo(*me.workers.front(), [job, mn](WorkerContext& w) {
+    w.sched().Spawn([](std::shared_ptr<SyncJob> job, WorkerContext* w, MnId mn) -> Task<void> {
+      Status s = co_await LayOutRestarted(*w, mn);
+      if (s.ok()) s = co_await SyncLaneCursors(*w, mn);
+      job->status = s;
+      job->done.store(true, std::memory_order_release);
+    }(job, &w, mn));
+  });
+}
 
 std::optional<Status> ProcessMembership::SyncResult() {
-  return Unavailable("CN daemons do not bring a restarted MN's cursors into step yet");
+  if (sync_ == nullptr || !sync_->done.load(std::memory_order_acquire)) return std::nullopt;
+  return sync_->status;
 }
 
 void ProcessMembership::SetVisibleGate(bool closed) {

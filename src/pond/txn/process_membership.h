@@ -11,6 +11,9 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -58,13 +61,14 @@ class ProcessMembership final : public recovery::CnControls {
   uint16_t ShardHome(uint32_t s) const override;
   void StopReading(MnId mn) override;
   void MarkDown(MnId mn) override;
+  Status ReachRestartedMn(MnId mn, uint16_t incarnation) override;
   void MnJoining(MnId mn) override;
   void MnFrozen(MnId mn) override;
   void MnUp(MnId mn) override;
   std::vector<uint64_t> TxnMark() override;
   std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override;
-  // No MN daemon restarts yet (docs/recovery.md "What processes do not survive yet"), so no
-  // rejoin reaches these: they answer Unavailable.
+  // Copiers and the cursors' sync run as coroutines on the workers (posted to their threads);
+  // what they did is read here, on the membership's thread.
   void StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) override;
   std::optional<Result<uint64_t>> CopyResult() override;
   void StartSync(MnId mn) override;
@@ -85,6 +89,20 @@ class ProcessMembership final : public recovery::CnControls {
   // what they answer. False in *ok if the cluster stopped first.
   size_t OnWorkers(const std::function<size_t(WorkerContext&)>& fn, bool* ok);
 
+  // A copy onto a rejoining MN, or its cursors' sync, running on the workers: they take units
+  // under `mu` and count down `running`; the membership's thread reads the outcome.
+  struct CopyJob {
+    std::mutex mu;
+    std::deque<recovery::CopyUnit> todo;
+    Status error;
+    std::atomic<int> running{0};
+    std::atomic<uint64_t> slots{0};
+  };
+  struct SyncJob {
+    std::atomic<bool> done{false};
+    Status status;  // written before done
+  };
+
   ClusterImpl& cl_;
   const uint16_t cn_;
   Scheduler sched_;
@@ -92,6 +110,8 @@ class ProcessMembership final : public recovery::CnControls {
   std::unique_ptr<recovery::CnMembership> machine_;
   std::thread thread_, coord_thread_;
   std::atomic<bool> stop_{false};
+  std::shared_ptr<CopyJob> copy_;
+  std::shared_ptr<SyncJob> sync_;
 };
 
 }  // namespace pond::txn

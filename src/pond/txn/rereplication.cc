@@ -7,6 +7,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/lock/lock_client.h"
+#include "pond/store/catalog.h"
 #include "pond/store/layout.h"
 #include "pond/store/record.h"
 #include "pond/txn/worker_context.h"
@@ -161,6 +162,19 @@ Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
     }
   }
   co_return copied;
+}
+
+Task<Status> LayOutRestarted(WorkerContext& w, MnId mn) {
+  const store::Catalog& catalog = w.cluster().catalog();
+  const uint64_t head = catalog.layout().heap_begin;
+  std::vector<std::byte> image(head);
+  store::RestoreRegion(image.data(), catalog, mn);
+  // The superblock and the catalog; not the lease page between them, which beats use.
+  Endpoint& ep = w.ep();
+  ep.Write(GAddr::Make(mn, store::kCatalogOffset), image.data() + store::kCatalogOffset,
+           static_cast<uint32_t>(head - store::kCatalogOffset));
+  ep.Write(GAddr::Make(mn, 0), image.data(), sizeof(store::Superblock));
+  co_return co_await ep.Flush();
 }
 
 Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn) {

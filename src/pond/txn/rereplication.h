@@ -32,6 +32,11 @@ using recovery::CopyUnit;
 // again: the copy is abandoned).
 Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit unit);
 
+// Writes a restarted MN's superblock and catalog as this CN's catalog says (store::RestoreRegion:
+// index areas where they were, the general heap closed), over the transport: a replacement's
+// memory holds only what its daemon formatted, which knows no table.
+Task<Status> LayOutRestarted(WorkerContext& w, MnId mn);
+
 // Sets each lane cursor of `mn` (its own group's, and its mirror of every group it is a backup
 // of) in step with the group's readable replicas, keeping a cursor never behind a lower
 // replica's and never behind a range handed out (docs/formats.md "Superblock"): to the cursor of

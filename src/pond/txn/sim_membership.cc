@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <utility>
@@ -10,6 +11,7 @@
 #include "pond/base/assert.h"
 #include "pond/cluster/directory.h"
 #include "pond/lock/lock_key.h"
+#include "pond/store/catalog.h"
 #include "pond/store/layout.h"
 #include "pond/txn/rereplication.h"
 #include "pond/txn/sim_driver.h"
@@ -144,6 +146,9 @@ class SimMembership::Controls final : public recovery::CnControls {
   uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
   void StopReading(MnId mn) override { Me().placement.SetJoining(mn); }
   void MarkDown(MnId mn) override { Me().placement.SetDown(mn); }
+  Status ReachRestartedMn(MnId, uint16_t) override {
+    return Status::Ok();  // the simulated fabric serves an MN's memory where it always did
+  }
   void MnJoining(MnId mn) override { Me().placement.SetJoining(mn); }
   void MnFrozen(MnId mn) override { Me().placement.SetFrozen(mn); }
   void MnUp(MnId mn) override { Me().placement.SetUp(mn); }
@@ -195,7 +200,9 @@ class SimMembership::Controls final : public recovery::CnControls {
     sync_ = job;
     WorkerContext* w = Me().workers.front().get();
     w->sched().Spawn([](std::shared_ptr<SyncJob> job, WorkerContext* w, MnId mn) -> Task<void> {
-      job->status = co_await SyncLaneCursors(*w, mn);
+      Status s = co_await LayOutRestarted(*w, mn);
+      if (s.ok()) s = co_await SyncLaneCursors(*w, mn);
+      job->status = s;
       job->done = true;
     }(job, w, mn));
   }
@@ -464,6 +471,17 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
       if (was.rejoin != Rejoin::kNone && is.rejoin == Rejoin::kNone && !is.leaving) {
         latest->readable_ns = now;
         latest->slots_copied = mn_slots_copied_[mn];
+        // What docs/recovery.md argues, checked: the machines laid its superblock and catalog
+        // out as before (LayOutRestarted), so a CN that starts now loads every table from it.
+        const store::PoolLayout& l = cl_.layout();
+        std::vector<std::byte> image(l.heap_begin);
+        store::RestoreRegion(image.data(), cl_.catalog_, static_cast<MnId>(mn));
+        const std::byte* region = cl_.fabric_->region(static_cast<MnId>(mn));
+        POND_CHECK_MSG(
+            std::memcmp(region + store::kCatalogOffset, image.data() + store::kCatalogOffset,
+                        l.heap_begin - store::kCatalogOffset) == 0 &&
+                std::memcmp(region, image.data(), offsetof(store::Superblock, heap_end)) == 0,
+            "a restarted MN is read again without its catalog laid out");
       }
     }
     if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
@@ -699,7 +717,9 @@ void SimMembership::RestartMn(MnId mn) {
     if (mn_crashed_[mn]) {
       mn_crashed_[mn] = false;
       cl_.sim_fabric_->RestartMn(mn);
-      store::RestoreRegion(cl_.fabric_->region(mn), cl_.catalog_, mn);
+      // As its daemon formats it: a superblock that knows no table. The machines lay out the
+      // catalog before they read it (LayOutRestarted).
+      store::FormatRegion(cl_.fabric_->region(mn), cl_.layout(), mn);
       for (FailoverStats::MnFailure& m : mn_failures_) {
         if (m.mn == mn) m.restart_ns = engine_.now() - base_ns_;  // its latest failure's
       }

@@ -85,7 +85,6 @@ class UcxEndpoint final : public Endpoint {
     if (s != UCS_OK) return FromUcs(s, "cannot set the UCX packet handler");
     mns_.resize(fabric_.mns_.size());
     for (MnId mn = 0; mn < mns_.size(); mn++) {
-      mns_[mn].base = fabric_.mns_[mn].base;
       Status st = Connect(mn);
       if (st.ok()) continue;
       if (st.code() != Code::kUnavailable) return st;
@@ -114,6 +113,7 @@ class UcxEndpoint final : public Endpoint {
       Complete(done, InvalidArgument("no MN " + std::to_string(mn)));
       return;
     }
+    if (mns_[mn].generation != fabric_.mn_generation(mn)) Forget(mn);
     if (mns_[mn].ep == nullptr && !Reconnect(mn)) {
       ops.clear();
       CompleteUnreachable(done, uint64_t{1} << mn, 1);
@@ -123,6 +123,7 @@ class UcxEndpoint final : public Endpoint {
     b->ep = this;
     b->done = done;
     b->mn = mn;
+    b->generation = mns_[mn].generation;
     b->ops.swap(ops);  // the ops hold the atomics' operands, which must outlive the posting
     Continue(std::move(b));
   }
@@ -196,11 +197,13 @@ class UcxEndpoint final : public Endpoint {
     ucp_rkey_h rkey = nullptr;
     uint64_t base = 0;
     std::chrono::steady_clock::time_point last_try{};
+    uint32_t generation = 0;  // of the descriptor it connected to (UcxFabric::ReplaceMn)
   };
   struct Batch {
     UcxEndpoint* ep = nullptr;
     Completion* done = nullptr;
     MnId mn = 0;
+    uint32_t generation = 0;  // of the MN's descriptor it was posted to
     Status status;
     bool unreachable = false;
     size_t next = 0;  // ops before it are posted
@@ -235,6 +238,13 @@ class UcxEndpoint final : public Endpoint {
   // (docs/transports.md).
   void Continue(std::unique_ptr<Batch> b) {
     const Mn& m = mns_[b->mn];
+    if (m.ep == nullptr || m.generation != b->generation) {
+      // Its MN restarted while the batch was between segments: the old process is gone.
+      b->status = Unavailable("MN " + std::to_string(b->mn) + " restarted");
+      b->unreachable = true;
+      Finish(std::move(b), UCS_OK);
+      return;
+    }
     const uint64_t size = fabric_.region_bytes();
     for (;;) {
       bool segment_writes = false;
@@ -384,9 +394,21 @@ class UcxEndpoint final : public Endpoint {
     return UCS_OK;
   }
 
-  Status Connect(MnId mn) {
-    const MnDescriptor& d = fabric_.mns_[mn];
+  // MN `mn` restarted (ReplaceMn): the endpoint to its old process goes (closed with the rest),
+  // and the next batch connects to the new one at once.
+  void Forget(MnId mn) {
     Mn& m = mns_[mn];
+    if (m.rkey != nullptr) ucp_rkey_destroy(m.rkey);
+    if (m.ep != nullptr) stale_.push_back(m.ep);
+    m = Mn{};
+  }
+
+  Status Connect(MnId mn) {
+    Mn& m = mns_[mn];
+    // The generation first: a ReplaceMn after it makes the next batch connect again.
+    m.generation = fabric_.mn_generation(mn);
+    const MnDescriptor d = fabric_.MnNow(mn);
+    m.base = d.base;
     m.last_try = std::chrono::steady_clock::now();
     Status st;
     ucp_ep_h ep = CreateEp(worker_->get(), d.worker_address, fabric_.peer_errors_, &st);
@@ -561,6 +583,24 @@ Status UcxFabric::AddRemoteCn(const CnDescriptor& d) {
   generations_[d.cn].fetch_add(1, std::memory_order_acq_rel);
   open_.store(true, std::memory_order_release);
   return Status::Ok();
+}
+
+Status UcxFabric::ReplaceMn(const MnDescriptor& d) {
+  std::lock_guard lock(directory_mu_);
+  if (d.mn >= mns_.size()) return InvalidArgument("no MN " + std::to_string(d.mn));
+  if (d.bytes != mns_[d.mn].bytes) {
+    return InvalidArgument("MN " + std::to_string(d.mn) + " came back with " +
+                           std::to_string(d.bytes) + " bytes, not " +
+                           std::to_string(mns_[d.mn].bytes));
+  }
+  mns_[d.mn] = d;
+  mn_generations_[d.mn].fetch_add(1, std::memory_order_acq_rel);
+  return Status::Ok();
+}
+
+MnDescriptor UcxFabric::MnNow(MnId mn) {
+  std::lock_guard lock(directory_mu_);
+  return mns_[mn];
 }
 
 std::unique_ptr<Endpoint> UcxFabric::CreateEndpoint(WorkerAddr self, Scheduler& sched) {

@@ -68,6 +68,10 @@ class UcxFabric final : public Fabric {
   Result<CnDescriptor> Describe(uint16_t cn, uint16_t incarnation);
   // A CN added again (restarted as a new process) replaces its earlier workers' addresses.
   Status AddRemoteCn(const CnDescriptor& d);
+  // MN `d.mn` restarted as a new process (blank memory: docs/recovery.md "MN restart"): its
+  // descriptor replaces the old one, and every endpoint reconnects at its next batch to it.
+  // InvalidArgument for an MN this fabric does not have, or a region of another size.
+  Status ReplaceMn(const MnDescriptor& d);
   bool open() const { return open_.load(std::memory_order_acquire); }
 
  private:
@@ -91,10 +95,15 @@ class UcxFabric final : public Fabric {
   uint32_t generation(uint16_t cn) const {
     return cn < generations_.size() ? generations_[cn].load(std::memory_order_acquire) : 0;
   }
+  uint32_t mn_generation(MnId mn) const {
+    return mn < mn_generations_.size() ? mn_generations_[mn].load(std::memory_order_acquire) : 0;
+  }
+  // MN `mn`'s descriptor now (ReplaceMn may change it from another thread).
+  MnDescriptor MnNow(MnId mn);
 
   std::vector<std::unique_ptr<UcxMemoryNode>> local_mns_;  // empty when connected to daemons
-  std::vector<MnDescriptor> mns_;
-  std::unique_ptr<Context> ctx_;  // the CN workers' context
+  std::vector<MnDescriptor> mns_;  // guarded by directory_mu_ once endpoints exist
+  std::unique_ptr<Context> ctx_;   // the CN workers' context
   std::mutex directory_mu_;
   std::unordered_map<uint32_t, WorkerEntry> workers_;  // by WorkerAddr::Packed()
   std::vector<Retired> retired_;                       // guarded by directory_mu_
@@ -102,6 +111,7 @@ class UcxFabric final : public Fabric {
   std::atomic<bool> open_{false};
   bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
   std::array<std::atomic<uint32_t>, 64> generations_{};  // by CN: AddRemoteCn calls
+  std::array<std::atomic<uint32_t>, 64> mn_generations_{};  // by MN: ReplaceMn calls
 };
 
 }  // namespace pond::ucx

@@ -1,0 +1,50 @@
+// What the seed tests share (sim_seed_test, fault_seed_test, list_append_fault_test): which seeds
+// a run takes, and the simulated cluster that random fault schedules are drawn for.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "pond/bench/workload.h"
+
+namespace pond::bench {
+
+struct SeedRange {
+  uint64_t first, count;
+};
+
+// Seeds 1 to `default_count`; the environment variable `many` (e.g. POND_FAULT_SEEDS=K) asks for
+// 1 to K, and `one` (POND_FAULT_SEED=N) for seed N alone.
+inline SeedRange SeedsFromEnv(const char* one, const char* many, uint64_t default_count) {
+  if (const char* n = std::getenv(one)) return {std::strtoull(n, nullptr, 10), 1};
+  if (const char* k = std::getenv(many)) return {1, std::strtoull(k, nullptr, 10)};
+  return {1, default_count};
+}
+
+// The cluster the fault seeds run: 5 CNs x 2 workers x 3 clients, 3 MNs, R = 3, 2 versions, 8
+// virtual ms; what recovers from the faults is the simulator's model or the daemons' membership
+// machine (TransportConfig::sim_membership).
+inline RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed,
+                            const std::string& membership = "model") {
+  RunOptions o;
+  o.cluster.transport.sim_membership = membership;
+  o.cluster.protocol = ProtocolByName(protocol).value();
+  o.cluster.mns = 3;
+  o.cluster.cns = 5;
+  o.cluster.workers_per_cn = 2;
+  o.cluster.replication = 3;
+  o.cluster.versions = 2;
+  o.cluster.isolation = iso;
+  o.cluster.region_mib = 64;
+  o.cluster.lock_buckets = 1 << 12;
+  o.cluster.vt_cache_entries = 1 << 12;
+  o.cluster.addr_cache_entries = 1 << 14;
+  o.cluster.seed = seed;
+  o.coros = 3;
+  o.seconds = 0.008;
+  o.sim = Testbed{};
+  return o;
+}
+
+}  // namespace pond::bench
