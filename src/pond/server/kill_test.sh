@@ -6,7 +6,10 @@
 #      to the other CNs; everyone keeps committing; `pond restart` brings it back as a new
 #      incarnation, and its shards come home; afterwards the money adds up (every acknowledged
 #      commit is there, each unknown outcome taken or not).
-#   2. MN 1 is killed: it is declared, its backups serve; the money adds up again.
+#   2. MN 1 is killed: it is declared, its backups serve; the money adds up again. `pond restart
+#      --mn 1` brings it back blank under load; the CNs copy its replicas back and it is read
+#      again. Then MN 2 is killed, so the keys it shared with MN 1 are read from the copy alone:
+#      the money still adds up.
 #   3. CN 1 is killed while clients run list-append: the history those client processes recorded
 #      (a call whose CN died is an unknown, `info`) is judged strictly serializable.
 # After every fault, `pond client probe` commits a put in every shard through every live CN within a
@@ -92,6 +95,35 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     ok "$tls: no live CN lost its lease"
   fi
   probe "$tls: MN 1 killed" "$addr"
+
+  # 2b. MN 1 restarted under load: blank, it rejoins and the CNs copy its replicas back. Then MN 2
+  # is killed: with R = 2 the keys it shared with MN 1 are read from MN 1's copy alone, and the
+  # money adds up only if that copy holds every balance.
+  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2b.out" 2>&1 &
+  bench=$!
+  sleep 1
+  "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart-mn.out" 2>&1 &&
+    grep -q "MN 1 is back" "$tmp/restart-mn.out" &&
+    ok "$tls: pond restart brought MN 1 back, read like any replica ($(grep -h "MN 1 is up" "$d"/cn-*.log | sed 's/.*epoch \([0-9]*\):.*/epoch \1/' | head -1))" ||
+    { fail "$tls: pond restart --mn 1"; cat "$tmp/restart-mn.out"; tail -n 5 "$d"/cn-*.log "$d/mn-1.log"; }
+  wait "$bench"
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2b.out"; then
+    ok "$tls: the money adds up across MN 1's restart ($(sed -n 's/^answers *//p' "$tmp/run2b.out"))"
+  else
+    fail "$tls: SmallBank across MN 1's restart (exit $rc)"; cat "$tmp/run2b.out"
+  fi
+  kill -9 "$(pid_of "$d/cluster.json" mn 2)"
+  await_line "$d/cn-0.log" "MN 2 is down (epoch" 30 && ok "$tls: MN 2 killed; it was declared" ||
+    { fail "$tls: MN 2's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
+  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 3 >"$tmp/run2c.out" 2>&1
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2c.out"; then
+    ok "$tls: with MN 2 gone, MN 1's copies hold every balance ($(sed -n 's/^money check  ok: //p' "$tmp/run2c.out"))"
+  else
+    fail "$tls: SmallBank on MN 1's copies (exit $rc)"; cat "$tmp/run2c.out"
+  fi
+  probe "$tls: MN 1 restarted, MN 2 killed" "$addr"
 
   # 3. The isolation checker on a history recorded by client processes, across a CN kill.
   timeout 120 "$pond" bench list-append --connect "$addr" --clients 4 --seconds 6 \

@@ -395,6 +395,71 @@ int Restart(const std::string& dir, int cn, double timeout_s) {
   return 0;
 }
 
+int RestartMn(const std::string& dir, int mn, double timeout_s) {
+  auto fail = [](const std::string& m, int code = 1) { return RestartFailed(m, code); };
+  const std::string file = ClusterFile(dir);
+  int exit = 1;
+  auto stopped = StoppedProcess(dir, "mn", mn, fmt::format("MN {}", mn), &exit);
+  if (!stopped.ok()) return exit;
+  ClusterRecord* r = &stopped->first;
+  auto it = r->procs.begin() + static_cast<std::ptrdiff_t>(stopped->second);
+  auto store = cluster::ZkConfigStore::Connect(r->coord);
+  if (!store.ok()) return fail(store.status().message());
+  auto config = [&]() -> Result<cluster::Configuration> {
+    Result<cluster::Versioned> v = (*store)->Get(cluster::ConfigKey(r->cluster));
+    if (!v.ok()) return v.status();
+    if (v->value.empty()) return NotFound("the cluster has no configuration yet");
+    return cluster::Configuration::Decode(v->value);
+  };
+  Result<cluster::Configuration> before = config();
+  if (!before.ok()) return fail(before.status().message());
+  if (static_cast<size_t>(mn) >= before->mns.size()) {
+    return fail(fmt::format("the cluster has no MN {}", mn), 2);
+  }
+  Result<Proc> p = SpawnRole("mn", mn, fs::path(it->log).parent_path().string(), r->coord,
+                             r->cluster, it->args, false);
+  if (!p.ok()) return fail(p.status().message());
+  p->metrics = it->metrics;
+  *it = *p;
+  Status written = WriteRecord(file, *r);
+  if (!written.ok()) return fail(written.message());
+  // Back once a newer incarnation is read like any replica; the steps on the way are said as the
+  // configuration reaches them (the copy takes a while on a large region).
+  const uint16_t was = before->mns[mn].incarnation;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
+  int said = -1;
+  for (;;) {
+    Result<cluster::Configuration> now = config();
+    if (!now.ok()) return fail(now.status().message());
+    const cluster::MnStatus& m = now->mns[mn];
+    if (m.incarnation > was && m.alive) {
+      const int state = static_cast<int>(m.rejoin);
+      if (state == 0 && !m.leaving) break;
+      if (state != said) {
+        static const char* const kSteps[] = {"", "copying its replicas back", "setting its cursors",
+                                             "holding commits to switch reads",
+                                             "switching reads to it"};
+        std::printf("pond restart: MN %d (incarnation %u): %s\n", mn, m.incarnation,
+                    kSteps[state]);
+        std::fflush(stdout);
+        said = state;
+      }
+    }
+    if (!GroupAlive(p->pid)) {
+      return fail(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p->log), p->log));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      return fail(fmt::format("MN {} was not read again within {} s: {} ({})", mn, timeout_s,
+                              LastLogLine(p->log), p->log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::printf("pond restart: MN %d is back (pid %d), read like any replica\n", mn,
+              static_cast<int>(p->pid));
+  return 0;
+}
+
 int RestartCoord(const std::string& dir, double timeout_s) {
   auto fail = [](const std::string& m, int code = 1) { return RestartFailed(m, code); };
   const std::string file = ClusterFile(dir);

@@ -34,6 +34,11 @@ int Up(const UpOptions& o);
 // log appended to; it comes back as a new incarnation once its failure is recovered
 // (docs/recovery.md "Processes"). Waits until it serves, at most `timeout_s`; the exit status.
 int Restart(const std::string& dir, int cn, double timeout_s);
+// Starts MN `mn` of the cluster in DIR again, after it was killed: a new process, blank memory,
+// the same flags; once its failure is declared it asks to rejoin, and the CNs copy its replicas
+// back while transactions go on (docs/recovery.md "MN restart among daemons"). Waits until it is
+// read like any replica, at most `timeout_s`; the exit status.
+int RestartMn(const std::string& dir, int mn, double timeout_s);
 // Starts the cluster's ZooKeeper server again after it stopped or was killed: the same port and
 // data directory, so the daemons' sessions reconnect and recovery resumes by itself. Waits until
 // it accepts connections, at most `timeout_s`; the exit status.

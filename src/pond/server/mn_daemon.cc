@@ -6,8 +6,12 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <optional>
+#include <span>
+#include <string>
 
 #include "pond/cluster/directory.h"
+#include "pond/cluster/membership.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/server/cluster_spec.h"
 #include "pond/server/daemon_common.h"
@@ -60,6 +64,35 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     log("--id {} is not an MN of cluster {} (it has MNs 0 to {})", o.id, o.cluster, c.mns - 1);
     return 1;
   }
+  // A restart: the cluster runs, and its configuration names this MN. It comes back blank as
+  // the next incarnation, once the last one is declared down — before that, the CNs may still
+  // write to the old one's memory (docs/recovery.md "MN restart among daemons").
+  std::optional<uint16_t> rejoin_as;
+  for (bool said = false;;) {
+    Result<cluster::Versioned> v = (*store)->Get(cluster::ConfigKey(o.cluster));
+    if (!v.ok()) {
+      log("cannot read the configuration: {}", v.status().ToString());
+      return 1;
+    }
+    if (v->value.empty()) break;  // the cluster's first start
+    Result<cluster::Configuration> config = cluster::Configuration::Decode(v->value);
+    if (!config.ok()) {
+      log("the configuration does not parse: {}", config.status().ToString());
+      return 1;
+    }
+    if (static_cast<size_t>(o.id) >= config->mns.size()) break;
+    const cluster::MnStatus& m = config->mns[o.id];
+    if (!m.alive) {
+      rejoin_as = static_cast<uint16_t>(m.incarnation + 1);
+      break;
+    }
+    if (!said) {
+      log("MN {} is alive in epoch {}: waiting until its last incarnation is declared down",
+          o.id, config->epoch);
+      said = true;
+    }
+    if (WaitForStop(50) != 0) return 0;
+  }
   const uint64_t region_bytes = c.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(c.mns), c.replication, region_bytes,
                                   store::kChunkBytes);
@@ -85,6 +118,19 @@ int RunMnDaemon(const MnDaemonOptions& o) {
   log("serving {} MiB over UCX (tls {}) for cluster {} ({} MNs, R={}); descriptor at {}",
       c.region_mib, ucx_options.tls.empty() ? "UCX's choice" : ucx_options.tls, o.cluster, c.mns,
       c.replication, key);
+  if (rejoin_as) {
+    // Its descriptor is out: the CNs reach this process once the CM lets it in, lay out its
+    // catalog and copy its replicas back.
+    const std::string inc = std::to_string(*rejoin_as);
+    Status asked = cluster::PutOwned(
+        **store, cluster::MnJoinKey(o.cluster, static_cast<uint16_t>(o.id)),
+        std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
+    if (!asked.ok()) {
+      log("cannot ask to rejoin: {}", asked.ToString());
+      return 1;
+    }
+    log("restarted blank: asking to rejoin as incarnation {}", inc);
+  }
 
   // The MN's beat, which the CNs' configuration manager watches (docs/recovery.md "Processes"):
   // counted up by this CPU every kBeatMs while the daemon lives; a killed daemon's stops.

@@ -152,28 +152,38 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
   {
     auto dir = std::make_shared<std::string>();
     auto cn = std::make_shared<int>(-1);
+    auto mn = std::make_shared<int>(-1);
     auto coord = std::make_shared<bool>(false);
     auto timeout = std::make_shared<double>(60);
     CLI::App* cmd = root.add_subcommand(
         "restart",
-        "Start a stopped or killed CN daemon, or the ZooKeeper server, of the local cluster in "
-        "DIR again");
+        "Start a stopped or killed CN or MN daemon, or the ZooKeeper server, of the local cluster "
+        "in DIR again");
     cmd->add_option("--dir", *dir, "the directory given to pond up")->required();
     CLI::Option* cn_opt =
         cmd->add_option("--cn", *cn, "the CN to restart")->check(CLI::Range(0, 63));
+    CLI::Option* mn_opt = cmd->add_option("--mn", *mn,
+                                          "the MN to restart: it comes back blank and the CNs "
+                                          "copy its replicas back (docs/recovery.md)")
+                              ->check(CLI::Range(0, 63));
     CLI::Option* coord_opt = cmd->add_flag(
         "--coord", *coord, "restart the ZooKeeper server (same port, same data)");
     cn_opt->excludes(coord_opt);
-    cmd->add_option("--timeout", *timeout, "seconds for it to serve again")
+    mn_opt->excludes(coord_opt);
+    mn_opt->excludes(cn_opt);
+    cmd->add_option("--timeout", *timeout,
+                    "seconds for it to serve again (an MN: to be read like any replica)")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
-    cmd->callback([dir, cn, coord, cn_opt, coord_opt, timeout, action] {
-      if (cn_opt->count() == 0 && coord_opt->count() == 0) {
-        throw CLI::ValidationError("pond restart", "say what to restart: --cn N or --coord");
+    cmd->callback([dir, cn, mn, coord, cn_opt, mn_opt, coord_opt, timeout, action] {
+      if (cn_opt->count() == 0 && mn_opt->count() == 0 && coord_opt->count() == 0) {
+        throw CLI::ValidationError("pond restart",
+                                   "say what to restart: --cn N, --mn N or --coord");
       }
-      *action = [dir, cn, coord, timeout] {
-        return *coord ? server::RestartCoord(*dir, *timeout)
-                      : server::Restart(*dir, *cn, *timeout);
+      *action = [dir, cn, mn, coord, timeout, mn_opt] {
+        if (*coord) return server::RestartCoord(*dir, *timeout);
+        if (mn_opt->count() > 0) return server::RestartMn(*dir, *mn, *timeout);
+        return server::Restart(*dir, *cn, *timeout);
       };
     });
   }
