@@ -4,7 +4,9 @@
 #   2. the same workloads on `pond up`'s cluster — 3 MN and 3 CN daemons — driven through the
 #      client API by `pond bench ... --connect`, over UCX shared memory and over TCP;
 #   3. kill -9 of CN 2, then (on a new cluster) of MN 1, under SmallBank load: when it was
-#      declared, when its failure was over, and how the clients' commits per 100 ms went.
+#      declared, when its failure was over, and how the clients' commits per 100 ms went; then
+#      (again on a new cluster) MN 1 killed and restarted: each step of its rejoin, and the
+#      commits per 100 ms while its replicas are copied back.
 # Usage: [KILLS_ONLY=1] perf-processes.sh [POND] [SECONDS]; writes its raw output to stdout
 # (KILLS_ONLY: part 3 alone).
 set -euo pipefail
@@ -88,5 +90,57 @@ EOF
   "$pond" down --dir "$tmp/c" >/dev/null
 }
 
+# restart_mn_under_load: kill -9 of MN 1 2 s into a SmallBank run of 3 x $secs s, `pond restart
+# --mn 1` once it is down; prints each step of its rejoin from the restart on and the clients'
+# commits per 100 ms before, while it is copied and held, and after.
+restart_mn_under_load() {
+  echo "== kill -9 of MN 1, then pond restart --mn 1, under SmallBank load (UCX shm, lease 1000 ms, 8 clients)"
+  "$pond" up --dir "$tmp/c" --mns 3 --cns 3 --ucx-tls shm --region-mib 1024 --workload smallbank \
+    --accounts 100000 >"$tmp/up.out"
+  addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
+  "$pond" bench smallbank --connect "$addr" --clients 8 --seconds "$((3 * secs))" \
+    --json "$tmp/run.json" >"$tmp/run.out" &
+  bench=$!
+  sleep 2
+  victim=$(python3 -c "import json; print([p['pid'] for p in json.load(open('$tmp/c/cluster.json'))['processes'] if p['role'] == 'mn' and p['id'] == 1][0])")
+  kill -9 "$victim"
+  until grep -q "MN 1 is down" "$tmp/c"/cn-0.log; do sleep 0.1; done
+  restart_ms=$(date +%s%3N)
+  "$pond" restart --dir "$tmp/c" --mn 1 --timeout 600
+  wait "$bench"
+  grep -E "^throughput|^latency|^money|^answers" "$tmp/run.out"
+  python3 - "$tmp/run.json" "$restart_ms" "$tmp"/c/cn-*.log <<'EOF2'
+import json, sys, datetime
+run = json.load(open(sys.argv[1]))["result"]["timeline"]
+restart = int(sys.argv[2])
+step = run["step_ms"]
+counts = run["committed"]
+rates = [(counts[i] - (counts[i - 1] if i else 0)) * 1000 / step for i in range(len(counts))]
+def at(line):
+    t = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+    return int(t.replace(tzinfo=datetime.timezone.utc).timestamp() * 1000)
+steps = {}
+for path in sys.argv[3:]:
+    for line in open(path):
+        for key in ("rejoins as", "is copied", "cursors are in step", "is read;", "is up"):
+            if "MN 1" in line and key in line and key not in steps:
+                steps[key] = at(line)
+for key in ("rejoins as", "is copied", "cursors are in step", "is read;", "is up"):
+    print(f"MN 1 {key.rstrip(';')}: +{steps[key] - restart} ms after pond restart")
+def bucket(ms):
+    return (ms - run["start_unix_ms"]) // step
+r, up = bucket(restart), bucket(steps["is up"])
+copied = bucket(steps["is copied"])
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+print(f"commits/s: down, before the restart {mean(rates[r - 10:r]):.0f}; copying "
+      f"{mean(rates[r:copied]):.0f}; cursors and switch {mean(rates[copied:up + 1]):.0f}; "
+      f"after {mean(rates[up + 1:up + 31]):.0f} (means of 100 ms buckets)")
+print("per 100 ms from the restart:", " ".join(f"{x:.0f}" for x in rates[r:up + 5]))
+EOF2
+  "$pond" down --dir "$tmp/c" >/dev/null
+}
+
 kill_under_load cn 2
 kill_under_load mn 1
+restart_mn_under_load
