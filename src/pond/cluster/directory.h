@@ -71,11 +71,13 @@ inline std::string FailureStepKey(const std::string& cluster, uint64_t epoch, ui
   return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/cn" +
          std::to_string(failed) + "/" + step + "/" + std::to_string(who);
 }
-// CN `who` reads MN `mn`, declared failed by epoch `epoch`, no more; empty value.
-inline std::string MnUnreadKey(const std::string& cluster, uint64_t epoch, uint16_t mn,
+// CN `who` reads MN `mn`'s incarnation `incarnation`, declared failed, no more; empty value. (By
+// incarnation, not epoch: an MN fails once per incarnation, and a CN that hears the declaring
+// epoch late, or starts after it, says so all the same.)
+inline std::string MnUnreadKey(const std::string& cluster, uint16_t mn, uint16_t incarnation,
                                uint16_t who) {
-  return "/pond/" + cluster + "/failures/" + std::to_string(epoch) + "/mn" + std::to_string(mn) +
-         "/unread/" + std::to_string(who);
+  return "/pond/" + cluster + "/failures/mn" + std::to_string(mn) + "." +
+         std::to_string(incarnation) + "/unread/" + std::to_string(who);
 }
 // Holder `holder` has closed the shards it held for CN `cn`, whose home they are, and no lock in
 // them is held in its table: the CM may give them back to `cn`'s incarnation `incarnation`.

@@ -85,6 +85,7 @@ void CnMembership::CoordTick() {
   if (fenced_.load()) return;
   Adopt();
   NoteUndeclared();
+  SayUnread();
   if (ActingCm()) Manage();
   for (auto& f : failures_) {
     if (!f->opened) Progress(*f);
@@ -300,7 +301,10 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     if (was.alive && !now.alive) {
       dead.push_back(c);
       auto f = std::make_unique<Failure>();
-      f->epoch = next.epoch;
+      // The epoch that declared it, as the configuration names it: this CN may hear of it only
+      // epochs later (it missed some while the service was down), and the steps are keyed by
+      // the declaring epoch on every CN.
+      f->epoch = now.failed_epoch != 0 ? now.failed_epoch : next.epoch;
       f->cn = c;
       f->incarnation = was.incarnation;
       Result<cluster::LogAreas> logs = cluster::ReadLogAreas(store_, name, c, was.incarnation);
@@ -337,7 +341,6 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
       counts_.cns_back++;
     }
   }
-  std::vector<uint16_t> unread;  // MNs this CN must stop reading, then say so
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
     const cluster::MnStatus& was = view_.mns[mn];
     const cluster::MnStatus& now = next.mns[mn];
@@ -346,7 +349,6 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
       // everyone's writes must keep reaching it (over shared memory a dead MN's memory stays
       // readable, and would serve what it holds).
       controls_.StopReading(static_cast<MnId>(mn));
-      unread.push_back(mn);
       controls_.Event("MN " + std::to_string(mn) + " failed (epoch " + std::to_string(next.epoch) +
                       "); this CN reads its replicas elsewhere");
     }
@@ -422,26 +424,25 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   }
   shards_ = shards;
   if (next.cns[o_.cn].alive) alive_ = true;
-  // Said once every worker has passed a round since the MN became unreadable here
-  // (ApplyOnWorkers above): the CM then lets writes skip it.
-  for (uint16_t mn : unread) {
-    (void)PutMnStep(next.epoch, mn);
-    leaving_since_[mn] = next.epoch;
+}
+
+void CnMembership::SayUnread() {
+  // Every worker has passed a round since the MN became unreadable here (ApplyOnWorkers, in
+  // Apply, before this), or this CN started without reading it: said until the service takes it
+  // (it may be down), then the CM lets writes skip the MN.
+  for (uint16_t mn = 0; mn < view_.mns.size(); mn++) {
+    const cluster::MnStatus& m = view_.mns[mn];
+    if (!m.alive || !m.leaving || unread_said_.count({mn, m.incarnation})) continue;
+    const std::string key = cluster::MnUnreadKey(o_.cluster, mn, m.incarnation, o_.cn);
+    Result<uint64_t> put = store_.PutIf(key, {}, 0);
+    if (put.ok() || put.status().code() == Code::kConflict) unread_said_.insert({mn, m.incarnation});
   }
 }
 
-Status CnMembership::PutMnStep(uint64_t epoch, uint16_t mn) {
-  const std::string key = cluster::MnUnreadKey(o_.cluster, epoch, mn, o_.cn);
-  Result<uint64_t> put = store_.PutIf(key, {}, 0);
-  if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
-  return put.status();
-}
-
 bool CnMembership::MnUnreadByAll(uint16_t mn) const {
-  auto it = leaving_since_.find(mn);
-  if (it == leaving_since_.end()) return false;
   for (uint16_t c : view_.Alive()) {
-    Result<cluster::Versioned> v = store_.Get(cluster::MnUnreadKey(o_.cluster, it->second, mn, c));
+    Result<cluster::Versioned> v =
+        store_.Get(cluster::MnUnreadKey(o_.cluster, mn, view_.mns[mn].incarnation, c));
     if (!v.ok() || v->version == 0) return false;
   }
   return true;

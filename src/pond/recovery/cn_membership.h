@@ -158,8 +158,9 @@ class CnMembership {
   // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
   bool ActingCm() const;
   Status PutStep(const Failure& f, const std::string& step, uint16_t who);
-  // An MN declared failed by `epoch`: this CN reads it no more; all alive CNs have said so.
-  Status PutMnStep(uint64_t epoch, uint16_t mn);
+  // Says, for each MN the view holds leaving, that this CN reads it no more (MnUnreadKey); and
+  // whether every CN alive has said so of MN `mn`.
+  void SayUnread();
   bool MnUnreadByAll(uint16_t mn) const;
   bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
   // Shard `s` came here by a failure not opened here yet.
@@ -197,7 +198,7 @@ class CnMembership {
   std::vector<Seen> cn_seen_, mn_seen_;
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
-  std::map<uint16_t, uint64_t> leaving_since_;  // MN -> the epoch that made it leaving
+  std::set<std::pair<uint16_t, uint16_t>> unread_said_;  // (MN, incarnation) said unread
   ShardReturns returns_;                        // the coordination half's
   MnRejoins rejoins_;                           // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and

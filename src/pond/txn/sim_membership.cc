@@ -329,6 +329,13 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
   }
   const uint64_t period = kSimLeaseNs / 10;
   engine_.At(engine_.now() + period, [this, tg = tick_generation_] { Tick(tg); });
+  // Each CN's machine on a phase of its own, as daemons' threads are: no two apply an epoch at
+  // one instant unless the seed makes them.
+  for (uint16_t cn = 0; cn < nodes_.size(); cn++) {
+    const uint64_t mix = (cl_.config().seed + 1) * 0x9E3779B97F4A7C15ull + (cn + 1) * 0xBF58476D1CE4E5B9ull;
+    const uint64_t phase = (mix >> 33) % period;
+    engine_.At(engine_.now() + period + phase, [this, cn, tg = tick_generation_] { TickCn(cn, tg); });
+  }
 }
 
 void SimMembership::Disarm() {
@@ -404,32 +411,37 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
 
 void SimMembership::Tick(uint64_t generation) {
   if (generation != tick_generation_) return;
-  const uint64_t now = engine_.now();
   // Each MN's CPU counts its beat up, as an MN daemon does.
   for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
     if (!mn_crashed_[mn]) store::BeatMn(cl_.fabric_->region(mn));
   }
-  for (auto& n : nodes_) {
-    if (n->crashed) continue;
-    recovery::CnMembership& m = *n->machine;
-    m.BeatTick();
-    m.RunQueued();
-    if (m.fenced()) continue;
-    m.CoordTick();
-    m.RunQueued();
-    if (!n->serving && m.alive()) {
-      // Let back in: its clients start, as a restarted daemon's clients reach it.
-      n->serving = true;
-      for (auto& w : cl_.cns_[n->cn]->workers) cl_.StartClients(*w);
-      for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
-        if (it->cn != n->cn) continue;
-        it->stats.restart_ns = now - base_ns_;
-        break;
-      }
+  PollFailures();
+  engine_.At(engine_.now() + kSimLeaseNs / 10, [this, generation] { Tick(generation); });
+}
+
+void SimMembership::TickCn(uint16_t cn, uint64_t generation) {
+  if (generation != tick_generation_) return;
+  const uint64_t now = engine_.now();
+  engine_.At(now + kSimLeaseNs / 10, [this, cn, generation] { TickCn(cn, generation); });
+  Node* n = nodes_[cn].get();
+  if (n == nullptr || n->crashed) return;
+  recovery::CnMembership& m = *n->machine;
+  m.BeatTick();
+  m.RunQueued();
+  if (m.fenced()) return;
+  m.CoordTick();
+  m.RunQueued();
+  if (!n->serving && m.alive()) {
+    // Let back in: its clients start, as a restarted daemon's clients reach it.
+    n->serving = true;
+    for (auto& w : cl_.cns_[n->cn]->workers) cl_.StartClients(*w);
+    for (auto it = failures_.rbegin(); it != failures_.rend(); ++it) {
+      if (it->cn != n->cn) continue;
+      it->stats.restart_ns = now - base_ns_;
+      break;
     }
   }
   PollFailures();
-  engine_.At(now + kSimLeaseNs / 10, [this, generation] { Tick(generation); });
 }
 
 void SimMembership::OnConfig(const cluster::Configuration& next) {

@@ -72,8 +72,9 @@ class SimMembership final : public SimFaults {
   void Start();
   // CN `cn` starts as `start` says: its machine, its own core and endpoint, its logs published.
   void StartNode(uint16_t cn, const recovery::CnStart& start);
-  // A period of every running CN's machine, and of every MN's beat.
+  // A period of every MN's beat; and of CN `cn`'s machine, at that CN's own phase.
   void Tick(uint64_t generation);
+  void TickCn(uint16_t cn, uint64_t generation);
   // A configuration was put: what it declared, checked against the truth, and timed.
   void OnConfig(const cluster::Configuration& next);
   // Which failures are recovered and open now, by the steps the machines put.
