@@ -36,11 +36,14 @@ void MnRejoins::Start(const cluster::Configuration& view) {
   Gate();
 }
 
-void MnRejoins::Gate() {
-  bool closed = false;
-  for (const auto& [mn, p] : parts_) closed |= p.state == State::kGated || p.state == State::kSwitched;
-  controls_.SetVisibleGate(closed);
+bool MnRejoins::Holding() const {
+  for (const auto& [mn, p] : parts_) {
+    if (p.state == State::kGated || p.state == State::kSwitched) return true;
+  }
+  return false;
 }
+
+void MnRejoins::Gate() { controls_.SetVisibleGate(Holding()); }
 
 void MnRejoins::Enter(uint16_t mn, const cluster::MnStatus& m, bool fresh) {
   Part& p = parts_[mn];

@@ -58,6 +58,10 @@ class MnRejoins {
   std::vector<uint16_t> Pick(const cluster::Configuration& view, cluster::Configuration* next,
                              std::vector<std::string>* what);
 
+  // This CN holds its commits for a rejoin now (gated or switched): its driver may poll the
+  // service more often meanwhile, to hold them for less.
+  bool Holding() const;
+
   // Buckets per copy unit: small enough to spread over the CNs, large enough that dealing them
   // costs nothing.
   static constexpr uint64_t kCopyUnitBuckets = 32;

@@ -47,6 +47,7 @@ expect_error "missing history" "no-such-file" check "$tmp/no-such-file.jsonl"
 expect_error "unknown model" "model" check --model eventual "$tmp/bad.jsonl"
 expect_error "restart of nothing named" "say what to restart" restart --dir "$tmp"
 expect_error "restart of a CN and ZooKeeper at once" "excludes" restart --dir "$tmp" --cn 1 --coord
+expect_error "restart of a CN and an MN at once" "excludes" restart --dir "$tmp" --cn 1 --mn 1
 expect_error "probe without a table" "TABLE" client --connect 127.0.0.1:1 probe
 expect_error "kvs bad isolation" "isolation" bench kvs --isolation rc
 expect_error "kvs bad rw ratio" "rw-ratio" bench kvs --rw-ratio 1.5

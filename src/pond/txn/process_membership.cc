@@ -86,10 +86,10 @@ void ProcessMembership::Loop() {
 void ProcessMembership::CoordLoop() {
   // The coordination service's work — reading epochs, declaring, recovery steps — on a thread of
   // its own: a slow service must not hold up the beats.
-  const uint64_t period = machine_->period_ns();
   while (!stop_.load()) {
     const uint64_t start = cl_.clock().NowNs();
     machine_->CoordTick();
+    const uint64_t period = machine_->coord_period_ns();
     const uint64_t spent = cl_.clock().NowNs() - start;
     if (spent < period) std::this_thread::sleep_for(std::chrono::nanoseconds(period - spent));
   }
