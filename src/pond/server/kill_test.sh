@@ -19,6 +19,16 @@ set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
 
+# The money check of SmallBank run output $3 (exit status $4) for transport $1, $2 ("after the
+# kill"): ok with the answers line, or fail with the whole output.
+money_adds_up() {
+  if [ "$4" -eq 0 ] && grep -q "^money check  ok" "$3"; then
+    ok "$1: the money adds up $2 ($(sed -n 's/^answers *//p' "$3"))"
+  else
+    fail "$1: the money does not add up $2 (exit $4)"; cat "$3"
+  fi
+}
+
 # Committed per second in the progress lines after second $2 of run output $1: the lowest.
 min_rate_after() {
   awk -v from="$2" '$2 == "s" && $1 + 0 > from + 0 { r = $3 + 0; if (min == "" || r < min) min = r }
@@ -60,12 +70,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     ok "$tls: its shards came home ($(grep -h "shards back to CN 2" "$d"/cn-0.log "$d"/cn-1.log | sed 's/.*: //' | paste -sd ';'))" ||
     { fail "$tls: CN 2's shards did not come home"; tail -n 5 "$d"/cn-*.log; }
   wait "$bench"
-  rc=$?
-  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run1.out"; then
-    ok "$tls: the money adds up after the kill ($(sed -n 's/^answers *//p' "$tmp/run1.out"))"
-  else
-    fail "$tls: SmallBank across the CN kill (exit $rc)"; cat "$tmp/run1.out"
-  fi
+  money_adds_up "$tls" "after the kill" "$tmp/run1.out" $?
   # The clients kept committing: after the failure was recovered (well within 4 s of the kill at
   # second 3), no second of the run without commits.
   low=$(min_rate_after "$tmp/run1.out" 7)
@@ -83,12 +88,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   await_line "$d/cn-0.log" "MN 1 failed (epoch" 30 && ok "$tls: MN 1 killed; it was declared" ||
     { fail "$tls: MN 1's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
   wait "$bench"
-  rc=$?
-  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2.out"; then
-    ok "$tls: the money adds up after the MN kill ($(sed -n 's/^answers *//p' "$tmp/run2.out"))"
-  else
-    fail "$tls: SmallBank across the MN kill (exit $rc)"; cat "$tmp/run2.out"
-  fi
+  money_adds_up "$tls" "after the MN kill" "$tmp/run2.out" $?
   if grep -q "lease lost" "$d"/cn-*.log; then
     fail "$tls: a live CN lost its lease"; tail -n 12 "$d"/cn-*.log
   else
@@ -107,12 +107,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     ok "$tls: pond restart brought MN 1 back, read like any replica ($(grep -h "MN 1 is up" "$d"/cn-*.log | sed 's/.*epoch \([0-9]*\):.*/epoch \1/' | head -1))" ||
     { fail "$tls: pond restart --mn 1"; cat "$tmp/restart-mn.out"; tail -n 5 "$d"/cn-*.log "$d/mn-1.log"; }
   wait "$bench"
-  rc=$?
-  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2b.out"; then
-    ok "$tls: the money adds up across MN 1's restart ($(sed -n 's/^answers *//p' "$tmp/run2b.out"))"
-  else
-    fail "$tls: SmallBank across MN 1's restart (exit $rc)"; cat "$tmp/run2b.out"
-  fi
+  money_adds_up "$tls" "across MN 1's restart" "$tmp/run2b.out" $?
   kill -9 "$(pid_of "$d/cluster.json" mn 2)"
   await_line "$d/cn-0.log" "MN 2 is down (epoch" 30 && ok "$tls: MN 2 killed; it was declared" ||
     { fail "$tls: MN 2's failure was not declared"; tail -n 5 "$d"/cn-*.log; }

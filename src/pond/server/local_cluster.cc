@@ -336,6 +336,21 @@ Result<std::pair<ClusterRecord, size_t>> StoppedProcess(const std::string& dir,
   return std::make_pair(std::move(r).value(), at);
 }
 
+// Starts process `at` of record `r` (role `role`, id `id`) again with the flags it had, its log
+// appended to and its metrics port kept (a scraper's configuration stays right), and writes the
+// record to `file` with the new process in its place.
+Result<Proc> Respawn(ClusterRecord* r, size_t at, const std::string& role, int id,
+                     const std::string& file) {
+  Proc& old = r->procs[at];
+  Result<Proc> p = SpawnRole(role, id, fs::path(old.log).parent_path().string(), r->coord,
+                             r->cluster, old.args, false);
+  if (!p.ok()) return p.status();
+  p->metrics = old.metrics;
+  old = *p;
+  POND_RETURN_IF_ERROR(WriteRecord(file, *r));
+  return p;
+}
+
 }  // namespace
 
 int Restart(const std::string& dir, int cn, double timeout_s) {
@@ -365,14 +380,8 @@ int Restart(const std::string& dir, int cn, double timeout_s) {
     }
     return last;
   };
-  // The same flags, so the same metrics port: a scraper's configuration stays right.
-  Result<Proc> p = SpawnRole("cn", cn, fs::path(it->log).parent_path().string(), r->coord,
-                             r->cluster, it->args, false);
+  Result<Proc> p = Respawn(r, stopped->second, "cn", cn, file);
   if (!p.ok()) return fail(p.status().message());
-  p->metrics = it->metrics;
-  *it = *p;
-  Status written = WriteRecord(file, *r);
-  if (!written.ok()) return fail(written.message());
   // Back once it serves: it publishes its client address anew, or, without a front end, says
   // so in its log.
   const auto deadline = std::chrono::steady_clock::now() +
@@ -402,7 +411,6 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
   auto stopped = StoppedProcess(dir, "mn", mn, fmt::format("MN {}", mn), &exit);
   if (!stopped.ok()) return exit;
   ClusterRecord* r = &stopped->first;
-  auto it = r->procs.begin() + static_cast<std::ptrdiff_t>(stopped->second);
   auto store = cluster::ZkConfigStore::Connect(r->coord);
   if (!store.ok()) return fail(store.status().message());
   auto config = [&]() -> Result<cluster::Configuration> {
@@ -416,13 +424,8 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
   if (static_cast<size_t>(mn) >= before->mns.size()) {
     return fail(fmt::format("the cluster has no MN {}", mn), 2);
   }
-  Result<Proc> p = SpawnRole("mn", mn, fs::path(it->log).parent_path().string(), r->coord,
-                             r->cluster, it->args, false);
+  Result<Proc> p = Respawn(r, stopped->second, "mn", mn, file);
   if (!p.ok()) return fail(p.status().message());
-  p->metrics = it->metrics;
-  *it = *p;
-  Status written = WriteRecord(file, *r);
-  if (!written.ok()) return fail(written.message());
   // Back once a newer incarnation is read like any replica; the steps on the way are said as the
   // configuration reaches them (the copy takes a while on a large region).
   const uint16_t was = before->mns[mn].incarnation;
