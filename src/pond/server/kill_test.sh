@@ -42,7 +42,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   # A lease a loaded 2-core machine keeps: no CN misses it for want of a core.
   if ! "$pond" up --dir "$d" --mns 3 --replication 2 --cns 3 --region-mib 64 --ucx-tls "$tls" \
       --ucx-net-devices lo --workload smallbank,list-append --accounts 2000 --lists 4000 \
-      --table probe:8:16384 \
+      --table probe:8:16384 --table inserts:8:16384 \
       --lease-ms 1000 --timeout 60 \
       >"$tmp/up.out" 2>&1; then
     fail "$tls: pond up"; cat "$tmp/up.out"; continue
@@ -108,6 +108,9 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     { fail "$tls: pond restart --mn 1"; cat "$tmp/restart-mn.out"; tail -n 5 "$d"/cn-*.log "$d/mn-1.log"; }
   wait "$bench"
   money_adds_up "$tls" "across MN 1's restart" "$tmp/run2b.out" $?
+  # Inserts of keys whose primary is MN 1 were refused while it was down or rejoining; a fresh
+  # table's probe inserts a key in every shard through every CN, a third of them there.
+  PROBE_TABLE=inserts probe "$tls: MN 1 restarted, new keys inserted" "$addr"
   kill -9 "$(pid_of "$d/cluster.json" mn 2)"
   await_line "$d/cn-0.log" "MN 2 is down (epoch" 30 && ok "$tls: MN 2 killed; it was declared" ||
     { fail "$tls: MN 2's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
