@@ -110,7 +110,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   money_adds_up "$tls" "across MN 1's restart" "$tmp/run2b.out" $?
   # Inserts of keys whose primary is MN 1 were refused while it was down or rejoining; a fresh
   # table's probe inserts a key in every shard through every CN, a third of them there.
-  PROBE_TABLE=inserts probe "$tls: MN 1 restarted, new keys inserted" "$addr"
+  PROBE_TABLE=inserts PROBE_WITHIN_MS=60000 probe "$tls: MN 1 restarted, new keys inserted" "$addr"
   kill -9 "$(pid_of "$d/cluster.json" mn 2)"
   await_line "$d/cn-0.log" "MN 2 is down (epoch" 30 && ok "$tls: MN 2 killed; it was declared" ||
     { fail "$tls: MN 2's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
