@@ -294,7 +294,13 @@ Task<void> ListAppendWorkload::RunClient(Session& s, RunContext& ctx) {
   // Its own generator, not the session's: the draws depend on the workload's seed alone.
   Rng rng(o.seed * 1000003 + (uint64_t{s.cn()} << 32) + (uint64_t{s.worker()} << 16) +
           static_cast<uint64_t>(s.client()));
-  Client c{s,      table_, proc_, o, *ctx.recorder(), shared, static_cast<int64_t>(ctx.Client(s)),
+  Client c{s,
+           table_,
+           proc_,
+           o,
+           *ctx.recorder(),
+           shared,
+           static_cast<int64_t>(ctx.Client(s)),
            shared.in_flight[ctx.Worker(s)]};
   for (uint32_t n = 0; n < o.txns_per_client && !shared.exhausted.load() && ctx.NextCall(s); n++) {
     uint64_t base = shared.base.load();

@@ -34,7 +34,7 @@ struct SmallBankRecordedTxn {
   uint64_t invoke_ns = 0, complete_ns = 0;
   bool committed = false;
   std::vector<SmallBankOp> ops;  // in program order; a write follows a read of its row
-  bool unknown = false;  // caught by a crash: recorded as info, committed or not
+  bool unknown = false;          // caught by a crash: recorded as info, committed or not
 };
 
 // The history key of a row.

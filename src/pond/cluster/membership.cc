@@ -54,8 +54,12 @@ std::vector<std::byte> Configuration::Encode() const {
     at += sizeof(e);
   }
   for (const MnStatus& mn : mns) {
-    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0), static_cast<uint8_t>(mn.rejoin),
-              static_cast<uint8_t>(mn.leaving ? 1 : 0), 0, mn.incarnation, 0};
+    MnEntry e{static_cast<uint8_t>(mn.alive ? 1 : 0),
+              static_cast<uint8_t>(mn.rejoin),
+              static_cast<uint8_t>(mn.leaving ? 1 : 0),
+              0,
+              mn.incarnation,
+              0};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }

@@ -435,7 +435,8 @@ void CnMembership::SayUnread() {
     if (!m.alive || !m.leaving || unread_said_.count({mn, m.incarnation})) continue;
     const std::string key = cluster::MnUnreadKey(o_.cluster, mn, m.incarnation, o_.cn);
     Result<uint64_t> put = store_.PutIf(key, {}, 0);
-    if (put.ok() || put.status().code() == Code::kConflict) unread_said_.insert({mn, m.incarnation});
+    if (put.ok() || put.status().code() == Code::kConflict)
+      unread_said_.insert({mn, m.incarnation});
   }
 }
 

@@ -202,8 +202,8 @@ class CnMembership {
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::set<std::pair<uint16_t, uint16_t>> unread_said_;  // (MN, incarnation) said unread
-  ShardReturns returns_;                        // the coordination half's
-  MnRejoins rejoins_;                           // the coordination half's
+  ShardReturns returns_;                                 // the coordination half's
+  MnRejoins rejoins_;                                    // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;

@@ -71,7 +71,8 @@ class NodeStore final : public cluster::ConfigStore {
  public:
   explicit NodeStore(TestStore& base) : base_(base) {}
   Result<cluster::Versioned> Get(const std::string& key) const override {
-    if (blind && key == cluster::ConfigKey(kCluster)) return Unavailable("this CN's session is lost");
+    if (blind && key == cluster::ConfigKey(kCluster))
+      return Unavailable("this CN's session is lost");
     return base_.Get(key);
   }
   Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
@@ -688,8 +689,7 @@ class MnRejoinTest : public CnMembershipTest {
     mns_stopped_.erase(2);
     const std::string text = std::to_string(incarnation);
     std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
-    EXPECT_TRUE(
-        cluster::PutOwned(store_, cluster::MnJoinKey(kCluster, 2), bytes).ok());
+    EXPECT_TRUE(cluster::PutOwned(store_, cluster::MnJoinKey(kCluster, 2), bytes).ok());
   }
   cluster::MnStatus::Rejoin State() const { return store_.Config().mns[2].rejoin; }
   bool Everyone(const std::function<bool(TestControls&)>& f) {
@@ -720,8 +720,8 @@ TEST_F(MnRejoinTest, ARestartedMnIsCopiedFrozenGatedSwitchedAndUpStepByStep) {
   EXPECT_TRUE(Everyone([](TestControls& c) { return c.copies.empty(); }))
       << "a copy started while CN 2 still ran transactions that skip the MN";
   node(2).controls->ended_through = 1;
-  ASSERT_TRUE(Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); },
-                    10));
+  ASSERT_TRUE(
+      Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); }, 10));
   // Copied on two CNs of three: not frozen yet.
   node(0).controls->copy_result = Result<uint64_t>(uint64_t{5});
   node(1).controls->copy_result = Result<uint64_t>(uint64_t{5});
@@ -763,8 +763,8 @@ TEST_F(MnRejoinTest, SharesAreDealtAgainWhenACnFailsMidCopy) {
   Periods(3);
   AskToRejoin(1);
   for (auto& n : nodes_) n->controls->ended_through = 1;
-  ASSERT_TRUE(Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); },
-                    20));
+  ASSERT_TRUE(
+      Until([&] { return Everyone([](TestControls& c) { return c.copies.size() == 1; }); }, 20));
   node(0).controls->copy_result = Result<uint64_t>(uint64_t{1});
   node(2).running = false;  // dies with its share half copied
   ASSERT_TRUE(Until([&] { return !store_.Config().cns[2].alive; }, 30));

@@ -136,8 +136,8 @@ void MnRejoins::Progress(const cluster::Configuration& view) {
       p.copy_put = Put(mn, p, step).ok();
     } else if (r->status().code() != Code::kUnavailable) {
       // Unavailable: the MN failed again, and an epoch will say so. Anything else is tried again.
-      controls_.Event("copying onto MN " + std::to_string(mn) + " failed: " +
-                      r->status().ToString() + "; copying again");
+      controls_.Event("copying onto MN " + std::to_string(mn) +
+                      " failed: " + r->status().ToString() + "; copying again");
       p.copy_step.clear();
     }
   }
@@ -218,8 +218,8 @@ std::string MnRejoins::CopyStep(const cluster::Configuration& view) {
 
 std::vector<CopyUnit> MnRejoins::Share(const cluster::Configuration& view) const {
   const std::vector<uint16_t> alive = view.Alive();
-  const size_t rank = static_cast<size_t>(
-      std::find(alive.begin(), alive.end(), cn_) - alive.begin());
+  const size_t rank =
+      static_cast<size_t>(std::find(alive.begin(), alive.end(), cn_) - alive.begin());
   std::vector<CopyUnit> mine;
   if (rank == alive.size()) return mine;
   size_t k = 0;

@@ -137,8 +137,8 @@ Status AwaitPublished(cluster::ConfigStore& store, const std::string& key, const
     // which, at once, rather than time out on the wrong one.
     for (const Proc& q : started) {
       if (q.pid == p.pid || GroupAlive(q.pid)) continue;
-      return Unavailable(fmt::format("{} exited while {} was starting: {} ({})", Describe(q),
-                                     what, LastLogLine(q.log), q.log));
+      return Unavailable(fmt::format("{} exited while {} was starting: {} ({})", Describe(q), what,
+                                     LastLogLine(q.log), q.log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
       return Unavailable(fmt::format("{} did not come up within {} s: {} ({})", what, timeout_s,
@@ -328,8 +328,8 @@ Result<std::pair<ClusterRecord, size_t>> StoppedProcess(const std::string& dir,
     return NotFound(name);
   }
   if (GroupAlive(it->pid)) {
-    *exit = RestartFailed(
-        fmt::format("{} is still running (pid {}); it restarts once it has stopped", name, it->pid));
+    *exit = RestartFailed(fmt::format(
+        "{} is still running (pid {}); it restarts once it has stopped", name, it->pid));
     return InvalidArgument(name);
   }
   const size_t at = static_cast<size_t>(it - r->procs.begin());
@@ -443,8 +443,7 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
         static const char* const kSteps[] = {"", "copying its replicas back", "setting its cursors",
                                              "holding commits to switch reads",
                                              "switching reads to it"};
-        std::printf("pond restart: MN %d (incarnation %u): %s\n", mn, m.incarnation,
-                    kSteps[state]);
+        std::printf("pond restart: MN %d (incarnation %u): %s\n", mn, m.incarnation, kSteps[state]);
         std::fflush(stdout);
         said = state;
       }

@@ -87,8 +87,8 @@ int RunMnDaemon(const MnDaemonOptions& o) {
       break;
     }
     if (!said) {
-      log("MN {} is alive in epoch {}: waiting until its last incarnation is declared down",
-          o.id, config->epoch);
+      log("MN {} is alive in epoch {}: waiting until its last incarnation is declared down", o.id,
+          config->epoch);
       said = true;
     }
     if (WaitForStop(50) != 0) return 0;
@@ -122,9 +122,9 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     // Its descriptor is out: the CNs reach this process once the CM lets it in, lay out its
     // catalog and copy its replicas back.
     const std::string inc = std::to_string(*rejoin_as);
-    Status asked = cluster::PutOwned(
-        **store, cluster::MnJoinKey(o.cluster, static_cast<uint16_t>(o.id)),
-        std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
+    Status asked =
+        cluster::PutOwned(**store, cluster::MnJoinKey(o.cluster, static_cast<uint16_t>(o.id)),
+                          std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
     if (!asked.ok()) {
       log("cannot ask to rejoin: {}", asked.ToString());
       return 1;

@@ -166,8 +166,8 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                                           "the MN to restart: it comes back blank and the CNs "
                                           "copy its replicas back (docs/recovery.md)")
                               ->check(CLI::Range(0, 63));
-    CLI::Option* coord_opt = cmd->add_flag(
-        "--coord", *coord, "restart the ZooKeeper server (same port, same data)");
+    CLI::Option* coord_opt =
+        cmd->add_flag("--coord", *coord, "restart the ZooKeeper server (same port, same data)");
     cn_opt->excludes(coord_opt);
     mn_opt->excludes(coord_opt);
     mn_opt->excludes(cn_opt);

@@ -213,7 +213,8 @@ std::optional<bool> ProcessMembership::EndedSince(const std::vector<uint64_t>& m
 
 Status ProcessMembership::ReachRestartedMn(MnId mn, uint16_t incarnation) {
   // Its new process published where it serves before it asked to rejoin.
-  Result<cluster::Versioned> d = cl_.coord_->Get(cluster::MnKey(cl_.config().transport.cluster, mn));
+  Result<cluster::Versioned> d =
+      cl_.coord_->Get(cluster::MnKey(cl_.config().transport.cluster, mn));
   if (!d.ok()) return d.status();
   Result<ucx::MnDescriptor> desc = ucx::MnDescriptor::Decode(d->value);
   if (!desc.ok()) return desc.status();
@@ -291,8 +292,7 @@ void ProcessMembership::SetVisibleGate(bool closed) {
 std::optional<size_t> ProcessMembership::CommitsMidVisible() {
   bool ok = true;
   const size_t mid = OnWorkers(
-      [](WorkerContext& w) -> size_t { return static_cast<size_t>(w.commits_mid_visible()); },
-      &ok);
+      [](WorkerContext& w) -> size_t { return static_cast<size_t>(w.commits_mid_visible()); }, &ok);
   if (!ok) return std::nullopt;
   return mid;
 }

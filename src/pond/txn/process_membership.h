@@ -11,12 +11,11 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
-#include <memory>
-#include <mutex>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>

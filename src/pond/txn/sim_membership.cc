@@ -332,9 +332,11 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
   // Each CN's machine on a phase of its own, as daemons' threads are: no two apply an epoch at
   // one instant unless the seed makes them.
   for (uint16_t cn = 0; cn < nodes_.size(); cn++) {
-    const uint64_t mix = (cl_.config().seed + 1) * 0x9E3779B97F4A7C15ull + (cn + 1) * 0xBF58476D1CE4E5B9ull;
+    const uint64_t mix =
+        (cl_.config().seed + 1) * 0x9E3779B97F4A7C15ull + (cn + 1) * 0xBF58476D1CE4E5B9ull;
     const uint64_t phase = (mix >> 33) % period;
-    engine_.At(engine_.now() + period + phase, [this, cn, tg = tick_generation_] { TickCn(cn, tg); });
+    engine_.At(engine_.now() + period + phase,
+               [this, cn, tg = tick_generation_] { TickCn(cn, tg); });
   }
 }
 
@@ -737,9 +739,9 @@ void SimMembership::RestartMn(MnId mn) {
       }
     }
     const std::string inc = std::to_string(config_.mns[mn].incarnation + 1);
-    asked = cluster::PutOwned(
-        *store_, cluster::MnJoinKey(kClusterName, mn),
-        std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
+    asked =
+        cluster::PutOwned(*store_, cluster::MnJoinKey(kClusterName, mn),
+                          std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
   }
   if (declared && asked.ok()) return;
   mn_restarts_waiting_++;

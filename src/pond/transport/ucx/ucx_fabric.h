@@ -110,7 +110,7 @@ class UcxFabric final : public Fabric {
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<bool> open_{false};
   bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
-  std::array<std::atomic<uint32_t>, 64> generations_{};  // by CN: AddRemoteCn calls
+  std::array<std::atomic<uint32_t>, 64> generations_{};     // by CN: AddRemoteCn calls
   std::array<std::atomic<uint32_t>, 64> mn_generations_{};  // by MN: ReplaceMn calls
 };
 
