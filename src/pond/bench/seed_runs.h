@@ -14,11 +14,20 @@ struct SeedRange {
   uint64_t first, count;
 };
 
-// Seeds 1 to `default_count`; the environment variable `many` (e.g. POND_FAULT_SEEDS=K) asks for
-// 1 to K, and `one` (POND_FAULT_SEED=N) for seed N alone.
+// Seeds 1 to `default_count`; the environment variable `many` asks for 1 to K (POND_FAULT_SEEDS=K)
+// or A to B (POND_FAULT_SEEDS=A-B, a soak split over cores), and `one` (POND_FAULT_SEED=N) for
+// seed N alone.
 inline SeedRange SeedsFromEnv(const char* one, const char* many, uint64_t default_count) {
   if (const char* n = std::getenv(one)) return {std::strtoull(n, nullptr, 10), 1};
-  if (const char* k = std::getenv(many)) return {1, std::strtoull(k, nullptr, 10)};
+  if (const char* k = std::getenv(many)) {
+    char* dash = nullptr;
+    const uint64_t a = std::strtoull(k, &dash, 10);
+    if (dash != nullptr && *dash == '-') {
+      const uint64_t b = std::strtoull(dash + 1, nullptr, 10);
+      return {a, b >= a ? b - a + 1 : 0};
+    }
+    return {1, a};
+  }
   return {1, default_count};
 }
 
