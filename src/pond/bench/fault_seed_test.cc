@@ -776,6 +776,17 @@ TEST(FaultSeedTest, TheMachineOpensAShardMovedTwiceOnlyAfterBothFailuresAreRecov
   RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{1850, 1});
 }
 
+// Soak seeds 1870 and 2050: an MN restarts, and CN 0 — copying onto it — crashes. A commit on a
+// CN that still knew the MN down wrote its invisible cells to the other replicas only, then
+// learnt the MN was joining and wrote its timestamp word there too, onto a cell another
+// transaction of CN 0 had written: CN 0's log recovery found that transaction with two commit
+// timestamps and retried for good. Write-visible now goes only where write-invisible went (the
+// rejoin's copy brings the rest). Without that, each run fails (kSettleLimitNs).
+TEST(FaultSeedTest, WriteVisibleGoesOnlyToTheReplicasWriteInvisibleReached) {
+  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{1870, 1});
+  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{2050, 1});
+}
+
 // `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user
 // runs it: its 30,000 recorded calls end at about 6 virtual ms, long before 20 ms, and every fault
 // drawn for it must still happen inside the recorded run (ResolveFaultsFor), whatever the seed.

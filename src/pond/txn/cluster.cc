@@ -33,6 +33,10 @@ namespace {
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kLogBytes = 256 << 10;  // per worker and MN
 constexpr int kLoadCoroutines = 32;
+// How long, in virtual time, a simulated run may take to recover from its faults once its
+// clients ended (restarted MNs copied onto, failures recovered): far past any recovery a
+// schedule needs, so a run still busy then is stuck.
+constexpr uint64_t kSettleLimitNs = 30'000'000'000;
 
 }  // namespace
 
@@ -597,8 +601,21 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     // A crashed CN's workers are parked for good (a restart brings new ones, which run the
     // clients too); the run is over when the live ones are idle and every crash has been
     // recovered.
-    auto finished = [&cl] {
-      if (cl.clients_running_.load() != 0 || cl.fabric_->packets_in_flight() != 0) return false;
+    // Recovery that never ends (a step retried forever) would spin in virtual time for good: the
+    // run fails instead, kSettleLimitNs after its clients ended, with the time in its message.
+    uint64_t clients_ended_ns = 0;
+    auto finished = [&cl, &clients_ended_ns] {
+      if (cl.clients_running_.load() != 0) return false;
+      const uint64_t now = cl.engine_->now();
+      if (clients_ended_ns == 0) clients_ended_ns = now;
+      if (now - clients_ended_ns > kSettleLimitNs) {
+        const std::string why =
+            "its clients ended at virtual " + std::to_string(clients_ended_ns / 1000) +
+            " us and recovery had not finished " + std::to_string(kSettleLimitNs / 1'000'000'000) +
+            " virtual s later (POND_SIM_EVENTS=1 shows its steps)";
+        POND_CHECK_MSG(false && "the simulation settles", why.c_str());
+      }
+      if (cl.fabric_->packets_in_flight() != 0) return false;
       for (auto& cn : cl.cns_) {
         if (cl.failover_->IsCrashed(cn->id)) continue;
         for (auto& w : cn->workers) {

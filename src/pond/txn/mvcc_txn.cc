@@ -76,6 +76,11 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
       MnId mn = placement.Replica(it.lk.key, r);
       const bool reads_here = r == it.visible_read_rep || (read_replica && r == read_rep);
       if (reads_here != read_replica || placement.IsDown(mn)) continue;
+      // Only where the cell is: an MN this CN still knew down at write-invisible may be
+      // rejoining by now, and the timestamp word alone would stamp a cell another transaction
+      // wrote there — recovery then finds that one with two commit timestamps. The rejoin's copy,
+      // taken under this transaction's locks once it ends, brings that MN the whole cell.
+      if ((it.invisible_reps & (uint32_t{1} << r)) == 0) continue;
       // The timestamp word alone: a reader sees the cell INVISIBLE or committed, never torn.
       w_.ep().Write(it.ref.Addr(*it.table, mn, r) + sizeof(store::CvtHeader) +
                         it.write_cell * sizeof(store::CvtCell) +
@@ -167,9 +172,11 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
       it.record_buf.resize(it.table->record_stride);
       store::EncodeRecord(it.new_value, it.new_cell.cv, it.record_buf);
     }
+    if (ts == kInvisible) it.invisible_reps = 0;
     for (int r = 0; r < w_.placement().replication(); r++) {
       MnId mn = w_.placement().Replica(it.lk.key, r);
       if (!Includes(which, r) || w_.placement().IsDown(mn)) continue;
+      if (ts == kInvisible) it.invisible_reps |= uint32_t{1} << r;
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);

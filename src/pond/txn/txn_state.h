@@ -97,7 +97,10 @@ struct Item {
   std::vector<std::byte> new_value;  // pending == kPut
   int write_cell = -1;
   int visible_read_rep = 0;  // the replica readers used at the first write-visible round
-  store::Cell new_cell;      // the primary's new cell
+  // The replicas (bit r: replica index r) the write-invisible round reached; write-visible
+  // goes to these only (MvccTxn::PostVisible).
+  uint32_t invisible_reps = 0;
+  store::Cell new_cell;  // the primary's new cell
   std::vector<std::byte> record_buf;
   std::array<store::CvtCell, store::kReplicationMax> raw_cells;
   uint64_t live_meta = 0;
