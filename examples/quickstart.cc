@@ -34,17 +34,19 @@ int main() {
   if (!accounts.ok()) return 1;
   const uint16_t table = *accounts;
   constexpr uint64_t kAccounts = 10, kStart = 100;
-  Status loaded = (*cluster)->Load(table, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
-    *key = i;
-    uint64_t balance = kStart;
-    std::memcpy(v.data(), &balance, sizeof(balance));
-  });
+  Status loaded =
+      (*cluster)->Load(table, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+        *key = i;
+        uint64_t balance = kStart;
+        std::memcpy(v.data(), &balance, sizeof(balance));
+      });
   if (!loaded.ok()) return 1;
 
   std::atomic<bool> audit_failed{false};  // written by every worker thread
   (*cluster)->Run(2, [&](pond::Session& s) -> Task<void> {
     for (int i = 0; i < 200; i++) {
-      uint64_t from = s.rng().Uniform(kAccounts), to = (from + 1 + s.rng().Uniform(kAccounts - 1)) % kAccounts;
+      uint64_t from = s.rng().Uniform(kAccounts),
+               to = (from + 1 + s.rng().Uniform(kAccounts - 1)) % kAccounts;
       Status st = co_await s.RunTxn(TxnKind::kReadWrite, [&](Txn& t) -> Task<Status> {
         t.AddRW(table, from);
         t.AddRW(table, to);

@@ -16,12 +16,12 @@ namespace pond::bench {
 struct HistoryCheck {
   bool ok = false;
   uint64_t committed = 0;
-  uint64_t failed = 0;   // aborted calls
-  std::string model;     // the model judged against: the one the isolation level promises
-  std::string detail;    // why it failed
-  std::string history;   // a failing run's history (JSONL), empty if there is none
-  double wall_s = 0;     // of the measured run
-  uint64_t events = 0;   // simulated runs: engine events
+  uint64_t failed = 0;  // aborted calls
+  std::string model;    // the model judged against: the one the isolation level promises
+  std::string detail;   // why it failed
+  std::string history;  // a failing run's history (JSONL), empty if there is none
+  double wall_s = 0;    // of the measured run
+  uint64_t events = 0;  // simulated runs: engine events
 };
 
 // Runs `w` recorded with `o` (record is set here) and judges it.

@@ -145,9 +145,8 @@ TEST(ListAppendTest, UserTransactionsUnderEveryProtocolAndIsolation) {
   for (const std::string& protocol : configs) {
     for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
       if (protocol == "ford" && iso == Isolation::kSnapshot) continue;
-      const check::Model model = iso == Isolation::kSerializable
-                                     ? check::Model::kStrictSerializable
-                                     : check::Model::kSnapshotIsolation;
+      const check::Model model = iso == Isolation::kSerializable ? check::Model::kStrictSerializable
+                                                                 : check::Model::kSnapshotIsolation;
       Checked c = RunAndCheck(iso, o, 4, model, protocol);
       EXPECT_TRUE(c.valid) << protocol << " " << IsolationName(iso);
       EXPECT_GT(c.run.committed, 0u) << protocol << " " << IsolationName(iso);

@@ -37,14 +37,14 @@ double MaxNicShare(const RunMeasures& r);
 // What a faulty run's faults exercised, from its FailoverStats: one line of the report and an
 // object of its JSON, so that a pass shows what it tested.
 struct FaultsExercised {
-  uint64_t cn_crashes = 0;   // crash-cn that happened
-  uint64_t fenced = 0;       // CNs that stopped themselves (a partition outlasted the lease)
-  uint64_t cn_restarts = 0;  // CNs back as a new incarnation, running clients
-  uint64_t recoveries = 0;   // CN failures recovered: their shards served again
-  uint64_t mn_crashes = 0;   // crash-mn that happened
-  uint64_t mn_restarts = 0;  // MNs back blank
-  uint64_t mn_readable = 0;  // of those, readable again: R copies restored
-  uint64_t partitions = 0;   // partition-cn that happened
+  uint64_t cn_crashes = 0;     // crash-cn that happened
+  uint64_t fenced = 0;         // CNs that stopped themselves (a partition outlasted the lease)
+  uint64_t cn_restarts = 0;    // CNs back as a new incarnation, running clients
+  uint64_t recoveries = 0;     // CN failures recovered: their shards served again
+  uint64_t mn_crashes = 0;     // crash-mn that happened
+  uint64_t mn_restarts = 0;    // MNs back blank
+  uint64_t mn_readable = 0;    // of those, readable again: R copies restored
+  uint64_t partitions = 0;     // partition-cn that happened
   uint64_t coord_outages = 0;  // crash-coord that happened
   // Transactions caught mid-commit: recovery found them not yet visible everywhere and rolled
   // them forward or back (of log_records read from the failed CNs' logs).

@@ -165,12 +165,11 @@ Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const uint16_t tsub = tsub_ = tid[0], tai = tai_ = tid[1], tsf = tsf_ = tid[2],
                  tcf = tcf_ = tid[3];
 
-  POND_RETURN_IF_ERROR(
-      cluster.Load(tsub, n, [](uint64_t s, uint64_t* key, std::span<std::byte> v) {
-        *key = TatpKey(s, 0);
-        uint64_t words[3] = {s, Mix64(s) & 0xffffffff, Mix64(s + 1)};
-        std::memcpy(v.data(), words, sizeof(words));
-      }));
+  POND_RETURN_IF_ERROR(cluster.Load(tsub, n, [](uint64_t s, uint64_t* key, std::span<std::byte> v) {
+    *key = TatpKey(s, 0);
+    uint64_t words[3] = {s, Mix64(s) & 0xffffffff, Mix64(s + 1)};
+    std::memcpy(v.data(), words, sizeof(words));
+  }));
   auto load = [&](uint16_t table, const std::vector<uint64_t>& keys, bool facility) {
     return cluster.Load(
         table, keys.size(), [&keys, facility](uint64_t i, uint64_t* key, std::span<std::byte> v) {
@@ -370,8 +369,8 @@ Status TatpWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
           }
           rows++;
           if (Word(*row, 0) != x && bad.empty()) {
-            bad = fmt::format("{} row {:#x} names subscriber {}, not {}", what, key,
-                              Word(*row, 0), x);
+            bad = fmt::format("{} row {:#x} names subscriber {}, not {}", what, key, Word(*row, 0),
+                              x);
           }
           return true;
         };

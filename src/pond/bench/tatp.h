@@ -34,8 +34,8 @@ enum class TatpTxn : uint8_t {
 };
 constexpr int kTatpTxnCount = 7;
 constexpr std::array<const char*, kTatpTxnCount> kTatpTxnNames = {
-    "GetSubscriberData",    "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
-    "UpdateLocation",       "InsertCallForwarding", "DeleteCallForwarding"};
+    "GetSubscriberData", "GetNewDestination",    "GetAccessData",       "UpdateSubscriberData",
+    "UpdateLocation",    "InsertCallForwarding", "DeleteCallForwarding"};
 constexpr std::array<int, kTatpTxnCount> kTatpMixPct = {35, 10, 35, 2, 14, 2, 2};
 
 struct TatpParams {

@@ -29,10 +29,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "pond/task.h"
 #include "pond/status.h"
 #include "pond/store/catalog.h"
 #include "pond/store/placement.h"
+#include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::cluster {

@@ -38,10 +38,10 @@ struct ReplicaReport {
   uint64_t versions = 0;  // visible versions compared
   uint64_t acked = 0;     // acknowledged writes looked for
   uint64_t disagreements = 0;
-  uint64_t invisible = 0;    // cells left INVISIBLE
-  uint64_t locked = 0;       // lock words left held
-  uint64_t lost_commits = 0;  // acknowledged writes not found
-  uint64_t lost_groups = 0;   // slots with every replica down
+  uint64_t invisible = 0;             // cells left INVISIBLE
+  uint64_t locked = 0;                // lock words left held
+  uint64_t lost_commits = 0;          // acknowledged writes not found
+  uint64_t lost_groups = 0;           // slots with every replica down
   std::vector<std::string> problems;  // the first few, one line each
   bool ok() const {
     return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&

@@ -203,8 +203,7 @@ TEST(MetricsTest, ServesOverHttpOnAnyFreePort) {
 }
 
 int64_t MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                               t)
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t)
       .count();
 }
 

@@ -298,7 +298,8 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
       "VALUE and ARGS: hex:HEX, i64:N or u64:N (8 bytes, little-endian), or text; a value is "
       "zero-padded to its table's size. KEY: decimal, or hex after 0x.\n"
       "Exit codes: 0 committed (or described); 1 get found no such key; 2 bad input; 3 "
-      "ABORTED (probe: a shard did not commit in time); 4 REJECTED by the server; 5 UNKNOWN (it may or may not have committed); 6 no "
+      "ABORTED (probe: a shard did not commit in time); 4 REJECTED by the server; 5 UNKNOWN (it "
+      "may or may not have committed); 6 no "
       "server reachable.");
   auto on = [a, action](const std::string& sub) {
     return [a, action, sub] { *action = [a, sub] { return RunClient(*a, sub); }; };
@@ -331,8 +332,9 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
       "Through every CN, commit a put in every one of the 4096 shards (key (CN + 1) * 4096 + "
       "shard of TABLE, which must hold that many keys): is every shard writable everywhere?");
   probe->add_option("TABLE", a->probe.table, "a table the probe may write")->required();
-  probe->add_option("--within-ms", a->probe.within_ms,
-                    "each CN's shards all commit within this, retried until then")
+  probe
+      ->add_option("--within-ms", a->probe.within_ms,
+                   "each CN's shards all commit within this, retried until then")
       ->check(CLI::Range(1u, 3'600'000u))
       ->capture_default_str();
   probe->add_option("--cn", a->probe.cns,

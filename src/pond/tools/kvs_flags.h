@@ -34,8 +34,8 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate);
 
 // ResolveClusterFlags on o->cluster and o->sim, then --protocol into o->cluster.protocol.
-Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation,
-                       const std::string& model, const std::string& protocol, bool simulate);
+Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const std::string& model,
+                       const std::string& protocol, bool simulate);
 
 // The cluster flags (AddClusterFlags) plus the KVS workload's: --keys --rw-ratio --theta.
 // `f` must outlive the parse and the command's action.
@@ -45,8 +45,8 @@ void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);
 // one-line reason on a bad model.
 Status ResolveKvsFlags(KvsFlags* f, bool simulate);
 
-// A RunWorkload progress callback that prints one line per call on `out` (about once a wall second):
-// elapsed (virtual) time, commits per second and abort rate since the previous line, after
+// A RunWorkload progress callback that prints one line per call on `out` (about once a wall
+// second): elapsed (virtual) time, commits per second and abort rate since the previous line, after
 // `label` if not empty. Each run needs its own (it remembers the previous line).
 std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,
                                                                   std::string label);

@@ -159,14 +159,14 @@ void PrintFailover(const bench::RunResult& r) {
       aimed += fmt::format("{}{} {}", aimed.empty() ? "" : ", ", kStepNames[i], f.step_crashes[i]);
     }
     if (!aimed.empty() || f.step_crashes_unaimed > 0) {
-      std::printf("failover     crashes aimed at a commit step: %s%s\n",
-                  aimed.empty() ? "none at their step" : aimed.c_str(),
-                  f.step_crashes_unaimed > 0
-                      ? fmt::format("; {} found no transaction at their step within {} ms",
-                                    f.step_crashes_unaimed,
-                                    static_cast<double>(kStepCrashWaitNsMax) / 1e6)
-                            .c_str()
-                      : "");
+      std::printf(
+          "failover     crashes aimed at a commit step: %s%s\n",
+          aimed.empty() ? "none at their step" : aimed.c_str(),
+          f.step_crashes_unaimed > 0
+              ? fmt::format("; {} found no transaction at their step within {} ms",
+                            f.step_crashes_unaimed, static_cast<double>(kStepCrashWaitNsMax) / 1e6)
+                    .c_str()
+              : "");
     }
     if (!f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty()) {
       std::string series;
@@ -189,12 +189,11 @@ void PrintFailover(const bench::RunResult& r) {
     const ReplicaCheck& c = *r.replicas;
     if (c.ok()) {
       // Committed writes are looked for only in runs with node faults (Cluster::ScheduleFaults).
-      std::printf("replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
-                  "INVISIBLE or locked%s\n",
-                  static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
-                  c.acked > 0
-                      ? fmt::format("; {} committed writes all found", c.acked).c_str()
-                      : "");
+      std::printf(
+          "replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
+          "INVISIBLE or locked%s\n",
+          static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
+          c.acked > 0 ? fmt::format("; {} committed writes all found", c.acked).c_str() : "");
     } else {
       std::printf(
           "replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "

@@ -92,8 +92,8 @@ void Endpoint::Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> pay
 
 void Endpoint::EndRound() {
   for (auto& b : out_) {
-    PacketHeader h{kPacketMagic, self_.cn,   self_.worker, b.to.cn,
-                   b.to.worker,  b.count, incarnation_};
+    PacketHeader h{kPacketMagic, self_.cn, self_.worker, b.to.cn,
+                   b.to.worker,  b.count,  incarnation_};
     std::memcpy(b.bytes.data(), &h, sizeof(h));
     stats_.packets_sent++;
     SendPacket(b.to, std::move(b.bytes));

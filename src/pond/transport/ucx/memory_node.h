@@ -42,7 +42,7 @@ class UcxMemoryNode {
   ucp_mem_h mem_ = nullptr;
   std::byte* region_ = nullptr;
   MnDescriptor descriptor_;
-  int stop_fd_ = -1;  // an eventfd: written once to wake the thread and stop it
+  int stop_fd_ = -1;               // an eventfd: written once to wake the thread and stop it
   bool arm_failure_said_ = false;  // the serving thread's
   std::thread thread_;
 };
