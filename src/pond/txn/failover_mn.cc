@@ -5,6 +5,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/store/catalog.h"
+#include "pond/transport/sim/sim_fabric.h"
 #include "pond/txn/failover.h"
 #include "pond/txn/failover_rejoin.h"
 #include "pond/txn/rereplication.h"

@@ -21,7 +21,6 @@
 #include "pond/cache/vt_cache.h"
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
-#include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_client.h"
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
@@ -30,15 +29,25 @@
 #include "pond/recovery/cn_start.h"
 #include "pond/rng.h"
 #include "pond/runtime/scheduler.h"
-#include "pond/sim/engine.h"
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/commit_log.h"
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
-#include "pond/transport/sim/sim_fabric.h"
 #include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
+
+// Only pointers to the simulator and the coordination service are kept here, so that protocol
+// code including this header sees neither (the deployment is chosen in cluster.cc).
+namespace pond::sim {
+class Engine;
+}  // namespace pond::sim
+namespace pond::cluster {
+class ZkConfigStore;
+}  // namespace pond::cluster
+namespace pond {
+class SimFabric;
+}  // namespace pond
 
 namespace pond::txn {
 
