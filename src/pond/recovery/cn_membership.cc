@@ -79,6 +79,11 @@ void CnMembership::RunQueued() {
   for (auto& fn : spawn) beat_sched_.Spawn(fn());
 }
 
+bool CnMembership::InRecovery() const {
+  return returns_.Returning() || rejoins_.Active() ||
+         std::any_of(failures_.begin(), failures_.end(), [](const auto& f) { return !f->opened; });
+}
+
 void CnMembership::CoordTick() {
   if (fenced_.load()) return;
   NoteCoordination(ReadConfig());

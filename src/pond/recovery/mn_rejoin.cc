@@ -43,6 +43,13 @@ bool MnRejoins::Holding() const {
   return false;
 }
 
+bool MnRejoins::Active() const {
+  for (const auto& [mn, p] : parts_) {
+    if (p.state != State::kNone) return true;
+  }
+  return false;
+}
+
 void MnRejoins::Gate() { controls_.SetVisibleGate(Holding()); }
 
 void MnRejoins::Enter(uint16_t mn, const cluster::MnStatus& m, bool fresh) {

@@ -61,6 +61,8 @@ class MnRejoins {
   // This CN holds its commits for a rejoin now (gated or switched): its driver may poll the
   // service more often meanwhile, to hold them for less.
   bool Holding() const;
+  // Some MN's rejoin is under way (copying to switched), as far as this CN knows.
+  bool Active() const;
 
   // Buckets per copy unit: small enough to spread over the CNs, large enough that dealing them
   // costs nothing.
