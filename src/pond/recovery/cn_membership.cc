@@ -80,8 +80,11 @@ void CnMembership::RunQueued() {
 }
 
 bool CnMembership::InRecovery() const {
-  return returns_.Returning() || rejoins_.Active() ||
-         std::any_of(failures_.begin(), failures_.end(), [](const auto& f) { return !f->opened; });
+  return returns_.Returning() || rejoins_.Finishing() ||
+         std::any_of(failures_.begin(), failures_.end(),
+                     [](const auto& f) { return !f->opened; }) ||
+         std::any_of(view_.mns.begin(), view_.mns.end(),
+                     [](const cluster::MnStatus& m) { return m.alive && m.leaving; });
 }
 
 void CnMembership::CoordTick() {

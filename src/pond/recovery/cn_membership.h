@@ -81,10 +81,10 @@ class CnMembership {
   CnMembership& operator=(const CnMembership&) = delete;
 
   // How often each half acts; the coordination half ten times as often while this CN takes part
-  // in a recovery (a CN failure not opened here, a shard return, an MN's rejoin): each step waits
-  // for every CN's, which a CN sees at its next read, so the steps then follow each other within
-  // a tenth of the period, not one, and commits held for a rejoin (gated, switched) are held for
-  // less. The coordination half's thread.
+  // in a recovery (a CN failure not opened here, a shard return, an MN leaving, an MN's rejoin
+  // past its copy): each step waits for every CN's, which a CN sees at its next read, so the
+  // steps then follow each other within a tenth of the period, not one, and commits held for a
+  // rejoin (gated, switched) are held for less. The coordination half's thread.
   uint64_t period_ns() const { return o_.lease_ns / 10; }
   uint64_t coord_period_ns() const { return InRecovery() ? period_ns() / 10 : period_ns(); }
   // This CN takes part in a recovery not over yet here (see coord_period_ns).

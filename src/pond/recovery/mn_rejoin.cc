@@ -43,9 +43,11 @@ bool MnRejoins::Holding() const {
   return false;
 }
 
-bool MnRejoins::Active() const {
+bool MnRejoins::Finishing() const {
   for (const auto& [mn, p] : parts_) {
-    if (p.state != State::kNone) return true;
+    if (p.state == State::kFrozen || p.state == State::kGated || p.state == State::kSwitched) {
+      return true;
+    }
   }
   return false;
 }

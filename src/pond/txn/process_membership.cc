@@ -5,6 +5,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/cluster/directory.h"
+#include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_key.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
@@ -50,12 +51,26 @@ ProcessMembership::~ProcessMembership() { Stop(); }
 
 void ProcessMembership::Start() {
   POND_CHECK(!thread_.joinable());
+  // The watch only shortens the wait: a change it misses (a session lost and found) is read at
+  // the next period all the same.
+  cl_.coord_->Watch(cluster::ConfigKey(cl_.config().transport.cluster),
+                    [wake = wake_](const cluster::Versioned&) {
+                      {
+                        std::lock_guard lock(wake->mu);
+                        wake->woken = true;
+                      }
+                      wake->cv.notify_all();
+                    });
   thread_ = std::thread([this] { Loop(); });
   coord_thread_ = std::thread([this] { CoordLoop(); });
 }
 
 void ProcessMembership::Stop() {
   stop_ = true;
+  {
+    std::lock_guard lock(wake_->mu);  // the coordination thread waits under it: no lost wakeup
+  }
+  wake_->cv.notify_all();
   // The coordination thread first: it queues work for the beat thread, which then finishes it.
   if (coord_thread_.joinable()) coord_thread_.join();
   if (thread_.joinable()) thread_.join();
@@ -91,7 +106,12 @@ void ProcessMembership::CoordLoop() {
     machine_->CoordTick();
     const uint64_t period = machine_->coord_period_ns();
     const uint64_t spent = cl_.clock().NowNs() - start;
-    if (spent < period) std::this_thread::sleep_for(std::chrono::nanoseconds(period - spent));
+    std::unique_lock lock(wake_->mu);
+    if (spent < period) {
+      wake_->cv.wait_for(lock, std::chrono::nanoseconds(period - spent),
+                         [this] { return wake_->woken || stop_.load(); });
+    }
+    wake_->woken = false;
   }
 }
 

@@ -7,10 +7,13 @@
 // coordination thread its coordination half, which talks to the coordination service and
 // reaches the workers' own state (their views, lock clients, routed calls) through tasks it
 // posts to their inboxes while the cluster serves. A slow coordination service then delays
-// declarations, never beats.
+// declarations, never beats. The coordination half runs once a period, and at once when a new
+// configuration is put (a ZooKeeper watch on its key): every CN applies an epoch as soon as the
+// service has it, not up to a period later.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -111,6 +114,14 @@ class ProcessMembership final : public recovery::CnControls {
   std::atomic<bool> stop_{false};
   std::shared_ptr<CopyJob> copy_;
   std::shared_ptr<SyncJob> sync_;
+  // Wakes the coordination thread before its period ends: the configuration's watch fired, or
+  // Stop. Shared with the watch's callback, which the store keeps as long as it lives.
+  struct Wake {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool woken = false;
+  };
+  std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
 };
 
 }  // namespace pond::txn
