@@ -12,6 +12,8 @@
 #      the money still adds up.
 #   3. CN 1 is killed while clients run list-append: the history those client processes recorded
 #      (a call whose CN died is an unknown, `info`) is judged strictly serializable.
+#   4. (shm, a cluster of its own) `pond down` while a restarted MN is being copied onto: every
+#      daemon stops by itself within the grace, none is killed.
 # After every fault, `pond client probe` commits a put in every shard through every live CN within a
 # bound: a failover that left shards unwritable from some CN fails here even when every history
 # stays valid. Then `pond down` leaves no process behind. Usage: kill_test.sh PATH_TO_POND
@@ -151,6 +153,36 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   for p in $(pids_of "$tmp/cluster-$tls.json"); do alive "$p" && left=$((left + 1)); done
   [ "$left" -eq 0 ] && ok "$tls: nothing left running" || fail "$tls: $left process(es) left"
 done
+
+# 4. `pond down` while a restarted MN's replicas are being copied back (shm only): the copiers stop
+# after their bucket, and a CN still waiting on a peer that stopped first gives up on it once its
+# grace is over — every daemon stops by itself, none killed, nothing left.
+d="$tmp/down-mid-copy"
+dirs+=("$d")
+if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls shm --region-mib 1024 --workload smallbank     --accounts 100000 --lease-ms 1000 --timeout 60 >"$tmp/up4.out" 2>&1; then
+  kill -9 "$(pid_of "$d/cluster.json" mn 1)"
+  await_line "$d/cn-0.log" "MN 1 is down (epoch" 30 || fail "down mid-copy: MN 1 was not declared"
+  timeout 60 "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart4.out" 2>&1 &
+  restart=$!
+  await_line "$tmp/restart4.out" "copying its replicas back" 30 || fail "down mid-copy: no copy began"
+  cp "$d/cluster.json" "$tmp/cluster-4.json"
+  "$pond" down --dir "$d" --grace 10 >"$tmp/down4.out" 2>&1
+  rc=$?
+  wait "$restart"
+  if grep -q "MN 1 is back" "$d"/cn-*.log; then
+    fail "down mid-copy: the copy ended before pond down (the case was not reached)"
+  elif [ "$rc" -eq 0 ] && ! grep -q "were killed" "$tmp/down4.out" &&
+      [ "$(grep -l "pond cn [0-9]: stopped$" "$d"/cn-*.log | wc -l)" -eq 3 ]; then
+    ok "pond down mid-copy: every daemon stopped by itself ($(sed -n 's/^pond down: //p' "$tmp/down4.out" | head -1))"
+  else
+    fail "pond down mid-copy (exit $rc)"; cat "$tmp/down4.out"; tail -n 3 "$d"/cn-*.log
+  fi
+  left=0
+  for p in $(pids_of "$tmp/cluster-4.json"); do alive "$p" && left=$((left + 1)); done
+  [ "$left" -eq 0 ] && ok "down mid-copy: nothing left running" || fail "down mid-copy: $left process(es) left"
+else
+  fail "down mid-copy: pond up"; cat "$tmp/up4.out"
+fi
 
 [ "$failures" -eq 0 ] && echo "all kill checks passed" || echo "$failures kill check(s) failed"
 exit $((failures > 0))

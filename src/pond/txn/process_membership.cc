@@ -74,6 +74,11 @@ void ProcessMembership::Stop() {
   // The coordination thread first: it queues work for the beat thread, which then finishes it.
   if (coord_thread_.joinable()) coord_thread_.join();
   if (thread_.joinable()) thread_.join();
+  // A copy under way stops after the unit each copier holds: the workers stop serving only once
+  // their coroutines end, and a copier still taking units would take locks from peers that
+  // stopped before it (`pond down` stops every CN at once). What is left is copied again by
+  // whoever copies next: a copy is idempotent.
+  if (copy_ != nullptr) copy_->stop = true;
 }
 
 void ProcessMembership::Loop() {
@@ -261,11 +266,11 @@ void ProcessMembership::StartCopy(MnId mn, std::vector<recovery::CopyUnit> units
           recovery::CopyUnit u;
           {
             std::lock_guard lock(job->mu);
-            if (job->todo.empty() || !job->error.ok()) break;
+            if (job->todo.empty() || !job->error.ok() || job->stop.load()) break;
             u = job->todo.front();
             job->todo.pop_front();
           }
-          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u);
+          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u, &job->stop);
           if (!r.ok()) {
             std::lock_guard lock(job->mu);
             if (job->error.ok()) job->error = r.status();

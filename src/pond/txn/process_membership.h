@@ -99,6 +99,7 @@ class ProcessMembership final : public recovery::CnControls {
     Status error;
     std::atomic<int> running{0};
     std::atomic<uint64_t> slots{0};
+    std::atomic<bool> stop{false};  // the CN stops: take no more units
   };
   struct SyncJob {
     std::atomic<bool> done{false};

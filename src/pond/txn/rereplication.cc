@@ -127,7 +127,8 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
 
 }  // namespace
 
-Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
+Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u,
+                                       const std::atomic<bool>* stop) {
   const store::TableInfo* t = w.cluster().catalog().Find(u.table);
   POND_CHECK(t != nullptr && !t->single_version);
   const store::Placement& pl = w.placement();
@@ -137,6 +138,7 @@ Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u) {
     if (!pl.IsJoining(mn)) {
       co_return Unavailable("MN " + std::to_string(mn) + " is not rejoining any more");
     }
+    if (stop != nullptr && stop->load()) co_return Aborted("the copy stopped: its CN stops");
     int src_rep = -1;
     for (int j = 0; j < pl.replication() && src_rep < 0; j++) {
       if (j != u.replica && pl.Readable(ReplicaOfGroup(pl, primary, j))) src_rep = j;

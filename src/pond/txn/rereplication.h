@@ -12,6 +12,7 @@
 // the copy: the copy stays equal to the source.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "pond/recovery/cn_controls.h"
@@ -29,8 +30,10 @@ using recovery::CopyUnit;
 // the records of valid cells, each record offset moved to `mn`'s lane), one bucket at a time,
 // under the write locks of the bucket's keys. A bucket whose locks are refused is tried again.
 // Returns the slots copied, or Unavailable once `mn` is not rejoining any more (it crashed
-// again: the copy is abandoned).
-Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit unit);
+// again: the copy is abandoned), or Aborted once `*stop` holds (its CN stops: a bucket refused
+// because the other CNs are gone would be tried for ever).
+Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit unit,
+                                       const std::atomic<bool>* stop = nullptr);
 
 // Writes a restarted MN's superblock and catalog as this CN's catalog says (store::RestoreRegion:
 // index areas where they were, the general heap closed), over the transport: a replacement's

@@ -34,6 +34,7 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   int64_t awaiting = 0;  // this worker's share of awaiting_
   int session_id = 0;
   int64_t idle_rounds = 0;
+  bool gave_up = false;  // on the other CNs, once the stop's grace is over
   for (;;) {
     inbox.TakeAll(&arrived);
     for (ServedCall& call : arrived) {
@@ -72,9 +73,22 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
       sv.calls_running -= finished;
       finished = 0;
     }
+    const bool past_grace = sv.stopping.load() && std::chrono::steady_clock::now() > sv.stop_by;
+    if (past_grace && !gave_up) {
+      // The grace is over: what other CNs still owe this one will not be waited for. They may
+      // have stopped already (`pond down` stops every CN at once), and a coroutine waiting on
+      // one — a transaction's lock, a routed call, a copier onto a rejoining MN — would keep
+      // this worker from ever ending. Its requests are refused as if the peers had failed: a
+      // transaction aborts, a routed call ends Unknown, a copy stops (copied again later).
+      for (uint16_t peer = 0; peer < cns_.size(); peer++) {
+        if (peer == w.cn_id()) continue;
+        w.locks().PeerFailed(peer);
+        w.calls().PeerFailed(peer);
+      }
+      gave_up = true;
+    }
     if (sv.stopping.load() && sv.calls_running.load() == 0 && w.sched().live() == 0 &&
-        fabric_->packets_in_flight() == 0 &&
-        (awaiting_.load() == 0 || std::chrono::steady_clock::now() > sv.stop_by)) {
+        fabric_->packets_in_flight() == 0 && (awaiting_.load() == 0 || past_grace)) {
       return;
     }
   }
