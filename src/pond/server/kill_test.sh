@@ -169,6 +169,9 @@ if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls shm --region-mib 1024 --workl
   "$pond" down --dir "$d" --grace 10 >"$tmp/down4.out" 2>&1
   rc=$?
   wait "$restart"
+  grep -q "was stopped before MN 1 was back" "$tmp/restart4.out" &&
+    ok "down mid-copy: pond restart says the cluster was stopped" ||
+    { fail "down mid-copy: pond restart's last words"; cat "$tmp/restart4.out"; }
   if grep -q "MN 1 is back" "$d"/cn-*.log; then
     fail "down mid-copy: the copy ended before pond down (the case was not reached)"
   elif [ "$rc" -eq 0 ] && ! grep -q "were killed" "$tmp/down4.out" &&

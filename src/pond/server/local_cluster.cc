@@ -178,6 +178,15 @@ std::string Describe(const Proc& p) {
 
 std::string ClusterFile(const std::string& dir) { return dir + "/cluster.json"; }
 
+namespace {
+// Present while `pond down` stops the cluster in the folder: a `pond restart` waiting there then
+// says so, rather than what the stop did to the process it waits for.
+std::string StoppingFile(const std::string& dir) { return dir + "/stopping"; }
+bool BeingStopped(const std::string& dir) {
+  return std::filesystem::exists(StoppingFile(dir)) || !std::filesystem::exists(ClusterFile(dir));
+}
+}  // namespace
+
 int Up(const UpOptions& o) {
   auto fail = [](const std::string& m, int code = 1) {
     std::fprintf(stderr, "pond up: %s\n", m.c_str());
@@ -202,8 +211,10 @@ int Up(const UpOptions& o) {
       }
     }
   }
-  // A new cluster: nothing of an earlier one's coordination data survives.
+  // A new cluster: nothing of an earlier one's coordination data survives, nor the mark of a
+  // `pond down` that was itself cut short.
   fs::remove_all(dir + "/zookeeper", ec);
+  fs::remove(StoppingFile(dir), ec);
 
   std::vector<Proc> procs;
   auto abandon = [&](const std::string& m) {
@@ -433,6 +444,9 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
   int said = -1;
   for (;;) {
+    if (BeingStopped(dir)) {
+      return fail(fmt::format("the cluster in {} was stopped before MN {} was back", dir, mn));
+    }
     Result<cluster::Configuration> now = config();
     if (!now.ok()) return fail(now.status().message());
     const cluster::MnStatus& m = now->mns[mn];
@@ -449,6 +463,9 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
       }
     }
     if (!GroupAlive(p->pid)) {
+      if (BeingStopped(dir)) {
+        return fail(fmt::format("the cluster in {} was stopped before MN {} was back", dir, mn));
+      }
       return fail(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p->log), p->log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -508,9 +525,11 @@ int Down(const std::string& dir, double grace_s) {
     running++;
     names += (names.empty() ? "" : ", ") + Describe(p);
   }
-  const bool clean = StopAll(*procs, std::chrono::milliseconds(static_cast<int>(grace_s * 1e3)));
   std::error_code ec;
+  std::ofstream(StoppingFile(dir)).close();
+  const bool clean = StopAll(*procs, std::chrono::milliseconds(static_cast<int>(grace_s * 1e3)));
   fs::remove(file, ec);
+  fs::remove(StoppingFile(dir), ec);
   std::printf("pond down: stopped %d process(es)%s%s%s\n", running, names.empty() ? "" : " (",
               names.c_str(), names.empty() ? "" : ")");
   if (!clean) std::printf("pond down: some did not stop within %.0f s and were killed\n", grace_s);
