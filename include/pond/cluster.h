@@ -414,7 +414,8 @@ class Cluster {
   // cluster of processes runs only its own). StopServing lets every submitted
   // call finish, then stops the threads; the destructor does it too. A CN of a cluster of
   // processes also serves the other CNs' requests until it stops, and waits at most `grace_ms`
-  // for the answers its own calls await from them (they may have stopped first).
+  // for the answers its own calls await from them (they may have stopped first); then it holds
+  // them failed, so what still waits ends (a transaction aborts, a routed call is Unknown).
   // A CN of a cluster of processes reports what its membership thread does — failures
   // declared, recoveries, rejoins, a lost lease — one line each to `log`, from that thread. Set
   // before StartServing.
