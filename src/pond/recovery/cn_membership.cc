@@ -79,14 +79,6 @@ void CnMembership::RunQueued() {
   for (auto& fn : spawn) beat_sched_.Spawn(fn());
 }
 
-bool CnMembership::InRecovery() const {
-  return returns_.Returning() || rejoins_.Finishing() ||
-         std::any_of(failures_.begin(), failures_.end(),
-                     [](const auto& f) { return !f->opened; }) ||
-         std::any_of(view_.mns.begin(), view_.mns.end(),
-                     [](const cluster::MnStatus& m) { return m.alive && m.leaving; });
-}
-
 void CnMembership::CoordTick() {
   if (fenced_.load()) return;
   NoteCoordination(ReadConfig());

@@ -80,15 +80,11 @@ class CnMembership {
   CnMembership(const CnMembership&) = delete;
   CnMembership& operator=(const CnMembership&) = delete;
 
-  // How often each half acts; the coordination half ten times as often while this CN takes part
-  // in a recovery (a CN failure not opened here, a shard return, an MN leaving, an MN's rejoin
-  // past its copy): each step waits for every CN's, which a CN sees at its next read, so the
-  // steps then follow each other within a tenth of the period, not one, and commits held for a
-  // rejoin (gated, switched) are held for less. The coordination half's thread.
+  // How often each half acts; the coordination half ten times as often while this CN holds its
+  // commits for an MN's rejoin (mn_rejoin.h: gated, switched), which then ends sooner. The
+  // coordination half's thread.
   uint64_t period_ns() const { return o_.lease_ns / 10; }
-  uint64_t coord_period_ns() const { return InRecovery() ? period_ns() / 10 : period_ns(); }
-  // This CN takes part in a recovery not over yet here (see coord_period_ns).
-  bool InRecovery() const;
+  uint64_t coord_period_ns() const { return rejoins_.Holding() ? period_ns() / 10 : period_ns(); }
 
   // The beat half, once a period: fences if no beat reached an MN for its own lease, writes the
   // next beat to every MN up and reads every MN's lease page (coroutines on the beat scheduler).

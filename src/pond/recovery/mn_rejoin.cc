@@ -43,15 +43,6 @@ bool MnRejoins::Holding() const {
   return false;
 }
 
-bool MnRejoins::Finishing() const {
-  for (const auto& [mn, p] : parts_) {
-    if (p.state == State::kFrozen || p.state == State::kGated || p.state == State::kSwitched) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void MnRejoins::Gate() { controls_.SetVisibleGate(Holding()); }
 
 void MnRejoins::Enter(uint16_t mn, const cluster::MnStatus& m, bool fresh) {

@@ -61,10 +61,6 @@ class MnRejoins {
   // This CN holds its commits for a rejoin now (gated or switched): its driver may poll the
   // service more often meanwhile, to hold them for less.
   bool Holding() const;
-  // Some MN's rejoin is past its copy and not over (frozen, gated or switched): short steps,
-  // each waiting for every CN's. (The copy takes seconds; reading the service faster then would
-  // only take CPU from the copiers and the clients.)
-  bool Finishing() const;
 
   // Buckets per copy unit: small enough to spread over the CNs, large enough that dealing them
   // costs nothing.

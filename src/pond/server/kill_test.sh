@@ -159,7 +159,8 @@ done
 # grace is over — every daemon stops by itself, none killed, nothing left.
 d="$tmp/down-mid-copy"
 dirs+=("$d")
-if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls shm --region-mib 1024 --workload smallbank     --accounts 100000 --lease-ms 1000 --timeout 60 >"$tmp/up4.out" 2>&1; then
+if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls shm --region-mib 256 --workload smallbank \
+    --accounts 50000 --lease-ms 1000 --timeout 60 >"$tmp/up4.out" 2>&1; then
   kill -9 "$(pid_of "$d/cluster.json" mn 1)"
   await_line "$d/cn-0.log" "MN 1 is down (epoch" 30 || fail "down mid-copy: MN 1 was not declared"
   timeout 60 "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart4.out" 2>&1 &
