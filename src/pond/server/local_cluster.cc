@@ -443,10 +443,10 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1e3));
   int said = -1;
+  const std::string stopped_first =
+      fmt::format("the cluster in {} was stopped before MN {} was back", dir, mn);
   for (;;) {
-    if (BeingStopped(dir)) {
-      return fail(fmt::format("the cluster in {} was stopped before MN {} was back", dir, mn));
-    }
+    if (BeingStopped(dir)) return fail(stopped_first);
     Result<cluster::Configuration> now = config();
     if (!now.ok()) return fail(now.status().message());
     const cluster::MnStatus& m = now->mns[mn];
@@ -463,9 +463,7 @@ int RestartMn(const std::string& dir, int mn, double timeout_s) {
       }
     }
     if (!GroupAlive(p->pid)) {
-      if (BeingStopped(dir)) {
-        return fail(fmt::format("the cluster in {} was stopped before MN {} was back", dir, mn));
-      }
+      if (BeingStopped(dir)) return fail(stopped_first);
       return fail(fmt::format("MN {} exited: {} ({})", mn, LastLogLine(p->log), p->log));
     }
     if (std::chrono::steady_clock::now() > deadline) {
