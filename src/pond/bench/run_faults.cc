@@ -71,15 +71,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
     limits.refused.emplace_back(sim::FaultKind::kCrashCoord, why);
     limits.refused.emplace_back(sim::FaultKind::kRestartCoord, why);
   }
-  // What the membership machine does not survive yet: refused, so `random` draws none.
-  if (c.transport.sim_membership == "machine") {
-    for (sim::FaultKind k : {sim::FaultKind::kPartitionCn, sim::FaultKind::kHealCn}) {
-      auto same = [k](const auto& r) { return r.first == k; };
-      if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
-        limits.refused.emplace_back(k, "the membership machine does not survive it yet");
-      }
-    }
-  }
   return limits;
 }
 

@@ -54,7 +54,8 @@ LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardM
       local_(local),
       map_(map),
       pending_(map.num_cns()),
-      pending_mask_((map.num_cns() + 63) / 64) {
+      pending_mask_((map.num_cns() + 63) / 64),
+      heard_ns_(map.num_cns(), 0) {
   POND_CHECK_MSG(cn < map.num_cns(), "CN id outside the shard map");
   POND_CHECK_MSG(map.num_cns() <= 64, "a transaction's CNs are a 64-bit mask");
   POND_CHECK_MSG(ep.self().cn == cn, "lock client on another CN's endpoint");
@@ -94,7 +95,8 @@ void LockClient::Finish(const LockOwner& owner, std::span<const LockRequest> req
     e.txn_id = owner.txn_id;
     e.op = kOpEnd;
     e.req_id = NewReqId();
-    ends_.emplace(e.req_id, EndRequest{dest, e, ep_.scheduler().clock().NowNs()});
+    const uint64_t now = ep_.scheduler().clock().NowNs();
+    ends_.emplace(e.req_id, EndRequest{dest, e, now, now});
     Queue(dest, e);
     stats_.ends_sent++;
   }
@@ -159,7 +161,8 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
     if (dest != cn_) {
       item.state = ItemState::kPending;
       item.req_id = NewReqId();
-      outstanding_.emplace(item.req_id, Outstanding{&st, index, ep_.scheduler().clock().NowNs()});
+      const uint64_t now = ep_.scheduler().clock().NowNs();
+      outstanding_.emplace(item.req_id, Outstanding{&st, index, now, now});
       contacted_[st.owner.txn_id] |= uint64_t{1} << dest;
       st.remaining++;
       LockRequestEntry e{};
@@ -316,6 +319,7 @@ void LockClient::OnReplies(const Message& m) {
   POND_CHECK_MSG(
       m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockReplyEntry),
       "lock reply batch size does not match its count");
+  if (m.from.cn < heard_ns_.size()) heard_ns_[m.from.cn] = ep_.scheduler().clock().NowNs();
   for (uint32_t i = 0; i < bh.count; i++) {
     LockReplyEntry r;
     std::memcpy(&r, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(r), sizeof(r));
@@ -376,6 +380,19 @@ void LockClient::PeerFailed(uint16_t cn) {
   std::erase_if(ends_, [cn](const auto& e) { return e.second.dest == cn; });
   pending_[cn].clear();
   pending_mask_[cn / 64] &= ~(uint64_t{1} << (cn % 64));
+}
+
+uint64_t LockClient::Silent(uint64_t for_ns) const {
+  const uint64_t now = ep_.scheduler().clock().NowNs();
+  uint64_t silent = 0;
+  auto waited = [&](uint16_t dest, uint64_t first_ns) {
+    if (first_ns + for_ns <= now && heard_ns_[dest] + for_ns <= now) {
+      silent |= uint64_t{1} << dest;
+    }
+  };
+  for (const auto& [id, o] : outstanding_) waited(o.st->items[o.item].cn, o.first_ns);
+  for (const auto& [id, e] : ends_) waited(e.dest, e.first_ns);
+  return silent;
 }
 
 size_t LockClient::LiveContacting(uint16_t cn) const {

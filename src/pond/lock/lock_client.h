@@ -118,6 +118,11 @@ class LockClient : public Poller, public Alarm {
   // Live transactions of this worker that asked CN `cn` for a lock and may still hold one there.
   // After `cn` failed, its shards may be served again only once this is 0 on every worker.
   size_t LiveContacting(uint16_t cn) const;
+  // The CNs this worker has heard nothing from for `for_ns` while a lock or end request to them
+  // has waited at least that long (bit c for CN c): a peer it cannot reach, cut off or dead
+  // (docs/recovery.md "Partitions and fencing"). Requests resend every kResendAfterNs, so a lost
+  // message or two does not make a peer silent for a lease.
+  uint64_t Silent(uint64_t for_ns) const;
 
   // The handler of kMsgLockReplies (public so that tests can feed it, or drop what it gets).
   void OnReplies(const Message& m);
@@ -126,13 +131,15 @@ class LockClient : public Poller, public Alarm {
   struct AcquireState;  // one per running Acquire, on its coroutine frame; see lock_client.cc
   struct Outstanding {
     AcquireState* st;
-    uint32_t item;     // index of the request in st
-    uint64_t sent_ns;  // when it last left
+    uint32_t item;      // index of the request in st
+    uint64_t sent_ns;   // when it last left
+    uint64_t first_ns;  // when it first left
   };
   struct EndRequest {
     uint16_t dest;
     LockRequestEntry entry;
     uint64_t sent_ns;
+    uint64_t first_ns;
   };
   void ArmAlarm();
   // This worker's floor: its oldest transaction Started and not Finished.
@@ -164,6 +171,7 @@ class LockClient : public Poller, public Alarm {
   bool alarm_set_ = false;
   bool IsFailed(uint16_t dest) const { return (failed_mask_ >> dest) & 1; }
   uint64_t failed_mask_ = 0;  // CNs declared failed
+  std::vector<uint64_t> heard_ns_;  // by CN: when a reply from it last came
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer
 };

@@ -107,6 +107,9 @@ class CnControls {
   virtual bool ReleaseLocksOf(uint16_t dead) = 0;
   // This CN's live transactions that asked `dead` for a lock; nullopt if the CN stopped.
   virtual std::optional<size_t> LiveContacting(uint16_t dead) = 0;
+  // The CNs some worker of this CN has heard nothing from for `for_ns` while it waited on them
+  // (bit c for CN c; lock::LockClient::Silent); nullopt if the CN stopped.
+  virtual std::optional<uint64_t> SilentPeers(uint64_t for_ns) = 0;
 
   // What log recovery reads the memory pool by.
   virtual const store::Catalog& catalog() const = 0;

@@ -1,6 +1,7 @@
 #include "pond/recovery/cn_membership.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "pond/base/assert.h"
 #include "pond/store/layout.h"
@@ -83,6 +84,8 @@ void CnMembership::CoordTick() {
   if (fenced_.load()) return;
   NoteCoordination(ReadConfig());
   if (fenced_.load()) return;
+  Links();
+  if (fenced_.load()) return;
   Adopt();
   NoteUndeclared();
   SayUnread();
@@ -106,20 +109,28 @@ void CnMembership::Renew() {
   for (int mn = 0; mn < o_.mns; mn++) {
     if (mn_busy_[mn].renewing || controls_.placement().IsDown(static_cast<MnId>(mn))) continue;
     mn_busy_[mn].renewing = true;
-    beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat) -> Task<void> {
+    const store::LeasePage::CnReport report{
+        report_silent_.load(),
+        uint64_t{o_.incarnation} << 48 | (report_coord_down_.load() ? store::kCnReportCoordDown : 0)};
+    beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat,
+                         store::LeasePage::CnReport report) -> Task<void> {
       const uint64_t sent = m->clock_.NowNs();
-      // Its own copy: the write reads it after this coroutine suspends.
+      // Its own copies: the writes read them after this coroutine suspends.
       uint64_t value = beat;
-      m->beat_ep_.Write(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset +
-                                                               offsetof(store::LeasePage, cn_beat) +
-                                                               8 * uint64_t{m->o_.cn}),
+      const uint64_t page = store::kLeasePageOffset;
+      const auto mn_id = static_cast<MnId>(mn);
+      m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_beat) +
+                                               8 * uint64_t{m->o_.cn}),
                         &value, 8);
+      m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_report) +
+                                               sizeof(report) * uint64_t{m->o_.cn}),
+                        &report, sizeof(report));
       Status st = co_await m->beat_ep_.Flush();
       // One MN that took it is enough: the CM reads every MN's page.
       if (st.ok() && m->renewed_ns_.load() < sent) m->renewed_ns_ = sent;
       if (st.ok()) m->mn_busy_[mn].renewed_ns = sent;
       m->mn_busy_[mn].renewing = false;
-    }(this, mn, beat));
+    }(this, mn, beat, report));
   }
 }
 
@@ -148,7 +159,11 @@ void CnMembership::Watch() {
         // Only the incarnation the view holds alive counts: an older one's beats are its last.
         if (store::CnBeatIncarnation(b) != m->beat_view_.cns[cn].incarnation) continue;
         Seen& c = m->cn_seen_[cn];
-        if (b > c.beat) c = Seen{b, now};
+        if (b <= c.beat) continue;
+        const store::LeasePage::CnReport& r = page.cn_report[cn];
+        const bool current = store::CnBeatIncarnation(r.flags) == store::CnBeatIncarnation(b);
+        c = Seen{b, now, current ? r.silent : 0,
+                 current && (r.flags & store::kCnReportCoordDown) != 0};
       }
     }(this, mn));
   }
@@ -215,6 +230,63 @@ void CnMembership::Adopt() {
     f->logs = logs->areas;
     f->log_bytes = logs->bytes;
     failures_.push_back(std::move(f));
+  }
+}
+
+void CnMembership::Links() {
+  if (!view_.cns[o_.cn].alive) return;  // not let in (back) yet: nobody waits on it
+  const std::optional<uint64_t> silent = controls_.SilentPeers(o_.lease_ns);
+  if (!silent) return;
+  report_silent_ = *silent;
+  report_coord_down_ = !coord_up_;
+  // Who takes part: the CNs alive whose beat moved within half a lease. A CN that crashed stops
+  // beating at once, and so leaves before anyone has waited on it for a lease; one cut off from
+  // the others still beats (its one-sided writes reach the memory pool).
+  const uint64_t now = clock_.NowNs();
+  const size_t n = view_.cns.size();
+  uint64_t in = 0;
+  std::vector<uint64_t> says(n, 0);  // by CN: whom it cannot hear
+  std::vector<bool> coord_down(n, false);
+  {
+    std::lock_guard lock(beat_mu_);
+    for (uint16_t c = 0; c < n; c++) {
+      if (!view_.cns[c].alive) continue;
+      if (c != o_.cn && now > cn_seen_[c].moved_ns + o_.lease_ns / 2) continue;
+      in |= uint64_t{1} << c;
+      says[c] = c == o_.cn ? *silent : cn_seen_[c].silent;
+      coord_down[c] = c == o_.cn ? !coord_up_ : cn_seen_[c].coord_down;
+    }
+  }
+  const int others = std::popcount(in) - 1;
+  if (others < 1) return;
+  const uint64_t peers = in & ~(uint64_t{1} << o_.cn);
+  // It hears none of the others (at least two of them, which hear each other): it is the one cut
+  // off. (With one other, each side would say so of the other.)
+  if (others >= 2 && (says[o_.cn] & peers) == peers) {
+    Fence("cut off: it has heard nothing from any other CN for a lease");
+    return;
+  }
+  // The one a strict majority of the others cannot hear; of several, the one that cannot reach
+  // the coordination service, then the highest: every CN picks the same one from the same
+  // reports, and at most that one fences.
+  int pick = -1;
+  int heard_by_pick = 0;
+  for (uint16_t c = 0; c < n; c++) {
+    if (((in >> c) & 1) == 0) continue;
+    int deaf = 0;
+    for (uint16_t d = 0; d < n; d++) {
+      if (d != c && ((in >> d) & 1) != 0 && ((says[d] >> c) & 1) != 0) deaf++;
+    }
+    if (2 * deaf <= others) continue;
+    if (pick < 0 || coord_down[c] || !coord_down[pick]) {
+      pick = c;
+      heard_by_pick = deaf;
+    }
+  }
+  if (pick == o_.cn) {
+    Fence("cut off: " + std::to_string(heard_by_pick) + " of the " + std::to_string(others) +
+          " other CNs have heard nothing from it for a lease" +
+          (coord_down[o_.cn] ? ", and it cannot reach the coordination service" : ""));
   }
 }
 

@@ -28,6 +28,10 @@
 //   - A restarted MN (blank, laid out from the catalog) asks to rejoin (MnJoinKey); the CM lets it
 //     in, and every CN copies its share of the MN's replicas onto it while transactions go on,
 //     until it is read like any replica again (mn_rejoin.h).
+//   - Partitions: with its beat, every CN writes whom it has waited on and heard nothing from for
+//     a lease, and whether it reaches the coordination service. A CN that every report marks as
+//     the one cut off (a strict majority of the CNs beating cannot hear it; or it hears none of
+//     them) fences itself; its beat stops, and the CM declares it as any failed CN.
 //   - The coordination service unreachable: logged once, counted, and every step waits for it.
 //
 // Thread rules: two halves, each on one thread at a time. The beat half (BeatTick, RunQueued)
@@ -139,6 +143,10 @@ class CnMembership {
   struct Seen {
     uint64_t beat = 0;
     uint64_t moved_ns = 0;
+    // A CN's report with that beat (store::LeasePage::CnReport): whom it cannot hear, and
+    // whether it cannot reach the coordination service.
+    uint64_t silent = 0;
+    bool coord_down = false;
   };
 
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
@@ -156,6 +164,9 @@ class CnMembership {
   // Counts (and logs once each) the nodes whose beat stopped two leases ago and that no epoch
   // has declared failed.
   void NoteUndeclared();
+  // Says whom this CN cannot hear (with its next beats), and fences it if the reports of every
+  // CN show that it is the one cut off (docs/recovery.md "Partitions and fencing").
+  void Links();
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards);
   void Progress(Failure& f);
   // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
@@ -195,6 +206,9 @@ class CnMembership {
   };
   std::vector<MnBusy> mn_busy_;
   std::atomic<uint64_t> renewed_ns_{0};  // when the last renewal some MN took was sent
+  // This CN's report, written with each beat: the coordination half's finding.
+  std::atomic<uint64_t> report_silent_{0};
+  std::atomic<bool> report_coord_down_{false};
   // What the beat half shares with the coordination half.
   mutable std::mutex beat_mu_;
   cluster::Configuration beat_view_;  // view_, as of the last epoch applied

@@ -152,6 +152,7 @@ class TestControls final : public CnControls {
     auto it = live_contacting_of.find(dead);
     return it != live_contacting_of.end() ? it->second : live_contacting;
   }
+  std::optional<uint64_t> SilentPeers(uint64_t) override { return silent; }
   const store::Catalog& catalog() const override { return catalog_; }
   const store::Placement& placement() const override { return pool; }
   void Event(const std::string& line) override { events.push_back(line); }
@@ -171,6 +172,7 @@ class TestControls final : public CnControls {
   std::set<uint32_t> held_in;  // shards in which a lock is held here
   size_t live_contacting = 0;
   std::map<uint16_t, size_t> live_contacting_of;  // by failed CN, before live_contacting
+  uint64_t silent = 0;                            // the peers this CN says it cannot hear
   uint16_t oracle = 0;
   std::vector<std::string> events;
   std::string fenced;

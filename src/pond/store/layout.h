@@ -69,11 +69,23 @@ struct LeasePage {
   uint64_t reserved[7];
   // CN c's beat: (incarnation << 48) | count, written whole by CN c.
   uint64_t cn_beat[64];
+  // What CN c says of its links, written whole by CN c with its beat (docs/recovery.md
+  // "Partitions and fencing"): the CNs it has heard nothing from for a lease while it waited on
+  // them (bit d for CN d), and (incarnation << 48) | kCnReportCoordDown if it cannot reach the
+  // coordination service.
+  struct CnReport {
+    uint64_t silent;
+    uint64_t flags;
+  };
+  CnReport cn_report[64];
 };
+inline constexpr uint64_t kCnReportCoordDown = 1;
 inline constexpr uint64_t kLeasePageOffset = 1024;
 static_assert(kLeasePageOffset >= sizeof(Superblock));
 static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
 static_assert(offsetof(LeasePage, cn_beat) == 64);
+static_assert(offsetof(LeasePage, cn_report) == 576 && sizeof(LeasePage::CnReport) == 16);
+static_assert(sizeof(LeasePage) == 1600);
 inline constexpr uint64_t kCnBeatCountMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
   return uint64_t{incarnation} << 48 | (count & kCnBeatCountMask);

@@ -89,8 +89,8 @@ void PrintFailover(const bench::RunResult& r) {
       const auto ms = [&p](uint64_t t) { return static_cast<double>(t - p.cut_ns) / 1e6; };
       std::string fate =
           p.fenced_ns != 0
-              ? fmt::format("its lease ended and it fenced itself +{:.3f} ms", ms(p.fenced_ns))
-              : std::string("it kept its lease");
+              ? fmt::format("it fenced itself +{:.3f} ms", ms(p.fenced_ns))
+              : std::string("it went on serving");
       if (p.healed_ns != 0) {
         fate += fmt::format(", healed +{:.3f} ms", ms(p.healed_ns));
       } else {

@@ -23,12 +23,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         (f.kind != NodeFaultKind::kCrashCn || static_cast<int>(f.step) >= kCommitSteps)) {
       return InvalidArgument(which + "only crash-cn may be aimed at a commit step");
     }
-    if (c.transport.sim_membership == "machine" &&
-        (f.kind == NodeFaultKind::kPartitionCn || f.kind == NodeFaultKind::kHealCn)) {
-      return InvalidArgument(
-          which + std::string(f.kind == NodeFaultKind::kPartitionCn ? "partition-cn" : "heal-cn") +
-          ": the membership machine does not survive it yet (--membership model does)");
-    }
     switch (f.kind) {
       case NodeFaultKind::kCrashCoord:
       case NodeFaultKind::kRestartCoord: {
@@ -84,8 +78,9 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         continue;
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn: {
-        // A cut-off CN fences itself when its lease ends, which is a crash; heal brings it back
-        // (a restart if it fenced). Counted as away while cut, as a crashed CN is.
+        // A cut-off CN fences itself (the model: when its lease ends; the machine: once the
+        // others' reports show it cut off), which is a crash; heal brings it back (a restart if
+        // it fenced). Counted as away while cut, as a crashed CN is.
         const bool cut = f.kind == NodeFaultKind::kPartitionCn;
         const char* word = cut ? "partition-cn: " : "heal-cn: ";
         if (f.node >= c.cns) {

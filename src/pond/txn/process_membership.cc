@@ -342,6 +342,19 @@ std::optional<size_t> ProcessMembership::LiveContacting(uint16_t dead) {
   return live;
 }
 
+std::optional<uint64_t> ProcessMembership::SilentPeers(uint64_t for_ns) {
+  bool ok = true;
+  std::atomic<uint64_t> silent{0};
+  OnWorkers(
+      [&](WorkerContext& w) -> size_t {
+        silent.fetch_or(w.locks().Silent(for_ns));
+        return 0;
+      },
+      &ok);
+  if (!ok) return std::nullopt;
+  return silent.load();
+}
+
 const store::Catalog& ProcessMembership::catalog() const { return cl_.catalog(); }
 
 const store::Placement& ProcessMembership::placement() const { return cl_.placement(); }

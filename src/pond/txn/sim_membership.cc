@@ -35,6 +35,7 @@ struct SimMembership::Node {
   std::unique_ptr<Scheduler> sched;  // first: destroyed last
   std::unique_ptr<Endpoint> ep;
   std::unique_ptr<Controls> controls;
+  std::unique_ptr<CnStore> store;
   recovery::MembershipCounts counts;
   std::unique_ptr<recovery::CnMembership> machine;
   bool crashed = false;
@@ -78,6 +79,31 @@ class SimMembership::Store final : public cluster::ConfigStore {
   static Status Down() { return Unavailable("the coordination service is down"); }
   SimMembership& m_;
   cluster::InMemoryConfigStore& base_;
+};
+
+// The coordination service as simulated CN `cn` reaches it: not at all while it is partitioned
+// (partition-cn cuts it off from the service as from the other CNs; its one-sided writes, its
+// beats among them, still reach the memory pool).
+class SimMembership::CnStore final : public cluster::ConfigStore {
+ public:
+  CnStore(SimMembership& m, uint16_t cn) : m_(m), cn_(cn) {}
+  Result<cluster::Versioned> Get(const std::string& key) const override {
+    if (m_.cut_[cn_]) return Cut();
+    return m_.store_->Get(key);
+  }
+  Result<uint64_t> PutIf(const std::string& key, std::span<const std::byte> value,
+                         uint64_t expected) override {
+    if (m_.cut_[cn_]) return Cut();
+    return m_.store_->PutIf(key, value, expected);
+  }
+  void Watch(const std::string& key, std::function<void(const cluster::Versioned&)> fn) override {
+    m_.store_->Watch(key, std::move(fn));
+  }
+
+ private:
+  static Status Cut() { return Unavailable("cut off from the coordination service"); }
+  SimMembership& m_;
+  const uint16_t cn_;
 };
 
 // What the machine of simulated CN `cn` acts through: its workers, lock table and caches, and
@@ -227,6 +253,11 @@ class SimMembership::Controls final : public recovery::CnControls {
     for (auto& w : Me().workers) live += w->locks().LiveContacting(dead);
     return live;
   }
+  std::optional<uint64_t> SilentPeers(uint64_t for_ns) override {
+    uint64_t silent = 0;
+    for (auto& w : Me().workers) silent |= w->locks().Silent(for_ns);
+    return silent;
+  }
   const store::Catalog& catalog() const override { return cl_.catalog(); }
   const store::Placement& placement() const override { return Me().placement; }
   void LogRecovered(uint16_t dead, uint64_t epoch, uint16_t,
@@ -279,6 +310,7 @@ SimMembership::SimMembership(ClusterImpl& cl)
       engine_(*cl.engine_),
       store_(std::make_unique<Store>(*this, base_)),
       nodes_(cl.config().cns),
+      cut_(cl.config().cns, false),
       mn_crashed_(cl.config().mns, false),
       mn_slots_copied_(cl.config().mns, 0),
       queued_(cl.config().cns),
@@ -323,7 +355,7 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
         SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
-        Enqueue(node, kind);  // Validate let only crash-cn and restart-cn through
+        Enqueue(node, kind);  // crash-cn, restart-cn, partition-cn, heal-cn
       }
     });
   }
@@ -389,6 +421,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
     cl_.driver_->RestartCore(*n->sched, *n->ep);
   }
   n->controls = std::make_unique<Controls>(*this, cn);
+  n->store = std::make_unique<CnStore>(*this, cn);
   recovery::MembershipOptions mo{
       .cluster = kClusterName,
       .cn = cn,
@@ -401,7 +434,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
       .shards = lock::kShards,
   };
   n->machine =
-      std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *store_, cl_.clock(),
+      std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *n->store, cl_.clock(),
                                                *n->controls, n->counts, *n->sched, *n->ep);
   if (nodes_[cn] != nullptr) retired_.push_back(std::move(nodes_[cn]));
   nodes_[cn] = std::move(n);
@@ -550,6 +583,11 @@ void SimMembership::PollFailures() {
 
 bool SimMembership::Idle() const {
   if (queued_count_ > 0) return false;
+  // A cut-off CN is waited for until it heals or fences itself: its clients and what the others
+  // ask of it cannot finish before.
+  for (uint16_t cn = 0; cn < cut_.size(); cn++) {
+    if (cut_[cn] && nodes_[cn] != nullptr && !nodes_[cn]->crashed) return false;
+  }
   for (const auto& n : nodes_) {
     if (n != nullptr && !n->crashed && !n->serving) return false;  // waiting to be let in
   }
@@ -597,6 +635,10 @@ void SimMembership::RunQueue(uint16_t cn) {
       const Node& n = *nodes_[cn];
       done = ServingBesides(cn) > 0 && n.serving && !n.crashed;
       if (done) Crash(cn, /*fenced=*/false);
+    } else if (q.front() == NodeFaultKind::kPartitionCn) {
+      done = Cut(cn);
+    } else if (q.front() == NodeFaultKind::kHealCn) {
+      done = Heal(cn);
     } else {
       done = Restart(cn);
     }
@@ -646,9 +688,35 @@ int SimMembership::ServingBesides(uint16_t cn) const {
   int serving = 0;
   for (uint16_t other = 0; other < nodes_.size(); other++) {
     const Node* n = nodes_[other].get();
-    serving += other != cn && n != nullptr && !n->crashed && n->serving;
+    serving += other != cn && n != nullptr && !n->crashed && n->serving && !cut_[other];
   }
   return serving;
+}
+
+bool SimMembership::Cut(uint16_t cn) {
+  // As a crash waits (RunQueue): not the last CN serving, and only once it serves.
+  const Node& n = *nodes_[cn];
+  if (ServingBesides(cn) == 0 || !n.serving || n.crashed) return false;
+  cut_[cn] = true;
+  cl_.sim_fabric_->PartitionCn(cn);
+  partitions_.push_back(FailoverStats::Partition{cn, engine_.now() - base_ns_});
+  return true;
+}
+
+bool SimMembership::Heal(uint16_t cn) {
+  if (cut_[cn]) {
+    cut_[cn] = false;
+    cl_.sim_fabric_->HealCn(cn);
+    for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+      if (it->cn != cn) continue;
+      it->healed_ns = engine_.now() - base_ns_;
+      break;
+    }
+  }
+  // Healed before it fenced: it goes on (what waited on either side is sent again). After: it
+  // comes back as a daemon's supervisor restarts it, once its failure is recovered.
+  if (!nodes_[cn]->crashed) return true;
+  return Restart(cn);
 }
 
 void SimMembership::Crash(uint16_t cn, bool fenced) {
@@ -668,15 +736,23 @@ void SimMembership::Crash(uint16_t cn, bool fenced) {
   f.stats.crash_ns = engine_.now() - base_ns_;
   f.stats.fenced = fenced;
   failures_.push_back(f);
-  // A daemon that fenced itself exits, and its supervisor starts it again.
-  if (fenced) Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
+  if (fenced) {
+    for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+      if (it->cn != cn) continue;
+      if (it->healed_ns == 0 && cut_[cn]) it->fenced_ns = engine_.now() - base_ns_;
+      break;
+    }
+  }
+  // A daemon that fenced itself exits, and its supervisor starts it again — once it can reach
+  // the service: a CN still cut off comes back when it heals (Heal).
+  if (fenced && !cut_[cn]) Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
 }
 
 bool SimMembership::Restart(uint16_t cn) {
   // The oracle moved away when it was declared; the survivors heard so first.
   if (cl_.tso_cn_ == cn) return false;
   // A daemon starting then waits for the service (cn_process.cc's ReadStart loops on TryStart).
-  if (store_->down) return false;
+  if (store_->down || cut_[cn]) return false;
   const ClusterConfig& c = cl_.config();
   recovery::StartOptions o{.cluster = kClusterName,
                            .cn = cn,
@@ -756,6 +832,7 @@ FailoverStats SimMembership::Stats() const {
   for (const Failure& f : failures_) s.failures.push_back(f.stats);
   s.mn_failures = mn_failures_;
   s.coord_outages = coord_outages_;
+  s.partitions = partitions_;
   s.epoch = config_.epoch;
   s.faults_not_reached = faults_not_reached_;
   for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];

@@ -20,8 +20,9 @@
 //     and its request to rejoin: the machines copy its replicas back, recovery/mn_rejoin.h). A CN
 //     that fences itself is crashed and restarts, as a daemon's supervisor would restart it.
 //
-// Not yet: partitions, which the model (failover.h) survives; ValidateNodeFaults refuses them
-// with this machine.
+//   - partition-cn cuts the CN off from the other CNs and from the coordination service, not
+//     from the memory pool; the machines' reports in the lease pages make it fence itself, and
+//     heal-cn brings it back (a restart if it fenced).
 //
 // Thread rules: the simulator's thread only.
 #pragma once
@@ -66,6 +67,7 @@ class SimMembership final : public SimFaults {
  private:
   class Controls;
   class Store;
+  class CnStore;
   struct Node;
 
   // Every CN starts its machine (the cluster's first start, as `pond up` does it).
@@ -90,6 +92,8 @@ class SimMembership final : public SimFaults {
   void Crash(uint16_t cn, bool fenced);
   // False if it must wait.
   bool Restart(uint16_t cn);
+  bool Cut(uint16_t cn);
+  bool Heal(uint16_t cn);
   void CrashMn(MnId mn);
   void RestartMn(MnId mn);
   // crash-coord (true) and restart-coord (false).
@@ -114,6 +118,8 @@ class SimMembership final : public SimFaults {
     FailoverStats::Failure stats;
   };
   std::vector<Failure> failures_;
+  std::vector<bool> cut_;  // by CN: partitioned now
+  std::vector<FailoverStats::Partition> partitions_;
   std::vector<bool> mn_crashed_;
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
   int mn_restarts_waiting_ = 0;
