@@ -18,6 +18,7 @@
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
 #include "pond/txn/failover.h"
+#include "pond/txn/sim_membership.h"
 
 namespace pond::bench {
 namespace {
@@ -215,8 +216,8 @@ TEST(FaultSeedTest, FordSerializable) {
 // The same random schedules, recovered from by the membership machine the `pond cn` daemons run
 // (one per simulated CN, over a simulated coordination service and lease pages): every check
 // holds, every crash is declared by the machine's own leases and recovered by its own steps,
-// and restarted CNs are let back in by its configuration manager. It draws no MN restart or
-// partition yet (the machine does not survive them).
+// and restarted CNs are let back in by its configuration manager; restarted MNs are copied
+// onto, and partitioned CNs fence themselves.
 TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   SeedRange r = Seeds(60);
   Totals t;
@@ -238,7 +239,6 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
       static_cast<unsigned long>(t.coord_outages),
       static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.unknown),
       StepCounts(t).c_str());
-  EXPECT_EQ(t.partitions, 0u) << "drawn, though the machine does not survive them yet";
   // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
   EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
   if (r.count < 50) return;
@@ -253,14 +253,15 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
   EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
   EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
+  EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
 }
 
 // SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded
 // and judged by the isolation checker if `record`.
 Result<RunResult> RunScheduled(const std::string& spec, uint64_t seed, double seconds = 0.008,
                                Isolation iso = Isolation::kSerializable, uint64_t accounts = 20000,
-                               bool record = false) {
-  RunOptions o = FaultyRun("lotus", iso, seed);
+                               bool record = false, const std::string& membership = "model") {
+  RunOptions o = FaultyRun("lotus", iso, seed, membership);
   o.seconds = seconds;
   if (!spec.empty()) POND_RETURN_IF_ERROR(ResolveFaults(&o, spec));
   if (record) {
@@ -408,6 +409,56 @@ TEST(FaultSeedTest, ACnCutOffPastItsLeaseFencesItselfBeforeItIsDeclared) {
     ASSERT_EQ(run->committed_per_ms.size(), 11u);
     EXPECT_GT(run->committed_per_ms[9], 0u) << "the cluster serves again";
   }
+}
+
+// The same cut under the membership machine the daemons run: nobody counts a cut-off CN's lease
+// for it (its beats still reach the memory pool), so it learns that it is cut off from the
+// others' reports in the lease pages — every other CN has waited on it for a lease and heard
+// nothing — and fences itself; only then does its beat stop and the CM declare it. Healed, it
+// restarts and rejoins. Every check holds and the history is judged.
+TEST(FaultSeedTest, TheMachineFencesACnCutOffByTheOthersReports) {
+  for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+    Result<RunResult> run = RunScheduled("partition-cn:0@2ms,heal-cn:0@6ms", 3, 0.010, iso, 2000,
+                                         /*record=*/true, "machine");
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const FailoverStats& f = *run->failover;
+    ASSERT_EQ(f.partitions.size(), 1u);
+    const FailoverStats::Partition& p = f.partitions[0];
+    EXPECT_GT(p.fenced_ns, p.cut_ns);
+    // A lease of silence, then a period or two for the reports to be written and read.
+    EXPECT_LE(p.fenced_ns - p.cut_ns, 2 * txn::kSimLeaseNs) << "it fences soon after a lease";
+    EXPECT_EQ(p.healed_ns, 6'000'000u);
+    ASSERT_EQ(f.failures.size(), 1u);
+    const FailoverStats::Failure& x = f.failures[0];
+    EXPECT_TRUE(x.fenced);
+    EXPECT_EQ(x.crash_ns, p.fenced_ns);
+    EXPECT_GT(x.detected_ns, x.crash_ns) << "the CM declared it only after it had stopped";
+    EXPECT_GT(x.restart_ns, p.healed_ns) << "healed, it rejoined as a new incarnation";
+    EXPECT_GT(x.returned_ns, x.restart_ns) << "its shards came home";
+    EXPECT_EQ(f.tso_moves, 1u);
+    ASSERT_TRUE(run->history.has_value());
+    EXPECT_TRUE(run->history->ok) << IsolationName(iso) << ": " << run->history->detail;
+    ExpectChecksHold(*run, IsolationName(iso));
+    ASSERT_EQ(run->committed_per_ms.size(), 11u);
+    EXPECT_GT(run->committed_per_ms[9], 0u) << "the cluster serves again";
+  }
+}
+
+// Under the machine, a CN healed before anyone has waited on it for a lease goes on: no report
+// marks it, no epoch, no recovery.
+TEST(FaultSeedTest, TheMachineLetsACnHealedWithinALeaseGoOn) {
+  Result<RunResult> run =
+      RunScheduled("partition-cn:2@2ms,heal-cn:2@2500us", 3, 0.008, Isolation::kSerializable,
+                   20000, false, "machine");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const FailoverStats& f = *run->failover;
+  ASSERT_EQ(f.partitions.size(), 1u);
+  EXPECT_EQ(f.partitions[0].fenced_ns, 0u);
+  EXPECT_TRUE(f.failures.empty());
+  EXPECT_GT(f.cut_packets, 0u);
+  ExpectChecksHold(*run, "a short partition under the machine");
+  EXPECT_GT(run->committed_per_ms[7], 0u);
 }
 
 // Healed within its lease, a cut-off CN goes on as it was: no epoch, no recovery; the requests
@@ -746,7 +797,6 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& m
   if (r.count >= 50) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";
-    if (membership == "machine") return;  // it draws no partitions yet
     EXPECT_GT(partitions, r.count / 4) << "schedules were meant to partition CNs";
     EXPECT_GT(fenced, 0u) << "no partition outlasted a lease";
     EXPECT_GT(infos, 0u) << "no crash caught a transaction mid-commit";

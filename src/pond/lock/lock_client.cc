@@ -395,6 +395,25 @@ uint64_t LockClient::Silent(uint64_t for_ns) const {
   return silent;
 }
 
+void LockClient::Probe(uint16_t dest, uint64_t quiet_ns) {
+  if (dest == cn_ || dest >= pending_.size() || IsFailed(dest)) return;
+  const uint64_t now = ep_.scheduler().clock().NowNs();
+  if (heard_ns_[dest] + quiet_ns > now) return;
+  for (const auto& [id, e] : ends_) {
+    if (e.dest == dest) return;
+  }
+  for (const auto& [id, o] : outstanding_) {
+    if (o.st->items[o.item].cn == dest) return;
+  }
+  LockRequestEntry e{};
+  e.txn_id = 0;
+  e.op = kOpEnd;
+  e.req_id = NewReqId();
+  ends_.emplace(e.req_id, EndRequest{dest, e, now, now});
+  Queue(dest, e);
+  ArmAlarm();
+}
+
 size_t LockClient::LiveContacting(uint16_t cn) const {
   size_t n = 0;
   for (const auto& [txn, mask] : contacted_) n += (mask >> cn) & 1;

@@ -123,6 +123,11 @@ class LockClient : public Poller, public Alarm {
   // (docs/recovery.md "Partitions and fencing"). Requests resend every kResendAfterNs, so a lost
   // message or two does not make a peer silent for a lease.
   uint64_t Silent(uint64_t for_ns) const;
+  // Asks CN `dest` for an answer, so that Silent says within a lease whether it can be heard
+  // even when nothing else waits on it: an end request of no transaction (txn 0, never a real
+  // id), answered by any lock server and sent again until it is. Nothing if something already
+  // waits on `dest`, or a reply came from it within `quiet_ns`.
+  void Probe(uint16_t dest, uint64_t quiet_ns);
 
   // The handler of kMsgLockReplies (public so that tests can feed it, or drop what it gets).
   void OnReplies(const Message& m);

@@ -252,5 +252,55 @@ TEST_F(LockServerTest, ForgetCnDropsTheFailedCnsSenders) {
   EXPECT_EQ(replies[0][0].code, kOk);
 }
 
+// Partitions (docs/recovery.md "Partitions and fencing"): a peer is silent once a request to it
+// has waited a lease with no reply from it meanwhile; a probe asks a peer nothing waits on.
+TEST(LockClientSilenceTest, APeerIsSilentOnlyOnceARequestHasWaitedWithNoReplyFromIt) {
+  constexpr uint64_t kLease = 4 * kResendAfterNs;
+  Cluster c(3);
+  const LockOwner owner{0, 1};
+  const LockKey on1 = KeyOn(c.map, 1, 1), on2 = KeyOn(c.map, 2, 1);
+  DropRequests(c.At(2), 1'000'000);  // CN 2 is cut off
+  c.At(0).client->Start(owner);
+  std::optional<Status> st;
+  c.At(0).sched.Spawn(AcquireInto(c.At(0).client.get(), owner, {{on1, W}, {on2, W}}, &st));
+  c.PumpUntil([] { return false; }, 10);
+  EXPECT_EQ(c.At(0).client->Silent(kLease), 0u) << "nothing has waited a lease yet";
+  for (int i = 0; i < 4; i++) {
+    AdvanceAll(c, kResendAfterNs);
+    c.PumpUntil([] { return false; }, 10);
+  }
+  EXPECT_EQ(c.At(0).client->Silent(kLease), uint64_t{1} << 2) << "CN 1 answered; CN 2 did not";
+  EXPECT_FALSE(st.has_value());
+  EXPECT_GE(c.At(0).client->stats().resends, 4u);
+}
+
+TEST(LockClientSilenceTest, AProbeIsAnsweredByAPeerThatHearsAndNotByOneCutOff) {
+  constexpr uint64_t kLease = 4 * kResendAfterNs;
+  Cluster c(3);
+  DropRequests(c.At(2), 1'000'000);  // CN 2 is cut off
+  // Nothing waits on either peer: nothing is silent, whatever the time.
+  AdvanceAll(c, 10 * kLease);
+  EXPECT_EQ(c.At(0).client->Silent(kLease), 0u);
+  c.At(0).client->Probe(1, kLease / 2);
+  c.At(0).client->Probe(2, kLease / 2);
+  c.At(0).client->Probe(2, kLease / 2);  // one probe at a time per peer
+  c.At(0).client->Probe(0, kLease / 2);  // itself: nothing
+  EXPECT_EQ(c.At(0).client->awaiting(), 2u);
+  for (int i = 0; i < 4; i++) {
+    c.PumpUntil([] { return false; }, 10);
+    AdvanceAll(c, kResendAfterNs);
+  }
+  c.PumpUntil([] { return false; }, 10);
+  EXPECT_EQ(c.At(0).client->Silent(kLease), uint64_t{1} << 2);
+  EXPECT_EQ(c.At(0).client->awaiting(), 1u) << "CN 1 answered its probe";
+  EXPECT_TRUE(c.Table(1).HeldLocks().empty()) << "a probe takes nothing";
+  c.At(0).client->Probe(1, 2 * kLease);
+  EXPECT_EQ(c.At(0).client->awaiting(), 1u) << "CN 1 was heard from lately: not asked again";
+  // CN 2 declared failed: nothing waits on it any more.
+  c.At(0).client->PeerFailed(2);
+  EXPECT_EQ(c.At(0).client->Silent(kLease), 0u);
+  EXPECT_EQ(c.At(0).client->awaiting(), 0u);
+}
+
 }  // namespace
 }  // namespace pond::lock

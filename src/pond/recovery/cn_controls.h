@@ -110,6 +110,10 @@ class CnControls {
   // The CNs some worker of this CN has heard nothing from for `for_ns` while it waited on them
   // (bit c for CN c; lock::LockClient::Silent); nullopt if the CN stopped.
   virtual std::optional<uint64_t> SilentPeers(uint64_t for_ns) = 0;
+  // Asks each CN in `cns` (bit c for CN c) not heard from within `quiet_ns` for an answer
+  // (lock::LockClient::Probe), so that SilentPeers says of it within a lease even if nothing
+  // here waits on it.
+  virtual void ProbePeers(uint64_t cns, uint64_t quiet_ns) = 0;
 
   // What log recovery reads the memory pool by.
   virtual const store::Catalog& catalog() const = 0;

@@ -260,12 +260,17 @@ void CnMembership::Links() {
   const int others = std::popcount(in) - 1;
   if (others < 1) return;
   const uint64_t peers = in & ~(uint64_t{1} << o_.cn);
-  // It hears none of the others (at least two of them, which hear each other): it is the one cut
-  // off. (With one other, each side would say so of the other.)
-  if (others >= 2 && (says[o_.cn] & peers) == peers) {
-    Fence("cut off: it has heard nothing from any other CN for a lease");
-    return;
+  // A CN that waits on nobody would never say whether it hears a peer, and one cut off may be
+  // waited on by nobody while a recovery waits on its steps: every peer not heard from for half
+  // a lease is asked for an answer (a request under load answers for it).
+  controls_.ProbePeers(peers, o_.lease_ns / 2);
+  // It hears none of the others, and they (at least two: with one, each side would say so of
+  // the other) hear each other: it is the one cut off.
+  bool they_hear_each_other = true;
+  for (uint16_t d = 0; d < n; d++) {
+    if (d != o_.cn && (says[d] & peers) != 0) they_hear_each_other = false;
   }
+  const bool isolated = others >= 2 && (says[o_.cn] & peers) == peers && they_hear_each_other;
   // The one a strict majority of the others cannot hear; of several, the one that cannot reach
   // the coordination service, then the highest: every CN picks the same one from the same
   // reports, and at most that one fences.
@@ -283,7 +288,18 @@ void CnMembership::Links() {
       heard_by_pick = deaf;
     }
   }
-  if (pick == o_.cn) {
+  // Only once it has been singled out for a few periods: its own finding is at hand at once,
+  // the others' come a period or two later with their beats, and a CN that judged before those
+  // arrived could take itself for the one cut off when they say otherwise.
+  if (!isolated && pick != o_.cn) {
+    singled_since_ns_ = 0;
+    return;
+  }
+  if (singled_since_ns_ == 0) singled_since_ns_ = now;
+  if (now < singled_since_ns_ + 3 * period_ns()) return;
+  if (isolated) {
+    Fence("cut off: it has heard nothing from any other CN for a lease");
+  } else {
     Fence("cut off: " + std::to_string(heard_by_pick) + " of the " + std::to_string(others) +
           " other CNs have heard nothing from it for a lease" +
           (coord_down[o_.cn] ? ", and it cannot reach the coordination service" : ""));

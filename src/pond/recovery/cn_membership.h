@@ -221,6 +221,7 @@ class CnMembership {
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;
+  uint64_t singled_since_ns_ = 0;  // since when the reports single this CN out (Links)
   uint64_t coord_down_ns_ = 0;
   std::vector<bool> undeclared_logged_;
 };

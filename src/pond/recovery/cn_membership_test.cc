@@ -153,6 +153,7 @@ class TestControls final : public CnControls {
     return it != live_contacting_of.end() ? it->second : live_contacting;
   }
   std::optional<uint64_t> SilentPeers(uint64_t) override { return silent; }
+  void ProbePeers(uint64_t cns, uint64_t) override { probed |= cns; }
   const store::Catalog& catalog() const override { return catalog_; }
   const store::Placement& placement() const override { return pool; }
   void Event(const std::string& line) override { events.push_back(line); }
@@ -173,6 +174,7 @@ class TestControls final : public CnControls {
   size_t live_contacting = 0;
   std::map<uint16_t, size_t> live_contacting_of;  // by failed CN, before live_contacting
   uint64_t silent = 0;                            // the peers this CN says it cannot hear
+  uint64_t probed = 0;                            // the peers it was asked to probe
   uint16_t oracle = 0;
   std::vector<std::string> events;
   std::string fenced;
@@ -676,6 +678,80 @@ TEST_F(CnMembershipTest, ACnPausedPastItsLeaseFencesAndActsNoMore) {
   EXPECT_NE(node(0).controls->fenced.find("no renewal reached any MN"), std::string::npos)
       << node(0).controls->fenced;
   EXPECT_TRUE(node(0).controls->applied.empty()) << "a fenced CN applied an epoch";
+}
+
+// Partitions (docs/recovery.md "Partitions and fencing"): a CN cut off from the others still
+// beats, so nobody's lease runs out; the reports every CN writes with its beat single it out.
+TEST_F(CnMembershipTest, ACnTheOthersCannotHearFencesItselfAndIsThenDeclared) {
+  Periods(3);
+  // CN 2 cut off from CNs 0 and 1 and from the service; its beats still reach the pool. (It has
+  // waited on nobody: ACnThatHearsNoneOfTheOthersFencesItself is the other way to learn it.)
+  node(0).controls->silent = 1u << 2;
+  node(1).controls->silent = 1u << 2;
+  node(2).store->blind = true;
+  ASSERT_TRUE(Until([&] { return node(2).machine->fenced(); }, 8));
+  EXPECT_NE(node(2).controls->fenced.find("cut off: 2 of the 2 other CNs"), std::string::npos)
+      << node(2).controls->fenced;
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+  // Only now does its beat stop, and the CM declare it.
+  EXPECT_EQ(store_.Config().epoch, 1u);
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  EXPECT_FALSE(store_.Config().cns[2].alive);
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+}
+
+TEST_F(CnMembershipTest, EveryCnLooksAtEveryPeerBeating) {
+  Periods(3);
+  EXPECT_EQ(node(0).controls->probed, (1u << 1) | (1u << 2));
+  EXPECT_EQ(node(1).controls->probed, (1u << 0) | (1u << 2));
+  // A CN that stopped beating is nobody's to look at: it is declared instead.
+  node(2).running = false;
+  Periods(6);
+  node(0).controls->probed = 0;
+  Periods(1);
+  EXPECT_EQ(node(0).controls->probed, 1u << 1);
+}
+
+TEST_F(CnMembershipTest, OneCnThatCannotHearAnotherFencesNobody) {
+  // CN 0 cannot hear CN 2, CN 1 can: a lost link, or CN 0's own trouble; not a majority.
+  node(0).controls->silent = 1u << 2;
+  Periods(30);
+  for (uint16_t cn = 0; cn < 3; cn++) EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn;
+  EXPECT_EQ(store_.Config().epoch, 1u);
+}
+
+TEST_F(CnMembershipTest, ACnThatHearsNoneOfTheOthersFencesItself) {
+  // Nobody waits on CN 1 (so nobody reports it), but it waits on both others and hears neither,
+  // while they hear each other: it is the one cut off.
+  node(1).controls->silent = (1u << 0) | (1u << 2);
+  ASSERT_TRUE(Until([&] { return node(1).machine->fenced(); }, 8));
+  EXPECT_NE(node(1).controls->fenced.find("heard nothing from any other CN"), std::string::npos)
+      << node(1).controls->fenced;
+  EXPECT_FALSE(node(0).machine->fenced() || node(2).machine->fenced());
+}
+
+TEST_F(CnMembershipTest, OfTwoCnsEachUnheardByMostTheOneWithoutTheServiceFences) {
+  // CN 1 hears neither; CN 0 cannot hear CN 2 and CN 2 cannot hear CN 0. Both 0 and 2 are
+  // unheard by a majority; every CN picks the same one: CN 0, which cannot reach the service
+  // (without that, the highest: CN 2).
+  node(0).controls->silent = 1u << 2;
+  node(1).controls->silent = (1u << 0) | (1u << 2);
+  node(2).controls->silent = 1u << 0;
+  node(0).store->blind = true;
+  ASSERT_TRUE(Until([&] { return node(0).machine->fenced(); }, 8));
+  EXPECT_FALSE(node(2).machine->fenced()) << "two CNs fenced for one cut";
+  EXPECT_FALSE(node(1).machine->fenced());
+}
+
+TEST_F(CnMembershipTest, ACnThatStoppedIsDeclaredNotSingledOut) {
+  Periods(3);
+  // CN 2 crashed: the others wait on it and hear nothing, and its beat stops too. It leaves the
+  // count within half a lease, so no report of it fences anybody.
+  node(2).running = false;
+  node(0).controls->silent = 1u << 2;
+  node(1).controls->silent = 1u << 2;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2; }, 30));
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
 }
 
 // Three MNs, MN 2 down from the start (its replicas served by the others), to be restarted.

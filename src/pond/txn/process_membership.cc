@@ -1,5 +1,7 @@
 #include "pond/txn/process_membership.h"
 
+#include <bit>
+
 #include <algorithm>
 #include <cstdlib>
 
@@ -340,6 +342,19 @@ std::optional<size_t> ProcessMembership::LiveContacting(uint16_t dead) {
       OnWorkers([&](WorkerContext& w) -> size_t { return w.locks().LiveContacting(dead); }, &ok);
   if (!ok) return std::nullopt;
   return live;
+}
+
+void ProcessMembership::ProbePeers(uint64_t cns, uint64_t quiet_ns) {
+  bool ok = true;
+  OnWorkers(
+      [&](WorkerContext& w) -> size_t {
+        if (w.index() != 0) return 0;  // one answer per CN is enough
+        for (uint64_t bits = cns; bits != 0; bits &= bits - 1) {
+          w.locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
+        }
+        return 0;
+      },
+      &ok);
 }
 
 std::optional<uint64_t> ProcessMembership::SilentPeers(uint64_t for_ns) {

@@ -1,6 +1,7 @@
 #include "pond/txn/sim_membership.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -252,6 +253,16 @@ class SimMembership::Controls final : public recovery::CnControls {
     size_t live = 0;
     for (auto& w : Me().workers) live += w->locks().LiveContacting(dead);
     return live;
+  }
+  void ProbePeers(uint64_t cns, uint64_t quiet_ns) override {
+    // From inside a round of the worker, whose end sends the request.
+    WorkerContext* w = Me().workers.front().get();
+    w->sched().Spawn([](WorkerContext* w, uint64_t cns, uint64_t quiet_ns) -> Task<void> {
+      for (uint64_t bits = cns; bits != 0; bits &= bits - 1) {
+        w->locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
+      }
+      co_return;
+    }(w, cns, quiet_ns));
   }
   std::optional<uint64_t> SilentPeers(uint64_t for_ns) override {
     uint64_t silent = 0;
