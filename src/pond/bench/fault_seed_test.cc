@@ -228,8 +228,9 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
       "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted, %lu of them with all "
       "their shards back; %lu rolled forward, %lu back), %lu MN crashes (%lu aborts on an "
       "unreachable MN; %lu restarted, %lu of them read again, %lu slots copied), %lu "
-      "coordination-service outages (%lu CN crashes declared once it was back), %lu calls "
-      "unknown; crashes aimed at a commit step: %s\n",
+      "coordination-service outages (%lu CN crashes declared once it was back), %lu CN "
+      "partitions (%lu fenced themselves), %lu calls unknown; crashes aimed at a commit step: "
+      "%s\n",
       static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
       static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
       static_cast<unsigned long>(t.returned), static_cast<unsigned long>(t.rolled_forward),
@@ -237,8 +238,9 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
       static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.mn_restarts),
       static_cast<unsigned long>(t.mn_readable), static_cast<unsigned long>(t.slots_copied),
       static_cast<unsigned long>(t.coord_outages),
-      static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.unknown),
-      StepCounts(t).c_str());
+      static_cast<unsigned long>(t.declared_after_outage),
+      static_cast<unsigned long>(t.partitions), static_cast<unsigned long>(t.fenced),
+      static_cast<unsigned long>(t.unknown), StepCounts(t).c_str());
   // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
   EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
   if (r.count < 50) return;
@@ -254,6 +256,7 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
   EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
   EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
   EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
+  EXPECT_GT(t.fenced, 0u) << "no partition lasted until the CN was singled out";
 }
 
 // SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded
