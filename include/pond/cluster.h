@@ -331,7 +331,7 @@ struct FailoverStats {
   struct Partition {
     uint16_t cn = 0;
     uint64_t cut_ns = 0;     // virtual time of the cut (from the start of the run)
-    uint64_t fenced_ns = 0;  // its lease ended and it stopped serving (0: healed before)
+    uint64_t fenced_ns = 0;  // it fenced itself: stopped serving (0: healed before)
     uint64_t healed_ns = 0;  // heal-cn (0: not within the run)
   };
   std::vector<Partition> partitions;

@@ -107,13 +107,13 @@ class CnControls {
   virtual bool ReleaseLocksOf(uint16_t dead) = 0;
   // This CN's live transactions that asked `dead` for a lock; nullopt if the CN stopped.
   virtual std::optional<size_t> LiveContacting(uint16_t dead) = 0;
-  // The CNs some worker of this CN has heard nothing from for `for_ns` while it waited on them
-  // (bit c for CN c; lock::LockClient::Silent); nullopt if the CN stopped.
-  virtual std::optional<uint64_t> SilentPeers(uint64_t for_ns) = 0;
-  // Asks each CN in `cns` (bit c for CN c) not heard from within `quiet_ns` for an answer
-  // (lock::LockClient::Probe), so that SilentPeers says of it within a lease even if nothing
-  // here waits on it.
-  virtual void ProbePeers(uint64_t cns, uint64_t quiet_ns) = 0;
+  // This CN's links to its peers (bit c for CN c), in one visit of its workers: asks each CN in
+  // `probe` not heard from within `quiet_ns` for an answer (lock::LockClient::Probe), so that
+  // nothing need wait on a peer for it to be judged; and returns the CNs some worker has heard
+  // nothing from for `silent_ns` while it waited on them (lock::LockClient::Silent). nullopt if
+  // the CN stopped.
+  virtual std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t quiet_ns,
+                                             uint64_t silent_ns) = 0;
 
   // What log recovery reads the memory pool by.
   virtual const store::Catalog& catalog() const = 0;

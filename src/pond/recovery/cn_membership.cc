@@ -235,35 +235,37 @@ void CnMembership::Adopt() {
 
 void CnMembership::Links() {
   if (!view_.cns[o_.cn].alive) return;  // not let in (back) yet: nobody waits on it
-  const std::optional<uint64_t> silent = controls_.SilentPeers(o_.lease_ns);
-  if (!silent) return;
-  report_silent_ = *silent;
   report_coord_down_ = !coord_up_;
   // Who takes part: the CNs alive whose beat moved within half a lease. A CN that crashed stops
   // beating at once, and so leaves before anyone has waited on it for a lease; one cut off from
   // the others still beats (its one-sided writes reach the memory pool).
   const uint64_t now = clock_.NowNs();
   const size_t n = view_.cns.size();
-  uint64_t in = 0;
+  uint64_t in = uint64_t{1} << o_.cn;
   std::vector<uint64_t> says(n, 0);  // by CN: whom it cannot hear
   std::vector<bool> coord_down(n, false);
+  coord_down[o_.cn] = !coord_up_;
   {
     std::lock_guard lock(beat_mu_);
     for (uint16_t c = 0; c < n; c++) {
-      if (!view_.cns[c].alive) continue;
-      if (c != o_.cn && now > cn_seen_[c].moved_ns + o_.lease_ns / 2) continue;
+      if (c == o_.cn || !view_.cns[c].alive || now > cn_seen_[c].moved_ns + o_.lease_ns / 2) {
+        continue;
+      }
       in |= uint64_t{1} << c;
-      says[c] = c == o_.cn ? *silent : cn_seen_[c].silent;
-      coord_down[c] = c == o_.cn ? !coord_up_ : cn_seen_[c].coord_down;
+      says[c] = cn_seen_[c].silent;
+      coord_down[c] = cn_seen_[c].coord_down;
     }
   }
-  const int others = std::popcount(in) - 1;
-  if (others < 1) return;
   const uint64_t peers = in & ~(uint64_t{1} << o_.cn);
   // A CN that waits on nobody would never say whether it hears a peer, and one cut off may be
   // waited on by nobody while a recovery waits on its steps: every peer not heard from for half
-  // a lease is asked for an answer (a request under load answers for it).
-  controls_.ProbePeers(peers, o_.lease_ns / 2);
+  // a lease is asked for an answer (under load, replies to real requests answer for it).
+  const std::optional<uint64_t> silent = controls_.CheckLinks(peers, o_.lease_ns / 2, o_.lease_ns);
+  if (!silent) return;
+  report_silent_ = *silent;
+  says[o_.cn] = *silent;
+  const int others = std::popcount(in) - 1;
+  if (others < 1) return;
   // It hears none of the others, and they (at least two: with one, each side would say so of
   // the other) hear each other: it is the one cut off.
   bool they_hear_each_other = true;

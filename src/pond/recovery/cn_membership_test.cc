@@ -152,8 +152,10 @@ class TestControls final : public CnControls {
     auto it = live_contacting_of.find(dead);
     return it != live_contacting_of.end() ? it->second : live_contacting;
   }
-  std::optional<uint64_t> SilentPeers(uint64_t) override { return silent; }
-  void ProbePeers(uint64_t cns, uint64_t) override { probed |= cns; }
+  std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t, uint64_t) override {
+    probed |= probe;
+    return silent;
+  }
   const store::Catalog& catalog() const override { return catalog_; }
   const store::Placement& placement() const override { return pool; }
   void Event(const std::string& line) override { events.push_back(line); }

@@ -404,11 +404,10 @@ expect_error "tpcc compare no warehouses" "--warehouses" sim compare --workload 
 expect_error "tpcc ford under SI" "ford" sim tpcc --protocol ford --isolation si $tp_small
 expect_error "tpcc unknown flag" "--subscribers" sim tpcc --subscribers 5
 expect_error "tpcc node faults" "node faults" sim tpcc --faults crash-cn:1@1ms $tp_small
-# --membership machine: the daemons' machine recovers the run; what it does not survive yet is
-# refused in one line, and a CN crash and restart runs to the end with every check held.
+# --membership machine: the daemons' machine recovers the run; what a membership cannot survive
+# is refused in one line, and a CN crash and restart, an MN restart and a partition each run to
+# the end with every check held.
 expect_error "unknown membership" "membership" sim smallbank --membership oracle
-expect_error "machine refuses partitions" "partition-cn: the membership machine" sim smallbank \
-  --membership machine --faults partition-cn:1@1ms,heal-cn:1@3ms
 expect_error "the model has no coordination service" "crash-coord: the simulator's model" \
   sim smallbank --faults crash-coord@1ms,restart-coord@3ms
 expect_error "an outage that never ends" "needs a restart-coord after it" sim smallbank \
@@ -429,6 +428,15 @@ if "$pond" $machine_mn >"$tmp/out" 2>&1 && grep -q "1 MN restart (1 readable aga
   echo "ok   sim --membership machine brings a restarted MN back to R copies"
 else
   echo "FAIL sim --membership machine restart-mn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
+fi
+machine_cut="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults partition-cn:1@2ms,heal-cn:1@6ms"
+if "$pond" $machine_cut >"$tmp/out" 2>&1 &&
+   grep -q "CN 1 partitioned at 2.000 ms: it fenced itself" "$tmp/out" &&
+   grep -q "^failover *CN 1 restarted" "$tmp/out" &&
+   grep -q "^money check  ok" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
+  echo "ok   sim --membership machine fences a partitioned CN and takes it back once healed"
+else
+  echo "FAIL sim --membership machine partition-cn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi
 if "$pond" sim tpcc --help >"$tmp/out" 2>&1 && grep -q -- --warehouses "$tmp/out" &&
    grep -q -- --order-room "$tmp/out"; then

@@ -70,9 +70,9 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
                     "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
     cmd->add_option("--membership", c->transport.sim_membership,
-                    "what recovers from --faults: model (the simulator's own; every fault kind) "
-                    "or machine (the pond cn daemons' membership machine; no partitions "
-                    "yet); docs/recovery.md")
+                    "what recovers from --faults: model (the simulator's own; no "
+                    "coordination-service outages) or machine (the pond cn daemons' membership "
+                    "machine; every fault kind); docs/recovery.md")
         ->check(CLI::IsMember({"model", "machine"}))
         ->capture_default_str();
   }

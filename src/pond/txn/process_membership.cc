@@ -344,25 +344,17 @@ std::optional<size_t> ProcessMembership::LiveContacting(uint16_t dead) {
   return live;
 }
 
-void ProcessMembership::ProbePeers(uint64_t cns, uint64_t quiet_ns) {
-  bool ok = true;
-  OnWorkers(
-      [&](WorkerContext& w) -> size_t {
-        if (w.index() != 0) return 0;  // one answer per CN is enough
-        for (uint64_t bits = cns; bits != 0; bits &= bits - 1) {
-          w.locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
-        }
-        return 0;
-      },
-      &ok);
-}
-
-std::optional<uint64_t> ProcessMembership::SilentPeers(uint64_t for_ns) {
+std::optional<uint64_t> ProcessMembership::CheckLinks(uint64_t probe, uint64_t quiet_ns,
+                                                     uint64_t silent_ns) {
   bool ok = true;
   std::atomic<uint64_t> silent{0};
   OnWorkers(
       [&](WorkerContext& w) -> size_t {
-        silent.fetch_or(w.locks().Silent(for_ns));
+        silent.fetch_or(w.locks().Silent(silent_ns));
+        if (w.index() != 0) return 0;  // one answer per peer is enough
+        for (uint64_t bits = probe; bits != 0; bits &= bits - 1) {
+          w.locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
+        }
         return 0;
       },
       &ok);

@@ -79,8 +79,8 @@ class ProcessMembership final : public recovery::CnControls {
   std::optional<size_t> CommitsMidVisible() override;
   bool ReleaseLocksOf(uint16_t dead) override;
   std::optional<size_t> LiveContacting(uint16_t dead) override;
-  std::optional<uint64_t> SilentPeers(uint64_t for_ns) override;
-  void ProbePeers(uint64_t cns, uint64_t quiet_ns) override;
+  std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t quiet_ns,
+                                     uint64_t silent_ns) override;
   const store::Catalog& catalog() const override;
   const store::Placement& placement() const override;
   void Event(const std::string& line) override;

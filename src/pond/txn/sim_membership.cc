@@ -254,19 +254,18 @@ class SimMembership::Controls final : public recovery::CnControls {
     for (auto& w : Me().workers) live += w->locks().LiveContacting(dead);
     return live;
   }
-  void ProbePeers(uint64_t cns, uint64_t quiet_ns) override {
-    // From inside a round of the worker, whose end sends the request.
+  std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t quiet_ns,
+                                     uint64_t silent_ns) override {
+    uint64_t silent = 0;
+    for (auto& w : Me().workers) silent |= w->locks().Silent(silent_ns);
+    // The probes from inside a round of the first worker, whose end sends them.
     WorkerContext* w = Me().workers.front().get();
     w->sched().Spawn([](WorkerContext* w, uint64_t cns, uint64_t quiet_ns) -> Task<void> {
       for (uint64_t bits = cns; bits != 0; bits &= bits - 1) {
         w->locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
       }
       co_return;
-    }(w, cns, quiet_ns));
-  }
-  std::optional<uint64_t> SilentPeers(uint64_t for_ns) override {
-    uint64_t silent = 0;
-    for (auto& w : Me().workers) silent |= w->locks().Silent(for_ns);
+    }(w, probe, quiet_ns));
     return silent;
   }
   const store::Catalog& catalog() const override { return cl_.catalog(); }

@@ -96,6 +96,25 @@ class UcxEndpoint final : public Endpoint {
   }
 
   ~UcxEndpoint() override {
+    // What UCX may still call back into this endpoint goes first. A packet that arrives from now
+    // on (a peer's resend, a probe) is dropped; sends and flushes in flight complete, within
+    // kCloseWait or by forcing this endpoint's connections closed. Otherwise the fabric, which
+    // progresses the worker once more as it closes every connection, would hand them to freed
+    // memory.
+    ucp_worker_h w = worker_->get();
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = kPacketAmId;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    hp.cb = &UcxEndpoint::DropPacket;
+    hp.arg = nullptr;
+    ucp_worker_set_am_recv_handler(w, &hp);
+    const auto until = std::chrono::steady_clock::now() + kCloseWait;
+    while (requests_ > 0 && std::chrono::steady_clock::now() < until) ucp_worker_progress(w);
+    if (requests_ > 0) ForceClose();
+    for (Batch* b : flushed_) delete b;
+    flushed_.clear();
     UcxFabric::Retired r;
     for (Mn& mn : mns_) {
       if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
@@ -155,7 +174,9 @@ class UcxEndpoint final : public Endpoint {
       Sent(slot, UCS_OK);
     } else if (UCS_PTR_IS_ERR(r)) {
       Sent(slot, UCS_PTR_STATUS(r));
-    }  // else OnSent finishes it
+    } else {
+      requests_++;  // OnSent finishes it
+    }
   }
 
   void EndRound() override {
@@ -287,6 +308,7 @@ class UcxEndpoint final : public Endpoint {
         return;
       }
       if (r != nullptr) {
+        requests_++;
         b.release();  // OnFlushed hands it back through flushed_
         return;
       }
@@ -357,6 +379,7 @@ class UcxEndpoint final : public Endpoint {
 
   static void OnFlushed(void* request, ucs_status_t status, void* user_data) {
     auto* b = static_cast<Batch*>(user_data);
+    b->ep->requests_--;
     if (status != UCS_OK && b->status.ok()) {
       b->status = FromUcs(status, "batch to MN " + std::to_string(b->mn));
       b->unreachable = b->status.code() == Code::kUnavailable;
@@ -375,8 +398,49 @@ class UcxEndpoint final : public Endpoint {
 
   static void OnSent(void* request, ucs_status_t status, void* user_data) {
     auto* slot = static_cast<SendSlot*>(user_data);
+    slot->ep->requests_--;
     slot->ep->Sent(slot, status);
     ucp_request_free(request);
+  }
+
+  static ucs_status_t DropPacket(void*, const void*, size_t, void*, size_t,
+                                 const ucp_am_recv_param_t*) {
+    return UCS_OK;
+  }
+
+  // Closes every connection of this endpoint at once, cancelling what is in flight on them (its
+  // callbacks run here), and leaves none for the fabric to close.
+  void ForceClose() {
+    std::vector<ucs_status_ptr_t> closing;
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    auto close = [&](ucp_ep_h& ep) {
+      if (ep == nullptr) return;
+      closing.push_back(ucp_ep_close_nbx(ep, &p));
+      ep = nullptr;
+    };
+    for (Mn& mn : mns_) close(mn.ep);
+    for (auto& [addr, peer] : peers_) close(peer.ep);
+    for (ucp_ep_h& ep : stale_) close(ep);
+    peers_.clear();
+    stale_.clear();
+    const auto until = std::chrono::steady_clock::now() + kCloseWait;
+    ucp_worker_h w = worker_->get();
+    for (bool pending = true; pending && std::chrono::steady_clock::now() < until;) {
+      ucp_worker_progress(w);
+      pending = requests_ > 0;
+      for (ucs_status_ptr_t& req : closing) {
+        if (req == nullptr || UCS_PTR_IS_ERR(req)) continue;
+        if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+          pending = true;
+        } else {
+          ucp_request_free(req);
+          req = nullptr;
+        }
+      }
+    }
+    POND_CHECK_MSG(requests_ == 0, "UCX requests still in flight after their connections closed");
   }
 
   static ucs_status_t OnPacket(void* arg, const void* header, size_t header_length, void* data,
@@ -465,6 +529,7 @@ class UcxEndpoint final : public Endpoint {
   std::vector<ucp_ep_h> stale_;  // to workers of a CN's earlier process: closed with the rest
   std::vector<std::unique_ptr<Batch>> spare_batches_;
   std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
+  int requests_ = 0;             // sends and flushes in flight, which call back into this
   std::vector<PacketBuffer> arrived_;
   uint64_t consumed_ = 0;
   uint64_t counted_arrivals_ = 0;  // arrived this poll from workers of this process
