@@ -238,9 +238,9 @@ TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
       static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.mn_restarts),
       static_cast<unsigned long>(t.mn_readable), static_cast<unsigned long>(t.slots_copied),
       static_cast<unsigned long>(t.coord_outages),
-      static_cast<unsigned long>(t.declared_after_outage),
-      static_cast<unsigned long>(t.partitions), static_cast<unsigned long>(t.fenced),
-      static_cast<unsigned long>(t.unknown), StepCounts(t).c_str());
+      static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.partitions),
+      static_cast<unsigned long>(t.fenced), static_cast<unsigned long>(t.unknown),
+      StepCounts(t).c_str());
   // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
   EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
   if (r.count < 50) return;
@@ -451,9 +451,8 @@ TEST(FaultSeedTest, TheMachineFencesACnCutOffByTheOthersReports) {
 // Under the machine, a CN healed before anyone has waited on it for a lease goes on: no report
 // marks it, no epoch, no recovery.
 TEST(FaultSeedTest, TheMachineLetsACnHealedWithinALeaseGoOn) {
-  Result<RunResult> run =
-      RunScheduled("partition-cn:2@2ms,heal-cn:2@2500us", 3, 0.008, Isolation::kSerializable,
-                   20000, false, "machine");
+  Result<RunResult> run = RunScheduled("partition-cn:2@2ms,heal-cn:2@2500us", 3, 0.008,
+                                       Isolation::kSerializable, 20000, false, "machine");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const FailoverStats& f = *run->failover;
   ASSERT_EQ(f.partitions.size(), 1u);

@@ -175,7 +175,7 @@ class LockClient : public Poller, public Alarm {
   uint64_t next_floor_ = 0;                                // one above every txn Started
   bool alarm_set_ = false;
   bool IsFailed(uint16_t dest) const { return (failed_mask_ >> dest) & 1; }
-  uint64_t failed_mask_ = 0;  // CNs declared failed
+  uint64_t failed_mask_ = 0;        // CNs declared failed
   std::vector<uint64_t> heard_ns_;  // by CN: when a reply from it last came
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer

@@ -110,8 +110,8 @@ void CnMembership::Renew() {
     if (mn_busy_[mn].renewing || controls_.placement().IsDown(static_cast<MnId>(mn))) continue;
     mn_busy_[mn].renewing = true;
     const store::LeasePage::CnReport report{
-        report_silent_.load(),
-        uint64_t{o_.incarnation} << 48 | (report_coord_down_.load() ? store::kCnReportCoordDown : 0)};
+        report_silent_.load(), uint64_t{o_.incarnation} << 48 |
+                                   (report_coord_down_.load() ? store::kCnReportCoordDown : 0)};
     beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat,
                          store::LeasePage::CnReport report) -> Task<void> {
       const uint64_t sent = m->clock_.NowNs();
@@ -119,9 +119,9 @@ void CnMembership::Renew() {
       uint64_t value = beat;
       const uint64_t page = store::kLeasePageOffset;
       const auto mn_id = static_cast<MnId>(mn);
-      m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_beat) +
-                                               8 * uint64_t{m->o_.cn}),
-                        &value, 8);
+      m->beat_ep_.Write(
+          GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_beat) + 8 * uint64_t{m->o_.cn}),
+          &value, 8);
       m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_report) +
                                                sizeof(report) * uint64_t{m->o_.cn}),
                         &report, sizeof(report));

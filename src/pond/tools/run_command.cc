@@ -87,10 +87,9 @@ void PrintFailover(const bench::RunResult& r) {
     const FailoverStats& f = *r.failover;
     for (const auto& p : f.partitions) {
       const auto ms = [&p](uint64_t t) { return static_cast<double>(t - p.cut_ns) / 1e6; };
-      std::string fate =
-          p.fenced_ns != 0
-              ? fmt::format("it fenced itself +{:.3f} ms", ms(p.fenced_ns))
-              : std::string("it went on serving");
+      std::string fate = p.fenced_ns != 0
+                             ? fmt::format("it fenced itself +{:.3f} ms", ms(p.fenced_ns))
+                             : std::string("it went on serving");
       if (p.healed_ns != 0) {
         fate += fmt::format(", healed +{:.3f} ms", ms(p.healed_ns));
       } else {

@@ -345,7 +345,7 @@ std::optional<size_t> ProcessMembership::LiveContacting(uint16_t dead) {
 }
 
 std::optional<uint64_t> ProcessMembership::CheckLinks(uint64_t probe, uint64_t quiet_ns,
-                                                     uint64_t silent_ns) {
+                                                      uint64_t silent_ns) {
   bool ok = true;
   std::atomic<uint64_t> silent{0};
   OnWorkers(

@@ -443,9 +443,9 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
       .lease_ns = kSimLeaseNs,
       .shards = lock::kShards,
   };
-  n->machine =
-      std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *n->store, cl_.clock(),
-                                               *n->controls, n->counts, *n->sched, *n->ep);
+  n->machine = std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *n->store,
+                                                        cl_.clock(), *n->controls, n->counts,
+                                                        *n->sched, *n->ep);
   if (nodes_[cn] != nullptr) retired_.push_back(std::move(nodes_[cn]));
   nodes_[cn] = std::move(n);
   if (start.restarted) {
