@@ -273,23 +273,30 @@ void CnMembership::Links() {
     if (d != o_.cn && (says[d] & peers) != 0) they_hear_each_other = false;
   }
   const bool isolated = others >= 2 && (says[o_.cn] & peers) == peers && they_hear_each_other;
-  // The one a strict majority of the others cannot hear; of several, the one that cannot reach
-  // the coordination service, then the highest: every CN picks the same one from the same
-  // reports, and at most that one fences.
-  int pick = -1;
-  int heard_by_pick = 0;
+  // The one a strict majority of the others cannot hear. Of several: the one that cannot reach
+  // the coordination service, if just one cannot (the others will declare it); if every one can,
+  // the highest (whichever fences, the rest declare it); if more than one cannot, none yet — who
+  // is cut off is not known (two CNs, each unheard by the other, while the service is down), and
+  // fencing the wrong one could leave nobody able to declare the other. Every CN picks the same
+  // one from the same reports, and at most that one fences.
+  int pick = -1, pick_off = -1;  // the highest candidate; the one without the service
+  int off = 0;                   // candidates without the service
+  std::vector<int> deaf(n, 0);
   for (uint16_t c = 0; c < n; c++) {
     if (((in >> c) & 1) == 0) continue;
-    int deaf = 0;
     for (uint16_t d = 0; d < n; d++) {
-      if (d != c && ((in >> d) & 1) != 0 && ((says[d] >> c) & 1) != 0) deaf++;
+      if (d != c && ((in >> d) & 1) != 0 && ((says[d] >> c) & 1) != 0) deaf[c]++;
     }
-    if (2 * deaf <= others) continue;
-    if (pick < 0 || coord_down[c] || !coord_down[pick]) {
-      pick = c;
-      heard_by_pick = deaf;
+    if (2 * deaf[c] <= others) continue;
+    pick = c;
+    if (coord_down[c]) {
+      off++;
+      pick_off = c;
     }
   }
+  if (off == 1) pick = pick_off;
+  if (off > 1) pick = -1;
+  const int heard_by_pick = pick >= 0 ? deaf[pick] : 0;
   // Only once it has been singled out for a few periods: its own finding is at hand at once,
   // the others' come a period or two later with their beats, and a CN that judged before those
   // arrived could take itself for the one cut off when they say otherwise.

@@ -745,6 +745,22 @@ TEST_F(CnMembershipTest, OfTwoCnsEachUnheardByMostTheOneWithoutTheServiceFences)
   EXPECT_FALSE(node(1).machine->fenced());
 }
 
+TEST_F(CnMembershipTest, WhenNoneOfTwoCandidatesReachesTheServiceNeitherFencesUntilItIsBack) {
+  // As OfTwoCns..., but CN 2 cannot reach the service either (it is down for both): who is cut
+  // off is not known, and fencing the wrong one could leave nobody to declare the other.
+  node(0).controls->silent = 1u << 2;
+  node(1).controls->silent = (1u << 0) | (1u << 2);
+  node(2).controls->silent = 1u << 0;
+  node(0).store->blind = true;
+  node(2).store->blind = true;
+  Periods(20);
+  for (uint16_t cn = 0; cn < 3; cn++) EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn;
+  // The service back for CN 2: CN 0 is the one cut off.
+  node(2).store->blind = false;
+  ASSERT_TRUE(Until([&] { return node(0).machine->fenced(); }, 8));
+  EXPECT_FALSE(node(1).machine->fenced() || node(2).machine->fenced());
+}
+
 TEST_F(CnMembershipTest, ACnThatStoppedIsDeclaredNotSingledOut) {
   Periods(3);
   // CN 2 crashed: the others wait on it and hear nothing, and its beat stops too. It leaves the
