@@ -839,6 +839,16 @@ TEST(FaultSeedTest, WriteVisibleGoesOnlyToTheReplicasWriteInvisibleReached) {
   RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{2050, 1});
 }
 
+// Soak seed 374: CN 1, recovering CN 0's log, rolled back a write that had reached one replica
+// of three, and crashed with two of its three emptying writes landed — the one onto the tagged
+// cell among them. CN 3 recovered the log again, found the tag nowhere, and left the third
+// replica holding the old version: the replicas disagreed. A rollback now empties the replicas
+// without the tag first and the tagged ones only after (log_recovery.cc). Without that, the run
+// fails its replica check.
+TEST(FaultSeedTest, ARollbackCutShortLeavesItsTagForTheNextRecoverer) {
+  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{374, 1});
+}
+
 // `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user
 // runs it: its 30,000 recorded calls end at about 6 virtual ms, long before 20 ms, and every fault
 // drawn for it must still happen inside the recorded run (ResolveFaultsFor), whatever the seed.

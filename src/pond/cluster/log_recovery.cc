@@ -117,6 +117,23 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   // Decide per record, then write.
   size_t at = 0;
   size_t posted = 0;
+  std::vector<size_t> tagged_last;  // rolled-back cells that carry their record's tag
+  // Empties cell `i` as raw[i] says (a rollback).
+  auto empty = [&](size_t i) -> Task<Status> {
+    const CellRef& c = cells[i];
+    ep.Write(c.addr, &raw[i], sizeof(CvtCell));
+    // An insert whose slot went live on some replica but not all: live on every one (the key,
+    // then the meta, as the commit writes them), with the cell empty — the key is absent either
+    // way, and the replicas agree. (Unclaiming the slot instead could cut the probe chain of a
+    // key inserted past it.)
+    if (c.item->flags & store::kLogItemInsert) {
+      ep.Write(c.slot + offsetof(store::CvtHeader, key), &c.item->key, sizeof(uint64_t));
+      ep.Write(c.slot + offsetof(store::CvtHeader, meta), &c.live_meta, sizeof(uint64_t));
+    }
+    stats.cells_written++;
+    if (++posted % kCellsPerBatch == 0) co_return co_await ep.Flush();
+    co_return Status::Ok();
+  };
   for (size_t r = 0; r < records.size(); r++) {
     const store::ParsedLogRecord& rec = records[r];
     const uint64_t tag = store::WriterTag(cn, worker, rec.header.txn_id);
@@ -156,6 +173,13 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
       // write gave up. Every replica of the cell is emptied alike (the cacheline version of the
       // write, each replica's own record buffer), so the replicas agree again. An item whose
       // write landed nowhere is left as it is.
+      //
+      // The replicas that do not carry the tag are emptied first, those that do only once those
+      // writes are done (`tagged_last`): should this recoverer die between its writes (some land,
+      // some not), a replica still carries the tag, INVISIBLE, and whoever recovers the log again
+      // rolls it back again. Emptied in the other order, the tag could be gone everywhere while a
+      // replica the write missed still held the old version, and the next recovery would find
+      // nothing to do (machine fault seed 374, histories).
       const size_t reps = static_cast<size_t>(placement.replication());
       for (size_t item = at; item < end; item += reps) {
         int cv = -1;
@@ -166,25 +190,22 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
         for (size_t i = item; i < item + reps; i++) {
           CellRef& c = cells[i];
           if (c.down) continue;
+          const bool tagged = c.cell.valid && c.cell.writer == tag;
           c.cell = Cell{.cv = static_cast<uint8_t>(cv), .record = c.cell.record};
           raw[i] = store::EncodeCell(c.cell);
-          ep.Write(c.addr, &raw[i], sizeof(CvtCell));
-          // An insert whose slot went live on some replica but not all: live on every one (the
-          // key, then the meta, as the commit writes them), with the cell empty — the key is
-          // absent either way, and the replicas agree. (Unclaiming the slot instead could cut
-          // the probe chain of a key inserted past it.)
-          if (c.item->flags & store::kLogItemInsert) {
-            ep.Write(c.slot + offsetof(store::CvtHeader, key), &c.item->key, sizeof(uint64_t));
-            ep.Write(c.slot + offsetof(store::CvtHeader, meta), &c.live_meta, sizeof(uint64_t));
-          }
-          stats.cells_written++;
-          if (++posted % kCellsPerBatch == 0) {
-            if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+          if (tagged) {
+            tagged_last.push_back(i);
+          } else if (Status s = co_await empty(i); !s.ok()) {
+            co_return s;
           }
         }
       }
     }
     at = end;
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  for (size_t i : tagged_last) {
+    if (Status s = co_await empty(i); !s.ok()) co_return s;
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
 
