@@ -73,15 +73,7 @@ class UcxEndpoint final : public Endpoint {
   // as its batches go, and the connection is tried again at its next batch, at most once per
   // kReconnectEvery.
   Status Init() {
-    ucp_worker_h w = worker_->get();
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    hp.id = kPacketAmId;
-    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-    hp.cb = &UcxEndpoint::OnPacket;
-    hp.arg = this;
-    ucs_status_t s = ucp_worker_set_am_recv_handler(w, &hp);
+    ucs_status_t s = SetPacketHandler(&UcxEndpoint::OnPacket, this);
     if (s != UCS_OK) return FromUcs(s, "cannot set the UCX packet handler");
     mns_.resize(fabric_.mns_.size());
     for (MnId mn = 0; mn < mns_.size(); mn++) {
@@ -102,14 +94,7 @@ class UcxEndpoint final : public Endpoint {
     // progresses the worker once more as it closes every connection, would hand them to freed
     // memory.
     ucp_worker_h w = worker_->get();
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    hp.id = kPacketAmId;
-    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-    hp.cb = &UcxEndpoint::DropPacket;
-    hp.arg = nullptr;
-    ucp_worker_set_am_recv_handler(w, &hp);
+    SetPacketHandler(&UcxEndpoint::DropPacket, nullptr);
     const auto until = std::chrono::steady_clock::now() + kCloseWait;
     while (requests_ > 0 && std::chrono::steady_clock::now() < until) ucp_worker_progress(w);
     if (requests_ > 0) ForceClose();
@@ -401,6 +386,18 @@ class UcxEndpoint final : public Endpoint {
     slot->ep->requests_--;
     slot->ep->Sent(slot, status);
     ucp_request_free(request);
+  }
+
+  // Who takes this worker's packets (whole messages only: Pond sends them eagerly).
+  ucs_status_t SetPacketHandler(ucp_am_recv_callback_t cb, void* arg) {
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+    hp.id = kPacketAmId;
+    hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+    hp.cb = cb;
+    hp.arg = arg;
+    return ucp_worker_set_am_recv_handler(worker_->get(), &hp);
   }
 
   static ucs_status_t DropPacket(void*, const void*, size_t, void*, size_t,
