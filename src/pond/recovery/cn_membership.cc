@@ -111,7 +111,8 @@ void CnMembership::Renew() {
     mn_busy_[mn].renewing = true;
     const store::LeasePage::CnReport report{
         report_silent_.load(), uint64_t{o_.incarnation} << 48 |
-                                   (report_coord_down_.load() ? store::kCnReportCoordDown : 0)};
+                                   (report_coord_down_.load() ? store::kCnReportCoordDown : 0) |
+                                   (report_in_.load() ? store::kCnReportIn : 0)};
     beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat,
                          store::LeasePage::CnReport report) -> Task<void> {
       const uint64_t sent = m->clock_.NowNs();
@@ -156,14 +157,20 @@ void CnMembership::Watch() {
       if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
       for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
         const uint64_t b = page.cn_beat[cn];
-        // Only the incarnation the view holds alive counts: an older one's beats are its last.
-        if (store::CnBeatIncarnation(b) != m->beat_view_.cns[cn].incarnation) continue;
-        Seen& c = m->cn_seen_[cn];
-        if (b <= c.beat) continue;
         const store::LeasePage::CnReport& r = page.cn_report[cn];
         const bool current = store::CnBeatIncarnation(r.flags) == store::CnBeatIncarnation(b);
+        // The incarnation the view holds counts: an older one's beats are its last. So does a
+        // newer one that says it was let in, by an epoch this CN has not read — perhaps one it
+        // put itself as CM just before it lost the coordination service, and then the reports
+        // of the CN let in are the only way it learns the others cannot hear it.
+        const uint16_t inc = store::CnBeatIncarnation(b);
+        const uint16_t known = m->beat_view_.cns[cn].incarnation;
+        const bool newer = inc > known && current && (r.flags & store::kCnReportIn) != 0;
+        if (inc != known && !newer) continue;
+        Seen& c = m->cn_seen_[cn];
+        if (b <= c.beat) continue;
         c = Seen{b, now, current ? r.silent : 0,
-                 current && (r.flags & store::kCnReportCoordDown) != 0};
+                 current && (r.flags & store::kCnReportCoordDown) != 0, newer};
       }
     }(this, mn));
   }
@@ -234,6 +241,7 @@ void CnMembership::Adopt() {
 }
 
 void CnMembership::Links() {
+  report_in_ = view_.cns[o_.cn].alive;
   if (!view_.cns[o_.cn].alive) return;  // not let in (back) yet: nobody waits on it
   report_coord_down_ = !coord_up_;
   // Who takes part: the CNs alive whose beat moved within half a lease. A CN that crashed stops
@@ -248,7 +256,8 @@ void CnMembership::Links() {
   {
     std::lock_guard lock(beat_mu_);
     for (uint16_t c = 0; c < n; c++) {
-      if (c == o_.cn || !view_.cns[c].alive || now > cn_seen_[c].moved_ns + o_.lease_ns / 2) {
+      const bool alive = view_.cns[c].alive || cn_seen_[c].let_in;
+      if (c == o_.cn || !alive || now > cn_seen_[c].moved_ns + o_.lease_ns / 2) {
         continue;
       }
       in |= uint64_t{1} << c;

@@ -147,6 +147,8 @@ class CnMembership {
     // whether it cannot reach the coordination service.
     uint64_t silent = 0;
     bool coord_down = false;
+    // A newer incarnation than the view's, let in by an epoch this CN has not read yet.
+    bool let_in = false;
   };
 
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
@@ -209,6 +211,7 @@ class CnMembership {
   // This CN's report, written with each beat: the coordination half's finding.
   std::atomic<uint64_t> report_silent_{0};
   std::atomic<bool> report_coord_down_{false};
+  std::atomic<bool> report_in_{false};  // alive in the configuration this CN applied
   // What the beat half shares with the coordination half.
   mutable std::mutex beat_mu_;
   cluster::Configuration beat_view_;  // view_, as of the last epoch applied

@@ -772,6 +772,39 @@ TEST_F(CnMembershipTest, ACnThatStoppedIsDeclaredNotSingledOut) {
   EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
 }
 
+// The CM, alone in its view, lets a restarted CN back in and is cut off before it reads that
+// epoch back: in the view it holds nobody else is alive, so only the beats of the CN it let in
+// (which say they are in) can tell it the others cannot hear it (machine fault seed 810: it
+// served on, and nobody could declare it).
+TEST_F(CnMembershipTest, ACmCutOffRightAfterLettingACnBackInFences) {
+  Periods(3);
+  node(1).running = false;
+  node(2).running = false;
+  auto opened = [&](uint16_t failed) {
+    const cluster::CnStatus s = store_.Config().cns[failed];
+    return !s.alive && s.failed_epoch != 0 && StepDone(s.failed_epoch, "opened", 0, failed);
+  };
+  ASSERT_TRUE(Until([&] { return opened(1) && opened(2); }, 60));
+  const uint64_t epoch = store_.Config().epoch;
+  AskToComeBack(2, 1);
+  Node& back = Start(2, 1);
+  store_.race_prefix = cluster::ConfigKey(kCluster);
+  store_.before_put = [&] {  // the put lands; its reader is gone
+    node(0).store->blind = true;
+    node(0).controls->silent = 1u << 2;
+    back.controls->silent = 1u << 0;
+  };
+  ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
+  ASSERT_TRUE(Until([&] { return node(0).machine->fenced(); }, 8));
+  EXPECT_NE(node(0).controls->fenced.find("cut off: 1 of the 1 other CNs"), std::string::npos)
+      << node(0).controls->fenced;
+  EXPECT_FALSE(back.machine->fenced());
+  // Its beat stops; the CN it let in takes over as CM and declares it.
+  EXPECT_EQ(store_.Config().epoch, epoch + 1);
+  ASSERT_TRUE(Until([&] { return !store_.Config().cns[0].alive; }, 30));
+  EXPECT_EQ(store_.Config().epoch, epoch + 2);
+}
+
 // Three MNs, MN 2 down from the start (its replicas served by the others), to be restarted.
 class MnRejoinTest : public CnMembershipTest {
  protected:
