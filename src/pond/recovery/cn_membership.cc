@@ -250,6 +250,7 @@ void CnMembership::Links() {
   const uint64_t now = clock_.NowNs();
   const size_t n = view_.cns.size();
   uint64_t in = uint64_t{1} << o_.cn;
+  uint64_t unknown = 0;  // let in by an epoch this CN has not read: it cannot reach their workers
   std::vector<uint64_t> says(n, 0);  // by CN: whom it cannot hear
   std::vector<bool> coord_down(n, false);
   coord_down[o_.cn] = !coord_up_;
@@ -261,6 +262,7 @@ void CnMembership::Links() {
         continue;
       }
       in |= uint64_t{1} << c;
+      if (!view_.cns[c].alive) unknown |= uint64_t{1} << c;
       says[c] = cn_seen_[c].silent;
       coord_down[c] = cn_seen_[c].coord_down;
     }
@@ -269,10 +271,13 @@ void CnMembership::Links() {
   // A CN that waits on nobody would never say whether it hears a peer, and one cut off may be
   // waited on by nobody while a recovery waits on its steps: every peer not heard from for half
   // a lease is asked for an answer (under load, replies to real requests answer for it).
-  const std::optional<uint64_t> silent = controls_.CheckLinks(peers, o_.lease_ns / 2, o_.lease_ns);
+  const std::optional<uint64_t> silent =
+      controls_.CheckLinks(peers & ~unknown, o_.lease_ns / 2, o_.lease_ns);
   if (!silent) return;
   report_silent_ = *silent;
-  says[o_.cn] = *silent;
+  // Its own judgement counts those it cannot reach as unheard; its report does not, lest a CN
+  // slow to read an epoch help single out the CN that epoch let in.
+  says[o_.cn] = *silent | unknown;
   const int others = std::popcount(in) - 1;
   if (others < 1) return;
   // It hears none of the others, and they (at least two: with one, each side would say so of
@@ -306,10 +311,23 @@ void CnMembership::Links() {
   if (off == 1) pick = pick_off;
   if (off > 1) pick = -1;
   const int heard_by_pick = pick >= 0 ? deaf[pick] : 0;
+  // And only while its own finding agrees — it cannot hear one of those that cannot hear it:
+  // the others' reports come a period or more late, and after a cut heals they go on saying so
+  // of a CN that hears everyone again. Two CNs each silent to the other, then healed, would
+  // otherwise fence the one the tie picks on its peer's stale word, and the other on the word
+  // of the one that fenced (fault seed 12 under SI: both fenced, and nobody was left to declare
+  // them). A CN truly cut off has asked each peer for an answer (probes) and heard none.
+  uint64_t unheard_by = 0;  // the CNs that say they cannot hear this one
+  for (uint16_t d = 0; d < n; d++) {
+    if (d != o_.cn && ((in >> d) & 1) != 0 && ((says[d] >> o_.cn) & 1) != 0) {
+      unheard_by |= uint64_t{1} << d;
+    }
+  }
+  const bool agrees = (says[o_.cn] & unheard_by) != 0;
   // Only once it has been singled out for a few periods: its own finding is at hand at once,
   // the others' come a period or two later with their beats, and a CN that judged before those
   // arrived could take itself for the one cut off when they say otherwise.
-  if (!isolated && pick != o_.cn) {
+  if (!isolated && (pick != o_.cn || !agrees)) {
     singled_since_ns_ = 0;
     return;
   }

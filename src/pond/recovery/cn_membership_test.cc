@@ -686,10 +686,12 @@ TEST_F(CnMembershipTest, ACnPausedPastItsLeaseFencesAndActsNoMore) {
 // beats, so nobody's lease runs out; the reports every CN writes with its beat single it out.
 TEST_F(CnMembershipTest, ACnTheOthersCannotHearFencesItselfAndIsThenDeclared) {
   Periods(3);
-  // CN 2 cut off from CNs 0 and 1 and from the service; its beats still reach the pool. (It has
-  // waited on nobody: ACnThatHearsNoneOfTheOthersFencesItself is the other way to learn it.)
+  // CN 2 cut off from CNs 0 and 1 and from the service; its beats still reach the pool. Its own
+  // probe of CN 0 went unanswered (of CN 1's it has not given up yet: hearing neither is
+  // ACnThatHearsNoneOfTheOthersFencesItself).
   node(0).controls->silent = 1u << 2;
   node(1).controls->silent = 1u << 2;
+  node(2).controls->silent = 1u << 0;
   node(2).store->blind = true;
   ASSERT_TRUE(Until([&] { return node(2).machine->fenced(); }, 8));
   EXPECT_NE(node(2).controls->fenced.find("cut off: 2 of the 2 other CNs"), std::string::npos)
@@ -761,6 +763,19 @@ TEST_F(CnMembershipTest, WhenNoneOfTwoCandidatesReachesTheServiceNeitherFencesUn
   EXPECT_FALSE(node(1).machine->fenced() || node(2).machine->fenced());
 }
 
+// The others' reports come late: a CN they say they cannot hear, but which hears every one of
+// them itself, does not fence — the cut has healed, and their next reports will say so.
+TEST_F(CnMembershipTest, ACnThatHearsThoseWhoSayTheyCannotHearItWaits) {
+  node(0).controls->silent = 1u << 2;
+  node(1).controls->silent = 1u << 2;
+  Periods(30);
+  for (uint16_t cn = 0; cn < 3; cn++) EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn;
+  // Its own probe of CN 1 goes unanswered too: now it is cut off.
+  node(2).controls->silent = 1u << 1;
+  ASSERT_TRUE(Until([&] { return node(2).machine->fenced(); }, 8));
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+}
+
 TEST_F(CnMembershipTest, ACnThatStoppedIsDeclaredNotSingledOut) {
   Periods(3);
   // CN 2 crashed: the others wait on it and hear nothing, and its beat stops too. It leaves the
@@ -791,8 +806,8 @@ TEST_F(CnMembershipTest, ACmCutOffRightAfterLettingACnBackInFences) {
   store_.race_prefix = cluster::ConfigKey(kCluster);
   store_.before_put = [&] {  // the put lands; its reader is gone
     node(0).store->blind = true;
-    node(0).controls->silent = 1u << 2;
     back.controls->silent = 1u << 0;
+    // CN 0 has no silence of its own to report: it never reached CN 2's new workers to ask.
   };
   ASSERT_TRUE(Until([&] { return back.machine->alive(); }));
   ASSERT_TRUE(Until([&] { return node(0).machine->fenced(); }, 8));
