@@ -86,13 +86,6 @@ struct TransportConfig {
   // failed once no beat was seen for lease_ms, and stops itself (exit 75) when it could not beat
   // for 0.9 lease_ms. Every CN of a cluster must use the same.
   int lease_ms = 100;
-  // For a simulated cluster (Cluster::StartSimulated): what carries out its node faults and
-  // recovers from them. "model": the simulator's own model of membership, which survives every
-  // fault kind. "machine": on every simulated CN, the membership and recovery machine the
-  // `pond cn` daemons run, over a simulated coordination service and lease pages in the memory
-  // pool (docs/recovery.md "One machine"); it survives CN crashes and restarts and MN crashes,
-  // not yet MN restarts or partitions.
-  std::string sim_membership = "model";
 };
 
 struct ClusterConfig {
@@ -365,7 +358,6 @@ struct FailoverStats {
   uint64_t step_crashes_unaimed = 0;
   uint64_t config_puts = 0;     // conditional puts to the coordination service
   uint64_t unknown_calls = 0;   // calls that ended Unknown: their CN failed under them
-  uint64_t handed_on = 0;       // log recoveries given to another CN: theirs failed meanwhile
   uint16_t tso_host = 0;        // the CN hosting the timestamp oracle at the end
   uint64_t tso_moves = 0;       // times the oracle moved: its CN failed
   uint64_t lost_packets = 0;    // packets to or from a crashed CN

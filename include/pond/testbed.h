@@ -56,7 +56,7 @@ enum class NodeFaultKind : unsigned char {
   kPartitionCn,
   kHealCn,
   // The coordination service stops answering every CN, then answers again holding what it held
-  // (`node` unused). Only the membership machine has one (TransportConfig::sim_membership).
+  // (`node` unused). CNs declare and recover nothing while it is down.
   kCrashCoord,
   kRestartCoord,
 };

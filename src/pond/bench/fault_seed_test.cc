@@ -17,7 +17,6 @@
 #include "pond/bench/seed_runs.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
-#include "pond/txn/failover.h"
 #include "pond/txn/sim_membership.h"
 
 namespace pond::bench {
@@ -28,9 +27,9 @@ SeedRange Seeds(uint64_t default_count) {
 }
 
 std::string Replay(const std::string& protocol, Isolation iso, uint64_t seed,
-                   const std::string& workload, const std::string& membership = "model") {
-  return "replay: pond sim " + workload + " --membership " + membership + " --protocol " +
-         protocol + " --isolation " + (iso == Isolation::kSnapshot ? "si" : "sr") +
+                   const std::string& workload) {
+  return "replay: pond sim " + workload + " --protocol " + protocol + " --isolation " +
+         (iso == Isolation::kSnapshot ? "si" : "sr") +
          " --mns 3 --cns 5 --workers 2 --coros 3 --virtual-seconds 0.008 --accounts 20000 "
          "--region-mib 64 --lock-buckets 4096 --vt-cache-entries 4096 --addr-cache-entries "
          "16384 --faults random --seed " +
@@ -84,9 +83,8 @@ void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string
 }
 
 // One seed of SmallBank under a random schedule; false (with the failure added) if a check broke.
-bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t,
-                      const std::string& membership = "model") {
-  RunOptions o = FaultyRun(protocol, iso, seed, membership);
+bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed, Totals* t) {
+  RunOptions o = FaultyRun(protocol, iso, seed);
   Status resolved = ResolveFaults(&o, "random");
   EXPECT_TRUE(resolved.ok()) << resolved.ToString();
   if (!resolved.ok()) return false;
@@ -97,7 +95,7 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   Result<RunResult> run = RunWorkload(w, o, nullptr);
   const std::string where = protocol + " " + IsolationName(iso) + " seed " + std::to_string(seed) +
                             ", faults " + o.faults + "\n" +
-                            Replay(protocol, iso, seed, "smallbank", membership);
+                            Replay(protocol, iso, seed, "smallbank");
   EXPECT_TRUE(run.ok()) << where << "\n" << run.status().ToString();
   if (!run.ok()) return false;
   const RunResult& r = *run;
@@ -158,20 +156,24 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
       "%s %s: %lu seeds of random faults: %lu committed, %lu CN crashes (%lu transactions rolled "
       "forward, %lu back; %lu restarted, %lu of them with all their shards back), %lu MN crashes "
       "(%lu aborts on an unreachable MN; %lu restarted, %lu of them readable again, %lu slots "
-      "copied), %lu CN partitions (%lu fenced themselves, %lu healed within their lease), %lu "
-      "calls unknown, %lu seeds with message faults\n",
+      "copied), %lu coordination-service outages (%lu CN crashes declared once it was back), %lu "
+      "CN partitions (%lu fenced themselves, %lu healed before they were singled out), %lu calls "
+      "unknown, %lu seeds with message faults\n",
       protocol.c_str(), IsolationName(iso), static_cast<unsigned long>(t.seeds),
       static_cast<unsigned long>(t.committed), static_cast<unsigned long>(t.crashes),
       static_cast<unsigned long>(t.rolled_forward), static_cast<unsigned long>(t.rolled_back),
       static_cast<unsigned long>(t.restarts), static_cast<unsigned long>(t.returned),
       static_cast<unsigned long>(t.mn_crashes), static_cast<unsigned long>(t.mn_unreachable),
       static_cast<unsigned long>(t.mn_restarts), static_cast<unsigned long>(t.mn_readable),
-      static_cast<unsigned long>(t.slots_copied), static_cast<unsigned long>(t.partitions),
+      static_cast<unsigned long>(t.slots_copied), static_cast<unsigned long>(t.coord_outages),
+      static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.partitions),
       static_cast<unsigned long>(t.fenced), static_cast<unsigned long>(t.kept_lease),
       static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
   std::printf("%s %s: crashes aimed at a commit step: %s\n", protocol.c_str(), IsolationName(iso),
               StepCounts(t).c_str());
   EXPECT_GT(t.committed, 0u);
+  // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
+  EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
   if (r.count < 50) return;  // too few seeds to promise which paths were reached
   // (FORD sends no CN messages at all: its locks, timestamps and data are on the MNs.)
   if (protocol != "ford") {
@@ -180,15 +182,19 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
   if (crashes) {
     EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
     EXPECT_GT(t.restarts, t.crashes / 4) << "random schedules were meant to restart CNs";
-    EXPECT_GT(t.returned, 0u) << "no restarted CN got its shards back";
-    EXPECT_GT(t.rolled_forward + t.rolled_back, 0u) << "no crash fell inside a commit";
+    EXPECT_GT(t.returned, t.restarts / 4) << "restarted CNs were meant to get their shards back";
+    EXPECT_GT(t.rolled_forward, 0u) << "no crash fell after a commit's timestamp";
+    EXPECT_GT(t.rolled_back, 0u) << "no crash fell inside a commit before its timestamp";
     EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
     EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
     EXPECT_GT(t.mn_unreachable, 0u) << "no transaction met a crashed MN";
-    EXPECT_GT(t.mn_readable, t.mn_crashes / 4) << "random schedules were meant to restart MNs";
+    EXPECT_GT(t.mn_restarts, t.mn_crashes / 4) << "random schedules were meant to restart MNs";
+    EXPECT_GT(t.slots_copied, 0u) << "restarted MNs were meant to be copied onto";
+    EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
+    EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
     EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
-    EXPECT_GT(t.fenced, 0u) << "no partition outlasted a lease";
-    EXPECT_GT(t.kept_lease, 0u) << "no partition healed within its lease";
+    EXPECT_GT(t.fenced, 0u) << "no partition lasted until the CN was singled out";
+    EXPECT_GT(t.kept_lease, 0u) << "no partition healed before the CN was singled out";
     // Half the crashes are aimed at a step drawn evenly: every step's window is entered.
     for (int i = 1; i < kCommitSteps; i++) {
       EXPECT_GT(t.step_crashes[i], 0u) << "no crash hit commit step " << i << ": " << StepCounts(t);
@@ -213,58 +219,12 @@ TEST(FaultSeedTest, FordSerializable) {
   RunSmallBankSeeds("ford", Isolation::kSerializable, 200, false);
 }
 
-// The same random schedules, recovered from by the membership machine the `pond cn` daemons run
-// (one per simulated CN, over a simulated coordination service and lease pages): every check
-// holds, every crash is declared by the machine's own leases and recovered by its own steps,
-// and restarted CNs are let back in by its configuration manager; restarted MNs are copied
-// onto, and partitioned CNs fence themselves.
-TEST(FaultSeedTest, TheDaemonsMachineRecoversLotusSerializable) {
-  SeedRange r = Seeds(60);
-  Totals t;
-  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    if (!RunSmallBankSeed("lotus", Isolation::kSerializable, seed, &t, "machine")) return;
-  }
-  std::printf(
-      "machine: %lu seeds: %lu committed, %lu CN crashes (%lu restarted, %lu of them with all "
-      "their shards back; %lu rolled forward, %lu back), %lu MN crashes (%lu aborts on an "
-      "unreachable MN; %lu restarted, %lu of them read again, %lu slots copied), %lu "
-      "coordination-service outages (%lu CN crashes declared once it was back), %lu CN "
-      "partitions (%lu fenced themselves), %lu calls unknown; crashes aimed at a commit step: "
-      "%s\n",
-      static_cast<unsigned long>(t.seeds), static_cast<unsigned long>(t.committed),
-      static_cast<unsigned long>(t.crashes), static_cast<unsigned long>(t.restarts),
-      static_cast<unsigned long>(t.returned), static_cast<unsigned long>(t.rolled_forward),
-      static_cast<unsigned long>(t.rolled_back), static_cast<unsigned long>(t.mn_crashes),
-      static_cast<unsigned long>(t.mn_unreachable), static_cast<unsigned long>(t.mn_restarts),
-      static_cast<unsigned long>(t.mn_readable), static_cast<unsigned long>(t.slots_copied),
-      static_cast<unsigned long>(t.coord_outages),
-      static_cast<unsigned long>(t.declared_after_outage), static_cast<unsigned long>(t.partitions),
-      static_cast<unsigned long>(t.fenced), static_cast<unsigned long>(t.unknown),
-      StepCounts(t).c_str());
-  // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
-  EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
-  if (r.count < 50) return;
-  EXPECT_GT(t.mn_restarts, t.mn_crashes / 4) << "random schedules were meant to restart MNs";
-  EXPECT_GT(t.slots_copied, 0u) << "restarted MNs were meant to be copied onto";
-  EXPECT_GT(t.crashes, t.seeds / 2) << "random schedules were meant to crash CNs";
-  EXPECT_GT(t.restarts, t.crashes / 4) << "random schedules were meant to restart CNs";
-  EXPECT_GT(t.returned, t.restarts / 4) << "restarted CNs were meant to get their shards back";
-  EXPECT_GT(t.rolled_forward, 0u) << "no crash fell after a commit's timestamp";
-  EXPECT_GT(t.rolled_back, 0u) << "no crash fell inside a commit before its timestamp";
-  EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
-  EXPECT_GT(t.mn_crashes, t.seeds / 4) << "random schedules were meant to crash MNs";
-  EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
-  EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
-  EXPECT_GT(t.partitions, t.seeds / 4) << "random schedules were meant to partition CNs";
-  EXPECT_GT(t.fenced, 0u) << "no partition lasted until the CN was singled out";
-}
-
 // SmallBank under lotus with the schedule `spec` (empty: none) on `accounts` accounts; recorded
 // and judged by the isolation checker if `record`.
 Result<RunResult> RunScheduled(const std::string& spec, uint64_t seed, double seconds = 0.008,
                                Isolation iso = Isolation::kSerializable, uint64_t accounts = 20000,
-                               bool record = false, const std::string& membership = "model") {
-  RunOptions o = FaultyRun("lotus", iso, seed, membership);
+                               bool record = false) {
+  RunOptions o = FaultyRun("lotus", iso, seed);
   o.seconds = seconds;
   if (!spec.empty()) POND_RETURN_IF_ERROR(ResolveFaults(&o, spec));
   if (record) {
@@ -347,7 +307,9 @@ TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) 
   EXPECT_GT(f.detected_ns, 2'500'000u) << "the restart came before the lease expired";
   EXPECT_GT(f.restart_ns, f.open_ns) << "it serves only after its recovery finished";
   EXPECT_GT(f.returned_ns, f.restart_ns) << "its shards came home";
-  EXPECT_EQ(run->failover->epoch, 2u) << "one epoch for the failure, one for the restart";
+  // One epoch for the failure, one to let it back in, and one per holder as each gives its
+  // shards back (two here: they drain at different times).
+  EXPECT_EQ(run->failover->epoch, 5u);
   ExpectChecksHold(*run, "a restart");
   // Five CNs' clients run again: the last full millisecond commits within 5% of what it does in
   // the same run without faults (four CNs' clients alone commit about a fifth less).
@@ -361,7 +323,7 @@ TEST(FaultSeedTest, ARestartedCnComesBackAfterItsRecoveryAndTakesItsShardsHome) 
 }
 
 // CN 0 hosts the timestamp oracle and crashes: the oracle moves to the lowest survivor, which
-// starts a new one past every timestamp of the old (Failover checks it), clients waiting for a
+// starts a new one past every timestamp of the old (SimMembership checks it), clients waiting for a
 // timestamp ask it instead, and the recorded history is still strictly serializable (or SI) —
 // then the host fails again, and the oracle moves on.
 TEST(FaultSeedTest, TheTimestampOracleMovesWhenItsCnFails) {
@@ -381,48 +343,14 @@ TEST(FaultSeedTest, TheTimestampOracleMovesWhenItsCnFails) {
 }
 
 // Partitions (docs/recovery.md "Partitions and fencing"). The CN hosting the timestamp oracle is
-// cut off past its lease: it keeps serving what it can alone (its own shards, its own oracle)
-// until its own count of its lease ends, stops itself, and only then does the CM declare it and
-// the others take over; healed, it comes back as a new incarnation. Every check holds, and the
-// history is judged.
-TEST(FaultSeedTest, ACnCutOffPastItsLeaseFencesItselfBeforeItIsDeclared) {
+// cut off: nobody counts its lease for it (its beats still reach the memory pool), so it learns
+// that it is cut off from the others' reports in the lease pages — every other CN has waited on
+// it for a lease and heard nothing — and fences itself; only then does its beat stop and the CM
+// declare it. Healed, it restarts and rejoins. Every check holds and the history is judged.
+TEST(FaultSeedTest, ACnCutOffFencesItselfOnTheOthersReportsBeforeItIsDeclared) {
   for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
     Result<RunResult> run =
-        RunScheduled("partition-cn:0@2ms,heal-cn:0@5ms", 3, 0.010, iso, 2000, /*record=*/true);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
-    ASSERT_TRUE(run->failover.has_value());
-    const FailoverStats& f = *run->failover;
-    ASSERT_EQ(f.partitions.size(), 1u);
-    const FailoverStats::Partition& p = f.partitions[0];
-    EXPECT_EQ(p.cut_ns, 2'000'000u);
-    EXPECT_GT(p.fenced_ns, p.cut_ns);
-    EXPECT_LE(p.fenced_ns - p.cut_ns, txn::kCnLeaseNs) << "it fences within a lease of the cut";
-    EXPECT_EQ(p.healed_ns, 5'000'000u);
-    ASSERT_EQ(f.failures.size(), 1u);
-    const FailoverStats::Failure& x = f.failures[0];
-    EXPECT_TRUE(x.fenced);
-    EXPECT_EQ(x.crash_ns, p.fenced_ns);
-    EXPECT_GT(x.detected_ns, x.crash_ns) << "the CM declared it only after it had stopped";
-    EXPECT_GT(x.restart_ns, p.healed_ns) << "healed, it rejoined as a new incarnation";
-    EXPECT_EQ(f.tso_moves, 1u);
-    EXPECT_GT(f.cut_packets, 0u);
-    ASSERT_TRUE(run->history.has_value());
-    EXPECT_TRUE(run->history->ok) << IsolationName(iso) << ": " << run->history->detail;
-    ExpectChecksHold(*run, IsolationName(iso));
-    ASSERT_EQ(run->committed_per_ms.size(), 11u);
-    EXPECT_GT(run->committed_per_ms[9], 0u) << "the cluster serves again";
-  }
-}
-
-// The same cut under the membership machine the daemons run: nobody counts a cut-off CN's lease
-// for it (its beats still reach the memory pool), so it learns that it is cut off from the
-// others' reports in the lease pages — every other CN has waited on it for a lease and heard
-// nothing — and fences itself; only then does its beat stop and the CM declare it. Healed, it
-// restarts and rejoins. Every check holds and the history is judged.
-TEST(FaultSeedTest, TheMachineFencesACnCutOffByTheOthersReports) {
-  for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
-    Result<RunResult> run = RunScheduled("partition-cn:0@2ms,heal-cn:0@6ms", 3, 0.010, iso, 2000,
-                                         /*record=*/true, "machine");
+        RunScheduled("partition-cn:0@2ms,heal-cn:0@6ms", 3, 0.010, iso, 2000, /*record=*/true);
     ASSERT_TRUE(run.ok()) << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     const FailoverStats& f = *run->failover;
@@ -448,61 +376,18 @@ TEST(FaultSeedTest, TheMachineFencesACnCutOffByTheOthersReports) {
   }
 }
 
-// Under the machine, a CN healed before anyone has waited on it for a lease goes on: no report
-// marks it, no epoch, no recovery.
-TEST(FaultSeedTest, TheMachineLetsACnHealedWithinALeaseGoOn) {
-  Result<RunResult> run = RunScheduled("partition-cn:2@2ms,heal-cn:2@2500us", 3, 0.008,
-                                       Isolation::kSerializable, 20000, false, "machine");
+// A CN healed before anyone has waited on it for a lease goes on: no report marks it, no epoch,
+// no recovery; the requests lost both ways were sent again.
+TEST(FaultSeedTest, ACnHealedWithinALeaseGoesOn) {
+  Result<RunResult> run = RunScheduled("partition-cn:2@2ms,heal-cn:2@2500us", 3);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   const FailoverStats& f = *run->failover;
   ASSERT_EQ(f.partitions.size(), 1u);
   EXPECT_EQ(f.partitions[0].fenced_ns, 0u);
   EXPECT_TRUE(f.failures.empty());
-  EXPECT_GT(f.cut_packets, 0u);
-  ExpectChecksHold(*run, "a short partition under the machine");
-  EXPECT_GT(run->committed_per_ms[7], 0u);
-}
-
-// Healed within its lease, a cut-off CN goes on as it was: no epoch, no recovery; the requests
-// lost both ways were sent again.
-TEST(FaultSeedTest, ACnHealedWithinItsLeaseGoesOn) {
-  Result<RunResult> run = RunScheduled("partition-cn:2@2ms,heal-cn:2@3ms", 3);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_TRUE(run->failover.has_value());
-  const FailoverStats& f = *run->failover;
-  ASSERT_EQ(f.partitions.size(), 1u);
-  EXPECT_EQ(f.partitions[0].fenced_ns, 0u);
-  EXPECT_EQ(f.partitions[0].healed_ns, 3'000'000u);
-  EXPECT_TRUE(f.failures.empty());
-  EXPECT_EQ(f.epoch, 0u);
   EXPECT_GT(f.cut_packets, 0u);
   ExpectChecksHold(*run, "a short partition");
-  ASSERT_EQ(run->committed_per_ms.size(), 9u);
   EXPECT_GT(run->committed_per_ms[7], 0u);
-}
-
-// Healed a moment before its lease ends, too late for a renewal to come back: it fences itself
-// all the same (its lease is what it holds, not its links) and, connected, rejoins at once as a
-// new incarnation — before a crash scheduled for it later, which then finds it up.
-TEST(FaultSeedTest, ACnHealedTooLateForItsLeaseFencesAndRejoins) {
-  // Its last renewal acknowledged was sent at 1.5 ms: its lease ends at 1.5 ms + kCnLeaseNs.
-  const uint64_t heal_ns = 1'500'000 + txn::kCnLeaseNs - 1'000;
-  Result<RunResult> run = RunScheduled(
-      "partition-cn:2@2ms,heal-cn:2@" + std::to_string(heal_ns / 1'000) + "us,crash-cn:2@7ms", 3,
-      0.009);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  ASSERT_TRUE(run->failover.has_value());
-  const FailoverStats& f = *run->failover;
-  ASSERT_EQ(f.partitions.size(), 1u);
-  const FailoverStats::Partition& p = f.partitions[0];
-  EXPECT_EQ(p.healed_ns, heal_ns);
-  EXPECT_EQ(p.fenced_ns, 1'500'000 + txn::kCnLeaseNs);
-  ASSERT_EQ(f.failures.size(), 2u);
-  EXPECT_TRUE(f.failures[0].fenced);
-  EXPECT_GT(f.failures[0].restart_ns, 0u) << "it rejoined without a restart-cn";
-  EXPECT_FALSE(f.failures[1].fenced);
-  EXPECT_EQ(f.failures[1].crash_ns, 7'000'000u);
-  ExpectChecksHold(*run, "a heal too late");
 }
 
 // Restarts wait for recoveries, so they come later than scheduled, and a schedule that keeps two
@@ -578,7 +463,7 @@ TEST(FaultSeedTest, AShardReopenedAfterAFailedReturnDropsItsCacheEntries) {
 
 // A CN crashes, restarts, crashes and restarts again. In the second run its second crash is
 // scheduled while the first restart still waits for the recovery: the crash comes after that
-// restart, in its order, and catches the new incarnation before it served anyone.
+// restart, in its order, once the new incarnation is let in — before its shards came home.
 TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
   for (const bool queued : {false, true}) {
     const std::string spec = queued ? "crash-cn:3@1ms,restart-cn:3@1500us,crash-cn:3@2ms,"
@@ -591,8 +476,8 @@ TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
     const auto& failures = run->failover->failures;
     ASSERT_EQ(failures.size(), 2u) << spec;
     if (queued) {
-      EXPECT_GE(failures[1].crash_ns, failures[0].open_ns) << spec << ": the crash waited";
-      EXPECT_EQ(failures[0].restart_ns, 0u) << spec << ": it died before it served";
+      EXPECT_GE(failures[1].crash_ns, failures[0].restart_ns) << spec << ": the crash waited";
+      EXPECT_EQ(failures[0].returned_ns, 0u) << spec << ": it died before its shards came home";
     } else {
       EXPECT_GT(failures[0].restart_ns, failures[0].open_ns) << spec;
       EXPECT_GT(failures[0].returned_ns, failures[0].restart_ns) << spec;
@@ -600,26 +485,26 @@ TEST(FaultSeedTest, ACnMayCrashAndRestartAgainAndAgain) {
     }
     EXPECT_GT(failures[1].restart_ns, failures[1].open_ns) << spec;
     EXPECT_GT(failures[1].returned_ns, failures[1].restart_ns) << spec;
-    EXPECT_EQ(run->failover->epoch, 4u) << spec;
+    EXPECT_EQ(run->failover->epoch, 9u) << spec << ": four per crash and restart (above)";
     EXPECT_EQ(run->failover->faults_not_reached, 0u) << spec;
     ExpectChecksHold(*run, spec);
   }
 }
 
-// A CN crashes while the survivors are recovering another (its lease expires 2 ms after its
-// crash, and recovery takes about a millisecond more): whatever it owed the first failure — a
-// log to recover, its locks to release, its drain — is handed on or no longer waited for.
+// A CN crashes while the survivors are recovering another (it is declared 2.1-2.2 ms after its
+// crash, and its recovery takes half a millisecond more): whatever the second CN owed the first
+// failure — a log to recover, its locks to release, its drain — is taken over by a survivor or
+// no longer waited for.
 TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
-  uint64_t handed_on = 0;
-  for (const char* spec : {"crash-cn:1@3ms,crash-cn:3@5100us", "crash-cn:2@3ms,crash-cn:1@5150us",
-                           "crash-cn:3@3ms,crash-cn:4@5050us,crash-cn:2@5500us"}) {
+  for (const char* spec : {"crash-cn:1@3ms,crash-cn:3@5300us", "crash-cn:2@3ms,crash-cn:1@5350us",
+                           "crash-cn:3@3ms,crash-cn:4@5250us,crash-cn:2@5500us"}) {
     Result<RunResult> run = RunScheduled(spec, 3, 0.012);
     ASSERT_TRUE(run.ok()) << spec << ": " << run.status().ToString();
     ASSERT_TRUE(run->failover.has_value());
     const auto& failures = run->failover->failures;
     ASSERT_GE(failures.size(), 2u) << spec;
-    handed_on += run->failover->handed_on;
-    // The second crash fell inside the first one's recovery.
+    // The second crash fell inside the first one's recovery, once it was declared.
+    EXPECT_GT(failures[1].crash_ns, failures[0].detected_ns) << spec;
     EXPECT_LT(failures[1].crash_ns, failures[0].open_ns) << spec;
     for (const auto& f : failures) {
       EXPECT_GT(f.open_ns, f.detected_ns) << spec << ": CN " << f.cn << " never reopened";
@@ -629,7 +514,6 @@ TEST(FaultSeedTest, ACnCrashingWhileRecoveringAnotherIsRecoveredToo) {
         run->committed_per_ms.back() + run->committed_per_ms[run->committed_per_ms.size() - 2], 0u)
         << spec << ": the survivors serve again";
   }
-  EXPECT_GT(handed_on, 0u) << "no crash caught a CN with a log to recover";
 }
 
 // An MN crashes: its lease expires, every CN reads the replicas left and writes skip it; the
@@ -700,8 +584,14 @@ TEST(FaultSeedTest, AnMnRestartGetsItsReplicasBackWhileTransactionsGoOn) {
       EXPECT_GT(m.copy_start_ns, m.restart_ns) << c.spec;
       EXPECT_GT(m.copied_ns, m.copy_start_ns) << c.spec;
       EXPECT_GT(m.readable_ns, m.copied_ns) << c.spec;
-      // 3 MNs, R = 3: every MN holds a replica of every key (2000 accounts, 2 tables).
-      EXPECT_EQ(m.slots_copied, 4000u) << c.spec;
+      // 3 MNs, R = 3: every MN holds a replica of every key (2000 accounts, 2 tables). When a
+      // copier's CN or an MN fails mid-copy, its share is dealt again and copied again.
+      const std::string spec = c.spec;
+      if (std::count(spec.begin(), spec.end(), ',') == 1) {  // the MN's crash and restart alone
+        EXPECT_EQ(m.slots_copied, 4000u) << c.spec;
+      } else {
+        EXPECT_GE(m.slots_copied, 4000u) << c.spec;
+      }
     } else {
       EXPECT_EQ(m.readable_ns, 0u) << c.spec;
       ASSERT_EQ(run->failover->mn_failures.size(), 2u) << c.spec;
@@ -749,13 +639,13 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
 // SmallBank on few accounts, recorded — a transaction caught mid-commit by its CN's crash as
 // info — and judged strict-serializable under SR and snapshot-isolated under SI, besides every
 // other check.
-void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& membership = "model",
+void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
                      std::optional<SeedRange> only = std::nullopt) {
   SeedRange r = only.value_or(Seeds(default_seeds));
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
   uint64_t partitions = 0, fenced = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    RunOptions o = FaultyRun("lotus", iso, seed, membership);
+    RunOptions o = FaultyRun("lotus", iso, seed);
     o.record = true;
     o.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankParams p;
@@ -766,7 +656,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& m
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
                               ", faults " + o.faults + "\n" +
-                              Replay("lotus", iso, seed, "smallbank", membership) +
+                              Replay("lotus", iso, seed, "smallbank") +
                               " (with --accounts 2000 "
                               "--history FILE)";
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
@@ -787,11 +677,11 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& m
     infos += run->history->infos > 0;
   }
   std::printf(
-      "lotus %s, %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), "
+      "lotus %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), "
       "%lu "
       "MN crashes (%lu restarted and readable again), %lu CN partitions (%lu fenced themselves), "
       "%lu transactions, %lu seeds with info transactions\n",
-      IsolationName(iso), membership.c_str(), static_cast<unsigned long>(r.count),
+      IsolationName(iso), static_cast<unsigned long>(r.count),
       static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(restarts),
       static_cast<unsigned long>(mn_crashes), static_cast<unsigned long>(mn_readable),
       static_cast<unsigned long>(partitions), static_cast<unsigned long>(fenced),
@@ -800,7 +690,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds, const std::string& m
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(mn_crashes, r.count / 4) << "schedules were meant to crash MNs";
     EXPECT_GT(partitions, r.count / 4) << "schedules were meant to partition CNs";
-    EXPECT_GT(fenced, 0u) << "no partition outlasted a lease";
+    EXPECT_GT(fenced, 0u) << "no partition lasted until the CN was singled out";
     EXPECT_GT(infos, 0u) << "no crash caught a transaction mid-commit";
   }
 }
@@ -811,10 +701,6 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSerializable) {
 TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
   RunHistorySeeds(Isolation::kSnapshot, 200);
 }
-// The histories again, recovered from by the daemons' membership machine.
-TEST(FaultSeedTest, TheDaemonsMachineKeepsHistoriesStrictlySerializable) {
-  RunHistorySeeds(Isolation::kSerializable, 60, "machine");
-}
 // Soak seed 1850: CNs 0, 1 and 4 fail together, then CN 3, which had taken some of their shards,
 // before their logs are recovered (an MN crash holds them up). The machine opened CN 3's shards
 // once CN 3's own failure was recovered, and new commits on keys moved twice were then rolled
@@ -824,8 +710,8 @@ TEST(FaultSeedTest, TheDaemonsMachineKeepsHistoriesStrictlySerializable) {
 // nor did 5,000 history seeds; recovery_machine_test's
 // ShardsMovedTwiceOpenOnlyOnceBothFailuresAreReleasedAndDrained holds the rule message by
 // message, and the schedule stays here as a run through two moves.)
-TEST(FaultSeedTest, TheMachineOpensAShardMovedTwiceOnlyAfterBothFailuresAreRecovered) {
-  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{1850, 1});
+TEST(FaultSeedTest, AShardMovedTwiceOpensOnlyAfterBothFailuresAreRecovered) {
+  RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{1850, 1});
 }
 
 // Soak seeds 1870 and 2050: an MN restarts, and CN 0 — copying onto it — crashes. A commit on a
@@ -835,8 +721,8 @@ TEST(FaultSeedTest, TheMachineOpensAShardMovedTwiceOnlyAfterBothFailuresAreRecov
 // timestamps and retried for good. Write-visible now goes only where write-invisible went (the
 // rejoin's copy brings the rest). Without that, each run fails (kSettleLimitNs).
 TEST(FaultSeedTest, WriteVisibleGoesOnlyToTheReplicasWriteInvisibleReached) {
-  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{1870, 1});
-  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{2050, 1});
+  RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{1870, 1});
+  RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{2050, 1});
 }
 
 // Soak seed 374: CN 1, recovering CN 0's log, rolled back a write that had reached one replica
@@ -846,7 +732,17 @@ TEST(FaultSeedTest, WriteVisibleGoesOnlyToTheReplicasWriteInvisibleReached) {
 // without the tag first and the tagged ones only after (log_recovery.cc). Without that, the run
 // fails its replica check.
 TEST(FaultSeedTest, ARollbackCutShortLeavesItsTagForTheNextRecoverer) {
-  RunHistorySeeds(Isolation::kSerializable, 1, "machine", SeedRange{374, 1});
+  RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{374, 1});
+}
+
+// Soak seed 810: CNs 4, 2, 1 and 3 crash and MN 2; CN 0, the CM and the only CN left in its
+// view, lets CN 3 back in and is cut off before it reads that epoch back. In the view it held
+// nobody else was alive, so it never weighed CN 3's reports, served on, and was never declared:
+// the run never settled. A CN now counts the beats and reports of an incarnation newer than its
+// view's that says it was let in (recovery_machine_test's
+// ACmCutOffRightAfterLettingACnBackInFences holds it message by message).
+TEST(FaultSeedTest, ACmCutOffRightAfterLettingACnBackInFences) {
+  RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{810, 1});
 }
 
 // `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user

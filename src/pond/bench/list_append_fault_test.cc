@@ -1,6 +1,6 @@
 // The user-mode list-append plans (list_append_plan.h) judged across node faults in the
 // simulator: random schedules of CN crashes (some aimed at a commit step), restarts, MN crashes,
-// partitions and, for the daemons' machine, coordination outages. A transaction whose CN dies
+// partitions and coordination outages. A transaction whose CN dies
 // under it is recorded as info with exactly the appends its plan makes if it commits, so the
 // checker holds recovery to all or nothing: a transaction half applied is a cycle, an
 // unrecorded one a garbage read. POND_FAULT_SEEDS=K runs K seeds, POND_FAULT_SEED=N seed N.
@@ -31,26 +31,26 @@ ListAppendOptions Plans(uint64_t seed) {
   return o;
 }
 
-std::string Replay(uint64_t seed, const std::string& membership) {
-  return "replay: pond sim list-append --membership " + membership +
-         " --mns 3 --cns 5 --workers 2 --coros 3 --replication 3 --versions 2 "
+std::string Replay(uint64_t seed) {
+  return "replay: pond sim list-append --mns 3 --cns 5 --workers 2 --coros 3 --replication 3 "
+         "--versions 2 "
          "--virtual-seconds 0.008 --region-mib 64 --lock-buckets 4096 --vt-cache-entries 4096 "
          "--addr-cache-entries 16384 --lists 20000 --window 24 --list-appends 24 "
          "--txns-per-client 1000000 --faults random --seed " +
          std::to_string(seed);
 }
 
-void RunFaultSeeds(const std::string& membership, uint64_t default_seeds) {
+void RunFaultSeeds(uint64_t default_seeds) {
   const SeedRange r = Seeds(default_seeds);
   uint64_t cn_crashes = 0, txns = 0, seeds_with_info = 0, committed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
-    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed, membership);
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed);
     o.record = true;
     ListAppendWorkload w(Plans(seed));
     ASSERT_TRUE(ValidateRun(w, o).ok());
     ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
     const std::string where =
-        "seed " + std::to_string(seed) + ", faults " + o.faults + "\n" + Replay(seed, membership);
+        "seed " + std::to_string(seed) + ", faults " + o.faults + "\n" + Replay(seed);
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
     ASSERT_TRUE(run->history.has_value()) << where;
@@ -65,22 +65,18 @@ void RunFaultSeeds(const std::string& membership, uint64_t default_seeds) {
     seeds_with_info += run->history->infos > 0;
   }
   std::printf(
-      "list-append plans, %s: %lu seeds: %lu CN crashes, %lu transactions (%lu committed), %lu "
-      "seeds with info transactions\n",
-      membership.c_str(), static_cast<unsigned long>(r.count),
-      static_cast<unsigned long>(cn_crashes), static_cast<unsigned long>(txns),
-      static_cast<unsigned long>(committed), static_cast<unsigned long>(seeds_with_info));
+      "list-append plans: %lu seeds: %lu CN crashes, %lu transactions (%lu committed), %lu seeds "
+      "with info transactions\n",
+      static_cast<unsigned long>(r.count), static_cast<unsigned long>(cn_crashes),
+      static_cast<unsigned long>(txns), static_cast<unsigned long>(committed),
+      static_cast<unsigned long>(seeds_with_info));
   if (r.count >= 10) {
     EXPECT_GT(cn_crashes, r.count / 2) << "schedules were meant to crash CNs";
     EXPECT_GT(seeds_with_info, 0u) << "no crash caught a transaction in flight";
   }
 }
 
-TEST(ListAppendFaultTest, ModelRecoveryKeepsPlansAllOrNothing) { RunFaultSeeds("model", 100); }
-
-TEST(ListAppendFaultTest, TheDaemonsMachineKeepsPlansAllOrNothing) {
-  RunFaultSeeds("machine", 100);
-}
+TEST(ListAppendFaultTest, RecoveryKeepsPlansAllOrNothing) { RunFaultSeeds(100); }
 
 }  // namespace
 }  // namespace pond::bench

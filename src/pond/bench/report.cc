@@ -205,7 +205,6 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"tso_moves", r.failover->tso_moves},
                         {"config_puts", r.failover->config_puts},
                         {"unknown_calls", r.failover->unknown_calls},
-                        {"log_recoveries_handed_on", r.failover->handed_on},
                         {"unknown_booked", r.unknown},
                         {"faults_not_reached", r.failover->faults_not_reached},
                         {"unplayed_faults_allowed", o.allow_unplayed_faults},

@@ -59,18 +59,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
         limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
     }
   }
-  // The model has no coordination service to lose: both kinds refused with the reason
-  // ValidateNodeFaults gives, so `random` draws no outage under it.
-  if (Status s = ValidateNodeFaults(c, {NodeFault{NodeFaultKind::kCrashCoord, 0, 0},
-                                        NodeFault{NodeFaultKind::kRestartCoord, 0, 0}});
-      !s.ok()) {
-    const std::string& m = s.message();
-    const std::string prefix = "crash-coord: ";
-    const size_t at = m.find(prefix);
-    const std::string why = at == std::string::npos ? m : m.substr(at + prefix.size());
-    limits.refused.emplace_back(sim::FaultKind::kCrashCoord, why);
-    limits.refused.emplace_back(sim::FaultKind::kRestartCoord, why);
-  }
   return limits;
 }
 

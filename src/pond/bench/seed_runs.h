@@ -32,12 +32,9 @@ inline SeedRange SeedsFromEnv(const char* one, const char* many, uint64_t defaul
 }
 
 // The cluster the fault seeds run: 5 CNs x 2 workers x 3 clients, 3 MNs, R = 3, 2 versions, 8
-// virtual ms; what recovers from the faults is the simulator's model or the daemons' membership
-// machine (TransportConfig::sim_membership).
-inline RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed,
-                            const std::string& membership = "model") {
+// virtual ms; the daemons' membership machine, one per simulated CN, recovers from the faults.
+inline RunOptions FaultyRun(const std::string& protocol, Isolation iso, uint64_t seed) {
   RunOptions o;
-  o.cluster.transport.sim_membership = membership;
   o.cluster.protocol = ProtocolByName(protocol).value();
   o.cluster.mns = 3;
   o.cluster.cns = 5;

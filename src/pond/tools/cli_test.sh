@@ -404,39 +404,36 @@ expect_error "tpcc compare no warehouses" "--warehouses" sim compare --workload 
 expect_error "tpcc ford under SI" "ford" sim tpcc --protocol ford --isolation si $tp_small
 expect_error "tpcc unknown flag" "--subscribers" sim tpcc --subscribers 5
 expect_error "tpcc node faults" "node faults" sim tpcc --faults crash-cn:1@1ms $tp_small
-# --membership machine: the daemons' machine recovers the run; what a membership cannot survive
-# is refused in one line, and a CN crash and restart, an MN restart and a partition each run to
-# the end with every check held.
-expect_error "unknown membership" "membership" sim smallbank --membership oracle
-expect_error "the model has no coordination service" "crash-coord: the simulator's model" \
-  sim smallbank --faults crash-coord@1ms,restart-coord@3ms
+# The daemons' membership machine recovers a simulated run: what it cannot survive is refused in
+# one line, and a CN crash and restart, an MN restart and a partition each run to the end with
+# every check held.
 expect_error "an outage that never ends" "needs a restart-coord after it" sim smallbank \
-  --membership machine --faults crash-coord@1ms
+  --faults crash-coord@1ms
 expect_error "zero lock buckets" "lock_buckets must be 1 to" sim smallbank --lock-buckets 0
 expect_error "a huge cache" "must be at most" sim smallbank --vt-cache-entries 999999999
-machine="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-coord@1500us,crash-cn:2@2ms,restart-coord@3ms,restart-cn:2@5ms --history $tmp/m.jsonl"
+machine="sim smallbank --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-coord@1500us,crash-cn:2@2ms,restart-coord@3ms,restart-cn:2@5ms --history $tmp/m.jsonl"
 if "$pond" $machine >"$tmp/out" 2>&1 && grep -q "^exercised *1 CN crash, 1 CN restart, 1 CN recovery" "$tmp/out" &&
    grep -q "1 coordination-service outage" "$tmp/out" &&
    grep -q "^anomalies: none" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
-  echo "ok   sim --membership machine recovers a CN crash and restart across an outage of the service"
+  echo "ok   sim recovers a CN crash and restart across an outage of the service"
 else
-  echo "FAIL sim --membership machine"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
+  echo "FAIL sim across an outage of the service"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi
-machine_mn="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-mn:1@1ms,restart-mn:1@3ms"
+machine_mn="sim smallbank --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults crash-mn:1@1ms,restart-mn:1@3ms"
 if "$pond" $machine_mn >"$tmp/out" 2>&1 && grep -q "1 MN restart (1 readable again)" "$tmp/out" &&
    grep -q "^money check  ok" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
-  echo "ok   sim --membership machine brings a restarted MN back to R copies"
+  echo "ok   sim brings a restarted MN back to R copies"
 else
-  echo "FAIL sim --membership machine restart-mn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
+  echo "FAIL sim restart-mn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi
-machine_cut="sim smallbank --membership machine --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults partition-cn:1@2ms,heal-cn:1@6ms"
+machine_cut="sim smallbank --cns 3 --workers 2 --coros 2 --accounts 2000 --region-mib 64 --virtual-seconds 0.01 --faults partition-cn:1@2ms,heal-cn:1@6ms"
 if "$pond" $machine_cut >"$tmp/out" 2>&1 &&
    grep -q "CN 1 partitioned at 2.000 ms: it fenced itself" "$tmp/out" &&
    grep -q "^failover *CN 1 restarted" "$tmp/out" &&
    grep -q "^money check  ok" "$tmp/out" && grep -q "^replicas *ok" "$tmp/out"; then
-  echo "ok   sim --membership machine fences a partitioned CN and takes it back once healed"
+  echo "ok   sim fences a partitioned CN and takes it back once healed"
 else
-  echo "FAIL sim --membership machine partition-cn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
+  echo "FAIL sim partition-cn"; tail -n 5 "$tmp/out"; failures=$((failures + 1))
 fi
 if "$pond" sim tpcc --help >"$tmp/out" 2>&1 && grep -q -- --warehouses "$tmp/out" &&
    grep -q -- --order-room "$tmp/out"; then

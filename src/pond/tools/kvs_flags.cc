@@ -69,12 +69,6 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
     cmd->add_option("--model", *model,
                     "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
-    cmd->add_option("--membership", c->transport.sim_membership,
-                    "what recovers from --faults: model (the simulator's own; no "
-                    "coordination-service outages) or machine (the pond cn daemons' membership "
-                    "machine; every fault kind); docs/recovery.md")
-        ->check(CLI::IsMember({"model", "machine"}))
-        ->capture_default_str();
   }
 }
 
@@ -137,7 +131,7 @@ void AddFaultsFlag(CLI::App* cmd, std::string* spec, bool* allow_unplayed) {
                   "fault schedule: KIND:NODE@TIME,... (kinds crash-cn, restart-cn, crash-mn, "
                   "restart-mn, partition-cn, heal-cn; TIME like 5ms), crash-cn:NODE@[TIME+]"
                   "step=STEP (locked, read, logged, timestamped, visible, unlocked), "
-                  "crash-coord@TIME, restart-coord@TIME (--membership machine), drop:P, "
+                  "crash-coord@TIME, restart-coord@TIME, drop:P, "
                   "duplicate:P, delay:P@MIN-MAX, jitter:TIME, or 'random' (drawn from the "
                   "seed); docs/fault_schedules.md");
 }

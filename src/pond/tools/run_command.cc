@@ -133,12 +133,12 @@ void PrintFailover(const bench::RunResult& r) {
       }
     }
     std::printf(
-        "membership   epoch %lu, %lu configuration puts, %lu log recoveries handed on; %lu calls "
+        "membership   epoch %lu, %lu configuration puts; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
         "CNs' batches in flight %lu landed, %lu did not%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
-        static_cast<unsigned long>(f.handed_on), static_cast<unsigned long>(f.unknown_calls),
-        static_cast<unsigned long>(r.unknown), static_cast<unsigned long>(f.lost_packets),
+        static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
+        static_cast<unsigned long>(f.lost_packets),
         f.partitions.empty() ? "" : fmt::format(", {} to partitions", f.cut_packets).c_str(),
         static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
         f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",

@@ -14,7 +14,6 @@
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/cn_process.h"
-#include "pond/txn/failover.h"
 #include "pond/txn/ordered.h"
 #include "pond/txn/process_membership.h"
 #include "pond/txn/serving.h"
@@ -105,11 +104,6 @@ Status ValidateConfig(const ClusterConfig& c) {
     }
   }
   if (c.transport.cn < -1) return InvalidArgument("ClusterConfig.transport.cn must be -1 or a CN");
-  if (c.transport.sim_membership != "model" && c.transport.sim_membership != "machine") {
-    return InvalidArgument(
-        "ClusterConfig.transport.sim_membership must be model or machine, not \"" +
-        c.transport.sim_membership + "\"");
-  }
   if (c.transport.lease_ms < 20 || c.transport.lease_ms > 60'000) {
     return InvalidArgument("ClusterConfig.transport.lease_ms must be 20 to 60000");
   }
@@ -139,8 +133,8 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
       next_txn_id_(uint64_t{incarnation} << store::kSeqIncarnationShift | 1) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   ep_->set_incarnation(incarnation);
-  // Membership (failover.h): a packet of an incarnation this CN holds dead is dropped whole. The
-  // worker keeps its own copy of the CN's view, so that its thread alone reads it.
+  // Membership (docs/recovery.md): a packet of an incarnation this CN holds dead is dropped whole.
+  // The worker keeps its own copy of the CN's view, so that its thread alone reads it.
   view_ = c.view;
   // A restarted CN not let back in yet (its view holds it dead) takes nothing from other CNs:
   // a request resent to its address since before its crash must not run here while its old
@@ -440,11 +434,7 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   impl->sim_fabric_ = sf;
   impl->driver_ = std::make_unique<txn::SimDriver>(*e, *sf);
   POND_RETURN_IF_ERROR(impl->Build());
-  if (config.transport.sim_membership == "machine") {
-    impl->failover_ = std::make_unique<txn::SimMembership>(*impl);
-  } else {
-    impl->failover_ = std::make_unique<txn::Failover>(*impl);
-  }
+  impl->sim_faults_ = std::make_unique<txn::SimMembership>(*impl);
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -595,9 +585,9 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     cl.run_ = txn::RunClients{&client, clients, {}};
     for (WorkerContext* w : workers) {
       w->clients_running() = 0;
-      if (!cl.failover_->IsCrashed(w->cn_id())) cl.StartClients(*w);
+      if (!cl.sim_faults_->IsCrashed(w->cn_id())) cl.StartClients(*w);
     }
-    cl.failover_->Arm(std::exchange(cl.scheduled_faults_, {}));
+    cl.sim_faults_->Arm(std::exchange(cl.scheduled_faults_, {}));
     // A crashed CN's workers are parked for good (a restart brings new ones, which run the
     // clients too); the run is over when the live ones are idle and every crash has been
     // recovered.
@@ -618,15 +608,15 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
       }
       if (cl.fabric_->packets_in_flight() != 0) return false;
       for (auto& cn : cl.cns_) {
-        if (cl.failover_->IsCrashed(cn->id)) continue;
+        if (cl.sim_faults_->IsCrashed(cn->id)) continue;
         for (auto& w : cn->workers) {
           if (w->sched().live() != 0 || w->Awaiting() != 0) return false;
         }
       }
-      return cl.failover_->Idle();
+      return cl.sim_faults_->Idle();
     };
     POND_CHECK_MSG(cl.driver_->RunUntil(finished), "simulation ran out of events before finishing");
-    cl.failover_->Disarm();
+    cl.sim_faults_->Disarm();
     // The sessions go with the Run, as before restarts: a dead incarnation's parked coroutines
     // are never resumed.
     cl.run_ = txn::RunClients{};

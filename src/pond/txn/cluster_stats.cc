@@ -5,9 +5,9 @@
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
 #include "pond/cluster/replica_check.h"
-#include "pond/txn/failover.h"
 #include "pond/txn/ordered.h"
 #include "pond/txn/sim_driver.h"
+#include "pond/txn/sim_faults.h"
 #include "pond/txn/worker_context.h"
 
 namespace pond {
@@ -99,12 +99,12 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
 
 Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
   ClusterImpl& cl = *impl_;
-  if (cl.failover_ == nullptr) {
+  if (cl.sim_faults_ == nullptr) {
     return InvalidArgument("node faults need a simulated cluster (Cluster::StartSimulated)");
   }
   std::stable_sort(faults.begin(), faults.end(),
                    [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
-  POND_RETURN_IF_ERROR(cl.failover_->Validate(faults));
+  POND_RETURN_IF_ERROR(cl.sim_faults_->Validate(faults));
   for (const store::TableInfo& t : cl.catalog_.tables()) {
     if (t.ordered && !faults.empty()) return txn::OrderedTablesRefuseFaults(t.name);
   }
@@ -141,7 +141,7 @@ ReplicaCheck Cluster::CheckReplicas() const {
 
 FailoverStats Cluster::GetFailoverStats() const {
   const ClusterImpl& cl = *impl_;
-  return cl.failover_ == nullptr ? FailoverStats{} : cl.failover_->Stats();
+  return cl.sim_faults_ == nullptr ? FailoverStats{} : cl.sim_faults_->Stats();
 }
 
 ClusterStats Cluster::Stats() const {

@@ -17,8 +17,8 @@ bool MvccTxn::LocalShard(const Item& it) const {
   // Managed here, not only named here by the map: a shard given to this CN by a failure's
   // hand-over is in the map before it opens, and this CN may hold VT-cache entries from an
   // earlier time it managed the shard (before a restarted CN took it home), stale since. The
-  // opening drops them (Failover); until then a snapshot reader, which takes no lock, must not
-  // use them.
+  // opening drops them (the CN's controls, OpenShard); until then a snapshot reader, which takes no
+  // lock, must not use them.
   const uint32_t shard = it.lk.shard();
   return w_.shard_map().CnOf(shard) == w_.cn_id() && w_.cn().locks.Manages(shard);
 }

@@ -370,10 +370,9 @@ Task<Status> MvccTxn::Commit() {
     // up, so recovery of this CN finds it even if that MN dies too (docs/recovery.md).
     // A rejoining MN turns readable, and becomes the replica readers use for its keys, only at
     // an instant when no commit is between these rounds: else a reader could find the
-    // timestamp there before the replica that was read so far has it (the Failover waits for
-    // that instant, holding new commits here meanwhile).
-    while (w_.cluster().visible_gate_closed() ||
-           w_.cn().visible_gate_closed.load(std::memory_order_acquire)) {
+    // timestamp there before the replica that was read so far has it (the machine waits for
+    // that instant, holding new commits here meanwhile: recovery/mn_rejoin.h).
+    while (w_.cn().visible_gate_closed.load(std::memory_order_acquire)) {
       co_await w_.sched().SleepFor(kVisibleGatePollNs);
     }
     w_.commits_mid_visible()++;

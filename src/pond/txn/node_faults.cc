@@ -1,5 +1,5 @@
 // ValidateNodeFaults: which node-fault schedules a cluster survives, and for the rest one line
-// saying why not. Kept apart from the Failover that carries them out: the bench layer asks it
+// saying why not. Kept apart from SimMembership, which carries them out: the bench layer asks it
 // before any cluster exists (bench/run_faults.cc draws random schedules within it).
 #include <string>
 #include <vector>
@@ -28,11 +28,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       case NodeFaultKind::kRestartCoord: {
         const bool crash = f.kind == NodeFaultKind::kCrashCoord;
         const char* word = crash ? "crash-coord: " : "restart-coord: ";
-        if (c.transport.sim_membership != "machine") {
-          return InvalidArgument(which + word +
-                                 "the simulator's model of membership has no coordination "
-                                 "service to lose (--membership machine has)");
-        }
         if (coord_down == crash) {
           return InvalidArgument(which + word + "the coordination service is already " +
                                  (crash ? "down" : "up"));
@@ -78,9 +73,9 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         continue;
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn: {
-        // A cut-off CN fences itself (the model: when its lease ends; the machine: once the
-        // others' reports show it cut off), which is a crash; heal brings it back (a restart if
-        // it fenced). Counted as away while cut, as a crashed CN is.
+        // A cut-off CN fences itself once the others' reports show it cut off, which is a
+        // crash; heal brings it back (a restart if it fenced). Counted as away while cut, as a
+        // crashed CN is.
         const bool cut = f.kind == NodeFaultKind::kPartitionCn;
         const char* word = cut ? "partition-cn: " : "heal-cn: ";
         if (f.node >= c.cns) {

@@ -1,6 +1,6 @@
 // Re-replication: a restarted MN gets back the replicas it held, while transactions go on
-// (docs/recovery.md "MN restart"). The Failover orders the steps; these are the parts that run
-// on CN workers.
+// (docs/recovery.md "MN restart"). The membership machine orders the steps (recovery/mn_rejoin.h);
+// these are the parts that run on CN workers.
 //
 // Why a copy under the key's lock is exact: under lotus every write to a key's slot on any
 // replica — a commit's cells and records, write-visible, an insert's key and meta, recovery's

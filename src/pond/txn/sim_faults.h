@@ -1,7 +1,6 @@
-// What a simulated cluster asks of whatever carries out its node-fault schedule (crashes,
-// restarts, partitions of CNs and MNs) and the recovery from it: the simulator's model of
-// membership (failover.h) or the membership machine the daemons run (sim_membership.h),
-// chosen by TransportConfig::sim_membership.
+// What a simulated cluster asks of what carries out its node-fault schedule (crashes, restarts,
+// partitions of CNs and MNs) and the recovery from it: the membership machine the daemons run,
+// one per simulated CN (sim_membership.h).
 //
 // Thread rules: the simulator's thread only.
 #pragma once

@@ -543,11 +543,8 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
     }
     if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
     POND_CHECK_MSG(mn_crashed_[mn], "the membership machine declared an MN that is running");
-    for (FailoverStats::MnFailure& m : mn_failures_) {
-      if (m.mn != mn) continue;
-      if (m.detected_ns == 0) m.detected_ns = now;
-      if (!is.alive) m.down_ns = now;
-    }
+    if (latest->detected_ns == 0) latest->detected_ns = now;
+    if (!is.alive) latest->down_ns = now;
   }
   if (next.tso_host != before.tso_host) tso_moves_++;
 }
@@ -614,7 +611,7 @@ bool SimMembership::Idle() const {
     const Node* owner = nodes_[cl_.shard_map_.CnOf(s)].get();
     if (owner != nullptr && !owner->crashed && !cl_.cns_[owner->cn]->locks.Manages(s)) return false;
   }
-  if (mn_restarts_waiting_ > 0) return false;
+  if (mn_faults_waiting_ > 0) return false;
   for (MnId mn = 0; mn < mn_crashed_.size(); mn++) {
     if (config_.mns.empty()) break;
     const cluster::MnStatus& m = config_.mns[mn];
@@ -800,6 +797,25 @@ void SimMembership::SetCoordinationDown(bool down) {
 }
 
 void SimMembership::CrashMn(MnId mn) {
+  // One that would leave a group with no full copy — more than R - 1 MNs down or not read
+  // again yet — waits until a rejoining MN is read like any replica (the schedule's check,
+  // node_faults.cc, counts only crashes and restarts; a restart's copy takes the time it takes).
+  int unreadable = 0;
+  for (MnId m = 0; m < mn_crashed_.size(); m++) {
+    const bool readable =
+        !mn_crashed_[m] &&
+        (config_.mns.empty() ||
+         (config_.mns[m].alive && config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
+    unreadable += !readable;
+  }
+  if (unreadable + 1 > cl_.config().replication - 1) {
+    mn_faults_waiting_++;
+    engine_.At(engine_.now() + kRetryNs, [this, mn, gen = generation_] {
+      mn_faults_waiting_--;
+      if (gen == generation_) CrashMn(mn);
+    });
+    return;
+  }
   POND_CHECK(!mn_crashed_[mn]);
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
@@ -820,8 +836,10 @@ void SimMembership::RestartMn(MnId mn) {
       // As its daemon formats it: a superblock that knows no table. The machines lay out the
       // catalog before they read it (LayOutRestarted).
       store::FormatRegion(cl_.fabric_->region(mn), cl_.layout(), mn);
-      for (FailoverStats::MnFailure& m : mn_failures_) {
-        if (m.mn == mn) m.restart_ns = engine_.now() - base_ns_;  // its latest failure's
+      for (auto it = mn_failures_.rbegin(); it != mn_failures_.rend(); ++it) {
+        if (it->mn != mn) continue;
+        it->restart_ns = engine_.now() - base_ns_;  // its latest failure's
+        break;
       }
     }
     const std::string inc = std::to_string(config_.mns[mn].incarnation + 1);
@@ -830,9 +848,9 @@ void SimMembership::RestartMn(MnId mn) {
                           std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
   }
   if (declared && asked.ok()) return;
-  mn_restarts_waiting_++;
+  mn_faults_waiting_++;
   engine_.At(engine_.now() + kRetryNs, [this, mn, gen = generation_] {
-    mn_restarts_waiting_--;
+    mn_faults_waiting_--;
     if (gen == generation_) RestartMn(mn);
   });
 }

@@ -1,7 +1,7 @@
 // SimMembership: a simulated cluster's node faults carried out, and recovered from, by the very
 // membership and recovery machine each `pond cn` daemon runs (recovery/cn_membership.h) — one
 // machine per simulated CN, driven from engine events instead of a daemon's threads
-// (TransportConfig::sim_membership "machine"; docs/recovery.md "One machine").
+// (docs/recovery.md "One machine").
 //
 // What the simulator supplies is what a daemon's process would:
 //   - the coordination service: one in-memory store every CN reaches at once (no latency), down
@@ -11,8 +11,8 @@
 //     endpoint (a core of its own, beside the workers'), and each MN's own beat, counted up by
 //     the MN's CPU every period;
 //   - the controls (recovery/cn_controls.h) over the simulated CN's workers, lock table and
-//     caches; the CNs of one simulated cluster share its shard map and placement, so a change one
-//     CN applies is seen by all at once (the model does the same);
+//     caches, shard map and placement: each simulated CN keeps its own copy of the view and
+//     applies an epoch when its machine reads it, as a daemon does;
 //   - the faults: crash-cn (at a time, or at a commit step), restart-cn (the CN starts as a
 //     daemon does: recovery/cn_start.h, as a new incarnation once its old one is declared
 //     failed, let back in by the configuration manager, its shards then coming home), crash-mn,
@@ -44,8 +44,8 @@ namespace pond::txn {
 class ClusterImpl;
 class TimestampOracle;
 
-// The machine's lease in the simulator: the model's (failover.h kLeaseNs), so that the two
-// recover in comparable time.
+// The machine's lease in the simulator: 2 ms, within FaRM's 5-10 ms on a slower network, and the
+// lease every recovery figure of docs/perf.md was measured with.
 inline constexpr uint64_t kSimLeaseNs = 2'000'000;
 
 class SimMembership final : public SimFaults {
@@ -122,7 +122,7 @@ class SimMembership final : public SimFaults {
   std::vector<FailoverStats::Partition> partitions_;
   std::vector<bool> mn_crashed_;
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
-  int mn_restarts_waiting_ = 0;
+  int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;
 

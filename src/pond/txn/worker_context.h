@@ -148,7 +148,7 @@ class WorkerContext {
   }
   const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const { return acked_; }
   // A transaction of this worker reached `step` of its commit path (testbed.h CommitStep): a
-  // simulated run may crash the CN right there (Failover::OnStep). One test when it may not.
+  // simulated run may crash the CN right there (SimMembership::OnStep). One test when it may not.
   void Reached(CommitStep step);
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
@@ -156,7 +156,7 @@ class WorkerContext {
   size_t Awaiting() const { return locks_->awaiting() + tso_->awaiting() + calls_->awaited(); }
 
   // The membership this worker's endpoint filters packets by: its CN's view, copied in when it
-  // changes (Failover::Hear, ProcessMembership), on this worker's thread.
+  // changes (SimMembership, ProcessMembership: the CN's controls), on this worker's thread.
   const cluster::Configuration& view() const { return view_; }
   void SetView(const cluster::Configuration& v) { view_ = v; }
 
@@ -232,7 +232,6 @@ struct RunClients {
 };
 
 class SimDriver;
-class Failover;
 class SimFaults;
 class SimMembership;
 class ProcessMembership;
@@ -262,12 +261,9 @@ class ClusterImpl {
   // simulator's membership keeps it so; a CN process's is its one CN's). Loads and the checks
   // after a run read it; transactions read their CN's (WorkerContext::placement).
   const store::Placement& placement() const { return placement_; }
-  // Closed while a rejoining MN is about to turn readable: a commit does not begin its
-  // write-visible rounds then (MvccTxn::Commit, Failover; docs/recovery.md "MN restart").
-  bool visible_gate_closed() const { return visible_gate_closed_; }
   const lock::ShardMap& shard_map() const { return shard_map_; }
-  // The simulator's model of membership (failover.h) changes every view at once: the cluster's
-  // and each CN's, crashed ones too (a restarted CN starts from the cluster's).
+  // A CN process's controls (ProcessMembership) change the cluster's view with its one CN's: the
+  // cluster's, and the CN's.
   void ChangePlacementEverywhere(const std::function<void(store::Placement&)>& change);
   void AssignShardEverywhere(uint32_t s, uint16_t cn);
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
@@ -316,9 +312,8 @@ class ClusterImpl {
  private:
   friend class pond::Cluster;      // tables, procedures, runs, stats
   friend class WorkerContext;      // builds its parts from the cluster's services
-  friend class Failover;           // crashes CNs, moves their shards, recovers their logs
-  friend class ProcessMembership;  // the same, for a CN of a cluster of processes
-  friend class SimMembership;      // the same, for the simulated CNs
+  friend class ProcessMembership;  // a CN process's controls: views, shards, logs to recover
+  friend class SimMembership;      // the same for the simulated CNs, and crashes them
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
@@ -331,12 +326,11 @@ class ClusterImpl {
   std::unique_ptr<Fabric> fabric_;
   SimFabric* sim_fabric_ = nullptr;          // = fabric_, when simulated
   std::unique_ptr<SimDriver> driver_;        // when simulated
-  std::unique_ptr<SimFaults> failover_;      // when simulated: carries out node faults
+  std::unique_ptr<SimFaults> sim_faults_;    // when simulated: carries out node faults
   std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
-  store::Placement placement_;  // its down MNs change with the epoch (Failover)
-  bool visible_gate_closed_ = false;
+  store::Placement placement_;  // its down MNs change with the epoch (ProcessMembership)
   store::Catalog catalog_;
   lock::ShardMap shard_map_;
   uint16_t tso_cn_ = 0;  // the CN hosting the timestamp oracle (its CnContext has it)
@@ -359,7 +353,7 @@ class ClusterImpl {
   // Outlives membership_, so that the counts can be read while it starts and stops.
   MembershipCounts membership_counts_;
   std::function<void(const std::string&)> event_log_;
-  // Simulated clusters: told when a transaction reaches a commit step (the Failover's, for
+  // Simulated clusters: told when a transaction reaches a commit step (SimMembership's, for
   // crashes aimed at a step); empty otherwise.
   std::function<void(uint16_t cn, CommitStep step)> step_probe_;
 };
