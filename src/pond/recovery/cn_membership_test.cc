@@ -717,8 +717,10 @@ TEST_F(CnMembershipTest, EveryCnLooksAtEveryPeerBeating) {
 }
 
 TEST_F(CnMembershipTest, OneCnThatCannotHearAnotherFencesNobody) {
-  // CN 0 cannot hear CN 2, CN 1 can: a lost link, or CN 0's own trouble; not a majority.
+  // CNs 0 and 2 cannot hear each other, CN 1 hears both: a lost link, not a CN cut off; neither
+  // is unheard by a majority.
   node(0).controls->silent = 1u << 2;
+  node(2).controls->silent = 1u << 0;
   Periods(30);
   for (uint16_t cn = 0; cn < 3; cn++) EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn;
   EXPECT_EQ(store_.Config().epoch, 1u);
