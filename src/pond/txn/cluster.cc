@@ -124,13 +124,12 @@ namespace txn {
 
 WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed,
                              uint16_t incarnation)
-    : cluster_(cl),
-      cn_(c),
-      index_(idx),
-      sched_(cl.clock_),
-      rng_(seed),
-      // The incarnation in the writer tag's sequence (docs/formats.md "Cell").
-      next_txn_id_(uint64_t{incarnation} << store::kSeqIncarnationShift | 1) {
+    : TxnContext(cl.config_, cl.layout_, cl.catalog_, c.Parts(), idx, cl.clock_,
+                 // The incarnation in the writer tag's sequence (docs/formats.md "Cell").
+                 uint64_t{incarnation} << store::kSeqIncarnationShift | 1, cl.step_probe_),
+      cluster_(cl),
+      cn_ctx_(c),
+      rng_(seed) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{c.id, idx}, sched_);
   ep_->set_incarnation(incarnation);
   // Membership (docs/recovery.md): a packet of an incarnation this CN holds dead is dropped whole.
@@ -193,12 +192,6 @@ void WorkerContext::HostTso(TimestampOracle& o) {
 
 void WorkerContext::InitWithLog(const store::CommitLog& earlier) {
   log_ = std::make_unique<store::CommitLog>(earlier.areas(), earlier.bytes());
-}
-
-uint16_t WorkerContext::cn_id() const { return cn_.id; }
-
-void WorkerContext::Reached(CommitStep step) {
-  if (cluster_.step_probe_) cluster_.step_probe_(cn_.id, step);
 }
 
 Task<Status> WorkerContext::RunProcedure(ProcedureId proc, std::span<const std::byte> args,

@@ -20,7 +20,7 @@ bool MvccTxn::LocalShard(const Item& it) const {
   // opening drops them (the CN's controls, OpenShard); until then a snapshot reader, which takes no
   // lock, must not use them.
   const uint32_t shard = it.lk.shard();
-  return w_.shard_map().CnOf(shard) == w_.cn_id() && w_.cn().locks.Manages(shard);
+  return w_.shard_map().CnOf(shard) == w_.cn_id() && w_.cn_locks().Manages(shard);
 }
 
 Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
@@ -201,8 +201,8 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     std::optional<store::SlotRef> addr;
     if (it.have_slot) {
       addr = it.ref;
-    } else if (w_.cn().addr != nullptr) {
-      addr = w_.cn().addr->Get(it.lk);
+    } else if (w_.addr_cache() != nullptr) {
+      addr = w_.addr_cache()->Get(it.lk);
     }
     if (want_bucket_lock) {
       r.cas_word = BucketLockWord(it);
@@ -315,7 +315,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
           it.have_slot = true;
           it.cvt = f->cvt;
           ToPrimaryLane(it.cvt, r.rep);
-          if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
+          if (w_.addr_cache() != nullptr) w_.addr_cache()->Put(it.lk, it.ref);
           (slot_needs_round(it, true) ? p.retry : p.to_read).push_back(i);
         } else if (f.status().code() == Code::kTornRead) {
           p.retry.push_back(i);
@@ -341,7 +341,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
     if (!r.whole_bucket && (cvt->state != store::kSlotLive || cvt->key != it.lk.key)) {
       // A stale cached address: forget it and find the key in its bucket. A lock word taken
       // there guards another key; it stays held (a spurious conflict at worst) until the end.
-      if (w_.cn().addr != nullptr) w_.cn().addr->Invalidate(it.lk);
+      if (w_.addr_cache() != nullptr) w_.addr_cache()->Invalidate(it.lk);
       it.have_slot = false;
       if (r.cas_posted) it.locked = false;
       p.retry.push_back(i);
@@ -351,7 +351,7 @@ Task<Status> MvccTxn::DecodeCvts(ReadPass& p) {
     it.have_slot = true;
     it.cvt = *cvt;
     ToPrimaryLane(it.cvt, r.rep);
-    if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
+    if (w_.addr_cache() != nullptr) w_.addr_cache()->Put(it.lk, it.ref);
     (slot_needs_round(it, r.whole_bucket) ? p.retry : p.to_read).push_back(i);
   }
   if (p.absent_but_locked) {

@@ -25,7 +25,7 @@ MvccTxn::~MvccTxn() {
 
 void MvccTxn::ToPrimaryLane(store::Cvt& cvt, int rep) const {
   if (rep == 0) return;
-  const store::PoolLayout& layout = w_.cluster().layout();
+  const store::PoolLayout& layout = w_.layout();
   for (int c = 0; c < cvt.versions; c++) {
     Cell& cell = cvt.cells[c];
     if (cell.record != 0) {
@@ -35,11 +35,10 @@ void MvccTxn::ToPrimaryLane(store::Cvt& cvt, int rep) const {
 }
 
 GAddr MvccTxn::RecordAddr(const Item& it, const Cell& cell) const {
-  const ClusterImpl& cl = w_.cluster();
   const int rep = w_.placement().ReadReplica(it.lk.key);
-  const uint64_t lane_rel = cell.record - cl.layout().RecordOffset(0, 0);
+  const uint64_t lane_rel = cell.record - w_.layout().RecordOffset(0, 0);
   return GAddr::Make(w_.placement().Replica(it.lk.key, rep),
-                     cl.layout().RecordOffset(rep, lane_rel));
+                     w_.layout().RecordOffset(rep, lane_rel));
 }
 
 Status MvccTxn::FailUnreachable(const Status& s) {
@@ -99,7 +98,6 @@ bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const 
 }
 
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
   for (size_t i : writes) {
     Item& it = items_[i];
@@ -145,7 +143,7 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
                                                         w_.placement().carve_skip_mask(),
                                                         w_.placement().CarveFrozen(primary));
       if (!lane.ok()) co_return lane.status();
-      record = cl.layout().RecordOffset(0, *lane);
+      record = w_.layout().RecordOffset(0, *lane);
     }
     it.new_cell = Cell{.cv = static_cast<uint8_t>(old.cv + 1),
                        .valid = true,
@@ -158,9 +156,8 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
 }
 
 void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replicas which) {
-  const ClusterImpl& cl = w_.cluster();
   Endpoint& ep = w_.ep();
-  const store::PoolLayout& layout = cl.layout();
+  const store::PoolLayout& layout = w_.layout();
   // Per MN in this order: record, cell, and for new keys the key and meta=live after the cell,
   // so a slot that reads live has its cell.
   for (size_t i : writes) {
@@ -372,7 +369,7 @@ Task<Status> MvccTxn::Commit() {
     // an instant when no commit is between these rounds: else a reader could find the
     // timestamp there before the replica that was read so far has it (the machine waits for
     // that instant, holding new commits here meanwhile: recovery/mn_rejoin.h).
-    while (w_.cn().visible_gate_closed.load(std::memory_order_acquire)) {
+    while (w_.visible_gate_closed()) {
       co_await w_.sched().SleepFor(kVisibleGatePollNs);
     }
     w_.commits_mid_visible()++;

@@ -19,7 +19,7 @@ namespace pond::txn {
 
 class MvccTxn final : public TxnState {
  public:
-  MvccTxn(WorkerContext& w, TxnKind kind) : TxnState(w, kind) {}
+  MvccTxn(TxnContext& w, TxnKind kind) : TxnState(w, kind) {}
   ~MvccTxn() override;
 
   Task<Status> Execute() override;
@@ -30,7 +30,7 @@ class MvccTxn final : public TxnState {
   // Whether this CN's VT cache covers the item's key: this CN manages the key's shard.
   bool LocalShard(const Item& it) const;
   bool MnLocks() const { return kind_ == TxnKind::kReadWrite && !protocol().cn_locks; }
-  cache::VtCache* vt() const { return protocol().vt_cache ? w_.cn().vt.get() : nullptr; }
+  cache::VtCache* vt() const { return protocol().vt_cache ? w_.vt_cache() : nullptr; }
   Task<Status> LockOnCns(std::vector<size_t>& todo);
   // What one Execute's reads keep per item, across rounds.
   struct ItemRead {

@@ -25,7 +25,7 @@ std::atomic<bool> scans_skip_stripes{false};
 
 void SetScansSkipStripesForTesting(bool on) { scans_skip_stripes = on; }
 
-btree::BTree& WorkerContext::Tree(const store::TableInfo& t) {
+btree::BTree& TxnContext::Tree(const store::TableInfo& t) {
   if (trees_.size() <= t.id) trees_.resize(size_t{t.id} + 1);
   std::unique_ptr<btree::BTree>& tree = trees_[t.id];
   if (tree == nullptr) tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t));
@@ -89,7 +89,7 @@ Task<Status> TxnState::ExecuteAll() {
 Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, uint64_t high,
                                                   size_t limit, ScanOrder order) {
   if (Status s = BeginExecute(); !s.ok()) co_return s;
-  const store::TableInfo* t = w_.cluster().Table(table);
+  const store::TableInfo* t = w_.Table(table);
   if (t == nullptr || !t->ordered) {
     Refuse(InvalidArgument("scan of a table that is not ordered"));
   } else if (low >= high || !OrderedKeyAllowed(low)) {

@@ -45,8 +45,8 @@ Task<Status> SvTxn::Execute() {
       std::optional<store::SlotRef> addr;
       if (it.have_slot) {
         addr = it.ref;
-      } else if (w_.cn().addr != nullptr) {
-        addr = w_.cn().addr->Get(it.lk);
+      } else if (w_.addr_cache() != nullptr) {
+        addr = w_.addr_cache()->Get(it.lk);
       }
       if (rw && it.access == Access::kInsert && !it.bucket_locked) {
         cas_word[i] = BucketLockWord(it);
@@ -130,7 +130,7 @@ Task<Status> SvTxn::Execute() {
       Status d = store::DecodeSvSlot(*it.table, slot, &h, it.value);
       if (store::MetaState(h.meta) != store::kSlotLive || h.key != it.lk.key) {
         // A stale cached address (a lock word taken there stays held until the end).
-        if (w_.cn().addr != nullptr) w_.cn().addr->Invalidate(it.lk);
+        if (w_.addr_cache() != nullptr) w_.addr_cache()->Invalidate(it.lk);
         it.have_slot = false;
         if (cas_posted[i]) it.locked = false;
         retry.push_back(i);
@@ -144,7 +144,7 @@ Task<Status> SvTxn::Execute() {
         // FORD cannot read a record that is being written.
         co_return Fail(AbortedBecause("locked"), &w_.stats().aborts.lock_conflict);
       }
-      if (w_.cn().addr != nullptr) w_.cn().addr->Put(it.lk, it.ref);
+      if (w_.addr_cache() != nullptr) w_.addr_cache()->Put(it.lk, it.ref);
       it.have_slot = true;
       it.sv_version = h.version;
       it.read_cell = h.deleted != 0 ? -1 : 0;
@@ -227,8 +227,7 @@ Task<Status> SvTxn::Commit() {
     store::SealLogRecord(log_buf_);
     // One copy, on the worker's own MN: ford's recovery is not built yet.
     const MnId home =
-        static_cast<MnId>((w_.cn_id() * w_.cluster().config().workers_per_cn + w_.index()) %
-                          w_.cluster().config().mns);
+        static_cast<MnId>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
     ep.Write(w_.log().Reserve(home, log_buf_.size()), log_buf_.data(),
              static_cast<uint32_t>(log_buf_.size()));
   }

@@ -15,7 +15,7 @@ namespace pond::txn {
 
 class SvTxn final : public TxnState {
  public:
-  SvTxn(WorkerContext& w, TxnKind kind) : TxnState(w, kind) {}
+  SvTxn(TxnContext& w, TxnKind kind) : TxnState(w, kind) {}
   ~SvTxn() override;
 
   Task<Status> Execute() override;

@@ -7,13 +7,13 @@
 
 namespace pond::txn {
 
-std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind) {
-  if (w.cluster().config().protocol.single_version) return std::make_unique<SvTxn>(w, kind);
+std::unique_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind) {
+  if (w.config().protocol.single_version) return std::make_unique<SvTxn>(w, kind);
   return std::make_unique<MvccTxn>(w, kind);
 }
 
-TxnState::TxnState(WorkerContext& w, TxnKind kind)
-    : w_(w), kind_(kind), isolation_(w.cluster().config().isolation), begin_ns_(w.clock().NowNs()) {
+TxnState::TxnState(TxnContext& w, TxnKind kind)
+    : w_(w), kind_(kind), isolation_(w.config().isolation), begin_ns_(w.clock().NowNs()) {
   owner_ = lock::LockOwner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
   w.locks().Start(owner_);
 }
@@ -81,7 +81,7 @@ void Strengthen(Item& it, Access a, bool single_version) {
 }  // namespace
 
 void TxnState::Add(uint16_t table, uint64_t key, AddOp op, std::span<const std::byte> value) {
-  const store::TableInfo* t = w_.cluster().Table(table);
+  const store::TableInfo* t = w_.Table(table);
   if (t == nullptr) {
     Refuse(InvalidArgument("transaction uses table " + std::to_string(table) +
                            ", which does not exist"));

@@ -36,7 +36,7 @@
 #include "pond/cluster.h"
 #include "pond/lock/lock_client.h"
 #include "pond/store/hash_index.h"
-#include "pond/txn/worker_context.h"
+#include "pond/txn/txn_context.h"
 
 namespace pond::txn {
 
@@ -114,7 +114,7 @@ struct Item {
 
 class TxnState {
  public:
-  TxnState(WorkerContext& w, TxnKind kind);
+  TxnState(TxnContext& w, TxnKind kind);
   // Ends the transaction at the lock client if Commit or Abort has not (see EndLocks).
   virtual ~TxnState();
 
@@ -168,7 +168,7 @@ class TxnState {
   }
   // Items whose read no lock protects until commit (motor and ford validate them).
   std::vector<size_t> Unprotected() const;
-  const ProtocolConfig& protocol() const { return w_.cluster().config().protocol; }
+  const ProtocolConfig& protocol() const { return w_.config().protocol; }
 
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;
@@ -188,7 +188,7 @@ class TxnState {
   // (LockClient::Finish): the CNs it asked for locks then refuse late copies of its requests.
   void EndLocks(std::span<const lock::LockRequest> held);
 
-  WorkerContext& w_;
+  TxnContext& w_;
   TxnKind kind_;
   Isolation isolation_;
   lock::LockOwner owner_;
@@ -226,6 +226,6 @@ class TxnState {
 };
 
 // The transaction object of the cluster's protocol.
-std::unique_ptr<TxnState> NewTxnState(WorkerContext& w, TxnKind kind);
+std::unique_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind);
 
 }  // namespace pond::txn

@@ -36,6 +36,7 @@
 #include "pond/transport/fabric.h"
 #include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
+#include "pond/txn/txn_context.h"
 
 // Only pointers to the simulator and the coordination service are kept here, so that protocol
 // code including this header sees neither (the deployment is chosen in cluster.cc).
@@ -56,34 +57,10 @@ class ServingInbox;
 struct Serving;
 class CnContext;
 
-// A worker's counts: its thread adds to them, and any thread may read them meanwhile
-// (Cluster::Stats while serving: a daemon's metrics). So each is a RelaxedCounter, which costs the
-// worker no locked instruction.
-struct WorkerStats {
-  RelaxedCounter committed;
-  RelaxedCounter committed_read_only;
-  // AbortCounts' reasons, one for one (Totals copies them over).
-  struct Aborts {
-    RelaxedCounter lock_conflict, newer_version, snapshot_too_old, torn_read, invisible_wait,
-        duplicate_key, validation, user, mn_unreachable;
-  } aborts;
-  RelaxedCounter remote_calls;
-  // LatencyBuckets, counted by this worker.
-  std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
-  RelaxedCounter commit_latency_sum_ns;
-
-  void RecordCommit(uint64_t latency_ns) {
-    commit_latency[LatencyBuckets::BucketOf(latency_ns)]++;
-    commit_latency_sum_ns += latency_ns;
-  }
-  // Adds these counts to `s`.
-  void AddTo(ClusterStats& s) const;
-};
-
 // One worker: what its transactions, clients and handlers use. Its parts are built by the
 // constructor (endpoint, lock client and server, timestamp client and server, allocator, routed
 // calls) and by Init (the commit log, which needs the memory pool); nothing outside changes them.
-class WorkerContext {
+class WorkerContext : public TxnContext {
  public:
   // `incarnation`: of its CN, 0 until the CN first restarts; stamped on its packets and in the
   // high bits of its transaction and call numbers, so no number of an earlier incarnation
@@ -93,8 +70,6 @@ class WorkerContext {
   // Coroutines still parked (none after a normal Run) hold transactions that release their
   // locks when destroyed, so they go first, while the lock client still exists.
   ~WorkerContext() { sched_.DestroyUnfinished(); }
-  WorkerContext(const WorkerContext&) = delete;
-  WorkerContext& operator=(const WorkerContext&) = delete;
 
   // Carves this worker's commit log on its MN, running the worker until it is done.
   Status Init();
@@ -105,51 +80,16 @@ class WorkerContext {
   void TakeOverChunks(const store::Allocator& earlier) { alloc_->TakeOver(earlier); }
 
   const ClusterImpl& cluster() const { return cluster_; }
-  CnContext& cn() { return cn_; }
-  // Its CN's view of the pool and of the shard map (CnContext).
-  const store::Placement& placement() const;
-  const lock::ShardMap& shard_map() const;
-  uint16_t cn_id() const;
-  uint16_t index() const { return index_; }
-  Scheduler& sched() { return sched_; }
-  Clock& clock() { return sched_.clock(); }
-  Endpoint& ep() { return *ep_; }
-  const Endpoint& ep() const { return *ep_; }
-  lock::LockClient& locks() { return *locks_; }
+  CnContext& cn() { return cn_ctx_; }
   lock::LockServer& lock_server() { return *lock_server_; }
-  TsoClient& tso() { return *tso_; }
   // This worker's CN now hosts the timestamp oracle `o` (the old host failed): it serves other
   // CNs' requests for worker index() and takes its own timestamps from `o` directly.
   void HostTso(TimestampOracle& o);
-  store::Allocator& alloc() { return *alloc_; }
-  store::CommitLog& log() { return *log_; }
   RoutedCalls& calls() { return *calls_; }
-  // This worker's handle on ordered table `t`'s B+Tree, opened on first use (ordered.cc).
-  btree::BTree& Tree(const store::TableInfo& t);
   Rng& rng() { return rng_; }
-  WorkerStats& stats() { return stats_; }
-  const WorkerStats& stats() const { return stats_; }
-  uint64_t NextTxnId() { return next_txn_id_++; }
   // Clients of the current Run still running on this worker (simulated runs: a crash of the
   // CN takes them away).
   int64_t& clients_running() { return clients_running_; }
-  // Commits of this worker between the start of their first write-visible round and the end of
-  // their second: a rejoining MN turns readable only when this is 0 on every worker.
-  int64_t& commits_mid_visible() { return mid_visible_; }
-  // Writes acknowledged to clients as committed, newest commit timestamp per (table, key), kept
-  // while tracking is on (a simulated run with faults) for the after-run check that none is lost.
-  void TrackAcknowledged(bool on) { track_acked_ = on; }
-  bool tracking_acknowledged() const { return track_acked_; }
-  void Acknowledged(uint16_t table, uint64_t key, uint64_t commit_ts) {
-    if (!track_acked_) return;
-    if (acked_.size() <= table) acked_.resize(size_t{table} + 1);
-    uint64_t& ts = acked_[table][key];
-    if (ts < commit_ts) ts = commit_ts;
-  }
-  const std::vector<std::unordered_map<uint64_t, uint64_t>>& acknowledged() const { return acked_; }
-  // A transaction of this worker reached `step` of its commit path (testbed.h CommitStep): a
-  // simulated run may crash the CN right there (SimMembership::OnStep). One test when it may not.
-  void Reached(CommitStep step);
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
   // routed calls). A run is over only when no worker awaits one: a request may be resent, and
   // its peer must still be there to answer.
@@ -167,26 +107,13 @@ class WorkerContext {
 
  private:
   ClusterImpl& cluster_;
-  CnContext& cn_;
-  const uint16_t index_;
-  Scheduler sched_;
-  std::unique_ptr<Endpoint> ep_;
-  std::unique_ptr<lock::LockClient> locks_;
+  CnContext& cn_ctx_;
   std::unique_ptr<lock::LockServer> lock_server_;
-  std::unique_ptr<TsoClient> tso_;
   std::unique_ptr<TsoServer> tso_server_;  // grants on the TSO host only
-  std::unique_ptr<store::Allocator> alloc_;
-  std::unique_ptr<RoutedCalls> calls_;  // made by and to this worker
-  std::unique_ptr<store::CommitLog> log_;
-  std::vector<std::unique_ptr<btree::BTree>> trees_;  // by table id; null until used
+  std::unique_ptr<RoutedCalls> calls_;     // made by and to this worker
   Rng rng_;
   cluster::Configuration view_;
-  WorkerStats stats_;
-  uint64_t next_txn_id_;
   int64_t clients_running_ = 0;
-  int64_t mid_visible_ = 0;
-  bool track_acked_ = false;
-  std::vector<std::unordered_map<uint64_t, uint64_t>> acked_;  // by table: key -> commit ts
 };
 
 // A registered procedure: exactly one of the two is set.
@@ -222,6 +149,17 @@ class CnContext {
   // This CN's commits wait before their write-visible rounds while a restarted MN becomes read
   // (recovery/mn_rejoin.h); its workers read it, its membership sets it.
   std::atomic<bool> visible_gate_closed{false};
+
+  // What its workers' transactions see of it (TxnContext).
+  CnParts Parts() {
+    return {.id = id,
+            .locks = &locks,
+            .vt = vt.get(),
+            .addr = addr.get(),
+            .placement = &placement,
+            .shard_map = &shard_map,
+            .visible_gate_closed = &visible_gate_closed};
+  }
 };
 
 // A Run's clients, kept while it goes on so that a restarted CN's new workers run them too.
@@ -355,10 +293,7 @@ class ClusterImpl {
   std::function<void(const std::string&)> event_log_;
   // Simulated clusters: told when a transaction reaches a commit step (SimMembership's, for
   // crashes aimed at a step); empty otherwise.
-  std::function<void(uint16_t cn, CommitStep step)> step_probe_;
+  TxnContext::StepProbe step_probe_;
 };
-
-inline const store::Placement& WorkerContext::placement() const { return cn_.placement; }
-inline const lock::ShardMap& WorkerContext::shard_map() const { return cn_.shard_map; }
 
 }  // namespace pond::txn
