@@ -208,10 +208,10 @@ struct ClusterStats {
   ClusterStats Since(const ClusterStats& before) const;
 };
 
-namespace txn {
+namespace node {
 class WorkerContext;
 class ClusterImpl;
-}  // namespace txn
+}  // namespace node
 
 // A client coroutine's handle on the worker it runs on.
 class Session {
@@ -249,10 +249,10 @@ class Session {
 
  private:
   friend class Cluster;
-  friend class txn::ClusterImpl;  // a restarted CN's clients
-  friend class txn::WorkerContext;
-  Session(txn::WorkerContext* w, int client) : w_(w), client_(client) {}
-  txn::WorkerContext* w_;
+  friend class node::ClusterImpl;  // a restarted CN's clients
+  friend class node::WorkerContext;
+  Session(node::WorkerContext* w, int client) : w_(w), client_(client) {}
+  node::WorkerContext* w_;
   int client_;
 };
 
@@ -464,8 +464,8 @@ class Cluster {
   Clock& clock();
 
  private:
-  explicit Cluster(std::unique_ptr<txn::ClusterImpl> impl);
-  std::unique_ptr<txn::ClusterImpl> impl_;
+  explicit Cluster(std::unique_ptr<node::ClusterImpl> impl);
+  std::unique_ptr<node::ClusterImpl> impl_;
 };
 
 }  // namespace pond

@@ -7,13 +7,13 @@
 #include "pond/base/assert.h"
 #include "pond/bench/zipf.h"
 #include "pond/btree/tree_check.h"
+#include "pond/node/sim_driver.h"
 #include "pond/rng.h"
 #include "pond/runtime/clocks.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/sim/engine.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/sim/sim_fabric.h"
-#include "pond/txn/sim_driver.h"
 
 namespace pond::bench {
 
@@ -115,7 +115,7 @@ class Bench {
       auto f = SimFabric::Create(*engine_, *o_.sim, o_.mns, region);
       if (!f.ok()) return f.status();
       sim_fabric_ = std::move(f).value();
-      driver_ = std::make_unique<txn::SimDriver>(*engine_, *sim_fabric_);
+      driver_ = std::make_unique<node::SimDriver>(*engine_, *sim_fabric_);
       fabric = sim_fabric_.get();
     } else {
       auto f = LocalFabric::Create(o_.mns, region);
@@ -289,7 +289,7 @@ class Bench {
   btree::TreeSpace space_;
   std::unique_ptr<sim::Engine> engine_;
   std::unique_ptr<SimFabric> sim_fabric_;
-  std::unique_ptr<txn::SimDriver> driver_;
+  std::unique_ptr<node::SimDriver> driver_;
   std::unique_ptr<LocalFabric> local_fabric_;
   std::vector<std::unique_ptr<Worker>> workers_;
 };

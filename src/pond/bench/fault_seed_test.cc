@@ -17,7 +17,7 @@
 #include "pond/bench/seed_runs.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
-#include "pond/txn/sim_membership.h"
+#include "pond/node/sim_membership.h"
 
 namespace pond::bench {
 namespace {
@@ -358,7 +358,7 @@ TEST(FaultSeedTest, ACnCutOffFencesItselfOnTheOthersReportsBeforeItIsDeclared) {
     const FailoverStats::Partition& p = f.partitions[0];
     EXPECT_GT(p.fenced_ns, p.cut_ns);
     // A lease of silence, then a period or two for the reports to be written and read.
-    EXPECT_LE(p.fenced_ns - p.cut_ns, 2 * txn::kSimLeaseNs) << "it fences soon after a lease";
+    EXPECT_LE(p.fenced_ns - p.cut_ns, 2 * node::kSimLeaseNs) << "it fences soon after a lease";
     EXPECT_EQ(p.healed_ns, 6'000'000u);
     ASSERT_EQ(f.failures.size(), 1u);
     const FailoverStats::Failure& x = f.failures[0];

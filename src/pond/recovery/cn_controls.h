@@ -87,7 +87,7 @@ class CnControls {
   virtual std::vector<uint64_t> TxnMark() = 0;
   virtual std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) = 0;
   // Copies `units` onto the rejoining `mn` from its readable replicas, on this CN's workers, in
-  // the background (each under its keys' locks: txn/rereplication.h); CopyResult is nullopt
+  // the background (each under its keys' locks: node/rereplication.h); CopyResult is nullopt
   // until they are all done, then the slots copied, or the first error (Unavailable: `mn` is
   // not rejoining any more). A new StartCopy forgets the one before.
   virtual void StartCopy(MnId mn, std::vector<CopyUnit> units) = 0;

@@ -8,7 +8,7 @@
 //   kCopying   written by every commit, read by none, its cursors skipped by carves. Each CN waits
 //              until the transactions it ran before the epoch have ended ("joined"): from then on
 //              every write to a key reaches the MN. Once every CN has, each copies its share of
-//              the MN's buckets under the keys' locks (txn/rereplication.h says why that is
+//              the MN's buckets under the keys' locks (node/rereplication.h says why that is
 //              exact); the shares are dealt over the CNs alive, and dealt again, and copied again,
 //              when that set changes ("copied.<the CNs alive>").
 //   kFrozen    carves for its groups are refused as well; each CN waits until its transactions

@@ -1,4 +1,4 @@
-#include "pond/txn/sim_membership.h"
+#include "pond/node/sim_membership.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,13 +12,13 @@
 #include "pond/base/assert.h"
 #include "pond/cluster/directory.h"
 #include "pond/lock/lock_key.h"
+#include "pond/node/rereplication.h"
+#include "pond/node/sim_driver.h"
+#include "pond/node/worker_context.h"
 #include "pond/store/catalog.h"
 #include "pond/store/layout.h"
-#include "pond/txn/rereplication.h"
-#include "pond/txn/sim_driver.h"
-#include "pond/txn/worker_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 namespace {
 
@@ -143,7 +143,7 @@ class SimMembership::Controls final : public recovery::CnControls {
     cl_.tso_cn_ = host;
     CnContext& me = Me();
     if (host != cn_ || me.oracle != nullptr) return;
-    me.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
+    me.oracle = std::make_unique<txn::TimestampOracle>(cl_.clock_);
     // What docs/recovery.md argues, checked: the new oracle starts past the old one.
     POND_CHECK_MSG(m_.oracle_ == nullptr || me.oracle->NextAtLeast() > m_.oracle_->last(),
                    "a new timestamp oracle would grant below the old one");
@@ -877,4 +877,4 @@ FailoverStats SimMembership::Stats() const {
   return s;
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

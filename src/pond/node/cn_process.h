@@ -16,7 +16,7 @@
 #include "pond/transport/gaddr.h"
 #include "pond/transport/ucx/ucx_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
   return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
@@ -33,4 +33,4 @@ Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint6
 // declared failed.
 Result<recovery::CnStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c);
 
-}  // namespace pond::txn
+}  // namespace pond::node

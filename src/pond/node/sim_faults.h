@@ -10,7 +10,7 @@
 
 #include "pond/cluster.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 class SimFaults {
  public:
@@ -28,4 +28,4 @@ class SimFaults {
   virtual FailoverStats Stats() const = 0;
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -7,12 +7,12 @@
 #include <thread>
 
 #include "pond/base/assert.h"
-#include "pond/txn/process_membership.h"
-#include "pond/txn/serving.h"
-#include "pond/txn/worker_context.h"
+#include "pond/node/process_membership.h"
+#include "pond/node/serving.h"
+#include "pond/node/worker_context.h"
 
 namespace pond {
-namespace txn {
+namespace node {
 
 namespace {
 
@@ -104,35 +104,35 @@ void ClusterImpl::PostTo(WorkerContext& w, std::function<void(WorkerContext&)> f
   });
 }
 
-}  // namespace txn
+}  // namespace node
 
-using txn::ClusterImpl;
-using txn::WorkerContext;
+using node::ClusterImpl;
+using node::WorkerContext;
 
 Status Cluster::StartServing() {
   ClusterImpl& cl = *impl_;
   if (cl.driver_ != nullptr) return InvalidArgument("a simulated cluster cannot serve");
   if (cl.serving_ != nullptr) return InvalidArgument("the cluster is serving already");
-  auto sv = std::make_unique<txn::Serving>();
+  auto sv = std::make_unique<node::Serving>();
   sv->next = std::make_unique<std::atomic<uint32_t>[]>(cl.cns_.size());
-  std::vector<std::pair<WorkerContext*, txn::ServingInbox*>> workers;
+  std::vector<std::pair<WorkerContext*, node::ServingInbox*>> workers;
   for (auto& cn : cl.cns_) {
     sv->first_inbox.push_back(static_cast<uint32_t>(sv->inboxes.size()));
     for (auto& w : cn->workers) {
-      sv->inboxes.push_back(std::make_unique<txn::ServingInbox>());
+      sv->inboxes.push_back(std::make_unique<node::ServingInbox>());
       workers.emplace_back(w.get(), sv->inboxes.back().get());
     }
   }
   // A CN of a cluster of processes reaches the others' workers from now on.
   if (cl.config_.transport.cn >= 0) POND_RETURN_IF_ERROR(cl.ConnectPeerCns());
   cl.awaiting_ = 0;
-  txn::Serving* s = sv.get();
+  node::Serving* s = sv.get();
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
     s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
   }
   if (cl.process_start_ != nullptr) {
-    cl.membership_ = std::make_unique<txn::ProcessMembership>(cl);
+    cl.membership_ = std::make_unique<node::ProcessMembership>(cl);
     cl.membership_->Start();
     // A restarted CN serves once it is let back in (its failure recovered everywhere).
     const auto deadline = std::chrono::steady_clock::now() +
@@ -151,7 +151,7 @@ Status Cluster::StartServing() {
 
 bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
   ClusterImpl& cl = *impl_;
-  txn::Serving* sv = cl.serving_.get();
+  node::Serving* sv = cl.serving_.get();
   if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return false;
   // Counted before the check: a worker that has seen `stopping` then also sees this call (both
   // are sequentially consistent), so it cannot leave with the call still in an inbox.
@@ -168,7 +168,7 @@ bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
 
 std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
   ClusterImpl& cl = *impl_;
-  txn::Serving* sv = cl.serving_.get();
+  node::Serving* sv = cl.serving_.get();
   if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return std::nullopt;
   // A pin counts as a running call until Unpin, so the workers outlive the transaction it holds;
   // counted before the check, as in Submit.
@@ -184,7 +184,7 @@ std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
 
 bool Cluster::SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)> call) {
   ClusterImpl& cl = *impl_;
-  txn::Serving* sv = cl.serving_.get();
+  node::Serving* sv = cl.serving_.get();
   if (sv == nullptr || pin.cn >= cl.cns_.size() || pin.worker >= cl.cns_[pin.cn]->workers.size()) {
     return false;
   }
@@ -195,7 +195,7 @@ bool Cluster::SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)>
 }
 
 void Cluster::Unpin(const WorkerPin& pin) {
-  txn::Serving* sv = impl_->serving_.get();
+  node::Serving* sv = impl_->serving_.get();
   POND_CHECK_MSG(sv != nullptr && pin.cn < impl_->cns_.size(), "Unpin of a pin never held");
   sv->calls_running--;
 }

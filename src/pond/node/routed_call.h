@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/node/call_table.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/task.h"
 #include "pond/transport/endpoint.h"
-#include "pond/txn/call_table.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 // Message kinds 0x03xx: routed procedure calls (docs/formats.md "Message kinds").
 inline constexpr uint16_t kMsgCall = 0x0301;
@@ -152,4 +152,4 @@ class RoutedCalls : public Alarm {
   std::vector<bool> failed_;  // CNs declared failed, by id
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

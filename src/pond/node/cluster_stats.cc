@@ -5,14 +5,14 @@
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
 #include "pond/cluster/replica_check.h"
+#include "pond/node/sim_driver.h"
+#include "pond/node/sim_faults.h"
+#include "pond/node/worker_context.h"
 #include "pond/txn/ordered.h"
-#include "pond/txn/sim_driver.h"
-#include "pond/txn/sim_faults.h"
-#include "pond/txn/worker_context.h"
 
 namespace pond {
 
-using txn::ClusterImpl;
+using node::ClusterImpl;
 
 // A reason added to AbortCounts must be listed below too; this fails until it is.
 static_assert(sizeof(AbortCounts) == 9 * sizeof(uint64_t));
@@ -37,33 +37,6 @@ uint64_t LatencyBuckets::count() const {
   for (uint64_t c : counts) n += c;
   return n;
 }
-
-namespace txn {
-
-static_assert(sizeof(WorkerStats::Aborts) == sizeof(AbortCounts),
-              "a reason added to AbortCounts is counted by the workers too");
-
-void WorkerStats::AddTo(ClusterStats& s) const {
-  s.committed += committed;
-  s.committed_read_only += committed_read_only;
-  AbortCounts& a = s.aborts;
-  a.lock_conflict += aborts.lock_conflict;
-  a.newer_version += aborts.newer_version;
-  a.snapshot_too_old += aborts.snapshot_too_old;
-  a.torn_read += aborts.torn_read;
-  a.invisible_wait += aborts.invisible_wait;
-  a.duplicate_key += aborts.duplicate_key;
-  a.validation += aborts.validation;
-  a.user += aborts.user;
-  a.mn_unreachable += aborts.mn_unreachable;
-  s.remote_calls += remote_calls;
-  for (size_t i = 0; i < commit_latency.size(); i++) {
-    s.commit_latency.counts[i] += commit_latency[i];
-  }
-  s.commit_latency.sum_ns += commit_latency_sum_ns;
-}
-
-}  // namespace txn
 
 uint64_t AbortCounts::Total() const {
   uint64_t n = 0;
@@ -119,7 +92,7 @@ ReplicaCheck Cluster::CheckReplicas() const {
   const ClusterImpl& cl = *impl_;
   std::vector<cluster::AckedWrite> acked;
   // A restarted CN's dead incarnation acknowledged writes too.
-  cl.ForEachWorkerEver([&acked](const txn::WorkerContext& w) {
+  cl.ForEachWorkerEver([&acked](const node::WorkerContext& w) {
     const auto& by_table = w.acknowledged();
     for (size_t t = 0; t < by_table.size(); t++) {
       for (const auto& [key, ts] : by_table[t]) {
@@ -147,7 +120,7 @@ FailoverStats Cluster::GetFailoverStats() const {
 ClusterStats Cluster::Stats() const {
   ClusterStats s;
   // Every incarnation's work counts, a restarted CN's dead one included.
-  impl_->ForEachWorkerEver([&s](const txn::WorkerContext& w) {
+  impl_->ForEachWorkerEver([&s](const node::WorkerContext& w) {
     w.stats().AddTo(s);
     const EndpointStats& e = w.ep().stats();
     s.reads += e.ops[static_cast<int>(Verb::kRead)];
@@ -193,7 +166,7 @@ CnStats Cluster::GetCnStats(uint16_t cn) const {
   s.lock_bucket_full = l.bucket_full.load(kRelaxed);
   s.lock_counter_full = l.counter_full.load(kRelaxed);
   s.lock_wrong_shard = l.wrong_shard.load(kRelaxed);
-  const txn::MembershipCounts& m = cl.membership_counts_;
+  const node::MembershipCounts& m = cl.membership_counts_;
   s.epoch = m.epoch.load();
   s.cns_failed = m.cns_failed.load();
   s.mns_failed = m.mns_failed.load();

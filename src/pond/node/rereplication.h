@@ -20,7 +20,7 @@
 #include "pond/task.h"
 #include "pond/transport/gaddr.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 class WorkerContext;
 
@@ -47,4 +47,4 @@ Task<Status> LayOutRestarted(WorkerContext& w, MnId mn);
 // these groups can be in flight.
 Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn);
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -1,12 +1,12 @@
-#include "pond/txn/sim_driver.h"
+#include "pond/node/sim_driver.h"
 
 #include <algorithm>
 
 #include "pond/base/assert.h"
 
-#include "pond/txn/worker_context.h"
+#include "pond/node/worker_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 void SimDriver::AddWorker(WorkerContext* w) { AddCore(w->sched(), w->ep()); }
 
@@ -113,4 +113,4 @@ SimCpuStats SimDriver::cpu_stats() const {
   return total;
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -34,15 +34,18 @@
 
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
+#include "pond/node/sim_faults.h"
 #include "pond/recovery/cn_membership.h"
 #include "pond/recovery/cn_start.h"
 #include "pond/sim/engine.h"
-#include "pond/txn/sim_faults.h"
 
 namespace pond::txn {
+class TimestampOracle;
+}  // namespace pond::txn
+
+namespace pond::node {
 
 class ClusterImpl;
-class TimestampOracle;
 
 // The machine's lease in the simulator: 2 ms, within FaRM's 5-10 ms on a slower network, and the
 // lease every recovery figure of docs/perf.md was measured with.
@@ -103,10 +106,10 @@ class SimMembership final : public SimFaults {
   sim::Engine& engine_;
   cluster::InMemoryConfigStore base_;
   std::unique_ptr<Store> store_;
-  cluster::Configuration config_;               // the newest put
-  std::vector<std::unique_ptr<Node>> nodes_;    // by CN: its newest incarnation (null: not yet)
-  std::vector<std::unique_ptr<Node>> retired_;  // crashed incarnations; their coroutines parked
-  const TimestampOracle* oracle_ = nullptr;     // the one granting now
+  cluster::Configuration config_;                 // the newest put
+  std::vector<std::unique_ptr<Node>> nodes_;      // by CN: its newest incarnation (null: not yet)
+  std::vector<std::unique_ptr<Node>> retired_;    // crashed incarnations; their coroutines parked
+  const txn::TimestampOracle* oracle_ = nullptr;  // the one granting now
   bool started_ = false;
   uint64_t tick_generation_ = 0;  // ticks of an earlier Arm find it changed and stop
   uint64_t generation_ = 0;       // faults of an earlier Arm find it changed and do nothing
@@ -140,4 +143,4 @@ class SimMembership final : public SimFaults {
   uint64_t tso_moves_ = 0;
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -1,4 +1,4 @@
-#include "pond/txn/process_membership.h"
+#include "pond/node/process_membership.h"
 
 #include <bit>
 
@@ -9,13 +9,13 @@
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_key.h"
+#include "pond/node/cn_process.h"
+#include "pond/node/rereplication.h"
+#include "pond/node/serving.h"
+#include "pond/node/worker_context.h"
 #include "pond/transport/ucx/ucx_fabric.h"
-#include "pond/txn/cn_process.h"
-#include "pond/txn/rereplication.h"
-#include "pond/txn/serving.h"
-#include "pond/txn/worker_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 namespace {
 
@@ -173,7 +173,7 @@ void ProcessMembership::MoveOracle(uint16_t host) {
   cl_.tso_cn_ = host;
   CnContext& me = *cl_.cns_[cn_];
   if (host == cn_ && me.oracle == nullptr)
-    me.oracle = std::make_unique<TimestampOracle>(cl_.clock_);
+    me.oracle = std::make_unique<txn::TimestampOracle>(cl_.clock_);
 }
 
 // The process is one CN: its view is the cluster's, and every CnContext's copy follows it.
@@ -401,4 +401,4 @@ void ProcessMembership::Fence(const std::string& why) {
   std::_Exit(kFencedExit);
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

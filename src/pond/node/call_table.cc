@@ -1,8 +1,8 @@
-#include "pond/txn/call_table.h"
+#include "pond/node/call_table.h"
 
 #include <utility>
 
-namespace pond::txn {
+namespace pond::node {
 
 CallTable::Admit CallTable::Request(WorkerAddr caller, uint64_t id, uint64_t floor) {
   Caller& c = callers_[caller.Packed()];
@@ -43,4 +43,4 @@ size_t CallTable::entries() const {
   return n;
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

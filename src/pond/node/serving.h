@@ -15,7 +15,7 @@
 
 #include "pond/cluster.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 using ServedCall = std::function<Task<void>(Session&)>;
 
@@ -56,4 +56,4 @@ struct Serving {
   std::vector<std::thread> threads;
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -1,4 +1,4 @@
-#include "pond/txn/rereplication.h"
+#include "pond/node/rereplication.h"
 
 #include <cstddef>
 #include <cstring>
@@ -7,12 +7,12 @@
 
 #include "pond/base/assert.h"
 #include "pond/lock/lock_client.h"
+#include "pond/node/worker_context.h"
 #include "pond/store/catalog.h"
 #include "pond/store/layout.h"
 #include "pond/store/record.h"
-#include "pond/txn/worker_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 namespace {
 
 // A bucket whose locks were refused is tried again after this; one whose MN did not answer,
@@ -208,4 +208,4 @@ Task<Status> SyncLaneCursors(WorkerContext& w, MnId mn) {
   co_return Status::Ok();
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -16,7 +16,7 @@
 #include "pond/sim/engine.h"
 #include "pond/transport/sim/sim_fabric.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 class WorkerContext;
 
@@ -77,4 +77,4 @@ class SimDriver {
   std::unordered_map<uint32_t, size_t> core_of_;  // worker address -> core; looked up only
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

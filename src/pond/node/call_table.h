@@ -23,7 +23,7 @@
 #include "pond/status.h"
 #include "pond/transport/endpoint.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 enum class CallAdmission : uint8_t {
   kRun,       // new: run the procedure, then Finish
@@ -75,4 +75,4 @@ class CallTable {
   CallTableStats stats_;
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -1,10 +1,10 @@
-#include "pond/txn/routed_call.h"
+#include "pond/node/routed_call.h"
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
-namespace pond::txn {
+namespace pond::node {
 
 RoutedCalls::RoutedCalls(Endpoint& ep, Scheduler& sched, Runner run, uint64_t first_id)
     : ep_(ep), sched_(sched), run_(std::move(run)), next_id_(first_id) {
@@ -187,4 +187,4 @@ size_t RoutedCalls::PeerFailed(uint16_t cn) {
   return unknown;
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

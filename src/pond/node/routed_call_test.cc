@@ -4,7 +4,7 @@
 // own, a copy, one for no call, one with a reply, one whose sizes do not add up.
 // Single-threaded over the local transport: every worker is driven by calling its scheduler's
 // RunOnce() in turn.
-#include "pond/txn/routed_call.h"
+#include "pond/node/routed_call.h"
 
 #include <gtest/gtest.h>
 
@@ -18,7 +18,7 @@
 #include "pond/runtime/clocks.h"
 #include "pond/transport/local/local_fabric.h"
 
-namespace pond::txn {
+namespace pond::node {
 namespace {
 
 std::unique_ptr<LocalFabric> MakeFabric() {
@@ -362,4 +362,4 @@ TEST_F(RoutedCallTest, ACallAwaitedFromAFailedCnEndsUnknownAndALaterOneIsRefused
 }
 
 }  // namespace
-}  // namespace pond::txn
+}  // namespace pond::node

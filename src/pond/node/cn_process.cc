@@ -1,4 +1,4 @@
-#include "pond/txn/cn_process.h"
+#include "pond/node/cn_process.h"
 
 #include <chrono>
 #include <cstring>
@@ -6,13 +6,13 @@
 
 #include "pond/cluster/directory.h"
 #include "pond/lock/shard_map.h"
+#include "pond/node/process_membership.h"
+#include "pond/node/serving.h"
+#include "pond/node/worker_context.h"
 #include "pond/recovery/cn_start.h"
 #include "pond/transport/ucx/ucx_fabric.h"
-#include "pond/txn/process_membership.h"
-#include "pond/txn/serving.h"
-#include "pond/txn/worker_context.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 namespace {
 
@@ -160,4 +160,4 @@ void ClusterImpl::WithdrawCn() {
   (void)cluster::PutOwned(*coord_, cluster::CnKey(config_.transport.cluster, cn), {});
 }
 
-}  // namespace pond::txn
+}  // namespace pond::node

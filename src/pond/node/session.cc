@@ -1,47 +1,18 @@
-// The public Txn and Session: thin wrappers over TxnState (txn_state.h) and the worker a client
-// coroutine runs on — retries with backoff (RunTxn) and hybrid routing of calls (Call).
+// The public Session: a client coroutine's handle on the worker it runs on — transactions begun
+// there (txn/txn.cc wraps them), retries with backoff (RunTxn) and hybrid routing of calls (Call).
 #include <algorithm>
 #include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
-#include "pond/txn/routed_call.h"
+#include "pond/node/routed_call.h"
+#include "pond/node/worker_context.h"
 #include "pond/txn/txn_state.h"
-#include "pond/txn/worker_context.h"
 
 namespace pond {
 
-using txn::ClusterImpl;
-using txn::WorkerContext;
-
-// ---- Txn ------------------------------------------------------------------------------------
-
-Txn::Txn(std::unique_ptr<txn::TxnState> s) : s_(std::move(s)) {}
-Txn::Txn(Txn&&) noexcept = default;
-Txn& Txn::operator=(Txn&&) noexcept = default;
-Txn::~Txn() = default;
-
-void Txn::AddRO(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadOnly); }
-void Txn::AddRW(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kReadWrite); }
-void Txn::Insert(uint16_t table, uint64_t key, std::span<const std::byte> value) {
-  s_->Add(table, key, txn::AddOp::kInsert, value);
-}
-void Txn::Delete(uint16_t table, uint64_t key) { s_->Add(table, key, txn::AddOp::kDelete); }
-Task<Status> Txn::Execute() { return s_->ExecuteAll(); }
-Task<Result<std::vector<ScanRow>>> Txn::Scan(uint16_t table, uint64_t low, uint64_t high,
-                                             size_t limit, ScanOrder order) {
-  return s_->Scan(table, low, high, limit, order);
-}
-Result<std::span<const std::byte>> Txn::Read(uint16_t table, uint64_t key) const {
-  return s_->Read(table, key);
-}
-Status Txn::Write(uint16_t table, uint64_t key, std::span<const std::byte> value) {
-  return s_->Write(table, key, value);
-}
-Task<Status> Txn::Commit() { return s_->Commit(); }
-void Txn::Abort() { s_->Abort(); }
-uint64_t Txn::start_ts() const { return s_->start_ts(); }
-uint64_t Txn::commit_ts() const { return s_->commit_ts(); }
+using node::ClusterImpl;
+using node::WorkerContext;
 
 // ---- Session --------------------------------------------------------------------------------
 
@@ -79,7 +50,7 @@ uint16_t CallTarget(WorkerContext& w, const RouteHint& hint) {
 
 }  // namespace
 
-namespace txn {
+namespace node {
 
 Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
                             std::vector<std::byte>* reply) {
@@ -90,15 +61,15 @@ Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const
   co_return Status::Ok();
 }
 
-}  // namespace txn
+}  // namespace node
 
 Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
                            const RouteHint& hint) {
   // An unknown procedure is refused here as the callee would refuse it.
-  const txn::ProcedureEntry* p = w_->cluster().Procedure(proc);
+  const node::ProcedureEntry* p = w_->cluster().Procedure(proc);
   if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
   uint16_t target = CallTarget(*w_, hint);
-  if (target == w_->cn_id()) co_return co_await txn::RunProcedureAs(*this, *p, args, nullptr);
+  if (target == w_->cn_id()) co_return co_await node::RunProcedureAs(*this, *p, args, nullptr);
   w_->stats().remote_calls++;
   co_return co_await w_->calls().Call(WorkerAddr{target, w_->index()}, proc, args);
 }
@@ -106,13 +77,13 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
 Task<Result<std::vector<std::byte>>> Session::CallWithReply(ProcedureId proc,
                                                             std::span<const std::byte> args,
                                                             const RouteHint& hint) {
-  const txn::ProcedureEntry* p = w_->cluster().Procedure(proc);
+  const node::ProcedureEntry* p = w_->cluster().Procedure(proc);
   if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
   uint16_t target = CallTarget(*w_, hint);
   if (target == w_->cn_id()) {
     std::vector<std::byte> reply;
-    Status st = co_await txn::RunProcedureAs(*this, *p, args, &reply);
-    if (st.ok()) st = txn::CheckReplyBytes(reply.size());
+    Status st = co_await node::RunProcedureAs(*this, *p, args, &reply);
+    if (st.ok()) st = node::CheckReplyBytes(reply.size());
     if (!st.ok()) co_return st;
     co_return std::move(reply);
   }

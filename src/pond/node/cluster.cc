@@ -9,23 +9,23 @@
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_table.h"
+#include "pond/node/cn_process.h"
+#include "pond/node/process_membership.h"
+#include "pond/node/serving.h"
+#include "pond/node/sim_driver.h"
+#include "pond/node/sim_membership.h"
+#include "pond/node/worker_context.h"
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
 #include "pond/transport/local/local_fabric.h"
 #include "pond/transport/ucx/ucx_fabric.h"
-#include "pond/txn/cn_process.h"
 #include "pond/txn/ordered.h"
-#include "pond/txn/process_membership.h"
-#include "pond/txn/serving.h"
-#include "pond/txn/sim_driver.h"
-#include "pond/txn/sim_membership.h"
-#include "pond/txn/worker_context.h"
 
 namespace pond {
 
-using txn::ClusterImpl;
-using txn::CnContext;
-using txn::WorkerContext;
+using node::ClusterImpl;
+using node::CnContext;
+using node::WorkerContext;
 
 namespace {
 
@@ -54,7 +54,7 @@ T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
 
 Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t region_bytes) {
   auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(c.mns), region_bytes,
-                                              txn::UcxOptionsOf(c));
+                                              node::UcxOptionsOf(c));
   if (!f.ok()) return f.status();
   return std::unique_ptr<Fabric>(std::move(f).value());
 }
@@ -120,13 +120,13 @@ Status ValidateConfig(const ClusterConfig& c) {
   return Status::Ok();
 }
 
-namespace txn {
+namespace node {
 
 WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed,
                              uint16_t incarnation)
-    : TxnContext(cl.config_, cl.layout_, cl.catalog_, c.Parts(), idx, cl.clock_,
-                 // The incarnation in the writer tag's sequence (docs/formats.md "Cell").
-                 uint64_t{incarnation} << store::kSeqIncarnationShift | 1, cl.step_probe_),
+    : txn::TxnContext(cl.config_, cl.layout_, cl.catalog_, c.Parts(), idx, cl.clock_,
+                      // The incarnation in the writer tag's sequence (docs/formats.md "Cell").
+                      uint64_t{incarnation} << store::kSeqIncarnationShift | 1, cl.step_probe_),
       cluster_(cl),
       cn_ctx_(c),
       rng_(seed) {
@@ -153,8 +153,8 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
   }
   const bool host = c.id == cl.TsoHost(idx).cn;
   POND_CHECK(!host || c.oracle != nullptr);
-  tso_ = std::make_unique<TsoClient>(*ep_, cl.TsoHost(idx), host ? c.oracle.get() : nullptr);
-  tso_server_ = std::make_unique<TsoServer>(*ep_, host ? c.oracle.get() : nullptr);
+  tso_ = std::make_unique<txn::TsoClient>(*ep_, cl.TsoHost(idx), host ? c.oracle.get() : nullptr);
+  tso_server_ = std::make_unique<txn::TsoServer>(*ep_, host ? c.oracle.get() : nullptr);
   alloc_ = std::make_unique<store::Allocator>(cl.layout_);
   calls_ = std::make_unique<RoutedCalls>(
       *ep_, sched_,
@@ -185,7 +185,7 @@ Status WorkerContext::Init() {
   return Status::Ok();
 }
 
-void WorkerContext::HostTso(TimestampOracle& o) {
+void WorkerContext::HostTso(txn::TimestampOracle& o) {
   tso_server_->SetOracle(&o);
   tso_->SetHost(ep_->self(), &o);
 }
@@ -252,7 +252,7 @@ Status ClusterImpl::Build() {
   for (int c = 0; c < config_.cns; c++) {
     cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
     CnContext& cn = *cns_.back();
-    if (cn.id == tso_cn_) cn.oracle = std::make_unique<TimestampOracle>(clock_);
+    if (cn.id == tso_cn_) cn.oracle = std::make_unique<txn::TimestampOracle>(clock_);
     if (process_start_ != nullptr) cn.view = process_start_->config;
     for (uint32_t s = 0; s < lock::kShards; s++) {
       cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
@@ -371,11 +371,11 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
   while (!done()) w.sched().RunOnce();
 }
 
-}  // namespace txn
+}  // namespace node
 
 // ---- Cluster --------------------------------------------------------------------------------
 
-Cluster::Cluster(std::unique_ptr<txn::ClusterImpl> impl) : impl_(std::move(impl)) {}
+Cluster::Cluster(std::unique_ptr<node::ClusterImpl> impl) : impl_(std::move(impl)) {}
 Cluster::~Cluster() { StopServing(); }
 
 Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
@@ -387,8 +387,9 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   std::unique_ptr<Fabric> fabric;
   std::unique_ptr<cluster::ZkConfigStore> coord;
   if (config.transport.kind == "ucx") {
-    auto f = config.transport.coord.empty() ? StartUcxMns(config, region_bytes)
-                                            : txn::ConnectToMnDaemons(config, region_bytes, &coord);
+    auto f = config.transport.coord.empty()
+                 ? StartUcxMns(config, region_bytes)
+                 : node::ConnectToMnDaemons(config, region_bytes, &coord);
     if (!f.ok()) return f.status();
     fabric = std::move(f).value();
   } else {
@@ -400,7 +401,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
                                             *layout);
   impl->coord_ = std::move(coord);
   if (config.transport.cn >= 0) {
-    Result<recovery::CnStart> start = txn::ReadStart(*impl->coord_, config);
+    Result<recovery::CnStart> start = node::ReadStart(*impl->coord_, config);
     if (!start.ok()) return start.status();
     impl->process_start_ = std::make_unique<recovery::CnStart>(*std::move(start));
   }
@@ -425,9 +426,9 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
                                             e->clock(), *layout);
   impl->sim_fabric_ = sf;
-  impl->driver_ = std::make_unique<txn::SimDriver>(*e, *sf);
+  impl->driver_ = std::make_unique<node::SimDriver>(*e, *sf);
   POND_RETURN_IF_ERROR(impl->Build());
-  impl->sim_faults_ = std::make_unique<txn::SimMembership>(*impl);
+  impl->sim_faults_ = std::make_unique<node::SimMembership>(*impl);
   return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
 }
 
@@ -575,7 +576,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   if (cl.driver_ != nullptr) {
     // One thread, virtual time: every worker's rounds are engine events.
     cl.clients_running_ = 0;
-    cl.run_ = txn::RunClients{&client, clients, {}};
+    cl.run_ = node::RunClients{&client, clients, {}};
     for (WorkerContext* w : workers) {
       w->clients_running() = 0;
       if (!cl.sim_faults_->IsCrashed(w->cn_id())) cl.StartClients(*w);
@@ -612,7 +613,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
     cl.sim_faults_->Disarm();
     // The sessions go with the Run, as before restarts: a dead incarnation's parked coroutines
     // are never resumed.
-    cl.run_ = txn::RunClients{};
+    cl.run_ = node::RunClients{};
     return;
   }
   std::vector<std::thread> threads;

@@ -1,10 +1,10 @@
 // CallTable request by request: what a callee does with a new call, a copy of a running one, a
 // copy of a finished one, and one below its caller's floor; and that floors bound its memory.
-#include "pond/txn/call_table.h"
+#include "pond/node/call_table.h"
 
 #include <gtest/gtest.h>
 
-namespace pond::txn {
+namespace pond::node {
 namespace {
 
 const WorkerAddr kA{1, 0}, kB{2, 0};
@@ -80,4 +80,4 @@ TEST(CallTableTest, AFinishedCallKeepsItsMessageAndReply) {
 }
 
 }  // namespace
-}  // namespace pond::txn
+}  // namespace pond::node

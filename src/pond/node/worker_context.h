@@ -1,7 +1,8 @@
-// The runtime objects of an embedded cluster: one ClusterImpl, a CnContext per compute node and
-// a WorkerContext per worker thread. Internal to txn/; users see Cluster and Session. Their state
-// is private: protocol code reads the cluster through ClusterImpl's const accessors and uses its
-// worker's parts through WorkerContext's; only the Cluster facade changes the cluster.
+// The runtime objects of a cluster: one ClusterImpl, a CnContext per compute node and a
+// WorkerContext per worker thread. Internal to node/; users see Cluster and Session. Their state
+// is private: transactions see only the TxnContext each WorkerContext implements
+// (txn/txn_context.h); the rest of the runtime reads the cluster through ClusterImpl's const
+// accessors; only the Cluster facade changes the cluster.
 //
 // Ownership and threads: ClusterImpl owns everything. A CnContext's lock table and caches are
 // shared by that CN's workers (they are thread-safe). A WorkerContext — scheduler, endpoint, lock
@@ -25,6 +26,7 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
+#include "pond/node/routed_call.h"
 #include "pond/recovery/cn_controls.h"
 #include "pond/recovery/cn_start.h"
 #include "pond/rng.h"
@@ -34,11 +36,10 @@
 #include "pond/store/commit_log.h"
 #include "pond/store/placement.h"
 #include "pond/transport/fabric.h"
-#include "pond/txn/routed_call.h"
 #include "pond/txn/timestamp_oracle.h"
 #include "pond/txn/txn_context.h"
 
-// Only pointers to the simulator and the coordination service are kept here, so that protocol
+// Only pointers to the simulator and the coordination service are kept here, so that runtime
 // code including this header sees neither (the deployment is chosen in cluster.cc).
 namespace pond::sim {
 class Engine;
@@ -50,7 +51,7 @@ namespace pond {
 class SimFabric;
 }  // namespace pond
 
-namespace pond::txn {
+namespace pond::node {
 
 class ClusterImpl;
 class ServingInbox;
@@ -60,7 +61,7 @@ class CnContext;
 // One worker: what its transactions, clients and handlers use. Its parts are built by the
 // constructor (endpoint, lock client and server, timestamp client and server, allocator, routed
 // calls) and by Init (the commit log, which needs the memory pool); nothing outside changes them.
-class WorkerContext : public TxnContext {
+class WorkerContext : public txn::TxnContext {
  public:
   // `incarnation`: of its CN, 0 until the CN first restarts; stamped on its packets and in the
   // high bits of its transaction and call numbers, so no number of an earlier incarnation
@@ -84,7 +85,7 @@ class WorkerContext : public TxnContext {
   lock::LockServer& lock_server() { return *lock_server_; }
   // This worker's CN now hosts the timestamp oracle `o` (the old host failed): it serves other
   // CNs' requests for worker index() and takes its own timestamps from `o` directly.
-  void HostTso(TimestampOracle& o);
+  void HostTso(txn::TimestampOracle& o);
   RoutedCalls& calls() { return *calls_; }
   Rng& rng() { return rng_; }
   // Clients of the current Run still running on this worker (simulated runs: a crash of the
@@ -109,8 +110,8 @@ class WorkerContext : public TxnContext {
   ClusterImpl& cluster_;
   CnContext& cn_ctx_;
   std::unique_ptr<lock::LockServer> lock_server_;
-  std::unique_ptr<TsoServer> tso_server_;  // grants on the TSO host only
-  std::unique_ptr<RoutedCalls> calls_;     // made by and to this worker
+  std::unique_ptr<txn::TsoServer> tso_server_;  // grants on the TSO host only
+  std::unique_ptr<RoutedCalls> calls_;          // made by and to this worker
   Rng rng_;
   cluster::Configuration view_;
   int64_t clients_running_ = 0;
@@ -133,9 +134,9 @@ class CnContext {
 
   const uint16_t id;
   lock::LockTable locks;
-  std::unique_ptr<cache::VtCache> vt;       // null if disabled
-  std::unique_ptr<cache::AddrCache> addr;   // null if disabled
-  std::unique_ptr<TimestampOracle> oracle;  // on the TSO host only
+  std::unique_ptr<cache::VtCache> vt;            // null if disabled
+  std::unique_ptr<cache::AddrCache> addr;        // null if disabled
+  std::unique_ptr<txn::TimestampOracle> oracle;  // on the TSO host only
   std::vector<std::unique_ptr<WorkerContext>> workers;
   // This CN's view of membership (simulated runs with node faults): its workers' endpoints
   // refuse packets of CNs it holds dead. Empty: no membership, accept everything.
@@ -150,8 +151,8 @@ class CnContext {
   // (recovery/mn_rejoin.h); its workers read it, its membership sets it.
   std::atomic<bool> visible_gate_closed{false};
 
-  // What its workers' transactions see of it (TxnContext).
-  CnParts Parts() {
+  // What its workers' transactions see of it (txn/txn_context.h).
+  txn::CnParts Parts() {
     return {.id = id,
             .locks = &locks,
             .vt = vt.get(),
@@ -293,7 +294,7 @@ class ClusterImpl {
   std::function<void(const std::string&)> event_log_;
   // Simulated clusters: told when a transaction reaches a commit step (SimMembership's, for
   // crashes aimed at a step); empty otherwise.
-  TxnContext::StepProbe step_probe_;
+  txn::TxnContext::StepProbe step_probe_;
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node

@@ -31,7 +31,7 @@
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
 
-namespace pond::txn {
+namespace pond::node {
 
 class ClusterImpl;
 class WorkerContext;
@@ -127,4 +127,4 @@ class ProcessMembership final : public recovery::CnControls {
   std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
 };
 
-}  // namespace pond::txn
+}  // namespace pond::node
