@@ -809,11 +809,7 @@ void SimMembership::CrashMn(MnId mn) {
     unreadable += !readable;
   }
   if (unreadable + 1 > cl_.config().replication - 1) {
-    mn_faults_waiting_++;
-    engine_.At(engine_.now() + kRetryNs, [this, mn, gen = generation_] {
-      mn_faults_waiting_--;
-      if (gen == generation_) CrashMn(mn);
-    });
+    RetryMnFault(mn, &SimMembership::CrashMn);
     return;
   }
   POND_CHECK(!mn_crashed_[mn]);
@@ -848,10 +844,15 @@ void SimMembership::RestartMn(MnId mn) {
                           std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
   }
   if (declared && asked.ok()) return;
+  RetryMnFault(mn, &SimMembership::RestartMn);
+}
+
+void SimMembership::RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId)) {
+  // Counted while it waits, so that a run does not end with a fault of its schedule not done.
   mn_faults_waiting_++;
-  engine_.At(engine_.now() + kRetryNs, [this, mn, gen = generation_] {
+  engine_.At(engine_.now() + kRetryNs, [this, mn, fault, gen = generation_] {
     mn_faults_waiting_--;
-    if (gen == generation_) RestartMn(mn);
+    if (gen == generation_) (this->*fault)(mn);
   });
 }
 

@@ -99,6 +99,8 @@ class SimMembership final : public SimFaults {
   bool Heal(uint16_t cn);
   void CrashMn(MnId mn);
   void RestartMn(MnId mn);
+  // Tries `fault` of MN `mn` again a little later (it could not happen yet).
+  void RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId));
   // crash-coord (true) and restart-coord (false).
   void SetCoordinationDown(bool down);
 
