@@ -10,7 +10,6 @@
 #include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_key.h"
 #include "pond/node/cn_process.h"
-#include "pond/node/rereplication.h"
 #include "pond/node/serving.h"
 #include "pond/node/worker_context.h"
 #include "pond/transport/ucx/ucx_fabric.h"
@@ -29,7 +28,9 @@ constexpr uint64_t kStopWaitNs = 10'000'000'000;
 }  // namespace
 
 ProcessMembership::ProcessMembership(ClusterImpl& cl)
-    : cl_(cl), cn_(static_cast<uint16_t>(cl.config().transport.cn)), sched_(cl.clock()) {
+    : NodeControls(cl, static_cast<uint16_t>(cl.config().transport.cn),
+                   /*cluster_follows=*/true),
+      sched_(cl.clock()) {
   ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{cn_, kMembershipWorker}, sched_);
   const recovery::CnStart& start = *cl.process_start_;
   const ClusterConfig& c = cl.config();
@@ -80,7 +81,7 @@ void ProcessMembership::Stop() {
   // their coroutines end, and a copier still taking units would take locks from peers that
   // stopped before it (`pond down` stops every CN at once). What is left is copied again by
   // whoever copies next: a copy is idempotent.
-  if (copy_ != nullptr) copy_->stop = true;
+  StopCopying();
 }
 
 void ProcessMembership::Loop() {
@@ -122,38 +123,6 @@ void ProcessMembership::CoordLoop() {
   }
 }
 
-bool ProcessMembership::ApplyOnWorkers(const cluster::Configuration& next,
-                                       const std::vector<uint16_t>& failed,
-                                       const std::vector<uint16_t>& restarted, bool oracle_moved) {
-  CnContext& me = *cl_.cns_[cn_];
-  me.view = next;
-  const bool host = next.tso_host == cn_;
-  bool ok = true;
-  OnWorkers(
-      [&](WorkerContext& w) -> size_t {
-        w.SetView(next);
-        size_t unknown = 0;
-        for (uint16_t c : failed) {
-          w.locks().PeerFailed(c);
-          unknown += w.calls().PeerFailed(c);
-        }
-        for (uint16_t c : restarted) {
-          w.locks().PeerRestarted(c);
-          w.calls().PeerRestarted(c);
-        }
-        if (oracle_moved) {
-          if (host) {
-            w.HostTso(*w.cn().oracle);
-          } else {
-            w.tso().SetHost(cl_.TsoHost(w.index()), nullptr);
-          }
-        }
-        return unknown;
-      },
-      &ok);
-  return ok;
-}
-
 Status ProcessMembership::ReachRestarted(uint16_t cn, uint16_t incarnation) {
   // Its new process published its workers' addresses before asking to come back.
   Result<cluster::Versioned> d =
@@ -167,75 +136,6 @@ Status ProcessMembership::ReachRestarted(uint16_t cn, uint16_t incarnation) {
   auto* fabric = dynamic_cast<ucx::UcxFabric*>(cl_.fabric_.get());
   POND_CHECK_MSG(fabric != nullptr, "a CN process runs over UCX");
   return fabric->AddRemoteCn(*desc);
-}
-
-void ProcessMembership::MoveOracle(uint16_t host) {
-  cl_.tso_cn_ = host;
-  CnContext& me = *cl_.cns_[cn_];
-  if (host == cn_ && me.oracle == nullptr)
-    me.oracle = std::make_unique<txn::TimestampOracle>(cl_.clock_);
-}
-
-// The process is one CN: its view is the cluster's, and every CnContext's copy follows it.
-void ProcessMembership::AssignShard(uint32_t s, uint16_t cn) { cl_.AssignShardEverywhere(s, cn); }
-
-uint16_t ProcessMembership::ShardOwner(uint32_t s) const { return cl_.shard_map_.CnOf(s); }
-
-void ProcessMembership::OpenShard(uint32_t s) {
-  CnContext& me = *cl_.cns_[cn_];
-  if (me.vt) me.vt->InvalidateShard(s);
-  me.locks.SetManaged(s, true);
-}
-
-void ProcessMembership::CloseShard(uint32_t s) { cl_.cns_[cn_]->locks.SetManaged(s, false); }
-
-std::optional<size_t> ProcessMembership::LocksHeldIn(const std::vector<uint32_t>& shards) {
-  return cl_.cns_[cn_]->locks.HeldIn(shards);
-}
-
-uint16_t ProcessMembership::ShardHome(uint32_t s) const { return cl_.shard_map_.HomeOf(s); }
-
-void ProcessMembership::StopReading(MnId mn) {
-  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetJoining(mn); });
-}
-
-void ProcessMembership::MarkDown(MnId mn) {
-  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetDown(mn); });
-}
-
-void ProcessMembership::MnJoining(MnId mn) {
-  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetJoining(mn); });
-}
-
-void ProcessMembership::MnFrozen(MnId mn) {
-  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetFrozen(mn); });
-}
-
-void ProcessMembership::MnUp(MnId mn) {
-  cl_.ChangePlacementEverywhere([mn](store::Placement& p) { p.SetUp(mn); });
-}
-
-std::vector<uint64_t> ProcessMembership::TxnMark() {
-  std::vector<uint64_t> mark(cl_.cns_[cn_]->workers.size());
-  bool ok = true;
-  // Each worker writes its own slot on its own thread; OnWorkers returns once all have.
-  OnWorkers(
-      [&mark](WorkerContext& w) -> size_t {
-        mark[w.index()] = w.locks().next_floor();
-        return 0;
-      },
-      &ok);
-  return mark;
-}
-
-std::optional<bool> ProcessMembership::EndedSince(const std::vector<uint64_t>& mark) {
-  if (mark.empty()) return true;
-  bool ok = true;
-  const size_t behind = OnWorkers(
-      [&mark](WorkerContext& w) -> size_t { return w.locks().floor() < mark[w.index()] ? 1 : 0; },
-      &ok);
-  if (!ok) return std::nullopt;
-  return behind == 0;
 }
 
 Status ProcessMembership::ReachRestartedMn(MnId mn, uint16_t incarnation) {
@@ -255,124 +155,18 @@ Status ProcessMembership::ReachRestartedMn(MnId mn, uint16_t incarnation) {
   return replaced;
 }
 
-void ProcessMembership::StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) {
-  auto job = std::make_shared<CopyJob>();
-  job->todo.assign(units.begin(), units.end());
-  CnContext& me = *cl_.cns_[cn_];
-  job->running = static_cast<int>(me.workers.size());
-  copy_ = job;
-  for (auto& w : me.workers) {
-    cl_.PostTo(*w, [job, mn](WorkerContext& w) {
-      w.sched().Spawn([](std::shared_ptr<CopyJob> job, WorkerContext* w, MnId mn) -> Task<void> {
-        for (;;) {
-          recovery::CopyUnit u;
-          {
-            std::lock_guard lock(job->mu);
-            if (job->todo.empty() || !job->error.ok() || job->stop.load()) break;
-            u = job->todo.front();
-            job->todo.pop_front();
-          }
-          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u, &job->stop);
-          if (!r.ok()) {
-            std::lock_guard lock(job->mu);
-            if (job->error.ok()) job->error = r.status();
-            break;
-          }
-          job->slots += *r;
-        }
-        job->running--;
-      }(job, &w, mn));
-    });
-  }
+void ProcessMembership::Post(WorkerContext& w, std::function<void(WorkerContext&)> fn) {
+  cl_.PostTo(w, std::move(fn));
 }
 
-std::optional<Result<uint64_t>> ProcessMembership::CopyResult() {
-  if (copy_ == nullptr || copy_->running.load() > 0) return std::nullopt;
-  std::lock_guard lock(copy_->mu);
-  if (!copy_->error.ok()) return Result<uint64_t>(copy_->error);
-  return Result<uint64_t>(copy_->slots.load());
-}
-
-void ProcessMembership::StartSync(MnId mn) {
-  auto job = std::make_shared<SyncJob>();
-  sync_ = job;
-  CnContext& me = *cl_.cns_[cn_];
-  cl_.PostTo(*me.workers.front(), [job, mn](WorkerContext& w) {
-    w.sched().Spawn([](std::shared_ptr<SyncJob> job, WorkerContext* w, MnId mn) -> Task<void> {
-      Status s = co_await LayOutRestarted(*w, mn);
-      if (s.ok()) s = co_await SyncLaneCursors(*w, mn);
-      job->status = s;
-      job->done.store(true, std::memory_order_release);
-    }(job, &w, mn));
-  });
-}
-
-std::optional<Status> ProcessMembership::SyncResult() {
-  if (sync_ == nullptr || !sync_->done.load(std::memory_order_acquire)) return std::nullopt;
-  return sync_->status;
-}
-
-void ProcessMembership::SetVisibleGate(bool closed) {
-  cl_.cns_[cn_]->visible_gate_closed.store(closed, std::memory_order_release);
-}
-
-std::optional<size_t> ProcessMembership::CommitsMidVisible() {
-  bool ok = true;
-  const size_t mid = OnWorkers(
-      [](WorkerContext& w) -> size_t { return static_cast<size_t>(w.commits_mid_visible()); }, &ok);
-  if (!ok) return std::nullopt;
-  return mid;
-}
-
-bool ProcessMembership::ReleaseLocksOf(uint16_t dead) {
-  cl_.cns_[cn_]->locks.ReleaseAllOf(dead);
-  bool ok = true;
-  OnWorkers(
-      [&](WorkerContext& w) -> size_t {
-        w.lock_server().ForgetCn(dead);
-        return 0;
-      },
-      &ok);
-  return ok;
-}
-
-std::optional<size_t> ProcessMembership::LiveContacting(uint16_t dead) {
-  bool ok = true;
-  const size_t live =
-      OnWorkers([&](WorkerContext& w) -> size_t { return w.locks().LiveContacting(dead); }, &ok);
-  if (!ok) return std::nullopt;
-  return live;
-}
-
-std::optional<uint64_t> ProcessMembership::CheckLinks(uint64_t probe, uint64_t quiet_ns,
-                                                      uint64_t silent_ns) {
-  bool ok = true;
-  std::atomic<uint64_t> silent{0};
-  OnWorkers(
-      [&](WorkerContext& w) -> size_t {
-        silent.fetch_or(w.locks().Silent(silent_ns));
-        if (w.index() != 0) return 0;  // one answer per peer is enough
-        for (uint64_t bits = probe; bits != 0; bits &= bits - 1) {
-          w.locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
-        }
-        return 0;
-      },
-      &ok);
-  if (!ok) return std::nullopt;
-  return silent.load();
-}
-
-const store::Catalog& ProcessMembership::catalog() const { return cl_.catalog(); }
-
-const store::Placement& ProcessMembership::placement() const { return cl_.placement(); }
-
-size_t ProcessMembership::OnWorkers(const std::function<size_t(WorkerContext&)>& fn, bool* ok) {
+std::optional<size_t> ProcessMembership::OnWorkers(
+    const std::function<size_t(WorkerContext&)>& fn) {
   struct Tally {
     std::atomic<int> left{0};
     std::atomic<size_t> sum{0};
   };
   auto tally = std::make_shared<Tally>();
-  CnContext& me = *cl_.cns_[cn_];
+  CnContext& me = Me();
   tally->left = static_cast<int>(me.workers.size());
   for (auto& w : me.workers) {
     cl_.PostTo(*w, [tally, &fn](WorkerContext& w) {
@@ -380,15 +174,14 @@ size_t ProcessMembership::OnWorkers(const std::function<size_t(WorkerContext&)>&
       tally->left--;
     });
   }
+  bool stopped = false;
   while (tally->left.load() > 0) {
-    if (stop_.load()) {
-      // The workers are still serving (Stop comes before StopServing): they finish the tasks.
-      while (tally->left.load() > 0) std::this_thread::yield();
-      *ok = false;
-      return tally->sum.load();
-    }
+    // The workers are still serving when the membership stops (Stop comes before
+    // StopServing): they finish the tasks, which use `fn`, so this waits for them even then.
+    stopped = stopped || stop_.load();
     std::this_thread::yield();
   }
+  if (stopped) return std::nullopt;
   return tally->sum.load();
 }
 

@@ -12,6 +12,7 @@
 #include "pond/base/assert.h"
 #include "pond/cluster/directory.h"
 #include "pond/lock/lock_key.h"
+#include "pond/node/node_controls.h"
 #include "pond/node/rereplication.h"
 #include "pond/node/sim_driver.h"
 #include "pond/node/worker_context.h"
@@ -109,167 +110,19 @@ class SimMembership::CnStore final : public cluster::ConfigStore {
 
 // What the machine of simulated CN `cn` acts through: its workers, lock table and caches, and
 // the cluster's shard map and placement, which the simulated CNs share.
-class SimMembership::Controls final : public recovery::CnControls {
+// A simulated CN's controls: NodeControls, as a `pond cn` process has them, reaching its workers
+// at once (every CN runs on the engine's one thread) and checking what docs/recovery.md argues.
+class SimMembership::Controls final : public NodeControls {
  public:
-  Controls(SimMembership& m, uint16_t cn) : m_(m), cl_(m.cl_), cn_(cn) {}
+  Controls(SimMembership& m, uint16_t cn)
+      : NodeControls(m.cl_, cn, /*cluster_follows=*/false), m_(m) {}
 
-  bool ApplyOnWorkers(const cluster::Configuration& next, const std::vector<uint16_t>& failed,
-                      const std::vector<uint16_t>& restarted, bool oracle_moved) override {
-    CnContext& me = Me();
-    me.view = next;
-    for (auto& w : me.workers) {
-      w->SetView(next);
-      for (uint16_t c : failed) {
-        w->locks().PeerFailed(c);
-        m_.unknown_calls_ += w->calls().PeerFailed(c);
-      }
-      for (uint16_t c : restarted) {
-        w->locks().PeerRestarted(c);
-        w->calls().PeerRestarted(c);
-      }
-      if (!oracle_moved) continue;
-      if (next.tso_host == cn_) {
-        w->HostTso(*me.oracle);
-      } else {
-        w->tso().SetHost(WorkerAddr{next.tso_host, w->index()}, nullptr);
-      }
-    }
-    return true;
-  }
   Status ReachRestarted(uint16_t, uint16_t) override {
     return Status::Ok();  // the simulated fabric routes to a CN's newest incarnation
   }
-  void MoveOracle(uint16_t host) override {
-    cl_.tso_cn_ = host;
-    CnContext& me = Me();
-    if (host != cn_ || me.oracle != nullptr) return;
-    me.oracle = std::make_unique<txn::TimestampOracle>(cl_.clock_);
-    // What docs/recovery.md argues, checked: the new oracle starts past the old one.
-    POND_CHECK_MSG(m_.oracle_ == nullptr || me.oracle->NextAtLeast() > m_.oracle_->last(),
-                   "a new timestamp oracle would grant below the old one");
-    m_.oracle_ = me.oracle.get();
-  }
-  // This CN's own map and placement (CnContext): the simulated CNs apply epochs one by one, as
-  // daemons do, and may route by different epochs meanwhile.
-  void AssignShard(uint32_t s, uint16_t cn) override {
-    // What docs/recovery.md argues, checked: a shard leaves a CN still running only once that
-    // CN has closed it (a return), so no two CNs ever grant its locks.
-    const uint16_t from = Me().shard_map.CnOf(s);
-    POND_CHECK_MSG(from == cn || m_.IsCrashed(from) || !cl_.cns_[from]->locks.Manages(s),
-                   "a shard moved off a running CN that still serves it");
-    Me().shard_map.Assign(s, cn);
-  }
-  uint16_t ShardOwner(uint32_t s) const override { return Me().shard_map.CnOf(s); }
-  void OpenShard(uint32_t s) override {
-    CnContext& me = Me();
-    // It may have managed the shard before: what its VT cache kept from then is stale.
-    if (me.vt) me.vt->InvalidateShard(s);
-    me.locks.SetManaged(s, true);
-  }
-  void CloseShard(uint32_t s) override { Me().locks.SetManaged(s, false); }
-  std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override {
-    return Me().locks.HeldIn(shards);
-  }
-  uint16_t ShardHome(uint32_t s) const override { return cl_.shard_map_.HomeOf(s); }
-  void StopReading(MnId mn) override { Me().placement.SetJoining(mn); }
-  void MarkDown(MnId mn) override { Me().placement.SetDown(mn); }
   Status ReachRestartedMn(MnId, uint16_t) override {
     return Status::Ok();  // the simulated fabric serves an MN's memory where it always did
   }
-  void MnJoining(MnId mn) override { Me().placement.SetJoining(mn); }
-  void MnFrozen(MnId mn) override { Me().placement.SetFrozen(mn); }
-  void MnUp(MnId mn) override { Me().placement.SetUp(mn); }
-  std::vector<uint64_t> TxnMark() override {
-    std::vector<uint64_t> mark;
-    for (auto& w : Me().workers) mark.push_back(w->locks().next_floor());
-    return mark;
-  }
-  std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override {
-    const auto& workers = Me().workers;
-    for (size_t i = 0; i < mark.size() && i < workers.size(); i++) {
-      if (workers[i]->locks().floor() < mark[i]) return false;
-    }
-    return true;
-  }
-  void StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) override {
-    // One copier per worker, taking units from one queue; the job outlives a crash of the CN
-    // (its coroutines are parked, not destroyed).
-    auto job = std::make_shared<CopyJob>();
-    job->todo.assign(units.begin(), units.end());
-    copy_ = job;
-    for (auto& wp : Me().workers) {
-      WorkerContext* w = wp.get();
-      job->running++;
-      w->sched().Spawn([](SimMembership* m, std::shared_ptr<CopyJob> job, WorkerContext* w,
-                          MnId mn) -> Task<void> {
-        while (!job->todo.empty() && job->error.ok()) {
-          const recovery::CopyUnit u = job->todo.front();
-          job->todo.pop_front();
-          Result<uint64_t> r = co_await CopyToRejoining(*w, mn, u);
-          if (!r.ok()) {
-            job->error = r.status();
-            break;
-          }
-          job->slots += *r;
-          m->mn_slots_copied_[mn] += *r;
-        }
-        job->running--;
-      }(&m_, job, w, mn));
-    }
-  }
-  std::optional<Result<uint64_t>> CopyResult() override {
-    if (copy_ == nullptr || copy_->running > 0) return std::nullopt;
-    if (!copy_->error.ok()) return Result<uint64_t>(copy_->error);
-    return Result<uint64_t>(copy_->slots);
-  }
-  void StartSync(MnId mn) override {
-    auto job = std::make_shared<SyncJob>();
-    sync_ = job;
-    WorkerContext* w = Me().workers.front().get();
-    w->sched().Spawn([](std::shared_ptr<SyncJob> job, WorkerContext* w, MnId mn) -> Task<void> {
-      Status s = co_await LayOutRestarted(*w, mn);
-      if (s.ok()) s = co_await SyncLaneCursors(*w, mn);
-      job->status = s;
-      job->done = true;
-    }(job, w, mn));
-  }
-  std::optional<Status> SyncResult() override {
-    if (sync_ == nullptr || !sync_->done) return std::nullopt;
-    return sync_->status;
-  }
-  void SetVisibleGate(bool closed) override { Me().visible_gate_closed = closed; }
-  std::optional<size_t> CommitsMidVisible() override {
-    size_t mid = 0;
-    for (auto& w : Me().workers) mid += static_cast<size_t>(w->commits_mid_visible());
-    return mid;
-  }
-  bool ReleaseLocksOf(uint16_t dead) override {
-    CnContext& me = Me();
-    me.locks.ReleaseAllOf(dead);
-    for (auto& w : me.workers) w->lock_server().ForgetCn(dead);
-    return true;
-  }
-  std::optional<size_t> LiveContacting(uint16_t dead) override {
-    size_t live = 0;
-    for (auto& w : Me().workers) live += w->locks().LiveContacting(dead);
-    return live;
-  }
-  std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t quiet_ns,
-                                     uint64_t silent_ns) override {
-    uint64_t silent = 0;
-    for (auto& w : Me().workers) silent |= w->locks().Silent(silent_ns);
-    // The probes from inside a round of the first worker, whose end sends them.
-    WorkerContext* w = Me().workers.front().get();
-    w->sched().Spawn([](WorkerContext* w, uint64_t cns, uint64_t quiet_ns) -> Task<void> {
-      for (uint64_t bits = cns; bits != 0; bits &= bits - 1) {
-        w->locks().Probe(static_cast<uint16_t>(std::countr_zero(bits)), quiet_ns);
-      }
-      co_return;
-    }(w, probe, quiet_ns));
-    return silent;
-  }
-  const store::Catalog& catalog() const override { return cl_.catalog(); }
-  const store::Placement& placement() const override { return Me().placement; }
   void LogRecovered(uint16_t dead, uint64_t epoch, uint16_t,
                     const cluster::LogRecoveryStats& stats) override {
     for (Failure& f : m_.failures_) {
@@ -295,24 +148,30 @@ class SimMembership::Controls final : public recovery::CnControls {
   }
 
  private:
-  struct CopyJob {
-    std::deque<recovery::CopyUnit> todo;
-    int running = 0;
-    uint64_t slots = 0;
-    Status error;
-  };
-  struct SyncJob {
-    bool done = false;
-    Status status;
-  };
-
-  CnContext& Me() const { return *cl_.cns_[cn_]; }
+  void Post(WorkerContext& w, std::function<void(WorkerContext&)> fn) override { fn(w); }
+  std::optional<size_t> OnWorkers(const std::function<size_t(WorkerContext&)>& fn) override {
+    size_t sum = 0;
+    for (auto& w : Me().workers) sum += fn(*w);
+    return sum;
+  }
+  void CallsUnknown(size_t calls) override { m_.unknown_calls_ += calls; }
+  void OracleMade(const txn::TimestampOracle& o) override {
+    // What docs/recovery.md argues, checked: the new oracle starts past the old one.
+    POND_CHECK_MSG(m_.oracle_ == nullptr || o.NextAtLeast() > m_.oracle_->last(),
+                   "a new timestamp oracle would grant below the old one");
+    m_.oracle_ = &o;
+  }
+  void ShardMoving(uint32_t s, uint16_t from, uint16_t to) override {
+    // What docs/recovery.md argues, checked: a shard leaves a CN still running only once that
+    // CN has closed it (a return), so no two CNs ever grant its locks.
+    POND_CHECK_MSG(from == to || m_.IsCrashed(from) || !cl_.cns_[from]->locks.Manages(s),
+                   "a shard moved off a running CN that still serves it");
+  }
+  std::function<void(uint64_t)> CopyCounter(MnId mn) override {
+    return [m = &m_, mn](uint64_t slots) { m->mn_slots_copied_[mn] += slots; };
+  }
 
   SimMembership& m_;
-  ClusterImpl& cl_;
-  const uint16_t cn_;
-  std::shared_ptr<CopyJob> copy_;
-  std::shared_ptr<SyncJob> sync_;
 };
 
 SimMembership::SimMembership(ClusterImpl& cl)

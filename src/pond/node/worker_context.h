@@ -253,6 +253,7 @@ class ClusterImpl {
   friend class WorkerContext;      // builds its parts from the cluster's services
   friend class ProcessMembership;  // a CN process's controls: views, shards, logs to recover
   friend class SimMembership;      // the same for the simulated CNs, and crashes them
+  friend class NodeControls;       // the controls of one CN, in any deployment
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
