@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Layers import only downward (README "Layers"): no file under src/pond/ includes a header of a
-layer with a higher number than its own, and the transaction layer's library links neither UCX
-nor ZooKeeper (nor the simulator).
+layer with a higher number than its own, and neither the transactions (txn/) nor the compute-node
+runtime (node/) links UCX or ZooKeeper — only the deployments above them do (deploy/).
 
 Usage: layers_test.py SOURCE_DIR [BUILD_DIR]
-With BUILD_DIR, also reads the link line CMake wrote for txn_test, which links pond_txn alone:
-its closure is pond_txn's.
+With BUILD_DIR, also reads the link lines CMake wrote for txn_test and sim_cluster_test, which
+link pond_txn and pond_node alone: their closures are those libraries'.
 """
 import os
 import re
@@ -15,13 +15,18 @@ import sys
 RANK = {
     "base": 0, "runtime": 1, "check": 1, "sim": 2, "transport": 3, "store": 4, "btree": 4,
     "lock": 5, "cache": 5, "cluster": 5, "recovery": 5, "txn": 6, "node": 7,
-    "server": 8, "bench": 8, "tools": 8, "client": 8,
+    "deploy": 8, "server": 8, "bench": 8, "tools": 8, "client": 8,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*"pond/([a-z_]+)/', re.M)
-# What txn/ must not link: the UCX transport, the coordination service, the runtime above it.
-# (It does link the simulator's engine: pond_transport holds the simulated fabric beside the
-# local one, and both need only the Endpoint interface.)
-FORBIDDEN_FOR_TXN = ("libpond_ucx", "libpond_zk", "libpond_node", "libucp", "libzookeeper")
+# What a test program that links only `library` must not link: the UCX transport, the
+# coordination service, the layers above. (They do link the simulator's engine: pond_transport
+# holds the simulated fabric beside the local one, and both need only the Endpoint interface.)
+CHECKED = {
+    "txn_test": ("libpond_txn", ("libpond_ucx", "libpond_zk", "libpond_node", "libpond_deploy",
+                                 "libucp", "libzookeeper")),
+    "sim_cluster_test": ("libpond_node", ("libpond_ucx", "libpond_zk", "libpond_deploy",
+                                          "libucp", "libzookeeper")),
+}
 
 
 def upward_includes(src):
@@ -48,26 +53,33 @@ def upward_includes(src):
     return bad
 
 
-def txn_links(build):
+def link_line(build, target):
     # Ninja and Makefile generators keep the link line in different places.
-    line = None
     ninja = os.path.join(build, "build.ninja")
     if os.path.exists(ninja):
         with open(ninja) as fh:
             text = fh.read()
-        m = re.search(r"^build src/pond/txn_test[ :][^\n]*CXX_EXECUTABLE_LINKER[^\n]*\n(?:  [^\n]*\n)*", text, re.M)
-        if m:
-            line = m.group(0)
-    else:
-        link = os.path.join(build, "src", "pond", "CMakeFiles", "txn_test.dir", "link.txt")
-        if os.path.exists(link):
-            with open(link) as fh:
-                line = fh.read()
-    if line is None:
-        return ["no link line for txn_test in " + build]
-    if "libpond_txn" not in line:
-        return ["txn_test's link line names no libpond_txn: this check reads the wrong line"]
-    return [f"pond_txn links {f}" for f in FORBIDDEN_FOR_TXN if f in line]
+        m = re.search(r"^build src/pond/" + target + r"[ :][^\n]*CXX_EXECUTABLE_LINKER[^\n]*\n(?:  [^\n]*\n)*",
+                      text, re.M)
+        return m.group(0) if m else None
+    link = os.path.join(build, "src", "pond", "CMakeFiles", target + ".dir", "link.txt")
+    if os.path.exists(link):
+        with open(link) as fh:
+            return fh.read()
+    return None
+
+
+def links(build):
+    bad = []
+    for target, (library, forbidden) in CHECKED.items():
+        line = link_line(build, target)
+        if line is None:
+            bad.append(f"no link line for {target} in {build}")
+        elif library not in line:
+            bad.append(f"{target}'s link line names no {library}: this check reads the wrong line")
+        else:
+            bad += [f"{library[3:]} links {f[3:]}" for f in forbidden if f in line]
+    return bad
 
 
 def main():
@@ -76,7 +88,7 @@ def main():
         return 2
     bad = upward_includes(sys.argv[1])
     if len(sys.argv) == 3:
-        bad += txn_links(sys.argv[2])
+        bad += links(sys.argv[2])
     for b in bad:
         print("layers_test: " + b, file=sys.stderr)
     if bad:

@@ -1,5 +1,6 @@
-// The cluster: checking its config, building its CNs and workers on a transport (local threads or
-// the simulator), tables and loading, and the run loop of the worker threads. The public Txn and
+// The cluster: checking its config, building its CNs and workers on the fabric a deployment gives
+// it (deploy/start.cc picks local threads or UCX; StartSimulated, below, the simulator), tables
+// and loading, and the run loop of the worker threads. The public Txn and
 // Session live in session.cc, routed calls in routed_call.cc, the counters in cluster_stats.cc.
 #include <optional>
 #include <thread>
@@ -7,18 +8,13 @@
 #include "pond/base/assert.h"
 #include "pond/cluster.h"
 #include "pond/cluster/directory.h"
-#include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_table.h"
-#include "pond/node/cn_process.h"
-#include "pond/node/process_membership.h"
 #include "pond/node/serving.h"
 #include "pond/node/sim_driver.h"
 #include "pond/node/sim_membership.h"
 #include "pond/node/worker_context.h"
 #include "pond/runtime/clocks.h"
 #include "pond/store/sv_slot.h"
-#include "pond/transport/local/local_fabric.h"
-#include "pond/transport/ucx/ucx_fabric.h"
 #include "pond/txn/ordered.h"
 
 namespace pond {
@@ -50,13 +46,6 @@ T RunOn(ClusterImpl& cl, WorkerContext& w, Task<T> task) {
   }(std::move(task), &out));
   cl.Drive(w, [&] { return out.has_value(); });
   return std::move(*out);
-}
-
-Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t region_bytes) {
-  auto f = ucx::UcxFabric::CreateWithLocalMns(static_cast<uint16_t>(c.mns), region_bytes,
-                                              node::UcxOptionsOf(c));
-  if (!f.ok()) return f.status();
-  return std::unique_ptr<Fabric>(std::move(f).value());
 }
 
 }  // namespace
@@ -241,7 +230,7 @@ Status ClusterImpl::Build() {
     }
   }
   Rng seeds(config_.seed);
-  // A CN of a cluster of processes starts from the membership it read (cn_process.cc).
+  // A CN of a cluster of processes starts from the membership it read (deploy/cn_process.cc).
   uint16_t incarnation = 0;
   if (process_start_ != nullptr) {
     tso_cn_ = process_start_->config.tso_host;
@@ -342,6 +331,12 @@ void ClusterImpl::ChangePlacementEverywhere(const std::function<void(store::Plac
   for (auto& cn : cns_) change(cn->placement);
 }
 
+void ClusterImpl::SetProcess(recovery::CnStart start, std::unique_ptr<CnProcess> process) {
+  POND_CHECK_MSG(cns_.empty(), "a CN process's start is given before Build");
+  process_start_ = std::make_unique<recovery::CnStart>(std::move(start));
+  process_ = std::move(process);
+}
+
 void ClusterImpl::AssignShardEverywhere(uint32_t s, uint16_t cn) {
   shard_map_.Assign(s, cn);
   for (auto& c : cns_) c->shard_map.Assign(s, cn);
@@ -377,38 +372,6 @@ void ClusterImpl::Drive(WorkerContext& w, const std::function<bool()>& done) {
 
 Cluster::Cluster(std::unique_ptr<node::ClusterImpl> impl) : impl_(std::move(impl)) {}
 Cluster::~Cluster() { StopServing(); }
-
-Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
-  POND_RETURN_IF_ERROR(ValidateConfig(config));
-  uint64_t region_bytes = config.region_mib * kMiB;
-  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, store::kChunkBytes);
-  if (!layout.ok()) return layout.status();
-  std::unique_ptr<Fabric> fabric;
-  std::unique_ptr<cluster::ZkConfigStore> coord;
-  if (config.transport.kind == "ucx") {
-    auto f = config.transport.coord.empty()
-                 ? StartUcxMns(config, region_bytes)
-                 : node::ConnectToMnDaemons(config, region_bytes, &coord);
-    if (!f.ok()) return f.status();
-    fabric = std::move(f).value();
-  } else {
-    auto f = LocalFabric::Create(static_cast<uint16_t>(config.mns), region_bytes);
-    if (!f.ok()) return f.status();
-    fabric = std::move(f).value();
-  }
-  auto impl = std::make_unique<ClusterImpl>(config, nullptr, std::move(fabric), SystemClock::Get(),
-                                            *layout);
-  impl->coord_ = std::move(coord);
-  if (config.transport.cn >= 0) {
-    Result<recovery::CnStart> start = node::ReadStart(*impl->coord_, config);
-    if (!start.ok()) return start.status();
-    impl->process_start_ = std::make_unique<recovery::CnStart>(*std::move(start));
-  }
-  POND_RETURN_IF_ERROR(impl->Build());
-  if (config.transport.cn >= 0) POND_RETURN_IF_ERROR(impl->PublishCn());
-  return std::unique_ptr<Cluster>(new Cluster(std::move(impl)));
-}
 
 Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& config,
                                                          const Testbed& testbed) {

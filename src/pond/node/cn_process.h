@@ -1,36 +1,29 @@
-// The pieces of a cluster whose nodes are processes: its MNs `pond mn` daemons (reached by the
-// descriptors they publish in the coordination service) and maybe its CNs `pond cn` daemons, one
-// CN per process (TransportConfig.cn), which find each other's workers there too
-// (docs/deploy.md). ClusterImpl's PublishCn, ConnectPeerCns and WithdrawCn live in cn_process.cc.
+// CnProcess: what a CN of a cluster of processes (a `pond cn` daemon, TransportConfig.cn) adds to
+// the runtime, at the few points where the runtime calls it. It speaks UCX and the coordination
+// service, so it is implemented above node/ (deploy/cn_process.h), where the deployment is
+// chosen; the runtime sees only this interface and links neither.
 #pragma once
 
-#include <memory>
-#include <span>
-#include <string>
-#include <vector>
-
-#include "pond/cluster.h"
-#include "pond/cluster/zk_config_store.h"
-#include "pond/recovery/cn_start.h"
-#include "pond/transport/fabric.h"
-#include "pond/transport/gaddr.h"
-#include "pond/transport/ucx/ucx_context.h"
+#include "pond/status.h"
 
 namespace pond::node {
 
-inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
-  return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
-}
+class CnProcess {
+ public:
+  virtual ~CnProcess() = default;
 
-// The MNs of a cluster of `pond mn` daemons, by the descriptors they published; the session
-// with the coordination service goes to *coord, for the CN's own keys.
-Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint64_t region_bytes,
-                                                   std::unique_ptr<cluster::ZkConfigStore>* coord);
-
-// What CN `c.transport.cn` starts from: the newest configuration (CN 0's first start writes the
-// first one), its shard map, and this process's incarnation — one past the last if the CN ran
-// before, after waiting (up to peers_wait_ms) for an earlier process still counted alive to be
-// declared failed.
-Result<recovery::CnStart> ReadStart(cluster::ConfigStore& store, const ClusterConfig& c);
+  // Once the CN's workers are built (Cluster::Start): where its logs are and how its workers are
+  // reached go to the coordination service, and a restarted CN asks to be let back in.
+  virtual Status Publish() = 0;
+  // As the cluster starts serving, before its workers do: the other CNs' workers are reached.
+  virtual Status ConnectPeers() = 0;
+  // Once the workers serve: the membership starts; returns once this CN is alive in the newest
+  // epoch it applied (a restarted CN: let back in), or with an error after peers_wait_ms.
+  virtual Status StartMembership() = 0;
+  // The first thing StopServing does, as the membership posts to the workers while they serve.
+  virtual void StopMembership() = 0;
+  // Once the workers stopped: its workers' addresses are withdrawn (best effort).
+  virtual void Withdraw() = 0;
+};
 
 }  // namespace pond::node

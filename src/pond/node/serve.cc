@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "pond/base/assert.h"
-#include "pond/node/process_membership.h"
 #include "pond/node/serving.h"
 #include "pond/node/worker_context.h"
 
@@ -124,26 +123,17 @@ Status Cluster::StartServing() {
     }
   }
   // A CN of a cluster of processes reaches the others' workers from now on.
-  if (cl.config_.transport.cn >= 0) POND_RETURN_IF_ERROR(cl.ConnectPeerCns());
+  if (cl.process_ != nullptr) POND_RETURN_IF_ERROR(cl.process_->ConnectPeers());
   cl.awaiting_ = 0;
   node::Serving* s = sv.get();
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
     s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
   }
-  if (cl.process_start_ != nullptr) {
-    cl.membership_ = std::make_unique<node::ProcessMembership>(cl);
-    cl.membership_->Start();
-    // A restarted CN serves once it is let back in (its failure recovered everywhere).
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(cl.config_.transport.peers_wait_ms);
-    while (!cl.membership_->alive()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        StopServing(0);
-        return Unavailable("this CN was not let back into the cluster within " +
-                           std::to_string(cl.config_.transport.peers_wait_ms) + " ms");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (cl.process_ != nullptr) {
+    if (Status s = cl.process_->StartMembership(); !s.ok()) {
+      StopServing(0);
+      return s;
     }
   }
   return Status::Ok();
@@ -204,15 +194,12 @@ void Cluster::StopServing(uint64_t grace_ms) {
   ClusterImpl& cl = *impl_;
   if (cl.serving_ == nullptr) return;
   // Membership first: it posts to the workers while they serve.
-  if (cl.membership_ != nullptr) {
-    cl.membership_->Stop();
-    cl.membership_.reset();
-  }
+  if (cl.process_ != nullptr) cl.process_->StopMembership();
   cl.serving_->stop_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   cl.serving_->stopping = true;
   for (std::thread& t : cl.serving_->threads) t.join();
   cl.serving_.reset();
-  cl.WithdrawCn();
+  if (cl.process_ != nullptr) cl.process_->Withdraw();
 }
 
 bool Cluster::serving() const { return impl_->serving_ != nullptr; }

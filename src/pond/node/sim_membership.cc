@@ -617,7 +617,8 @@ void SimMembership::Crash(uint16_t cn, bool fenced) {
 bool SimMembership::Restart(uint16_t cn) {
   // The oracle moved away when it was declared; the survivors heard so first.
   if (cl_.tso_cn_ == cn) return false;
-  // A daemon starting then waits for the service (cn_process.cc's ReadStart loops on TryStart).
+  // A daemon starting then waits for the service (deploy/cn_process.cc's ReadStart loops on
+  // TryStart).
   if (store_->down || cut_[cn]) return false;
   const ClusterConfig& c = cl_.config();
   recovery::StartOptions o{.cluster = kClusterName,

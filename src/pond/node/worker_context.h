@@ -26,6 +26,7 @@
 #include "pond/lock/lock_server.h"
 #include "pond/lock/lock_table.h"
 #include "pond/lock/shard_map.h"
+#include "pond/node/cn_process.h"
 #include "pond/node/routed_call.h"
 #include "pond/recovery/cn_controls.h"
 #include "pond/recovery/cn_start.h"
@@ -39,14 +40,11 @@
 #include "pond/txn/timestamp_oracle.h"
 #include "pond/txn/txn_context.h"
 
-// Only pointers to the simulator and the coordination service are kept here, so that runtime
-// code including this header sees neither (the deployment is chosen in cluster.cc).
+// Only a pointer to the simulator is kept here, so that runtime code including this header does
+// not see it; the coordination service and UCX are known only above node/ (deploy/).
 namespace pond::sim {
 class Engine;
 }  // namespace pond::sim
-namespace pond::cluster {
-class ZkConfigStore;
-}  // namespace pond::cluster
 namespace pond {
 class SimFabric;
 }  // namespace pond
@@ -173,7 +171,6 @@ struct RunClients {
 class SimDriver;
 class SimFaults;
 class SimMembership;
-class ProcessMembership;
 
 // What the membership of a CN process did (CnStats): its thread counts, any thread reads.
 using MembershipCounts = recovery::MembershipCounts;
@@ -219,12 +216,20 @@ class ClusterImpl {
   // The worker setup work runs on (tables, loading): the first one this process hosts.
   WorkerContext& SetupWorker();
 
-  // A CN of a cluster of processes (cn_process.cc): publishes its workers' addresses in the
-  // coordination service, learns the other CNs' (waiting up to peers_wait_ms for them all),
-  // and withdraws its own when it stops.
-  Status PublishCn();
-  Status ConnectPeerCns();
-  void WithdrawCn();
+  // A CN of a cluster of processes: the membership it starts from (read by Build) and what the
+  // process adds (cn_process.h), both given by the deployment that starts it (deploy/) before
+  // Build.
+  void SetProcess(recovery::CnStart start, std::unique_ptr<CnProcess> process);
+  const recovery::CnStart* process_start() const { return process_start_.get(); }
+  CnProcess* process() { return process_.get(); }
+  // What the deployments above node/ reach: the fabric, a CN's context, the membership's
+  // counts, the event log (Cluster::SetEventLog).
+  Fabric& fabric() { return *fabric_; }
+  CnContext& cn_context(uint16_t cn) { return *cns_[cn]; }
+  MembershipCounts& membership_counts() { return membership_counts_; }
+  void Log(const std::string& line) const {
+    if (event_log_) event_log_(line);
+  }
   // While serving: runs `fn` on worker `w`'s thread, between its rounds (serve.cc).
   void PostTo(WorkerContext& w, std::function<void(WorkerContext&)> fn);
 
@@ -249,11 +254,10 @@ class ClusterImpl {
   }
 
  private:
-  friend class pond::Cluster;      // tables, procedures, runs, stats
-  friend class WorkerContext;      // builds its parts from the cluster's services
-  friend class ProcessMembership;  // a CN process's controls: views, shards, logs to recover
-  friend class SimMembership;      // the same for the simulated CNs, and crashes them
-  friend class NodeControls;       // the controls of one CN, in any deployment
+  friend class pond::Cluster;  // tables, procedures, runs, stats
+  friend class WorkerContext;  // builds its parts from the cluster's services
+  friend class SimMembership;  // the same for the simulated CNs, and crashes them
+  friend class NodeControls;   // the controls of one CN, in any deployment
 
   // Runs the Run's clients on `w` (simulated runs).
   void StartClients(WorkerContext& w);
@@ -283,16 +287,14 @@ class ClusterImpl {
   std::atomic<int64_t> clients_running_{0};
   std::atomic<int64_t> awaiting_{0};
   std::unique_ptr<Serving> serving_;  // while the cluster serves (Cluster::StartServing)
-  // The coordination service, when the MNs are daemons (TransportConfig.coord).
-  std::unique_ptr<cluster::ZkConfigStore> coord_;
-  // A CN of a cluster of processes: the membership it started from, and its membership thread
-  // while it serves; what that thread reports (Cluster::SetEventLog).
+  // A CN of a cluster of processes: the membership it started from, what its membership counts
+  // and reports (Cluster::SetEventLog), and what the process adds; declared in this order so
+  // that the counts and the log outlive the membership.
   std::unique_ptr<recovery::CnStart> process_start_;
   bool joined_ = false;  // its tables were made by an earlier process: CreateTable opens them
-  std::unique_ptr<ProcessMembership> membership_;
-  // Outlives membership_, so that the counts can be read while it starts and stops.
   MembershipCounts membership_counts_;
   std::function<void(const std::string&)> event_log_;
+  std::unique_ptr<CnProcess> process_;
   // Simulated clusters: told when a transaction reaches a commit step (SimMembership's, for
   // crashes aimed at a step); empty otherwise.
   txn::TxnContext::StepProbe step_probe_;

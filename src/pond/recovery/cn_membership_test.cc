@@ -259,7 +259,7 @@ class CnMembershipTest : public ::testing::Test {
     return *nodes_[cn];
   }
 
-  // A restarted CN asks to be let back in as `incarnation` (cn_process.cc does it at start).
+  // A restarted CN asks to be let back in as `incarnation` (deploy/cn_process.cc does it at start).
   void AskToComeBack(uint16_t cn, uint16_t incarnation) {
     const std::string text = std::to_string(incarnation);
     std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());

@@ -1,8 +1,8 @@
 // `pond cn`: one compute node as a process. It reads its cluster's spec from the coordination
 // service, reaches the MN daemons by their descriptors, and runs CN `id`'s workers — its share of
 // the lock tables, the timestamp oracle if it is CN 0, routed calls — publishing their addresses
-// so that the other CN daemons reach them (node/cn_process.h). CN 0 makes the cluster's tables the
-// first time it starts and then says the cluster is ready (cluster/directory.h ReadyKey); every
+// so that the other CN daemons reach them (deploy/cn_process.h). CN 0 makes the cluster's tables
+// the first time it starts and then says the cluster is ready (cluster/directory.h ReadyKey); every
 // other CN waits for that and joins them. Once all CNs are reachable it serves — the calls its
 // front end hands it and the other CNs' requests — until SIGTERM or SIGINT; then it stops its
 // front end, lets what it runs finish, withdraws its addresses and exits 0. With `metrics` it

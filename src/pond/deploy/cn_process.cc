@@ -1,23 +1,26 @@
-#include "pond/node/cn_process.h"
+#include "pond/deploy/cn_process.h"
 
 #include <chrono>
 #include <cstring>
 #include <thread>
 
 #include "pond/cluster/directory.h"
+#include "pond/deploy/process_membership.h"
 #include "pond/lock/shard_map.h"
-#include "pond/node/process_membership.h"
-#include "pond/node/serving.h"
 #include "pond/node/worker_context.h"
 #include "pond/recovery/cn_start.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 
-namespace pond::node {
+namespace pond::deploy {
+
+using node::ClusterImpl;
 
 namespace {
 
 // How often a CN looks again for peers that have not published yet.
 constexpr auto kPeerPoll = std::chrono::milliseconds(20);
+// How often a restarted CN looks whether it was let back in.
+constexpr auto kAlivePoll = std::chrono::milliseconds(5);
 
 ucx::UcxFabric& UcxOf(Fabric& f) {
   auto* u = dynamic_cast<ucx::UcxFabric*>(&f);
@@ -90,33 +93,38 @@ Result<recovery::CnStart> ReadStart(cluster::ConfigStore& store, const ClusterCo
   }
 }
 
-Status ClusterImpl::PublishCn() {
+UcxCnProcess::UcxCnProcess(ClusterImpl& cl, std::unique_ptr<cluster::ZkConfigStore> coord)
+    : cl_(cl), config_(cl.config()), coord_(std::move(coord)) {}
+
+UcxCnProcess::~UcxCnProcess() { StopMembership(); }
+
+Status UcxCnProcess::Publish() {
   const auto cn = static_cast<uint16_t>(config_.transport.cn);
   const std::string& name = config_.transport.cluster;
-  const recovery::CnStart& start = *process_start_;
+  const recovery::CnStart& start = *cl_.process_start();
   // Where its logs are, for whoever recovers it: kept after it stops.
   cluster::LogAreas logs;
-  for (const auto& w : cns_[cn]->workers) {
+  for (const auto& w : cl_.cn_context(cn).workers) {
     logs.bytes = w->log().bytes();
     logs.areas.push_back(w->log().areas());
   }
   POND_RETURN_IF_ERROR(recovery::PublishLogs(*coord_, name, cn, start.incarnation, logs));
-  Result<ucx::CnDescriptor> d = UcxOf(*fabric_).Describe(cn, start.incarnation);
+  Result<ucx::CnDescriptor> d = UcxOf(cl_.fabric()).Describe(cn, start.incarnation);
   if (!d.ok()) return d.status();
   POND_RETURN_IF_ERROR(cluster::PutOwned(*coord_, cluster::CnKey(name, cn), d->Encode()));
   if (!start.restarted) return Status::Ok();
   return recovery::AskToRejoin(*coord_, name, cn, start.incarnation);
 }
 
-Status ClusterImpl::ConnectPeerCns() {
+Status UcxCnProcess::ConnectPeers() {
   const TransportConfig& t = config_.transport;
-  ucx::UcxFabric& fabric = UcxOf(*fabric_);
+  ucx::UcxFabric& fabric = UcxOf(cl_.fabric());
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(t.peers_wait_ms);
-  const cluster::Configuration& view = process_start_->config;
+  const cluster::Configuration& view = cl_.process_start()->config;
   for (int cn = 0; cn < config_.cns; cn++) {
     // A CN the configuration holds failed is reached once it is back (ProcessMembership).
-    if (Hosts(static_cast<uint16_t>(cn)) || !view.cns[cn].alive) continue;
+    if (cl_.Hosts(static_cast<uint16_t>(cn)) || !view.cns[cn].alive) continue;
     const std::string key = cluster::CnKey(t.cluster, static_cast<uint16_t>(cn));
     for (;;) {
       Result<cluster::Versioned> v = coord_->Get(key);
@@ -153,11 +161,32 @@ Status ClusterImpl::ConnectPeerCns() {
   return Status::Ok();
 }
 
-void ClusterImpl::WithdrawCn() {
-  if (coord_ == nullptr || config_.transport.cn < 0) return;
+Status UcxCnProcess::StartMembership() {
+  membership_ = std::make_unique<ProcessMembership>(cl_, *coord_);
+  membership_->Start();
+  // A restarted CN serves once it is let back in (its failure recovered everywhere).
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.transport.peers_wait_ms);
+  while (!membership_->alive()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Unavailable("this CN was not let back into the cluster within " +
+                         std::to_string(config_.transport.peers_wait_ms) + " ms");
+    }
+    std::this_thread::sleep_for(kAlivePoll);
+  }
+  return Status::Ok();
+}
+
+void UcxCnProcess::StopMembership() {
+  if (membership_ == nullptr) return;
+  membership_->Stop();
+  membership_.reset();
+}
+
+void UcxCnProcess::Withdraw() {
   const auto cn = static_cast<uint16_t>(config_.transport.cn);
   // Best effort: a CN that cannot reach the service any more is withdrawn by its failure.
   (void)cluster::PutOwned(*coord_, cluster::CnKey(config_.transport.cluster, cn), {});
 }
 
-}  // namespace pond::node
+}  // namespace pond::deploy

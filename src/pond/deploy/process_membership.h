@@ -32,14 +32,16 @@
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
 
-namespace pond::node {
+namespace pond::cluster {
+class ZkConfigStore;
+}  // namespace pond::cluster
 
-class ClusterImpl;
-class WorkerContext;
+namespace pond::deploy {
 
-class ProcessMembership final : public NodeControls {
+class ProcessMembership final : public node::NodeControls {
  public:
-  explicit ProcessMembership(ClusterImpl& cl);
+  // The membership of the one CN `cl` runs, agreeing with the others through `coord`.
+  ProcessMembership(node::ClusterImpl& cl, cluster::ZkConfigStore& coord);
   ~ProcessMembership() override;
 
   // Starts the threads; the cluster serves by now (tasks go to the workers' inboxes).
@@ -57,11 +59,12 @@ class ProcessMembership final : public NodeControls {
   [[noreturn]] void Fence(const std::string& why) override;
 
  private:
-  void Post(WorkerContext& w, std::function<void(WorkerContext&)> fn) override;
-  std::optional<size_t> OnWorkers(const std::function<size_t(WorkerContext&)>& fn) override;
+  void Post(node::WorkerContext& w, std::function<void(node::WorkerContext&)> fn) override;
+  std::optional<size_t> OnWorkers(const std::function<size_t(node::WorkerContext&)>& fn) override;
   void Loop();
   void CoordLoop();
 
+  cluster::ZkConfigStore& coord_;
   Scheduler sched_;
   std::unique_ptr<Endpoint> ep_;  // to the memory pool; it sends no packets
   std::unique_ptr<recovery::CnMembership> machine_;
@@ -77,4 +80,4 @@ class ProcessMembership final : public NodeControls {
   std::shared_ptr<Wake> wake_ = std::make_shared<Wake>();
 };
 
-}  // namespace pond::node
+}  // namespace pond::deploy

@@ -1,4 +1,4 @@
-#include "pond/node/process_membership.h"
+#include "pond/deploy/process_membership.h"
 
 #include <bit>
 
@@ -9,12 +9,15 @@
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_key.h"
-#include "pond/node/cn_process.h"
 #include "pond/node/serving.h"
 #include "pond/node/worker_context.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 
-namespace pond::node {
+namespace pond::deploy {
+
+using node::ClusterImpl;
+using node::CnContext;
+using node::WorkerContext;
 
 namespace {
 
@@ -27,12 +30,13 @@ constexpr uint64_t kStopWaitNs = 10'000'000'000;
 
 }  // namespace
 
-ProcessMembership::ProcessMembership(ClusterImpl& cl)
+ProcessMembership::ProcessMembership(ClusterImpl& cl, cluster::ZkConfigStore& coord)
     : NodeControls(cl, static_cast<uint16_t>(cl.config().transport.cn),
                    /*cluster_follows=*/true),
+      coord_(coord),
       sched_(cl.clock()) {
-  ep_ = cl.fabric_->CreateEndpoint(WorkerAddr{cn_, kMembershipWorker}, sched_);
-  const recovery::CnStart& start = *cl.process_start_;
+  ep_ = cl.fabric().CreateEndpoint(WorkerAddr{cn_, kMembershipWorker}, sched_);
+  const recovery::CnStart& start = *cl.process_start();
   const ClusterConfig& c = cl.config();
   recovery::MembershipOptions o{
       .cluster = c.transport.cluster,
@@ -46,8 +50,8 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl)
       .shards = lock::kShards,
   };
   machine_ = std::make_unique<recovery::CnMembership>(std::move(o), start.config, start.shards,
-                                                      *cl.coord_, cl.clock(), *this,
-                                                      cl.membership_counts_, sched_, *ep_);
+                                                      coord_, cl.clock(), *this,
+                                                      cl.membership_counts(), sched_, *ep_);
 }
 
 ProcessMembership::~ProcessMembership() { Stop(); }
@@ -56,14 +60,14 @@ void ProcessMembership::Start() {
   POND_CHECK(!thread_.joinable());
   // The watch only shortens the wait: a change it misses (a session lost and found) is read at
   // the next period all the same.
-  cl_.coord_->Watch(cluster::ConfigKey(cl_.config().transport.cluster),
-                    [wake = wake_](const cluster::Versioned&) {
-                      {
-                        std::lock_guard lock(wake->mu);
-                        wake->woken = true;
-                      }
-                      wake->cv.notify_all();
-                    });
+  coord_.Watch(cluster::ConfigKey(cl_.config().transport.cluster),
+               [wake = wake_](const cluster::Versioned&) {
+                 {
+                   std::lock_guard lock(wake->mu);
+                   wake->woken = true;
+                 }
+                 wake->cv.notify_all();
+               });
   thread_ = std::thread([this] { Loop(); });
   coord_thread_ = std::thread([this] { CoordLoop(); });
 }
@@ -125,28 +129,26 @@ void ProcessMembership::CoordLoop() {
 
 Status ProcessMembership::ReachRestarted(uint16_t cn, uint16_t incarnation) {
   // Its new process published its workers' addresses before asking to come back.
-  Result<cluster::Versioned> d =
-      cl_.coord_->Get(cluster::CnKey(cl_.config().transport.cluster, cn));
+  Result<cluster::Versioned> d = coord_.Get(cluster::CnKey(cl_.config().transport.cluster, cn));
   if (!d.ok()) return d.status();
   Result<ucx::CnDescriptor> desc = ucx::CnDescriptor::Decode(d->value);
   if (!desc.ok()) return desc.status();
   if (desc->incarnation != incarnation) {
     return NotFound("it has not published incarnation " + std::to_string(incarnation));
   }
-  auto* fabric = dynamic_cast<ucx::UcxFabric*>(cl_.fabric_.get());
+  auto* fabric = dynamic_cast<ucx::UcxFabric*>(&cl_.fabric());
   POND_CHECK_MSG(fabric != nullptr, "a CN process runs over UCX");
   return fabric->AddRemoteCn(*desc);
 }
 
 Status ProcessMembership::ReachRestartedMn(MnId mn, uint16_t incarnation) {
   // Its new process published where it serves before it asked to rejoin.
-  Result<cluster::Versioned> d =
-      cl_.coord_->Get(cluster::MnKey(cl_.config().transport.cluster, mn));
+  Result<cluster::Versioned> d = coord_.Get(cluster::MnKey(cl_.config().transport.cluster, mn));
   if (!d.ok()) return d.status();
   Result<ucx::MnDescriptor> desc = ucx::MnDescriptor::Decode(d->value);
   if (!desc.ok()) return desc.status();
   if (desc->mn != mn) return Corruption("MN " + std::to_string(mn) + "'s key names another MN");
-  auto* fabric = dynamic_cast<ucx::UcxFabric*>(cl_.fabric_.get());
+  auto* fabric = dynamic_cast<ucx::UcxFabric*>(&cl_.fabric());
   POND_CHECK_MSG(fabric != nullptr, "a CN process runs over UCX");
   Status replaced = fabric->ReplaceMn(*desc);
   if (replaced.ok()) {
@@ -185,13 +187,11 @@ std::optional<size_t> ProcessMembership::OnWorkers(
   return tally->sum.load();
 }
 
-void ProcessMembership::Event(const std::string& line) {
-  if (cl_.event_log_) cl_.event_log_(line);
-}
+void ProcessMembership::Event(const std::string& line) { cl_.Log(line); }
 
 void ProcessMembership::Fence(const std::string& why) {
   Event("lease lost (" + why + "); stopping, as the other CNs may already have declared this one");
   std::_Exit(kFencedExit);
 }
 
-}  // namespace pond::node
+}  // namespace pond::deploy
