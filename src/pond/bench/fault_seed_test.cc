@@ -150,6 +150,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
   SeedRange r = Seeds(default_seeds);
   Totals t;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     if (!RunSmallBankSeed(protocol, iso, seed, &t)) return;
   }
   std::printf(
@@ -645,6 +646,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
   uint64_t partitions = 0, fenced = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunOptions o = FaultyRun("lotus", iso, seed);
     o.record = true;
     o.calls_max = kSmallBankHistoryTxnsMax;
@@ -753,6 +755,7 @@ TEST(FaultSeedTest, ARecordedRunPlaysEveryFaultDrawnForIt) {
   if (std::getenv("POND_FAULT_SEED") == nullptr) r.first = 1001;
   uint64_t faults = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunOptions o;  // the CLI's defaults for pond sim
     o.cluster.mns = 3;
     o.cluster.cns = 9;
@@ -787,6 +790,7 @@ TEST(FaultSeedTest, ARecordedRunPlaysEveryFaultDrawnForIt) {
 TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) {
   SeedRange r = Seeds(100);
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed);
     ASSERT_TRUE(ResolveFaults(&o, "random").ok());
     TatpParams p;

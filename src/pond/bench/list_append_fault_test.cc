@@ -44,6 +44,7 @@ void RunFaultSeeds(uint64_t default_seeds) {
   const SeedRange r = Seeds(default_seeds);
   uint64_t cn_crashes = 0, txns = 0, seeds_with_info = 0, committed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunOptions o = FaultyRun("lotus", Isolation::kSerializable, seed);
     o.record = true;
     ListAppendWorkload w(Plans(seed));

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -29,6 +30,13 @@ inline SeedRange SeedsFromEnv(const char* one, const char* many, uint64_t defaul
     return {1, a};
   }
   return {1, default_count};
+}
+
+// With POND_SEED_TRACE set, names each seed on stderr before it runs: a soak that stops on an
+// assertion (which does not name the seed it was in) then shows which seed to replay.
+inline void TraceSeed(uint64_t seed) {
+  static const bool on = std::getenv("POND_SEED_TRACE") != nullptr;
+  if (on) std::fprintf(stderr, "seed %lu\n", static_cast<unsigned long>(seed));
 }
 
 // The cluster the fault seeds run: 5 CNs x 2 workers x 3 clients, 3 MNs, R = 3, 2 versions, 8

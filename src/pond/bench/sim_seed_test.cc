@@ -138,6 +138,7 @@ void RunSeeds(const std::string& protocol, Isolation iso, uint64_t default_seeds
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, failed = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunResult out;
     if (!RunSeed(protocol, seed, iso, drop, &out)) return;
     committed += out.committed;
@@ -190,6 +191,7 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, check::Model 
   SeedRange r = Seeds(default_seeds);
   uint64_t committed = 0, aborted = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
     RunOptions ro;
     ro.cluster = SeedCluster(protocol, iso, seed);
     ro.coros = 3;
