@@ -747,6 +747,21 @@ TEST(FaultSeedTest, ACmCutOffRightAfterLettingACnBackInFences) {
   RunHistorySeeds(Isolation::kSerializable, 1, SeedRange{810, 1});
 }
 
+// Soak seeds 3747 and 4249 (SmallBank, SR): CN 0, the CM, healed from a cut while the other CNs
+// in the configuration crashed one after another, and fenced itself on the reports they had made
+// just before — that they could not hear it — since a crashed CN takes part in the judgement for
+// half a lease after its last beat. Nobody alive was left in the configuration, the restarted CNs
+// waited for a CM to let them back in, and the run never settled (kSettleLimitNs). A CN now fences
+// only on the word of CNs still beating (CnMembership::Links).
+TEST(FaultSeedTest, ACnDoesNotFenceOnTheWordOfCnsThatCrashedSinceTheySaidIt) {
+  for (uint64_t seed : {3747, 4249}) {
+    Totals t;
+    EXPECT_TRUE(RunSmallBankSeed("lotus", Isolation::kSerializable, seed, &t)) << "seed " << seed;
+    EXPECT_GE(t.returned, 3u) << "seed " << seed
+                              << ": its three restarted CNs took their shards home";
+  }
+}
+
 // `pond sim smallbank --faults random --seed S --virtual-seconds 0.02 --history F`, as a user
 // runs it: its 30,000 recorded calls end at about 6 virtual ms, long before 20 ms, and every fault
 // drawn for it must still happen inside the recorded run (ResolveFaultsFor), whatever the seed.

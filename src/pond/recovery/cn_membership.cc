@@ -333,6 +333,19 @@ void CnMembership::Links() {
   }
   if (singled_since_ns_ == 0) singled_since_ns_ = now;
   if (now < singled_since_ns_ + 3 * period_ns()) return;
+  // And only on the word of CNs still beating. One that crashed a moment ago takes part for half
+  // a lease more, and its last report may single out the very CN that outlives it: fault seeds
+  // 3747 and 4249 had a CM just healed from a cut fence itself on the reports of CNs that crashed
+  // right after making them, and nobody was left to declare anyone. A peer whose beat has not
+  // moved for two periods is waited for: it beats again, or it drops out of the judgement.
+  {
+    std::lock_guard lock(beat_mu_);
+    for (uint16_t c = 0; c < n; c++) {
+      if (c != o_.cn && ((in >> c) & 1) != 0 && now > cn_seen_[c].moved_ns + 2 * period_ns()) {
+        return;
+      }
+    }
+  }
   if (isolated) {
     Fence("cut off: it has heard nothing from any other CN for a lease");
   } else {
