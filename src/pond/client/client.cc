@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "pond/v1/pond.grpc.pb.h"
@@ -18,6 +19,8 @@ constexpr int kReceiveBytesMax = 64 << 20;
 // A channel whose server went away tries again soon: fail-over back to a restarted server must
 // not wait for gRPC's default backoff (up to two minutes).
 constexpr int kReconnectBackoffMs = 100, kReconnectBackoffMaxMs = 1000;
+// How long Connect keeps asking a cluster that does not answer yet (Client::Connect).
+constexpr uint32_t kConnectRetryMs = 2000;
 
 constexpr const char* kReasonWords[] = {
     "none",      "lock conflict",  "newer version",    "snapshot too old",
@@ -238,7 +241,20 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
   std::erase(addresses, std::string());
   if (addresses.empty()) return InvalidArgument("no address to connect to");
   std::unique_ptr<Client> c(new Client(std::move(addresses), options));
+  // The first request may meet a server still starting, or a first connection attempt that
+  // failed for a moment (a loaded machine): Connect asks again, with backoff, for up to
+  // kConnectRetryMs (the request timeout, if shorter) before it says the cluster is unreachable.
+  // Describe changes nothing, so asking again is safe.
+  const auto give_up = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(std::min(kConnectRetryMs, options.timeout_ms));
+  auto backoff = std::chrono::milliseconds(kReconnectBackoffMs);
   Result<Description> d = c->Describe();
+  while (!d.ok() && d.status().code() == Code::kUnavailable &&
+         std::chrono::steady_clock::now() + backoff < give_up) {
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(2 * backoff, std::chrono::milliseconds(kReconnectBackoffMaxMs));
+    d = c->Describe();
+  }
   if (!d.ok()) return d.status();
   if (options.follow_cns) {
     for (const std::string& a : d->cn_addresses) {

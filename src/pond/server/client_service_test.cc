@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "pond/base/loopback_port.h"
 #include "pond/server/client_testing.h"
 
 namespace pond::server {
@@ -105,6 +106,26 @@ TEST_F(ClientServiceTest, ConnectTriesTheAddressesInOrder) {
   EXPECT_NE(none.status().message().find("cannot reach"), std::string::npos)
       << none.status().ToString();
   EXPECT_FALSE(client::Client::Connect(std::vector<std::string>{}).ok());
+}
+
+// A client that starts before its server (or whose first connection attempt fails for a moment)
+// asks again for a while rather than failing at once: CI once saw the very first connection to a
+// server that was up fail, on a loaded machine.
+TEST_F(ClientServiceTest, ConnectWaitsBrieflyForAServerStillStarting) {
+  const uint16_t port = FreeLoopbackPort().value();
+  const std::string address = "127.0.0.1:" + std::to_string(port);
+  std::unique_ptr<ClientServer> late;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    auto s = ClientServer::Start(*bank_.cluster, bank_.dir, address, TestOptions());
+    if (s.ok()) late = std::move(s).value();
+  });
+  auto c = client::Client::Connect(address);
+  starter.join();
+  ASSERT_NE(late, nullptr) << "port " << port << " was taken before the server bound it";
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE((*c)->Execute(Request().Put("kv", 40, KvValue(40))).answer.committed());
+  late->Stop();
 }
 
 TEST_F(ClientServiceTest, OneShotReadsPutsInsertsAndDeletes) {
