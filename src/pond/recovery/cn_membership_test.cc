@@ -789,6 +789,21 @@ TEST_F(CnMembershipTest, ACnThatStoppedIsDeclaredNotSingledOut) {
   EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
 }
 
+// CNs 1 and 2 crash together: CN 0 hears neither any more, and for half a lease their beats still
+// count them in, so it looks cut off from the two of them. But they beat no more, and CN 0 must
+// not fence on that: it is the one CN left, and declares them (soak seeds 3747 and 4249: it
+// fenced, and nobody was left to let the restarted CNs back in).
+TEST_F(CnMembershipTest, ACnWhosePeersJustCrashedDoesNotTakeItselfForCutOff) {
+  Periods(3);
+  node(1).running = false;
+  node(2).running = false;
+  node(0).controls->silent = (1u << 1) | (1u << 2);
+  const bool declared = Until([&] { return store_.Config().epoch == 2; }, 30);
+  EXPECT_FALSE(node(0).machine->fenced()) << node(0).controls->fenced;
+  ASSERT_TRUE(declared);
+  EXPECT_FALSE(store_.Config().cns[1].alive || store_.Config().cns[2].alive);
+}
+
 // The CM, alone in its view, lets a restarted CN back in and is cut off before it reads that
 // epoch back: in the view it holds nobody else is alive, so only the beats of the CN it let in
 // (which say they are in) can tell it the others cannot hear it (machine fault seed 810: it
