@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "pond/cluster/mn_lock_recovery.h"
 #include "pond/store/commit_log.h"
 #include "pond/store/record.h"
 
@@ -40,7 +41,8 @@ LogRecoveryStats& LogRecoveryStats::operator+=(const LogRecoveryStats& o) {
   rolled_forward += o.rolled_forward;
   rolled_back += o.rolled_back;
   cells_written += o.cells_written;
-  undo_records += o.undo_records;
+  mn_lock_records += o.mn_lock_records;
+  lock_words_freed += o.lock_words_freed;
   return *this;
 }
 
@@ -59,14 +61,20 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   // The same record may have a copy in several rings: one of each transaction is enough.
-  std::vector<store::ParsedLogRecord> records;
+  std::vector<store::ParsedLogRecord> records, mn_lock_records;
   std::set<uint64_t> seen;
   for (const auto& copy : copies) {
-    for (store::ParsedLogRecord& r : store::ParseLogArea(copy, cn, worker, &stats.undo_records)) {
-      if (seen.insert(r.header.txn_id).second) records.push_back(std::move(r));
+    for (store::ParsedLogRecord& r : store::ParseLogArea(copy, cn, worker)) {
+      if (!seen.insert(r.header.txn_id).second) continue;
+      (r.header.magic == store::kLogMagic ? records : mn_lock_records).push_back(std::move(r));
     }
   }
-  stats.records = records.size();
+  stats.records = records.size() + mn_lock_records.size();
+  if (Status s = co_await RecoverMnLockRecords(ep, catalog, placement, mn_lock_records, cn,
+                                               worker, &stats);
+      !s.ok()) {
+    co_return s;
+  }
 
   // Every cell every record names, on every replica.
   std::vector<CellRef> cells;

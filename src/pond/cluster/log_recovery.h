@@ -42,7 +42,9 @@ struct LogRecoveryStats {
   uint64_t rolled_forward = 0;  // transactions finished with their commit timestamp
   uint64_t rolled_back = 0;     // transactions undone
   uint64_t cells_written = 0;
-  uint64_t undo_records = 0;  // ford's undo records seen (not handled here)
+  // Records of protocols with MN lock words (mn_lock_recovery.h), and the words freed.
+  uint64_t mn_lock_records = 0;
+  uint64_t lock_words_freed = 0;
   LogRecoveryStats& operator+=(const LogRecoveryStats& o);
 };
 

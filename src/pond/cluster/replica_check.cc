@@ -26,7 +26,8 @@ std::string Where(const store::TableInfo& t, uint64_t key) {
 
 ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,
                             const std::function<const std::byte*(MnId)>& region,
-                            const std::vector<AckedWrite>& acked) {
+                            const std::vector<AckedWrite>& acked,
+                            const std::function<bool(uint64_t)>& holder_gone) {
   ReplicaReport r;
   const store::PoolLayout& layout = catalog.layout();
   const int reps = placement.replication();
@@ -62,7 +63,7 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
           for (int rep : up) {
             store::CvtHeader h;
             std::memcpy(&h, slot[rep], sizeof(h));
-            if (h.lock != 0 && rep == 0) {
+            if (h.lock != 0 && rep == 0 && !(holder_gone && holder_gone(h.lock))) {
               Problem(r, &r.locked,
                       Where(t, h0.key) + ": lock word still held on MN " + std::to_string(mn[rep]));
             }

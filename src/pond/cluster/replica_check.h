@@ -49,8 +49,11 @@ struct ReplicaReport {
   }
 };
 
+// `holder_gone(word)`: whether an MN lock word holding `word` is free, its holder a failed CN
+// incarnation whose log was recovered (txn::GoneHolders); nullptr: none is.
 ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,
                             const std::function<const std::byte*(MnId)>& region,
-                            const std::vector<AckedWrite>& acked);
+                            const std::vector<AckedWrite>& acked,
+                            const std::function<bool(uint64_t)>& holder_gone = nullptr);
 
 }  // namespace pond::cluster

@@ -242,7 +242,10 @@ Status ClusterImpl::Build() {
     cns_.push_back(std::make_unique<CnContext>(*this, static_cast<uint16_t>(c)));
     CnContext& cn = *cns_.back();
     if (cn.id == tso_cn_) cn.oracle = std::make_unique<txn::TimestampOracle>(clock_);
-    if (process_start_ != nullptr) cn.view = process_start_->config;
+    if (process_start_ != nullptr) {
+      cn.view = process_start_->config;
+      cn.GoneBelowView();
+    }
     for (uint32_t s = 0; s < lock::kShards; s++) {
       cn.locks.SetManaged(s, shard_map_.CnOf(s) == cn.id);
     }
@@ -310,6 +313,7 @@ void ClusterImpl::RestartCn(uint16_t id, uint16_t incarnation, const cluster::Co
   slot = std::make_unique<CnContext>(*this, id);
   CnContext& cn = *slot;
   cn.view = view;
+  cn.GoneBelowView();
   sim_fabric_->RestartCn(id);
   // Seeds of their own, drawn from the cluster's seed: a restart replays exactly.
   Rng seeds(config_.seed ^ (0x7265737461727400ULL + (uint64_t{incarnation} << 16 | id)));

@@ -51,6 +51,7 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   for (const AbortCounts::Reason& r : AbortCounts::Reasons())
     d.aborts.*r.count -= b.aborts.*r.count;
   d.remote_calls -= b.remote_calls;
+  d.gone_lock_words_freed -= b.gone_lock_words_freed;
   d.reads -= b.reads;
   d.writes -= b.writes;
   d.cas -= b.cas;
@@ -107,7 +108,12 @@ ReplicaCheck Cluster::CheckReplicas() const {
         POND_CHECK_MSG(region != nullptr, "CheckReplicas: the MNs' memory is not in this process");
         return region;
       },
-      acked);
+      acked, [&cl](uint64_t word) {
+        for (const auto& cn : cl.cns_) {
+          if (cn->gone.Gone(word)) return true;
+        }
+        return false;
+      });
   return ReplicaCheck{r.slots,  r.versions,     r.acked,       r.disagreements,      r.invisible,
                       r.locked, r.lost_commits, r.lost_groups, std::move(r.problems)};
 }

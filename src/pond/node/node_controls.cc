@@ -39,6 +39,7 @@ bool NodeControls::ApplyOnWorkers(const cluster::Configuration& next,
                                   const std::vector<uint16_t>& restarted, bool oracle_moved) {
   CnContext& me = Me();
   me.view = next;
+  me.GoneBelowView();
   std::optional<size_t> unknown = OnWorkers([&](WorkerContext& w) -> size_t {
     w.SetView(next);
     size_t calls = 0;
@@ -211,8 +212,9 @@ std::optional<size_t> NodeControls::CommitsMidVisible() {
       [](WorkerContext& w) -> size_t { return static_cast<size_t>(w.commits_mid_visible()); });
 }
 
-bool NodeControls::ReleaseLocksOf(uint16_t dead) {
+bool NodeControls::ReleaseLocksOf(uint16_t dead, uint16_t incarnation) {
   Me().locks.ReleaseAllOf(dead);
+  Me().gone.GoneBelow(dead, static_cast<uint16_t>(incarnation + 1));
   return OnWorkers([dead](WorkerContext& w) -> size_t {
            w.lock_server().ForgetCn(dead);
            return 0;

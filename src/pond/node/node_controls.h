@@ -66,7 +66,7 @@ class NodeControls : public recovery::CnControls {
   std::optional<Status> SyncResult() override;
   void SetVisibleGate(bool closed) override;
   std::optional<size_t> CommitsMidVisible() override;
-  bool ReleaseLocksOf(uint16_t dead) override;
+  bool ReleaseLocksOf(uint16_t dead, uint16_t incarnation) override;
   std::optional<size_t> LiveContacting(uint16_t dead) override;
   std::optional<uint64_t> CheckLinks(uint64_t probe, uint64_t quiet_ns,
                                      uint64_t silent_ns) override;

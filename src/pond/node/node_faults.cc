@@ -148,19 +148,15 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            " cannot survive an MN crash yet (its lock words live on the primary "
                            "MN and would be lost with it; lotus's locks live on CNs)");
   }
-  if (cn_crashes &&
-      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument("crash-cn: protocol " + c.protocol.name +
-                           " cannot recover a crashed CN yet (only lotus, whose locks live on "
-                           "CNs and whose commits are logged, does)");
+  // With lock words on the MNs, recovery finishes a half-done commit by copying a backup's
+  // writes to the primary (cluster/mn_lock_recovery.h): it needs one.
+  if ((cn_crashes || partitions) && !c.protocol.cn_locks && c.replication < 2) {
+    return InvalidArgument(std::string(cn_crashes ? "crash-cn" : "partition-cn") +
+                           ": protocol " + c.protocol.name +
+                           " needs --replication of at least 2 to recover a CN (a commit cut "
+                           "short is finished from its backups)");
   }
-  if (partitions &&
-      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument("partition-cn: protocol " + c.protocol.name +
-                           " cannot survive a partitioned CN yet (one cut off past its lease "
-                           "fences itself, which is a crash, and only lotus recovers one)");
-  }
-  if ((cn_crashes || partitions) && c.versions < 2) {
+  if ((cn_crashes || partitions) && !c.protocol.single_version && c.versions < 2) {
     return InvalidArgument(
         "crash-cn: needs at least 2 versions per key (a rolled-back "
         "transaction's cell may have held the only version)");

@@ -268,6 +268,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
   const ClusterConfig& c = cl_.config();
   CnContext& ctx = *cl_.cns_[cn];
   ctx.view = start.config;
+  ctx.GoneBelowView();
   cluster::LogAreas logs;
   for (auto& w : ctx.workers) {
     w->SetView(start.config);

@@ -148,6 +148,13 @@ class CnContext {
   // This CN's commits wait before their write-visible rounds while a restarted MN becomes read
   // (recovery/mn_rejoin.h); its workers read it, its membership sets it.
   std::atomic<bool> visible_gate_closed{false};
+  // The CN incarnations whose MN lock words are free: raised as failures are recovered, and to
+  // every incarnation older than the one a view names (one is let back in only once its
+  // predecessor's failure is recovered everywhere).
+  txn::GoneHolders gone;
+  void GoneBelowView() {
+    for (uint16_t c = 0; c < view.cns.size(); c++) gone.GoneBelow(c, view.cns[c].incarnation);
+  }
 
   // What its workers' transactions see of it (txn/txn_context.h).
   txn::CnParts Parts() {
@@ -157,7 +164,8 @@ class CnContext {
             .addr = addr.get(),
             .placement = &placement,
             .shard_map = &shard_map,
-            .visible_gate_closed = &visible_gate_closed};
+            .visible_gate_closed = &visible_gate_closed,
+            .gone = &gone};
   }
 };
 

@@ -645,7 +645,7 @@ void CnMembership::Progress(Failure& f) {
   if (f.recovered.size() < workers) return;
   if (!f.released) {
     // Lotus §6's order: its transactions are finished or undone, so its locks may go.
-    if (!controls_.ReleaseLocksOf(f.cn) || !PutStep(f, "released", o_.cn).ok()) return;
+    if (!controls_.ReleaseLocksOf(f.cn, f.incarnation) || !PutStep(f, "released", o_.cn).ok()) return;
     f.released = true;
   }
   if (!f.drained) {

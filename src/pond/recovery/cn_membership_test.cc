@@ -144,7 +144,7 @@ class TestControls final : public CnControls {
   std::optional<Status> SyncResult() override { return sync_result; }
   void SetVisibleGate(bool closed) override { gate_closed = closed; }
   std::optional<size_t> CommitsMidVisible() override { return mid_visible; }
-  bool ReleaseLocksOf(uint16_t dead) override {
+  bool ReleaseLocksOf(uint16_t dead, uint16_t /*incarnation*/) override {
     released.insert(dead);
     return true;
   }

@@ -30,7 +30,7 @@ void SealLogRecord(std::span<std::byte> record) {
 }
 
 std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint16_t cn,
-                                          uint16_t worker, uint64_t* undo_records) {
+                                          uint16_t worker) {
   std::vector<ParsedLogRecord> out;
   uint64_t off = 0;
   // Records start at multiples of 8 (Reserve rounds up), so look at each such offset; a sealed
@@ -38,20 +38,16 @@ std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint1
   while (off + sizeof(LogRecordHeader) <= area.size()) {
     LogRecordHeader h;
     std::memcpy(&h, area.data() + off, sizeof(h));
-    if ((h.magic != kLogMagic && h.magic != kUndoLogMagic) || h.cn != cn || h.worker != worker ||
-        h.count == 0) {
+    if ((h.magic != kLogMagic && h.magic != kUndoLogMagic && h.magic != kMotorLogMagic) ||
+        h.cn != cn || h.worker != worker || h.count == 0) {
       off += 8;
       continue;
     }
-    if (h.magic == kUndoLogMagic) {
-      // Its length depends on the tables' value sizes; the checksum cannot be found without
-      // them, so count it and move on a word (ford's recovery reads undo records itself).
-      if (undo_records != nullptr) ++*undo_records;
-      off += 8;
-      continue;
-    }
-    uint64_t bytes = sizeof(h) + uint64_t{h.count} * sizeof(LogItem);
-    if (off + bytes > area.size() || Checksum(area.subspan(off, bytes)) != h.checksum) {
+    const uint64_t items_end = sizeof(h) + uint64_t{h.count} * sizeof(LogItem);
+    // An undo record's length depends on the tables' value sizes, so it says it.
+    const uint64_t bytes = h.magic == kUndoLogMagic ? uint64_t{h.words} * 8 : items_end;
+    if (bytes < items_end || off + bytes > area.size() ||
+        Checksum(area.subspan(off, bytes)) != h.checksum) {
       off += 8;
       continue;
     }
@@ -60,6 +56,8 @@ std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint1
     r.header = h;
     r.items.resize(h.count);
     std::memcpy(r.items.data(), area.data() + off + sizeof(h), h.count * sizeof(LogItem));
+    r.tail.assign(area.begin() + static_cast<ptrdiff_t>(off + items_end),
+                  area.begin() + static_cast<ptrdiff_t>(off + bytes));
     out.push_back(std::move(r));
     off += (bytes + 7) & ~uint64_t{7};
   }

@@ -21,25 +21,28 @@
 
 namespace pond::store {
 
-inline constexpr uint32_t kLogMagic = 0x474f4c50;      // "PLOG"
-inline constexpr uint32_t kUndoLogMagic = 0x444e5550;  // "PUND": ford's undo record
+inline constexpr uint32_t kLogMagic = 0x474f4c50;       // "PLOG": lotus, +log-visible
+inline constexpr uint32_t kUndoLogMagic = 0x444e5550;   // "PUND": ford's undo record
+inline constexpr uint32_t kMotorLogMagic = 0x544f4d50;  // "PMOT": motor's (cells written committed)
 inline constexpr uint8_t kLogItemInsert = 1;
 inline constexpr uint8_t kLogItemDelete = 2;
+inline constexpr uint8_t kLogItemWasAbsent = 4;  // undo: the key was absent before (ford)
 
 struct LogRecordHeader {
-  uint32_t magic;  // kLogMagic
+  uint32_t magic;  // kLogMagic, kMotorLogMagic or kUndoLogMagic
   uint16_t count;  // LogItems that follow
   uint16_t cn;
   uint64_t txn_id;
   uint16_t worker;
-  uint16_t reserved;
+  uint16_t words;     // undo records: the whole record's length in 8-byte words; else 0
   uint32_t checksum;  // SealLogRecord: over the whole record with this field zero
 };
 static_assert(sizeof(LogRecordHeader) == 24);
 static_assert(offsetof(LogRecordHeader, checksum) == 20);
 
-// A ford undo record is the same header (magic kUndoLogMagic) and LogItems (cell = 0), each
-// LogItem followed by the slot's old value (the table's value bytes, padded to 8).
+// A ford undo record is the same header (magic kUndoLogMagic, `words` set) and its LogItems
+// (cell = 0), then for each item in turn its slot's version before the transaction (8 bytes) and
+// its value then (the table's value bytes, padded to 8; zeros if kLogItemWasAbsent).
 struct LogItem {
   uint64_t key;
   uint64_t bucket;  // where the CVT is: bucket and slot (same on every replica)
@@ -54,17 +57,18 @@ static_assert(sizeof(LogItem) == 24);
 // Fills in the checksum of an encoded record (header first, then what follows it).
 void SealLogRecord(std::span<std::byte> record);
 
-// One commit record (kLogMagic) found in a log area.
+// One sealed record found in a log area.
 struct ParsedLogRecord {
   uint64_t offset = 0;  // in the area
   LogRecordHeader header{};
   std::vector<LogItem> items;
+  std::vector<std::byte> tail;  // what follows the items (an undo record's old versions)
 };
 
-// Every sealed commit record of worker (cn, worker) in a copy of its log area, in offset order.
-// Undo records (kUndoLogMagic) are counted in *undo_records (if not null) and skipped.
+// Every sealed record of worker (cn, worker) in a copy of its log area, of every kind, in offset
+// order.
 std::vector<ParsedLogRecord> ParseLogArea(std::span<const std::byte> area, uint16_t cn,
-                                          uint16_t worker, uint64_t* undo_records = nullptr);
+                                          uint16_t worker);
 
 // A worker's log: one ring per MN. A commit record is written to every MN the transaction
 // writes a cell on, ahead of its cells in that MN's batch: an MN applies a batch in order (as an

@@ -194,6 +194,23 @@ constexpr uint64_t WriterTag(uint16_t cn, uint16_t worker, uint64_t seq) {
          (seq & ((uint64_t{1} << kWriterSeqBits) - 1));
 }
 
+// The word a transaction stores in the MN lock words it takes (protocols with locks on MNs:
+// motor, ford, the first ablation steps): its CN + 1 in the top 8 bits (so it is never 0), then
+// the low 56 bits of its transaction id (worker:8 | incarnation:8 | n:32, as in the writer tag).
+// Unique per transaction, and it names the CN incarnation that holds the word: once that
+// incarnation has failed and its log has been recovered, the word is free to whoever meets it
+// (docs/recovery.md "Lock words on MNs").
+constexpr uint64_t LockOwnerWord(uint16_t cn, uint64_t txn_id) {
+  return (uint64_t{cn} + 1) << 56 | (txn_id & ((uint64_t{1} << 56) - 1));
+}
+constexpr uint16_t LockOwnerCn(uint64_t word) { return static_cast<uint16_t>((word >> 56) - 1); }
+constexpr uint16_t LockOwnerIncarnation(uint64_t word) {
+  return static_cast<uint16_t>((word >> kSeqIncarnationShift) & 0xff);
+}
+static_assert(LockOwnerCn(LockOwnerWord(5, uint64_t{3} << 48 | uint64_t{7} << 32 | 9)) == 5);
+static_assert(LockOwnerIncarnation(LockOwnerWord(5, uint64_t{3} << 48 | uint64_t{7} << 32 | 9)) ==
+              7);
+
 constexpr uint32_t CvtBytes(int versions) {
   return static_cast<uint32_t>(sizeof(CvtHeader) + sizeof(CvtCell) * versions);
 }

@@ -251,6 +251,7 @@ Status MvccTxn::BookLocks(ReadPass& p) {
     if (!r.cas_posted) continue;
     Item& it = items_[i];
     if (r.cas_old != 0 && r.cas_old != p.self) {
+      if (w_.HolderGone(r.cas_old)) FreeGoneWord(r.cas_word, r.cas_old);
       refused = true;
       continue;
     }
@@ -279,7 +280,7 @@ void MvccTxn::Absent(size_t i, ReadPass& p) {
     p.retry.push_back(i);
     return;
   }
-  if (r.lock_seen != 0 && r.lock_seen != p.self) {
+  if (HeldByOther(r.lock_seen)) {
     if (kind_ == TxnKind::kReadWrite) {
       p.absent_but_locked = true;
       return;
@@ -367,7 +368,7 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
     Item& it = items_[i];
     const ItemRead& r = p.items[i];
     bool busy = false;
-    if (p.lock_word_matters && !it.locked && r.lock_seen != 0 && r.lock_seen != p.self) {
+    if (p.lock_word_matters && !it.locked && HeldByOther(r.lock_seen)) {
       if (kind_ == TxnKind::kReadWrite) {
         return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
       }

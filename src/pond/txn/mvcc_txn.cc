@@ -196,10 +196,10 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
   }
 }
 
-void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
+void MvccTxn::PostLogRecord(const std::vector<size_t>& writes, uint32_t magic) {
   log_buf_.assign(sizeof(LogRecordHeader) + writes.size() * sizeof(LogItem), std::byte{0});
   LogRecordHeader h{
-      kLogMagic, static_cast<uint16_t>(writes.size()), w_.cn_id(), owner_.txn_id, w_.index(), 0, 0};
+      magic, static_cast<uint16_t>(writes.size()), w_.cn_id(), owner_.txn_id, w_.index(), 0, 0};
   std::memcpy(log_buf_.data(), &h, sizeof(h));
   for (size_t k = 0; k < writes.size(); k++) {
     const Item& it = items_[writes[k]];
@@ -231,7 +231,6 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes) {
 
 Task<Status> MvccTxn::Validate() {
   Endpoint& ep = w_.ep();
-  const uint64_t self = OwnerWord();
   std::vector<size_t> check = Unprotected();
   for (int attempt = 0; !check.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) co_return AbortedBecause("validation: torn reads");
@@ -260,7 +259,7 @@ Task<Status> MvccTxn::Validate() {
       Item& it = items_[check[k]];
       if (!it.have_slot) {
         // Absent when read: it must still be absent, with no insert of it under way.
-        if (lock_seen[k] != 0 && lock_seen[k] != self) co_return AbortedBecause("validation");
+        if (HeldByOther(lock_seen[k])) co_return AbortedBecause("validation");
         store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
         if (scan.match >= 0) co_return AbortedBecause("validation");
         if (scan.first_empty < 0) {
@@ -283,7 +282,7 @@ Task<Status> MvccTxn::Validate() {
       }
       // Changed: locked by a writer, or a version this transaction should have read (committed
       // between the one it read and its commit timestamp, or not yet known: INVISIBLE).
-      bool changed = lock_seen[k] != 0 && lock_seen[k] != self;
+      bool changed = HeldByOther(lock_seen[k]);
       // Recycling overwrites the oldest cell first, so while the version read is still there,
       // every newer version is too. Once it is gone (or, for a key read as absent, once no cell
       // is free), a version in between may have come and gone: that counts as a change.
@@ -330,7 +329,7 @@ Task<Status> MvccTxn::Commit() {
       Status s = co_await PrepareWrites(writes);
       if (s.code() == Code::kUnavailable) co_return FailUnreachable(s);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
-      PostLogRecord(writes);
+      PostLogRecord(writes, kLogMagic);
       PostWrites(writes, kInvisible, Replicas::kAll);
       co_await CommitFlush();
       w_.Reached(CommitStep::kLogged);
@@ -356,7 +355,7 @@ Task<Status> MvccTxn::Commit() {
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
     }
     if (protocol().log_and_visible && !writes.empty()) {
-      PostLogRecord(writes);
+      PostLogRecord(writes, kLogMagic);
       PostWrites(writes, kInvisible, Replicas::kAll);
       CheckOk(co_await w_.ep().Flush());
     }
@@ -383,11 +382,17 @@ Task<Status> MvccTxn::Commit() {
     // release only if it goes to the words' MNs, the primaries (PostUnlocks).
     if (!mn_held_.empty() && AnyReadReplicaOffPrimary(writes)) co_await CommitFlush();
   } else {
-    // Motor: committed cells directly (it relies on battery-backed MN memory, not a log). The
-    // backups first and complete, then the primary in the batch that frees its lock word: the
-    // next writer, who locks at the primary, can then never be overtaken on a backup by this
-    // one's late WRITE (docs/protocols.md "Replica order"). Readers use the primary, so a
-    // version they see is on every replica up.
+    // Motor: committed cells directly. The backups first and complete, then the primary in the
+    // batch that frees its lock word: the next writer, who locks at the primary, can then never
+    // be overtaken on a backup by this one's late WRITE (docs/protocols.md "Replica order").
+    // Readers use the primary, so a version they see is on every replica up.
+    //
+    // The record naming the cells goes ahead of them on every MN they are on (Motor keeps an
+    // operation log for coordinator failures; here it is in the memory pool, as lotus's): should
+    // this CN die mid-commit, recovery finds which cells it wrote and, from the lock words it
+    // still holds, whether to finish the commit from the backups or undo it
+    // (cluster/mn_lock_recovery.h).
+    if (!writes.empty()) PostLogRecord(writes, store::kMotorLogMagic);
     PostWrites(writes, commit_ts_, Replicas::kBackups);
     co_await CommitFlush();
     PostWrites(writes, commit_ts_, Replicas::kPrimary);

@@ -76,7 +76,9 @@ class MvccTxn final : public TxnState {
   // Posts records and cells (commit_ts = `ts`, kInvisible for write-invisible) on `which`
   // replicas that are up.
   void PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replicas which);
-  void PostLogRecord(const std::vector<size_t>& writes);
+  // The record (kLogMagic: lotus and +log-visible; kMotorLogMagic: motor) naming every cell a
+  // commit writes, ahead of them on each MN they go to (store/commit_log.h).
+  void PostLogRecord(const std::vector<size_t>& writes, uint32_t magic);
   // Write-visible (the commit timestamp into the written cells) on the replica readers use, or
   // on every other replica up.
   void PostVisible(const std::vector<size_t>& writes, bool read_replica);

@@ -75,6 +75,7 @@ Task<Status> SvTxn::Execute() {
       if (!cas_posted[i]) continue;
       Item& it = items_[i];
       if (cas_old[i] != 0 && cas_old[i] != self) {
+        if (w_.HolderGone(cas_old[i])) FreeGoneWord(cas_word[i], cas_old[i]);
         refused = true;
         continue;
       }
@@ -140,7 +141,7 @@ Task<Status> SvTxn::Execute() {
         retry.push_back(i);  // caught mid-write
         continue;
       }
-      if (h.lock != 0 && h.lock != self) {
+      if (HeldByOther(h.lock)) {
         // FORD cannot read a record that is being written.
         co_return Fail(AbortedBecause("locked"), &w_.stats().aborts.lock_conflict);
       }
@@ -161,7 +162,6 @@ Task<Status> SvTxn::Execute() {
 Task<Status> SvTxn::Commit() {
   if (Status s = CheckCommittable(); !s.ok()) co_return s;
   Endpoint& ep = w_.ep();
-  const uint64_t self = OwnerWord();
   std::vector<size_t> writes = kind_ == TxnKind::kReadWrite ? Writes() : std::vector<size_t>{};
 
   // New keys get their slots first (a CAS round trip each, under the bucket's insert lock).
@@ -198,34 +198,40 @@ Task<Status> SvTxn::Commit() {
     }
   }
   if (!writes.empty()) {
+    // The undo record (docs/formats.md "Commit log"): the items, then each one's version and
+    // value before this transaction, for recovery to put back should this CN die before it
+    // frees any of its lock words (cluster/mn_lock_recovery.h).
     size_t bytes = sizeof(store::LogRecordHeader);
-    for (size_t i : writes) bytes += sizeof(store::LogItem) + Padded8(items_[i].table->value_bytes);
+    for (size_t i : writes) {
+      bytes += sizeof(store::LogItem) + sizeof(uint64_t) + Padded8(items_[i].table->value_bytes);
+    }
+    POND_CHECK_MSG(bytes / 8 <= UINT16_MAX, "ford undo record longer than 512 KiB");
     log_buf_.assign(bytes, std::byte{0});
     store::LogRecordHeader h{store::kUndoLogMagic,
                              static_cast<uint16_t>(writes.size()),
                              w_.cn_id(),
                              owner_.txn_id,
                              w_.index(),
-                             0,
+                             static_cast<uint16_t>(bytes / 8),
                              0};
     std::memcpy(log_buf_.data(), &h, sizeof(h));
-    size_t off = sizeof(h);
+    size_t item_at = sizeof(h);
+    size_t off = sizeof(h) + writes.size() * sizeof(store::LogItem);
     for (size_t i : writes) {
       const Item& it = items_[i];
-      store::LogItem li{it.lk.key,
-                        it.ref.bucket,
-                        it.lk.table,
-                        static_cast<uint16_t>(it.ref.slot),
-                        0,
-                        static_cast<uint8_t>(it.live_meta != 0 ? store::kLogItemInsert : 0),
-                        0};
-      std::memcpy(log_buf_.data() + off, &li, sizeof(li));
-      off += sizeof(li);
+      const auto flags = static_cast<uint8_t>((it.live_meta != 0 ? store::kLogItemInsert : 0) |
+                                              (it.exists() ? 0 : store::kLogItemWasAbsent));
+      store::LogItem li{it.lk.key,     it.ref.bucket, it.lk.table, static_cast<uint16_t>(it.ref.slot),
+                        0,             flags,         0};
+      std::memcpy(log_buf_.data() + item_at, &li, sizeof(li));
+      item_at += sizeof(li);
+      std::memcpy(log_buf_.data() + off, &it.sv_version, sizeof(uint64_t));
+      off += sizeof(uint64_t);
       if (it.exists()) std::memcpy(log_buf_.data() + off, it.value.data(), it.value.size());
       off += Padded8(it.table->value_bytes);
     }
     store::SealLogRecord(log_buf_);
-    // One copy, on the worker's own MN: ford's recovery is not built yet.
+    // One copy, on an MN chosen by worker, complete before anything is written.
     const MnId home =
         static_cast<MnId>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
     ep.Write(w_.log().Reserve(home, log_buf_.size()), log_buf_.data(),
@@ -238,11 +244,11 @@ Task<Status> SvTxn::Commit() {
     if (it.have_slot) {
       SvHeader h;
       std::memcpy(&h, bufs[k].data(), sizeof(h));
-      changed = (h.lock != 0 && h.lock != self) || h.version != it.sv_version ||
+      changed = HeldByOther(h.lock) || h.version != it.sv_version ||
                 (h.deleted != 0) != !it.exists();
     } else {
       store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
-      changed = (lock_seen[k] != 0 && lock_seen[k] != self) || scan.match >= 0;
+      changed = HeldByOther(lock_seen[k]) || scan.match >= 0;
       if (!changed && scan.first_empty < 0) {
         // A full home bucket: the key may have been inserted into a later one.
         Result<store::SlotRef> f =

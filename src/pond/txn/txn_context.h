@@ -30,6 +30,7 @@
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/commit_log.h"
+#include "pond/store/layout.h"
 #include "pond/store/placement.h"
 #include "pond/testbed.h"
 #include "pond/transport/endpoint.h"
@@ -49,6 +50,7 @@ struct WorkerStats {
         duplicate_key, validation, user, mn_unreachable;
   } aborts;
   RelaxedCounter remote_calls;
+  RelaxedCounter gone_lock_words_freed;  // ClusterStats'
   // LatencyBuckets, counted by this worker.
   std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
   RelaxedCounter commit_latency_sum_ns;
@@ -63,6 +65,35 @@ struct WorkerStats {
 
 // What a worker's transactions share with the other workers of their compute node. The runtime
 // owns these; a worker holds pointers, which stay valid for the worker's life.
+// Which CN incarnations' MN lock words are free to take (protocols with locks on MNs). A CN
+// that fails leaves the words its transactions held; its log recovery finishes or undoes every
+// transaction that wrote, and from then on a word that names the dead incarnation
+// (store::LockOwnerWord) guards nothing: a transaction that meets it reads past it, and one
+// refused by it frees it (CAS word -> 0) and tries again (docs/recovery.md "Lock words on MNs").
+// The membership machine raises the marks; workers read them. Thread-safe.
+class GoneHolders {
+ public:
+  static constexpr size_t kMaxCns = 256;
+  bool Gone(uint64_t word) const {
+    const uint16_t cn = store::LockOwnerCn(word);
+    return cn < kMaxCns &&
+           store::LockOwnerIncarnation(word) < below_[cn].load(std::memory_order_acquire);
+  }
+  // Every incarnation of `cn` below `incarnation` is gone (recovered, or older than one the
+  // configuration let back in).
+  void GoneBelow(uint16_t cn, uint16_t incarnation) {
+    if (cn >= kMaxCns) return;
+    uint16_t cur = below_[cn].load(std::memory_order_relaxed);
+    while (cur < incarnation &&
+           !below_[cn].compare_exchange_weak(cur, incarnation, std::memory_order_release)) {
+    }
+  }
+  uint16_t below(uint16_t cn) const { return below_[cn].load(std::memory_order_acquire); }
+
+ private:
+  std::array<std::atomic<uint16_t>, kMaxCns> below_{};
+};
+
 struct CnParts {
   uint16_t id = 0;
   lock::LockTable* locks = nullptr;  // the shards this CN manages
@@ -75,6 +106,8 @@ struct CnParts {
   // Commits wait before their write-visible rounds while this is closed: a restarted MN is
   // becoming readable (recovery/mn_rejoin.h).
   const std::atomic<bool>* visible_gate_closed = nullptr;
+  // The CN incarnations whose MN lock words are free (GoneHolders).
+  const GoneHolders* gone = nullptr;
 };
 
 class TxnContext {
@@ -110,6 +143,8 @@ class TxnContext {
   lock::LockTable& cn_locks() { return *cn_.locks; }
   cache::VtCache* vt_cache() { return cn_.vt; }
   cache::AddrCache* addr_cache() { return cn_.addr; }
+  // Whether MN lock word value `word` names a CN incarnation that failed and was recovered.
+  bool HolderGone(uint64_t word) const { return cn_.gone != nullptr && cn_.gone->Gone(word); }
   bool visible_gate_closed() const {
     return cn_.visible_gate_closed->load(std::memory_order_acquire);
   }

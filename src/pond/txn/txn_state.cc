@@ -241,9 +241,7 @@ Status TxnState::Write(uint16_t table, uint64_t key, std::span<const std::byte> 
 }
 
 uint64_t TxnState::OwnerWord() const {
-  // CN ids are below 64 and txn ids below 2^54 (worker index << 48 | counter), so the word is
-  // unique per transaction and never 0.
-  return (uint64_t{owner_.cn} + 1) << 56 | (owner_.txn_id & ((uint64_t{1} << 56) - 1));
+  return store::LockOwnerWord(owner_.cn, owner_.txn_id);
 }
 
 GAddr TxnState::BucketLockWord(const Item& it) const {
@@ -269,7 +267,13 @@ void TxnState::PostUnlocks() {
 }
 
 void TxnState::ReleaseMnLocksDetached() {
-  if (mn_held_.empty()) return;
+  for (const GoneWord& g : gone_words_) {
+    w_.ep().Cas(g.addr, g.word, 0, &gone_scratch_);
+    w_.stats().gone_lock_words_freed++;
+  }
+  const bool any = !mn_held_.empty() || !gone_words_.empty();
+  gone_words_.clear();
+  if (!any) return;
   // Posted now, the unlocks precede whatever this worker posts next (the caller's next
   // transaction, say), so it cannot find its own old locks in its way; the task makes sure they
   // leave even if no coroutine of this worker flushes again soon.

@@ -172,6 +172,14 @@ class TxnState {
 
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;
+  // Whether lock word value `word` keeps this transaction out: taken, not by it, and not by a
+  // CN incarnation that failed and was recovered (whose words are free: TxnContext::HolderGone).
+  bool HeldByOther(uint64_t word) const {
+    return word != 0 && word != OwnerWord() && !w_.HolderGone(word);
+  }
+  // A refused CAS on `addr` found `word`, of a recovered incarnation: the word is freed (CAS
+  // word -> 0) with this transaction's unlocks, so that the retry takes it.
+  void FreeGoneWord(GAddr addr, uint64_t word) { gone_words_.push_back({addr, word}); }
   // The insert lock of a key's home bucket: the lock word of the bucket's slot 0 on the
   // primary. Sharing it with that slot's own lock only adds conflicts, never removes one.
   GAddr BucketLockWord(const Item& it) const;
@@ -200,6 +208,12 @@ class TxnState {
   Status deferred_;           // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
+  struct GoneWord {
+    GAddr addr;
+    uint64_t word;
+  };
+  std::vector<GoneWord> gone_words_;  // see FreeGoneWord
+  uint64_t gone_scratch_ = 0;         // the CASes' results, unread
   // Stripe rows this transaction's inserts and deletes write; `written` once its Write (or
   // Insert, for a stripe with no row yet) is posted.
   struct StripeRow {
