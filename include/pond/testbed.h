@@ -66,7 +66,10 @@ enum class NodeFaultKind : unsigned char {
 // Where each step is under lotus: locks taken (Execute, CN locks granted); records read (Execute
 // done); logged (commit log and write-invisible flushed on every replica); timestamped (commit
 // timestamp granted); visible (write-visible flushed on the replicas readers do not use); unlocked
-// (locks released; the client hears in the same round, before the crash).
+// (locks released; the client hears in the same round, before the crash). Under motor: read
+// (Execute done, its MN lock words taken), timestamped, logged (its record and the backups'
+// cells flushed), unlocked. Under ford: read, logged (undo record and validation flushed),
+// visible (the backups written), unlocked.
 enum class CommitStep : unsigned char {
   kNone,
   kLocked,

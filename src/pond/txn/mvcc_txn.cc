@@ -343,6 +343,7 @@ Task<Status> MvccTxn::Commit() {
     // Locks on MNs: the timestamp first, then validation, before anything is written — readers
     // that must not miss this transaction's versions see its lock words instead (ReadItems).
     commit_ts_ = co_await w_.tso().Get();
+    w_.Reached(CommitStep::kTimestamped);
     if (isolation_ == Isolation::kSerializable) {
       Status v = co_await Validate();
       if (!v.ok()) co_return Fail(v, &w_.stats().aborts.validation);
@@ -358,6 +359,7 @@ Task<Status> MvccTxn::Commit() {
       PostLogRecord(writes, kLogMagic);
       PostWrites(writes, kInvisible, Replicas::kAll);
       CheckOk(co_await w_.ep().Flush());
+      w_.Reached(CommitStep::kLogged);
     }
   }
   if (protocol().log_and_visible) {
@@ -395,6 +397,7 @@ Task<Status> MvccTxn::Commit() {
     if (!writes.empty()) PostLogRecord(writes, store::kMotorLogMagic);
     PostWrites(writes, commit_ts_, Replicas::kBackups);
     co_await CommitFlush();
+    w_.Reached(CommitStep::kLogged);
     PostWrites(writes, commit_ts_, Replicas::kPrimary);
   }
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);

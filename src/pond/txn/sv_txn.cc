@@ -156,6 +156,7 @@ Task<Status> SvTxn::Execute() {
   for (size_t i : executing) {
     if (Status c = CheckRead(items_[i]); !c.ok()) co_return c;
   }
+  if (rw) w_.Reached(CommitStep::kRead);
   co_return Status::Ok();
 }
 
@@ -238,6 +239,7 @@ Task<Status> SvTxn::Commit() {
              static_cast<uint32_t>(log_buf_.size()));
   }
   if (!check.empty() || !writes.empty()) CheckOk(co_await ep.Flush());
+  if (!writes.empty()) w_.Reached(CommitStep::kLogged);
   for (size_t k = 0; k < check.size(); k++) {
     Item& it = items_[check[k]];
     bool changed;
@@ -286,10 +288,12 @@ Task<Status> SvTxn::Commit() {
   if (w_.placement().replication() > 1 && !writes.empty()) {
     PostSlotImages(writes, /*tombstones=*/false, Replicas::kBackups, &images);
     CheckOk(co_await ep.Flush());
+    w_.Reached(CommitStep::kVisible);
   }
   PostSlotImages(writes, /*tombstones=*/false, Replicas::kPrimary, &images);
   PostUnlocks();
   CheckOk(co_await ep.Flush());
+  w_.Reached(CommitStep::kUnlocked);
   finished_ = true;
   EndLocks({});
   CountCommit();
