@@ -123,7 +123,7 @@ uint64_t RunContext::Client(const Session& s) const {
          static_cast<uint64_t>(s.client());
 }
 
-std::optional<double> RecoveryMs(const RunResult& r) {
+std::optional<double> RecoveryMs(const RunResult& r, double fraction) {
   if (!r.failover || (r.failover->failures.empty() && r.failover->mn_failures.empty() &&
                       r.failover->partitions.empty())) {
     return std::nullopt;
@@ -142,7 +142,7 @@ std::optional<double> RecoveryMs(const RunResult& r) {
   before /= static_cast<double>(crash_ms - 1);
   const size_t last = per_ms.size() - 1;  // partial
   size_t from = last;
-  while (from > crash_ms && static_cast<double>(per_ms[from - 1]) >= 0.95 * before) from--;
+  while (from > crash_ms && static_cast<double>(per_ms[from - 1]) >= fraction * before) from--;
   if (from >= last) return std::nullopt;
   return std::max(0.0, static_cast<double>(from) - static_cast<double>(crash_ns) / 1e6);
 }

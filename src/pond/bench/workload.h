@@ -130,11 +130,11 @@ struct RunResult : RunMeasures {
   std::optional<ReplicaCheck> replicas;
 };
 
-// From the first crash of a run with a crash in it: the milliseconds until throughput stays
-// within 5% of its mean over the milliseconds before the crash, to the end of the run (the last,
-// partial millisecond left out); nullopt if it never does (or there was no crash, or too little
-// before it to measure).
-std::optional<double> RecoveryMs(const RunResult& r);
+// From the first crash of a run with a crash in it: the milliseconds until throughput stays at
+// or above `fraction` (0.95: within 5%) of its mean over the milliseconds before the crash, to
+// the end of the run (the last, partial millisecond left out); nullopt if it never does (or
+// there was no crash, or too little before it to measure).
+std::optional<double> RecoveryMs(const RunResult& r, double fraction = 0.95);
 
 class Workload;
 class RunContext;

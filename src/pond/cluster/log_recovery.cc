@@ -70,8 +70,8 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
     }
   }
   stats.records = records.size() + mn_lock_records.size();
-  if (Status s = co_await RecoverMnLockRecords(ep, catalog, placement, mn_lock_records, cn,
-                                               worker, &stats);
+  if (Status s = co_await RecoverMnLockRecords(ep, catalog, placement, mn_lock_records, cn, worker,
+                                               &stats);
       !s.ok()) {
     co_return s;
   }

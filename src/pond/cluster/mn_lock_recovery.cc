@@ -131,7 +131,8 @@ Task<Status> RollForward(Endpoint& ep, const store::Catalog& catalog,
                          const store::Placement& placement, RecordState& r, uint16_t cn,
                          LogRecoveryStats* stats) {
   if (placement.replication() < 2) {
-    co_return Corruption(Describe(r, cn) + " must be finished, and there is no backup to finish it from");
+    co_return Corruption(Describe(r, cn) +
+                         " must be finished, and there is no backup to finish it from");
   }
   const store::PoolLayout& layout = catalog.layout();
   // What the WRITEs posted point to, kept until they are flushed.
@@ -290,16 +291,15 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
           (!undo && it.li->cell >= it.t->versions)) {
         co_return Corruption("log of CN " + std::to_string(cn) + " worker " +
                              std::to_string(worker) + " names table " +
-                             std::to_string(it.li->table) + " cell " +
-                             std::to_string(it.li->cell) + ", which does not exist");
+                             std::to_string(it.li->table) + " cell " + std::to_string(it.li->cell) +
+                             ", which does not exist");
       }
       const MnId primary = placement.Replica(it.li->key, 0);
       if (placement.IsDown(primary)) {
         co_return Unavailable("the primary of a key a failed CN locked is down");
       }
       it.slot_word = it.t->SlotAddr(primary, 0, it.li->bucket, it.li->slot) + kLockAt;
-      it.bucket_word =
-          it.t->BucketAddr(primary, 0, store::HomeBucket(*it.t, it.li->key)) + kLockAt;
+      it.bucket_word = it.t->BucketAddr(primary, 0, store::HomeBucket(*it.t, it.li->key)) + kLockAt;
       ep.Read(it.slot_word, &it.slot_seen, sizeof(uint64_t));
       ep.Read(it.bucket_word, &it.bucket_seen, sizeof(uint64_t));
       if ((posted += 2) % kReadsPerBatch == 0) {

@@ -108,7 +108,8 @@ ReplicaCheck Cluster::CheckReplicas() const {
         POND_CHECK_MSG(region != nullptr, "CheckReplicas: the MNs' memory is not in this process");
         return region;
       },
-      acked, [&cl](uint64_t word) {
+      acked,
+      [&cl](uint64_t word) {
         for (const auto& cn : cl.cns_) {
           if (cn->gone.Gone(word)) return true;
         }

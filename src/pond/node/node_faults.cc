@@ -151,8 +151,8 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   // With lock words on the MNs, recovery finishes a half-done commit by copying a backup's
   // writes to the primary (cluster/mn_lock_recovery.h): it needs one.
   if ((cn_crashes || partitions) && !c.protocol.cn_locks && c.replication < 2) {
-    return InvalidArgument(std::string(cn_crashes ? "crash-cn" : "partition-cn") +
-                           ": protocol " + c.protocol.name +
+    return InvalidArgument(std::string(cn_crashes ? "crash-cn" : "partition-cn") + ": protocol " +
+                           c.protocol.name +
                            " needs --replication of at least 2 to recover a CN (a commit cut "
                            "short is finished from its backups)");
   }

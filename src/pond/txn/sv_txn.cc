@@ -208,13 +208,9 @@ Task<Status> SvTxn::Commit() {
     }
     POND_CHECK_MSG(bytes / 8 <= UINT16_MAX, "ford undo record longer than 512 KiB");
     log_buf_.assign(bytes, std::byte{0});
-    store::LogRecordHeader h{store::kUndoLogMagic,
-                             static_cast<uint16_t>(writes.size()),
-                             w_.cn_id(),
-                             owner_.txn_id,
-                             w_.index(),
-                             static_cast<uint16_t>(bytes / 8),
-                             0};
+    store::LogRecordHeader h{
+        store::kUndoLogMagic, static_cast<uint16_t>(writes.size()), w_.cn_id(), owner_.txn_id,
+        w_.index(),           static_cast<uint16_t>(bytes / 8),     0};
     std::memcpy(log_buf_.data(), &h, sizeof(h));
     size_t item_at = sizeof(h);
     size_t off = sizeof(h) + writes.size() * sizeof(store::LogItem);
@@ -222,8 +218,8 @@ Task<Status> SvTxn::Commit() {
       const Item& it = items_[i];
       const auto flags = static_cast<uint8_t>((it.live_meta != 0 ? store::kLogItemInsert : 0) |
                                               (it.exists() ? 0 : store::kLogItemWasAbsent));
-      store::LogItem li{it.lk.key,     it.ref.bucket, it.lk.table, static_cast<uint16_t>(it.ref.slot),
-                        0,             flags,         0};
+      store::LogItem li{
+          it.lk.key, it.ref.bucket, it.lk.table, static_cast<uint16_t>(it.ref.slot), 0, flags, 0};
       std::memcpy(log_buf_.data() + item_at, &li, sizeof(li));
       item_at += sizeof(li);
       std::memcpy(log_buf_.data() + off, &it.sv_version, sizeof(uint64_t));
@@ -246,8 +242,8 @@ Task<Status> SvTxn::Commit() {
     if (it.have_slot) {
       SvHeader h;
       std::memcpy(&h, bufs[k].data(), sizeof(h));
-      changed = HeldByOther(h.lock) || h.version != it.sv_version ||
-                (h.deleted != 0) != !it.exists();
+      changed =
+          HeldByOther(h.lock) || h.version != it.sv_version || (h.deleted != 0) != !it.exists();
     } else {
       store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
       changed = HeldByOther(lock_seen[k]) || scan.match >= 0;

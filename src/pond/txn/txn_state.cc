@@ -240,9 +240,7 @@ Status TxnState::Write(uint16_t table, uint64_t key, std::span<const std::byte> 
   return Status::Ok();
 }
 
-uint64_t TxnState::OwnerWord() const {
-  return store::LockOwnerWord(owner_.cn, owner_.txn_id);
-}
+uint64_t TxnState::OwnerWord() const { return store::LockOwnerWord(owner_.cn, owner_.txn_id); }
 
 GAddr TxnState::BucketLockWord(const Item& it) const {
   return it.table->BucketAddr(w_.placement().Primary(it.lk.key), 0,
