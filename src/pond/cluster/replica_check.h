@@ -26,7 +26,8 @@
 
 namespace pond::cluster {
 
-// A write acknowledged as committed: the key of `table` has a version with `commit_ts`.
+// A write acknowledged as committed: the key of `table` has a version with `commit_ts` (a
+// single-version table: the slot's version is at least that).
 struct AckedWrite {
   uint16_t table = 0;
   uint64_t key = 0;

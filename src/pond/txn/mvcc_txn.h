@@ -7,7 +7,7 @@
 //                      are validated (SR) before anything is written, and readers treat a taken
 //                      lock word as lotus readers treat INVISIBLE;
 //   log_and_visible    write INVISIBLE + commit log, then write visible (lotus), or write
-//                      committed cells directly (motor, which relies on battery-backed memory);
+//                      committed cells directly, behind a record of them (motor);
 //   full_record_store  one READ/WRITE per version (lotus), or two (motor's value + delta);
 //   vt_cache           serve locally managed CVTs from the VT cache.
 // hybrid_routing acts in Session::Call, not here.

@@ -10,8 +10,8 @@ namespace pond {
 namespace {
 
 // Motor as the ablation starts from it: CAS locks on MNs, value + delta layout, writes
-// committed in place (Motor relies on battery-backed MN memory instead of a commit log), no
-// routing, no VT cache.
+// committed in place behind a record of them (Motor keeps that log in battery-backed memory;
+// Pond in the pool), no routing, no VT cache.
 ProtocolConfig Motor() {
   ProtocolConfig p;
   p.name = "motor";
