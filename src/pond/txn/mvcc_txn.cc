@@ -215,10 +215,13 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes, uint32_t magic) {
     std::memcpy(log_buf_.data() + sizeof(h) + k * sizeof(LogItem), &li, sizeof(li));
   }
   store::SealLogRecord(log_buf_);
-  // A copy on every MN that gets a cell, posted before the cells (store/commit_log.h).
+  // A copy on every MN that gets a cell, posted before the cells (store/commit_log.h). Motor's
+  // primaries get their cells only once every backup's batch — its record copy first — is
+  // complete, so the backups' MNs are enough there.
   uint64_t mns = 0;
+  const int first = magic == store::kMotorLogMagic && w_.placement().replication() > 1 ? 1 : 0;
   for (size_t i : writes) {
-    for (int r = 0; r < w_.placement().replication(); r++) {
+    for (int r = first; r < w_.placement().replication(); r++) {
       mns |= uint64_t{1} << w_.placement().Replica(items_[i].lk.key, r);
     }
   }

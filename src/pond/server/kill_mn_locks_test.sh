@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# kill -9 of a CN daemon under motor and under ford, whose locks are words on the MNs: `pond up
+# --protocol P` starts ZooKeeper, 3 MN and 3 CN daemons serving SmallBank (UCX shared memory); a
+# client process drives it; CN 2 is killed mid-run. The others declare it and recover its logs —
+# finishing or undoing each commit it cut short (cluster/mn_lock_recovery.h) — and its lock
+# words left on the MNs go free to whoever meets them; everyone keeps committing; `pond restart`
+# brings it back. Afterwards the money adds up (every acknowledged commit is there, each unknown
+# outcome taken or not), and `pond client probe` commits in every shard through every live CN.
+# Then `pond down` leaves no process behind. Usage: kill_mn_locks_test.sh PATH_TO_POND
+set -u
+pond="$1"
+source "$(dirname "$0")/cluster_test_lib.sh"
+
+for protocol in motor ford; do
+  d="$tmp/$protocol"
+  dirs+=("$d")
+  if ! "$pond" up --dir "$d" --protocol "$protocol" --mns 3 --replication 2 --cns 3 \
+      --region-mib 64 --ucx-tls shm --workload smallbank --accounts 2000 \
+      --table probe:8:16384 --lease-ms 1000 --timeout 60 >"$tmp/up.out" 2>&1; then
+    fail "$protocol: pond up"; cat "$tmp/up.out"; continue
+  fi
+  ok "$protocol: pond up: 3 MNs and 3 CNs"
+  addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
+  [ -n "$addr" ] || { fail "$protocol: no client address"; cat "$tmp/up.out"; continue; }
+
+  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 9 >"$tmp/run.out" 2>&1 &
+  bench=$!
+  sleep 3
+  kill -9 "$(pid_of "$d/cluster.json" cn 2)"
+  await_line "$d/cn-0.log" "CN 2's failure (epoch [0-9]*) is recovered" 30 &&
+    ok "$protocol: CN 2 killed; CN 0 declared and recovered it" ||
+    { fail "$protocol: CN 2's failure was not recovered"; tail -n 5 "$d"/cn-*.log; }
+  grep -q "recovered CN 2's log 0" "$d/cn-0.log" "$d/cn-1.log" &&
+    ok "$protocol: a survivor recovered CN 2's log" || fail "$protocol: nobody recovered CN 2's log"
+  "$pond" restart --dir "$d" --cn 2 --timeout 60 >"$tmp/restart.out" 2>&1 &&
+    grep -q "CN 2 is back" "$tmp/restart.out" && ok "$protocol: pond restart brought CN 2 back" ||
+    { fail "$protocol: pond restart"; cat "$tmp/restart.out"; tail -n 5 "$d/cn-2.log"; }
+  wait "$bench"
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run.out"; then
+    ok "$protocol: the money adds up after the kill ($(sed -n 's/^answers *//p' "$tmp/run.out"))"
+  else
+    fail "$protocol: the money does not add up after the kill (exit $rc)"; cat "$tmp/run.out"
+  fi
+  # Commits went on: after the recovery (well within 4 s of the kill at second 3), no second of
+  # the run without them.
+  low=$(awk '$2 == "s" && $1 + 0 > 7 { r = $3 + 0; if (min == "" || r < min) min = r }
+    END { print (min == "" ? -1 : min) }' "$tmp/run.out")
+  [ "$low" -gt 0 ] && ok "$protocol: clients committed every second after the recovery (at least $low/s)" ||
+    { fail "$protocol: a second without commits after the recovery"; cat "$tmp/run.out"; }
+  probe "$protocol: CN 2 killed and restarted" "$addr"
+  cp "$d/cluster.json" "$tmp/cluster-$protocol.json"
+  "$pond" down --dir "$d" --grace 10 >/dev/null 2>&1 || fail "$protocol: pond down"
+  left=0
+  for p in $(pids_of "$tmp/cluster-$protocol.json"); do alive "$p" && left=$((left + 1)); done
+  [ "$left" -eq 0 ] && ok "$protocol: pond down left nothing running" ||
+    fail "$protocol: $left process(es) left"
+done
+
+[ "$failures" -eq 0 ] && echo "all checks passed" || echo "$failures check(s) failed"
+exit $((failures > 0))
