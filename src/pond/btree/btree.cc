@@ -237,6 +237,57 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
   co_return Aborted("a scan restarted too often");
 }
 
+Task<Status> BTree::ScanDescending(uint64_t low, uint64_t high, size_t limit,
+                                   std::vector<KeyValue>* out) {
+  stats_.scans++;
+  const size_t start = out->size();
+  uint64_t cursor = high;  // every key at or above it (below `high`) was collected
+  NodeBuffer n;
+  std::vector<KeyValue> leaf_entries;
+  bool fresh = false;
+  uint32_t restarts = 0;
+  while (cursor > low && out->size() - start < limit) {
+    // The leaf holding the key below the cursor: a descent (from the cache, mostly) each time.
+    const uint64_t key = cursor - 1;
+    Result<Found> f = co_await Descend(key, 0, fresh);
+    if (!f.ok()) co_return f.status();
+    GAddr a = f->node, parent = f->parent;
+    uint32_t torn = 0, hops = 0;
+    bool at_leaf = false;
+    for (;;) {
+      Result<bool> at = co_await ReadLeafFor(key, &a, &parent, &n, &hops, fresh);
+      if (!at.ok()) co_return at.status();
+      if (!*at) break;
+      bool whole = true;
+      for (const LeafEntry& e : n.leaf.entries) whole = whole && e.whole();
+      if (whole) {
+        at_leaf = true;
+        break;
+      }
+      stats_.torn_entry_reads++;
+      if (++torn > options_.read_retry_count_max) co_return Aborted("a leaf stayed torn");
+    }
+    if (!at_leaf) {
+      if (++restarts >= options_.restart_count_max) co_return Aborted("a scan restarted too often");
+      fresh = true;
+      continue;
+    }
+    fresh = false;
+    leaf_entries.clear();
+    for (const LeafEntry& e : n.leaf.entries) {
+      uint64_t k = e.key();
+      if (k != kKeyEmpty && k >= low && k < cursor) leaf_entries.emplace_back(k, e.value());
+    }
+    std::sort(leaf_entries.rbegin(), leaf_entries.rend());
+    for (const KeyValue& kv : leaf_entries) {
+      if (out->size() - start >= limit) co_return Status::Ok();
+      out->push_back(kv);
+    }
+    cursor = n.h.lower;
+  }
+  co_return Status::Ok();
+}
+
 Task<Status> BTree::Lock(GAddr node) {
   const GAddr word = layout_.LockFor(node);
   const bool local = options_.local_locks;

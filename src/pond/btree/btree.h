@@ -89,6 +89,12 @@ class BTree {
   // Appends the entries with low <= key < high to `out`, ascending, at most `limit` of them. Not
   // atomic against concurrent writers: each leaf is one consistent copy, taken in turn.
   Task<Status> Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out);
+  // The same, descending: the `limit` largest keys below `high`, largest first. Leaves link
+  // rightwards only, so it moves left by descending again to the key below each leaf's lower
+  // fence — through the index cache, about one READ a leaf, as an ascending scan pays: a scan
+  // costs the leaves it returns from, not the range it covers.
+  Task<Status> ScanDescending(uint64_t low, uint64_t high, size_t limit,
+                              std::vector<KeyValue>* out);
 
   const TreeStats& stats() const { return stats_; }
   const LocalLockTable& local_locks() const { return locks_; }

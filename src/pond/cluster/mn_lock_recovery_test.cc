@@ -58,6 +58,13 @@ class MnLockRecoveryTest : public ::testing::Test {
   uint64_t& LockWord(uint16_t t, uint64_t key, store::SlotRef ref) {
     return reinterpret_cast<store::CvtHeader*>(Slot(t, key, ref, 0))->lock;
   }
+  // The insert lock of key's home bucket, on its primary.
+  uint64_t& BucketWord(uint16_t t, uint64_t key) {
+    const MnId mn = placement_.Primary(key);
+    const GAddr word =
+        T(t).BucketAddr(mn, 0, store::HomeBucket(T(t), key)) + offsetof(store::CvtHeader, lock);
+    return *reinterpret_cast<uint64_t*>(At(mn, word));
+  }
   store::SlotRef Claim(uint16_t t, uint64_t key) {
     Result<store::SlotRef> ref =
         w_.Run(store::ClaimSlot(*w_.ep, T(t), placement_.Primary(key), key));
@@ -270,10 +277,7 @@ TEST_F(MnLockRecoveryTest, FordWithEveryWordHeldIsUndoneFromItsUndoRecord) {
 TEST_F(MnLockRecoveryTest, AFordInsertShownOnThePrimaryIsFinished) {
   const uint64_t key = 500;
   store::SlotRef a = Claim(kSv, key);
-  const GAddr bucket_word =
-      T(kSv).BucketAddr(placement_.Primary(key), 0, store::HomeBucket(T(kSv), key)) +
-      offsetof(store::CvtHeader, lock);
-  uint64_t& word = *reinterpret_cast<uint64_t*>(At(placement_.Primary(key), bucket_word));
+  uint64_t& word = BucketWord(kSv, key);
   for (int r = 0; r < 3; r++) PutSv(key, a, r, 1, 0x33, false);
   word = Owner(9);
   Log(store::kUndoLogMagic, 9,
@@ -295,10 +299,7 @@ TEST_F(MnLockRecoveryTest, AFordInsertShownOnThePrimaryIsFinished) {
 TEST_F(MnLockRecoveryTest, AFordInsertNotOnThePrimaryIsUndoneToATombstone) {
   const uint64_t key = 600;
   store::SlotRef a = Claim(kSv, key);
-  const GAddr bucket_word =
-      T(kSv).BucketAddr(placement_.Primary(key), 0, store::HomeBucket(T(kSv), key)) +
-      offsetof(store::CvtHeader, lock);
-  *reinterpret_cast<uint64_t*>(At(placement_.Primary(key), bucket_word)) = Owner(10);
+  BucketWord(kSv, key) = Owner(10);
   PutSv(key, a, 1, 1, 0x44, false);
   Log(store::kUndoLogMagic, 10,
       {{key, a, 0, store::kLogItemInsert | store::kLogItemWasAbsent, 0, 0}});
@@ -312,6 +313,7 @@ TEST_F(MnLockRecoveryTest, AFordInsertNotOnThePrimaryIsUndoneToATombstone) {
     EXPECT_EQ(h.key, key);
     EXPECT_EQ(store::MetaState(h.meta), store::kSlotLive);
   }
+  EXPECT_EQ(BucketWord(kSv, key), 0u);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 # What the shell tests of local clusters share (sourced by daemons_test.sh, kill_test.sh,
+# kill_mn_locks_test.sh,
 # coord_kill_test.sh and metrics_test.sh; needs $pond set): a temp dir that goes away with every cluster started under
 # it, ok/FAIL lines with a count, and how to find and watch the daemons.
 
@@ -87,3 +88,33 @@ probe() {
   fi
 }
 
+# The money check of SmallBank run output $3 (exit status $4) for $1 (a transport or protocol),
+# $2 ("after the kill"): ok with the answers line, or fail with the whole output.
+money_adds_up() {
+  if [ "$4" -eq 0 ] && grep -q "^money check  ok" "$3"; then
+    ok "$1: the money adds up $2 ($(sed -n 's/^answers *//p' "$3"))"
+  else
+    fail "$1: the money does not add up $2 (exit $4)"; cat "$3"
+  fi
+}
+
+# Committed per second in the progress lines after second $2 of run output $1: the lowest.
+min_rate_after() {
+  awk -v from="$2" '$2 == "s" && $1 + 0 > from + 0 { r = $3 + 0; if (min == "" || r < min) min = r }
+    END { print (min == "" ? -1 : min) }' "$1"
+}
+
+# kill -9 of CN 2 of the cluster in $2 ($1 names the case): CN 0 declares and recovers it, a
+# survivor recovers its log, and `pond restart` brings it back.
+kill_cn2_and_restart() {
+  local what="$1" d="$2"
+  kill -9 "$(pid_of "$d/cluster.json" cn 2)"
+  await_line "$d/cn-0.log" "CN 2's failure (epoch [0-9]*) is recovered" 30 &&
+    ok "$what: CN 2 killed; CN 0 declared and recovered it" ||
+    { fail "$what: CN 2's failure was not recovered"; tail -n 5 "$d"/cn-*.log; }
+  grep -q "recovered CN 2's log 0" "$d/cn-0.log" "$d/cn-1.log" &&
+    ok "$what: a survivor recovered CN 2's commit log" || fail "$what: nobody recovered CN 2's log"
+  "$pond" restart --dir "$d" --cn 2 --timeout 60 >"$tmp/restart.out" 2>&1 &&
+    grep -q "CN 2 is back" "$tmp/restart.out" && ok "$what: pond restart brought CN 2 back" ||
+    { fail "$what: pond restart"; cat "$tmp/restart.out"; tail -n 5 "$d/cn-2.log"; }
+}

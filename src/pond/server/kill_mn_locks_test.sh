@@ -26,26 +26,12 @@ for protocol in motor ford; do
   timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 9 >"$tmp/run.out" 2>&1 &
   bench=$!
   sleep 3
-  kill -9 "$(pid_of "$d/cluster.json" cn 2)"
-  await_line "$d/cn-0.log" "CN 2's failure (epoch [0-9]*) is recovered" 30 &&
-    ok "$protocol: CN 2 killed; CN 0 declared and recovered it" ||
-    { fail "$protocol: CN 2's failure was not recovered"; tail -n 5 "$d"/cn-*.log; }
-  grep -q "recovered CN 2's log 0" "$d/cn-0.log" "$d/cn-1.log" &&
-    ok "$protocol: a survivor recovered CN 2's log" || fail "$protocol: nobody recovered CN 2's log"
-  "$pond" restart --dir "$d" --cn 2 --timeout 60 >"$tmp/restart.out" 2>&1 &&
-    grep -q "CN 2 is back" "$tmp/restart.out" && ok "$protocol: pond restart brought CN 2 back" ||
-    { fail "$protocol: pond restart"; cat "$tmp/restart.out"; tail -n 5 "$d/cn-2.log"; }
+  kill_cn2_and_restart "$protocol" "$d"
   wait "$bench"
-  rc=$?
-  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run.out"; then
-    ok "$protocol: the money adds up after the kill ($(sed -n 's/^answers *//p' "$tmp/run.out"))"
-  else
-    fail "$protocol: the money does not add up after the kill (exit $rc)"; cat "$tmp/run.out"
-  fi
+  money_adds_up "$protocol" "after the kill" "$tmp/run.out" $?
   # Commits went on: after the recovery (well within 4 s of the kill at second 3), no second of
   # the run without them.
-  low=$(awk '$2 == "s" && $1 + 0 > 7 { r = $3 + 0; if (min == "" || r < min) min = r }
-    END { print (min == "" ? -1 : min) }' "$tmp/run.out")
+  low=$(min_rate_after "$tmp/run.out" 7)
   [ "$low" -gt 0 ] && ok "$protocol: clients committed every second after the recovery (at least $low/s)" ||
     { fail "$protocol: a second without commits after the recovery"; cat "$tmp/run.out"; }
   probe "$protocol: CN 2 killed and restarted" "$addr"

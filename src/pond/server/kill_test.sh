@@ -21,22 +21,6 @@ set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
 
-# The money check of SmallBank run output $3 (exit status $4) for transport $1, $2 ("after the
-# kill"): ok with the answers line, or fail with the whole output.
-money_adds_up() {
-  if [ "$4" -eq 0 ] && grep -q "^money check  ok" "$3"; then
-    ok "$1: the money adds up $2 ($(sed -n 's/^answers *//p' "$3"))"
-  else
-    fail "$1: the money does not add up $2 (exit $4)"; cat "$3"
-  fi
-}
-
-# Committed per second in the progress lines after second $2 of run output $1: the lowest.
-min_rate_after() {
-  awk -v from="$2" '$2 == "s" && $1 + 0 > from + 0 { r = $3 + 0; if (min == "" || r < min) min = r }
-    END { print (min == "" ? -1 : min) }' "$1"
-}
-
 # POND_KILL_TLS="tcp" runs one transport only (for looping a failure).
 for tls in ${POND_KILL_TLS:-shm tcp}; do
   d="$tmp/$tls"
@@ -57,15 +41,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 9 >"$tmp/run1.out" 2>&1 &
   bench=$!
   sleep 3
-  kill -9 "$(pid_of "$d/cluster.json" cn 2)"
-  await_line "$d/cn-0.log" "CN 2's failure (epoch [0-9]*) is recovered" 30 &&
-    ok "$tls: CN 2 killed; CN 0 declared and recovered it" ||
-    { fail "$tls: CN 2's failure was not recovered"; tail -n 5 "$d"/cn-*.log; }
-  grep -q "recovered CN 2's log 0" "$d/cn-0.log" "$d/cn-1.log" &&
-    ok "$tls: a survivor recovered CN 2's commit log" || fail "$tls: nobody recovered CN 2's log"
-  "$pond" restart --dir "$d" --cn 2 --timeout 60 >"$tmp/restart.out" 2>&1 &&
-    grep -q "CN 2 is back" "$tmp/restart.out" && ok "$tls: pond restart brought CN 2 back" ||
-    { fail "$tls: pond restart"; cat "$tmp/restart.out"; tail -n 5 "$d/cn-2.log"; }
+  kill_cn2_and_restart "$tls" "$d"
   await_line "$d/cn-1.log" "CN 2 is back as incarnation 1" 30 &&
     ok "$tls: the others let it in as incarnation 1" || fail "$tls: CN 2 was not let back in"
   await_line "$d/cn-2.log" "of this CN's shards came home" 30 &&

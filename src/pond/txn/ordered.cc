@@ -100,7 +100,7 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
   if (Status s = BeginExecute(); !s.ok()) co_return s;
   // In tree keys: on a critical-field table, [low, high) is the shard's keys whose bits above the
   // shard lie between low's and high's, one run of tree keys.
-  uint64_t cursor = TreeKeyOf(*t, low);
+  const uint64_t begin = TreeKeyOf(*t, low);
   const uint64_t end = TreeKeyOf(*t, high);
   const uint64_t first_stripe = StripeOf(*t, low);
   const uint64_t last_stripe = StripeOf(*t, KeyOfTreeKey(*t, end - 1));
@@ -127,15 +127,22 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
   btree::BTree& tree = w_.Tree(*t);
   std::vector<ScanRow> rows;
   std::vector<btree::KeyValue> batch;
-  // An ascending scan with a small limit reads (and, under lotus, read-locks) about as many keys
-  // as it returns; rounds double while they meet absent keys.
-  size_t batch_max =
-      order == ScanOrder::kAscending ? std::clamp<size_t>(limit, 1, kScanBatch) : kScanBatch;
-  while (cursor < end && (order == ScanOrder::kDescending || rows.size() < limit)) {
+  // A scan with a small limit reads (and, under lotus, read-locks) about as many keys as it
+  // returns; rounds double while they meet absent keys. A descending one walks down from `end`
+  // (BTree::ScanDescending): `bound` is the edge of what is still to walk, from either side.
+  const bool up = order == ScanOrder::kAscending;
+  uint64_t bound = up ? begin : end;
+  size_t batch_max = std::clamp<size_t>(limit, 1, kScanBatch);
+  while ((up ? bound < end : bound > begin) && rows.size() < limit) {
     batch.clear();
-    if (Status s = co_await tree.Scan(cursor, end, batch_max, &batch); !s.ok()) {
-      co_return Fail(s, &w_.stats().aborts.user);
+    // (Not one co_await per arm of a ?: — GCC 12 destroys a temporary of the wrong arm.)
+    Status walked;
+    if (up) {
+      walked = co_await tree.Scan(bound, end, batch_max, &batch);
+    } else {
+      walked = co_await tree.ScanDescending(begin, bound, batch_max, &batch);
     }
+    if (!walked.ok()) co_return Fail(walked, &w_.stats().aborts.user);
     for (const btree::KeyValue& kv : batch) {
       Add(table, KeyOfTreeKey(*t, kv.first), AddOp::kReadOnly);
     }
@@ -146,16 +153,11 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
       if (v.status().code() == Code::kNotFound) continue;  // an aborted insert, or deleted
       if (!v.ok()) co_return Fail(v.status(), &w_.stats().aborts.user);
       rows.push_back({key, std::vector<std::byte>(v->begin(), v->end())});
-      if (order == ScanOrder::kAscending && rows.size() == limit) break;
+      if (rows.size() == limit) break;
     }
     if (batch.size() < batch_max) break;
-    cursor = batch.back().first + 1;
+    bound = up ? batch.back().first + 1 : batch.back().first;
     batch_max = std::min(kScanBatch, batch_max * 2);
-  }
-  // Leaves link rightwards only, so a descending scan walks the range up and keeps the last.
-  if (order == ScanOrder::kDescending) {
-    if (rows.size() > limit) rows.erase(rows.begin(), rows.end() - static_cast<ptrdiff_t>(limit));
-    std::reverse(rows.begin(), rows.end());
   }
   co_return rows;
 }

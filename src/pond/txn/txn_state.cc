@@ -1,5 +1,8 @@
 #include "pond/txn/txn_state.h"
 
+#include <memory>
+#include <vector>
+
 #include "pond/base/assert.h"
 #include "pond/txn/mvcc_txn.h"
 #include "pond/txn/ordered.h"
@@ -252,7 +255,9 @@ namespace {
 
 const uint64_t kFreeLockWord = 0;
 
-Task<void> FlushPosted(Endpoint* ep) {
+// `results`: where CASes posted before write their old values, kept until they have (the
+// transaction that posted them may be gone by then).
+Task<void> FlushPosted(Endpoint* ep, std::unique_ptr<std::vector<uint64_t>> /*results*/) {
   Status s = co_await ep->Flush();
   POND_CHECK_MSG(s.ok(), s.ToString().c_str());
 }
@@ -265,18 +270,18 @@ void TxnState::PostUnlocks() {
 }
 
 void TxnState::ReleaseMnLocksDetached() {
-  for (const GoneWord& g : gone_words_) {
-    w_.ep().Cas(g.addr, g.word, 0, &gone_scratch_);
+  if (mn_held_.empty() && gone_words_.empty()) return;
+  auto results = std::make_unique<std::vector<uint64_t>>(gone_words_.size());
+  for (size_t i = 0; i < gone_words_.size(); i++) {
+    w_.ep().Cas(gone_words_[i].addr, gone_words_[i].word, 0, &(*results)[i]);
     w_.stats().gone_lock_words_freed++;
   }
-  const bool any = !mn_held_.empty() || !gone_words_.empty();
   gone_words_.clear();
-  if (!any) return;
   // Posted now, the unlocks precede whatever this worker posts next (the caller's next
   // transaction, say), so it cannot find its own old locks in its way; the task makes sure they
   // leave even if no coroutine of this worker flushes again soon.
   PostUnlocks();
-  w_.sched().Spawn(FlushPosted(&w_.ep()));
+  w_.sched().Spawn(FlushPosted(&w_.ep(), std::move(results)));
 }
 
 }  // namespace pond::txn

@@ -213,7 +213,6 @@ class TxnState {
     uint64_t word;
   };
   std::vector<GoneWord> gone_words_;  // see FreeGoneWord
-  uint64_t gone_scratch_ = 0;         // the CASes' results, unread
   // Stripe rows this transaction's inserts and deletes write; `written` once its Write (or
   // Insert, for a stripe with no row yet) is posted.
   struct StripeRow {
