@@ -136,6 +136,9 @@ class TxnContext {
   WorkerStats& stats() { return stats_; }
   const WorkerStats& stats() const { return stats_; }
   uint64_t NextTxnId() { return next_txn_id_++; }
+  // Where an operation whose result nobody reads may write it: it lives as long as the worker,
+  // and only the worker's thread completes its operations.
+  uint64_t* discard_word() { return &discard_; }
 
   // Its CN's parts (CnParts).
   const store::Placement& placement() const { return *cn_.placement; }
@@ -204,6 +207,7 @@ class TxnContext {
   std::vector<std::unique_ptr<btree::BTree>> trees_;  // by table id; null until used
   WorkerStats stats_;
   uint64_t next_txn_id_;
+  uint64_t discard_ = 0;
   int64_t mid_visible_ = 0;
   const StepProbe* step_probe_;
   bool track_acked_ = false;

@@ -1,8 +1,5 @@
 #include "pond/txn/txn_state.h"
 
-#include <memory>
-#include <vector>
-
 #include "pond/base/assert.h"
 #include "pond/txn/mvcc_txn.h"
 #include "pond/txn/ordered.h"
@@ -255,9 +252,7 @@ namespace {
 
 const uint64_t kFreeLockWord = 0;
 
-// `results`: where CASes posted before write their old values, kept until they have (the
-// transaction that posted them may be gone by then).
-Task<void> FlushPosted(Endpoint* ep, std::unique_ptr<std::vector<uint64_t>> /*results*/) {
+Task<void> FlushPosted(Endpoint* ep) {
   Status s = co_await ep->Flush();
   POND_CHECK_MSG(s.ok(), s.ToString().c_str());
 }
@@ -271,9 +266,10 @@ void TxnState::PostUnlocks() {
 
 void TxnState::ReleaseMnLocksDetached() {
   if (mn_held_.empty() && gone_words_.empty()) return;
-  auto results = std::make_unique<std::vector<uint64_t>>(gone_words_.size());
-  for (size_t i = 0; i < gone_words_.size(); i++) {
-    w_.ep().Cas(gone_words_[i].addr, gone_words_[i].word, 0, &(*results)[i]);
+  // The CASes' old values go to the worker's discard word: whichever flush carries them (this
+  // task's, or another coroutine's first) may complete after this transaction is gone.
+  for (const GoneWord& g : gone_words_) {
+    w_.ep().Cas(g.addr, g.word, 0, w_.discard_word());
     w_.stats().gone_lock_words_freed++;
   }
   gone_words_.clear();
@@ -281,7 +277,7 @@ void TxnState::ReleaseMnLocksDetached() {
   // transaction, say), so it cannot find its own old locks in its way; the task makes sure they
   // leave even if no coroutine of this worker flushes again soon.
   PostUnlocks();
-  w_.sched().Spawn(FlushPosted(&w_.ep(), std::move(results)));
+  w_.sched().Spawn(FlushPosted(&w_.ep()));
 }
 
 }  // namespace pond::txn
