@@ -117,20 +117,34 @@ TEST(BTreeTest, ThreeLevelsWithFullNodes) {
   EXPECT_GT(t.index_cache().hits(), 0u);
 }
 
-TEST(BTreeTest, ScansMatchAnOrderedMap) {
-  auto pool = LocalPool(1, kRegion);
-  Worker w(*pool, {0, 0});
-  TreeSpace space = MakeTree(w, 1);
-  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6});
-  Rng rng(::testing::UnitTest::GetInstance()->random_seed());
-  std::map<uint64_t, uint64_t> want;
-  std::vector<KeyValue> kvs;
-  for (int i = 0; i < 2000; i++) {
-    uint64_t k = 1 + rng.Uniform(10'000);
-    want[k] = i;
-    kvs.emplace_back(k, i);
+// A tree of small nodes (many leaves and levels) holding 2,000 random keys below 10,001, and the
+// same entries in an ordered map, for scans to be compared with.
+class ScanTest : public ::testing::Test {
+ protected:
+  ScanTest()
+      : pool_(LocalPool(1, kRegion)),
+        w(*pool_, {0, 0}),
+        space(MakeTree(w, 1)),
+        t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}),
+        rng(::testing::UnitTest::GetInstance()->random_seed()) {
+    std::vector<KeyValue> kvs;
+    for (int i = 0; i < 2000; i++) {
+      uint64_t k = 1 + rng.Uniform(10'000);
+      want[k] = i;
+      kvs.emplace_back(k, i);
+    }
+    POND_CHECK(w.Run(InsertAll(&t, kvs)).ok());
   }
-  ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
+
+  std::unique_ptr<LocalFabric> pool_;
+  Worker w;
+  TreeSpace space;
+  BTree t;
+  Rng rng;
+  std::map<uint64_t, uint64_t> want;
+};
+
+TEST_F(ScanTest, ScansMatchAnOrderedMap) {
   for (int q = 0; q < 300; q++) {
     uint64_t low = rng.Uniform(11'000), high = low + rng.Uniform(3000);
     size_t limit = q % 3 == 0 ? 1 + rng.Uniform(50) : SIZE_MAX;
@@ -151,20 +165,7 @@ TEST(BTreeTest, ScansMatchAnOrderedMap) {
 // Descending scans give the largest keys of their range first, as a reversed ordered map does —
 // and a short one reads the leaves it returns from, not the whole range: from a warm index cache,
 // at most one READ a leaf it visits (as an ascending scan of the same rows).
-TEST(BTreeTest, DescendingScansMatchAnOrderedMapAndReadOnlyTheLeavesTheyReturnFrom) {
-  auto pool = LocalPool(1, kRegion);
-  Worker w(*pool, {0, 0});
-  TreeSpace space = MakeTree(w, 1);
-  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6});
-  Rng rng(::testing::UnitTest::GetInstance()->random_seed());
-  std::map<uint64_t, uint64_t> want;
-  std::vector<KeyValue> kvs;
-  for (int i = 0; i < 2000; i++) {
-    uint64_t k = 1 + rng.Uniform(10'000);
-    want[k] = i;
-    kvs.emplace_back(k, i);
-  }
-  ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
+TEST_F(ScanTest, DescendingScansMatchAnOrderedMapAndReadOnlyTheLeavesTheyReturnFrom) {
   for (int q = 0; q < 300; q++) {
     uint64_t low = rng.Uniform(11'000), high = low + rng.Uniform(3000);
     size_t limit = q % 3 == 0 ? 1 + rng.Uniform(50) : SIZE_MAX;
@@ -182,7 +183,7 @@ TEST(BTreeTest, DescendingScansMatchAnOrderedMapAndReadOnlyTheLeavesTheyReturnFr
   // cache misses, where a walk of the range would read about 200.
   std::vector<KeyValue> got;
   ASSERT_TRUE(w.Run(t.ScanDescending(1, 9000, 3, &got)).ok());  // warm the cache
-  auto reads = [&w] { return uint64_t{w.ep->stats().ops[static_cast<int>(Verb::kRead)]}; };
+  auto reads = [this] { return uint64_t{w.ep->stats().ops[static_cast<int>(Verb::kRead)]}; };
   const uint64_t reads_before = reads();
   got.clear();
   ASSERT_TRUE(w.Run(t.ScanDescending(1, 9000, 3, &got)).ok());
