@@ -196,6 +196,8 @@ struct ClusterStats {
   uint64_t remote_calls = 0;  // routed to another CN
   // MN lock words left by a failed, recovered CN that transactions met and freed (motor, ford).
   uint64_t gone_lock_words_freed = 0;
+  // B+Tree node lock words left by a failed, recovered CN that workers met and took.
+  uint64_t gone_tree_words_taken = 0;
   // Transport totals over all workers.
   uint64_t reads = 0, writes = 0, cas = 0, faa = 0, batches = 0, messages = 0, packets = 0;
   // Caches over all CNs.

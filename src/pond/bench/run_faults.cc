@@ -51,6 +51,15 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   };
   if (c.cns > 2) refuse_if_fatal(NodeFaultKind::kCrashCn, 1, "crash-cn: ");
   if (c.replication > 1) refuse_if_fatal(NodeFaultKind::kCrashMn, 0, "crash-mn: ");
+  if (o.ordered_tables) {
+    const std::string why = "ordered tables' B+Trees are not replicated yet";
+    for (sim::FaultKind k : {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn}) {
+      auto same = [&](const auto& x) { return x.first == k; };
+      if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
+        limits.refused.emplace_back(k, why);
+      }
+    }
+  }
   if (c.cns > 2) {
     refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");
     // A heal needs a partition: refused with it, for the same reason.

@@ -106,6 +106,9 @@ class TpccWorkload : public Workload {
   uint64_t rows_loaded_ = 0;
   std::vector<ProcedureId> procs_;  // in TpccTxn order
   std::vector<TpccCounters> counters_;
+  // Each client's last call number, kept outside its session: a restarted CN's clients carry on
+  // from their dead incarnation's numbers, so no two Payments share a history key.
+  std::unique_ptr<std::atomic<uint32_t>[]> calls_;
   std::unique_ptr<TpccEnv> env_;  // what the procedures share; lives as long as they may run
 };
 

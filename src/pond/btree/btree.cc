@@ -39,7 +39,9 @@ BTree::BTree(Endpoint& ep, const TreeSpace& space, TreeOptions options)
     : ep_(ep),
       layout_(space),
       options_(options),
-      holder_id_(uint64_t{ep.self().Packed()} + 1),
+      holder_id_(store::LockOwnerWord(
+          ep.self().cn, uint64_t{ep.self().worker} << 48 | uint64_t{ep.incarnation()}
+                                                               << store::kSeqIncarnationShift)),
       alloc_(ep, layout_, size_t{ep.self().cn} + ep.self().worker),
       locks_(ep.scheduler(), options.handover_max),
       cache_(options.index_cache_nodes_max) {
@@ -302,6 +304,23 @@ Task<Status> BTree::Lock(GAddr node) {
     }
     if (old == 0) co_return Status::Ok();
     stats_.lock_cas_failed++;
+    if (options_.gone != nullptr && options_.gone->Gone(old)) {
+      // Its holder died mid-operation, leaving a valid tree (docs/btree.md "Lock words that name
+      // their holder"): the word guards nothing, so take it from the dead holder — by CAS, as
+      // another CN may take it first.
+      uint64_t seen = 0;
+      ep_.Cas(word, old, holder_id_, &seen);
+      s = co_await ep_.Flush();
+      if (!s.ok()) {
+        if (local) locks_.Abandon(word.raw);
+        co_return s;
+      }
+      if (seen == old) {
+        stats_.gone_words_taken++;
+        if (options_.gone_words_taken != nullptr) (*options_.gone_words_taken)++;
+        co_return Status::Ok();
+      }
+    }
   }
   if (local) locks_.Abandon(word.raw);
   co_return Aborted("a node's global lock word stayed taken");

@@ -20,12 +20,14 @@
 #include <utility>
 #include <vector>
 
+#include "pond/base/relaxed_counter.h"
 #include "pond/btree/chunk_allocator.h"
 #include "pond/btree/index_cache.h"
 #include "pond/btree/local_lock_table.h"
 #include "pond/btree/node.h"
 #include "pond/btree/tree_space.h"
 #include "pond/status.h"
+#include "pond/store/gone_holders.h"
 #include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
@@ -49,6 +51,12 @@ struct TreeOptions {
   uint32_t lock_retry_count_max = 1 << 20;  // failed CASes on one global lock word in a row
   uint32_t restart_count_max = 1 << 12;     // descents from the root for one operation
   uint32_t sibling_hops_max = 1 << 12;      // right moves within one descent
+  // The CN incarnations that failed and were recovered: a global lock word that names one of
+  // them (its worker died holding it) is freed by the next CAS it refuses. Null: none ever is.
+  const store::GoneHolders* gone = nullptr;
+  // Also counts the words taken from gone holders (TreeStats::gone_words_taken), for a reader on
+  // another thread; null: none.
+  RelaxedCounter* gone_words_taken = nullptr;
 };
 
 // Sibling moves after a descent that trusted the cache before the operation descends again
@@ -63,6 +71,7 @@ struct TreeStats {
   uint64_t restarts = 0;          // descents begun again from the root
   uint64_t leaf_splits = 0, internal_splits = 0, root_growths = 0, root_cas_lost = 0;
   uint64_t lock_cas_failed = 0;
+  uint64_t gone_words_taken = 0;  // lock words held by a failed CN incarnation, taken from it
   uint64_t entry_writebacks = 0, node_writebacks = 0;
 };
 
@@ -170,7 +179,10 @@ class BTree {
   Endpoint& ep_;
   SpaceLayout layout_;
   TreeOptions options_;
-  uint64_t holder_id_;  // what this worker's CAS puts in a global lock word
+  // What this worker's CAS puts in a global lock word: the owner word of its CN incarnation and
+  // worker (store::LockOwnerWord, with transaction number 0), so that a word left by a worker that
+  // died names who it was (docs/btree.md "Lock words that name their holder").
+  uint64_t holder_id_;
   ChunkAllocator alloc_;
   LocalLockTable locks_;
   IndexCache cache_;

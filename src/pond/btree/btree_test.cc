@@ -310,5 +310,60 @@ TEST(BTreeTest, AStaleRootSendsADescentAgainNotAlongTheLeaves) {
   EXPECT_GE(ta.stats().restarts, 1u);
 }
 
+// A node's lock word left by a worker that died names its CN incarnation (store::LockOwnerWord):
+// it is waited on while that incarnation may still be alive, and taken once it is gone.
+TEST(BTreeTest, AWordHeldByADeadIncarnationIsTakenOnlyOnceItIsGone) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  store::GoneHolders gone;
+  TreeOptions o;
+  o.gone = &gone;
+  o.lock_retry_count_max = 64;
+  BTree t(*w.ep, space, o);
+  ASSERT_TRUE(w.Run(t.Insert(5, 50)).ok());
+  // The tree is one leaf, the root CreateTree put first in the range.
+  const GAddr word = SpaceLayout(space).LockFor(GAddr::Make(0, SpaceLayout(space).NodesBegin(0)));
+  auto hold = [&](uint16_t cn, uint16_t incarnation) {
+    return w.Run([](Endpoint* ep, GAddr word,
+                    uint64_t v) -> Task<Status> {
+      ep->Write(word, &v, 8);
+      co_return co_await ep->Flush();
+    }(w.ep.get(), word,
+                                store::LockOwnerWord(
+                                    cn, uint64_t{3} << 48 | uint64_t{incarnation}
+                                                                << store::kSeqIncarnationShift)));
+  };
+  auto read_word = [&] {
+    return w.Run([](Endpoint* ep, GAddr word) -> Task<uint64_t> {
+      uint64_t v = 0;
+      ep->Read(word, &v, 8);
+      POND_CHECK((co_await ep->Flush()).ok());
+      co_return v;
+    }(w.ep.get(), word));
+  };
+
+  // CN 1's incarnation 0 holds it and has not been declared: the insert waits, then gives up.
+  ASSERT_TRUE(hold(1, 0).ok());
+  EXPECT_EQ(w.Run(t.Insert(6, 60)).code(), Code::kAborted);
+  EXPECT_EQ(t.stats().gone_words_taken, 0u);
+  // Incarnation 0 is recovered; a word of incarnation 1 (alive) is still waited on.
+  gone.GoneBelow(1, 1);
+  ASSERT_TRUE(hold(1, 1).ok());
+  EXPECT_EQ(w.Run(t.Insert(6, 60)).code(), Code::kAborted);
+  EXPECT_EQ(t.stats().gone_words_taken, 0u);
+  // Incarnation 0's word is taken at once, and released as any other.
+  ASSERT_TRUE(hold(1, 0).ok());
+  ASSERT_TRUE(w.Run(t.Insert(6, 60)).ok());
+  EXPECT_EQ(t.stats().gone_words_taken, 1u);
+  EXPECT_EQ(read_word(), 0u);
+  EXPECT_EQ(w.Run(t.Lookup(6)).value(), 60u);
+  EXPECT_EQ(w.Run(t.Lookup(5)).value(), 50u);
+  // Without the marks (a tree opened with none), no word is ever taken.
+  BTree blind(*w.ep, space, TreeOptions{.lock_retry_count_max = 64});
+  ASSERT_TRUE(hold(1, 0).ok());
+  EXPECT_EQ(w.Run(blind.Insert(7, 70)).code(), Code::kAborted);
+}
+
 }  // namespace
 }  // namespace pond::btree

@@ -47,6 +47,7 @@ struct SimCluster {
     std::unique_ptr<Scheduler> sched;
     std::unique_ptr<Endpoint> ep;
     bool queued = false;
+    bool down = false;  // crashed: runs no more rounds
   };
   std::vector<SimWorker> workers;
 
@@ -73,6 +74,7 @@ struct SimCluster {
     engine.At(engine.now(), [this, i] {
       SimWorker& w = workers[static_cast<size_t>(i)];
       w.queued = false;
+      if (w.down) return;
       w.sched->RunOnce();
       fabric->Launch(WorkerAddr{static_cast<uint16_t>(i), 0}, engine.now());
       if (w.sched->has_ready()) Wake(i);
@@ -81,6 +83,19 @@ struct SimCluster {
   void Run() {
     while (engine.Step()) {
     }
+  }
+  // Runs at most `events` events; false once nothing is left to run.
+  bool RunFor(uint64_t events) {
+    for (uint64_t i = 0; i < events; i++) {
+      if (!engine.Step()) return false;
+    }
+    return true;
+  }
+  // CN `cn` crashes now: the fabric's crash (its batches in flight land or not), and its worker
+  // runs no more rounds; its coroutines stay parked until the cluster goes.
+  void Crash(int cn) {
+    fabric->CrashCn(static_cast<uint16_t>(cn));
+    workers[static_cast<size_t>(cn)].down = true;
   }
 };
 

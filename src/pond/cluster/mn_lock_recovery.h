@@ -21,7 +21,7 @@
 // recovery cut short is redone by another CN, and finds the same answer or one already reached.
 // The words of transactions that died before writing a record guard nothing (they wrote
 // nothing); they are freed by whoever meets them once the failure is recovered
-// (txn::GoneHolders).
+// (store::GoneHolders).
 //
 // Rolling forward needs a backup: the machine refuses CN failures for these protocols at R = 1.
 //

@@ -51,7 +51,7 @@ struct ReplicaReport {
 };
 
 // `holder_gone(word)`: whether an MN lock word holding `word` is free, its holder a failed CN
-// incarnation whose log was recovered (txn::GoneHolders); nullptr: none is.
+// incarnation whose log was recovered (store::GoneHolders); nullptr: none is.
 ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,
                             const std::function<const std::byte*(MnId)>& region,
                             const std::vector<AckedWrite>& acked,

@@ -418,8 +418,8 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   }
   WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
-  if (options.ordered && !cl.scheduled_faults_.empty()) {
-    return txn::OrderedTablesRefuseFaults(options.name);
+  if (options.ordered) {
+    POND_RETURN_IF_ERROR(txn::OrderedTableAllows(options.name, cl.scheduled_faults_));
   }
   if (options.ordered) {
     // The stripe rows first (docs/protocol.md "Ordered tables and range scans"): a table of

@@ -52,6 +52,7 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
     d.aborts.*r.count -= b.aborts.*r.count;
   d.remote_calls -= b.remote_calls;
   d.gone_lock_words_freed -= b.gone_lock_words_freed;
+  d.gone_tree_words_taken -= b.gone_tree_words_taken;
   d.reads -= b.reads;
   d.writes -= b.writes;
   d.cas -= b.cas;
@@ -80,7 +81,7 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
                    [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
   POND_RETURN_IF_ERROR(cl.sim_faults_->Validate(faults));
   for (const store::TableInfo& t : cl.catalog_.tables()) {
-    if (t.ordered && !faults.empty()) return txn::OrderedTablesRefuseFaults(t.name);
+    if (t.ordered) POND_RETURN_IF_ERROR(txn::OrderedTableAllows(t.name, faults));
   }
   cl.scheduled_faults_ = std::move(faults);
   for (auto& cn : cl.cns_) {

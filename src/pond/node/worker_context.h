@@ -151,7 +151,7 @@ class CnContext {
   // The CN incarnations whose MN lock words are free: raised as failures are recovered, and to
   // every incarnation older than the one a view names (one is let back in only once its
   // predecessor's failure is recovered everywhere).
-  txn::GoneHolders gone;
+  store::GoneHolders gone;
   void GoneBelowView() {
     for (uint16_t c = 0; c < view.cns.size(); c++) gone.GoneBelow(c, view.cns[c].incarnation);
   }

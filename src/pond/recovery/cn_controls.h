@@ -104,7 +104,7 @@ class CnControls {
 
   // Releases every lock the dead CN's transactions hold in this CN's lock table and forgets
   // their requests (Lotus §6 step 1, after its logs are recovered); and from now on the MN lock
-  // words its incarnation `incarnation` (or an older one) holds are free here (txn::GoneHolders).
+  // words its incarnation `incarnation` (or an older one) holds are free here (store::GoneHolders).
   // False if the CN stopped.
   virtual bool ReleaseLocksOf(uint16_t dead, uint16_t incarnation) = 0;
   // This CN's live transactions that asked `dead` for a lock; nullopt if the CN stopped.

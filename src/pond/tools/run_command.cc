@@ -135,7 +135,7 @@ void PrintFailover(const bench::RunResult& r) {
     std::printf(
         "membership   epoch %lu, %lu configuration puts; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
-        "CNs' batches in flight %lu landed, %lu did not%s%s\n",
+        "CNs' batches in flight %lu landed, %lu did not%s%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
         static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
         static_cast<unsigned long>(f.lost_packets),
@@ -145,6 +145,11 @@ void PrintFailover(const bench::RunResult& r) {
                                       f.tso_moves, f.tso_host)
                               .c_str()
                         : "",
+        r.stats.gone_lock_words_freed + r.stats.gone_tree_words_taken > 0
+            ? fmt::format("; lock words of failed CNs freed: {} on records, {} on tree nodes",
+                          r.stats.gone_lock_words_freed, r.stats.gone_tree_words_taken)
+                  .c_str()
+            : "",
         f.faults_not_reached > 0
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
                   .c_str()

@@ -158,6 +158,7 @@ class Endpoint : public Poller {
   // sends, and a filter every arriving packet passes first — false drops the packet whole, as
   // from a sender incarnation that has been declared dead. Neither is used by default.
   void set_incarnation(uint16_t incarnation) { incarnation_ = incarnation; }
+  uint16_t incarnation() const { return incarnation_; }
   using PacketFilter = std::function<bool(WorkerAddr from, uint16_t incarnation)>;
   void SetPacketFilter(PacketFilter accept) { accept_ = std::move(accept); }
 

@@ -28,7 +28,12 @@ void SetScansSkipStripesForTesting(bool on) { scans_skip_stripes = on; }
 btree::BTree& TxnContext::Tree(const store::TableInfo& t) {
   if (trees_.size() <= t.id) trees_.resize(size_t{t.id} + 1);
   std::unique_ptr<btree::BTree>& tree = trees_[t.id];
-  if (tree == nullptr) tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t));
+  if (tree == nullptr) {
+    btree::TreeOptions options;
+    options.gone = cn_.gone;
+    options.gone_words_taken = &stats_.gone_tree_words_taken;
+    tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t), options);
+  }
   return *tree;
 }
 

@@ -21,6 +21,7 @@ void WorkerStats::AddTo(ClusterStats& s) const {
   a.mn_unreachable += aborts.mn_unreachable;
   s.remote_calls += remote_calls;
   s.gone_lock_words_freed += gone_lock_words_freed;
+  s.gone_tree_words_taken += gone_tree_words_taken;
   for (size_t i = 0; i < commit_latency.size(); i++) {
     s.commit_latency.counts[i] += commit_latency[i];
   }

@@ -30,6 +30,7 @@
 #include "pond/store/allocator.h"
 #include "pond/store/catalog.h"
 #include "pond/store/commit_log.h"
+#include "pond/store/gone_holders.h"
 #include "pond/store/layout.h"
 #include "pond/store/placement.h"
 #include "pond/testbed.h"
@@ -51,6 +52,7 @@ struct WorkerStats {
   } aborts;
   RelaxedCounter remote_calls;
   RelaxedCounter gone_lock_words_freed;  // ClusterStats'
+  RelaxedCounter gone_tree_words_taken;  // ClusterStats'
   // LatencyBuckets, counted by this worker.
   std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
   RelaxedCounter commit_latency_sum_ns;
@@ -65,35 +67,6 @@ struct WorkerStats {
 
 // What a worker's transactions share with the other workers of their compute node. The runtime
 // owns these; a worker holds pointers, which stay valid for the worker's life.
-// Which CN incarnations' MN lock words are free to take (protocols with locks on MNs). A CN
-// that fails leaves the words its transactions held; its log recovery finishes or undoes every
-// transaction that wrote, and from then on a word that names the dead incarnation
-// (store::LockOwnerWord) guards nothing: a transaction that meets it reads past it, and one
-// refused by it frees it (CAS word -> 0) and tries again (docs/recovery.md "Lock words on MNs").
-// The membership machine raises the marks; workers read them. Thread-safe.
-class GoneHolders {
- public:
-  static constexpr size_t kMaxCns = 256;
-  bool Gone(uint64_t word) const {
-    const uint16_t cn = store::LockOwnerCn(word);
-    return cn < kMaxCns &&
-           store::LockOwnerIncarnation(word) < below_[cn].load(std::memory_order_acquire);
-  }
-  // Every incarnation of `cn` below `incarnation` is gone (recovered, or older than one the
-  // configuration let back in).
-  void GoneBelow(uint16_t cn, uint16_t incarnation) {
-    if (cn >= kMaxCns) return;
-    uint16_t cur = below_[cn].load(std::memory_order_relaxed);
-    while (cur < incarnation &&
-           !below_[cn].compare_exchange_weak(cur, incarnation, std::memory_order_release)) {
-    }
-  }
-  uint16_t below(uint16_t cn) const { return below_[cn].load(std::memory_order_acquire); }
-
- private:
-  std::array<std::atomic<uint16_t>, kMaxCns> below_{};
-};
-
 struct CnParts {
   uint16_t id = 0;
   lock::LockTable* locks = nullptr;  // the shards this CN manages
@@ -107,7 +80,7 @@ struct CnParts {
   // becoming readable (recovery/mn_rejoin.h).
   const std::atomic<bool>* visible_gate_closed = nullptr;
   // The CN incarnations whose MN lock words are free (GoneHolders).
-  const GoneHolders* gone = nullptr;
+  const store::GoneHolders* gone = nullptr;
 };
 
 class TxnContext {
