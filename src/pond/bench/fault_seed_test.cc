@@ -17,6 +17,7 @@
 #include "pond/bench/seed_runs.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
+#include "pond/bench/tpcc.h"
 #include "pond/node/sim_membership.h"
 
 namespace pond::bench {
@@ -887,6 +888,51 @@ TEST(FaultSeedTest, TatpUnderRandomFaultsKeepsItsReferences) { RunTatpSeeds("lot
 TEST(FaultSeedTest, MotorTatpUnderRandomFaultsKeepsItsReferences) { RunTatpSeeds("motor", 50); }
 TEST(FaultSeedTest, FordTatpUnderRandomFaultsKeepsItsReferences) { RunTatpSeeds("ford", 50); }
 
+// TPC-C: inserts into ordered tables (each a B+Tree entry under a node's lock word on an MN),
+// Delivery's deletes and scans, Stock-Level's range scans, through CN crashes, restarts and
+// partitions (MN crashes wait for a replicated tree). Every seed ends with the consistency
+// conditions 1-4 and the replica check; the soak runs POND_FAULT_SEEDS of them.
+void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds) {
+  SeedRange r = Seeds(default_seeds);
+  uint64_t crashes = 0, restarts = 0, partitions = 0, committed = 0, tree_words = 0;
+  for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
+    TraceSeed(seed);
+    RunOptions o = FaultyRun(protocol, Isolation::kSerializable, seed);
+    o.ordered_tables = true;
+    TpccParams p{.warehouses = 5, .items = 1000, .customers = 60, .order_room = 2000};
+    o.cluster.region_mib = std::max(o.cluster.region_mib, TpccRegionMib(p, o.cluster));
+    ASSERT_TRUE(ResolveFaults(&o, "random").ok());
+    TpccWorkload w(p);
+    Result<RunResult> run = RunWorkload(w, o, nullptr);
+    const std::string where = protocol + " seed " + std::to_string(seed) + ", faults " + o.faults;
+    ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
+    EXPECT_TRUE(run->check && run->check->ok)
+        << where << ": " << (run->check ? run->check->detail : "");
+    ExpectPlayed(o, *run->failover, where);
+    EXPECT_TRUE(run->replicas && run->replicas->ok())
+        << where << ": "
+        << (run->replicas && !run->replicas->problems.empty() ? run->replicas->problems[0] : "");
+    EXPECT_GT(run->stats.committed, 0u) << where;
+    const FaultsExercised e = CountExercised(*run->failover);
+    crashes += e.cn_crashes;
+    restarts += e.cn_restarts;
+    partitions += e.partitions;
+    committed += run->stats.committed;
+    tree_words += run->stats.gone_tree_words_taken;
+  }
+  EXPECT_GT(crashes, 0u) << "the schedules were meant to crash CNs";
+  std::printf(
+      "TPC-C %s: %lu seeds, %lu committed, %lu CN crashes (%lu restarted), %lu partitions, %lu "
+      "tree lock words taken from dead CNs\n",
+      protocol.c_str(), static_cast<unsigned long>(r.count), static_cast<unsigned long>(committed),
+      static_cast<unsigned long>(crashes), static_cast<unsigned long>(restarts),
+      static_cast<unsigned long>(partitions), static_cast<unsigned long>(tree_words));
+}
+
+TEST(FaultSeedTest, TpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("lotus", 20); }
+TEST(FaultSeedTest, MotorTpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("motor", 8); }
+TEST(FaultSeedTest, FordTpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("ford", 8); }
+
 TEST(FaultSeedTest, SchedulesPondCannotSurviveAreRefusedInOneLine) {
   struct Case {
     std::string protocol, spec, says;
@@ -923,6 +969,20 @@ TEST(FaultSeedTest, SchedulesPondCannotSurviveAreRefusedInOneLine) {
           << s.message();
       o.cluster.replication = 2;
       EXPECT_TRUE(ResolveFaults(&o, spec).ok()) << protocol << " " << spec;
+    }
+  }
+  // Ordered tables (TPC-C) take CN faults, not MN crashes: their trees are not replicated yet.
+  {
+    RunOptions o = FaultyRun("lotus", Isolation::kSerializable, 1);
+    o.ordered_tables = true;
+    Status s = ResolveFaults(&o, "crash-mn:1@1ms,restart-mn:1@2ms");
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_NE(s.message().find("B+Trees are not replicated yet"), std::string::npos) << s.message();
+    EXPECT_TRUE(ResolveFaults(&o, "crash-cn:1@1ms,partition-cn:2@2ms,heal-cn:2@3ms").ok());
+    for (uint64_t seed = 1; seed <= 50; seed++) {
+      o.cluster.seed = seed;
+      ASSERT_TRUE(ResolveFaults(&o, "random").ok());
+      for (const NodeFault& f : o.node_faults) EXPECT_NE(f.kind, NodeFaultKind::kCrashMn);
     }
   }
   // Without a simulated cluster there is nothing to schedule faults on.

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -160,8 +163,8 @@ TEST(OrderedFaultsTest, MnCrashesAreRefusedWithAClearErrorAndCnFaultsAreNot) {
   Status s = c->ScheduleFaults(mn);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("\"o\""), std::string::npos) << s.ToString();
-  EXPECT_TRUE(c->ScheduleFaults({{.kind = NodeFaultKind::kCrashCn, .node = 1, .at_ns = 1'000'000}})
-                  .ok());
+  EXPECT_TRUE(
+      c->ScheduleFaults({{.kind = NodeFaultKind::kCrashCn, .node = 1, .at_ns = 1'000'000}}).ok());
 
   auto d = Cluster::StartSimulated(Config("lotus"), tb).value();
   ASSERT_TRUE(d->ScheduleFaults(mn).ok());
@@ -193,12 +196,80 @@ uint64_t HistY(uint64_t r) { return 200 + r; }
 struct PhantomRun {
   bool valid = false;
   uint64_t committed_scans = 0, committed_inserts = 0;
+  uint64_t info = 0;  // outcomes unknown: a CN failed under them
+  FailoverStats failover;
   std::string summary;
 };
 
-// `ranges` ranges, `clients` clients a worker, `calls` transactions in all (committed or not).
+// The recorders of transactions in progress, outside their clients' frames: a client whose CN
+// crashes never resumes, and its transaction (which recovery may have committed) is recorded as
+// info when the run ends. An info scanner's append to Y_r is a count (y + 1), not an element
+// unique over the run: if a committed transaction appended the same count, the info one cannot
+// have committed without a lost update, so the only reading under which the history may hold
+// is that it did not — and it is left out (the existential reading an info outcome gets).
+class OpenTxns {
+ public:
+  check::TxnRecorder& Open(uint64_t* id, check::TxnRecorder h) {
+    std::lock_guard<std::mutex> l(mu_);
+    *id = next_++;
+    return open_.emplace(*id, Txn{std::move(h)}).first->second.h;
+  }
+  void NoteCountAppend(uint64_t id, uint64_t key, uint64_t count) {
+    std::lock_guard<std::mutex> l(mu_);
+    open_.at(id).count_append = {key, count};
+  }
+  void Committed(uint64_t id, uint64_t time_ns) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = open_.find(id);
+    if (it->second.count_append.first != 0) committed_counts_.insert(it->second.count_append);
+    it->second.h.Finish(check::Outcome::kOk, time_ns);
+    open_.erase(it);
+  }
+  void Unknown(uint64_t id, uint64_t time_ns) {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = open_.find(id);
+    it->second.end_ns = time_ns;
+    info_.push_back(std::move(it->second));
+    open_.erase(it);
+  }
+  // Forgets an aborted transaction: it did nothing.
+  void Aborted(uint64_t id) {
+    std::lock_guard<std::mutex> l(mu_);
+    open_.erase(id);
+  }
+  // Every transaction still open is info too; records the info ones. How many.
+  uint64_t CloseAll(uint64_t time_ns) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (auto& [id, t] : open_) {
+      t.end_ns = time_ns;
+      info_.push_back(std::move(t));
+    }
+    open_.clear();
+    for (Txn& t : info_) {
+      if (committed_counts_.count(t.count_append) == 0) t.h.Finish(check::Outcome::kInfo, t.end_ns);
+    }
+    const uint64_t n = info_.size();
+    info_.clear();
+    return n;
+  }
+
+ private:
+  struct Txn {
+    check::TxnRecorder h;
+    std::pair<uint64_t, uint64_t> count_append{0, 0};  // (history key, count); key 0: none
+    uint64_t end_ns = 0;
+  };
+  std::mutex mu_;
+  uint64_t next_ = 0;
+  std::map<uint64_t, Txn> open_;
+  std::vector<Txn> info_;
+  std::set<std::pair<uint64_t, uint64_t>> committed_counts_;
+};
+
+// `ranges` ranges, `clients` clients a worker, `calls` transactions in all (committed or not);
+// `faults` (simulated clusters) are scheduled once the tables are loaded.
 PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint64_t ranges,
-                             int clients, int calls) {
+                             int clients, int calls, const std::vector<NodeFault>& faults = {}) {
   auto started = sim != nullptr ? Cluster::StartSimulated(cfg, *sim) : Cluster::Start(cfg);
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
   testing_cluster::TestCluster c = testing_cluster::Checked(std::move(started).value());
@@ -209,17 +280,24 @@ PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint6
   POND_CHECK(c->Load(rows, 2 * ranges, [](uint64_t i, uint64_t* key, std::span<std::byte>) {
                 *key = i;
               }).ok());
+  if (!faults.empty()) {
+    Status scheduled = c->ScheduleFaults(faults);
+    POND_CHECK_MSG(scheduled.ok(), scheduled.ToString().c_str());
+  }
   std::ostringstream out;
   check::Recorder rec(&out);
+  OpenTxns open;
+  std::atomic<uint64_t> end_ns{0};
   std::atomic<int> left{calls};
   std::atomic<int64_t> next_process{0};
   std::atomic<uint64_t> scans{0}, inserts{0};
   c->Run(clients, [&](Session& s) -> Task<void> {
-    const int64_t process = next_process++;
+    int64_t process = next_process++;
     uint64_t fresh = 0;
     while (left-- > 0) {
       const uint64_t r = s.rng().Uniform(ranges);
-      check::TxnRecorder h = rec.Begin(process, s.clock().NowNs());
+      uint64_t id = 0;
+      check::TxnRecorder& h = open.Open(&id, rec.Begin(process, s.clock().NowNs()));
       Txn x = s.Begin(TxnKind::kReadWrite);
       Status st;
       if (s.rng().Chance(0.5)) {
@@ -237,6 +315,7 @@ PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint6
             const uint64_t y = AsU64(*x.Read(rows, YKey(r)));
             POND_CHECK(x.Write(rows, YKey(r), U64Value(y + 1)).ok());
             h.Append(HistY(r), y + 1);
+            open.NoteCountAppend(id, HistY(r), y + 1);
             st = co_await x.Commit();
             if (st.ok()) scans++;
           }
@@ -265,10 +344,23 @@ PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint6
         }
       }
       // An aborted transaction did nothing: only committed ones enter the history, whose appends
-      // must be unique per key (Y_r's are unique exactly when its writers are serialized).
-      if (st.ok()) h.Finish(check::Outcome::kOk, s.clock().NowNs());
+      // must be unique per key (Y_r's are unique exactly when its writers are serialized). One
+      // whose CN failed under it may have committed: info, and the client goes on as a new
+      // process (Jepsen's rule).
+      if (st.ok()) {
+        open.Committed(id, s.clock().NowNs());
+      } else if (st.code() == Code::kUnknown) {
+        open.Unknown(id, s.clock().NowNs());
+        process = next_process++;
+      } else {
+        open.Aborted(id);
+      }
+      uint64_t now = s.clock().NowNs(), seen = end_ns.load();
+      while (seen < now && !end_ns.compare_exchange_weak(seen, now)) {
+      }
     }
   });
+  const uint64_t info = open.CloseAll(end_ns.load() + 1);
   POND_CHECK(rec.Close().ok());
   std::istringstream in(out.str());
   Result<check::History> history = check::ParseHistory(in, "phantom");
@@ -281,6 +373,8 @@ PhantomRun RunPhantomHistory(const ClusterConfig& cfg, const Testbed* sim, uint6
   run.valid = res.valid;
   run.committed_scans = scans;
   run.committed_inserts = inserts;
+  run.info = info;
+  if (!faults.empty()) run.failover = c->GetFailoverStats();
   run.summary = check::FormatText(*history, res);
   return run;
 }
@@ -314,6 +408,27 @@ TEST_P(PhantomTest, ScansHaveNoPhantomsUnderMessageFaults) {
   EXPECT_TRUE(run.valid) << run.summary;
   EXPECT_GT(run.committed_scans, 20u);
   EXPECT_GT(run.committed_inserts, 20u);
+}
+
+TEST_P(PhantomTest, ScansHaveNoPhantomsThroughCnCrashesAndAPartition) {
+  // CN 1 crashes mid-run (its scans, inserts and the node lock words it held with them cut
+  // short) and comes back; then CN 2 is cut off and healed. The transactions it was running are
+  // info; the history must still be free of phantoms, and commits go on.
+  Testbed tb;
+  const std::vector<NodeFault> faults = {
+      {.kind = NodeFaultKind::kCrashCn, .node = 1, .at_ns = 1'000'000},
+      {.kind = NodeFaultKind::kRestartCn, .node = 1, .at_ns = 2'500'000},
+      {.kind = NodeFaultKind::kPartitionCn, .node = 2, .at_ns = 5'000'000},
+      {.kind = NodeFaultKind::kHealCn, .node = 2, .at_ns = 6'000'000}};
+  PhantomRun run = RunPhantomHistory(Config(GetParam()), &tb, 4, 2, 6000, faults);
+  EXPECT_TRUE(run.valid) << run.summary;
+  EXPECT_GT(run.committed_scans, 20u);
+  EXPECT_GT(run.committed_inserts, 20u);
+  ASSERT_GE(run.failover.failures.size(), 1u);
+  EXPECT_EQ(run.failover.failures[0].cn, 1);
+  EXPECT_NE(run.failover.failures[0].recovered_ns, 0u) << "CN 1's failure was never recovered";
+  EXPECT_EQ(run.failover.partitions.size(), 1u);
+  EXPECT_GT(run.info, 0u) << "no transaction was cut short by the crash";
 }
 
 TEST_P(PhantomTest, TheCheckerCatchesAScanWithoutItsStripeRows) {
