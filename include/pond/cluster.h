@@ -124,6 +124,10 @@ struct TableOptions {
   // keys it covers (counting the bits above the shard), and every insert or delete writes its
   // key's stripe row. Wide stripes make scans cheap and inserts into one stripe conflict.
   int stripe_bits = 10;
+  // Ordered tables: leave the tree entries of deleted keys in place, as before the tree cleaned
+  // itself — every later scan then reads them again. Only to measure what cleaning buys
+  // (`pond sim tpcc --keep-deleted-entries`; docs/btree.md "The tree cleans itself").
+  bool keep_deleted_entries = false;
 };
 
 // Where hybrid routing (Lotus §4.3) sends a call: read-write transactions to the CN managing the
@@ -198,6 +202,13 @@ struct ClusterStats {
   uint64_t gone_lock_words_freed = 0;
   // B+Tree node lock words left by a failed, recovered CN that workers met and took.
   uint64_t gone_tree_words_taken = 0;
+  // Ordered tables: entries of deleted keys taken out of their B+Trees by the deleting commit,
+  // and those it could not take out (an MN did not answer; the entry stays, read as absent).
+  uint64_t tree_entries_removed = 0, tree_entries_kept = 0;
+  uint64_t scan_leaves_read = 0;  // B+Tree leaves read by transactions' scans
+  // Keys scans found in a B+Tree and then read as absent (deleted, or an insert that aborted):
+  // each cost the scan a row read for nothing.
+  uint64_t scan_entries_absent = 0;
   // Transport totals over all workers.
   uint64_t reads = 0, writes = 0, cas = 0, faa = 0, batches = 0, messages = 0, packets = 0;
   // Caches over all CNs.

@@ -1,6 +1,7 @@
 #include "pond/bench/tpcc.h"
 
 #include <fmt/core.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -52,6 +53,14 @@ Status TpccWorkload::Validate(const RunOptions& o) const {
           "replicated): --faults takes CN crashes, restarts, partitions and message faults");
     }
   }
+  int mix_sum = 0;
+  for (int pct : p_.mix) {
+    if (pct < 0 || pct > 100) return InvalidArgument("--mix percentages must be 0 to 100");
+    mix_sum += pct;
+  }
+  if (mix_sum != 100) {
+    return InvalidArgument(fmt::format("--mix percentages must sum to 100, not {}", mix_sum));
+  }
   if (p_.warehouses < 1 || p_.warehouses > kWarehousesMax) {
     return InvalidArgument(fmt::format("--warehouses must be 1 to {}", kWarehousesMax));
   }
@@ -76,15 +85,23 @@ Status TpccWorkload::Validate(const RunOptions& o) const {
 }
 
 std::string TpccWorkload::Settings() const {
-  return fmt::format("{} warehouses, {} items, {} customers per district, room for {} orders",
-                     p_.warehouses, p_.items, p_.customers, TpccOrderRoom(p_));
+  std::string s =
+      fmt::format("{} warehouses, {} items, {} customers per district, room for {} orders",
+                  p_.warehouses, p_.items, p_.customers, TpccOrderRoom(p_));
+  if (p_.mix != kTpccMixPct) {
+    s += fmt::format(", mix {}", fmt::join(p_.mix, "/"));
+  }
+  if (p_.keep_deleted_entries) s += ", deleted new orders' tree entries kept";
+  return s;
 }
 
 nlohmann::json TpccWorkload::SettingsJson() const {
   return {{"warehouses", p_.warehouses},
           {"items", p_.items},
           {"customers", p_.customers},
-          {"order_room", TpccOrderRoom(p_)}};
+          {"order_room", TpccOrderRoom(p_)},
+          {"mix", p_.mix},
+          {"keep_deleted_entries", p_.keep_deleted_entries}};
 }
 
 Status TpccWorkload::Setup(Cluster& cluster, RunContext& ctx) {
@@ -99,11 +116,6 @@ Status TpccWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   env_->nu = nu_;
   env_->ctx = &ctx;
   env_->counters = &counters_;
-  env_->delivery_floor =
-      std::vector<std::atomic<uint32_t>>(uint64_t{p_.warehouses} * kDistrictsPerWarehouse);
-  // Every district starts with its undelivered orders after the delivered ones.
-  const uint32_t floor = p_.customers - TpccNewOrdersAtLoad(p_) + 1;
-  for (std::atomic<uint32_t>& f : env_->delivery_floor) f.store(floor);
 
   using Body = Task<Status> (*)(Session&, TpccEnv&, const TpccArgs&);
   static constexpr std::array<Body, kTpccTxnCount> kBodies = {
@@ -130,7 +142,7 @@ Task<void> TpccWorkload::RunClient(Session& s, RunContext& ctx) {
   const auto w = static_cast<uint32_t>(client % p_.warehouses + 1);
   const auto d = static_cast<uint32_t>(client / p_.warehouses % kDistrictsPerWarehouse + 1);
   while (ctx.NextCall(s)) {
-    const auto kind = static_cast<TpccTxn>(DrawFromMix(rng, kTpccMixPct));
+    const auto kind = static_cast<TpccTxn>(DrawFromMix(rng, p_.mix));
     const uint64_t call = calls_[client].fetch_add(1, std::memory_order_relaxed) + 1;
     const TpccArgs a = DrawTpccArgs(rng, *env_, kind, w, d, (client + 1) << 32 | call);
     const bool ro = kind == TpccTxn::kOrderStatus || kind == TpccTxn::kStockLevel;

@@ -43,6 +43,12 @@ struct TpccParams {
   // order_line, the order index, history) are sized for beyond their load. 0: as many as
   // `customers`. A run that outgrows it fails with OutOfSpace, never silently.
   uint32_t order_room = 0;
+  // Percent of New-Order, Payment, Order-Status, Delivery, Stock-Level (clause 5.2.3's minimum
+  // mix by default); they sum to 100.
+  std::array<int, kTpccTxnCount> mix = kTpccMixPct;
+  // Deliveries leave their new orders' tree entries in place (TableOptions), so that every
+  // later Delivery of the district scans past them: what the tree's cleaning saves, measured.
+  bool keep_deleted_entries = false;
 };
 
 // The tables Setup created, by id.

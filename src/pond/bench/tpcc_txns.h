@@ -8,7 +8,7 @@
 //                all show in one snapshot): the run fails with it.
 //
 // Thread rules: the procedures run on any worker; what they share (TpccEnv) is fixed after Setup
-// except the counters and the delivery floors, which are atomics.
+// except the counters, which are atomics.
 #pragma once
 
 #include <atomic>
@@ -64,12 +64,6 @@ struct TpccEnv {
   TpccNuRand nu;
   const RunContext* ctx = nullptr;
   std::vector<TpccCounters>* counters = nullptr;
-  // Per (w, d), at (w - 1) * 10 + d - 1: an order id below which the district has no new order
-  // left. A committed Delivery raises it past the order it delivered (new orders are delivered
-  // oldest first and placed with growing ids, so it only ever rises); Delivery starts its scan
-  // there, sparing the walk over the entries of delivered orders that the tree keeps
-  // (docs/protocol.md "Ordered tables"). Only a hint: any lower value gives the same answer.
-  std::vector<std::atomic<uint32_t>> delivery_floor;
 };
 
 // NURand(A, x, y) with constant C (clause 2.1.6).

@@ -190,7 +190,8 @@ Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
   co_return Aborted("a lookup restarted too often");
 }
 
-Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out) {
+Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
+                         uint64_t* removed_max) {
   stats_.scans++;
   const size_t start = out->size();
   uint64_t cursor = low;  // every key below it was collected
@@ -220,6 +221,8 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
         continue;
       }
       torn = 0;
+      stats_.leaves_read++;
+      if (removed_max != nullptr) *removed_max = std::max(*removed_max, n.h.leftmost);
       leaf_entries.clear();
       for (const LeafEntry& e : n.leaf.entries) {
         uint64_t k = e.key();
@@ -240,7 +243,7 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
 }
 
 Task<Status> BTree::ScanDescending(uint64_t low, uint64_t high, size_t limit,
-                                   std::vector<KeyValue>* out) {
+                                   std::vector<KeyValue>* out, uint64_t* removed_max) {
   stats_.scans++;
   const size_t start = out->size();
   uint64_t cursor = high;  // every key at or above it (below `high`) was collected
@@ -275,6 +278,8 @@ Task<Status> BTree::ScanDescending(uint64_t low, uint64_t high, size_t limit,
       continue;
     }
     fresh = false;
+    stats_.leaves_read++;
+    if (removed_max != nullptr) *removed_max = std::max(*removed_max, n.h.leftmost);
     leaf_entries.clear();
     for (const LeafEntry& e : n.leaf.entries) {
       uint64_t k = e.key();

@@ -73,6 +73,7 @@ struct TreeStats {
   uint64_t lock_cas_failed = 0;
   uint64_t gone_words_taken = 0;  // lock words held by a failed CN incarnation, taken from it
   uint64_t entry_writebacks = 0, node_writebacks = 0;
+  uint64_t leaves_read = 0;  // by scans
 };
 
 using KeyValue = std::pair<uint64_t, uint64_t>;
@@ -94,16 +95,21 @@ class BTree {
   Task<Status> Insert(uint64_t key, uint64_t value);
   // Removes `key` (NotFound if absent): its entry is cleared in place. Nodes never merge or go
   // away (Sherman's lazy merging): a leaf may end empty, and is filled again by later inserts.
-  Task<Status> Delete(uint64_t key);
+  // `removed_at` > 0 (a key deleted by a commit at that timestamp): the leaf's removal stamp is
+  // raised to it in the same write, the whole leaf with new node versions, so that no copy shows
+  // the entry gone without the stamp.
+  Task<Status> Delete(uint64_t key, uint64_t removed_at = 0);
   // Appends the entries with low <= key < high to `out`, ascending, at most `limit` of them. Not
   // atomic against concurrent writers: each leaf is one consistent copy, taken in turn.
-  Task<Status> Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out);
+  // `removed_max` (if set) is raised to the removal stamp of every leaf the entries came from.
+  Task<Status> Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
+                    uint64_t* removed_max = nullptr);
   // The same, descending: the `limit` largest keys below `high`, largest first. Leaves link
   // rightwards only, so it moves left by descending again to the key below each leaf's lower
   // fence — through the index cache, about one READ a leaf, as an ascending scan pays: a scan
   // costs the leaves it returns from, not the range it covers.
-  Task<Status> ScanDescending(uint64_t low, uint64_t high, size_t limit,
-                              std::vector<KeyValue>* out);
+  Task<Status> ScanDescending(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
+                              uint64_t* removed_max = nullptr);
 
   const TreeStats& stats() const { return stats_; }
   const LocalLockTable& local_locks() const { return locks_; }

@@ -104,7 +104,7 @@ Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
   co_return co_await WriteBackEntry(a, &n, slot);
 }
 
-Task<Status> BTree::Delete(uint64_t key) {
+Task<Status> BTree::Delete(uint64_t key, uint64_t removed_at) {
   if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
   NodeBuffer n;
   Result<GAddr> locked = co_await LockLeafFor(key, &n);
@@ -117,6 +117,15 @@ Task<Status> BTree::Delete(uint64_t key) {
     e.set_key(kKeyEmpty);
     e.set_value(0);
     stats_.deletes++;
+    if (removed_at > n.h.leftmost) {
+      // The stamp and the cleared entry in one copy: a whole-leaf write with new node versions.
+      n.h.leftmost = removed_at;
+      e.BumpVersion();
+      n.BumpVersion();
+      ep_.Write(*locked, &n, kNodeBytes);
+      stats_.node_writebacks++;
+      co_return co_await WriteBackAndUnlock(*locked);
+    }
     co_return co_await WriteBackEntry(*locked, &n, i);
   }
   POND_CO_RETURN_IF_ERROR(co_await UnlockNow(*locked));
@@ -148,6 +157,7 @@ Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t val
   NodeBuffer right;
   InitNode(right, 0, *sep, n->h.upper);
   right.h.sibling = n->h.sibling;
+  right.h.leftmost = n->h.leftmost;  // both halves keep the removal stamp
   std::copy(all.begin() + half, all.begin() + m, right.leaf.entries);
 
   std::memset(n->leaf.entries, 0, sizeof(n->leaf.entries));

@@ -365,5 +365,40 @@ TEST(BTreeTest, AWordHeldByADeadIncarnationIsTakenOnlyOnceItIsGone) {
   EXPECT_EQ(w.Run(blind.Insert(7, 70)).code(), Code::kAborted);
 }
 
+// A delete with a removal stamp raises the leaf's stamp, which every scan reading the leaf
+// reports — and which both halves of a later split keep.
+TEST(BTreeTest, RemovalStampsReachEveryScanOfTheLeafAndSurviveSplits) {
+  auto pool = LocalPool(1, kRegion);
+  Worker w(*pool, {0, 0});
+  TreeSpace space = MakeTree(w, 1);
+  BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6});
+  auto scan = [&](uint64_t low, uint64_t high, uint64_t* stamp) {
+    std::vector<KeyValue> out;
+    *stamp = 0;
+    POND_CHECK(w.Run(t.Scan(low, high, 100, &out, stamp)).ok());
+    return out.size();
+  };
+  for (uint64_t k = 1; k <= 6; k++) ASSERT_TRUE(w.Run(t.Insert(k * 10, k)).ok());
+  uint64_t stamp = 0;
+  EXPECT_EQ(scan(1, 1000, &stamp), 6u);
+  EXPECT_EQ(stamp, 0u);
+  ASSERT_TRUE(w.Run(t.Delete(20, 77)).ok());
+  ASSERT_TRUE(w.Run(t.Delete(30)).ok());      // no stamp: the leaf keeps 77
+  ASSERT_TRUE(w.Run(t.Delete(40, 50)).ok());  // older: the leaf keeps 77
+  EXPECT_EQ(scan(1, 1000, &stamp), 3u);
+  EXPECT_EQ(stamp, 77u);
+  // Split the leaf: keys 100.. go right.
+  for (uint64_t k = 10; k <= 20; k++) ASSERT_TRUE(w.Run(t.Insert(k * 10, k)).ok());
+  EXPECT_GE(t.stats().leaf_splits, 1u);
+  EXPECT_EQ(scan(150, 1000, &stamp), 6u);
+  EXPECT_EQ(stamp, 77u) << "the right half lost the stamp";
+  EXPECT_EQ(scan(1, 15, &stamp), 1u);
+  EXPECT_EQ(stamp, 77u) << "the left half lost the stamp";
+  std::vector<KeyValue> down;
+  stamp = 0;
+  ASSERT_TRUE(w.Run(t.ScanDescending(1, 1000, 3, &down, &stamp)).ok());
+  EXPECT_EQ(stamp, 77u);
+}
+
 }  // namespace
 }  // namespace pond::btree

@@ -43,10 +43,13 @@ struct NodeHeader {
   uint8_t valid;          // kNodeValid
   uint8_t count;          // internal nodes: number of keys; leaves: 0 (they are scanned whole)
   uint8_t reserved[4];
-  uint64_t lower;     // smallest key the node may hold
-  uint64_t upper;     // keys are < upper; kKeyInfinity for the rightmost node of a level
-  uint64_t sibling;   // GAddr of the right sibling; 0 for the rightmost node of a level
-  uint64_t leftmost;  // internal nodes: child for keys in [lower, key[0]); leaves: 0
+  uint64_t lower;    // smallest key the node may hold
+  uint64_t upper;    // keys are < upper; kKeyInfinity for the rightmost node of a level
+  uint64_t sibling;  // GAddr of the right sibling; 0 for the rightmost node of a level
+  // Internal nodes: child for keys in [lower, key[0]). Leaves: the removal stamp, the newest
+  // commit timestamp of a deleted key whose entry was removed from the leaf (0: none), which a
+  // snapshot scan older than it may not trust (docs/btree.md "The tree cleans itself").
+  uint64_t leftmost;
 };
 static_assert(sizeof(NodeHeader) == 40);
 static_assert(offsetof(NodeHeader, level) == 1);

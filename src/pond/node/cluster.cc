@@ -438,6 +438,7 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
                                        .critical_field = options.critical_field});
     if (!st.ok()) return st.status();
     spec.ordered = true;
+    spec.keep_deleted_entries = options.keep_deleted_entries;
     spec.stripe_bits = options.stripe_bits;
     spec.stripe_table = *st;
   }

@@ -53,6 +53,10 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.remote_calls -= b.remote_calls;
   d.gone_lock_words_freed -= b.gone_lock_words_freed;
   d.gone_tree_words_taken -= b.gone_tree_words_taken;
+  d.tree_entries_removed -= b.tree_entries_removed;
+  d.tree_entries_kept -= b.tree_entries_kept;
+  d.scan_leaves_read -= b.scan_leaves_read;
+  d.scan_entries_absent -= b.scan_entries_absent;
   d.reads -= b.reads;
   d.writes -= b.writes;
   d.cas -= b.cas;

@@ -34,6 +34,7 @@ struct TableSpec {
   bool ordered = false;
   int stripe_bits = 10;
   uint16_t stripe_table = 0;
+  bool keep_deleted_entries = false;  // ordered: deletes leave their tree entries in place
 };
 
 // What a CN knows about a table after loading the catalog.
@@ -53,6 +54,7 @@ struct TableInfo {
   bool ordered = false;
   int stripe_bits = 0;
   uint16_t stripe_table = 0;
+  bool keep_deleted_entries = false;
   uint64_t tree_bytes = 0;  // per MN; 0 unless ordered
 
   uint32_t bucket_bytes() const { return cvt_bytes * static_cast<uint32_t>(slots_per_bucket); }

@@ -52,10 +52,16 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
       fmt::format("{} calls routed to another CN", static_cast<unsigned long>(s.remote_calls));
   std::printf(
       "per txn      %.2f READ, %.2f WRITE, %.2f CAS, %.2f FAA, %.2f doorbell batches, "
-      "%.2f CN messages%s\n",
+      "%.2f CN messages%s%s\n",
       static_cast<double>(s.reads) * per, static_cast<double>(s.writes) * per,
       static_cast<double>(s.cas) * per, static_cast<double>(s.faa) * per,
       static_cast<double>(s.batches) * per, static_cast<double>(s.messages) * per,
+      s.scan_leaves_read > 0
+          ? fmt::format(" (scans: {:.2f} B+Tree leaves, {:.2f} entries of absent keys)",
+                        static_cast<double>(s.scan_leaves_read) * per,
+                        static_cast<double>(s.scan_entries_absent) * per)
+                .c_str()
+          : "",
       r.report_caches ? "" : ("; " + routed).c_str());
   if (r.report_caches) {
     std::printf("VT cache     %lu hits, %lu misses, %lu invalidations; %s\n",

@@ -64,6 +64,23 @@ void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix
                   prefix +
                       "orders each district may take during the run: the size of the "
                       "growing tables (default: as many as --customers)");
+  cmd->add_option_function<std::vector<int>>(
+         "--mix",
+         [p](const std::vector<int>& pct) {
+           if (pct.size() != p->mix.size()) {
+             throw CLI::ValidationError("--mix", "needs 5 percentages, NO,P,OS,D,SL");
+           }
+           std::copy(pct.begin(), pct.end(), p->mix.begin());
+         },
+         prefix +
+             "percent of New-Order, Payment, Order-Status, Delivery, Stock-Level, summing to 100 "
+             "(default: the spec's 45,43,4,4,4)")
+      ->delimiter(',');
+  cmd->add_flag(
+      "--keep-deleted-entries", p->keep_deleted_entries,
+      prefix +
+          "Deliveries leave their new orders' B+Tree entries in place, as before the tree "
+          "cleaned itself: to measure what cleaning saves");
 }
 
 void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p) {

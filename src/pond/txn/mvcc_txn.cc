@@ -402,7 +402,11 @@ Task<Status> MvccTxn::Commit() {
     co_await CommitFlush();
     w_.Reached(CommitStep::kLogged);
     PostWrites(writes, commit_ts_, Replicas::kPrimary);
+    // Only a primary showing the write makes recovery finish this commit rather than undo it.
+    if (DeletesIndexedKeys(writes)) co_await CommitFlush();
   }
+  // The commit stands from here: deleted keys leave their trees, under their locks.
+  if (DeletesIndexedKeys(writes)) co_await UnindexDeletes(writes, commit_ts_);
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);
   // CN locks only after the flush: a transaction that locks next must find the versions
   // visible.

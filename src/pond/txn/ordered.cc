@@ -59,6 +59,33 @@ Task<Status> TxnState::IndexInserts() {
   co_return Status::Ok();
 }
 
+bool TxnState::DeletesIndexedKeys(const std::vector<size_t>& writes) const {
+  for (size_t i : writes) {
+    const Item& it = items_[i];
+    if (it.table->ordered && !it.table->keep_deleted_entries && it.pending == Pending::kErase &&
+        it.exists()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Task<void> TxnState::UnindexDeletes(const std::vector<size_t>& writes, uint64_t removed_at) {
+  for (size_t i : writes) {
+    const Item& it = items_[i];
+    if (!it.table->ordered || it.table->keep_deleted_entries || it.pending != Pending::kErase ||
+        !it.exists()) {
+      continue;
+    }
+    Status s = co_await w_.Tree(*it.table).Delete(TreeKeyOf(*it.table, it.lk.key), removed_at);
+    if (s.ok()) {
+      w_.stats().tree_entries_removed++;
+    } else if (s.code() != Code::kNotFound) {
+      w_.stats().tree_entries_kept++;
+    }
+  }
+}
+
 Task<Status> TxnState::ExecuteAll() {
   // At most two rounds: a stripe with no row yet is inserted by a second Execute.
   while (true) {
@@ -140,14 +167,25 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
   size_t batch_max = std::clamp<size_t>(limit, 1, kScanBatch);
   while ((up ? bound < end : bound > begin) && rows.size() < limit) {
     batch.clear();
+    uint64_t removed_at = 0;
+    const uint64_t leaves_before = tree.stats().leaves_read;
     // (Not one co_await per arm of a ?: — GCC 12 destroys a temporary of the wrong arm.)
     Status walked;
     if (up) {
-      walked = co_await tree.Scan(bound, end, batch_max, &batch);
+      walked = co_await tree.Scan(bound, end, batch_max, &batch, &removed_at);
     } else {
-      walked = co_await tree.ScanDescending(begin, bound, batch_max, &batch);
+      walked = co_await tree.ScanDescending(begin, bound, batch_max, &batch, &removed_at);
     }
+    w_.stats().scan_leaves_read += tree.stats().leaves_read - leaves_before;
     if (!walked.ok()) co_return Fail(walked, &w_.stats().aborts.user);
+    // A snapshot scan (no stripe rows) must not trust a leaf from which an entry was removed
+    // by a delete at or after its snapshot: the key existed at the snapshot and is no longer
+    // there to be found (docs/btree.md "The tree cleans itself"). A protected scan needs no
+    // such care: that delete wrote a stripe row this transaction read.
+    if (!protect && removed_at != 0 && removed_at >= start_ts_) {
+      co_return Fail(AbortedBecause("snapshot too old for a cleaned leaf"),
+                     &w_.stats().aborts.snapshot_too_old);
+    }
     for (const btree::KeyValue& kv : batch) {
       Add(table, KeyOfTreeKey(*t, kv.first), AddOp::kReadOnly);
     }
@@ -155,7 +193,10 @@ Task<Result<std::vector<ScanRow>>> TxnState::Scan(uint16_t table, uint64_t low, 
     for (const btree::KeyValue& kv : batch) {
       const uint64_t key = KeyOfTreeKey(*t, kv.first);
       Result<std::span<const std::byte>> v = Read(table, key);
-      if (v.status().code() == Code::kNotFound) continue;  // an aborted insert, or deleted
+      if (v.status().code() == Code::kNotFound) {  // an aborted insert, or deleted
+        w_.stats().scan_entries_absent++;
+        continue;
+      }
       if (!v.ok()) co_return Fail(v.status(), &w_.stats().aborts.user);
       rows.push_back({key, std::vector<std::byte>(v->begin(), v->end())});
       if (rows.size() == limit) break;

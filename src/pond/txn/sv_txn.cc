@@ -287,6 +287,12 @@ Task<Status> SvTxn::Commit() {
     w_.Reached(CommitStep::kVisible);
   }
   PostSlotImages(writes, /*tombstones=*/false, Replicas::kPrimary, &images);
+  if (DeletesIndexedKeys(writes)) {
+    // Once the primaries show the deletes recovery would finish this commit, not undo it:
+    // deleted keys leave their trees then, under their lock words (no snapshots to stamp for).
+    CheckOk(co_await ep.Flush());
+    co_await UnindexDeletes(writes, 0);
+  }
   PostUnlocks();
   CheckOk(co_await ep.Flush());
   w_.Reached(CommitStep::kUnlocked);

@@ -22,6 +22,10 @@ void WorkerStats::AddTo(ClusterStats& s) const {
   s.remote_calls += remote_calls;
   s.gone_lock_words_freed += gone_lock_words_freed;
   s.gone_tree_words_taken += gone_tree_words_taken;
+  s.tree_entries_removed += tree_entries_removed;
+  s.tree_entries_kept += tree_entries_kept;
+  s.scan_leaves_read += scan_leaves_read;
+  s.scan_entries_absent += scan_entries_absent;
   for (size_t i = 0; i < commit_latency.size(); i++) {
     s.commit_latency.counts[i] += commit_latency[i];
   }

@@ -53,6 +53,10 @@ struct WorkerStats {
   RelaxedCounter remote_calls;
   RelaxedCounter gone_lock_words_freed;  // ClusterStats'
   RelaxedCounter gone_tree_words_taken;  // ClusterStats'
+  RelaxedCounter tree_entries_removed;   // ClusterStats'
+  RelaxedCounter tree_entries_kept;      // ClusterStats'
+  RelaxedCounter scan_leaves_read;       // ClusterStats'
+  RelaxedCounter scan_entries_absent;    // ClusterStats'
   // LatencyBuckets, counted by this worker.
   std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
   RelaxedCounter commit_latency_sum_ns;

@@ -149,6 +149,14 @@ class TxnState {
   void AddStripeOf(const store::TableInfo& t, uint64_t key);
   // Inserts into the B+Trees the keys of executed Inserts not there yet.
   Task<Status> IndexInserts();
+  // Whether some of `writes` deletes a key of an ordered table that existed.
+  bool DeletesIndexedKeys(const std::vector<size_t>& writes) const;
+  // Takes the entries of the keys `writes` deleted out of their trees, stamping each leaf with
+  // `removed_at`, the commit's timestamp (docs/btree.md "The tree cleans itself"). Called once
+  // the commit can no longer be undone (recovery of this CN would finish it) and while the
+  // keys' locks are still held, so that no insert of one of them is between its tree entry and
+  // its commit. An entry that cannot be removed now stays: the tree is a superset index.
+  Task<void> UnindexDeletes(const std::vector<size_t>& writes, uint64_t removed_at);
   Status FailDeferred();
   // What every Execute checks first: the transaction is open and nothing was refused.
   Status BeginExecute();
