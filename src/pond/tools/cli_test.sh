@@ -403,6 +403,26 @@ expect_error "tpcc too many customers" "--customers" sim tpcc --customers 5000
 expect_error "tpcc compare no warehouses" "--warehouses" sim compare --workload tpcc --warehouses 0
 expect_error "tpcc ford under SI" "ford" sim tpcc --protocol ford --isolation si $tp_small
 expect_error "tpcc unknown flag" "--subscribers" sim tpcc --subscribers 5
+expect_error "tpcc mix not summing to 100" "must sum to 100, not 90" sim tpcc --mix 50,0,0,40,0 \
+  $tp_small
+expect_error "tpcc mix of two" "needs 5 percentages" sim tpcc --mix 50,50 $tp_small
+# A Delivery-heavy mix with and without the tree's cleaning: both hold every check, and the run
+# that keeps deleted entries finds more entries of absent keys in its scans.
+absent=()
+for keep in "" "--keep-deleted-entries"; do
+  if "$pond" $tp_args --mix 50,0,0,50,0 $keep >"$tmp/out" 2>&1 &&
+     grep -q "mix 50/0/0/50/0" "$tmp/out" && grep -q "^consistency  ok" "$tmp/out"; then
+    absent+=("$(sed -n 's/.*B+Tree leaves, \([0-9.]*\) entries of absent keys.*/\1/p' "$tmp/out")")
+    echo "ok   sim tpcc --mix ${keep:-(cleaning)}"
+  else
+    echo "FAIL sim tpcc --mix $keep:"; cat "$tmp/out"; failures=$((failures + 1))
+  fi
+done
+if [ "${#absent[@]}" -eq 2 ] && awk -v a="${absent[0]}" -v b="${absent[1]}" 'BEGIN { exit !(a < b) }'; then
+  echo "ok   cleaning leaves scans fewer absent entries (${absent[0]} < ${absent[1]} per txn)"
+else
+  echo "FAIL absent entries per txn with and without cleaning: ${absent[*]}"; failures=$((failures + 1))
+fi
 expect_error "tpcc MN crash" "B+Trees are not replicated yet" sim tpcc \
   --faults crash-mn:1@1ms,restart-mn:1@3ms $tp_small
 # CN faults are inside TPC-C's envelope: a crash and restart run to the end with every check held.
