@@ -26,6 +26,16 @@ struct SimRun {
   std::map<uint64_t, uint64_t> want;
 };
 
+// Creates the tree of `space` through CN 0.
+void Create(SimCluster& c, const TreeSpace& space) {
+  Status created = Internal("not run");
+  c.workers[0].sched->Spawn([](Endpoint* ep, TreeSpace s, Status* out) -> Task<void> {
+    *out = co_await CreateTree(*ep, s);
+  }(c.workers[0].ep.get(), space, &created));
+  c.Run();
+  POND_CHECK(created.ok());
+}
+
 TreeOptions SmallNodes() { return TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}; }
 
 // `cns` CNs with `coroutines` coroutines each insert random keys (then, with `update`, write each
@@ -36,12 +46,7 @@ SimRun RunSim(uint64_t seed, int cns, int coroutines, int per_coroutine,
   constexpr uint64_t kRegion = 32 << 20;
   SimCluster c(cns, kMns, kRegion, seed);
   TreeSpace space = WholePoolSpace(kMns, kRegion, 256, 16 << 10);
-  Status created = Internal("not run");
-  c.workers[0].sched->Spawn([](Endpoint* ep, TreeSpace s, Status* out) -> Task<void> {
-    *out = co_await CreateTree(*ep, s);
-  }(c.workers[0].ep.get(), space, &created));
-  c.Run();
-  POND_CHECK(created.ok());
+  Create(c, space);
 
   SimRun run;
   std::vector<std::unique_ptr<BTree>> trees;
@@ -171,12 +176,7 @@ CrashRun RunCrashMidInsert(uint64_t events) {
   constexpr uint64_t kRegion = 32 << 20;
   SimCluster c(2, kMns, kRegion, 5);
   TreeSpace space = WholePoolSpace(kMns, kRegion, 256, 16 << 10);
-  Status created = Internal("not run");
-  c.workers[0].sched->Spawn([](Endpoint* ep, TreeSpace s, Status* out) -> Task<void> {
-    *out = co_await CreateTree(*ep, s);
-  }(c.workers[0].ep.get(), space, &created));
-  c.Run();
-  POND_CHECK(created.ok());
+  Create(c, space);
   store::GoneHolders gone;
   TreeOptions o = SmallNodes();
   o.gone = &gone;

@@ -151,19 +151,22 @@ TEST_P(OrderedTest, AScanConflictsWithAnInsertIntoItsRange) {
   });
 }
 
+// Two ordered tables alike but for the cleaning: "c" cleans, "k" keeps deleted entries.
+std::pair<uint16_t, uint16_t> CleanAndKeptTables(Cluster& c) {
+  TableOptions o{
+      .name = "c", .value_bytes = 16, .capacity = 1000, .ordered = true, .stripe_bits = 4};
+  const uint16_t clean = *c.CreateTable(o);
+  o.name = "k";
+  o.keep_deleted_entries = true;
+  return {clean, *c.CreateTable(o)};
+}
+
 TEST_P(OrderedTest, ACommittedDeleteTakesItsEntryOutOfTheTree) {
   // 200 keys, 190 of them deleted: a scan of the range then finds the 10 left in the tree and
   // reads those rows alone; a table that keeps deleted entries finds all 200 and reads every
   // row again. (Both walk the same leaves: emptied leaves stay until merges exist.)
   auto c = Cluster::Start(Config(GetParam())).value();
-  const uint16_t clean = *c->CreateTable(
-      {.name = "c", .value_bytes = 16, .capacity = 1000, .ordered = true, .stripe_bits = 4});
-  const uint16_t kept = *c->CreateTable({.name = "k",
-                                         .value_bytes = 16,
-                                         .capacity = 1000,
-                                         .ordered = true,
-                                         .stripe_bits = 4,
-                                         .keep_deleted_entries = true});
+  const auto [clean, kept] = CleanAndKeptTables(*c);
   auto absent_found = [&](uint16_t t) {
     const uint64_t before = c->Stats().scan_entries_absent;
     std::vector<uint64_t> keys;
@@ -202,14 +205,7 @@ void ExpectSnapshotScansSeeKeysCleanedAfterTheirSnapshot(const std::string& prot
   SCOPED_TRACE(protocol);
   auto c = Cluster::Start(Config(protocol, Isolation::kSnapshot)).value();
   const uint16_t plain = *c->CreateTable({.name = "p", .value_bytes = 16, .capacity = 100});
-  const uint16_t clean = *c->CreateTable(
-      {.name = "c", .value_bytes = 16, .capacity = 1000, .ordered = true, .stripe_bits = 4});
-  const uint16_t kept = *c->CreateTable({.name = "k",
-                                         .value_bytes = 16,
-                                         .capacity = 1000,
-                                         .ordered = true,
-                                         .stripe_bits = 4,
-                                         .keep_deleted_entries = true});
+  const auto [clean, kept] = CleanAndKeptTables(*c);
   ASSERT_TRUE(
       c->Load(plain, 1, [](uint64_t, uint64_t* key, std::span<std::byte>) { *key = 1; }).ok());
   for (uint16_t t : {clean, kept}) {
