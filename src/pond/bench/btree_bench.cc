@@ -216,15 +216,14 @@ class Bench {
     return r;
   }
 
-  Result<int> Levels() {
+  Result<btree::TreeShape> Shape() {
     Result<btree::TreeShape> shape = Internal("not checked");
     workers_[0]->sched->Spawn(
         [](Endpoint* ep, btree::TreeSpace s, Result<btree::TreeShape>* out) -> Task<void> {
           *out = co_await btree::CheckTree(*ep, s);
         }(workers_[0]->ep.get(), space_, &shape));
     RunToEnd(nullptr);
-    if (!shape.ok()) return shape.status();
-    return shape->levels;
+    return shape;
   }
 
  private:
@@ -383,10 +382,13 @@ Result<BtreeBenchResult> RunBtreeBench(const BtreeBenchOptions& o,
   Result<BtreeBenchResult> r = bench.Measure(mix, progress);
   if (!r.ok()) return r.status();
   r->load_wall_s = load_wall_s;
-  Result<int> levels = bench.Levels();
-  if (!levels.ok())
-    return Internal("the tree is broken after the run: " + levels.status().ToString());
-  r->levels = *levels;
+  Result<btree::TreeShape> shape = bench.Shape();
+  if (!shape.ok()) {
+    return Internal("the tree is broken after the run: " + shape.status().ToString());
+  }
+  r->levels = shape->levels;
+  for (uint64_t n : shape->nodes_by_level) r->nodes += n;
+  r->entries = shape->entries.size();
   return r;
 }
 

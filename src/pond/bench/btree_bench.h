@@ -79,9 +79,10 @@ struct BtreeBenchResult {
   uint64_t verb_ops[4] = {};  // READ, WRITE, CAS, FAA posted during the measured run
   uint64_t verb_bytes[4] = {};
   uint64_t handovers = 0, local_waits = 0;
-  uint64_t device_atomics = 0;  // simulated: atomics served from device memory
-  uint64_t events = 0;          // simulated: engine events of the measured run
-  int levels = 0;               // the tree's height after the run
+  uint64_t device_atomics = 0;      // simulated: atomics served from device memory
+  uint64_t events = 0;              // simulated: engine events of the measured run
+  int levels = 0;                   // the tree's height after the run
+  uint64_t nodes = 0, entries = 0;  // the tree's nodes (1 KiB each) and entries after the run
 };
 
 // Loads the keys, then runs the mix for o.seconds. `progress` (may be empty) is called about

@@ -40,6 +40,10 @@ TEST(BtreeBenchTest, EveryMixRunsAndLeavesAWholeTree) {
       EXPECT_GT(r->found, 0u) << mix.name;
     }
     EXPECT_GE(r->levels, 2) << mix.name;
+    // Every entry sits in a leaf of at most 54, and leaves split in half: at least 27 a leaf
+    // except the last of each run, so the tree holds between 1/54 and about 1/20 node per entry.
+    EXPECT_GE(r->nodes * btree::kLeafEntries, r->entries) << mix.name;
+    EXPECT_LE(r->nodes * 20, r->entries) << mix.name;
   }
 }
 

@@ -58,8 +58,13 @@ void PrintResult(const bench::BtreeBenchResult& r, bool simulate) {
       r.ranges > 0 ? static_cast<double>(r.range_entries) / static_cast<double>(r.ranges) : 0.0,
       static_cast<unsigned long>(t.torn_node_reads), static_cast<unsigned long>(t.torn_entry_reads),
       static_cast<unsigned long>(t.restarts));
-  std::printf("tree check   ok: %d levels, every node whole, keys sorted across leaves\n",
-              r.levels);
+  std::printf(
+      "tree check   ok: %d levels, every node whole, keys sorted across leaves; %lu nodes for %lu "
+      "entries, %.1f B of tree per entry (one copy)\n",
+      r.levels, static_cast<unsigned long>(r.nodes), static_cast<unsigned long>(r.entries),
+      r.entries > 0
+          ? static_cast<double>(r.nodes) * btree::kNodeBytes / static_cast<double>(r.entries)
+          : 0.0);
   if (simulate) {
     std::printf("device mem   %lu atomics served from NIC memory\n",
                 static_cast<unsigned long>(r.device_atomics));
@@ -83,6 +88,8 @@ nlohmann::json ResultJson(const bench::BtreeBenchResult& r) {
           {"lock_cas_failed", r.tree.lock_cas_failed},
           {"handovers", r.handovers},
           {"levels", r.levels},
+          {"nodes", r.nodes},
+          {"entries", r.entries},
           {"device_atomics", r.device_atomics}};
 }
 
