@@ -221,14 +221,7 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
         continue;
       }
       torn = 0;
-      stats_.leaves_read++;
-      if (removed_max != nullptr) *removed_max = std::max(*removed_max, n.h.leftmost);
-      leaf_entries.clear();
-      for (const LeafEntry& e : n.leaf.entries) {
-        uint64_t k = e.key();
-        if (k != kKeyEmpty && k >= cursor && k < high) leaf_entries.emplace_back(k, e.value());
-      }
-      std::sort(leaf_entries.begin(), leaf_entries.end());
+      TakeLeaf(n, cursor, high, removed_max, &leaf_entries);
       for (const KeyValue& kv : leaf_entries) {
         if (out->size() - start >= limit) co_return Status::Ok();
         out->push_back(kv);
@@ -278,14 +271,8 @@ Task<Status> BTree::ScanDescending(uint64_t low, uint64_t high, size_t limit,
       continue;
     }
     fresh = false;
-    stats_.leaves_read++;
-    if (removed_max != nullptr) *removed_max = std::max(*removed_max, n.h.leftmost);
-    leaf_entries.clear();
-    for (const LeafEntry& e : n.leaf.entries) {
-      uint64_t k = e.key();
-      if (k != kKeyEmpty && k >= low && k < cursor) leaf_entries.emplace_back(k, e.value());
-    }
-    std::sort(leaf_entries.rbegin(), leaf_entries.rend());
+    TakeLeaf(n, low, cursor, removed_max, &leaf_entries);
+    std::reverse(leaf_entries.begin(), leaf_entries.end());
     for (const KeyValue& kv : leaf_entries) {
       if (out->size() - start >= limit) co_return Status::Ok();
       out->push_back(kv);
@@ -293,6 +280,18 @@ Task<Status> BTree::ScanDescending(uint64_t low, uint64_t high, size_t limit,
     cursor = n.h.lower;
   }
   co_return Status::Ok();
+}
+
+void BTree::TakeLeaf(const NodeBuffer& n, uint64_t low, uint64_t high, uint64_t* removed_max,
+                     std::vector<KeyValue>* entries) {
+  stats_.leaves_read++;
+  if (removed_max != nullptr) *removed_max = std::max(*removed_max, n.h.leftmost);
+  entries->clear();
+  for (const LeafEntry& e : n.leaf.entries) {
+    const uint64_t k = e.key();
+    if (k != kKeyEmpty && k >= low && k < high) entries->emplace_back(k, e.value());
+  }
+  std::sort(entries->begin(), entries->end());
 }
 
 Task<Status> BTree::Lock(GAddr node) {

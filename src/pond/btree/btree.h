@@ -153,6 +153,10 @@ class BTree {
   // Leaf *n (locked, at `a`) has a changed entry at `slot`: writes it back (the entry, or the
   // whole leaf without two-level versions) and unlocks.
   Task<Status> WriteBackEntry(GAddr a, NodeBuffer* n, int slot);
+  // A scan took leaf `n` (whole): counts it, raises *removed_max (if set) to its removal stamp,
+  // and puts its entries with low <= key < high into *entries, ascending.
+  void TakeLeaf(const NodeBuffer& n, uint64_t low, uint64_t high, uint64_t* removed_max,
+                std::vector<KeyValue>* entries);
   // HOCL: the node's global lock, through the local table.
   Task<Status> Lock(GAddr node);
   // Posts the release of the node's global lock (unless it is handed over); the caller then

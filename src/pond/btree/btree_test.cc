@@ -37,6 +37,18 @@ void ExpectTreeHolds(Worker& w, const TreeSpace& space, const std::map<uint64_t,
   EXPECT_EQ(shape->entries, expect);
 }
 
+// `n` writes of random keys 1..range, the i-th writing value i; *want gets each key's last value.
+std::vector<KeyValue> RandomKvs(Rng& rng, int n, uint64_t range,
+                                std::map<uint64_t, uint64_t>* want) {
+  std::vector<KeyValue> kvs;
+  for (int i = 0; i < n; i++) {
+    const uint64_t k = 1 + rng.Uniform(range);
+    (*want)[k] = static_cast<uint64_t>(i);
+    kvs.emplace_back(k, i);
+  }
+  return kvs;
+}
+
 Task<Status> InsertAll(BTree* t, std::vector<KeyValue> kvs) {
   for (auto [k, v] : kvs) POND_CO_RETURN_IF_ERROR(co_await t->Insert(k, v));
   co_return Status::Ok();
@@ -82,12 +94,7 @@ TEST(BTreeTest, SplitsAtEveryLevelWithTinyNodes) {
   BTree t(*w.ep, space, TreeOptions{.leaf_fill_max = 3, .internal_fill_max = 3});
   Rng rng(::testing::UnitTest::GetInstance()->random_seed());
   std::map<uint64_t, uint64_t> want;
-  std::vector<KeyValue> kvs;
-  for (int i = 0; i < 3000; i++) {
-    uint64_t k = 1 + rng.Uniform(1'000'000);
-    want[k] = i;
-    kvs.emplace_back(k, i);
-  }
+  std::vector<KeyValue> kvs = RandomKvs(rng, 3000, 1'000'000, &want);
   ASSERT_TRUE(w.Run(InsertAll(&t, kvs)).ok());
   ExpectTreeHolds(w, space, want, 6);
   EXPECT_GT(t.stats().leaf_splits, 0u);
@@ -127,13 +134,7 @@ class ScanTest : public ::testing::Test {
         space(MakeTree(w, 1)),
         t(*w.ep, space, TreeOptions{.leaf_fill_max = 8, .internal_fill_max = 6}),
         rng(::testing::UnitTest::GetInstance()->random_seed()) {
-    std::vector<KeyValue> kvs;
-    for (int i = 0; i < 2000; i++) {
-      uint64_t k = 1 + rng.Uniform(10'000);
-      want[k] = i;
-      kvs.emplace_back(k, i);
-    }
-    POND_CHECK(w.Run(InsertAll(&t, kvs)).ok());
+    POND_CHECK(w.Run(InsertAll(&t, RandomKvs(rng, 2000, 10'000, &want))).ok());
   }
 
   std::unique_ptr<LocalFabric> pool_;
