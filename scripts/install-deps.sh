@@ -3,7 +3,8 @@
 # matplotlib for bench/plot.py, PostgreSQL 15 for bench/peers/; gRPC and protobuf for the client
 # API, with their Python modules for examples/python; prometheus-cpp for the daemons' metrics).
 # ZooKeeper is the server package, not zookeeperd: that one also starts a system-wide server on
-# port 2181 at install, and Pond starts its own (cluster/local_zookeeper.h). Idempotent: when
+# port 2181 at install, and Pond starts its own (cluster/local_zookeeper.h). iproute2 and nftables
+# make the hosts of scripts/hosts.sh (network namespaces) and cut their links. Idempotent: when
 # every package is already present it prints nothing and returns at once, so the Makefile calls
 # it on every run.
 set -euo pipefail
@@ -19,6 +20,7 @@ packages=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus-cpp-dev
   python3-grpcio python3-protobuf
+  iproute2 nftables
 )
 
 missing=()

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "pond/cluster/membership.h"
 #include "pond/rng.h"
 #include "pond/sim/fault_schedule.h"
 
@@ -38,6 +39,8 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.mns = static_cast<uint16_t>(c.mns);
   limits.min_cns_up = 2;
   limits.max_mns_down = static_cast<uint16_t>(c.replication - 1);
+  limits.max_mns_down_quorum =
+      static_cast<uint16_t>(std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
   // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
   // cluster too small for any crash is left to the counts, which say that.)

@@ -56,6 +56,14 @@ struct MnStatus {
   friend bool operator==(const MnStatus&, const MnStatus&) = default;
 };
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
+// How many MNs must take a CN's beat for it to renew its lease without the coordination
+// service's word (docs/recovery.md "Fencing"): R, or a strict majority of the MNs if that is
+// fewer. A CM declares a CN only after reading, since the lease could have run, every MN it must
+// read and at least `mns - LeaseQuorum + 1` MNs: one of them took any such beat.
+inline int LeaseQuorum(int mns, int replication) {
+  return replication < mns / 2 + 1 ? replication : mns / 2 + 1;
+}
+
 struct Configuration {
   uint64_t epoch = 0;
   std::vector<CnStatus> cns;

@@ -62,6 +62,11 @@ ZkConfigStore::~ZkConfigStore() {
   if (zh_ != nullptr) zookeeper_close(zh_);
 }
 
+bool ZkConfigStore::expired() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return state_ == ZOO_EXPIRED_SESSION_STATE;
+}
+
 void ZkConfigStore::OnSessionEvent(zhandle_t* /*zh*/, int type, int state, const char* /*path*/,
                                    void* ctx) {
   if (type != ZOO_SESSION_EVENT) return;

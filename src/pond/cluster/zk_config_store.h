@@ -46,6 +46,10 @@ class ZkConfigStore final : public ConfigStore {
                          uint64_t expected) override;
   void Watch(const std::string& key, std::function<void(const Versioned&)> fn) override;
 
+  // The session ended: the servers were unreachable for its timeout, and they may have let
+  // everything it owned go (its watches, what it put as ephemeral). Calls fail from now on.
+  bool expired() const;
+
  private:
   struct Watcher;
   ZkConfigStore() = default;
@@ -60,7 +64,7 @@ class ZkConfigStore final : public ConfigStore {
   Status CreateParents(const std::string& key);
 
   zhandle_t* zh_ = nullptr;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   int state_ = 0;  // the session's last state (ZOO_CONNECTED_STATE, ...); guarded by mu_
   std::vector<std::unique_ptr<Watcher>> watchers_;

@@ -115,6 +115,12 @@ void ProcessMembership::CoordLoop() {
   // its own: a slow service must not hold up the beats.
   while (!stop_.load()) {
     const uint64_t start = cl_.clock().NowNs();
+    // A session that expired reads nothing more, so this CN could never learn that it was
+    // declared, nor apply any epoch after it: it stops, and comes back as a new incarnation.
+    if (coord_.expired() && !machine_->fenced()) {
+      Fence("its ZooKeeper session expired: the service was out of reach for longer than the "
+            "session");
+    }
     machine_->CoordTick();
     const uint64_t period = machine_->coord_period_ns();
     const uint64_t spent = cl_.clock().NowNs() - start;

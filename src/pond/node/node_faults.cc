@@ -1,16 +1,30 @@
 // ValidateNodeFaults: which node-fault schedules a cluster survives, and for the rest one line
 // saying why not. Kept apart from SimMembership, which carries them out: the bench layer asks it
 // before any cluster exists (bench/run_faults.cc draws random schedules within it).
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/cluster/membership.h"
 
 namespace pond {
 
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
   int alive = c.cns;
   int mns_down = 0;
+  int mns_out = 0;   // while the service is down: MNs down, and those restarted since it went
+  int cns_away = 0;  // CNs down or cut off
+  // A CN renews its lease on beats LeaseQuorum MNs take, or on the configuration it read, and a
+  // CM declares a CN only once it has read the MNs any such beat reaches (docs/recovery.md
+  // "Fencing"): without the service, or with a CN to declare, more MNs down stop the cluster.
+  const int mns_out_max = std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication));
+  auto quorum_limit = [&](const std::string& which, int out, const char* when) {
+    return InvalidArgument(which + std::to_string(out) + " MNs down while " + when +
+                           ", more than the " + std::to_string(mns_out_max) +
+                           " the cluster survives (too few MNs left for a lease without the "
+                           "coordination service, or for a CM to declare a CN)");
+  };
   bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
@@ -33,6 +47,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                  (crash ? "down" : "up"));
         }
         coord_down = crash;
+        mns_out = mns_down;
+        if (crash && mns_out > mns_out_max) {
+          return quorum_limit(which + word, mns_out, "the coordination service is down");
+        }
         continue;
       }
       case NodeFaultKind::kCrashCn:
@@ -53,6 +71,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                  " restarts more than 255 times");
         }
         cn_down[f.node] = false;
+        cns_away--;
         alive++;
         continue;
       case NodeFaultKind::kCrashMn:
@@ -95,6 +114,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                  " restarts more than 255 times");
         }
         cn_cut[f.node] = cut;
+        cns_away += cut ? 1 : -1;
+        if (cut && mns_down > mns_out_max) {
+          return quorum_limit(which + word, mns_down, "a CN is down or cut off");
+        }
         partitions = true;
         alive += cut ? -1 : 1;
         if (alive < 2) {
@@ -114,6 +137,12 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                " is already crashed");
       }
       mn_down[f.node] = true;
+      if (coord_down && ++mns_out > mns_out_max) {
+        return quorum_limit(which + "crash-mn: ", mns_out, "the coordination service is down");
+      }
+      if (cns_away > 0 && mns_down + 1 > mns_out_max) {
+        return quorum_limit(which + "crash-mn: ", mns_down + 1, "a CN is down or cut off");
+      }
       if (++mns_down > c.replication - 1) {
         return InvalidArgument(which + "crash-mn: at most " + std::to_string(c.replication - 1) +
                                " MNs may be down at once with replication " +
@@ -133,6 +162,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                              (cn_cut[f.node] ? "partitioned (heal it first)" : "crashed"));
     }
     cn_down[f.node] = true;
+    cns_away++;
+    if (mns_down > mns_out_max) {
+      return quorum_limit(which + "crash-cn: ", mns_down, "a CN is down or cut off");
+    }
     if (--alive < 2) {
       return InvalidArgument(which + "crash-cn: at least 2 CNs must stay alive");
     }

@@ -37,7 +37,11 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
   cn_seen_.assign(o_.cns, Seen{0, now});
   mn_seen_.assign(o_.mns, Seen{0, now});
   mn_busy_.assign(o_.mns, MnBusy{});
+  mn_read_ns_.assign(o_.mns, 0);
   renewed_ns_ = now;
+  // Whatever epochs came before it started, this CN applied none of them: as CM it waits a
+  // lease, as after any epoch that drops an MN, before it declares a CN.
+  dropped_ns_ = now;
   alive_ = view_.cns[o_.cn].alive;
   counts_.epoch = view_.epoch;
 }
@@ -55,6 +59,8 @@ void CnMembership::BeatTick() {
   const uint64_t now = clock_.NowNs();
   // A CN that has not renewed for its own lease can no longer know whether it was declared
   // failed: it stops before the CM, which counts a whole lease from its last beat it saw.
+  const uint64_t from = LeaseFrom();
+  if (renewed_ns_.load() < from) renewed_ns_ = from;
   const uint64_t renewed = renewed_ns_.load();
   if (now > renewed + o_.lease_ns - o_.lease_ns / 10) {
     std::string per_mn;
@@ -63,8 +69,11 @@ void CnMembership::BeatTick() {
                 std::to_string((now - mn_busy_[mn].renewed_ns) / 1'000'000) + " ms ago" +
                 (mn_busy_[mn].renewing ? ", one in flight" : "");
     }
-    Fence("no renewal reached any MN for " + std::to_string((now - renewed) / 1'000'000) + " ms" +
-          per_mn);
+    const uint64_t fresh = coord_fresh_ns_.load(std::memory_order_acquire);
+    Fence("no beat a configuration manager would see for " +
+          std::to_string((now - renewed) / 1'000'000) + " ms (the configuration last read " +
+          (fresh == 0 ? std::string("never") : std::to_string((now - fresh) / 1'000'000) + " ms ago") +
+          ")" + per_mn);
     return;
   }
   Renew();
@@ -127,9 +136,11 @@ void CnMembership::Renew() {
                                                sizeof(report) * uint64_t{m->o_.cn}),
                         &report, sizeof(report));
       Status st = co_await m->beat_ep_.Flush();
-      // One MN that took it is enough: the CM reads every MN's page.
-      if (st.ok() && m->renewed_ns_.load() < sent) m->renewed_ns_ = sent;
-      if (st.ok()) m->mn_busy_[mn].renewed_ns = sent;
+      if (st.ok()) {
+        m->mn_busy_[mn].renewed_ns = sent;
+        const uint64_t from = m->LeaseFrom();
+        if (m->renewed_ns_.load() < from) m->renewed_ns_ = from;
+      }
       m->mn_busy_[mn].renewing = false;
     }(this, mn, beat, report));
   }
@@ -146,6 +157,7 @@ void CnMembership::Watch() {
     mn_busy_[mn].watching = true;
     beat_sched_.Spawn([](CnMembership* m, int mn) -> Task<void> {
       store::LeasePage page;
+      const uint64_t asked = m->clock_.NowNs();
       m->beat_ep_.Read(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset), &page,
                        sizeof(page));
       const bool read = (co_await m->beat_ep_.Flush()).ok();
@@ -153,6 +165,7 @@ void CnMembership::Watch() {
       if (!read) co_return;  // an MN that does not answer does not beat
       const uint64_t now = m->clock_.NowNs();
       std::lock_guard lock(m->beat_mu_);
+      m->mn_read_ns_[mn] = asked;
       Seen& s = m->mn_seen_[mn];
       if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
       for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
@@ -176,6 +189,66 @@ void CnMembership::Watch() {
   }
 }
 
+namespace {
+
+// Whether every CM reads MN `m`'s lease page (and every CN its replicas): not down, not leaving,
+// not rejoining before it is read. At most R-1 MNs are otherwise (Manage).
+bool ReadByAll(const cluster::MnStatus& m) {
+  using Rejoin = cluster::MnStatus::Rejoin;
+  return m.alive && !m.leaving && (m.rejoin == Rejoin::kNone || m.rejoin == Rejoin::kSwitched);
+}
+
+}  // namespace
+
+uint64_t CnMembership::LeaseFrom() const {
+  // Read before the view: a read that came after the view it names (Apply, ReadConfig).
+  const uint64_t fresh = coord_fresh_ns_.load(std::memory_order_acquire);
+  std::vector<bool> read_by_all;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (const cluster::MnStatus& m : beat_view_.mns) read_by_all.push_back(ReadByAll(m));
+  }
+  // R MNs took it, or a majority of them (LeaseQuorum): a CM declares a CN only once it has read
+  // every MN but R-1 (those down, leaving or rejoining) and a majority since, so one of those it
+  // read holds it. This holds on the minority side of a cut too, which never hears the
+  // configuration that drops the MNs it still reaches.
+  std::vector<uint64_t> taken;
+  uint64_t seen_by_cm = 0;
+  for (size_t mn = 0; mn < mn_busy_.size(); mn++) {
+    taken.push_back(mn_busy_[mn].renewed_ns);
+    if (read_by_all[mn]) seen_by_cm = std::max(seen_by_cm, mn_busy_[mn].renewed_ns);
+  }
+  const size_t r = static_cast<size_t>(std::max(1, cluster::LeaseQuorum(o_.mns, o_.replication)));
+  uint64_t quorum = 0;
+  if (taken.size() >= r) {
+    std::nth_element(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(r - 1),
+                     taken.end(), std::greater<>());
+    quorum = taken[r - 1];
+  }
+  // Fewer MNs took it (MNs down with R of them or fewer left): an MN that, by the configuration
+  // read at `fresh`, every CM reads. An epoch after that read may drop it, so it counts from the
+  // read at the latest; a CM waits a lease after applying such an epoch before it declares a CN
+  // (Declarable).
+  return std::max(quorum, std::min(fresh, seen_by_cm));
+}
+
+bool CnMembership::Declarable(uint16_t cn) const {
+  if (!CnExpired(cn)) return false;
+  std::lock_guard lock(beat_mu_);
+  // Alive at this instant, the CN had a renewal it took 0.9 of a lease before, on some MN a CM
+  // must read (by either rule of LeaseFrom) — unless an epoch after its read dropped that MN,
+  // which `dropped_ns_` covers. A read of each such MN asked for after then shows its beat moving.
+  const uint64_t since =
+      std::max(cn_seen_[cn].moved_ns, dropped_ns_) + o_.lease_ns - o_.lease_ns / 10;
+  int read = 0;
+  for (uint16_t mn = 0; mn < view_.mns.size(); mn++) {
+    if (mn_read_ns_[mn] >= since) read++;
+    if (ReadByAll(view_.mns[mn]) && mn_read_ns_[mn] < since) return false;
+  }
+  // Any LeaseQuorum MNs include one of those read.
+  return read >= o_.mns - cluster::LeaseQuorum(o_.mns, o_.replication) + 1;
+}
+
 bool CnMembership::CnExpired(uint16_t cn) const {
   std::lock_guard lock(beat_mu_);
   return clock_.NowNs() > cn_seen_[cn].moved_ns + o_.lease_ns;
@@ -196,9 +269,17 @@ bool CnMembership::ActingCm() const {
 
 Status CnMembership::ReadConfig() {
   const std::string& name = o_.cluster;
+  const uint64_t asked = clock_.NowNs();
+  // The view is the service's as of `asked`: a renewal may lean on it (LeaseFrom).
+  auto fresh = [&] {
+    if (coord_fresh_ns_.load() < asked) coord_fresh_ns_.store(asked, std::memory_order_release);
+  };
   Result<cluster::Versioned> v = store_.Get(cluster::ConfigKey(name));
   if (!v.ok()) return v.status();
-  if (v->version == config_version_) return Status::Ok();
+  if (v->version == config_version_) {
+    fresh();
+    return Status::Ok();
+  }
   Result<cluster::Configuration> next = cluster::Configuration::Decode(v->value);
   if (!next.ok()) {
     controls_.Event("unreadable configuration: " + next.status().message());
@@ -206,6 +287,7 @@ Status CnMembership::ReadConfig() {
   }
   if (next->epoch <= view_.epoch) {
     config_version_ = v->version;  // the epoch this CN started from
+    fresh();
     return Status::Ok();
   }
   Result<std::vector<uint16_t>> shards =
@@ -213,6 +295,7 @@ Status CnMembership::ReadConfig() {
   if (!shards.ok()) return Status::Ok();  // the CM writes the map first: read again next period
   config_version_ = v->version;
   Apply(*next, *shards);
+  if (!fenced_.load()) fresh();
   return Status::Ok();
 }
 
@@ -481,6 +564,9 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
     const cluster::MnStatus& was = view_.mns[mn];
     const cluster::MnStatus& now = next.mns[mn];
+    // A CN that read the configuration before this epoch may renew on this MN's page still,
+    // which a CM reads no more (LeaseFrom): no CN is declared for a lease (Declarable).
+    if (ReadByAll(was) && !ReadByAll(now)) dropped_ns_ = clock_.NowNs();
     if (was.alive && now.alive && !was.leaving && now.leaving) {
       // Written still, read no more: a CN that has not heard this yet may still read it, so
       // everyone's writes must keep reaching it (over shared memory a dead MN's memory stays
@@ -683,15 +769,13 @@ void CnMembership::Manage() {
   cluster::Configuration next = view_;
   std::vector<std::string> what;
   for (uint16_t c = 0; c < next.cns.size(); c++) {
-    if (c == o_.cn || !next.cns[c].alive || !CnExpired(c)) continue;
+    if (c == o_.cn || !next.cns[c].alive || !Declarable(c)) continue;
     next.cns[c].alive = false;
     what.push_back("CN " + std::to_string(c) + " failed");
   }
   using Rejoin = cluster::MnStatus::Rejoin;
   // Without a full copy to read: down, leaving, or rejoining and not read yet.
-  auto unread = [](const cluster::MnStatus& s) {
-    return !s.alive || s.leaving || (s.rejoin != Rejoin::kNone && s.rejoin != Rejoin::kSwitched);
-  };
+  auto unread = [](const cluster::MnStatus& s) { return !ReadByAll(s); };
   int mns_down = 0;
   for (const cluster::MnStatus& s : next.mns) mns_down += unread(s) ? 1 : 0;
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {

@@ -5,7 +5,9 @@
 // CN's controls (cn_controls.h). In short:
 //
 //   - Beats. Every MN counts a beat up in its own region; every CN writes its beat into every
-//     MN's lease page (store/layout.h LeasePage) each period. A CN that has not written a beat
+//     MN's lease page (store/layout.h LeasePage) each period. A CN renews its lease only with a
+//     beat it knows a CM would see: one R MNs took (a CM reads all but R-1 of them), or one an
+//     MN took that the configuration it read since has every CM read. One that has not renewed
 //     for its own lease (the lease less a margin) stops itself: it can no longer know whether it
 //     was declared failed (fencing).
 //   - The configuration manager (CM) is the lowest CN alive that sees every lower one's beat
@@ -154,6 +156,13 @@ class CnMembership {
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
   // MN, one at a time each, so that an MN that hangs holds up only its own.
   void Renew();
+  // The send time of the newest beat this CN knows any CM would see (docs/recovery.md
+  // "Fencing"): the newest that R MNs took, or the newest that an MN the configuration as last
+  // read has every CM read took, counted from that read at the latest. The beat half's thread.
+  uint64_t LeaseFrom() const;
+  // Whether the CM may declare CN `cn` now: its beat has not moved for a lease, and every MN
+  // the CM must read was read since it could have carried a beat of a lease still running.
+  bool Declarable(uint16_t cn) const;
   void Watch();
   bool CnExpired(uint16_t cn) const;
   bool MnExpired(uint16_t mn) const;
@@ -207,7 +216,13 @@ class CnMembership {
     uint64_t renewed_ns = 0;  // when the last beat it took was sent
   };
   std::vector<MnBusy> mn_busy_;
-  std::atomic<uint64_t> renewed_ns_{0};  // when the last renewal some MN took was sent
+  std::atomic<uint64_t> renewed_ns_{0};  // LeaseFrom, the newest yet
+  // When the newest configuration read that left view_ current was sent (the coordination half
+  // writes it after beat_view_; the beat half reads it before).
+  std::atomic<uint64_t> coord_fresh_ns_{0};
+  // When this CN applied the last epoch that took an MN out of those every CM reads (the
+  // coordination half's).
+  uint64_t dropped_ns_ = 0;
   // This CN's report, written with each beat: the coordination half's finding.
   std::atomic<uint64_t> report_silent_{0};
   std::atomic<bool> report_coord_down_{false};
@@ -216,6 +231,7 @@ class CnMembership {
   mutable std::mutex beat_mu_;
   cluster::Configuration beat_view_;  // view_, as of the last epoch applied
   std::vector<Seen> cn_seen_, mn_seen_;
+  std::vector<uint64_t> mn_read_ns_;  // per MN: when its page was last asked for, and came
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::set<std::pair<uint16_t, uint16_t>> unread_said_;  // (MN, incarnation) said unread

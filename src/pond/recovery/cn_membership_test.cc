@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -86,6 +87,55 @@ class NodeStore final : public cluster::ConfigStore {
 
  private:
   TestStore& base_;
+};
+
+// The beat endpoint of a CN on a host of its own, reaching the pool as the local transport does
+// (this process's memory), except the MNs in `cut`, which do not answer it: a link down between
+// its host and theirs.
+class CutEndpoint final : public Endpoint {
+ public:
+  CutEndpoint(WorkerAddr self, Scheduler& sched, LocalFabric& fabric)
+      : Endpoint(self, sched), fabric_(fabric) {}
+  std::set<MnId> cut;
+
+ protected:
+  void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
+    if (cut.count(mn)) {
+      CompleteUnreachable(done, uint64_t{1} << mn, 1);
+      return;
+    }
+    for (const Op& op : ops) {
+      std::byte* at = fabric_.region(mn) + op.addr.offset();
+      uint64_t word = 0;
+      switch (op.verb) {
+        case Verb::kRead:
+          std::memcpy(op.local, at, op.len);
+          break;
+        case Verb::kWrite:
+          std::memcpy(at, op.local, op.len);
+          break;
+        case Verb::kCas:
+          std::memcpy(&word, at, 8);
+          std::memcpy(op.local, &word, 8);
+          if (word == op.arg0) std::memcpy(at, &op.arg1, 8);
+          break;
+        case Verb::kFaa:
+          std::memcpy(&word, at, 8);
+          std::memcpy(op.local, &word, 8);
+          word += op.arg0;
+          std::memcpy(at, &word, 8);
+          break;
+      }
+    }
+    CompleteOk(done);
+  }
+  void SendPacket(WorkerAddr, PacketBuffer) override {
+    ADD_FAILURE() << "the membership's endpoint sends no packets";
+  }
+  bool PollBackend() override { return false; }
+
+ private:
+  LocalFabric& fabric_;
 };
 
 // A CN as the machine sees it: every control recorded.
@@ -203,6 +253,7 @@ class CnMembershipTest : public ::testing::Test {
     std::unique_ptr<TestControls> controls;
     std::unique_ptr<Scheduler> sched;
     std::unique_ptr<Endpoint> ep;
+    CutEndpoint* cut_ep = nullptr;  // ep, when the test places CNs on hosts (hosts_)
     MembershipCounts counts;
     std::unique_ptr<CnMembership> machine;
     bool running = true;  // ticked each period; a stopped or paused CN is not
@@ -240,15 +291,21 @@ class CnMembershipTest : public ::testing::Test {
     n->controls = std::make_unique<TestControls>(owners, mns_);
     cluster::ApplyMnStates(view, n->controls->pool);
     n->sched = std::make_unique<Scheduler>(clock_);
-    n->ep = fabric_->CreateEndpoint(WorkerAddr{cn, static_cast<uint16_t>(1000 + incarnation)},
-                                    *n->sched);
+    const WorkerAddr self{cn, static_cast<uint16_t>(1000 + incarnation)};
+    if (hosts_) {
+      auto ep = std::make_unique<CutEndpoint>(self, *n->sched, *fabric_);
+      n->cut_ep = ep.get();
+      n->ep = std::move(ep);
+    } else {
+      n->ep = fabric_->CreateEndpoint(self, *n->sched);
+    }
     MembershipOptions o{.cluster = kCluster,
                         .cn = cn,
                         .incarnation = incarnation,
                         .cns = 3,
                         .mns = mns_,
                         .workers_per_cn = kWorkers,
-                        .replication = 1,
+                        .replication = replication_,
                         .lease_ns = kLeaseNs,
                         .shards = kShards};
     n->store = std::make_unique<NodeStore>(store_);
@@ -316,6 +373,8 @@ class CnMembershipTest : public ::testing::Test {
 
   // The pool: its MNs, those the first configuration names down, and those that beat no more.
   uint16_t mns_ = 1;
+  int replication_ = 1;
+  bool hosts_ = false;  // each CN's beats go through a CutEndpoint
   std::set<uint16_t> mns_down_, mns_stopped_;
   ManualClock clock_{1'000'000'000};
   TestStore store_;
@@ -677,7 +736,8 @@ TEST_F(CnMembershipTest, ACnPausedPastItsLeaseFencesAndActsNoMore) {
   node(0).running = true;  // SIGCONT: its first act is to find its lease lost
   Period();
   EXPECT_TRUE(node(0).machine->fenced());
-  EXPECT_NE(node(0).controls->fenced.find("no renewal reached any MN"), std::string::npos)
+  EXPECT_NE(node(0).controls->fenced.find("no beat a configuration manager would see"),
+            std::string::npos)
       << node(0).controls->fenced;
   EXPECT_TRUE(node(0).controls->applied.empty()) << "a fenced CN applied an epoch";
 }
@@ -837,11 +897,137 @@ TEST_F(CnMembershipTest, ACmCutOffRightAfterLettingACnBackInFences) {
   EXPECT_EQ(store_.Config().epoch, epoch + 2);
 }
 
+// Three hosts, each with one CN and one MN (CN i and MN i on host i), R = 2: what a cut between
+// hosts does to leases (docs/recovery.md "Fencing").
+class HostsTest : public CnMembershipTest {
+ protected:
+  HostsTest() {
+    mns_ = 3;
+    replication_ = 2;
+    hosts_ = true;
+  }
+  // Host `h`'s link goes down: its CN reaches only its own MN and loses the service, and the
+  // other CNs lose that MN. Nothing else tells CN `h` it is cut off: the others' reports sit on
+  // MNs it cannot read, theirs of it never reach it.
+  void CutHost(uint16_t h) {
+    for (uint16_t cn = 0; cn < 3; cn++) {
+      for (uint16_t mn = 0; mn < mns_; mn++) {
+        if ((cn == h) != (mn == h)) node(cn).cut_ep->cut.insert(mn);
+      }
+    }
+    node(h).store->blind = true;
+  }
+};
+
+// The cut that broke fencing across hosts: CN 2 kept beating into MN 2 beside it, so it never
+// fenced, while the CM, which could not read MN 2, declared MN 2 and then CN 2 — and recovered a
+// CN still serving. A beat one MN took no longer renews a lease unless R took it or the
+// configuration read since says every CM reads that MN.
+TEST_F(HostsTest, ACnCutOffWithTheMnOnItsHostFencesBeforeItIsDeclared) {
+  Periods(3);
+  CutHost(2);
+  int fenced_at = -1, mn_out_at = -1, declared_at = -1;
+  for (int p = 0; p < 60 && declared_at < 0; p++) {
+    Period();
+    const cluster::Configuration c = store_.Config();
+    if (fenced_at < 0 && node(2).machine->fenced()) fenced_at = p;
+    if (mn_out_at < 0 && (c.mns[2].leaving || !c.mns[2].alive)) mn_out_at = p;
+    if (!c.cns[2].alive) declared_at = p;
+  }
+  ASSERT_GE(declared_at, 0) << "CN 2 was never declared";
+  ASSERT_GE(fenced_at, 0) << "CN 2 was declared failed while it still served";
+  EXPECT_LT(fenced_at, declared_at);
+  EXPECT_NE(node(2).controls->fenced.find("no beat a configuration manager would see"),
+            std::string::npos)
+      << node(2).controls->fenced;
+  // MN 2 went first, and CN 2 only a lease after: until then, a beat CN 2 sent into MN 2 could
+  // have been renewing it on a configuration read just before that epoch.
+  ASSERT_GE(mn_out_at, 0);
+  EXPECT_GE(declared_at - mn_out_at, 9) << "declared " << declared_at << ", MN out " << mn_out_at;
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+}
+
+// With R = 3 of 3 MNs and two down, no beat reaches R MNs nor a majority: the CNs renew on the
+// configuration they read, and serve on while the MNs are declared.
+class HostsR3Test : public HostsTest {
+ protected:
+  HostsR3Test() { replication_ = 3; }
+};
+
+TEST_F(HostsR3Test, CnsRenewOnTheConfigurationTheyReadWhenFewerThanRMnsTakeTheirBeats) {
+  Periods(3);
+  for (uint16_t mn : {1, 2}) {
+    mns_stopped_.insert(mn);
+    for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(mn);
+  }
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[1].leaving && store_.Config().mns[2].leaving; }, 30));
+  Periods(30);
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn << ": " << node(cn).controls->fenced;
+    EXPECT_TRUE(store_.Config().cns[cn].alive);
+  }
+  // Without the service as well, nothing vouches for a beat one MN took: they fence, and say
+  // why (the limit docs/recovery.md gives: the service down and more MNs down than
+  // mns - LeaseQuorum).
+  store_.down = true;
+  ASSERT_TRUE(Until([&] { return node(0).machine->fenced(); }, 30));
+  EXPECT_NE(node(0).controls->fenced.find("configuration last read"), std::string::npos)
+      << node(0).controls->fenced;
+}
+
+// One MN of three down with R = 3: beats still reach a majority, which any CM must have read
+// before it declares a CN, so the CNs keep their leases through an outage of the service.
+TEST_F(HostsR3Test, CnsRenewOnAMajorityOfMnsWhileTheServiceIsDown) {
+  Periods(3);
+  mns_stopped_.insert(1);
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(1);
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[1].leaving; }, 30));
+  store_.down = true;
+  Periods(40);
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn << ": " << node(cn).controls->fenced;
+  }
+  // With a second MN down, a CM reads one MN of three: it cannot tell a CN that died from one
+  // beating into the two it cannot read, and declares none.
+  store_.down = false;
+  mns_stopped_.insert(2);
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(2);
+  node(2).running = false;
+  Periods(60);
+  EXPECT_TRUE(store_.Config().cns[2].alive);
+  EXPECT_TRUE(store_.Config().mns[2].leaving) << "MNs are declared all the same";
+  // The MN back (here: readable again), CN 2 is declared.
+  mns_stopped_.erase(2);
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.erase(2);
+  EXPECT_TRUE(Until([&] { return !store_.Config().cns[2].alive; }, 60));
+}
+
+// A CM that applied an epoch dropping an MN declares no CN for a lease after it: a CN slow to
+// hear that epoch may be renewing on that MN's page, which no CM reads any more.
+TEST_F(HostsTest, NoCnIsDeclaredWithinALeaseOfAnEpochThatDropsAnMn) {
+  Periods(3);
+  node(2).running = false;  // killed, and MN 1 with it
+  mns_stopped_.insert(1);
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(1);
+  int mn_out_at = -1, declared_at = -1;
+  for (int p = 0; p < 60 && declared_at < 0; p++) {
+    Period();
+    const cluster::Configuration c = store_.Config();
+    if (mn_out_at < 0 && c.mns[1].leaving) mn_out_at = p;
+    if (!c.cns[2].alive) declared_at = p;
+  }
+  ASSERT_GE(mn_out_at, 0);
+  ASSERT_GE(declared_at, 0);
+  EXPECT_GE(declared_at - mn_out_at, 9);
+  EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+}
+
 // Three MNs, MN 2 down from the start (its replicas served by the others), to be restarted.
 class MnRejoinTest : public CnMembershipTest {
  protected:
   MnRejoinTest() {
     mns_ = 3;
+    replication_ = 2;  // an MN may be down
     mns_down_ = {2};
     mns_stopped_ = {2};
   }

@@ -3,8 +3,15 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/resource_quota.h>
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstring>
 
 namespace pond::server {
 
@@ -16,6 +23,44 @@ constexpr int kKeepaliveTimeMs = 10'000;
 constexpr int kKeepaliveTimeoutMs = 5'000;
 
 }  // namespace
+
+bool IsWildcardHost(const std::string& host) {
+  return host == "0.0.0.0" || host == "[::]" || host == "::";
+}
+
+Result<std::string> AddressToward(const std::string& host_port) {
+  const std::string first = host_port.substr(0, host_port.find(','));
+  std::string host;
+  int port = 0;
+  POND_RETURN_IF_ERROR(ParseListenAddress(first, &host, &port));
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) return Unavailable("cannot resolve " + host + ": " + gai_strerror(rc));
+  std::string error = "no address of " + host;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_DGRAM, 0);
+    if (fd < 0) continue;
+    sockaddr_storage self{};
+    socklen_t len = sizeof(self);
+    char text[INET6_ADDRSTRLEN] = {};
+    const bool ok = connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+                    getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0 &&
+                    getnameinfo(reinterpret_cast<sockaddr*>(&self), len, text, sizeof(text),
+                                nullptr, 0, NI_NUMERICHOST) == 0;
+    if (!ok) error = "no route to " + host + ": " + std::strerror(errno);
+    close(fd);
+    if (ok) {
+      freeaddrinfo(found);
+      const std::string address(text);
+      return a->ai_family == AF_INET6 ? "[" + address + "]" : address;
+    }
+  }
+  freeaddrinfo(found);
+  return Unavailable(error);
+}
 
 Status ParseListenAddress(const std::string& listen, std::string* host, int* port) {
   const size_t colon = listen.rfind(':');
@@ -36,10 +81,22 @@ Status ParseListenAddress(const std::string& listen, std::string* host, int* por
 Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
                                                           ServiceDirectory directory,
                                                           const std::string& listen,
-                                                          ClientServiceOptions options) {
+                                                          ClientServiceOptions options,
+                                                          const std::string& advertise) {
   std::string host;
   int port = 0;
   POND_RETURN_IF_ERROR(ParseListenAddress(listen, &host, &port));
+  std::string told_host = IsWildcardHost(host) ? std::string("127.0.0.1") : host;
+  int told_port = -1;  // the port bound
+  if (!advertise.empty()) {
+    if (advertise.find(':') == std::string::npos || advertise.front() == '[') {
+      told_host = advertise;
+    } else {
+      Status s = ParseListenAddress(advertise, &told_host, &told_port);
+      if (!s.ok()) return InvalidArgument("advertised address: " + s.message());
+      if (told_port == 0) return InvalidArgument("advertised address: port 0 reaches nothing");
+    }
+  }
   POND_RETURN_IF_ERROR(ValidateServiceOptions(options, cluster.config().cns));
   if (!cluster.serving()) return InvalidArgument("the cluster is not serving (StartServing)");
   std::unique_ptr<ClientServer> s(new ClientServer());
@@ -66,8 +123,7 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
     return Unavailable("cannot listen on " + listen + " (address in use, or not this host's?)");
   }
   s->port_ = bound;
-  s->address_ = (host == "0.0.0.0" || host == "[::]" ? std::string("127.0.0.1") : host) + ":" +
-                std::to_string(bound);
+  s->address_ = told_host + ":" + std::to_string(told_port < 0 ? bound : told_port);
   s->service_->SetSelfAddress(s->address_);
   return s;
 }

@@ -24,18 +24,29 @@ class Server;
 
 namespace pond::server {
 
+// Whether `host` (of a listen address) stands for every interface: "0.0.0.0", "[::]".
+bool IsWildcardHost(const std::string& host);
+
+// This host's address on the route toward `host_port` ("zk1:2181", the first of a list): the
+// address a peer on that network reaches this host at. Sends nothing (a UDP socket's connect only
+// picks the route). Unavailable if the name does not resolve or no route leads there.
+Result<std::string> AddressToward(const std::string& host_port);
+
 class ClientServer {
  public:
   // Serves `cluster` (serving already) on `listen`, "HOST:PORT" ("127.0.0.1:0": a free port on
-  // loopback). InvalidArgument for a malformed address or options, Unavailable if it cannot bind.
+  // loopback). `advertise` is the address clients are told to reach it at (address()): "HOST" (with
+  // the port bound) or "HOST:PORT"; empty, it is listen's host, or 127.0.0.1 when that is a
+  // wildcard. InvalidArgument for a malformed address or options, Unavailable if it cannot bind.
   static Result<std::unique_ptr<ClientServer>> Start(Cluster& cluster, ServiceDirectory directory,
                                                      const std::string& listen,
-                                                     ClientServiceOptions options = {});
+                                                     ClientServiceOptions options = {},
+                                                     const std::string& advertise = "");
   ~ClientServer();
   ClientServer(const ClientServer&) = delete;
   ClientServer& operator=(const ClientServer&) = delete;
 
-  // The address as bound, with the port chosen: "127.0.0.1:41234".
+  // The address clients are told, with the port chosen: "127.0.0.1:41234".
   const std::string& address() const { return address_; }
   int port() const { return port_; }
   ServiceCounters counters() const { return service_->counters(); }

@@ -1,6 +1,10 @@
 #include "pond/server/cn_daemon.h"
 
 #include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
@@ -11,6 +15,11 @@
 namespace pond::server {
 
 namespace {
+
+// A stop that takes this much longer than the grace is stuck — requests waiting on a peer that
+// went silent, whose answers no transport deadline has ended — and the daemon exits without
+// finishing it: SIGTERM always stops it. What it left undone is what a crash leaves.
+constexpr double kStopStuckS = 10;
 
 std::vector<std::byte> Text(const std::string& s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
@@ -147,6 +156,12 @@ int RunCnDaemon(CnDaemonOptions& o) {
   }
   const int sig = WaitForStop(-1);
   log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::thread([log, limit_s = o.grace_s + kStopStuckS] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
+    log("stopping took more than {:.0f} s (calls still wait on a silent peer); exiting as is",
+        limit_s);
+    _exit(1);
+  }).detach();
   // A scrape from now on says it no longer serves.
   if (metrics != nullptr) metrics->DetachCluster();
   if (o.frontend != nullptr) {

@@ -7,7 +7,20 @@ Result<std::string> ClientFrontend::Start(Cluster& cluster, uint16_t cn) {
   o.cns = {cn};  // a CN daemon runs its clients' requests on its own CN; routing does the rest
   POND_RETURN_IF_ERROR(ValidateServiceOptions(o, cluster.config().cns));
   directory_->cluster = cluster.config().transport.cluster;
-  Result<std::unique_ptr<ClientServer>> s = ClientServer::Start(cluster, *directory_, listen_, o);
+  std::string advertise = advertise_;
+  std::string host;
+  int port = 0;
+  POND_RETURN_IF_ERROR(ParseListenAddress(listen_, &host, &port));
+  if (advertise.empty() && IsWildcardHost(host) && !coord_.empty()) {
+    Result<std::string> self = AddressToward(coord_);
+    if (!self.ok()) {
+      return Unavailable("cannot tell which address clients reach this host at (" +
+                         self.status().message() + "); name it with --advertise");
+    }
+    advertise = *self;
+  }
+  Result<std::unique_ptr<ClientServer>> s =
+      ClientServer::Start(cluster, *directory_, listen_, o, advertise);
   if (!s.ok()) return s.status();
   server_ = std::move(s).value();
   return server_->address();

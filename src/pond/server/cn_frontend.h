@@ -16,10 +16,17 @@ namespace pond::server {
 
 class ClientFrontend final : public CnFrontend {
  public:
-  // `directory` is filled by the daemon's setup before Start.
+  // `directory` is filled by the daemon's setup before Start. Clients are told `advertise`
+  // (ClientServer::Start); empty, with a wildcard `listen`, this host's address on its route
+  // toward `coord`, which is how the hosts of the cluster reach one another.
   ClientFrontend(std::shared_ptr<ServiceDirectory> directory, std::string listen,
-                 ClientServiceOptions options)
-      : directory_(std::move(directory)), listen_(std::move(listen)), options_(options) {}
+                 ClientServiceOptions options, std::string advertise = "",
+                 std::string coord = "")
+      : directory_(std::move(directory)),
+        listen_(std::move(listen)),
+        options_(options),
+        advertise_(std::move(advertise)),
+        coord_(std::move(coord)) {}
 
   Result<std::string> Start(Cluster& cluster, uint16_t cn) override;
   void Stop() override;
@@ -29,6 +36,8 @@ class ClientFrontend final : public CnFrontend {
   std::shared_ptr<ServiceDirectory> directory_;
   std::string listen_;
   ClientServiceOptions options_;
+  std::string advertise_;
+  std::string coord_;
   std::unique_ptr<ClientServer> server_;
 };
 

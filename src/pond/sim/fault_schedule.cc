@@ -346,6 +346,14 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   uint64_t prev_ns = 0;
   bool coord_down = false;
   FaultEvent coord_crash{};
+  int mns_out = 0;  // while the service is down: MNs down, and those restarted since it went
+  int cns_away = 0;  // CNs down or partitioned
+  auto quorum_limit = [&](int out, const char* when) {
+    return std::to_string(out) + " MNs down while " + when + ", more than the " +
+           std::to_string(limits.max_mns_down_quorum) +
+           " the cluster survives (too few MNs left for a lease without the coordination "
+           "service, or for a CM to declare a CN)";
+  };
   for (const FaultEvent& e : events) {
     auto fail = [&](const std::string& why) {
       return InvalidArgument("--faults item '" + FormatEvent(e) + "': " + why);
@@ -369,6 +377,10 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       }
       coord_down = crash;
       coord_crash = e;
+      mns_out = mns_down;
+      if (crash && mns_out > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_out, "the coordination service is down"));
+      }
       continue;
     }
     const uint16_t count = is_cn ? limits.cns : limits.mns;
@@ -418,6 +430,10 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
     }
     st = to;
     if (is_cn) {
+      cns_away += to == NodeState::kUp ? -1 : 1;
+      if (to != NodeState::kUp && mns_down > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
+      }
       cns_up += to == NodeState::kUp ? 1 : -1;
       if (cns_up < limits.min_cns_up) {
         return fail("leaves " + std::to_string(cns_up) +
@@ -429,6 +445,12 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       if (mns_down > limits.max_mns_down) {
         return fail("leaves " + std::to_string(mns_down) + " MNs down, more than the " +
                     std::to_string(limits.max_mns_down) + " the cluster survives");
+      }
+      if (coord_down && to == NodeState::kDown && ++mns_out > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_out, "the coordination service is down"));
+      }
+      if (cns_away > 0 && mns_down > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
       }
     }
   }

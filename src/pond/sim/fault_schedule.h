@@ -95,6 +95,11 @@ struct FaultLimits {
   uint16_t mns = 0;
   uint16_t min_cns_up = 1;    // CNs up and unpartitioned, at every instant
   uint16_t max_mns_down = 0;  // MNs down at once
+  // MNs down at once while the coordination service is down or a CN is down or cut off (an MN
+  // restarted during an outage counting as down until it ends: an epoch lets it back in). With
+  // more, a CN without the service's word cannot renew its lease, and no CM declares a CN
+  // (docs/recovery.md "Fencing"): MNs less cluster::LeaseQuorum.
+  uint16_t max_mns_down_quorum = UINT16_MAX;
   uint64_t horizon_ns = 0;    // every event strictly before it; 0 = no horizon
   // Kinds this cluster cannot run yet, each with the one-line reason the user sees
   // (e.g. {kCrashMn, "MN crashes are not survived yet"}).

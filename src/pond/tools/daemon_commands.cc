@@ -47,6 +47,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     auto o = std::make_shared<server::CnDaemonOptions>();
     auto served = std::make_shared<ServedFlags>();
     auto listen = std::make_shared<std::string>("127.0.0.1:0");
+    auto advertise = std::make_shared<std::string>();
     CLI::App* cmd = root.add_subcommand(
         "cn",
         "Run one compute node: its workers, lock tables and clients, until SIGTERM "
@@ -70,9 +71,12 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->add_option("--listen", *listen,
                     "HOST:PORT to take clients on (port 0: any free one; published for them)")
         ->capture_default_str();
+    cmd->add_option("--advertise", *advertise,
+                    "HOST[:PORT] clients are told to reach this CN at (default: --listen's host; "
+                    "for 0.0.0.0, this host's address on its route to --coord)");
     AddMetricsFlag(cmd, &o->metrics);
     AddServedFlags(cmd, served.get());
-    cmd->callback([o, served, listen, action] {
+    cmd->callback([o, served, listen, advertise, action] {
       Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
       if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());
       std::shared_ptr<Served> what(std::move(prepared).value());
@@ -80,7 +84,8 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
       // Every CN sets up the same workloads in the same order: CN 0 makes their tables, the
       // others open them, and all register the same procedures under the same ids.
       o->setup = [what, dir](Cluster& c, bool) { return SetUpServed(c, *what, dir.get()); };
-      o->frontend = std::make_unique<server::ClientFrontend>(dir, *listen, served->service);
+      o->frontend = std::make_unique<server::ClientFrontend>(dir, *listen, served->service,
+                                                             *advertise, o->coord);
       *action = [o] {
         QuietGrpcLog();
         return server::RunCnDaemon(*o);

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Pond across hosts: scripts/hosts.sh makes three hosts of network namespaces on this machine
+# (10.77.0.10-12 on a bridge of their own), ZooKeeper on host 0 and one MN and one CN on each,
+# over UCX's TCP transport; SmallBank clients run on host 0. Then:
+#   1. Clients reach every CN by the address it advertises (it listens on 0.0.0.0): Describe
+#      names 10.77.0.1H:7400 for CN H, and clients on host 0 commit through CN 1 on host 1.
+#   2. Host 2's link goes down for longer than the lease, under load. CN 2 can reach only MN 2
+#      beside it, so its beats land on one MN of three: it must fence itself before the others
+#      declare it and recover its log (the order is read from the daemons' logs), and once the
+#      link is back the clients on host 0 commit again and the money adds up.
+# Needs root for the namespaces; elsewhere it says so and is skipped (exit 77).
+# Usage: hosts_test.sh PATH_TO_POND
+set -u
+pond=$(realpath "$1")
+hosts="$(dirname "$0")/../../../scripts/hosts.sh"
+failures=0
+fail() { echo "FAIL $1"; failures=$((failures + 1)); }
+ok() { echo "ok   $1"; }
+
+if [ "$(id -u)" -ne 0 ] || ! ip netns add "pondprobe$$" 2>/dev/null; then
+  echo "skipped: this machine cannot make network namespaces (needs root and iproute2)"
+  exit 77
+fi
+ip netns del "pondprobe$$"
+bash "$hosts" sweep >/dev/null 2>&1 || true
+
+tmp=$(mktemp -d)
+cleanup() {
+  bash "$hosts" down "$tmp/h" >/dev/null 2>&1
+  if [ "$failures" -gt 0 ]; then
+    for f in "$tmp"/h/*.log; do echo "--- last lines of ${f##*/}"; tail -n 8 "$f"; done
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+at() { bash "$hosts" exec "$tmp/h" "$@"; }  # at HOST CMD...
+
+if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms 1000 -- \
+    --workload smallbank --accounts 2000 >"$tmp/up.out" 2>&1; then
+  fail "hosts.sh up"; cat "$tmp/up.out"; exit 1
+fi
+ok "3 hosts up: ZooKeeper on host 0, an MN and a CN on each, UCX over TCP"
+
+# 1. Advertised addresses.
+at 0 "$pond" client --connect 10.77.0.10:7400 describe >"$tmp/describe.out" 2>&1
+if [ "$(sed -n 's/^cn //p' "$tmp/describe.out" | paste -sd ' ')" = \
+     "10.77.0.10:7400 10.77.0.11:7400 10.77.0.12:7400" ]; then
+  ok "Describe names each CN at its host's address (it listens on 0.0.0.0)"
+else
+  fail "Describe does not name the CNs' hosts"; cat "$tmp/describe.out"
+fi
+timeout 60 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --connect 10.77.0.11:7400 \
+  --clients 4 --seconds 2 >"$tmp/run1.out" 2>&1
+rc=$?
+if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run1.out"; then
+  ok "clients on host 0 commit through CN 1 on host 1 ($(sed -n 's/^throughput *//p' "$tmp/run1.out"))"
+else
+  fail "clients on host 0 through CN 1 (exit $rc)"; cat "$tmp/run1.out"
+fi
+
+# 2. Host 2 cut off for 4 leases, under load.
+timeout 90 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+  --clients 6 --seconds 14 >"$tmp/run2.out" 2>&1 &
+bench=$!
+sleep 3
+bash "$hosts" cut "$tmp/h" 2
+sleep 4
+bash "$hosts" heal "$tmp/h" 2
+wait "$bench"
+rc=$?
+fenced=$(grep -h "pond cn 2: lease lost" "$tmp/h/cn-2.log" | head -n 1 | cut -d' ' -f1)
+declared=$(grep -h "CN 2 failed (epoch" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
+recovered=$(grep -h "recovered CN 2's log" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
+if [ -z "$fenced" ]; then
+  fail "CN 2, cut off with MN 2 beside it, never fenced itself"
+elif [ -z "$declared" ]; then
+  fail "CN 2 fenced ($fenced) but nobody declared it"
+elif [[ "$fenced" < "$declared" ]]; then
+  ok "CN 2 fenced itself at $fenced, before the others declared it at $declared (log recovered at ${recovered:-never})"
+else
+  fail "CN 2 was declared at $declared, before it fenced at $fenced"
+fi
+grep -q "lease lost (no beat a configuration manager would see" "$tmp/h/cn-2.log" &&
+  ok "CN 2 says why: $(grep -o 'no beat a configuration manager would see for [0-9]* ms' "$tmp/h/cn-2.log" | head -n 1)" ||
+  fail "CN 2's log does not say why it stopped"
+if grep -q "lease lost" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log"; then
+  fail "a CN on the majority side lost its lease"
+else
+  ok "CNs 0 and 1 kept their leases"
+fi
+if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2.out"; then
+  ok "the money adds up after the cut ($(sed -n 's/^answers *//p' "$tmp/run2.out"))"
+else
+  fail "the money does not add up after the cut (exit $rc)"; cat "$tmp/run2.out"
+fi
+# The clients commit again once the link is back (second 7 of the run): the last three seconds.
+low=$(awk '$2 == "s" && $1 + 0 > 11 { r = $3 + 0; if (min == "" || r < min) min = r }
+  END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
+[ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
+  { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+
+echo "$failures failures"
+[ "$failures" -eq 0 ]
