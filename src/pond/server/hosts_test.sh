@@ -30,6 +30,7 @@ cleanup() {
   if [ "$failures" -gt 0 ]; then
     for f in "$tmp"/h/*.log; do echo "--- last lines of ${f##*/}"; tail -n 8 "$f"; done
   fi
+  [ -n "${POND_TEST_KEEP:-}" ] && cp -r "$tmp" "$POND_TEST_KEEP"
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -63,9 +64,11 @@ timeout 90 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --connect 10.77
   --clients 6 --seconds 14 >"$tmp/run2.out" 2>&1 &
 bench=$!
 sleep 3
+cut_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 bash "$hosts" cut "$tmp/h" 2
 sleep 4
 bash "$hosts" heal "$tmp/h" 2
+healed_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
 wait "$bench"
 rc=$?
 fenced=$(grep -h "pond cn 2: lease lost" "$tmp/h/cn-2.log" | head -n 1 | cut -d' ' -f1)
@@ -76,7 +79,7 @@ if [ -z "$fenced" ]; then
 elif [ -z "$declared" ]; then
   fail "CN 2 fenced ($fenced) but nobody declared it"
 elif [[ "$fenced" < "$declared" ]]; then
-  ok "CN 2 fenced itself at $fenced, before the others declared it at $declared (log recovered at ${recovered:-never})"
+  ok "CN 2 fenced itself at $fenced, before the others declared it at $declared (cut at $cut_at, healed at $healed_at; its log recovered at ${recovered:-never})"
 else
   fail "CN 2 was declared at $declared, before it fenced at $fenced"
 fi
