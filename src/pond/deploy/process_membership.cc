@@ -118,8 +118,9 @@ void ProcessMembership::CoordLoop() {
     // A session that expired reads nothing more, so this CN could never learn that it was
     // declared, nor apply any epoch after it: it stops, and comes back as a new incarnation.
     if (coord_.expired() && !machine_->fenced()) {
-      Fence("its ZooKeeper session expired: the service was out of reach for longer than the "
-            "session");
+      Fence(
+          "its ZooKeeper session expired: the service was out of reach for longer than the "
+          "session");
     }
     machine_->CoordTick();
     const uint64_t period = machine_->coord_period_ns();

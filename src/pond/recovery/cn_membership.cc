@@ -72,7 +72,8 @@ void CnMembership::BeatTick() {
     const uint64_t fresh = coord_fresh_ns_.load(std::memory_order_acquire);
     Fence("no beat a configuration manager would see for " +
           std::to_string((now - renewed) / 1'000'000) + " ms (the configuration last read " +
-          (fresh == 0 ? std::string("never") : std::to_string((now - fresh) / 1'000'000) + " ms ago") +
+          (fresh == 0 ? std::string("never")
+                      : std::to_string((now - fresh) / 1'000'000) + " ms ago") +
           ")" + per_mn);
     return;
   }
@@ -221,8 +222,8 @@ uint64_t CnMembership::LeaseFrom() const {
   const size_t r = static_cast<size_t>(std::max(1, cluster::LeaseQuorum(o_.mns, o_.replication)));
   uint64_t quorum = 0;
   if (taken.size() >= r) {
-    std::nth_element(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(r - 1),
-                     taken.end(), std::greater<>());
+    std::nth_element(taken.begin(), taken.begin() + static_cast<std::ptrdiff_t>(r - 1), taken.end(),
+                     std::greater<>());
     quorum = taken[r - 1];
   }
   // Fewer MNs took it (MNs down with R of them or fewer left): an MN that, by the configuration
@@ -731,7 +732,8 @@ void CnMembership::Progress(Failure& f) {
   if (f.recovered.size() < workers) return;
   if (!f.released) {
     // Lotus §6's order: its transactions are finished or undone, so its locks may go.
-    if (!controls_.ReleaseLocksOf(f.cn, f.incarnation) || !PutStep(f, "released", o_.cn).ok()) return;
+    if (!controls_.ReleaseLocksOf(f.cn, f.incarnation) || !PutStep(f, "released", o_.cn).ok())
+      return;
     f.released = true;
   }
   if (!f.drained) {

@@ -960,7 +960,8 @@ TEST_F(HostsR3Test, CnsRenewOnTheConfigurationTheyReadWhenFewerThanRMnsTakeTheir
     mns_stopped_.insert(mn);
     for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(mn);
   }
-  ASSERT_TRUE(Until([&] { return store_.Config().mns[1].leaving && store_.Config().mns[2].leaving; }, 30));
+  ASSERT_TRUE(
+      Until([&] { return store_.Config().mns[1].leaving && store_.Config().mns[2].leaving; }, 30));
   Periods(30);
   for (uint16_t cn = 0; cn < 3; cn++) {
     EXPECT_FALSE(node(cn).machine->fenced()) << "CN " << cn << ": " << node(cn).controls->fenced;

@@ -33,7 +33,8 @@ Result<std::string> AddressToward(const std::string& host_port) {
   std::string host;
   int port = 0;
   POND_RETURN_IF_ERROR(ParseListenAddress(first, &host, &port));
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   addrinfo hints{};
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;

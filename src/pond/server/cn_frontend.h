@@ -20,8 +20,7 @@ class ClientFrontend final : public CnFrontend {
   // (ClientServer::Start); empty, with a wildcard `listen`, this host's address on its route
   // toward `coord`, which is how the hosts of the cluster reach one another.
   ClientFrontend(std::shared_ptr<ServiceDirectory> directory, std::string listen,
-                 ClientServiceOptions options, std::string advertise = "",
-                 std::string coord = "")
+                 ClientServiceOptions options, std::string advertise = "", std::string coord = "")
       : directory_(std::move(directory)),
         listen_(std::move(listen)),
         options_(options),

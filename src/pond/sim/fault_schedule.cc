@@ -346,7 +346,7 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   uint64_t prev_ns = 0;
   bool coord_down = false;
   FaultEvent coord_crash{};
-  int mns_out = 0;  // while the service is down: MNs down, and those restarted since it went
+  int mns_out = 0;   // while the service is down: MNs down, and those restarted since it went
   int cns_away = 0;  // CNs down or partitioned
   auto quorum_limit = [&](int out, const char* when) {
     return std::to_string(out) + " MNs down while " + when + ", more than the " +

@@ -100,7 +100,7 @@ struct FaultLimits {
   // more, a CN without the service's word cannot renew its lease, and no CM declares a CN
   // (docs/recovery.md "Fencing"): MNs less cluster::LeaseQuorum.
   uint16_t max_mns_down_quorum = UINT16_MAX;
-  uint64_t horizon_ns = 0;    // every event strictly before it; 0 = no horizon
+  uint64_t horizon_ns = 0;  // every event strictly before it; 0 = no horizon
   // Kinds this cluster cannot run yet, each with the one-line reason the user sees
   // (e.g. {kCrashMn, "MN crashes are not survived yet"}).
   std::vector<std::pair<FaultKind, std::string>> refused;
