@@ -2,10 +2,12 @@
 # Pond on several hosts, made on this machine: each host is a Linux network namespace with one
 # interface, eth0, on a bridge of its own; host H has the address 10.77.0.(10+H), which exists only
 # inside the namespaces. Host 0 runs ZooKeeper; every host runs one `pond mn` and one `pond cn`,
-# over UCX's TCP transport on eth0. Traffic of a host can then be cut, healed, or dropped in part,
+# over UCX's TCP transport on that interface (with --vary-ifnames host H's is ethH, and its
+# daemons are told so with --ucx-net-devices, the spec saying eth0). Traffic of a host can then be cut, healed, or dropped in part,
 # as a switch port going down or a lossy link would (docs/deploy.md "Several hosts").
 #
-#   hosts.sh up DIR [--hosts N] [--lease-ms MS] [--replication R] [--pond PATH] [-- CN_FLAGS...]
+#   hosts.sh up DIR [--hosts N] [--lease-ms MS] [--replication R] [--pond PATH] [--vary-ifnames]
+#                   [-- CN_FLAGS...]
 #   hosts.sh down DIR           stop every process, remove the namespaces and the bridge
 #   hosts.sh cut DIR H          host H's link goes down: nothing in or out
 #   hosts.sh heal DIR H         it comes back (and its drop rule, if any, goes)
@@ -32,6 +34,7 @@ zk_port=2181
 # host H's root-side link pv<PID>h<H> (interface names have at most 15 characters).
 ns_of() { echo "pond${id}h$1"; }
 veth_of() { echo "pv${id}h$1"; }
+ifname_of() { sed -n "s/^ifname_$1=//p" "$dir/hosts.env"; }
 
 need_root() {
   [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces); run it as root or under sudo"
@@ -42,6 +45,7 @@ load() {
   [ -f "$1/hosts.env" ] || die "no hosts in $1 (no $1/hosts.env): run hosts.sh up $1 first"
   # shellcheck disable=SC1091
   source "$1/hosts.env"
+  dir=$1
 }
 
 host_arg() {
@@ -82,7 +86,7 @@ remove_run() {  # $1: the run's id
 cmd_up() {
   dir=$1
   shift
-  hosts=3 lease_ms=1000 replication=2 pond=""
+  hosts=3 lease_ms=1000 replication=2 pond="" vary=0
   cn_flags=()
   while [ $# -gt 0 ]; do
     case "$1" in
@@ -90,6 +94,7 @@ cmd_up() {
       --lease-ms) lease_ms=$2; shift 2 ;;
       --replication) replication=$2; shift 2 ;;
       --pond) pond=$2; shift 2 ;;
+      --vary-ifnames) vary=1; shift ;;
       --) shift; cn_flags=("$@"); break ;;
       *) die "up: unknown flag $1 (hosts.sh --help)" ;;
     esac
@@ -120,10 +125,13 @@ EOF
     local ns veth
     ns=$(ns_of "$h") veth=$(veth_of "$h")
     ip netns add "$ns"
-    ip link add "$veth" type veth peer name eth0 netns "$ns"
+    local ifname=eth0
+    [ "$vary" -eq 0 ] || ifname="eth$h"
+    echo "ifname_$h=$ifname" >>"$dir/hosts.env"
+    ip link add "$veth" type veth peer name "$ifname" netns "$ns"
     ip link set "$veth" master "pb$id" up
-    ip -n "$ns" addr add "$(addr_of "$h")/24" dev eth0
-    ip -n "$ns" link set eth0 up
+    ip -n "$ns" addr add "$(addr_of "$h")/24" dev "$ifname"
+    ip -n "$ns" link set "$ifname" up
     ip -n "$ns" link set lo up
   done
 
@@ -159,14 +167,15 @@ EOF
   source "$dir/hosts.env"
   for ((h = 0; h < hosts; h++)); do
     start_in "$h" "$dir/mn-$h.log" "mn_$h" "$pond" mn --coord "$coord" --id "$h" \
-      --metrics "$(addr_of "$h"):9400"
+      --metrics "$(addr_of "$h"):9400" --ucx-net-devices "$(ifname_of "$h")"
   done
   for ((h = 0; h < hosts; h++)); do
     await_line "$dir/mn-$h.log" "serving" 30 || { tail -n 3 "$dir/mn-$h.log" >&2; false; }
   done
   for ((h = 0; h < hosts; h++)); do
     start_in "$h" "$dir/cn-$h.log" "cn_$h" "$pond" cn --coord "$coord" --id "$h" --wait 60 \
-      --listen 0.0.0.0:7400 --metrics "$(addr_of "$h"):9401" "${cn_flags[@]}"
+      --listen 0.0.0.0:7400 --metrics "$(addr_of "$h"):9401" \
+      --ucx-net-devices "$(ifname_of "$h")" "${cn_flags[@]}"
     # CN 0 makes the tables; the others open them.
     [ "$h" -gt 0 ] || await_line "$dir/cn-0.log" "made the tables" 60 ||
       { tail -n 3 "$dir/cn-0.log" >&2; false; }
@@ -213,17 +222,20 @@ cmd_drop() {
   local ns
   ns=$(ns_of "$2")
   ip netns exec "$ns" nft delete table inet pondfault 2>/dev/null || true
+  local dev
+  dir=$1 dev=$(ifname_of "$2")
   ip netns exec "$ns" nft -f - <<EOF
 table inet pondfault {
-  chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $3 drop; }
-  chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $3 drop; }
+  chain in { type filter hook input priority 0; iifname "$dev" numgen random mod 100 < $3 drop; }
+  chain out { type filter hook output priority 0; oifname "$dev" numgen random mod 100 < $3 drop; }
 }
 EOF
 }
 cmd_delay() {
   load "$1"; host_arg "$2"
   [[ "$3" =~ ^[0-9]+$ ]] || die "delay: MS is a number of milliseconds, not $3"
-  ip netns exec "$(ns_of "$2")" tc qdisc replace dev eth0 root netem delay "$3ms" 2>/dev/null ||
+  dir=$1
+  ip netns exec "$(ns_of "$2")" tc qdisc replace dev "$(ifname_of "$2")" root netem delay "$3ms" 2>/dev/null ||
     die "delay: this kernel has no netem (sch_netem), so packets cannot be held back here"
 }
 

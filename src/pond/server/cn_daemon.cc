@@ -54,6 +54,7 @@ int RunCnDaemon(CnDaemonOptions& o) {
   }
   if (!spec->has_value()) return 0;  // stopped while waiting
   ClusterConfig config = (*spec)->config;
+  if (!o.ucx_net_devices.empty()) config.transport.ucx_net_devices = o.ucx_net_devices;
   if (o.id < 0 || o.id >= config.cns) {
     log("--id {} is not a CN of cluster {} (it has CNs 0 to {})", o.id, o.cluster, config.cns - 1);
     return 1;

@@ -40,6 +40,9 @@ struct CnDaemonOptions {
   double wait_s = 30;            // for the spec, CN 0's tables and the other CNs to appear
   double grace_s = 2;            // at a stop, for answers other CNs still owe this one
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
+  // This host's UCX_NET_DEVICES, in place of the spec's (hosts whose interfaces are named
+  // differently); "": the spec's.
+  std::string ucx_net_devices;
   // What the cluster serves, run on every CN before it serves, in the same order everywhere
   // (procedure ids are registration order): with `create` (CN 0, first start) it creates and
   // loads the tables; otherwise it finds them (Cluster::FindTable). Both register the

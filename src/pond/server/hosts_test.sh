@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Pond across hosts: scripts/hosts.sh makes three hosts of network namespaces on this machine
 # (10.77.0.10-12 on a bridge of their own), ZooKeeper on host 0 and one MN and one CN on each,
-# over UCX's TCP transport; SmallBank clients run on host 0. Then:
+# over UCX's TCP transport, each host's interface named differently (its daemons' own
+# --ucx-net-devices); SmallBank clients run on host 0. Then:
 #   1. Clients reach every CN by the address it advertises (it listens on 0.0.0.0): Describe
 #      names 10.77.0.1H:7400 for CN H, and clients on host 0 commit through CN 1 on host 1.
 #   2. Host 2's link goes down for longer than the lease, under load. CN 2 can reach only MN 2
@@ -36,11 +37,12 @@ cleanup() {
 trap cleanup EXIT
 at() { bash "$hosts" exec "$tmp/h" "$@"; }  # at HOST CMD...
 
-if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms 1000 -- \
+# Each host's interface named its own way (ethH): its daemons are told theirs, over the spec's.
+if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms 1000 --vary-ifnames -- \
     --workload smallbank --accounts 2000 >"$tmp/up.out" 2>&1; then
   fail "hosts.sh up"; cat "$tmp/up.out"; exit 1
 fi
-ok "3 hosts up: ZooKeeper on host 0, an MN and a CN on each, UCX over TCP"
+ok "3 hosts up: ZooKeeper on host 0, an MN and a CN on each, UCX over TCP on eth0, eth1, eth2"
 
 # 1. Advertised addresses.
 at 0 "$pond" client --connect 10.77.0.10:7400 describe >"$tmp/describe.out" 2>&1

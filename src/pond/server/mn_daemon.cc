@@ -100,7 +100,9 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     log("cannot lay out the region: {}", layout.status().ToString());
     return 1;
   }
-  const ucx::UcxOptions ucx_options{c.transport.ucx_tls, c.transport.ucx_net_devices};
+  const ucx::UcxOptions ucx_options{
+      c.transport.ucx_tls,
+      o.ucx_net_devices.empty() ? c.transport.ucx_net_devices : o.ucx_net_devices};
   auto mn = ucx::UcxMemoryNode::Start(static_cast<MnId>(o.id), region_bytes, ucx_options);
   if (!mn.ok()) {
     log("cannot serve a region of {} MiB: {}", c.region_mib, mn.status().ToString());

@@ -15,6 +15,9 @@ struct MnDaemonOptions {
   int id = -1;                   // this MN's id, 0 .. mns-1
   double wait_s = 30;            // how long to wait for the spec to appear
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
+  // This host's UCX_NET_DEVICES, in place of the spec's (hosts whose interfaces are named
+  // differently); "": the spec's.
+  std::string ucx_net_devices;
 };
 
 // Runs the daemon; returns its exit status (0 after a clean stop, 1 on an error it logged).

@@ -21,6 +21,12 @@ void AddMetricsFlag(CLI::App* cmd, std::string* metrics) {
                   "default: none; docs/deploy.md)");
 }
 
+void AddNetDevicesFlag(CLI::App* cmd, std::string* devices) {
+  cmd->add_option("--ucx-net-devices", *devices,
+                  "this host's network devices for UCX (UCX_NET_DEVICES), in place of the "
+                  "spec's ucx_net_devices: for hosts whose interfaces are named differently");
+}
+
 }  // namespace
 
 void AddDaemonCommands(CLI::App& root, CommandAction* action) {
@@ -41,6 +47,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
         ->check(CLI::Range(0.0, 3600.0))
         ->capture_default_str();
     AddMetricsFlag(cmd, &o->metrics);
+    AddNetDevicesFlag(cmd, &o->ucx_net_devices);
     cmd->callback([o, action] { *action = [o] { return server::RunMnDaemon(*o); }; });
   }
   {
@@ -75,6 +82,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
                     "HOST[:PORT] clients are told to reach this CN at (default: --listen's host; "
                     "for 0.0.0.0, this host's address on its route to --coord)");
     AddMetricsFlag(cmd, &o->metrics);
+    AddNetDevicesFlag(cmd, &o->ucx_net_devices);
     AddServedFlags(cmd, served.get());
     cmd->callback([o, served, listen, advertise, action] {
       Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
