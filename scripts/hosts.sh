@@ -12,6 +12,8 @@
 #   hosts.sh cut DIR H          host H's link goes down: nothing in or out
 #   hosts.sh heal DIR H         it comes back (and its drop rule, if any, goes)
 #   hosts.sh drop DIR H PCT     PCT percent of host H's packets, either way, are lost
+#   hosts.sh block DIR H G      nothing passes between hosts H and G (both stay up otherwise)
+#   hosts.sh unblock DIR H G    it passes again
 #   hosts.sh delay DIR H MS     host H's packets wait MS ms (needs the kernel's netem)
 #   hosts.sh exec DIR H CMD...  run CMD inside host H
 #   hosts.sh pid DIR ROLE H     the pid of `pond ROLE` on host H (ROLE: mn, cn, zookeeper)
@@ -231,6 +233,32 @@ table inet pondfault {
 }
 EOF
 }
+# A cut between two hosts only: each drops what comes from the other (its own table, so that
+# drop and heal leave it alone).
+block_rule() {  # $1: apply (add) or remove; $2, $3: the hosts
+  local h g ns
+  for pair in "$2 $3" "$3 $2"; do
+    read -r h g <<<"$pair"
+    ns=$(ns_of "$h")
+    if [ "$1" = add ]; then
+      ip netns exec "$ns" nft add table inet pondblock 2>/dev/null || true
+      ip netns exec "$ns" nft add chain inet pondblock in \
+        '{ type filter hook input priority 0; }' 2>/dev/null || true
+      ip netns exec "$ns" nft add rule inet pondblock in ip saddr "$(addr_of "$g")" drop
+    else
+      local handle
+      handle=$(ip netns exec "$ns" nft -a list chain inet pondblock in 2>/dev/null |
+        sed -n "s/.*ip saddr $(addr_of "$g") drop # handle \([0-9]*\)/\1/p")
+      for x in $handle; do ip netns exec "$ns" nft delete rule inet pondblock in handle "$x"; done
+    fi
+  done
+}
+cmd_block() {
+  load "$1"; host_arg "$2"; host_arg "$3"
+  [ "$2" != "$3" ] || die "block: two different hosts"
+  block_rule "$4" "$2" "$3"
+}
+
 cmd_delay() {
   load "$1"; host_arg "$2"
   [[ "$3" =~ ^[0-9]+$ ]] || die "delay: MS is a number of milliseconds, not $3"
@@ -267,6 +295,8 @@ case "${1:-}" in
   heal) [ $# -eq 3 ] || die "heal DIR H"; cmd_heal "$2" "$3" ;;
   drop) [ $# -eq 4 ] || die "drop DIR H PCT"; cmd_drop "$2" "$3" "$4" ;;
   delay) [ $# -eq 4 ] || die "delay DIR H MS"; cmd_delay "$2" "$3" "$4" ;;
+  block) [ $# -eq 4 ] || die "block DIR H G"; cmd_block "$2" "$3" "$4" add ;;
+  unblock) [ $# -eq 4 ] || die "unblock DIR H G"; cmd_block "$2" "$3" "$4" remove ;;
   exec) [ $# -ge 4 ] || die "exec DIR H CMD..."; load "$2"; host_arg "$3"; ip netns exec "$(ns_of "$3")" "${@:4}" ;;
   pid) [ $# -eq 4 ] || die "pid DIR ROLE H"; cmd_pid "$2" "$3" "$4" ;;
   sweep) cmd_sweep ;;

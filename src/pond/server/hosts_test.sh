@@ -9,6 +9,9 @@
 #      beside it, so its beats land on one MN of three: it must fence itself before the others
 #      declare it and recover its log (the order is read from the daemons' logs), and once the
 #      link is back the clients on host 0 commit again and the money adds up.
+#   3. Host 2 is cut from host 0 alone (ZooKeeper's) for longer than the ZooKeeper session: its
+#      CN keeps its lease on MNs 1 and 2, but once it hears that its session expired it stops,
+#      and only then is it declared.
 # Needs root for the namespaces; elsewhere it says so and is skipped (exit 77).
 # Usage: hosts_test.sh PATH_TO_POND
 set -u
@@ -28,8 +31,9 @@ bash "$hosts" sweep >/dev/null 2>&1 || true
 tmp=$(mktemp -d)
 cleanup() {
   bash "$hosts" down "$tmp/h" >/dev/null 2>&1
+  bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
   if [ "$failures" -gt 0 ]; then
-    for f in "$tmp"/h/*.log; do echo "--- last lines of ${f##*/}"; tail -n 8 "$f"; done
+    for f in "$tmp"/h*/*.log; do echo "--- last lines of ${f#"$tmp"/}"; tail -n 8 "$f"; done
   fi
   [ -n "${POND_TEST_KEEP:-}" ] && cp -r "$tmp" "$POND_TEST_KEEP"
   rm -rf "$tmp"
@@ -103,6 +107,41 @@ low=$(awk '$2 == "s" && $1 + 0 > 11 { r = $3 + 0; if (min == "" || r < min) min 
   END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
 [ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
   { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+
+# 3. Host 2 cut from host 0 alone, for longer than the ZooKeeper session (10 s): CN 2 still beats
+#    into MNs 1 and 2, so its lease holds and CN 0 (which reads its beats on MN 1) must not
+#    declare it, and nobody singles it out (CN 1 hears both). But it hears no epoch meanwhile,
+#    and ZooKeeper lets its session go: told so once it reaches the service again, it must stop
+#    (before, its calls failed for good and it served on), and only then is it declared.
+bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
+if ! timeout 120 bash "$hosts" up "$tmp/h3" --pond "$pond" --lease-ms 1000 -- \
+    --workload smallbank --accounts 2000 >"$tmp/up3.out" 2>&1; then
+  fail "hosts.sh up (again)"; cat "$tmp/up3.out"; exit 1
+fi
+bash "$hosts" block "$tmp/h3" 2 0
+blocked_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+sleep 13
+bash "$hosts" unblock "$tmp/h3" 2 0
+for _ in $(seq 1 150); do
+  grep -q "pond cn 2: lease lost" "$tmp/h3/cn-2.log" && break
+  sleep 0.1
+done
+stopped=$(grep -h "pond cn 2: lease lost" "$tmp/h3/cn-2.log" | head -n 1)
+for _ in $(seq 1 100); do
+  grep -q "CN 2 failed (epoch" "$tmp/h3/cn-0.log" "$tmp/h3/cn-1.log" && break
+  sleep 0.1
+done
+declared=$(grep -h "CN 2 failed (epoch" "$tmp/h3/cn-0.log" "$tmp/h3/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
+if [[ "$stopped" == *"ZooKeeper session expired"* ]]; then
+  ok "CN 2, cut from ZooKeeper's host at $blocked_at for 13 s, stopped for its expired session at ${stopped%% *}"
+else
+  fail "CN 2 did not stop for its expired session: ${stopped:-it never stopped}"
+fi
+if [ -n "$declared" ] && [[ "${stopped%% *}" < "$declared" ]]; then
+  ok "and was declared only after that, at $declared"
+else
+  fail "CN 2 was declared at ${declared:-never}, not after it stopped"
+fi
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]
