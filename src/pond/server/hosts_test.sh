@@ -30,8 +30,7 @@ bash "$hosts" sweep >/dev/null 2>&1 || true
 
 tmp=$(mktemp -d)
 cleanup() {
-  bash "$hosts" down "$tmp/h" >/dev/null 2>&1
-  bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
+  for d in "$tmp"/h*; do bash "$hosts" down "$d" >/dev/null 2>&1; done
   if [ "$failures" -gt 0 ]; then
     for f in "$tmp"/h*/*.log; do echo "--- last lines of ${f#"$tmp"/}"; tail -n 8 "$f"; done
   fi
@@ -65,48 +64,82 @@ else
   fail "clients on host 0 through CN 1 (exit $rc)"; cat "$tmp/run1.out"
 fi
 
-# 2. Host 2 cut off for 4 leases, under load.
-timeout 90 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
-  --clients 6 --seconds 14 >"$tmp/run2.out" 2>&1 &
-bench=$!
-sleep 3
-cut_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
-bash "$hosts" cut "$tmp/h" 2
-sleep 4
-bash "$hosts" heal "$tmp/h" 2
-healed_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
-wait "$bench"
-rc=$?
-fenced=$(grep -h "pond cn 2: lease lost" "$tmp/h/cn-2.log" | head -n 1 | cut -d' ' -f1)
-declared=$(grep -h "CN 2 failed (epoch" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
-recovered=$(grep -h "recovered CN 2's log" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
-if [ -z "$fenced" ]; then
-  fail "CN 2, cut off with MN 2 beside it, never fenced itself"
-elif [ -z "$declared" ]; then
-  fail "CN 2 fenced ($fenced) but nobody declared it"
-elif [[ "$fenced" < "$declared" ]]; then
-  ok "CN 2 fenced itself at $fenced, before the others declared it at $declared (cut at $cut_at, healed at $healed_at; its log recovered at ${recovered:-never})"
-else
-  fail "CN 2 was declared at $declared, before it fenced at $fenced"
-fi
-grep -q "lease lost (no beat a configuration manager would see" "$tmp/h/cn-2.log" &&
-  ok "CN 2 says why: $(grep -o 'no beat a configuration manager would see for [0-9]* ms' "$tmp/h/cn-2.log" | head -n 1)" ||
-  fail "CN 2's log does not say why it stopped"
-if grep -q "lease lost" "$tmp/h/cn-0.log" "$tmp/h/cn-1.log"; then
-  fail "a CN on the majority side lost its lease"
-else
-  ok "CNs 0 and 1 kept their leases"
-fi
-if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2.out"; then
-  ok "the money adds up after the cut ($(sed -n 's/^answers *//p' "$tmp/run2.out"))"
-else
-  fail "the money does not add up after the cut (exit $rc)"; cat "$tmp/run2.out"
-fi
-# The clients commit again once the link is back (second 7 of the run): the last three seconds.
-low=$(awk '$2 == "s" && $1 + 0 > 11 { r = $3 + 0; if (min == "" || r < min) min = r }
-  END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
-[ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
-  { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+# 2. Host 2 cut off for 4 leases, under load. At the heal, an MN daemon that had been answering
+#    CN 2 over UCX's TCP transport may abort inside UCX (Debian's 1.13 asserts "got REP message" in
+#    ucp_request_send_state_ff as it drops the dead CN's connection; UCX itself removed that
+#    assertion as wrong, openucx/ucx pull request 8175). Such a run proves nothing either way
+#    about Pond, so it is said and run again on a fresh cluster, up to three times; any other
+#    failure fails the test.
+cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
+  local d=$1
+  timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+    --clients 6 --seconds 14 >"$tmp/run2.out" 2>&1 &
+  local bench=$!
+  sleep 3
+  local cut_at healed_at
+  cut_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+  bash "$hosts" cut "$d" 2
+  sleep 4
+  bash "$hosts" heal "$d" 2
+  healed_at=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+  wait "$bench"
+  local rc=$?
+  local aborted
+  # UCX's own assertions ("[host:pid:...] file.c:NNN  Assertion `...' failed"), not Pond's.
+  aborted=$(grep -l '\] [a-z_]*\.c:[0-9]* *Assertion `' "$d"/mn-*.log "$d"/cn-*.log 2>/dev/null |
+    xargs -r -n1 basename | paste -sd ' ')
+  if [ -n "$aborted" ]; then
+    echo "note UCX asserted in $aborted at the heal ($(grep -ho 'Assertion `.*' "$d"/*.log | head -n 1 | cut -c1-120))"
+    return 2
+  fi
+  local fenced declared recovered
+  fenced=$(grep -h "pond cn 2: lease lost" "$d/cn-2.log" | head -n 1 | cut -d' ' -f1)
+  declared=$(grep -h "CN 2 failed (epoch" "$d/cn-0.log" "$d/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
+  recovered=$(grep -h "recovered CN 2's log" "$d/cn-0.log" "$d/cn-1.log" | cut -d' ' -f1 | sort | head -n 1)
+  if [ -z "$fenced" ]; then
+    fail "CN 2, cut off with MN 2 beside it, never fenced itself"
+  elif [ -z "$declared" ]; then
+    fail "CN 2 fenced ($fenced) but nobody declared it"
+  elif [[ "$fenced" < "$declared" ]]; then
+    ok "CN 2 fenced itself at $fenced, before the others declared it at $declared (cut at $cut_at, healed at $healed_at; its log recovered at ${recovered:-never})"
+  else
+    fail "CN 2 was declared at $declared, before it fenced at $fenced"
+  fi
+  grep -q "lease lost (no beat a configuration manager would see" "$d/cn-2.log" &&
+    ok "CN 2 says why: $(grep -o 'no beat a configuration manager would see for [0-9]* ms' "$d/cn-2.log" | head -n 1)" ||
+    fail "CN 2's log does not say why it stopped"
+  if grep -q "lease lost" "$d/cn-0.log" "$d/cn-1.log"; then
+    fail "a CN on the majority side lost its lease"
+  else
+    ok "CNs 0 and 1 kept their leases"
+  fi
+  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2.out"; then
+    ok "the money adds up after the cut ($(sed -n 's/^answers *//p' "$tmp/run2.out"))"
+  else
+    fail "the money does not add up after the cut (exit $rc)"; cat "$tmp/run2.out"
+  fi
+  # The clients commit again once the link is back (second 7 of the run): the last three seconds.
+  local low
+  low=$(awk '$2 == "s" && $1 + 0 > 11 { r = $3 + 0; if (min == "" || r < min) min = r }
+    END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
+  [ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
+    { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+  return 0
+}
+judged=0
+for attempt in 1 2 3; do
+  d="$tmp/h"
+  if [ "$attempt" -gt 1 ]; then
+    d="$tmp/h2.$attempt"
+    if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms 1000 -- \
+        --workload smallbank --accounts 2000 >"$tmp/up2.out" 2>&1; then
+      fail "hosts.sh up (attempt $attempt)"; cat "$tmp/up2.out"; break
+    fi
+  fi
+  cut_case "$d" && { judged=1; break; }
+  bash "$hosts" down "$d" >/dev/null 2>&1
+done
+[ "$judged" -eq 1 ] || fail "UCX aborted at the heal in every attempt: the cut case was never judged"
 
 # 3. Host 2 cut from host 0 alone, for longer than the ZooKeeper session (10 s): CN 2 still beats
 #    into MNs 1 and 2, so its lease holds and CN 0 (which reads its beats on MN 1) must not
