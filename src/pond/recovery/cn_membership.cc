@@ -226,7 +226,7 @@ uint64_t CnMembership::LeaseFrom() const {
                      std::greater<>());
     quorum = taken[r - 1];
   }
-  // Fewer MNs took it (MNs down with R of them or fewer left): an MN that, by the configuration
+  // Fewer MNs took it (too many MNs down, or out of reach): an MN that, by the configuration
   // read at `fresh`, every CM reads. An epoch after that read may drop it, so it counts from the
   // read at the latest; a CM waits a lease after applying such an epoch before it declares a CN
   // (Declarable).

@@ -6,8 +6,9 @@
 //
 //   - Beats. Every MN counts a beat up in its own region; every CN writes its beat into every
 //     MN's lease page (store/layout.h LeasePage) each period. A CN renews its lease only with a
-//     beat it knows a CM would see: one R MNs took (a CM reads all but R-1 of them), or one an
-//     MN took that the configuration it read since has every CM read. One that has not renewed
+//     beat it knows a CM would see: one that cluster::LeaseQuorum MNs took (a CM declares a CN
+//     only after reading enough MNs to meet any such set), or one an MN took that the
+//     configuration it read since has every CM read. One that has not renewed
 //     for its own lease (the lease less a margin) stops itself: it can no longer know whether it
 //     was declared failed (fencing).
 //   - The configuration manager (CM) is the lowest CN alive that sees every lower one's beat
