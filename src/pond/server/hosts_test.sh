@@ -8,7 +8,8 @@
 #   2. Host 2's link goes down for longer than the lease, under load. CN 2 can reach only MN 2
 #      beside it, so its beats land on one MN of three: it must fence itself before the others
 #      declare it and recover its log (the order is read from the daemons' logs), and once the
-#      link is back the clients on host 0 commit again and the money adds up.
+#      link is back the clients on host 0 commit again, every shard takes a write through CNs 0
+#      and 1 (`pond client probe`), and the money adds up.
 #   3. Host 2 is cut from host 0 alone (ZooKeeper's) for longer than the ZooKeeper session: its
 #      CN keeps its lease on MNs 1 and 2, but once it hears that its session expired it stops,
 #      and only then is it declared.
@@ -42,7 +43,7 @@ at() { bash "$hosts" exec "$tmp/h" "$@"; }  # at HOST CMD...
 
 # Each host's interface named its own way (ethH): its daemons are told theirs, over the spec's.
 if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms 1000 --vary-ifnames -- \
-    --workload smallbank --accounts 2000 >"$tmp/up.out" 2>&1; then
+    --workload smallbank --accounts 2000 --table probe:8:16384 >"$tmp/up.out" 2>&1; then
   fail "hosts.sh up"; cat "$tmp/up.out"; exit 1
 fi
 ok "3 hosts up: ZooKeeper on host 0, an MN and a CN on each, UCX over TCP on eth0, eth1, eth2"
@@ -70,8 +71,23 @@ fi
 #    assertion as wrong, openucx/ucx pull request 8175). Such a run proves nothing either way
 #    about Pond, so it is said and run again on a fresh cluster, up to three times; any other
 #    failure fails the test.
+# probe_cns DIR WHAT: a put into every shard through CNs 0 and 1 commits within 20 s (the probe
+# table's keys: inserts the first time, writes after).
+probe_cns() {
+  if bash "$hosts" exec "$1" 0 "$pond" client --connect 10.77.0.10:7400 --timeout-ms 5000 \
+      probe probe --within-ms 20000 --cn 10.77.0.10:7400 --cn 10.77.0.11:7400 \
+      >"$tmp/probe.out" 2>&1; then
+    ok "$2: every shard commits through CNs 0 and 1 ($(paste -sd ';' "$tmp/probe.out"))"
+  else
+    fail "$2: some shard does not commit through CN 0 or CN 1"; cat "$tmp/probe.out"
+  fi
+}
+
 cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
   local d=$1
+  # Every shard's probe key exists before the cut: after it, MN 2 stays down, and Pond takes no
+  # insert of a key whose primary is down (docs/deploy.md "Several hosts").
+  probe_cns "$d" "before the cut"
   timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
     --clients 6 --seconds 14 >"$tmp/run2.out" 2>&1 &
   local bench=$!
@@ -124,6 +140,7 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
     END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
   [ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
     { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+  probe_cns "$d" "after the heal"
   return 0
 }
 judged=0
@@ -132,7 +149,7 @@ for attempt in 1 2 3; do
   if [ "$attempt" -gt 1 ]; then
     d="$tmp/h2.$attempt"
     if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms 1000 -- \
-        --workload smallbank --accounts 2000 >"$tmp/up2.out" 2>&1; then
+        --workload smallbank --accounts 2000 --table probe:8:16384 >"$tmp/up2.out" 2>&1; then
       fail "hosts.sh up (attempt $attempt)"; cat "$tmp/up2.out"; break
     fi
   fi
