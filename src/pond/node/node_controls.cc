@@ -112,14 +112,19 @@ void NodeControls::StopReading(MnId mn) {
 }
 void NodeControls::MarkDown(MnId mn) {
   ChangePlacement([mn](store::Placement& p) { p.SetDown(mn); });
+  // After the placement: a commit whose writes to it fail now finds it down and goes on
+  // (MvccTxn::CommitFlush) instead of waiting for an epoch it already has.
+  cl_.fabric().SetMnDown(mn, true);
 }
 void NodeControls::MnJoining(MnId mn) {
+  cl_.fabric().SetMnDown(mn, false);
   ChangePlacement([mn](store::Placement& p) { p.SetJoining(mn); });
 }
 void NodeControls::MnFrozen(MnId mn) {
   ChangePlacement([mn](store::Placement& p) { p.SetFrozen(mn); });
 }
 void NodeControls::MnUp(MnId mn) {
+  cl_.fabric().SetMnDown(mn, false);
   ChangePlacement([mn](store::Placement& p) { p.SetUp(mn); });
 }
 

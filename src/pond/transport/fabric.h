@@ -29,6 +29,13 @@ class Fabric {
   virtual std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) = 0;
   // CN packets sent and not yet processed by their receiver.
   virtual uint64_t packets_in_flight() const = 0;
+  // The configuration this CN applied declares MN `mn` down (true), or lets it back in (false:
+  // joining). A transport whose operations to a silent peer can wait without end (TCP
+  // retransmits to a host beyond a cut) ends them here, failed as unreachable — what the
+  // protocol already does with a batch to an MN declared down — and fails every later batch to
+  // it at once. A transport whose operations fail by themselves (the simulator's queue-pair
+  // timeout, shared memory) has nothing to do.
+  virtual void SetMnDown(MnId /*mn*/, bool /*down*/) {}
 };
 
 }  // namespace pond

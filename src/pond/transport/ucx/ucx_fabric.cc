@@ -98,6 +98,12 @@ class UcxEndpoint final : public Endpoint {
     const auto until = std::chrono::steady_clock::now() + kCloseWait;
     while (requests_ > 0 && std::chrono::steady_clock::now() < until) ucp_worker_progress(w);
     if (requests_ > 0) ForceClose();
+    // Closes of a down MN's connections still under way: UCX releases them once done.
+    for (Closing& c : closing_) {
+      ucp_request_free(c.request);
+      if (c.rkey != nullptr) ucp_rkey_destroy(c.rkey);
+    }
+    closing_.clear();
     for (Batch* b : flushed_) delete b;
     flushed_.clear();
     UcxFabric::Retired r;
@@ -115,6 +121,11 @@ class UcxEndpoint final : public Endpoint {
   void SubmitBatch(MnId mn, std::vector<Op>& ops, Completion* done) override {
     if (mn >= mns_.size()) {
       Complete(done, InvalidArgument("no MN " + std::to_string(mn)));
+      return;
+    }
+    if (fabric_.mn_down(mn)) {
+      ops.clear();
+      CompleteUnreachable(done, uint64_t{1} << mn, 1);
       return;
     }
     if (mns_[mn].generation != fabric_.mn_generation(mn)) Forget(mn);
@@ -179,6 +190,8 @@ class UcxEndpoint final : public Endpoint {
     ucp_worker_h w = worker_->get();
     for (int i = 0; i < kProgressMax && ucp_worker_progress(w) != 0; i++) {
     }
+    if (down_seen_ != fabric_.mn_down_changes()) CloseDownMns();
+    if (!closing_.empty()) ReleaseClosed();
     // Batches whose flush completed go on here, outside UCX's callbacks.
     if (!flushed_.empty()) progressed_ = true;
     while (!flushed_.empty()) {
@@ -215,6 +228,10 @@ class UcxEndpoint final : public Endpoint {
     size_t next = 0;  // ops before it are posted
     std::vector<Op> ops;
   };
+  struct Closing {  // a down MN's connection, closed by force (CloseDownMns)
+    ucs_status_ptr_t request;
+    ucp_rkey_h rkey;  // used by the ops it cancels: destroyed once the close is done
+  };
   struct SendSlot {
     UcxEndpoint* ep;
     PacketBuffer bytes;
@@ -245,8 +262,9 @@ class UcxEndpoint final : public Endpoint {
   void Continue(std::unique_ptr<Batch> b) {
     const Mn& m = mns_[b->mn];
     if (m.ep == nullptr || m.generation != b->generation) {
-      // Its MN restarted while the batch was between segments: the old process is gone.
-      b->status = Unavailable("MN " + std::to_string(b->mn) + " restarted");
+      // Its MN restarted while the batch was between segments (the old process is gone), or
+      // was declared down and its connection closed (CloseDownMns).
+      b->status = Unavailable("MN " + std::to_string(b->mn) + " is gone (down, or restarted)");
       b->unreachable = true;
       Finish(std::move(b), UCS_OK);
       return;
@@ -455,6 +473,46 @@ class UcxEndpoint final : public Endpoint {
     return UCS_OK;
   }
 
+  // The configuration declared MNs down (UcxFabric::SetMnDown): their connections are closed
+  // by force, which cancels what waits on them — its flush callbacks run within the close or
+  // at a later progress, and the batches then fail as unreachable, their ops done or not, as in
+  // the simulator after a queue pair's retry timeout. Written late after all (TCP may still
+  // deliver what the kernel had queued once a cut heals), they land on memory nobody reads
+  // until a rejoin copies it afresh into a new process.
+  void CloseDownMns() {
+    down_seen_ = fabric_.mn_down_changes();
+    for (MnId mn = 0; mn < mns_.size(); mn++) {
+      Mn& m = mns_[mn];
+      if (m.ep == nullptr || !fabric_.mn_down(mn)) continue;
+      ucp_request_param_t p{};
+      p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      p.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(m.ep, &p);
+      if (r != nullptr && !UCS_PTR_IS_ERR(r)) {
+        closing_.push_back(Closing{r, m.rkey});
+      } else if (m.rkey != nullptr) {
+        ucp_rkey_destroy(m.rkey);
+      }
+      std::fprintf(stderr, "pond: worker %u.%u closed its connection to MN %u, declared down\n",
+                   self().cn, self().worker, mn);
+      m = Mn{};
+      progressed_ = true;
+    }
+  }
+
+  void ReleaseClosed() {
+    for (size_t i = 0; i < closing_.size();) {
+      if (ucp_request_check_status(closing_[i].request) == UCS_INPROGRESS) {
+        i++;
+        continue;
+      }
+      ucp_request_free(closing_[i].request);
+      if (closing_[i].rkey != nullptr) ucp_rkey_destroy(closing_[i].rkey);
+      closing_[i] = closing_.back();
+      closing_.pop_back();
+    }
+  }
+
   // MN `mn` restarted (ReplaceMn): the endpoint to its old process goes (closed with the rest),
   // and the next batch connects to the new one at once.
   void Forget(MnId mn) {
@@ -526,7 +584,9 @@ class UcxEndpoint final : public Endpoint {
   std::vector<ucp_ep_h> stale_;  // to workers of a CN's earlier process: closed with the rest
   std::vector<std::unique_ptr<Batch>> spare_batches_;
   std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
-  int requests_ = 0;             // sends and flushes in flight, which call back into this
+  std::vector<Closing> closing_;
+  uint32_t down_seen_ = 0;  // the fabric's mn_down_changes() CloseDownMns last acted on
+  int requests_ = 0;        // sends and flushes in flight, which call back into this
   std::vector<PacketBuffer> arrived_;
   uint64_t consumed_ = 0;
   uint64_t counted_arrivals_ = 0;  // arrived this poll from workers of this process
@@ -658,6 +718,12 @@ Status UcxFabric::ReplaceMn(const MnDescriptor& d) {
   mns_[d.mn] = d;
   mn_generations_[d.mn].fetch_add(1, std::memory_order_acq_rel);
   return Status::Ok();
+}
+
+void UcxFabric::SetMnDown(MnId mn, bool down) {
+  if (mn >= mn_down_.size()) return;
+  if (mn_down_[mn].exchange(down, std::memory_order_acq_rel) == down) return;
+  mn_down_changes_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 MnDescriptor UcxFabric::MnNow(MnId mn) {

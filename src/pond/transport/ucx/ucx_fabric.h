@@ -72,6 +72,11 @@ class UcxFabric final : public Fabric {
   // descriptor replaces the old one, and every endpoint reconnects at its next batch to it.
   // InvalidArgument for an MN this fabric does not have, or a region of another size.
   Status ReplaceMn(const MnDescriptor& d);
+  // Declared down, MN `mn`'s connections are closed by force at every endpoint's next poll,
+  // which fails the batches waiting on them as unreachable, and later batches to it fail at
+  // once until it is let back in (its rejoin; a ReplaceMn comes first). Over TCP nothing else
+  // would end them: the kernel retransmits to a host beyond a cut for many minutes.
+  void SetMnDown(MnId mn, bool down) override;
   bool open() const { return open_.load(std::memory_order_acquire); }
 
  private:
@@ -98,6 +103,10 @@ class UcxFabric final : public Fabric {
   uint32_t mn_generation(MnId mn) const {
     return mn < mn_generations_.size() ? mn_generations_[mn].load(std::memory_order_acquire) : 0;
   }
+  bool mn_down(MnId mn) const {
+    return mn < mn_down_.size() && mn_down_[mn].load(std::memory_order_acquire);
+  }
+  uint32_t mn_down_changes() const { return mn_down_changes_.load(std::memory_order_acquire); }
   // MN `mn`'s descriptor now (ReplaceMn may change it from another thread).
   MnDescriptor MnNow(MnId mn);
 
@@ -112,6 +121,8 @@ class UcxFabric final : public Fabric {
   bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
   std::array<std::atomic<uint32_t>, 64> generations_{};     // by CN: AddRemoteCn calls
   std::array<std::atomic<uint32_t>, 64> mn_generations_{};  // by MN: ReplaceMn calls
+  std::array<std::atomic<bool>, 64> mn_down_{};             // by MN: SetMnDown
+  std::atomic<uint32_t> mn_down_changes_{0};                // endpoints look again when it moves
 };
 
 }  // namespace pond::ucx

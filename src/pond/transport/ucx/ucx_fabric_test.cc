@@ -71,6 +71,34 @@ TEST_P(UcxFabricTest, ALargePacketArrivesWhole) {
 INSTANTIATE_TEST_SUITE_P(Tls, UcxFabricTest, ::testing::Values("shm", "tcp"),
                          [](const auto& info) { return info.param; });
 
+// An MN the configuration declared down is given up at once: its batches fail as unreachable
+// without being sent (over TCP, one to a host beyond a cut would wait for the kernel's
+// retransmits), and once it is let back in they reach it again.
+TEST_P(UcxFabricTest, AnMnDeclaredDownFailsAtOnceUntilLetBackIn) {
+  std::unique_ptr<Fabric> f = Make()(2, 1 << 20);
+  auto* fabric = static_cast<UcxFabric*>(f.get());
+  contract::Worker w(*f, {0, 0});
+  w.Run([](UcxFabric* fabric, Endpoint* ep) -> Task<void> {
+    uint64_t v = 7, back = 0;
+    ep->Write(GAddr::Make(1, 64), &v, sizeof(v));
+    EXPECT_TRUE((co_await ep->Flush()).ok());
+    fabric->SetMnDown(1, true);
+    for (int i = 0; i < 2; i++) {
+      ep->Read(GAddr::Make(0, 64), &back, sizeof(back));
+      ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+      Endpoint::FlushResult r = co_await ep->FlushReporting();
+      EXPECT_EQ(r.status.code(), Code::kUnavailable) << r.status.ToString();
+      EXPECT_EQ(r.unreachable, uint64_t{1} << 1) << "MN 0 answers; only MN 1 is down";
+    }
+    fabric->SetMnDown(1, false);
+    back = 0;
+    ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+    Status st = co_await ep->Flush();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(back, 7u) << "let back in, MN 1 is reached again";
+  }(fabric, w.ep.get()));
+}
+
 // A CN process that starts while an MN's daemon is dead (a CN restarted after an MN was killed)
 // must come up and use the MNs it can reach; the dead one's batches fail as a down MN's do.
 TEST(UcxFabricTest, AnMnDeadAtStartIsDownNotFatal) {
