@@ -203,6 +203,22 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
     END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
   [ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
     { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
+  # MN 2, declared down while it lived, hears so once the link is back, restarts blank and is
+  # let back in as incarnation 1, its replicas copied back (a restarted MN's rejoin).
+  local back=""
+  for _ in $(seq 1 300); do
+    back=$(grep -h "MN 2 is back as incarnation 1" "$d/cn-0.log" "$d/cn-1.log" | head -n 1)
+    [ -n "$back" ] && break
+    sleep 0.1
+  done
+  local said
+  said=$(grep -h "pond mn 2: declared down in epoch" "$d/mn-2.log" | head -n 1)
+  if [ -n "$said" ] && [ -n "$back" ]; then
+    ok "MN 2 heard it was declared (${said%% *}) and rejoined (${back%% *})"
+  else
+    fail "MN 2 did not rejoin within 30 s of the heal (it said: ${said:-nothing})"
+    grep -h "MN 2" "$d/cn-0.log" | tail -n 5
+  fi
   probe_cns "$d" "after the heal"
   return 0
 }

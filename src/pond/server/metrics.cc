@@ -160,6 +160,13 @@ std::vector<MetricFamily> BuildFamilies(const DaemonMetrics& m) {
     f.Family("pond_mn_beats_total", MetricType::Counter,
              "Beats this MN counted in its region, which the CNs watch")
         .Sample(d(m.beats));
+    f.Family("pond_mn_incarnation", MetricType::Gauge,
+             "The incarnation this MN serves as (one more at every restart)")
+        .Sample(d(m.incarnation));
+    f.Family("pond_mn_declared_alive_total", MetricType::Counter,
+             "Times the configuration declared this MN down while it lived, and it restarted "
+             "blank")
+        .Sample(d(m.declared_alive));
   }
   return f.Take();
 }
@@ -235,6 +242,8 @@ DaemonMetrics MetricsServer::Snapshot() const {
   m.uptime_s = static_cast<double>(SteadyNs() - started_ns_) / 1e9;
   m.region_bytes = region_bytes_.load(std::memory_order_relaxed);
   m.beats = beats_.load(std::memory_order_relaxed);
+  m.incarnation = incarnation_.load(std::memory_order_relaxed);
+  m.declared_alive = declared_alive_.load(std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   if (attached_ != nullptr) {
     m.totals = attached_->Stats();

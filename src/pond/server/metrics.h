@@ -42,6 +42,8 @@ struct DaemonMetrics {
   // An MN.
   uint64_t region_bytes = 0;
   uint64_t beats = 0;
+  uint16_t incarnation = 0;
+  uint64_t declared_alive = 0;
 };
 
 // The metrics in Prometheus's text exposition format (version 0.0.4).
@@ -71,6 +73,10 @@ class MetricsServer {
   // An MN: its region's size, and one more beat.
   void SetRegionBytes(uint64_t bytes) { region_bytes_ = bytes; }
   void CountBeat() { beats_.fetch_add(1, std::memory_order_relaxed); }
+  // An MN: the incarnation it serves as, and one more time it was declared down while it lived
+  // (and so restarted blank: server/mn_daemon.cc).
+  void SetIncarnation(uint16_t incarnation) { incarnation_ = incarnation; }
+  void CountDeclaredAlive() { declared_alive_.fetch_add(1, std::memory_order_relaxed); }
 
   // What a scrape now would show.
   DaemonMetrics Snapshot() const;
@@ -88,6 +94,8 @@ class MetricsServer {
   uint16_t cn_ = 0;
   std::atomic<uint64_t> region_bytes_{0};
   std::atomic<uint64_t> beats_{0};
+  std::atomic<uint16_t> incarnation_{0};
+  std::atomic<uint64_t> declared_alive_{0};
   std::shared_ptr<Collector> collector_;
   std::unique_ptr<prometheus::Exposer> exposer_;  // last: stopped first, while the rest exists
 };

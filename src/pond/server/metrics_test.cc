@@ -136,9 +136,13 @@ TEST(MetricsTest, MnShowsRegionAndBeats) {
   m.cluster = "pond";
   m.region_bytes = 64 << 20;
   m.beats = 1234;
+  m.incarnation = 2;
+  m.declared_alive = 1;
   std::map<std::string, double> s = Samples(MetricsText(m));
   EXPECT_EQ(s["pond_region_bytes"], 64 << 20);
   EXPECT_EQ(s["pond_mn_beats_total"], 1234);
+  EXPECT_EQ(s["pond_mn_incarnation"], 2);
+  EXPECT_EQ(s["pond_mn_declared_alive_total"], 1);
   EXPECT_EQ(s.count("pond_serving"), 0u);
 }
 
