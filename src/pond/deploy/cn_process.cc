@@ -177,6 +177,14 @@ Status UcxCnProcess::StartMembership() {
   return Status::Ok();
 }
 
+void UcxCnProcess::PauseCoordination() {
+  if (membership_ != nullptr) membership_->PauseCoordination();
+}
+
+void UcxCnProcess::Leave() {
+  if (membership_ != nullptr) membership_->Leave();
+}
+
 void UcxCnProcess::StopMembership() {
   if (membership_ == nullptr) return;
   membership_->Stop();

@@ -47,6 +47,8 @@ class UcxCnProcess final : public node::CnProcess {
   Status Publish() override;
   Status ConnectPeers() override;
   Status StartMembership() override;
+  void PauseCoordination() override;
+  void Leave() override;
   void StopMembership() override;
   void Withdraw() override;
 

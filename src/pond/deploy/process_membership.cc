@@ -72,20 +72,39 @@ void ProcessMembership::Start() {
   coord_thread_ = std::thread([this] { CoordLoop(); });
 }
 
-void ProcessMembership::Stop() {
-  stop_ = true;
+void ProcessMembership::PauseCoordination() {
+  coord_stop_ = true;
   {
     std::lock_guard lock(wake_->mu);  // the coordination thread waits under it: no lost wakeup
   }
   wake_->cv.notify_all();
-  // The coordination thread first: it queues work for the beat thread, which then finishes it.
   if (coord_thread_.joinable()) coord_thread_.join();
-  if (thread_.joinable()) thread_.join();
   // A copy under way stops after the unit each copier holds: the workers stop serving only once
   // their coroutines end, and a copier still taking units would take locks from peers that
   // stopped before it (`pond down` stops every CN at once). What is left is copied again by
   // whoever copies next: a copy is idempotent.
   StopCopying();
+}
+
+void ProcessMembership::Leave() {
+  POND_CHECK_MSG(!coord_thread_.joinable(), "Leave while the coordination thread runs");
+  machine_->Leave();
+  int up = 0;
+  for (MnId mn = 0; mn < cl_.config().mns; mn++) up += placement().IsDown(mn) ? 0 : 1;
+  const uint64_t until = cl_.clock().NowNs() + machine_->lease_ns() / 2;
+  while (machine_->LeftOn() < up && cl_.clock().NowNs() < until && !machine_->fenced()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  Event("left the cluster: " + std::to_string(machine_->LeftOn()) + " of " + std::to_string(up) +
+        " MNs up took a beat that says so, and the others declare this CN without waiting out " +
+        "its lease");
+}
+
+void ProcessMembership::Stop() {
+  stop_ = true;
+  // The coordination thread first: it queues work for the beat thread, which then finishes it.
+  PauseCoordination();
+  if (thread_.joinable()) thread_.join();
 }
 
 void ProcessMembership::Loop() {
@@ -113,7 +132,7 @@ void ProcessMembership::Loop() {
 void ProcessMembership::CoordLoop() {
   // The coordination service's work — reading epochs, declaring, recovery steps — on a thread of
   // its own: a slow service must not hold up the beats.
-  while (!stop_.load()) {
+  while (!coord_stop_.load()) {
     const uint64_t start = cl_.clock().NowNs();
     // A session that expired reads nothing more, so this CN could never learn that it was
     // declared, nor apply any epoch after it: it stops, and comes back as a new incarnation.
@@ -128,7 +147,7 @@ void ProcessMembership::CoordLoop() {
     std::unique_lock lock(wake_->mu);
     if (spent < period) {
       wake_->cv.wait_for(lock, std::chrono::nanoseconds(period - spent),
-                         [this] { return wake_->woken || stop_.load(); });
+                         [this] { return wake_->woken || coord_stop_.load(); });
     }
     wake_->woken = false;
   }
@@ -187,7 +206,7 @@ std::optional<size_t> ProcessMembership::OnWorkers(
   while (tally->left.load() > 0) {
     // The workers are still serving when the membership stops (Stop comes before
     // StopServing): they finish the tasks, which use `fn`, so this waits for them even then.
-    stopped = stopped || stop_.load();
+    stopped = stopped || coord_stop_.load();
     std::this_thread::yield();
   }
   if (stopped) return std::nullopt;

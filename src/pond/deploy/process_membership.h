@@ -46,6 +46,12 @@ class ProcessMembership final : public node::NodeControls {
 
   // Starts the threads; the cluster serves by now (tasks go to the workers' inboxes).
   void Start();
+  // Stops the coordination thread, which posts to the workers; the beats go on (a stopping
+  // CN's workers end while it keeps its lease).
+  void PauseCoordination();
+  // A clean stop, once the workers ended: the beats say this CN left (CnMembership::Leave),
+  // until every MN up took one or half a lease passed.
+  void Leave();
   // Stops the threads; recovery work left undone is another CN's to finish.
   void Stop();
   // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
@@ -70,6 +76,7 @@ class ProcessMembership final : public node::NodeControls {
   std::unique_ptr<recovery::CnMembership> machine_;
   std::thread thread_, coord_thread_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> coord_stop_{false};  // PauseCoordination, or Stop
   // Wakes the coordination thread before its period ends: the configuration's watch fired, or
   // Stop. Shared with the watch's callback, which the store keeps as long as it lives.
   struct Wake {

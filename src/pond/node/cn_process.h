@@ -20,7 +20,14 @@ class CnProcess {
   // Once the workers serve: the membership starts; returns once this CN is alive in the newest
   // epoch it applied (a restarted CN: let back in), or with an error after peers_wait_ms.
   virtual Status StartMembership() = 0;
-  // The first thing StopServing does, as the membership posts to the workers while they serve.
+  // The first thing StopServing does: the membership stops posting to the workers (it would
+  // keep a stopping worker waiting) while it keeps this CN's lease with its beats.
+  virtual void PauseCoordination() = 0;
+  // Once the workers stopped, for good: the CN's last beats say it left, so that the others
+  // declare it at once rather than a lease later; returns once they say so on every MN up, or
+  // after a while (the others then wait out the lease).
+  virtual void Leave() = 0;
+  // Then the membership stops.
   virtual void StopMembership() = 0;
   // Once the workers stopped: its workers' addresses are withdrawn (best effort).
   virtual void Withdraw() = 0;

@@ -193,13 +193,20 @@ void Cluster::Unpin(const WorkerPin& pin) {
 void Cluster::StopServing(uint64_t grace_ms) {
   ClusterImpl& cl = *impl_;
   if (cl.serving_ == nullptr) return;
-  // Membership first: it posts to the workers while they serve.
-  if (cl.process_ != nullptr) cl.process_->StopMembership();
+  // The membership's coordination first: it posts to the workers while they serve. Its beats
+  // go on until the workers ended: a CN that stopped beating first would be declared and
+  // recovered a lease later, while its workers might still serve the other CNs' lock requests
+  // (the grace may be longer than the lease).
+  if (cl.process_ != nullptr) cl.process_->PauseCoordination();
   cl.serving_->stop_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   cl.serving_->stopping = true;
   for (std::thread& t : cl.serving_->threads) t.join();
   cl.serving_.reset();
-  if (cl.process_ != nullptr) cl.process_->Withdraw();
+  if (cl.process_ != nullptr) {
+    cl.process_->Leave();
+    cl.process_->StopMembership();
+    cl.process_->Withdraw();
+  }
 }
 
 bool Cluster::serving() const { return impl_->serving_ != nullptr; }

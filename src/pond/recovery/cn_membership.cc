@@ -119,10 +119,12 @@ void CnMembership::Renew() {
   for (int mn = 0; mn < o_.mns; mn++) {
     if (mn_busy_[mn].renewing || controls_.placement().IsDown(static_cast<MnId>(mn))) continue;
     mn_busy_[mn].renewing = true;
+    const bool leaving = leaving_.load();
     const store::LeasePage::CnReport report{
         report_silent_.load(), uint64_t{o_.incarnation} << 48 |
                                    (report_coord_down_.load() ? store::kCnReportCoordDown : 0) |
-                                   (report_in_.load() ? store::kCnReportIn : 0)};
+                                   (report_in_.load() ? store::kCnReportIn : 0) |
+                                   (leaving ? store::kCnReportLeft : 0)};
     beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat,
                          store::LeasePage::CnReport report) -> Task<void> {
       const uint64_t sent = m->clock_.NowNs();
@@ -137,6 +139,10 @@ void CnMembership::Renew() {
                                                sizeof(report) * uint64_t{m->o_.cn}),
                         &report, sizeof(report));
       Status st = co_await m->beat_ep_.Flush();
+      if (st.ok() && (report.flags & store::kCnReportLeft) != 0 && !m->mn_busy_[mn].left) {
+        m->mn_busy_[mn].left = true;
+        m->left_on_++;
+      }
       if (st.ok()) {
         m->mn_busy_[mn].renewed_ns = sent;
         const uint64_t from = m->LeaseFrom();
@@ -183,8 +189,12 @@ void CnMembership::Watch() {
         if (inc != known && !newer) continue;
         Seen& c = m->cn_seen_[cn];
         if (b <= c.beat) continue;
-        c = Seen{b, now, current ? r.silent : 0,
-                 current && (r.flags & store::kCnReportCoordDown) != 0, newer};
+        c = Seen{b,
+                 now,
+                 current ? r.silent : 0,
+                 current && (r.flags & store::kCnReportCoordDown) != 0,
+                 newer,
+                 current && !newer && (r.flags & store::kCnReportLeft) != 0};
       }
     }(this, mn));
   }
@@ -236,6 +246,8 @@ uint64_t CnMembership::LeaseFrom() const {
 bool CnMembership::Declarable(uint16_t cn) const {
   if (!CnExpired(cn)) return false;
   std::lock_guard lock(beat_mu_);
+  // It said it left, after its last write to the memory pool: nothing of it is left to fence.
+  if (cn_seen_[cn].left) return true;
   // Alive at this instant, the CN had a renewal it took 0.9 of a lease before, on some MN a CM
   // must read (by either rule of LeaseFrom) — unless an epoch after its read dropped that MN,
   // which `dropped_ns_` covers. A read of each such MN asked for after then shows its beat moving.
@@ -252,7 +264,7 @@ bool CnMembership::Declarable(uint16_t cn) const {
 
 bool CnMembership::CnExpired(uint16_t cn) const {
   std::lock_guard lock(beat_mu_);
-  return clock_.NowNs() > cn_seen_[cn].moved_ns + o_.lease_ns;
+  return cn_seen_[cn].left || clock_.NowNs() > cn_seen_[cn].moved_ns + o_.lease_ns;
 }
 
 bool CnMembership::MnExpired(uint16_t mn) const {

@@ -91,6 +91,7 @@ class CnMembership {
   // commits for an MN's rejoin (mn_rejoin.h: gated, switched), which then ends sooner. The
   // coordination half's thread.
   uint64_t period_ns() const { return o_.lease_ns / 10; }
+  uint64_t lease_ns() const { return o_.lease_ns; }
   uint64_t coord_period_ns() const { return rejoins_.Holding() ? period_ns() / 10 : period_ns(); }
 
   // The beat half, once a period: fences if no beat reached an MN for its own lease, writes the
@@ -118,6 +119,14 @@ class CnMembership {
   // This CN holds shards it closed to give back to a restarted CN, not gone yet. The
   // coordination half's thread.
   bool Returning() const { return returns_.Returning(); }
+
+  // A clean stop, once this CN serves no more and will write nothing more to the memory pool
+  // (its workers ended, its coordination half stopped): from the next beat on, its report says
+  // it left, and a CM that reads it declares this CN at once instead of waiting out its lease
+  // (docs/recovery.md "A clean stop"). Any thread.
+  void Leave() { leaving_ = true; }
+  // MNs that took a beat saying so.
+  int LeftOn() const { return left_on_.load(); }
 
   // This CN is alive in the newest epoch applied (a restarted one: once it was let back in).
   bool alive() const { return alive_.load(); }
@@ -152,6 +161,8 @@ class CnMembership {
     bool coord_down = false;
     // A newer incarnation than the view's, let in by an epoch this CN has not read yet.
     bool let_in = false;
+    // It left: a clean stop, after which it writes nothing (Leave).
+    bool left = false;
   };
 
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
@@ -214,6 +225,7 @@ class CnMembership {
   // Per MN: a beat being written to it, its lease page being read.
   struct MnBusy {
     bool renewing = false, watching = false;
+    bool left = false;        // it took a beat that says this CN left
     uint64_t renewed_ns = 0;  // when the last beat it took was sent
   };
   std::vector<MnBusy> mn_busy_;
@@ -228,6 +240,8 @@ class CnMembership {
   std::atomic<uint64_t> report_silent_{0};
   std::atomic<bool> report_coord_down_{false};
   std::atomic<bool> report_in_{false};  // alive in the configuration this CN applied
+  std::atomic<bool> leaving_{false};    // Leave
+  std::atomic<int> left_on_{0};
   // What the beat half shares with the coordination half.
   mutable std::mutex beat_mu_;
   cluster::Configuration beat_view_;  // view_, as of the last epoch applied

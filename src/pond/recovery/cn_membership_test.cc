@@ -256,7 +256,8 @@ class CnMembershipTest : public ::testing::Test {
     CutEndpoint* cut_ep = nullptr;  // ep, when the test places CNs on hosts (hosts_)
     MembershipCounts counts;
     std::unique_ptr<CnMembership> machine;
-    bool running = true;  // ticked each period; a stopped or paused CN is not
+    bool running = true;       // ticked each period; a stopped or paused CN is not
+    bool coordinating = true;  // its coordination half too (a stopping CN pauses it)
   };
 
   void SetUp() override {
@@ -344,7 +345,7 @@ class CnMembershipTest : public ::testing::Test {
       Drain(*n);
     }
     for (auto& n : nodes_) {
-      if (!n->running || n->machine->fenced()) continue;
+      if (!n->running || !n->coordinating || n->machine->fenced()) continue;
       n->machine->CoordTick();
       Drain(*n);
     }
@@ -419,6 +420,29 @@ TEST_F(CnMembershipTest, DeclaresACnWhoseBeatStopsAndRecoversItStepByStep) {
   EXPECT_EQ(node(0).controls->Said("recovered CN 2's log 1"), 0u);
   EXPECT_EQ(node(0).controls->Said("(this CN manages the configuration)"), 1u);
   EXPECT_EQ(node(1).controls->Said("(this CN manages the configuration)"), 0u);
+}
+
+// A clean stop (deploy/process_membership.cc): the CN's coordination half pauses, its workers
+// end while its beats keep its lease, then its beats say it left and it stops. The CM declares
+// it as soon as it reads that, not a lease after its last beat, and recovers it as any failure.
+TEST_F(CnMembershipTest, ACnThatLeftIsDeclaredAtOnceNotALeaseLater) {
+  Periods(5);
+  node(2).coordinating = false;
+  Periods(3);  // its workers end meanwhile
+  EXPECT_EQ(store_.Config().epoch, 1u) << "a CN still beating is not declared";
+  node(2).machine->Leave();
+  ASSERT_TRUE(Until([&] { return node(2).machine->LeftOn() == mns_; }, 3));
+  node(2).running = false;
+  const int lease_periods = 10;
+  int periods = 0;
+  ASSERT_TRUE(Until([&] { return store_.Config().epoch == 2 || ++periods > lease_periods; }, 20));
+  ASSERT_EQ(store_.Config().epoch, 2u);
+  EXPECT_LE(periods, 2) << "declared " << periods << " periods after it left, not at once";
+  EXPECT_FALSE(store_.Config().cns[2].alive);
+  ASSERT_TRUE(Until([&] {
+    return node(0).controls->Said("CN 2's failure (epoch 2) is recovered") == 1 &&
+           node(1).controls->Said("CN 2's failure (epoch 2) is recovered") == 1;
+  }));
 }
 
 // One epoch may declare two CNs: each one's logs are recovered, each step said per failure —

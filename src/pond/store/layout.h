@@ -72,7 +72,8 @@ struct LeasePage {
   // What CN c says of its links, written whole by CN c with its beat (docs/recovery.md
   // "Partitions and fencing"): the CNs it has heard nothing from for a lease while it waited on
   // them (bit d for CN d), and (incarnation << 48) | kCnReportCoordDown if it cannot reach the
-  // coordination service | kCnReportIn if it is alive in the configuration it applied.
+  // coordination service | kCnReportIn if it is alive in the configuration it applied |
+  // kCnReportLeft once it stopped serving for good (a clean stop: it writes nothing more).
   struct CnReport {
     uint64_t silent;
     uint64_t flags;
@@ -81,6 +82,7 @@ struct LeasePage {
 };
 inline constexpr uint64_t kCnReportCoordDown = 1;
 inline constexpr uint64_t kCnReportIn = 2;
+inline constexpr uint64_t kCnReportLeft = 4;
 inline constexpr uint64_t kLeasePageOffset = 1024;
 static_assert(kLeasePageOffset >= sizeof(Superblock));
 static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
