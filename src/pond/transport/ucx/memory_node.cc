@@ -18,7 +18,13 @@ Result<std::unique_ptr<UcxMemoryNode>> UcxMemoryNode::Start(MnId mn, uint64_t by
     return InvalidArgument("MN region size must be a multiple of 4096 below 2^48 bytes");
   }
   std::unique_ptr<UcxMemoryNode> n(new UcxMemoryNode());
-  auto ctx = Context::Create(options);
+  // Without UCX's keepalive: an MN acts on no peer's failure (the CNs' leases find failed
+  // nodes), and UCX 1.13 aborts the whole process when it must answer a READ on a connection its
+  // keepalive gave up — which the last READs of a CN on a host cut off for a few seconds, sent
+  // again by that host's kernel once the link is back, made it do to MNs on the majority side.
+  UcxOptions own = options;
+  own.keepalive = false;
+  auto ctx = Context::Create(own);
   if (!ctx.ok()) return ctx.status();
   n->ctx_ = std::move(ctx).value();
   auto worker = Worker::Create(*n->ctx_);

@@ -33,6 +33,7 @@ Result<std::unique_ptr<Context>> Context::Create(const UcxOptions& options) {
   // gives fresh pages but the last, malloc, so leave that one out.
   if (s == UCS_OK)
     s = ucp_config_modify(config, "ALLOC_PRIO", "md:sysv,md:posix,huge,thp,md:*,mmap");
+  if (s == UCS_OK && !options.keepalive) s = ucp_config_modify(config, "KEEPALIVE_INTERVAL", "inf");
   if (s != UCS_OK) {
     ucp_config_release(config);
     return InvalidArgument("bad UCX transport setting (tls \"" + options.tls +

@@ -26,6 +26,9 @@ namespace pond::ucx {
 struct UcxOptions {
   std::string tls;          // UCX_TLS: "shm" (one host, truly one-sided), "tcp", "rc,sm", ...
   std::string net_devices;  // UCX_NET_DEVICES: "lo" pins TCP to loopback, "mlx5_0:1" a NIC port
+  // UCX's own keepalive between peers (UCX_KEEPALIVE_INTERVAL). A memory node turns it off
+  // (UcxMemoryNode::Start says why).
+  bool keepalive = true;
 };
 
 // A failed UCX call as a Status: Unavailable when the peer is unreachable, Internal otherwise.
