@@ -59,6 +59,11 @@ enum class NodeFaultKind : unsigned char {
   // (`node` unused). CNs declare and recover nothing while it is down.
   kCrashCoord,
   kRestartCoord,
+  // Host N (CN N and MN N, as scripts/hosts.sh deploys them) is cut off from everyone else: CN N
+  // as by kPartitionCn and reaching MN N alone; every other CN's one-sided ops to MN N fail as
+  // to a crashed MN. MN N keeps running and keeps its memory. kHealHost brings the links back.
+  kPartitionHost,
+  kHealHost,
 };
 // The steps of a read-write transaction's commit path that a crash may be aimed at
 // (`crash-cn:N@step=S`, docs/fault_schedules.md "Crashes aimed at a step"): the CN crashes right
