@@ -340,7 +340,8 @@ struct FailoverStats {
     uint16_t cn = 0;
     uint64_t cut_ns = 0;     // virtual time of the cut (from the start of the run)
     uint64_t fenced_ns = 0;  // it fenced itself: stopped serving (0: healed before)
-    uint64_t healed_ns = 0;  // heal-cn (0: not within the run)
+    uint64_t healed_ns = 0;  // heal-cn or heal-host (0: not within the run)
+    bool host = false;       // partition-host: MN `cn` was cut off with it
   };
   std::vector<Partition> partitions;
   struct MnFailure {
@@ -355,6 +356,9 @@ struct FailoverStats {
     uint64_t copied_ns = 0;
     uint64_t readable_ns = 0;
     uint64_t slots_copied = 0;  // key slots copied onto it
+    // Declared while cut off with its host (partition-host), running: crash_ns is the cut, and
+    // it came back as a restarted MN once healed.
+    bool cut = false;
   };
   std::vector<MnFailure> mn_failures;
   // crash-coord: the coordination service stopped answering every CN; restart-coord: it

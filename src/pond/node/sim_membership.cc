@@ -181,6 +181,8 @@ SimMembership::SimMembership(ClusterImpl& cl)
       nodes_(cl.config().cns),
       cut_(cl.config().cns, false),
       mn_crashed_(cl.config().mns, false),
+      host_cut_(std::min(cl.config().cns, cl.config().mns), false),
+      host_healed_(host_cut_.size(), 0),
       mn_slots_copied_(cl.config().mns, 0),
       queued_(cl.config().cns),
       step_aims_(cl.config().cns) {}
@@ -224,7 +226,9 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
         SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
-        Enqueue(node, kind);  // crash-cn, restart-cn, partition-cn, heal-cn
+        // crash-cn, restart-cn, partition-cn, heal-cn, and partition-host and heal-host, which
+        // take their turn among the faults of their CN.
+        Enqueue(node, kind);
       }
     });
   }
@@ -402,7 +406,29 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
       }
     }
     if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
-    POND_CHECK_MSG(mn_crashed_[mn], "the membership machine declared an MN that is running");
+    if (!mn_crashed_[mn]) {
+      // Only an MN cut off with its host may be declared running: nobody else could read its
+      // beat. A read that left before the heal may fail after it, so the CM may declare it a
+      // little after the heal too — never a lease after, by when its beat was read moving.
+      const bool cut = mn < host_cut_.size() &&
+                       (host_cut_[mn] ||
+                        (host_healed_[mn] != 0 && engine_.now() - host_healed_[mn] < kSimLeaseNs));
+      POND_CHECK_MSG(cut, "the membership machine declared an MN that is running");
+      if (was.alive && !was.leaving) {  // the first epoch of this declaration
+        uint64_t cut_ns = now;
+        for (const FailoverStats::Partition& p : partitions_) {
+          if (p.host && p.cn == mn) cut_ns = p.cut_ns;
+        }
+        mn_failures_.push_back(FailoverStats::MnFailure{.mn = mn, .crash_ns = cut_ns, .cut = true});
+        latest = &mn_failures_.back();
+      }
+      // Healed already: it loses its place now (not from inside the machine's put).
+      if (!host_cut_[mn]) {
+        engine_.At(engine_.now(), [this, mn, gen = generation_] {
+          if (gen == generation_) LoseMnPlace(static_cast<MnId>(mn));
+        });
+      }
+    }
     if (latest->detected_ns == 0) latest->detected_ns = now;
     if (!is.alive) latest->down_ns = now;
   }
@@ -476,8 +502,10 @@ bool SimMembership::Idle() const {
     if (config_.mns.empty()) break;
     const cluster::MnStatus& m = config_.mns[mn];
     if (mn_crashed_[mn] && m.alive) return false;
-    // Restarted: until it is let in and read like any replica.
-    if (!mn_crashed_[mn] && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
+    // Restarted: until it is let in and read like any replica. (One cut off with its host and
+    // declared stays out until the heal brings it back, as a crashed one until its restart.)
+    const bool cut = mn < host_cut_.size() && host_cut_[mn];
+    if (!mn_crashed_[mn] && !cut && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
       return false;
     }
   }
@@ -502,10 +530,11 @@ void SimMembership::RunQueue(uint16_t cn) {
       const Node& n = *nodes_[cn];
       done = ServingBesides(cn) > 0 && n.serving && !n.crashed;
       if (done) Crash(cn, /*fenced=*/false);
-    } else if (q.front() == NodeFaultKind::kPartitionCn) {
-      done = Cut(cn);
-    } else if (q.front() == NodeFaultKind::kHealCn) {
-      done = Heal(cn);
+    } else if (q.front() == NodeFaultKind::kPartitionCn ||
+               q.front() == NodeFaultKind::kPartitionHost) {
+      done = Cut(cn, q.front() == NodeFaultKind::kPartitionHost);
+    } else if (q.front() == NodeFaultKind::kHealCn || q.front() == NodeFaultKind::kHealHost) {
+      done = Heal(cn, q.front() == NodeFaultKind::kHealHost);
     } else {
       done = Restart(cn);
     }
@@ -560,20 +589,41 @@ int SimMembership::ServingBesides(uint16_t cn) const {
   return serving;
 }
 
-bool SimMembership::Cut(uint16_t cn) {
+bool SimMembership::Cut(uint16_t cn, bool host) {
   // As a crash waits (RunQueue): not the last CN serving, and only once it serves.
   const Node& n = *nodes_[cn];
   if (ServingBesides(cn) == 0 || !n.serving || n.crashed) return false;
   cut_[cn] = true;
-  cl_.sim_fabric_->PartitionCn(cn);
-  partitions_.push_back(FailoverStats::Partition{cn, engine_.now() - base_ns_});
+  FailoverStats::Partition p{cn, engine_.now() - base_ns_};
+  if (host) {
+    // Its MN keeps running, its CPU beating into a lease page that nobody else can read now; its
+    // memory stays, and only CN `cn` reaches it.
+    POND_CHECK(!mn_crashed_[cn]);
+    host_cut_[cn] = true;
+    cl_.sim_fabric_->PartitionHost(cn);
+    p.host = true;
+  } else {
+    cl_.sim_fabric_->PartitionCn(cn);
+  }
+  partitions_.push_back(p);
   return true;
 }
 
-bool SimMembership::Heal(uint16_t cn) {
+bool SimMembership::Heal(uint16_t cn, bool host) {
+  if (host && host_cut_[cn]) {
+    host_cut_[cn] = false;
+    host_healed_[cn] = engine_.now();
+    cl_.sim_fabric_->HealHost(cn);
+    // Declared meanwhile (its beat unread for a lease): the cluster has given its place up, and
+    // its memory is what its replicas held when nobody could write it any more. It comes back as
+    // a restarted MN, blank, rejoining. Never declared: it goes on as if nothing happened.
+    if (!config_.mns.empty() && (!config_.mns[cn].alive || config_.mns[cn].leaving)) {
+      LoseMnPlace(static_cast<MnId>(cn));
+    }
+  }
   if (cut_[cn]) {
     cut_[cn] = false;
-    cl_.sim_fabric_->HealCn(cn);
+    if (!host) cl_.sim_fabric_->HealCn(cn);
     for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
       if (it->cn != cn) continue;
       it->healed_ns = engine_.now() - base_ns_;
@@ -677,6 +727,14 @@ void SimMembership::CrashMn(MnId mn) {
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
   mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_});
+}
+
+void SimMembership::LoseMnPlace(MnId mn) {
+  if (mn_crashed_[mn]) return;
+  // As a crash: nothing reaches it any more, and its memory is gone (it has no place to keep).
+  mn_crashed_[mn] = true;
+  cl_.sim_fabric_->CrashMn(mn);
+  RestartMn(mn);
 }
 
 void SimMembership::RestartMn(MnId mn) {

@@ -23,6 +23,10 @@
 //   - partition-cn cuts the CN off from the other CNs and from the coordination service, not
 //     from the memory pool; the machines' reports in the lease pages make it fence itself, and
 //     heal-cn brings it back (a restart if it fenced).
+//   - partition-host cuts CN N and MN N off together (scripts/hosts.sh's host N): CN N as by
+//     partition-cn and reaching MN N alone, MN N running but reached by nobody else. The CM
+//     declares MN N; CN N fences by the lease rule before anyone declares it. heal-host brings
+//     both back: CN N as heal-cn does, MN N — if declared meanwhile — as restart-mn does, blank.
 //
 // Thread rules: the simulator's thread only.
 #pragma once
@@ -95,8 +99,13 @@ class SimMembership final : public SimFaults {
   void Crash(uint16_t cn, bool fenced);
   // False if it must wait.
   bool Restart(uint16_t cn);
-  bool Cut(uint16_t cn);
-  bool Heal(uint16_t cn);
+  // partition-cn and heal-cn, or with `host` partition-host and heal-host (MN `cn` too).
+  bool Cut(uint16_t cn, bool host);
+  bool Heal(uint16_t cn, bool host);
+  // MN `mn`, running but declared while its host was cut off, loses its place: its memory is
+  // gone, as a crashed MN's, and it comes back as restart-mn brings one (docs/recovery.md
+  // "Partitions and fencing").
+  void LoseMnPlace(MnId mn);
   void CrashMn(MnId mn);
   void RestartMn(MnId mn);
   // Tries `fault` of MN `mn` again a little later (it could not happen yet).
@@ -126,6 +135,8 @@ class SimMembership final : public SimFaults {
   std::vector<bool> cut_;  // by CN: partitioned now
   std::vector<FailoverStats::Partition> partitions_;
   std::vector<bool> mn_crashed_;
+  std::vector<bool> host_cut_;         // by host (CN n with MN n): cut off by partition-host now
+  std::vector<uint64_t> host_healed_;  // by host: engine time of its last heal-host (0: none)
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
   int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
