@@ -82,6 +82,8 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         alive++;
         continue;
       case NodeFaultKind::kCrashMn:
+      case NodeFaultKind::kPartitionHost:  // below, beside crash-mn
+      case NodeFaultKind::kHealHost:
         break;
       case NodeFaultKind::kRestartMn:
         if (f.node >= c.mns) {

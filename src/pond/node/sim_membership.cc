@@ -593,6 +593,13 @@ bool SimMembership::Cut(uint16_t cn, bool host) {
   // As a crash waits (RunQueue): not the last CN serving, and only once it serves.
   const Node& n = *nodes_[cn];
   if (ServingBesides(cn) == 0 || !n.serving || n.crashed) return false;
+  // A host's MN is cut only once it is read like any replica: a restart-mn before it waits for
+  // its declaration and copy, as a crash of another MN waits (CrashMn).
+  if (host && (mn_crashed_[cn] || config_.mns.empty() || !config_.mns[cn].alive ||
+               config_.mns[cn].leaving ||
+               config_.mns[cn].rejoin != cluster::MnStatus::Rejoin::kNone)) {
+    return false;
+  }
   cut_[cn] = true;
   FailoverStats::Partition p{cn, engine_.now() - base_ns_};
   if (host) {
@@ -719,7 +726,8 @@ void SimMembership::CrashMn(MnId mn) {
          (config_.mns[m].alive && config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
     unreadable += !readable;
   }
-  if (unreadable + 1 > cl_.config().replication - 1) {
+  // And one whose place a host cut lost waits for that restart first.
+  if (unreadable + 1 > cl_.config().replication - 1 || mn_crashed_[mn]) {
     RetryMnFault(mn, &SimMembership::CrashMn);
     return;
   }
