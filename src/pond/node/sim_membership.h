@@ -55,6 +55,13 @@ class ClusterImpl;
 // lease every recovery figure of docs/perf.md was measured with.
 inline constexpr uint64_t kSimLeaseNs = 2'000'000;
 
+// How long a host cut lasts at least before its heal-host, and how long after a restart-coord
+// (sim::FaultLimits::host_heal_after_ns): MN N must be declared before its host heals, since a
+// commit whose write to it went unanswered waits for that (docs/recovery.md). A declaration takes
+// a lease of MN N's beat unmoved, and if CN N was the CM, first a lease of CN N beatless before
+// the next CN takes over: four leases leave a margin over both.
+inline constexpr uint64_t kSimHostHealAfterNs = 4 * kSimLeaseNs;
+
 class SimMembership final : public SimFaults {
  public:
   explicit SimMembership(ClusterImpl& cl);
