@@ -375,6 +375,9 @@ struct FailoverStats {
   // then, at no particular step).
   uint64_t step_crashes[kCommitSteps] = {};
   uint64_t step_crashes_unaimed = 0;
+  // Partitions (host or CN) and MN crashes given up after kMnsOutWaitNsMax: carried out, they
+  // would have left more MNs unread than the cluster survives (with their heal or restart).
+  uint64_t faults_given_up = 0;
   uint64_t config_puts = 0;     // conditional puts to the coordination service
   uint64_t unknown_calls = 0;   // calls that ended Unknown: their CN failed under them
   uint16_t tso_host = 0;        // the CN hosting the timestamp oracle at the end

@@ -66,6 +66,9 @@ std::string StepCounts(const Totals& t) {
 // partition-cn shows as one, each CN failure was recovered.
 void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string& where) {
   EXPECT_EQ(f.faults_not_reached, 0u) << where << "\nfaults after the run's end";
+  // A partition or MN crash waits while the cluster would not survive it, and is given up only
+  // if that outlasts kMnsOutWaitNsMax (SimMembership::Cut and CrashMn).
+  EXPECT_EQ(f.faults_given_up, 0u) << where << "\npartitions or MN crashes given up";
   uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, partition_host = 0, crash_coord = 0;
   for (const NodeFault& x : o.node_faults) {
     crash_cn += x.kind == NodeFaultKind::kCrashCn;

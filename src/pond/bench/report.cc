@@ -209,6 +209,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"unknown_calls", r.failover->unknown_calls},
                         {"unknown_booked", r.unknown},
                         {"faults_not_reached", r.failover->faults_not_reached},
+                        {"faults_given_up", r.failover->faults_given_up},
                         {"unplayed_faults_allowed", o.allow_unplayed_faults},
                         {"horizon", o.faults_horizon},
                         {"exercised", CountExercised(*r.failover).ToJson()},

@@ -184,6 +184,10 @@ SimMembership::SimMembership(ClusterImpl& cl)
       host_cut_(std::min(cl.config().cns, cl.config().mns), false),
       host_healed_(host_cut_.size(), 0),
       mn_slots_copied_(cl.config().mns, 0),
+      cut_waiting_since_(cl.config().cns, 0),
+      mn_crash_waiting_since_(cl.config().mns, 0),
+      cut_given_up_(cl.config().cns, false),
+      mn_crash_given_up_(cl.config().mns, false),
       queued_(cl.config().cns),
       step_aims_(cl.config().cns) {}
 
@@ -595,11 +599,22 @@ bool SimMembership::Cut(uint16_t cn, bool host) {
   if (ServingBesides(cn) == 0 || !n.serving || n.crashed) return false;
   // A host's MN is cut only once it is read like any replica: a restart-mn before it waits for
   // its declaration and copy, as a crash of another MN waits (CrashMn).
-  if (host && (mn_crashed_[cn] || config_.mns.empty() || !config_.mns[cn].alive ||
-               config_.mns[cn].leaving ||
-               config_.mns[cn].rejoin != cluster::MnStatus::Rejoin::kNone)) {
+  if (host &&
+      (mn_crashed_[cn] || config_.mns.empty() || !config_.mns[cn].alive ||
+       config_.mns[cn].leaving || config_.mns[cn].rejoin != cluster::MnStatus::Rejoin::kNone)) {
     return false;
   }
+  // The cut leaves CN `cn` away until it fences and is declared, and a CM declares a CN only
+  // once it has read enough MNs (CnMembership::Declarable): it waits until the MNs out — its own
+  // MN too, for a host — are few enough for that. A schedule's check counts an MN up from its
+  // restart-mn, but here it stays unread until its copy ends: cut then, with another MN out too,
+  // no CN down would ever be declared, nor its locks released (fault seeds 73, 142 and 166).
+  if (!Survives(MnsOut() + (host ? 1 : 0), /*cn_away=*/true)) {
+    if (!GiveUp(&cut_waiting_since_[cn])) return false;
+    cut_given_up_[cn] = true;  // and its heal comes to nothing
+    return true;
+  }
+  cut_waiting_since_[cn] = 0;
   cut_[cn] = true;
   FailoverStats::Partition p{cn, engine_.now() - base_ns_};
   if (host) {
@@ -617,6 +632,10 @@ bool SimMembership::Cut(uint16_t cn, bool host) {
 }
 
 bool SimMembership::Heal(uint16_t cn, bool host) {
+  if (cut_given_up_[cn]) {  // its partition never happened
+    cut_given_up_[cn] = false;
+    return true;
+  }
   if (host && host_cut_[cn]) {
     host_cut_[cn] = false;
     host_healed_[cn] = engine_.now();
@@ -715,23 +734,25 @@ void SimMembership::SetCoordinationDown(bool down) {
 }
 
 void SimMembership::CrashMn(MnId mn) {
-  // One that would leave a group with no full copy — more than R - 1 MNs down or not read
-  // again yet — waits until a rejoining MN is read like any replica (the schedule's check,
-  // node_faults.cc, counts only crashes and restarts; a restart's copy takes the time it takes).
-  int unreadable = 0;
-  for (MnId m = 0; m < mn_crashed_.size(); m++) {
-    const bool readable =
-        !mn_crashed_[m] &&
-        (config_.mns.empty() ||
-         (config_.mns[m].alive && config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
-    unreadable += !readable;
-  }
-  // And one whose place a host cut lost waits for that restart first.
-  if (unreadable + 1 > cl_.config().replication - 1 || mn_crashed_[mn]) {
+  // One whose place a host cut lost waits for that restart first.
+  if (mn_crashed_[mn]) {
     RetryMnFault(mn, &SimMembership::CrashMn);
     return;
   }
-  POND_CHECK(!mn_crashed_[mn]);
+  // One that would leave more MNs out than the cluster survives — more than R - 1 (a group with
+  // no full copy), or, with a CN down or cut off or the service down, more than a CM can declare
+  // a CN or a CN renew its lease without — waits until a rejoining MN is read like any replica
+  // (the schedule's check, node_faults.cc, counts only crashes and restarts; a restart's copy
+  // takes the time it takes), or a CN is back. Bounded as a cut's wait is (Cut).
+  if (!Survives(MnsOut() + 1, CnAway())) {
+    if (GiveUp(&mn_crash_waiting_since_[mn])) {
+      mn_crash_given_up_[mn] = true;  // and its restart-mn comes to nothing
+    } else {
+      RetryMnFault(mn, &SimMembership::CrashMn);
+    }
+    return;
+  }
+  mn_crash_waiting_since_[mn] = 0;
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
   mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_});
@@ -739,6 +760,7 @@ void SimMembership::CrashMn(MnId mn) {
 
 void SimMembership::LoseMnPlace(MnId mn) {
   if (mn_crashed_[mn]) return;
+  mn_crash_given_up_[mn] = false;  // an older crash-mn's, whose restart-mn never came
   // As a crash: nothing reaches it any more, and its memory is gone (it has no place to keep).
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
@@ -749,7 +771,11 @@ void SimMembership::RestartMn(MnId mn) {
   // As an MN daemon does: not before its failure is declared (the configuration names it down,
   // so no CN writes its memory any more), then blank memory laid out from the catalog, its beat,
   // and its request to rejoin as the next incarnation — tried again while the coordination
-  // service is down.
+  // service is down. One whose crash-mn was given up (CrashMn) is running: nothing to do.
+  if (mn_crash_given_up_[mn] && !mn_crashed_[mn]) {
+    mn_crash_given_up_[mn] = false;
+    return;
+  }
   const bool declared = !config_.mns.empty() && !config_.mns[mn].alive;
   Status asked = Status::Ok();
   if (declared) {
@@ -774,6 +800,51 @@ void SimMembership::RestartMn(MnId mn) {
   RetryMnFault(mn, &SimMembership::RestartMn);
 }
 
+int SimMembership::MnsOut() const {
+  int out = 0;
+  for (MnId m = 0; m < mn_crashed_.size(); m++) {
+    const bool cut = m < host_cut_.size() && host_cut_[m];
+    const bool readable =
+        !mn_crashed_[m] && !cut &&
+        (config_.mns.empty() || (config_.mns[m].alive && !config_.mns[m].leaving &&
+                                 config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
+    out += !readable;
+  }
+  return out;
+}
+
+bool SimMembership::Survives(int mns_out, bool cn_away) const {
+  // The limits a schedule is checked against (ValidateNodeFaults, sim::FaultLimits): R - 1 MNs
+  // out, each group keeping a copy; and with a CN to declare, or without the service, MNs less
+  // LeaseQuorum: a CM declares a CN only once it has read mns - LeaseQuorum + 1 MNs, and a CN
+  // renews its lease without the service only on LeaseQuorum MNs' beats (docs/recovery.md
+  // "Fencing").
+  const ClusterConfig& c = cl_.config();
+  int most = c.replication - 1;
+  if (cn_away || store_->down) {
+    most = std::min(most, std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
+  }
+  return mns_out <= most;
+}
+
+bool SimMembership::CnAway() const {
+  for (uint16_t cn = 0; cn < nodes_.size(); cn++) {
+    if (cut_[cn] || IsCrashed(cn)) return true;
+  }
+  return false;
+}
+
+bool SimMembership::GiveUp(uint64_t* since) {
+  // Bounded: an MN whose copy never ends, or a CN never back, must not hold the run (and the
+  // faults queued behind it) for good; given up, the fault never happens, and is counted.
+  const uint64_t now = std::max<uint64_t>(engine_.now(), 1);
+  if (*since == 0) *since = now;
+  if (now - *since < kMnsOutWaitNsMax) return false;
+  *since = 0;
+  faults_given_up_++;
+  return true;
+}
+
 void SimMembership::RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId)) {
   // Counted while it waits, so that a run does not end with a fault of its schedule not done.
   mn_faults_waiting_++;
@@ -793,6 +864,7 @@ FailoverStats SimMembership::Stats() const {
   s.faults_not_reached = faults_not_reached_;
   for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];
   s.step_crashes_unaimed = step_crashes_unaimed_;
+  s.faults_given_up = faults_given_up_;
   s.config_puts = base_.puts();
   s.unknown_calls = unknown_calls_;
   s.tso_host = config_.tso_host;

@@ -119,6 +119,16 @@ class SimMembership final : public SimFaults {
   void RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId));
   // crash-coord (true) and restart-coord (false).
   void SetCoordinationDown(bool down);
+  // MNs no CN reads like any replica now: crashed, cut off with their host, declared, leaving,
+  // or restarted and not read again yet.
+  int MnsOut() const;
+  // Whether the cluster survives `mns_out` such MNs, with (`cn_away`) or without a CN down or cut
+  // off besides: the counts of sim::FaultLimits (bench/run_faults.cc's LimitsOf).
+  bool Survives(int mns_out, bool cn_away) const;
+  bool CnAway() const;
+  // A fault that waits for Survives, first found waiting at *since (0: not waiting): false
+  // while it may wait on, true once it has waited kMnsOutWaitNsMax (it is given up, counted).
+  bool GiveUp(uint64_t* since);
 
   ClusterImpl& cl_;
   sim::Engine& engine_;
@@ -145,6 +155,11 @@ class SimMembership final : public SimFaults {
   std::vector<bool> host_cut_;         // by host (CN n with MN n): cut off by partition-host now
   std::vector<uint64_t> host_healed_;  // by host: engine time of its last heal-host (0: none)
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
+  // Waits for Survives (engine time first found waiting; 0: none), and the faults given up, whose
+  // heal (by CN) or restart-mn (by MN) comes to nothing.
+  std::vector<uint64_t> cut_waiting_since_, mn_crash_waiting_since_;
+  std::vector<bool> cut_given_up_, mn_crash_given_up_;
+  uint64_t faults_given_up_ = 0;
   int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;
