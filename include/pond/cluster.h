@@ -340,7 +340,8 @@ struct FailoverStats {
     uint16_t cn = 0;
     uint64_t cut_ns = 0;     // virtual time of the cut (from the start of the run)
     uint64_t fenced_ns = 0;  // it fenced itself: stopped serving (0: healed before)
-    uint64_t healed_ns = 0;  // heal-cn (0: not within the run)
+    uint64_t healed_ns = 0;  // heal-cn or heal-host (0: not within the run)
+    bool host = false;       // partition-host: MN `cn` was cut off with it
   };
   std::vector<Partition> partitions;
   struct MnFailure {
@@ -355,6 +356,9 @@ struct FailoverStats {
     uint64_t copied_ns = 0;
     uint64_t readable_ns = 0;
     uint64_t slots_copied = 0;  // key slots copied onto it
+    // Declared while cut off with its host (partition-host), running: crash_ns is the cut, and
+    // it came back as a restarted MN once healed.
+    bool cut = false;
   };
   std::vector<MnFailure> mn_failures;
   // crash-coord: the coordination service stopped answering every CN; restart-coord: it
@@ -371,6 +375,9 @@ struct FailoverStats {
   // then, at no particular step).
   uint64_t step_crashes[kCommitSteps] = {};
   uint64_t step_crashes_unaimed = 0;
+  // Partitions (host or CN) and MN crashes given up after kMnsOutWaitNsMax: carried out, they
+  // would have left more MNs unread than the cluster survives (with their heal or restart).
+  uint64_t faults_given_up = 0;
   uint64_t config_puts = 0;     // conditional puts to the coordination service
   uint64_t unknown_calls = 0;   // calls that ended Unknown: their CN failed under them
   uint16_t tso_host = 0;        // the CN hosting the timestamp oracle at the end

@@ -59,6 +59,11 @@ enum class NodeFaultKind : unsigned char {
   // (`node` unused). CNs declare and recover nothing while it is down.
   kCrashCoord,
   kRestartCoord,
+  // Host N (CN N and MN N, as scripts/hosts.sh deploys them) is cut off from everyone else: CN N
+  // as by kPartitionCn and reaching MN N alone; every other CN's one-sided ops to MN N fail as
+  // to a crashed MN. MN N keeps running and keeps its memory. kHealHost brings the links back.
+  kPartitionHost,
+  kHealHost,
 };
 // The steps of a read-write transaction's commit path that a crash may be aimed at
 // (`crash-cn:N@step=S`, docs/fault_schedules.md "Crashes aimed at a step"): the CN crashes right
@@ -90,6 +95,12 @@ struct NodeFault {
   CommitStep step = CommitStep::kNone;
 };
 inline constexpr uint64_t kStepCrashWaitNsMax = 1'000'000;
+// The longest a simulated partition (host or CN) or crash-mn waits for the cluster to survive it
+// — for an MN that restarted to be read again, or a CN to be back — before it is given up, never
+// carried out (FailoverStats::faults_given_up): a schedule's check counts a restarted MN up from
+// its restart, the simulator only once its copy ends (docs/recovery.md "Partitions and fencing").
+// Far above a copy's length: one of the fault seeds' 72,610 slots takes 170 ms of virtual time.
+inline constexpr uint64_t kMnsOutWaitNsMax = 1'000'000'000;
 
 struct Testbed {
   std::string name = "cx3";

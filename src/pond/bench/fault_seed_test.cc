@@ -42,6 +42,8 @@ struct Totals {
            mn_unreachable = 0, restarts = 0, returned = 0, mn_restarts = 0, mn_readable = 0,
            slots_copied = 0, partitions = 0, fenced = 0, kept_lease = 0, coord_outages = 0,
            declared_after_outage = 0;
+  // partition-host: seeds that drew one, and of those the CNs that fenced and MNs declared.
+  uint64_t host_cuts = 0, host_fenced = 0, host_mns_lost = 0;
   uint64_t committed = 0, message_faulted = 0;
   uint64_t step_crashes[kCommitSteps] = {};  // crashes aimed at a step, by the step they hit
   uint64_t step_unaimed = 0;                 // aimed ones that found no transaction at it
@@ -64,11 +66,15 @@ std::string StepCounts(const Totals& t) {
 // partition-cn shows as one, each CN failure was recovered.
 void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string& where) {
   EXPECT_EQ(f.faults_not_reached, 0u) << where << "\nfaults after the run's end";
-  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, crash_coord = 0;
+  // A partition or MN crash waits while the cluster would not survive it, and is given up only
+  // if that outlasts kMnsOutWaitNsMax (SimMembership::Cut and CrashMn).
+  EXPECT_EQ(f.faults_given_up, 0u) << where << "\npartitions or MN crashes given up";
+  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, partition_host = 0, crash_coord = 0;
   for (const NodeFault& x : o.node_faults) {
     crash_cn += x.kind == NodeFaultKind::kCrashCn;
     crash_mn += x.kind == NodeFaultKind::kCrashMn;
     partition_cn += x.kind == NodeFaultKind::kPartitionCn;
+    partition_host += x.kind == NodeFaultKind::kPartitionHost;
     crash_coord += x.kind == NodeFaultKind::kCrashCoord;
   }
   const FaultsExercised e = CountExercised(f);
@@ -79,6 +85,7 @@ void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string
   EXPECT_EQ(e.cn_crashes, crash_cn) << where;
   EXPECT_EQ(e.mn_crashes, crash_mn) << where;
   EXPECT_EQ(e.partitions, partition_cn) << where;
+  EXPECT_EQ(e.host_cuts, partition_host) << where;
   EXPECT_EQ(e.recoveries, e.cn_crashes + e.fenced) << where;
   EXPECT_EQ(e.mid_commit, e.rolled_forward + e.rolled_back) << where;
 }
@@ -122,13 +129,15 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
     t->rolled_back += f.rolled_back;
   }
   for (const auto& p : r.failover->partitions) {
+    t->host_cuts += p.host;
+    t->host_fenced += p.host && p.fenced_ns != 0;
     t->partitions++;
     t->fenced += p.fenced_ns != 0;
     t->kept_lease += p.fenced_ns == 0 && p.healed_ns != 0;
   }
   for (const auto& m : r.failover->mn_failures) {
     EXPECT_GT(m.down_ns, m.crash_ns) << where << "\nMN " << m.mn << " was never declared down";
-    t->mn_crashes++;
+    (m.cut ? t->host_mns_lost : t->mn_crashes)++;
     t->mn_restarts += m.restart_ns != 0;
     t->mn_readable += m.readable_ns != 0;
     t->slots_copied += m.slots_copied;
@@ -175,6 +184,10 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
       static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.message_faulted));
   std::printf("%s %s: crashes aimed at a commit step: %s\n", protocol.c_str(), IsolationName(iso),
               StepCounts(t).c_str());
+  std::printf("%s %s: %lu host cuts (%lu CNs fenced, %lu MNs declared and back as restarts)\n",
+              protocol.c_str(), IsolationName(iso), static_cast<unsigned long>(t.host_cuts),
+              static_cast<unsigned long>(t.host_fenced),
+              static_cast<unsigned long>(t.host_mns_lost));
   EXPECT_GT(t.committed, 0u);
   // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
   EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
@@ -433,6 +446,110 @@ TEST(FaultSeedTest, ACnHealedWithinALeaseGoesOn) {
   EXPECT_GT(f.cut_packets, 0u);
   ExpectChecksHold(*run, "a short partition");
   EXPECT_GT(run->committed_per_ms[7], 0u);
+}
+
+// A host's link goes down (docs/recovery.md "Partitions and fencing"): CN 2 and MN 2 are cut off
+// from everyone else together, CN 2 still reaching MN 2. MN 2 runs on, its memory kept, but
+// nobody else reads its beat, so the CM declares it. CN 2's beats land on MN 2 alone, which is
+// no LeaseQuorum and which no CM reads once it is declared, and it cannot read the
+// configuration: by the lease rule it fences before anyone declares it (the simulator checks it
+// at every configuration put, and this test on the timings). Healed, CN 2 restarts and MN 2 comes
+// back as restart-mn brings one, blank, and is read again once it holds its replicas. The other
+// CNs commit through the cut; every check holds and the history is judged.
+TEST(FaultSeedTest, AHostCutOffFencesItsCnAndItsMnComesBackAsARestart) {
+  for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+    SCOPED_TRACE(IsolationName(iso));
+    Result<RunResult> run =
+        RunScheduled("partition-host:2@2ms,heal-host:2@10ms", 3, 0.018, iso, 2000, /*record=*/true);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    ASSERT_TRUE(run->failover.has_value());
+    const FailoverStats& f = *run->failover;
+    EXPECT_EQ(f.faults_not_reached, 0u);
+    ASSERT_EQ(f.partitions.size(), 1u);
+    const FailoverStats::Partition& p = f.partitions[0];
+    EXPECT_TRUE(p.host);
+    EXPECT_EQ(p.cut_ns, 2'000'000u);
+    EXPECT_EQ(p.healed_ns, 10'000'000u);
+    ASSERT_GT(p.fenced_ns, p.cut_ns) << "CN 2 was meant to fence itself";
+    // The lease rule: 0.9 of a lease after its last fresh read of the configuration.
+    EXPECT_LE(p.fenced_ns - p.cut_ns, node::kSimLeaseNs) << "it fences within a lease";
+    ASSERT_EQ(f.failures.size(), 1u);
+    const FailoverStats::Failure& x = f.failures[0];
+    EXPECT_EQ(x.cn, 2);
+    EXPECT_TRUE(x.fenced);
+    EXPECT_EQ(x.crash_ns, p.fenced_ns);
+    EXPECT_GT(x.detected_ns, x.crash_ns) << "the CM declared CN 2 only after it had stopped";
+    EXPECT_GT(x.open_ns, x.detected_ns) << "its failure was recovered";
+    EXPECT_GT(x.restart_ns, p.healed_ns) << "healed, it rejoined as a new incarnation";
+    ASSERT_EQ(f.mn_failures.size(), 1u);
+    const FailoverStats::MnFailure& m = f.mn_failures[0];
+    EXPECT_EQ(m.mn, 2);
+    EXPECT_TRUE(m.cut);
+    EXPECT_EQ(m.crash_ns, p.cut_ns);
+    EXPECT_GT(m.detected_ns, m.crash_ns) << "MN 2 was meant to be declared";
+    EXPECT_LT(m.detected_ns, p.healed_ns);
+    EXPECT_GT(m.down_ns, m.detected_ns);
+    EXPECT_GE(m.restart_ns, p.healed_ns) << "it came back as a restarted MN, after the heal";
+    EXPECT_GT(m.readable_ns, m.restart_ns) << "and was read again, R copies restored";
+    EXPECT_GT(m.slots_copied, 0u);
+    const FaultsExercised e = CountExercised(f);
+    EXPECT_EQ(e.host_cuts, 1u);
+    EXPECT_EQ(e.mns_cut_lost, 1u);
+    EXPECT_EQ(e.mn_crashes, 0u);
+    EXPECT_EQ(e.partitions, 0u);
+    ASSERT_TRUE(run->history.has_value());
+    EXPECT_TRUE(run->history->ok) << run->history->detail;
+    ExpectChecksHold(*run, IsolationName(iso));
+    // The other CNs commit through the cut (read-only transactions; read-write ones wait for
+    // MN 2's declaration, as at a crash), and everyone after the heal, MN 2 read again among the
+    // replicas.
+    const std::vector<uint64_t>& per_ms = run->committed_per_ms;
+    ASSERT_GE(per_ms.size(), 16u);
+    const auto ms_of = [](uint64_t ns) { return static_cast<size_t>(ns / 1'000'000); };
+    for (size_t ms = ms_of(p.fenced_ns) + 1; ms < ms_of(p.healed_ns); ms++) {
+      EXPECT_GT(per_ms[ms], 0u) << "ms " << ms << " of the cut, after CN 2 fenced: "
+                                << ::testing::PrintToString(per_ms);
+    }
+    for (size_t ms = ms_of(m.readable_ns) + 1; ms + 1 < per_ms.size(); ms++) {
+      EXPECT_GT(per_ms[ms], 0u) << "ms " << ms << " after MN 2 was read again";
+    }
+  }
+}
+
+// A host healed before its MN is declared would stall the run: a commit whose write to MN 2 went
+// unanswered waits for that declaration (docs/recovery.md, open). Such a schedule is refused, as
+// is a heal while the coordination service, which the declaration needs, is down.
+TEST(FaultSeedTest, AHostHealedBeforeItsMnCanBeDeclaredIsRefused) {
+  for (const char* spec :
+       {"partition-host:2@2ms,heal-host:2@2500us",
+        "partition-host:2@1ms,crash-coord@2ms,restart-coord@3ms,heal-host:2@10ms",
+        "partition-host:2@1ms,crash-coord@2ms,heal-host:2@10ms,restart-coord@11ms"}) {
+    Result<RunResult> run = RunScheduled(spec, 3, 0.014);
+    ASSERT_FALSE(run.ok()) << spec;
+    EXPECT_NE(run.status().message().find("MN 2 must be declared before its host heals"),
+              std::string::npos)
+        << spec << ": " << run.status().ToString();
+  }
+  // The node faults a simulated cluster is given directly hold to the same rule.
+  const ClusterConfig c = FaultyRun("lotus", Isolation::kSerializable, 3).cluster;
+  using K = NodeFaultKind;
+  EXPECT_TRUE(ValidateNodeFaults(c, {{K::kPartitionHost, 2, 2'000'000},
+                                     {K::kHealHost, 2, 2'000'000 + node::kSimHostHealAfterNs}})
+                  .ok());
+  for (const std::vector<NodeFault>& faults : std::vector<std::vector<NodeFault>>{
+           {{K::kPartitionHost, 2, 2'000'000}, {K::kHealHost, 2, 2'500'000}},
+           {{K::kPartitionHost, 2, 1'000'000},
+            {K::kCrashCoord, 0, 2'000'000},
+            {K::kRestartCoord, 0, 3'000'000},
+            {K::kHealHost, 2, 10'000'000}},
+           {{K::kPartitionHost, 2, 1'000'000},
+            {K::kCrashCoord, 0, 2'000'000},
+            {K::kHealHost, 2, 10'000'000},
+            {K::kRestartCoord, 0, 11'000'000}}}) {
+    Status st = ValidateNodeFaults(c, faults);
+    EXPECT_NE(st.message().find("MN 2 must be declared before its host heals"), std::string::npos)
+        << st.ToString();
+  }
 }
 
 // Restarts wait for recoveries, so they come later than scheduled, and a schedule that keeps two

@@ -174,7 +174,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
       partitions.push_back({{"cn", p.cn},
                             {"cut_ms", static_cast<double>(p.cut_ns) / 1e6},
                             {"fenced_ms", static_cast<double>(p.fenced_ns) / 1e6},
-                            {"healed_ms", static_cast<double>(p.healed_ns) / 1e6}});
+                            {"healed_ms", static_cast<double>(p.healed_ns) / 1e6},
+                            {"host", p.host}});
     }
     nlohmann::json mn_failures = nlohmann::json::array();
     for (const auto& f : r.failover->mn_failures) {
@@ -186,7 +187,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                              {"copy_start_ms", static_cast<double>(f.copy_start_ns) / 1e6},
                              {"copied_ms", static_cast<double>(f.copied_ns) / 1e6},
                              {"readable_ms", static_cast<double>(f.readable_ns) / 1e6},
-                             {"slots_copied", f.slots_copied}});
+                             {"slots_copied", f.slots_copied},
+                             {"cut", f.cut}});
     }
     nlohmann::json coord_outages = nlohmann::json::array();
     for (const auto& c : r.failover->coord_outages) {
@@ -207,6 +209,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                         {"unknown_calls", r.failover->unknown_calls},
                         {"unknown_booked", r.unknown},
                         {"faults_not_reached", r.failover->faults_not_reached},
+                        {"faults_given_up", r.failover->faults_given_up},
                         {"unplayed_faults_allowed", o.allow_unplayed_faults},
                         {"horizon", o.faults_horizon},
                         {"exercised", CountExercised(*r.failover).ToJson()},
@@ -247,11 +250,11 @@ FaultsExercised CountExercised(const FailoverStats& f) {
     e.rolled_back += x.rolled_back;
   }
   for (const FailoverStats::MnFailure& m : f.mn_failures) {
-    e.mn_crashes++;
+    (m.cut ? e.mns_cut_lost : e.mn_crashes)++;
     e.mn_restarts += m.restart_ns != 0;
     e.mn_readable += m.readable_ns != 0;
   }
-  e.partitions = f.partitions.size();
+  for (const FailoverStats::Partition& p : f.partitions) (p.host ? e.host_cuts : e.partitions)++;
   e.coord_outages = f.coord_outages.size();
   for (uint64_t n : f.step_crashes) e.at_step += n;
   e.not_reached = f.faults_not_reached;
@@ -275,6 +278,10 @@ std::string FaultsExercised::ToString() const {
            "their aimed step",
            n(mid_commit, "transaction", "transactions"), rolled_forward, rolled_back, log_records,
            at_step);
+  if (host_cuts > 0) {
+    s += "; " + n(host_cuts, "host cut", "host cuts") +
+         fmt::format(" ({} of their MNs declared, back as restarts)", mns_cut_lost);
+  }
   if (coord_outages > 0) {
     s += "; " + n(coord_outages, "coordination-service outage", "coordination-service outages");
   }
@@ -287,6 +294,7 @@ nlohmann::json FaultsExercised::ToJson() const {
           {"cn_restarts", cn_restarts}, {"recoveries", recoveries},
           {"mn_crashes", mn_crashes},   {"mn_restarts", mn_restarts},
           {"mn_readable", mn_readable}, {"partitions", partitions},
+          {"host_cuts", host_cuts},     {"mns_cut_lost", mns_cut_lost},
           {"mid_commit", mid_commit},   {"rolled_forward", rolled_forward},
           {"rolled_back", rolled_back}, {"log_records", log_records},
           {"at_step", at_step},         {"coord_outages", coord_outages},

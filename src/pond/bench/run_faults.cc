@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "pond/cluster/membership.h"
+#include "pond/node/sim_membership.h"
 #include "pond/rng.h"
 #include "pond/sim/fault_schedule.h"
 
@@ -27,7 +28,11 @@ static_assert(static_cast<int>(sim::FaultKind::kCrashCoord) ==
               static_cast<int>(NodeFaultKind::kCrashCoord));
 static_assert(static_cast<int>(sim::FaultKind::kRestartCoord) ==
               static_cast<int>(NodeFaultKind::kRestartCoord));
-static_assert(sim::kFaultKindCount == 8, "a kind added to one list is added to both");
+static_assert(static_cast<int>(sim::FaultKind::kPartitionHost) ==
+              static_cast<int>(NodeFaultKind::kPartitionHost));
+static_assert(static_cast<int>(sim::FaultKind::kHealHost) ==
+              static_cast<int>(NodeFaultKind::kHealHost));
+static_assert(sim::kFaultKindCount == 10, "a kind added to one list is added to both");
 
 namespace {
 
@@ -42,6 +47,7 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.max_mns_down_quorum =
       static_cast<uint16_t>(std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
+  limits.host_heal_after_ns = node::kSimHostHealAfterNs;
   // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
   // cluster too small for any crash is left to the counts, which say that.)
   auto refuse_if_fatal = [&](NodeFaultKind kind, uint16_t node, const std::string& prefix) {
@@ -54,9 +60,15 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   };
   if (c.cns > 2) refuse_if_fatal(NodeFaultKind::kCrashCn, 1, "crash-cn: ");
   if (c.replication > 1) refuse_if_fatal(NodeFaultKind::kCrashMn, 0, "crash-mn: ");
+  // A host cut loses its MN as a crash does, and cuts its CN as a partition does: refused where
+  // either is, with the first reason. (Too small a cluster is left to the counts again.)
+  if (c.cns > 2 && c.replication > 1 && limits.max_mns_down_quorum >= 1) {
+    refuse_if_fatal(NodeFaultKind::kPartitionHost, 0, "partition-host: ");
+  }
   if (o.ordered_tables) {
     const std::string why = "ordered tables' B+Trees are not replicated yet";
-    for (sim::FaultKind k : {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn}) {
+    for (sim::FaultKind k :
+         {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn, sim::FaultKind::kPartitionHost}) {
       auto same = [&](const auto& x) { return x.first == k; };
       if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
         limits.refused.emplace_back(k, why);
@@ -65,10 +77,24 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   }
   if (c.cns > 2) {
     refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");
-    // A heal needs a partition: refused with it, for the same reason.
-    for (const auto& [kind, why] : std::vector(limits.refused)) {
-      if (kind == sim::FaultKind::kPartitionCn)
-        limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
+  }
+  // A host's CN is cut as partition-cn cuts one; and a heal needs its partition: each refused
+  // with it, for the same reason.
+  auto refused = [&](sim::FaultKind k) {
+    return std::any_of(limits.refused.begin(), limits.refused.end(),
+                       [k](const auto& x) { return x.first == k; });
+  };
+  for (const auto& [kind, why] : std::vector(limits.refused)) {
+    if (kind == sim::FaultKind::kPartitionCn && !refused(sim::FaultKind::kPartitionHost)) {
+      limits.refused.emplace_back(sim::FaultKind::kPartitionHost, why);
+    }
+  }
+  for (const auto& [kind, why] : std::vector(limits.refused)) {
+    if (kind == sim::FaultKind::kPartitionCn) {
+      limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
+    }
+    if (kind == sim::FaultKind::kPartitionHost) {
+      limits.refused.emplace_back(sim::FaultKind::kHealHost, why);
     }
   }
   return limits;
@@ -79,6 +105,7 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
 void Tighten(sim::FaultLimits* into, const sim::FaultLimits& other) {
   into->min_cns_up = std::max(into->min_cns_up, other.min_cns_up);
   into->max_mns_down = std::min(into->max_mns_down, other.max_mns_down);
+  into->host_heal_after_ns = std::max(into->host_heal_after_ns, other.host_heal_after_ns);
   for (const auto& r : other.refused) {
     auto same = [&](const auto& x) { return x.first == r.first; };
     if (std::none_of(into->refused.begin(), into->refused.end(), same)) into->refused.push_back(r);

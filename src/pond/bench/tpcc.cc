@@ -47,9 +47,10 @@ TpccWorkload::~TpccWorkload() = default;
 Status TpccWorkload::Validate(const RunOptions& o) const {
   if (o.record) return InvalidArgument("the TPC-C workload records no history");
   for (const NodeFault& f : o.node_faults) {
-    if (f.kind == NodeFaultKind::kCrashMn) {
+    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost) {
       return InvalidArgument(
-          "TPC-C's ordered tables cannot run with MN crashes yet (their B+Trees are not "
+          "TPC-C's ordered tables cannot run with MN crashes or host cuts yet (their B+Trees are "
+          "not "
           "replicated): --faults takes CN crashes, restarts, partitions and message faults");
     }
   }

@@ -7,6 +7,7 @@
 
 #include "pond/cluster.h"
 #include "pond/cluster/membership.h"
+#include "pond/node/sim_membership.h"
 
 namespace pond {
 
@@ -26,10 +27,19 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            "coordination service, or for a CM to declare a CN)");
   };
   bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
+  bool host_cuts = false;
+  // When the coordination service last came back.
+  uint64_t coord_back_ns = 0;
+  bool coord_back = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
   std::vector<bool> mn_down(c.mns > 0 ? static_cast<size_t>(c.mns) : 0, false);
+  // By host (CN N with MN N): cut off by partition-host, its CN counted cut and its MN down.
+  const int hosts = std::max(0, std::min(c.cns, c.mns));
+  std::vector<bool> host_cut(static_cast<size_t>(hosts), false);
+  std::vector<uint64_t> host_cut_ns(host_cut.size(), 0);
+  auto is_host_cut = [&](uint16_t n) { return n < host_cut.size() && host_cut[n]; };
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
@@ -47,6 +57,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                  (crash ? "down" : "up"));
         }
         coord_down = crash;
+        if (!crash) {
+          coord_back_ns = f.at_ns;
+          coord_back = true;
+        }
         mns_out = mns_down;
         if (crash && mns_out > mns_out_max) {
           return quorum_limit(which + word, mns_out, "the coordination service is down");
@@ -62,8 +76,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         }
         if (!cn_down[f.node]) {
           return InvalidArgument(which + "restart-cn: CN " + std::to_string(f.node) +
-                                 (cn_cut[f.node] ? " is partitioned (heal-cn brings it back)"
-                                                 : " is up, and restart-cn needs it down"));
+                                 (is_host_cut(f.node)
+                                      ? " is cut off with its host (heal-host brings it back)"
+                                  : cn_cut[f.node] ? " is partitioned (heal-cn brings it back)"
+                                                   : " is up, and restart-cn needs it down"));
         }
         // A worker's transaction numbers carry the incarnation in 8 bits of the writer tag.
         if (++restarts[f.node] > 255) {
@@ -75,15 +91,19 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         alive++;
         continue;
       case NodeFaultKind::kCrashMn:
+      case NodeFaultKind::kPartitionHost:  // below, beside crash-mn
+      case NodeFaultKind::kHealHost:
         break;
       case NodeFaultKind::kRestartMn:
         if (f.node >= c.mns) {
           return InvalidArgument(which + "restart-mn: no MN " + std::to_string(f.node) +
                                  " (the cluster has " + std::to_string(c.mns) + ")");
         }
-        if (!mn_down[f.node]) {
+        if (!mn_down[f.node] || is_host_cut(f.node)) {
           return InvalidArgument(which + "restart-mn: MN " + std::to_string(f.node) +
-                                 " is up, and restart-mn needs it down");
+                                 (is_host_cut(f.node)
+                                      ? " is cut off with its host (heal-host brings it back)"
+                                      : " is up, and restart-mn needs it down"));
         }
         // Its lane cursors and sub-indexes are brought into step by the restart; the replica
         // count of its groups comes back once the copy is done (a crash meanwhile waits for it).
@@ -109,6 +129,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
           return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
                                  " is not partitioned");
         }
+        if (!cut && is_host_cut(f.node)) {
+          return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
+                                 " is cut off with its host (heal-host heals it)");
+        }
         if (!cut && ++restarts[f.node] > 255) {
           return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
                                  " restarts more than 255 times");
@@ -126,6 +150,78 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         continue;
       }
     }
+    if (f.kind == NodeFaultKind::kPartitionHost || f.kind == NodeFaultKind::kHealHost) {
+      // Host N is CN N with MN N. Its CN is away as a partitioned one is (it fences once the
+      // lease rule says so, and heal brings it back, a restart if it fenced); its MN is down for
+      // every count (nobody else reaches it; declared, it comes back as a restarted MN).
+      const bool cut = f.kind == NodeFaultKind::kPartitionHost;
+      const std::string word = cut ? "partition-host: " : "heal-host: ";
+      const std::string n = std::to_string(f.node);
+      if (f.node >= hosts) {
+        return InvalidArgument(which + word + "no host " + n + " (host N is CN N with MN N: the " +
+                               "cluster has " + std::to_string(c.cns) + " CNs and " +
+                               std::to_string(c.mns) + " MNs)");
+      }
+      if (cut && (cn_down[f.node] || cn_cut[f.node])) {
+        return InvalidArgument(which + word + "CN " + n + " is already " +
+                               (cn_cut[f.node] ? "partitioned" : "crashed"));
+      }
+      if (cut && mn_down[f.node]) {
+        return InvalidArgument(which + word + "MN " + n + " is already crashed");
+      }
+      if (!cut && !host_cut[f.node]) {
+        return InvalidArgument(which + word + "host " + n + " is not cut off");
+      }
+      if (!cut) {
+        // The stop-gap of sim::FaultLimits::host_heal_after_ns, the same rule.
+        const std::string why = "; MN " + n +
+                                " must be declared before its host heals: a commit that wrote "
+                                "to it waits for that (docs/recovery.md)";
+        if (coord_down) {
+          return InvalidArgument(which + word + "the coordination service is down, and " +
+                                 "without it MN " + n + " cannot be declared" + why);
+        }
+        auto too_soon = [&](uint64_t since_ns, const char* what) {
+          if (f.at_ns >= since_ns && f.at_ns - since_ns >= node::kSimHostHealAfterNs) {
+            return Status::Ok();
+          }
+          return InvalidArgument(which + word + "sooner than " +
+                                 std::to_string(node::kSimHostHealAfterNs / 1'000'000) +
+                                 "ms after " + what + ", the time MN " + n +
+                                 " may take to be declared" + why);
+        };
+        POND_RETURN_IF_ERROR(too_soon(host_cut_ns[f.node], "its partition-host"));
+        if (coord_back) POND_RETURN_IF_ERROR(too_soon(coord_back_ns, "the last restart-coord"));
+      }
+      if (!cut && ++restarts[f.node] > 255) {
+        return InvalidArgument(which + word + "CN " + n + " restarts more than 255 times");
+      }
+      host_cut[f.node] = cut;
+      if (cut) host_cut_ns[f.node] = f.at_ns;
+      cn_cut[f.node] = cut;
+      mn_down[f.node] = cut;
+      cns_away += cut ? 1 : -1;
+      mns_down += cut ? 1 : -1;
+      alive += cut ? -1 : 1;
+      partitions = host_cuts = true;
+      if (!cut) continue;
+      if (coord_down && ++mns_out > mns_out_max) {
+        return quorum_limit(which + word, mns_out, "the coordination service is down");
+      }
+      if (mns_down > mns_out_max) {
+        return quorum_limit(which + word, mns_down, "a CN is down or cut off");
+      }
+      if (mns_down > c.replication - 1) {
+        return InvalidArgument(which + word + "at most " + std::to_string(c.replication - 1) +
+                               " MNs may be down at once with replication " +
+                               std::to_string(c.replication) +
+                               " (a cut host's MN counts; each replica group must keep one copy)");
+      }
+      if (alive < 2) {
+        return InvalidArgument(which + word + "at least 2 CNs must stay up and connected");
+      }
+      continue;
+    }
     if (f.kind == NodeFaultKind::kCrashMn) {
       mn_crashes = true;
       if (f.node >= c.mns) {
@@ -134,7 +230,8 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       }
       if (mn_down[f.node]) {
         return InvalidArgument(which + "crash-mn: MN " + std::to_string(f.node) +
-                               " is already crashed");
+                               (is_host_cut(f.node) ? " is cut off with its host (heal it first)"
+                                                    : " is already crashed"));
       }
       mn_down[f.node] = true;
       if (coord_down && ++mns_out > mns_out_max) {
@@ -175,9 +272,11 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         "crash-coord: needs a restart-coord after it (without the coordination service no "
         "failure is declared, and the run could not end)");
   }
-  if (mn_crashes &&
+  // A host cut loses its MN's place as a crash does (declared, it comes back blank).
+  if ((mn_crashes || host_cuts) &&
       (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument("crash-mn: protocol " + c.protocol.name +
+    return InvalidArgument(std::string(mn_crashes ? "crash-mn" : "partition-host") + ": protocol " +
+                           c.protocol.name +
                            " cannot survive an MN crash yet (its lock words live on the primary "
                            "MN and would be lost with it; lotus's locks live on CNs)");
   }

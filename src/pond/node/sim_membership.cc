@@ -181,7 +181,13 @@ SimMembership::SimMembership(ClusterImpl& cl)
       nodes_(cl.config().cns),
       cut_(cl.config().cns, false),
       mn_crashed_(cl.config().mns, false),
+      host_cut_(std::min(cl.config().cns, cl.config().mns), false),
+      host_healed_(host_cut_.size(), 0),
       mn_slots_copied_(cl.config().mns, 0),
+      cut_waiting_since_(cl.config().cns, 0),
+      mn_crash_waiting_since_(cl.config().mns, 0),
+      cut_given_up_(cl.config().cns, false),
+      mn_crash_given_up_(cl.config().mns, false),
       queued_(cl.config().cns),
       step_aims_(cl.config().cns) {}
 
@@ -224,7 +230,9 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
         SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
-        Enqueue(node, kind);  // crash-cn, restart-cn, partition-cn, heal-cn
+        // crash-cn, restart-cn, partition-cn, heal-cn, and partition-host and heal-host, which
+        // take their turn among the faults of their CN.
+        Enqueue(node, kind);
       }
     });
   }
@@ -402,7 +410,29 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
       }
     }
     if (!was.alive || (was.leaving == is.leaving && is.alive)) continue;
-    POND_CHECK_MSG(mn_crashed_[mn], "the membership machine declared an MN that is running");
+    if (!mn_crashed_[mn]) {
+      // Only an MN cut off with its host may be declared running: nobody else could read its
+      // beat. A read that left before the heal may fail after it, so the CM may declare it a
+      // little after the heal too — never a lease after, by when its beat was read moving.
+      const bool cut = mn < host_cut_.size() &&
+                       (host_cut_[mn] ||
+                        (host_healed_[mn] != 0 && engine_.now() - host_healed_[mn] < kSimLeaseNs));
+      POND_CHECK_MSG(cut, "the membership machine declared an MN that is running");
+      if (was.alive && !was.leaving) {  // the first epoch of this declaration
+        uint64_t cut_ns = now;
+        for (const FailoverStats::Partition& p : partitions_) {
+          if (p.host && p.cn == mn) cut_ns = p.cut_ns;
+        }
+        mn_failures_.push_back(FailoverStats::MnFailure{.mn = mn, .crash_ns = cut_ns, .cut = true});
+        latest = &mn_failures_.back();
+      }
+      // Healed already: it loses its place now (not from inside the machine's put).
+      if (!host_cut_[mn]) {
+        engine_.At(engine_.now(), [this, mn, gen = generation_] {
+          if (gen == generation_) LoseMnPlace(static_cast<MnId>(mn));
+        });
+      }
+    }
     if (latest->detected_ns == 0) latest->detected_ns = now;
     if (!is.alive) latest->down_ns = now;
   }
@@ -476,8 +506,10 @@ bool SimMembership::Idle() const {
     if (config_.mns.empty()) break;
     const cluster::MnStatus& m = config_.mns[mn];
     if (mn_crashed_[mn] && m.alive) return false;
-    // Restarted: until it is let in and read like any replica.
-    if (!mn_crashed_[mn] && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
+    // Restarted: until it is let in and read like any replica. (One cut off with its host and
+    // declared stays out until the heal brings it back, as a crashed one until its restart.)
+    const bool cut = mn < host_cut_.size() && host_cut_[mn];
+    if (!mn_crashed_[mn] && !cut && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
       return false;
     }
   }
@@ -502,10 +534,11 @@ void SimMembership::RunQueue(uint16_t cn) {
       const Node& n = *nodes_[cn];
       done = ServingBesides(cn) > 0 && n.serving && !n.crashed;
       if (done) Crash(cn, /*fenced=*/false);
-    } else if (q.front() == NodeFaultKind::kPartitionCn) {
-      done = Cut(cn);
-    } else if (q.front() == NodeFaultKind::kHealCn) {
-      done = Heal(cn);
+    } else if (q.front() == NodeFaultKind::kPartitionCn ||
+               q.front() == NodeFaultKind::kPartitionHost) {
+      done = Cut(cn, q.front() == NodeFaultKind::kPartitionHost);
+    } else if (q.front() == NodeFaultKind::kHealCn || q.front() == NodeFaultKind::kHealHost) {
+      done = Heal(cn, q.front() == NodeFaultKind::kHealHost);
     } else {
       done = Restart(cn);
     }
@@ -560,20 +593,63 @@ int SimMembership::ServingBesides(uint16_t cn) const {
   return serving;
 }
 
-bool SimMembership::Cut(uint16_t cn) {
+bool SimMembership::Cut(uint16_t cn, bool host) {
   // As a crash waits (RunQueue): not the last CN serving, and only once it serves.
   const Node& n = *nodes_[cn];
   if (ServingBesides(cn) == 0 || !n.serving || n.crashed) return false;
+  // A host's MN is cut only once it is read like any replica: a restart-mn before it waits for
+  // its declaration and copy, as a crash of another MN waits (CrashMn).
+  if (host &&
+      (mn_crashed_[cn] || config_.mns.empty() || !config_.mns[cn].alive ||
+       config_.mns[cn].leaving || config_.mns[cn].rejoin != cluster::MnStatus::Rejoin::kNone)) {
+    return false;
+  }
+  // The cut leaves CN `cn` away until it fences and is declared, and a CM declares a CN only
+  // once it has read enough MNs (CnMembership::Declarable): it waits until the MNs out — its own
+  // MN too, for a host — are few enough for that. A schedule's check counts an MN up from its
+  // restart-mn, but here it stays unread until its copy ends: cut then, with another MN out too,
+  // no CN down would ever be declared, nor its locks released (fault seeds 73, 142 and 166).
+  if (!Survives(MnsOut() + (host ? 1 : 0), /*cn_away=*/true)) {
+    if (!GiveUp(&cut_waiting_since_[cn])) return false;
+    cut_given_up_[cn] = true;  // and its heal comes to nothing
+    return true;
+  }
+  cut_waiting_since_[cn] = 0;
   cut_[cn] = true;
-  cl_.sim_fabric_->PartitionCn(cn);
-  partitions_.push_back(FailoverStats::Partition{cn, engine_.now() - base_ns_});
+  FailoverStats::Partition p{cn, engine_.now() - base_ns_};
+  if (host) {
+    // Its MN keeps running, its CPU beating into a lease page that nobody else can read now; its
+    // memory stays, and only CN `cn` reaches it.
+    POND_CHECK(!mn_crashed_[cn]);
+    host_cut_[cn] = true;
+    cl_.sim_fabric_->PartitionHost(cn);
+    p.host = true;
+  } else {
+    cl_.sim_fabric_->PartitionCn(cn);
+  }
+  partitions_.push_back(p);
   return true;
 }
 
-bool SimMembership::Heal(uint16_t cn) {
+bool SimMembership::Heal(uint16_t cn, bool host) {
+  if (cut_given_up_[cn]) {  // its partition never happened
+    cut_given_up_[cn] = false;
+    return true;
+  }
+  if (host && host_cut_[cn]) {
+    host_cut_[cn] = false;
+    host_healed_[cn] = engine_.now();
+    cl_.sim_fabric_->HealHost(cn);
+    // Declared meanwhile (its beat unread for a lease): the cluster has given its place up, and
+    // its memory is what its replicas held when nobody could write it any more. It comes back as
+    // a restarted MN, blank, rejoining. Never declared: it goes on as if nothing happened.
+    if (!config_.mns.empty() && (!config_.mns[cn].alive || config_.mns[cn].leaving)) {
+      LoseMnPlace(static_cast<MnId>(cn));
+    }
+  }
   if (cut_[cn]) {
     cut_[cn] = false;
-    cl_.sim_fabric_->HealCn(cn);
+    if (!host) cl_.sim_fabric_->HealCn(cn);
     for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
       if (it->cn != cn) continue;
       it->healed_ns = engine_.now() - base_ns_;
@@ -658,32 +734,48 @@ void SimMembership::SetCoordinationDown(bool down) {
 }
 
 void SimMembership::CrashMn(MnId mn) {
-  // One that would leave a group with no full copy — more than R - 1 MNs down or not read
-  // again yet — waits until a rejoining MN is read like any replica (the schedule's check,
-  // node_faults.cc, counts only crashes and restarts; a restart's copy takes the time it takes).
-  int unreadable = 0;
-  for (MnId m = 0; m < mn_crashed_.size(); m++) {
-    const bool readable =
-        !mn_crashed_[m] &&
-        (config_.mns.empty() ||
-         (config_.mns[m].alive && config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
-    unreadable += !readable;
-  }
-  if (unreadable + 1 > cl_.config().replication - 1) {
+  // One whose place a host cut lost waits for that restart first.
+  if (mn_crashed_[mn]) {
     RetryMnFault(mn, &SimMembership::CrashMn);
     return;
   }
-  POND_CHECK(!mn_crashed_[mn]);
+  // One that would leave more MNs out than the cluster survives — more than R - 1 (a group with
+  // no full copy), or, with a CN down or cut off or the service down, more than a CM can declare
+  // a CN or a CN renew its lease without — waits until a rejoining MN is read like any replica
+  // (the schedule's check, node_faults.cc, counts only crashes and restarts; a restart's copy
+  // takes the time it takes), or a CN is back. Bounded as a cut's wait is (Cut).
+  if (!Survives(MnsOut() + 1, CnAway())) {
+    if (GiveUp(&mn_crash_waiting_since_[mn])) {
+      mn_crash_given_up_[mn] = true;  // and its restart-mn comes to nothing
+    } else {
+      RetryMnFault(mn, &SimMembership::CrashMn);
+    }
+    return;
+  }
+  mn_crash_waiting_since_[mn] = 0;
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
   mn_failures_.push_back(FailoverStats::MnFailure{mn, engine_.now() - base_ns_});
+}
+
+void SimMembership::LoseMnPlace(MnId mn) {
+  if (mn_crashed_[mn]) return;
+  mn_crash_given_up_[mn] = false;  // an older crash-mn's, whose restart-mn never came
+  // As a crash: nothing reaches it any more, and its memory is gone (it has no place to keep).
+  mn_crashed_[mn] = true;
+  cl_.sim_fabric_->CrashMn(mn);
+  RestartMn(mn);
 }
 
 void SimMembership::RestartMn(MnId mn) {
   // As an MN daemon does: not before its failure is declared (the configuration names it down,
   // so no CN writes its memory any more), then blank memory laid out from the catalog, its beat,
   // and its request to rejoin as the next incarnation — tried again while the coordination
-  // service is down.
+  // service is down. One whose crash-mn was given up (CrashMn) is running: nothing to do.
+  if (mn_crash_given_up_[mn] && !mn_crashed_[mn]) {
+    mn_crash_given_up_[mn] = false;
+    return;
+  }
   const bool declared = !config_.mns.empty() && !config_.mns[mn].alive;
   Status asked = Status::Ok();
   if (declared) {
@@ -708,6 +800,51 @@ void SimMembership::RestartMn(MnId mn) {
   RetryMnFault(mn, &SimMembership::RestartMn);
 }
 
+int SimMembership::MnsOut() const {
+  int out = 0;
+  for (MnId m = 0; m < mn_crashed_.size(); m++) {
+    const bool cut = m < host_cut_.size() && host_cut_[m];
+    const bool readable =
+        !mn_crashed_[m] && !cut &&
+        (config_.mns.empty() || (config_.mns[m].alive && !config_.mns[m].leaving &&
+                                 config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
+    out += !readable;
+  }
+  return out;
+}
+
+bool SimMembership::Survives(int mns_out, bool cn_away) const {
+  // The limits a schedule is checked against (ValidateNodeFaults, sim::FaultLimits): R - 1 MNs
+  // out, each group keeping a copy; and with a CN to declare, or without the service, MNs less
+  // LeaseQuorum: a CM declares a CN only once it has read mns - LeaseQuorum + 1 MNs, and a CN
+  // renews its lease without the service only on LeaseQuorum MNs' beats (docs/recovery.md
+  // "Fencing").
+  const ClusterConfig& c = cl_.config();
+  int most = c.replication - 1;
+  if (cn_away || store_->down) {
+    most = std::min(most, std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
+  }
+  return mns_out <= most;
+}
+
+bool SimMembership::CnAway() const {
+  for (uint16_t cn = 0; cn < nodes_.size(); cn++) {
+    if (cut_[cn] || IsCrashed(cn)) return true;
+  }
+  return false;
+}
+
+bool SimMembership::GiveUp(uint64_t* since) {
+  // Bounded: an MN whose copy never ends, or a CN never back, must not hold the run (and the
+  // faults queued behind it) for good; given up, the fault never happens, and is counted.
+  const uint64_t now = std::max<uint64_t>(engine_.now(), 1);
+  if (*since == 0) *since = now;
+  if (now - *since < kMnsOutWaitNsMax) return false;
+  *since = 0;
+  faults_given_up_++;
+  return true;
+}
+
 void SimMembership::RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId)) {
   // Counted while it waits, so that a run does not end with a fault of its schedule not done.
   mn_faults_waiting_++;
@@ -727,6 +864,7 @@ FailoverStats SimMembership::Stats() const {
   s.faults_not_reached = faults_not_reached_;
   for (int i = 0; i < kCommitSteps; i++) s.step_crashes[i] = step_crashes_[i];
   s.step_crashes_unaimed = step_crashes_unaimed_;
+  s.faults_given_up = faults_given_up_;
   s.config_puts = base_.puts();
   s.unknown_calls = unknown_calls_;
   s.tso_host = config_.tso_host;

@@ -23,6 +23,10 @@
 //   - partition-cn cuts the CN off from the other CNs and from the coordination service, not
 //     from the memory pool; the machines' reports in the lease pages make it fence itself, and
 //     heal-cn brings it back (a restart if it fenced).
+//   - partition-host cuts CN N and MN N off together (scripts/hosts.sh's host N): CN N as by
+//     partition-cn and reaching MN N alone, MN N running but reached by nobody else. The CM
+//     declares MN N; CN N fences by the lease rule before anyone declares it. heal-host brings
+//     both back: CN N as heal-cn does, MN N — if declared meanwhile — as restart-mn does, blank.
 //
 // Thread rules: the simulator's thread only.
 #pragma once
@@ -50,6 +54,13 @@ class ClusterImpl;
 // The machine's lease in the simulator: 2 ms, within FaRM's 5-10 ms on a slower network, and the
 // lease every recovery figure of docs/perf.md was measured with.
 inline constexpr uint64_t kSimLeaseNs = 2'000'000;
+
+// How long a host cut lasts at least before its heal-host, and how long after a restart-coord
+// (sim::FaultLimits::host_heal_after_ns): MN N must be declared before its host heals, since a
+// commit whose write to it went unanswered waits for that (docs/recovery.md). A declaration takes
+// a lease of MN N's beat unmoved, and if CN N was the CM, first a lease of CN N beatless before
+// the next CN takes over: four leases leave a margin over both.
+inline constexpr uint64_t kSimHostHealAfterNs = 4 * kSimLeaseNs;
 
 class SimMembership final : public SimFaults {
  public:
@@ -95,14 +106,29 @@ class SimMembership final : public SimFaults {
   void Crash(uint16_t cn, bool fenced);
   // False if it must wait.
   bool Restart(uint16_t cn);
-  bool Cut(uint16_t cn);
-  bool Heal(uint16_t cn);
+  // partition-cn and heal-cn, or with `host` partition-host and heal-host (MN `cn` too).
+  bool Cut(uint16_t cn, bool host);
+  bool Heal(uint16_t cn, bool host);
+  // MN `mn`, running but declared while its host was cut off, loses its place: its memory is
+  // gone, as a crashed MN's, and it comes back as restart-mn brings one (docs/recovery.md
+  // "Partitions and fencing").
+  void LoseMnPlace(MnId mn);
   void CrashMn(MnId mn);
   void RestartMn(MnId mn);
   // Tries `fault` of MN `mn` again a little later (it could not happen yet).
   void RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId));
   // crash-coord (true) and restart-coord (false).
   void SetCoordinationDown(bool down);
+  // MNs no CN reads like any replica now: crashed, cut off with their host, declared, leaving,
+  // or restarted and not read again yet.
+  int MnsOut() const;
+  // Whether the cluster survives `mns_out` such MNs, with (`cn_away`) or without a CN down or cut
+  // off besides: the counts of sim::FaultLimits (bench/run_faults.cc's LimitsOf).
+  bool Survives(int mns_out, bool cn_away) const;
+  bool CnAway() const;
+  // A fault that waits for Survives, first found waiting at *since (0: not waiting): false
+  // while it may wait on, true once it has waited kMnsOutWaitNsMax (it is given up, counted).
+  bool GiveUp(uint64_t* since);
 
   ClusterImpl& cl_;
   sim::Engine& engine_;
@@ -126,7 +152,14 @@ class SimMembership final : public SimFaults {
   std::vector<bool> cut_;  // by CN: partitioned now
   std::vector<FailoverStats::Partition> partitions_;
   std::vector<bool> mn_crashed_;
+  std::vector<bool> host_cut_;         // by host (CN n with MN n): cut off by partition-host now
+  std::vector<uint64_t> host_healed_;  // by host: engine time of its last heal-host (0: none)
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
+  // Waits for Survives (engine time first found waiting; 0: none), and the faults given up, whose
+  // heal (by CN) or restart-mn (by MN) comes to nothing.
+  std::vector<uint64_t> cut_waiting_since_, mn_crash_waiting_since_;
+  std::vector<bool> cut_given_up_, mn_crash_given_up_;
+  uint64_t faults_given_up_ = 0;
   int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;

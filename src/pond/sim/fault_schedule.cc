@@ -11,8 +11,8 @@ namespace pond::sim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
-    "crash-cn",     "restart-cn", "crash-mn",    "restart-mn",
-    "partition-cn", "heal-cn",    "crash-coord", "restart-coord"};
+    "crash-cn", "restart-cn",  "crash-mn",      "restart-mn",     "partition-cn",
+    "heal-cn",  "crash-coord", "restart-coord", "partition-host", "heal-host"};
 
 constexpr std::array<std::string_view, kFaultStepCount> kStepNames = {
     "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
@@ -23,7 +23,7 @@ constexpr std::string_view kItemForms =
     "drop:P, duplicate:P, delay:P@MIN-MAX or jitter:TIME";
 constexpr std::string_view kAllKinds =
     "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, crash-coord, "
-    "restart-coord, drop, duplicate, delay, jitter";
+    "restart-coord, partition-host, heal-host, drop, duplicate, delay, jitter";
 
 struct Unit {
   std::string_view name;
@@ -271,6 +271,7 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
 }
 
 enum class NodeState : unsigned char { kUp, kDown, kPartitioned };
+constexpr std::array<std::string_view, 3> kStateNames = {"up", "down", "partitioned"};
 
 const std::string* FindReason(const std::vector<std::pair<FaultKind, std::string>>& v,
                               FaultKind k) {
@@ -286,13 +287,6 @@ const std::string* FindReason(const std::vector<std::pair<uint16_t, std::string>
     if (n == node) return &reason;
   }
   return nullptr;
-}
-
-// Draws a time in [a, b], a multiple of `grain` if [a, b] holds one, else a.
-uint64_t DrawTime(Rng& rng, uint64_t a, uint64_t b, uint64_t grain) {
-  uint64_t first = (a + grain - 1) / grain * grain, last = b / grain * grain;
-  if (first > last) return a;
-  return first + rng.Uniform((last - first) / grain + 1) * grain;
 }
 
 }  // namespace
@@ -311,6 +305,10 @@ std::string_view FaultStepName(FaultStep step) {
 
 bool IsCoordFault(FaultKind kind) {
   return kind == FaultKind::kCrashCoord || kind == FaultKind::kRestartCoord;
+}
+
+bool IsHostFault(FaultKind kind) {
+  return kind == FaultKind::kPartitionHost || kind == FaultKind::kHealHost;
 }
 
 bool IsCnFault(FaultKind kind) {
@@ -348,6 +346,11 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   FaultEvent coord_crash{};
   int mns_out = 0;   // while the service is down: MNs down, and those restarted since it went
   int cns_away = 0;  // CNs down or partitioned
+  // By host: cut by partition-host (its CN and MN both partitioned, healed only together).
+  std::vector<bool> host_cut(std::min(limits.cns, limits.mns), false);
+  std::vector<FaultEvent> host_cut_by(host_cut.size());  // its partition-host, while cut
+  FaultEvent coord_restart{};                            // the last restart-coord, if any
+  bool coord_restarted = false;
   auto quorum_limit = [&](int out, const char* when) {
     return std::to_string(out) + " MNs down while " + when + ", more than the " +
            std::to_string(limits.max_mns_down_quorum) +
@@ -376,15 +379,25 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
                     (crash ? "up" : "down"));
       }
       coord_down = crash;
-      coord_crash = e;
+      (crash ? coord_crash : coord_restart) = e;
+      coord_restarted |= !crash;
       mns_out = mns_down;
       if (crash && mns_out > limits.max_mns_down_quorum) {
         return fail(quorum_limit(mns_out, "the coordination service is down"));
       }
       continue;
     }
-    const uint16_t count = is_cn ? limits.cns : limits.mns;
+    const bool is_host = IsHostFault(e.kind);
+    const uint16_t count = is_host ? std::min(limits.cns, limits.mns)
+                           : is_cn ? limits.cns
+                                   : limits.mns;
     if (e.node >= count) {
+      if (is_host) {
+        return fail("no host " + std::to_string(e.node) +
+                    " (host N is CN N with MN N: the cluster has " + std::to_string(limits.cns) +
+                    " CNs and " + std::to_string(limits.mns) + " MNs, so hosts 0 to " +
+                    std::to_string(count - 1) + ")");
+      }
       return fail("no " + who + " (the cluster has " + std::to_string(count) +
                   (is_cn ? " CNs" : " MNs") + ")");
     }
@@ -396,10 +409,74 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
     if (limits.horizon_ns != 0 && e.at_ns >= limits.horizon_ns) {
       return fail("at or after the end of the run (" + FormatTime(limits.horizon_ns) + ")");
     }
-    if (e.kind == FaultKind::kCrashCn || e.kind == FaultKind::kPartitionCn) {
+    if (e.kind == FaultKind::kCrashCn || e.kind == FaultKind::kPartitionCn ||
+        e.kind == FaultKind::kPartitionHost) {
       if (const std::string* why = FindReason(limits.protected_cns, e.node)) {
-        return fail(who + " may not be crashed or partitioned: " + *why);
+        return fail("CN " + std::to_string(e.node) + " may not be crashed or partitioned: " + *why);
       }
+    }
+    if (is_host) {
+      // Both of the host's nodes move together: up to partitioned and back. Its CN then counts
+      // as a partitioned CN and its MN as an MN down (nobody else reaches it, and the CM will
+      // declare it), for every count below.
+      const std::string h = std::to_string(e.node);
+      const bool cut = e.kind == FaultKind::kPartitionHost;
+      if (cut) {
+        for (const auto& [states, kind] : {std::pair{&cn, "CN "}, std::pair{&mn, "MN "}}) {
+          const NodeState st = (*states)[e.node];
+          if (st != NodeState::kUp) {
+            return fail(kind + h + " is " + std::string(kStateNames[static_cast<size_t>(st)]) +
+                        ", and partition-host needs both nodes of host " + h + " up");
+          }
+        }
+      } else if (!host_cut[e.node]) {
+        return fail("host " + h +
+                    " is not cut off, and heal-host needs it partitioned by "
+                    "partition-host");
+      } else if (limits.host_heal_after_ns != 0) {
+        const std::string why = "; MN " + h +
+                                " must be declared before its host heals: a commit that wrote "
+                                "to it waits for that (docs/recovery.md)";
+        if (coord_down) {
+          return fail("the coordination service is down, and without it MN " + h +
+                      " cannot be declared" + why);
+        }
+        for (const FaultEvent* since :
+             {&host_cut_by[e.node], coord_restarted ? &coord_restart : nullptr}) {
+          if (since == nullptr || e.at_ns - since->at_ns >= limits.host_heal_after_ns) continue;
+          return fail("only " + FormatTime(e.at_ns - since->at_ns) + " after " +
+                      FormatEvent(*since) + ", sooner than the " +
+                      FormatTime(limits.host_heal_after_ns) +
+                      " the cluster may take to declare MN " + h + why);
+        }
+      }
+      host_cut[e.node] = cut;
+      host_cut_by[e.node] = e;
+      cn[e.node] = mn[e.node] = cut ? NodeState::kPartitioned : NodeState::kUp;
+      cns_away += cut ? 1 : -1;
+      cns_up += cut ? -1 : 1;
+      mns_down += cut ? 1 : -1;
+      if (!cut) continue;
+      if (mns_down > limits.max_mns_down) {
+        return fail("leaves " + std::to_string(mns_down) + " MNs down (a cut host's counts), " +
+                    "more than the " + std::to_string(limits.max_mns_down) +
+                    " the cluster survives");
+      }
+      if (mns_down > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
+      }
+      if (coord_down && ++mns_out > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_out, "the coordination service is down"));
+      }
+      if (cns_up < limits.min_cns_up) {
+        return fail("leaves " + std::to_string(cns_up) +
+                    " CNs up and unpartitioned, fewer than the " +
+                    std::to_string(limits.min_cns_up) + " the cluster needs");
+      }
+      continue;
+    }
+    if (e.kind == FaultKind::kHealCn && host_cut[e.node]) {
+      return fail(who + " is cut off with its host, and only heal-host heals it");
     }
     NodeState& st = is_cn ? cn[e.node] : mn[e.node];
     NodeState from = NodeState::kUp, to = NodeState::kDown;
@@ -420,11 +497,12 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
         break;
       case FaultKind::kCrashCoord:
       case FaultKind::kRestartCoord:
-        assert(false);  // handled above: they name no node
+      case FaultKind::kPartitionHost:
+      case FaultKind::kHealHost:
+        assert(false);  // handled above: they name no node, or two
         break;
     }
     if (st != from) {
-      static constexpr std::array<std::string_view, 3> kStateNames = {"up", "down", "partitioned"};
       return fail(who + " is " + std::string(kStateNames[static_cast<size_t>(st)]) + ", and " +
                   std::string(FaultKindName(e.kind)) + " needs it " + std::string(needs));
     }
@@ -496,107 +574,6 @@ bool operator==(const FaultSchedule& a, const FaultSchedule& b) {
          x.delay_probability == y.delay_probability &&
          x.delay_distribution == y.delay_distribution && x.delay_ns_min == y.delay_ns_min &&
          x.delay_ns_max == y.delay_ns_max && x.delay_ns_mean == y.delay_ns_mean;
-}
-
-FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
-  // Bounds on the draw (STYLE.md item 4): a draw that breaks a limit is redrawn this often.
-  constexpr int kAttemptsMax = 8;
-  constexpr int kCnCrashesMax = 4;
-  constexpr uint64_t kGapNsMin = 1'000'000, kGapNsMax = 10'000'000;  // crash to restart
-  constexpr uint64_t kRateStepsMax = 100;  // message-fault rates in steps of 0.01%, up to 1%
-  constexpr uint64_t kDelayUsMin = 1, kDelayUsMax = 200;
-  constexpr uint64_t kJitterUsMax = 4;
-
-  const uint64_t horizon = std::min(
-      limits.horizon_ns != 0 ? limits.horizon_ns : kRandomFaultHorizonNsDefault, kFaultTimeNsLimit);
-  const uint64_t lo = horizon / 10, hi = horizon * 9 / 10;  // no overflow: horizon <= 10 s
-  const uint64_t span = hi - lo;
-  // Whole microseconds keep the printed spec short, unless the window is too small for them.
-  const uint64_t grain = span >= 1'000'000 ? 1'000 : 1;
-  const uint64_t gap_max = std::min(kGapNsMax, span / 2), gap_min = std::min(kGapNsMin, gap_max);
-  auto refused = [&](FaultKind k) { return FindReason(limits.refused, k) != nullptr; };
-
-  FaultSchedule s;
-  // Adds `first` on `node` and, if `second_too`, `second` a gap later, if the result still
-  // validates; redraws the node and times a bounded number of times.
-  auto try_pair = [&](Rng& r, FaultKind first, FaultKind second, bool second_too,
-                      const std::vector<uint16_t>& nodes) {
-    if (nodes.empty()) return;
-    for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
-      uint16_t node = nodes[r.Uniform(nodes.size())];
-      uint64_t gap = DrawTime(r, gap_min, gap_max, grain);
-      uint64_t at = DrawTime(r, lo, hi - gap, grain);
-      FaultSchedule c = s;
-      c.events.push_back({first, node, at});
-      if (second_too) c.events.push_back({second, node, at + gap});
-      std::stable_sort(c.events.begin(), c.events.end(),
-                       [](const FaultEvent& a, const FaultEvent& b) { return a.at_ns < b.at_ns; });
-      if (c.Validate(limits).ok()) {
-        s = std::move(c);
-        return;
-      }
-    }
-  };
-
-  std::vector<uint16_t> cns, mns;
-  for (uint16_t n = 0; n < limits.cns; n++) {
-    if (FindReason(limits.protected_cns, n) == nullptr) cns.push_back(n);
-  }
-  for (uint16_t n = 0; n < limits.mns; n++) mns.push_back(n);
-
-  // Each part draws from its own stream, forked in a fixed order, so that refusing a kind (or a
-  // redraw in one part) leaves the other parts' streams as they were; the limits may still refuse
-  // what they draw (a partition beside crashes that already left few CNs up).
-  Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
-      message_rng = rng.Fork(), step_rng = rng.Fork(), coord_rng = rng.Fork();
-  if (!refused(FaultKind::kCrashCn)) {
-    const int crashes = 1 + static_cast<int>(crash_rng.Uniform(kCnCrashesMax));
-    for (int i = 0; i < crashes; i++) {
-      bool restart = crash_rng.Uniform(4) != 0;  // one crash in four stays down
-      try_pair(crash_rng, FaultKind::kCrashCn, FaultKind::kRestartCn,
-               restart && !refused(FaultKind::kRestartCn), cns);
-    }
-  }
-  if (!refused(FaultKind::kPartitionCn) && partition_rng.Chance(0.5)) {
-    bool heal = partition_rng.Uniform(4) != 0;
-    try_pair(partition_rng, FaultKind::kPartitionCn, FaultKind::kHealCn,
-             heal && !refused(FaultKind::kHealCn), cns);
-  }
-  if (!refused(FaultKind::kCrashMn) && limits.max_mns_down >= 1 && mn_rng.Chance(0.5)) {
-    try_pair(mn_rng, FaultKind::kCrashMn, FaultKind::kRestartMn, !refused(FaultKind::kRestartMn),
-             mns);
-  }
-
-  // The coordination service: an outage with chance 1/2, always ended (Validate).
-  if (!refused(FaultKind::kCrashCoord) && !refused(FaultKind::kRestartCoord) &&
-      coord_rng.Chance(0.5)) {
-    try_pair(coord_rng, FaultKind::kCrashCoord, FaultKind::kRestartCoord, true, {0});
-  }
-
-  auto rate = [&message_rng] {
-    bool on = message_rng.Chance(0.5);
-    double p = static_cast<double>(1 + message_rng.Uniform(kRateStepsMax)) / 10'000;
-    return on ? p : 0.0;
-  };
-  s.messages.drop_probability = rate();
-  s.messages.duplicate_probability = rate();
-  s.messages.delay_probability = rate();
-  uint64_t d_min = kDelayUsMin + message_rng.Uniform(kDelayUsMax - kDelayUsMin + 1);
-  uint64_t d_max = d_min + message_rng.Uniform(kDelayUsMax - d_min + 1);
-  if (s.messages.delay_probability > 0) {
-    s.messages.delay_ns_min = d_min * 1'000;
-    s.messages.delay_ns_max = d_max * 1'000;
-  }
-  // Half the CN crashes are aimed at a commit step, drawn evenly, so that every step's window
-  // is hit on purpose over a few seeds rather than by chance; and with chance 1/2 one-sided
-  // batches are jittered, so batches to different MNs land in every order.
-  for (FaultEvent& e : s.events) {
-    if (e.kind != FaultKind::kCrashCn || !step_rng.Chance(0.5)) continue;
-    e.step = static_cast<FaultStep>(1 + step_rng.Uniform(kFaultStepCount - 1));
-  }
-  if (step_rng.Chance(0.5)) s.jitter_ns = (1 + step_rng.Uniform(kJitterUsMax)) * 1'000;
-  assert(s.Validate(limits).ok());
-  return s;
 }
 
 }  // namespace pond::sim

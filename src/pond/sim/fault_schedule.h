@@ -53,8 +53,13 @@ enum class FaultKind : unsigned char {
   kHealCn,        // its links come back
   kCrashCoord,    // the coordination service stops answering (no node: there is one)
   kRestartCoord,  // it answers again, holding what it held
+  // Host N is CN N with MN N (scripts/hosts.sh): its link goes down. CN N is cut as by
+  // kPartitionCn and its one-sided ops reach MN N alone; nobody else's reach MN N, which keeps
+  // running with its memory. Counted as a CN partition and as an MN down.
+  kPartitionHost,
+  kHealHost,  // its link comes back
 };
-inline constexpr int kFaultKindCount = 8;
+inline constexpr int kFaultKindCount = 10;
 
 // The kind's spec word, e.g. "crash-cn".
 std::string_view FaultKindName(FaultKind kind);
@@ -62,6 +67,8 @@ std::string_view FaultKindName(FaultKind kind);
 bool IsCnFault(FaultKind kind);
 // True for crash-coord and restart-coord, which name no node (`crash-coord@TIME`).
 bool IsCoordFault(FaultKind kind);
+// True for partition-host and heal-host, which name a host: CN N and MN N together.
+bool IsHostFault(FaultKind kind);
 
 // A point in a transaction's commit that a crash-cn may be aimed at. The schedule only carries
 // it (its spec word below); the cluster that runs the schedule says where each is in its
@@ -81,7 +88,7 @@ std::string_view FaultStepName(FaultStep step);
 
 struct FaultEvent {
   FaultKind kind;
-  uint16_t node;   // 0-based CN id or MN id, by kind; 0 for the coordination service
+  uint16_t node;   // 0-based CN, MN or host id, by kind; 0 for the coordination service
   uint64_t at_ns;  // virtual time since the start of the run
   // crash-cn only: the crash waits from at_ns for the first transaction of the CN to reach this
   // step (a bounded wait, the cluster's). Validate() places it at at_ns.
@@ -101,6 +108,12 @@ struct FaultLimits {
   // (docs/recovery.md "Fencing"): MNs less cluster::LeaseQuorum.
   uint16_t max_mns_down_quorum = UINT16_MAX;
   uint64_t horizon_ns = 0;  // every event strictly before it; 0 = no horizon
+  // The least time from a partition-host, and from a restart-coord, to a heal-host; and none
+  // while the coordination service is down. A stop-gap: a commit whose write to the cut MN went
+  // unanswered waits, holding its locks, until that MN is declared, and an MN healed before its
+  // declaration beats again and never is, so the run would not end (docs/recovery.md). The
+  // cluster says how long a declaration may take it; 0 = no minimum, and no such rule at all.
+  uint64_t host_heal_after_ns = 0;
   // Kinds this cluster cannot run yet, each with the one-line reason the user sees
   // (e.g. {kCrashMn, "MN crashes are not survived yet"}).
   std::vector<std::pair<FaultKind, std::string>> refused;
@@ -126,9 +139,12 @@ struct FaultSchedule {
   // line naming the first event (or the message faults) that cannot, and why. Walks the events in
   // order, each node in one of three states (up, down, partitioned; all up at the start): crash
   // and partition only of an up node, restart only of a down one, heal only of a partitioned
-  // one; after every event at least min_cns_up CNs up and at most max_mns_down MNs down. The
-  // coordination service, crashed, must be restarted by a later event: without it no failure is
-  // declared, and a run with one could not end.
+  // one (a host's CN and MN both, by heal-host alone); after every event at least min_cns_up CNs
+  // up and at most max_mns_down MNs down, a cut host's CN counting as partitioned and its MN as
+  // down. The coordination service, crashed, must be restarted by a later event: without it no
+  // failure is declared, and a run with one could not end. For the same reason a heal-host comes
+  // at least host_heal_after_ns after its partition-host and after the service's last restart,
+  // never while it is down.
   Status Validate(const FaultLimits& limits) const;
 
   // The canonical spec: events in order, then drop, duplicate, delay (each only if set); times
@@ -144,14 +160,17 @@ struct FaultSchedule {
 
 // A schedule drawn from `rng` within `limits`, deterministic in the rng's state. It has 1 to 4
 // CN crashes (most restarted 1 to 10 ms later; half of them aimed at a commit step, drawn
-// evenly), at most one CN partition (usually healed), at most one MN crash and restart (only if
-// max_mns_down >= 1), with chance 1/2 one outage of the coordination service (always ended 1 to
-// 10 ms later; unless refused), each message fault with chance 1/2 (drop, duplicate, delay up to
-// 1%; delays 1 us to 200 us), and with chance 1/2 jitter of one-sided batches (1 to 4 us). Every
-// event lies in [horizon/10, horizon*9/10] (horizon: limits.horizon_ns, or
-// kRandomFaultHorizonNsDefault if 0, at most kFaultTimeNsLimit). Kinds in limits.refused and
-// protected CNs are never drawn; a draw that would break a limit is redrawn a bounded number of
-// times, then left out, so a small cluster gets fewer events. The result passes Validate(limits).
+// evenly), at most one CN partition (usually healed; with chance 1/2 a host partition instead,
+// the CN cut off with the MN of its host, if an MN may be down and the cluster takes it, healed
+// no sooner than limits.host_heal_after_ns and left cut if the window has no room for that), at
+// most one MN crash and restart (only if max_mns_down >= 1), with chance 1/2 one outage of the
+// coordination service (always ended 1 to 10 ms later; unless refused), each message fault with
+// chance 1/2 (drop, duplicate, delay up to 1%; delays 1 us to 200 us), and with chance 1/2 jitter
+// of one-sided batches (1 to 4 us). Every event lies in [horizon/10, horizon*9/10] (horizon:
+// limits.horizon_ns, or kRandomFaultHorizonNsDefault if 0, at most kFaultTimeNsLimit). Kinds in
+// limits.refused and protected CNs are never drawn; a draw that would break a limit is redrawn a
+// bounded number of times, then left out, so a small cluster gets fewer events. The result passes
+// Validate(limits).
 FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits);
 
 }  // namespace pond::sim

@@ -67,9 +67,14 @@ TEST(FaultScheduleTest, ParsesTheExample) {
 
 TEST(FaultScheduleTest, ParsesEveryKind) {
   const std::vector<std::pair<std::string, FaultKind>> kinds = {
-      {"crash-cn", FaultKind::kCrashCn},         {"restart-cn", FaultKind::kRestartCn},
-      {"crash-mn", FaultKind::kCrashMn},         {"restart-mn", FaultKind::kRestartMn},
-      {"partition-cn", FaultKind::kPartitionCn}, {"heal-cn", FaultKind::kHealCn}};
+      {"crash-cn", FaultKind::kCrashCn},
+      {"restart-cn", FaultKind::kRestartCn},
+      {"crash-mn", FaultKind::kCrashMn},
+      {"restart-mn", FaultKind::kRestartMn},
+      {"partition-cn", FaultKind::kPartitionCn},
+      {"heal-cn", FaultKind::kHealCn},
+      {"partition-host", FaultKind::kPartitionHost},
+      {"heal-host", FaultKind::kHealHost}};
   ASSERT_EQ(kinds.size() + 2, static_cast<size_t>(kFaultKindCount));  // + the service's two
   for (const auto& [name, kind] : kinds) {
     FaultSchedule s = MustParse(name + ":3@7us");
@@ -77,7 +82,23 @@ TEST(FaultScheduleTest, ParsesEveryKind) {
     EXPECT_EQ(s.events[0], (FaultEvent{kind, 3, 7 * kUs})) << name;
     EXPECT_EQ(FaultKindName(kind), name);
     EXPECT_EQ(IsCnFault(kind), name.ends_with("-cn")) << name;
+    EXPECT_EQ(IsHostFault(kind), name.ends_with("-host")) << name;
   }
+}
+
+// A host is CN N with MN N: its faults name one number, and round-trip as they came.
+TEST(FaultScheduleTest, ParsesHostFaultsAndPrintsThemBack) {
+  FaultSchedule s = MustParse("heal-host:2@7500us,partition-host:2@2ms,crash-cn:1@3ms");
+  std::vector<FaultEvent> want = {{FaultKind::kPartitionHost, 2, 2 * kMs},
+                                  {FaultKind::kCrashCn, 1, 3 * kMs},
+                                  {FaultKind::kHealHost, 2, 7500 * kUs}};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.ToString(), "partition-host:2@2ms,crash-cn:1@3ms,heal-host:2@7500us");
+  EXPECT_EQ(MustParse(s.ToString()), s);
+  EXPECT_NE(ParseError("partition-host@2ms").find("missing ':'"),
+            std::string::npos);  // a host is named
+  EXPECT_NE(ParseError("heal-host:1@2ms+step=logged").find("only crash-cn may be aimed"),
+            std::string::npos);
 }
 
 // The coordination service is one: its faults name no node, and round-trip without one.
@@ -341,6 +362,127 @@ TEST(FaultScheduleTest, ValidateGivesTheCallersReasons) {
   EXPECT_TRUE(MustParse("crash-cn:1@1ms,restart-cn:1@2ms").Validate(l).ok());
 }
 
+// A host cut counts as a CN partition and as an MN down, for every count; its two nodes move
+// together, and only heal-host heals them.
+TEST(FaultScheduleTest, ValidateHoldsHostCutsToTheCnAndMnRules) {
+  FaultLimits l = Cluster(4, 3);
+  l.max_mns_down = 1;
+  EXPECT_TRUE(MustParse("partition-host:1@1ms,heal-host:1@3ms,partition-host:1@4ms,heal-host:1@5ms,"
+                        "crash-mn:1@6ms,crash-cn:1@7ms")
+                  .Validate(l)
+                  .ok());
+  EXPECT_TRUE(MustParse("partition-host:2@1ms").Validate(l).ok());  // never healed: allowed
+  struct Case {
+    std::string spec, error;
+  };
+  const std::vector<Case> cases = {
+      {"partition-host:3@1ms",
+       "--faults item 'partition-host:3@1ms': no host 3 (host N is CN N with MN N: the cluster "
+       "has 4 CNs and 3 MNs, so hosts 0 to 2)"},
+      {"heal-host:1@1ms",
+       "--faults item 'heal-host:1@1ms': host 1 is not cut off, and heal-host needs it "
+       "partitioned by partition-host"},
+      {"partition-cn:1@1ms,heal-host:1@2ms", "host 1 is not cut off"},
+      {"partition-host:1@1ms,heal-cn:1@2ms",
+       "CN 1 is cut off with its host, and only heal-host heals it"},
+      {"partition-host:1@1ms,crash-cn:1@2ms", "CN 1 is partitioned, and crash-cn needs it up"},
+      {"partition-host:1@1ms,partition-cn:1@2ms",
+       "CN 1 is partitioned, and partition-cn needs it up"},
+      {"partition-host:1@1ms,crash-mn:1@2ms", "MN 1 is partitioned, and crash-mn needs it up"},
+      {"partition-host:1@1ms,restart-mn:1@2ms",
+       "MN 1 is partitioned, and restart-mn needs it down"},
+      {"partition-host:1@1ms,partition-host:1@2ms",
+       "CN 1 is partitioned, and partition-host needs both nodes of host 1 up"},
+      {"crash-mn:1@1ms,partition-host:1@2ms",
+       "MN 1 is down, and partition-host needs both nodes of host 1 up"},
+      {"crash-cn:1@1ms,partition-host:1@2ms",
+       "CN 1 is down, and partition-host needs both nodes of host 1 up"},
+      {"crash-mn:0@1ms,partition-host:1@2ms",
+       "leaves 2 MNs down (a cut host's counts), more than the 1 the cluster survives"},
+      {"partition-host:1@1ms,crash-mn:0@2ms",
+       "leaves 2 MNs down, more than the 1 the cluster survives"},
+  };
+  for (const Case& c : cases) {
+    const std::string error = ValidateError(c.spec, l);
+    EXPECT_NE(error.find(c.error), std::string::npos) << c.spec << ": " << error;
+  }
+  // An MN down for every count: none may be, by default.
+  EXPECT_NE(ValidateError("partition-host:1@1ms", Cluster(4, 3)).find("leaves 1 MNs down"),
+            std::string::npos);
+  // The lease quorum's count, beside a CN away (the cut one itself) or an outage.
+  FaultLimits q = Cluster(4, 3);
+  q.max_mns_down = 2;
+  q.max_mns_down_quorum = 1;
+  EXPECT_NE(ValidateError("crash-mn:0@1ms,partition-host:1@2ms", q)
+                .find("2 MNs down while a CN is down or cut off, more than the 1"),
+            std::string::npos);
+  EXPECT_NE(ValidateError("crash-coord@1ms,crash-mn:0@2ms,restart-mn:0@3ms,partition-host:1@4ms,"
+                          "restart-coord@5ms",
+                          q)
+                .find("2 MNs down while the coordination service is down"),
+            std::string::npos);
+  q.max_mns_down_quorum = 0;
+  EXPECT_NE(ValidateError("partition-host:1@1ms", q)
+                .find("1 MNs down while a CN is down or cut off, more than the 0"),
+            std::string::npos);
+  // Its CN counts as partitioned.
+  FaultLimits two = Cluster(2, 2);
+  two.min_cns_up = 2;
+  two.max_mns_down = 1;
+  EXPECT_NE(ValidateError("partition-host:1@1ms", two)
+                .find("leaves 1 CNs up and unpartitioned, fewer than the 2 the cluster needs"),
+            std::string::npos);
+  // The cluster's reasons.
+  FaultLimits r = l;
+  r.protected_cns = {{0, "it hosts the timestamp oracle"}};
+  r.refused = {{FaultKind::kHealHost, "no heals here"}};
+  EXPECT_NE(ValidateError("partition-host:0@1ms", r)
+                .find("CN 0 may not be crashed or partitioned: it hosts the timestamp oracle"),
+            std::string::npos);
+  EXPECT_NE(ValidateError("partition-host:1@1ms,heal-host:1@2ms", r)
+                .find("'heal-host:1@2ms': heal-host: no heals here"),
+            std::string::npos);
+}
+
+// A cut host's MN must be declared before the heal (a commit that wrote to it waits for that):
+// the heal waits host_heal_after_ns from the cut and from the service's last restart, and never
+// comes while the service is down.
+TEST(FaultScheduleTest, ValidateHealsAHostOnlyOnceItsMnCanBeDeclared) {
+  FaultLimits l = Cluster(4, 3);
+  l.max_mns_down = 1;
+  l.host_heal_after_ns = 8 * kMs;
+  for (const char* spec :
+       {"partition-host:1@1ms,heal-host:1@9ms",
+        "crash-coord@1ms,restart-coord@2ms,partition-host:1@3ms,heal-host:1@11ms",
+        "partition-host:1@1ms,crash-coord@2ms,restart-coord@3ms,heal-host:1@11ms",
+        "partition-host:1@1ms,crash-coord@2ms,restart-coord@3ms"}) {
+    Status st = MustParse(spec).Validate(l);
+    EXPECT_TRUE(st.ok()) << spec << ": " << st.ToString();
+  }
+  const std::string why =
+      "; MN 1 must be declared before its host heals: a commit that wrote to it waits for that "
+      "(docs/recovery.md)";
+  EXPECT_EQ(ValidateError("partition-host:1@1ms,heal-host:1@8ms", l),
+            "--faults item 'heal-host:1@8ms': only 7ms after partition-host:1@1ms, sooner than "
+            "the 8ms the cluster may take to declare MN 1" +
+                why);
+  EXPECT_EQ(
+      ValidateError("partition-host:1@1ms,crash-coord@2ms,heal-host:1@20ms,restart-coord@21ms", l),
+      "--faults item 'heal-host:1@20ms': the coordination service is down, and without it "
+      "MN 1 cannot be declared" +
+          why);
+  EXPECT_EQ(
+      ValidateError("partition-host:1@1ms,crash-coord@2ms,restart-coord@5ms,heal-host:1@12ms", l),
+      "--faults item 'heal-host:1@12ms': only 7ms after restart-coord@5ms, sooner than the "
+      "8ms the cluster may take to declare MN 1" +
+          why);
+  // 0: no minimum, and a heal during an outage is the cluster's own business.
+  l.host_heal_after_ns = 0;
+  EXPECT_TRUE(MustParse("partition-host:1@1ms,crash-coord@2ms,heal-host:1@3ms,restart-coord@4ms")
+                  .Validate(l)
+                  .ok());
+}
+
 TEST(FaultScheduleTest, ValidateHoldsEventsToTheHorizonAndOrder) {
   FaultLimits l = Cluster(4, 3);
   l.horizon_ns = 10 * kMs;
@@ -421,7 +563,9 @@ std::vector<FaultLimits> SomeLimits() {
   FaultLimits l = Cluster(8, 4);
   l.max_mns_down = 1;
   l.horizon_ns = 50 * kMs;
+  l.host_heal_after_ns = 8 * kMs;
   all.push_back(l);
+  l.host_heal_after_ns = 0;
   l = Cluster(3, 3);
   l.min_cns_up = 2;
   l.horizon_ns = 10 * kMs;
@@ -480,7 +624,9 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       ASSERT_LE(s.jitter_ns, 4 * kUs);
       with_jitter += s.jitter_ns != 0;
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCn)], 4);
-      ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)], 1);
+      ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)] +
+                    counts[static_cast<int>(FaultKind::kPartitionHost)],
+                1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashMn)], 1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCoord)], 1);
       ASSERT_EQ(counts[static_cast<int>(FaultKind::kCrashCoord)],
@@ -506,6 +652,12 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       if (kind == FaultKind::kRestartCn) possible &= seen.count(FaultKind::kCrashCn) > 0;
       if (kind == FaultKind::kHealCn) possible &= seen.count(FaultKind::kPartitionCn) > 0;
       if (kind == FaultKind::kRestartMn) possible &= seen.count(FaultKind::kCrashMn) > 0;
+      // A host cut is a partition with an MN down; its CN and MN must be able to go.
+      if (IsHostFault(kind)) {
+        possible &= l.cns > l.min_cns_up && l.max_mns_down >= 1 && l.mns >= 1;
+        for (const auto& [r, why] : l.refused) possible &= r != FaultKind::kPartitionCn;
+      }
+      if (kind == FaultKind::kHealHost) possible &= seen.count(FaultKind::kPartitionHost) > 0;
       EXPECT_EQ(seen.count(kind) > 0, possible) << "limits " << li << " " << FaultKindName(kind);
     }
     // Where CN crashes are drawn, every step is aimed at somewhere in 1000 draws.
@@ -566,8 +718,11 @@ TEST(FaultScheduleTest, RefusingOneKindLeavesTheOtherDrawsAlone) {
   FaultLimits all = Cluster(6, 3), no_partition;
   all.max_mns_down = 1;
   all.horizon_ns = 20 * kMs;
+  // A host cut counts as an MN down, and so may leave no room for the MN crash: compare draws
+  // without them.
+  all.refused = {{FaultKind::kPartitionHost, "no"}};
   no_partition = all;
-  no_partition.refused = {{FaultKind::kPartitionCn, "no"}};
+  no_partition.refused.push_back({FaultKind::kPartitionCn, "no"});
   for (uint64_t seed = 1; seed <= 50; seed++) {
     Rng a(seed), b(seed);
     FaultSchedule x = RandomSchedule(a, all), y = RandomSchedule(b, no_partition);
@@ -578,6 +733,94 @@ TEST(FaultScheduleTest, RefusingOneKindLeavesTheOtherDrawsAlone) {
     // changes nothing else.
     EXPECT_EQ(x, y) << seed << ": " << x.ToString() << " vs " << y.ToString();
   }
+}
+
+// Half the partitions drawn where an MN may be down cut a whole host; refused, every partition
+// is a CN's alone, drawn as before host cuts existed (the coin has a stream of its own).
+TEST(FaultScheduleTest, HalfThePartitionsCutAHostWhereAnMnMayBeDown) {
+  FaultLimits l = Cluster(6, 3);
+  l.max_mns_down = 1;
+  l.horizon_ns = 20 * kMs;
+  l.protected_cns = {{0, "no"}};
+  FaultLimits no_host = l;
+  no_host.refused = {{FaultKind::kPartitionHost, "no"}};
+  int host = 0, cn = 0, healed = 0;
+  for (uint64_t seed = 1; seed <= 1000; seed++) {
+    Rng a(seed), b(seed);
+    FaultSchedule s = RandomSchedule(a, l);
+    for (const FaultEvent& e : s.events) {
+      if (e.kind == FaultKind::kPartitionHost) {
+        host++;
+        ASSERT_NE(e.node, 0) << s.ToString();  // its CN is protected
+        ASSERT_LT(e.node, 3) << s.ToString();  // a host has an MN
+      }
+      cn += e.kind == FaultKind::kPartitionCn;
+      healed += e.kind == FaultKind::kHealHost;
+    }
+    for (const FaultEvent& e : RandomSchedule(b, no_host).events) {
+      ASSERT_NE(e.kind, FaultKind::kPartitionHost);
+      ASSERT_NE(e.kind, FaultKind::kHealHost);
+    }
+  }
+  // Half of 1000 draw a partition; half of those a host (less what the limits refuse beside a
+  // crashed MN, which fall back to the CN alone); three in four are healed.
+  EXPECT_GT(host, 150);
+  EXPECT_LT(host, 300);
+  EXPECT_GT(cn, 200);
+  EXPECT_GT(healed, host / 2);
+  EXPECT_LT(healed, host);
+  // Without MNs that may be down, no host is ever cut.
+  FaultLimits none = l;
+  none.max_mns_down = 0;
+  for (uint64_t seed = 1; seed <= 200; seed++) {
+    Rng r(seed);
+    for (const FaultEvent& e : RandomSchedule(r, none).events) {
+      ASSERT_NE(e.kind, FaultKind::kPartitionHost);
+    }
+  }
+}
+
+// A host cut is healed no sooner than host_heal_after_ns (the gap drawn from what is left of the
+// usual range), or left cut where the window has no room for that; the CN crashes, message
+// faults, steps and jitter draw from their own streams as without the limit.
+TEST(FaultScheduleTest, RandomHostCutsHealNoSoonerThanTheLimitSays) {
+  FaultLimits l = Cluster(6, 3);
+  l.max_mns_down = 1;
+  l.horizon_ns = 20 * kMs;  // gaps of 1 to 8 ms
+  l.protected_cns = {{0, "no"}};
+  FaultLimits wait = l, too_long = l;
+  wait.host_heal_after_ns = 5 * kMs;
+  too_long.host_heal_after_ns = 8 * kMs + 1;
+  auto others = [](FaultSchedule s) {
+    std::erase_if(s.events, [](const FaultEvent& e) {
+      return e.kind != FaultKind::kCrashCn && e.kind != FaultKind::kRestartCn;
+    });
+    return s;
+  };
+  int cuts = 0, healed = 0, cuts_too_long = 0;
+  for (uint64_t seed = 1; seed <= 1000; seed++) {
+    Rng a(seed), b(seed), c(seed);
+    const FaultSchedule base = RandomSchedule(a, l), s = RandomSchedule(b, wait),
+                        t = RandomSchedule(c, too_long);
+    std::vector<uint64_t> cut_at(3, 0);
+    for (const FaultEvent& e : s.events) {
+      if (e.kind == FaultKind::kPartitionHost) cut_at[e.node] = e.at_ns, cuts++;
+      if (e.kind != FaultKind::kHealHost) continue;
+      healed++;
+      ASSERT_GE(e.at_ns - cut_at[e.node], 5 * kMs) << s.ToString();
+    }
+    for (const FaultEvent& e : t.events) {
+      ASSERT_NE(e.kind, FaultKind::kHealHost) << t.ToString();
+      cuts_too_long += e.kind == FaultKind::kPartitionHost;
+    }
+    EXPECT_EQ(others(s), others(base)) << seed << ": " << s.ToString() << " vs " << base.ToString();
+    EXPECT_EQ(others(t), others(base)) << seed << ": " << t.ToString() << " vs " << base.ToString();
+  }
+  // As many cuts as without the limit (the draw-rate test's bounds), three in four healed.
+  EXPECT_GT(cuts, 150);
+  EXPECT_GT(healed, cuts / 2);
+  EXPECT_LT(healed, cuts);
+  EXPECT_GT(cuts_too_long, 150);
 }
 
 }  // namespace

@@ -129,7 +129,8 @@ void AddFaultsFlag(CLI::App* cmd, std::string* spec, bool* allow_unplayed) {
   }
   cmd->add_option("--faults", *spec,
                   "fault schedule: KIND:NODE@TIME,... (kinds crash-cn, restart-cn, crash-mn, "
-                  "restart-mn, partition-cn, heal-cn; TIME like 5ms), crash-cn:NODE@[TIME+]"
+                  "restart-mn, partition-cn, heal-cn, partition-host, heal-host; TIME like 5ms), "
+                  "crash-cn:NODE@[TIME+]"
                   "step=STEP (locked, read, logged, timestamped, visible, unlocked), "
                   "crash-coord@TIME, restart-coord@TIME, drop:P, "
                   "duplicate:P, delay:P@MIN-MAX, jitter:TIME, or 'random' (drawn from the "

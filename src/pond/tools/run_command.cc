@@ -141,7 +141,7 @@ void PrintFailover(const bench::RunResult& r) {
     std::printf(
         "membership   epoch %lu, %lu configuration puts; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
-        "CNs' batches in flight %lu landed, %lu did not%s%s%s\n",
+        "CNs' batches in flight %lu landed, %lu did not%s%s%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
         static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
         static_cast<unsigned long>(f.lost_packets),
@@ -158,6 +158,12 @@ void PrintFailover(const bench::RunResult& r) {
             : "",
         f.faults_not_reached > 0
             ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
+                  .c_str()
+            : "",
+        f.faults_given_up > 0
+            ? fmt::format("; {} partitions or MN crashes given up: the cluster would not have "
+                          "survived them within {} ms",
+                          f.faults_given_up, static_cast<double>(kMnsOutWaitNsMax) / 1e6)
                   .c_str()
             : "");
     std::printf("exercised    %s\n", bench::CountExercised(f).ToString().c_str());

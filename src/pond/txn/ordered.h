@@ -62,9 +62,11 @@ inline btree::TreeSpace TreeSpaceOf(const store::TableInfo& t) {
 // failure is recovered (store::GoneHolders), and whatever it left half done is a valid tree.
 inline Status OrderedTableAllows(const std::string& table, const std::vector<NodeFault>& faults) {
   for (const NodeFault& f : faults) {
-    if (f.kind == NodeFaultKind::kCrashMn) {
+    // A host cut loses its MN's place as a crash does.
+    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost) {
       return InvalidArgument("ordered table \"" + table +
-                             "\" cannot run with MN crashes: its B+Tree is not replicated yet "
+                             "\" cannot run with MN crashes or host cuts: its B+Tree is not "
+                             "replicated yet "
                              "(CN crashes, restarts and partitions are allowed)");
     }
   }

@@ -319,11 +319,12 @@ class SimEndpoint final : public Endpoint {
   void CompleteFlush(Batch* first, Completion* c, int count, Batch* failed) {
     Status status =
         failed != nullptr && !failed->unreachable ? std::move(failed->status) : Status::Ok();
-    // An MN that crashed after a batch reached it never acknowledges it either.
+    // An MN that crashed after a batch reached it never acknowledges it either, nor one a host
+    // cut now lies between (its acknowledgement is lost on the way back).
     uint64_t unreachable = 0;
     for (Batch* r = first; r != nullptr; r = r->next) {
       if (r->unreachable || fabric_.IsMnDown(r->mn) ||
-          fabric_.MnGeneration(r->mn) != r->mn_generation) {
+          fabric_.MnGeneration(r->mn) != r->mn_generation || !fabric_.Reaches(self().cn, r->mn)) {
         unreachable |= uint64_t{1} << r->mn;
       }
       free_batches_.push_back(r);
@@ -349,7 +350,8 @@ class SimEndpoint final : public Endpoint {
     b->failed = true;
     b->unreachable = false;
     uint64_t done_ns = engine.now();
-    if (fabric_.IsMnDown(b->mn) || fabric_.MnGeneration(b->mn) != b->mn_generation) {
+    if (fabric_.IsMnDown(b->mn) || fabric_.MnGeneration(b->mn) != b->mn_generation ||
+        !fabric_.Reaches(self().cn, b->mn)) {
       b->unreachable = true;
       return done_ns + SimFabric::kMnUnreachableNs;  // nothing applied
     }
@@ -523,6 +525,18 @@ void SimFabric::PartitionCn(uint16_t cn) {
 
 void SimFabric::HealCn(uint16_t cn) {
   if (cn < cut_.size()) cut_[cn] = false;
+}
+
+void SimFabric::PartitionHost(uint16_t host) {
+  POND_CHECK(host < num_mns());
+  PartitionCn(host);
+  if (host_cut_.size() <= host) host_cut_.resize(size_t{host} + 1, false);
+  host_cut_[host] = true;
+}
+
+void SimFabric::HealHost(uint16_t host) {
+  HealCn(host);
+  if (host < host_cut_.size()) host_cut_[host] = false;
 }
 
 void SimFabric::CrashMn(MnId mn) {

@@ -92,6 +92,17 @@ class SimFabric final : public Fabric {
   void PartitionCn(uint16_t cn);
   void HealCn(uint16_t cn);
   bool IsCnPartitioned(uint16_t cn) const { return cn < cut_.size() && cut_[cn]; }
+  // Host `host` — CN `host` and MN `host` (scripts/hosts.sh) — is cut off from everyone else (a
+  // partition-host): CN `host` as by PartitionCn, and one-sided ops between the host and the
+  // rest fail as to a crashed MN (kMnUnreachableNs), both ways: CN `host`'s to every other MN,
+  // and every other CN's to MN `host`. MN `host` keeps its memory, and CN `host` reaches it.
+  void PartitionHost(uint16_t host);
+  void HealHost(uint16_t host);
+  // False while a host cut lies between CN `cn` and MN `mn`.
+  bool Reaches(uint16_t cn, MnId mn) const {
+    if (cn == mn) return true;
+    return !(cn < host_cut_.size() && host_cut_[cn]) && !(mn < host_cut_.size() && host_cut_[mn]);
+  }
   struct CrashStats {
     uint64_t dropped_packets = 0;  // to or from a crashed CN
     uint64_t landed_batches = 0;   // of a crashed CN, reached their MN
@@ -168,6 +179,7 @@ class SimFabric final : public Fabric {
   uint64_t in_flight_ = 0;
   std::vector<bool> down_;            // by CN
   std::vector<bool> cut_;             // by CN: partitioned
+  std::vector<bool> host_cut_;        // by host: cut off, its CN and MN together
   std::vector<uint16_t> generation_;  // by CN: crashes and restarts so far
   std::vector<bool> mn_down_;
   std::vector<uint16_t> mn_generation_;  // by MN: restarts so far
