@@ -53,6 +53,11 @@ struct MnStatus {
   // One more at each restart (the replacement's blank memory): a restart asks to rejoin as the
   // next one (directory.h MnJoinKey).
   uint16_t incarnation = 0;
+  // Whether every CM reads its lease page and every CN its replicas: not down, not leaving, not
+  // rejoining before it is read. At most R-1 MNs are otherwise (CnMembership::Manage).
+  bool ReadByAll() const {
+    return alive && !leaving && (rejoin == Rejoin::kNone || rejoin == Rejoin::kSwitched);
+  }
   friend bool operator==(const MnStatus&, const MnStatus&) = default;
 };
 // One epoch of the cluster's membership. Encoded as docs/formats.md "Configuration".
