@@ -28,7 +28,15 @@ struct CellRef {
   size_t record;  // index into the parsed records
   GAddr addr;     // the cell on one replica
   Cell cell;
-  bool down;   // its MN is down: neither read nor written, and it decides nothing
+  bool down;  // its MN is down: neither read nor written, and it decides nothing
+  // Its MN is not a restarted one rejoining (Placement::IsRejoining), which is read and written
+  // but decides nothing: it may hold a cell a CN that still knew it as leaving wrote into it
+  // and then skipped, knowing it down, at write-visible — the same cell overwritten since, on
+  // the replicas read, by a later commit that would be rolled back with it. Its copy replaces
+  // such a cell later, under the locks this recovery frees. The others decide as before: what
+  // a reader saw of this log's commits is on them, for a rejoining MN is read only once its
+  // copy ends, and that copy needs this log's locks.
+  bool votes;
   GAddr slot;  // the slot the cell is in
   const store::LogItem* item;
   uint64_t live_meta;  // the slot's meta once live, for an insert's rollback to write
@@ -91,7 +99,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
         GAddr slot = t->SlotAddr(mn, rep, li.bucket, li.slot);
         cells.push_back(
             CellRef{r, slot + sizeof(store::CvtHeader) + li.cell * sizeof(CvtCell), Cell{},
-                    placement.IsDown(mn), slot, &li,
+                    placement.IsDown(mn), !placement.IsRejoining(mn), slot, &li,
                     store::PackMeta(store::kSlotLive, t->id, static_cast<uint8_t>(t->versions),
                                     t->value_bytes)});
       }
@@ -151,7 +159,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
     uint64_t ts = kInvisible;
     for (size_t i = at; i < end; i++) {
       const Cell& c = cells[i].cell;
-      if (!c.valid || c.writer != tag) continue;
+      if (!cells[i].votes || !c.valid || c.writer != tag) continue;
       if (c.commit_ts == kInvisible) {
         invisible = true;
       } else if (ts == kInvisible) {
@@ -192,7 +200,9 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
       for (size_t item = at; item < end; item += reps) {
         int cv = -1;
         for (size_t i = item; i < item + reps; i++) {
-          if (cells[i].cell.valid && cells[i].cell.writer == tag) cv = cells[i].cell.cv;
+          if (cells[i].votes && cells[i].cell.valid && cells[i].cell.writer == tag) {
+            cv = cells[i].cell.cv;
+          }
         }
         if (cv < 0) continue;
         for (size_t i = item; i < item + reps; i++) {

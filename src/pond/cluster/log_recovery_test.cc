@@ -238,6 +238,36 @@ TEST_F(LogRecoveryTest, AWriteThatReachedSomeReplicasIsRolledBackOnAllAlike) {
   EXPECT_EQ(GetCell(100, a, 0, 1).commit_ts, 10u) << "the other cells stay";
 }
 
+// A restarted MN rejoining holds, until its copy ends, whatever CNs wrote into it — here
+// transaction 11's write-invisible, landed there from a CN that still knew the MN as leaving and
+// then skipped it, knowing it down, at write-visible. Transaction 11 committed on the other
+// replicas, and transaction 12 has overwritten the cell there since. That INVISIBLE cell
+// decides nothing: read with the others, it would roll transaction 11 back and empty
+// transaction 12's committed cell on every replica (fault seed 62, histories under SR). Where
+// the replicas read agree that the write is unfinished, the rejoining one is rolled back with
+// them.
+TEST_F(LogRecoveryTest, ARejoiningMnsCellsDecideNothing) {
+  store::SlotRef a = Key(100, kOld);
+  store::SlotRef b = Key(200, kOld);
+  const MnId rejoining = placement_.Replica(100, 2);
+  ASSERT_EQ(placement_.Replica(200, 2), rejoining) << "both keys' third replica";
+  placement_.SetRejoining(rejoining);
+  SetCell(100, a, 0, 0, Committed(90, store::WriterTag(3, 0, 12)));
+  SetCell(100, a, 1, 0, Committed(90, store::WriterTag(3, 0, 12)));
+  SetCell(100, a, 2, 0, Invisible(Tag(11)));
+  Log(11, {{100, a, 0}});
+  for (int r = 0; r < 3; r++) SetCell(200, b, r, 0, Invisible(Tag(13)));  // unfinished
+  Log(13, {{200, b, 0}});
+  Result<LogRecoveryStats> s = Recover();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rolled_back, 1u) << "transaction 13 alone";
+  for (int r = 0; r < 2; r++) {
+    EXPECT_EQ(GetCell(100, a, r, 0).commit_ts, 90u) << "transaction 12's commit stays";
+    EXPECT_FALSE(GetCell(200, b, r, 0).valid);
+  }
+  EXPECT_FALSE(GetCell(200, b, 2, 0).valid) << "the rejoining replica is rolled back alike";
+}
+
 TEST_F(LogRecoveryTest, RecoveryIsIdempotentAndConsumesTheLog) {
   store::SlotRef a = Key(100, kOld);
   SetCell(100, a, 0, 1, Committed(50, Tag(6), 2));

@@ -142,10 +142,12 @@ inline void ApplyMnStates(const Configuration& c, store::Placement& p) {
     const MnStatus& m = c.mns[mn];
     if (!m.alive) {
       p.SetDown(mn);
-    } else if (m.leaving || m.rejoin == R::kCopying) {
+    } else if (m.leaving) {
       p.SetJoining(mn);
+    } else if (m.rejoin == R::kCopying) {
+      p.SetRejoining(mn);
     } else if (m.rejoin == R::kFrozen || m.rejoin == R::kGated) {
-      p.SetJoining(mn);
+      p.SetRejoining(mn);
       p.SetFrozen(mn);
     } else {
       p.SetUp(mn);  // up, or back from a rejoin (a copy that follows epochs, as the simulator's)

@@ -118,7 +118,7 @@ void NodeControls::MarkDown(MnId mn) {
 }
 void NodeControls::MnJoining(MnId mn) {
   cl_.fabric().SetMnDown(mn, false);
-  ChangePlacement([mn](store::Placement& p) { p.SetJoining(mn); });
+  ChangePlacement([mn](store::Placement& p) { p.SetRejoining(mn); });
 }
 void NodeControls::MnFrozen(MnId mn) {
   ChangePlacement([mn](store::Placement& p) { p.SetFrozen(mn); });
@@ -152,7 +152,9 @@ void NodeControls::StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) {
   job->copied = CopyCounter(mn);
   CnContext& me = Me();
   job->running = static_cast<int>(me.workers.size());
-  copy_ = job;
+  // The one before for this MN, if any, stops at its next unit (its result is forgotten).
+  if (auto it = copies_.find(mn); it != copies_.end()) it->second->stop = true;
+  copies_[mn] = job;
   for (auto& w : me.workers) {
     Post(*w, [job, mn](WorkerContext& w) {
       w.sched().Spawn([](std::shared_ptr<CopyJob> job, WorkerContext* w, MnId mn) -> Task<void> {
@@ -179,15 +181,17 @@ void NodeControls::StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) {
   }
 }
 
-std::optional<Result<uint64_t>> NodeControls::CopyResult() {
-  if (copy_ == nullptr || copy_->running.load() > 0) return std::nullopt;
-  std::lock_guard lock(copy_->mu);
-  if (!copy_->error.ok()) return Result<uint64_t>(copy_->error);
-  return Result<uint64_t>(copy_->slots.load());
+std::optional<Result<uint64_t>> NodeControls::CopyResult(MnId mn) {
+  auto it = copies_.find(mn);
+  if (it == copies_.end() || it->second->running.load() > 0) return std::nullopt;
+  CopyJob& job = *it->second;
+  std::lock_guard lock(job.mu);
+  if (!job.error.ok()) return Result<uint64_t>(job.error);
+  return Result<uint64_t>(job.slots.load());
 }
 
 void NodeControls::StopCopying() {
-  if (copy_ != nullptr) copy_->stop = true;
+  for (auto& [mn, job] : copies_) job->stop = true;
 }
 
 void NodeControls::StartSync(MnId mn) {

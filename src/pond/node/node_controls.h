@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,7 @@ class NodeControls : public recovery::CnControls {
   // Copiers (one per worker, taking units from one queue) and the cursors' sync run as
   // coroutines on the workers; what they did is read here, on the machine's thread.
   void StartCopy(MnId mn, std::vector<recovery::CopyUnit> units) override;
-  std::optional<Result<uint64_t>> CopyResult() override;
+  std::optional<Result<uint64_t>> CopyResult(MnId mn) override;
   void StartSync(MnId mn) override;
   std::optional<Status> SyncResult() override;
   void SetVisibleGate(bool closed) override;
@@ -106,7 +107,8 @@ class NodeControls : public recovery::CnControls {
   void ChangePlacement(const std::function<void(store::Placement&)>& change);
 
   const bool cluster_follows_;
-  std::shared_ptr<CopyJob> copy_;
+  // By rejoining MN: its latest copy (two MNs may rejoin at once, each copied by every CN).
+  std::map<MnId, std::shared_ptr<CopyJob>> copies_;
   std::shared_ptr<SyncJob> sync_;
 };
 

@@ -87,11 +87,12 @@ class CnControls {
   virtual std::vector<uint64_t> TxnMark() = 0;
   virtual std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) = 0;
   // Copies `units` onto the rejoining `mn` from its readable replicas, on this CN's workers, in
-  // the background (each under its keys' locks: node/rereplication.h); CopyResult is nullopt
+  // the background (each under its keys' locks: node/rereplication.h); CopyResult(mn) is nullopt
   // until they are all done, then the slots copied, or the first error (Unavailable: `mn` is
-  // not rejoining any more). A new StartCopy forgets the one before.
+  // not rejoining any more). A new StartCopy for `mn` forgets the one before for `mn`; copies
+  // onto other MNs rejoining at the same time go on, each with its own result.
   virtual void StartCopy(MnId mn, std::vector<CopyUnit> units) = 0;
-  virtual std::optional<Result<uint64_t>> CopyResult() = 0;
+  virtual std::optional<Result<uint64_t>> CopyResult(MnId mn) = 0;
   // Lays out `mn`'s superblock and catalog from this CN's catalog (a replacement's memory is
   // blank), then sets its lane cursors in step with its groups' readable replicas, in the
   // background (carves for them must be frozen everywhere); SyncResult is nullopt until done.

@@ -182,11 +182,16 @@ class TestControls final : public CnControls {
   std::optional<bool> EndedSince(const std::vector<uint64_t>& mark) override {
     return mark.empty() || mark[0] <= ended_through;
   }
-  void StartCopy(MnId, std::vector<CopyUnit> units) override {
+  void StartCopy(MnId mn, std::vector<CopyUnit> units) override {
     copies.push_back(units);
+    copied_mns.push_back(mn);
     copy_result.reset();
+    copy_results.erase(mn);
   }
-  std::optional<Result<uint64_t>> CopyResult() override { return copy_result; }
+  std::optional<Result<uint64_t>> CopyResult(MnId mn) override {
+    auto it = copy_results.find(mn);
+    return it != copy_results.end() ? it->second : copy_result;
+  }
   void StartSync(MnId) override {
     syncs++;
     sync_result.reset();
@@ -236,6 +241,8 @@ class TestControls final : public CnControls {
   uint64_t marks = 0, ended_through = 0;
   std::vector<std::vector<CopyUnit>> copies;
   std::optional<Result<uint64_t>> copy_result;
+  std::vector<MnId> copied_mns;                                  // the MN of each of `copies`
+  std::map<MnId, std::optional<Result<uint64_t>>> copy_results;  // by MN, over copy_result
   int syncs = 0;
   std::optional<Status> sync_result;
   bool gate_closed = false;
@@ -1056,14 +1063,15 @@ class MnRejoinTest : public CnMembershipTest {
     mns_down_ = {2};
     mns_stopped_ = {2};
   }
-  // MN 2's replacement, blank and laid out, asks to rejoin as `incarnation`.
-  void AskToRejoin(uint16_t incarnation) {
-    mns_stopped_.erase(2);
+  // MN `mn`'s replacement (MN 2's by default), blank and laid out, asks to rejoin as
+  // `incarnation`.
+  void AskToRejoin(uint16_t incarnation, MnId mn = 2) {
+    mns_stopped_.erase(mn);
     const std::string text = std::to_string(incarnation);
     std::span<const std::byte> bytes(reinterpret_cast<const std::byte*>(text.data()), text.size());
-    EXPECT_TRUE(cluster::PutOwned(store_, cluster::MnJoinKey(kCluster, 2), bytes).ok());
+    EXPECT_TRUE(cluster::PutOwned(store_, cluster::MnJoinKey(kCluster, mn), bytes).ok());
   }
-  cluster::MnStatus::Rejoin State() const { return store_.Config().mns[2].rejoin; }
+  cluster::MnStatus::Rejoin State(MnId mn = 2) const { return store_.Config().mns[mn].rejoin; }
   bool Everyone(const std::function<bool(TestControls&)>& f) {
     for (auto& n : nodes_) {
       if (n->running && !f(*n->controls)) return false;
@@ -1148,6 +1156,40 @@ TEST_F(MnRejoinTest, SharesAreDealtAgainWhenACnFailsMidCopy) {
   node(0).controls->copy_result = Result<uint64_t>(uint64_t{1});
   node(1).controls->copy_result = Result<uint64_t>(uint64_t{1});
   ASSERT_TRUE(Until([&] { return State() == R::kFrozen; }, 20));
+}
+
+// Two MNs of three down (R = 3), both restarted: they rejoin at once, each copied by every CN,
+// and each is copied only once its own copy is done. A CN kept one copy at a time, so the second
+// StartCopy made it forget the first MN's, whose "copied" step then followed the second MN's
+// result: one MN was read with buckets never copied onto it (fault seed 155, SR and SI: 477
+// slots that disagreed, 5 commits lost).
+class TwoMnsRejoinTest : public MnRejoinTest {
+ protected:
+  TwoMnsRejoinTest() {
+    replication_ = 3;
+    mns_down_ = {1, 2};
+    mns_stopped_ = {1, 2};
+  }
+};
+
+TEST_F(TwoMnsRejoinTest, EachMnIsCopiedOnlyOnceItsOwnCopyIsDone) {
+  using R = cluster::MnStatus::Rejoin;
+  Periods(3);
+  AskToRejoin(1, 1);
+  AskToRejoin(1, 2);
+  for (auto& n : nodes_) n->controls->ended_through = 2;  // a mark per rejoin
+  auto copying_both = [](TestControls& c) {
+    return std::count(c.copied_mns.begin(), c.copied_mns.end(), 1) == 1 &&
+           std::count(c.copied_mns.begin(), c.copied_mns.end(), 2) == 1;
+  };
+  ASSERT_TRUE(Until([&] { return Everyone(copying_both); }, 20));
+  // MN 2's copy is done everywhere, MN 1's nowhere.
+  for (auto& n : nodes_) n->controls->copy_results[2] = Result<uint64_t>(uint64_t{3});
+  ASSERT_TRUE(Until([&] { return State(2) == R::kFrozen; }, 20));
+  Periods(5);
+  EXPECT_EQ(State(1), R::kCopying) << "MN 1 was copied on the word of MN 2's copy";
+  for (auto& n : nodes_) n->controls->copy_results[1] = Result<uint64_t>(uint64_t{3});
+  ASSERT_TRUE(Until([&] { return State(1) == R::kFrozen; }, 20));
 }
 
 TEST_F(MnRejoinTest, AnMnThatFailsAgainWhileRejoiningIsDownAtOnceAndMayRestartAgain) {

@@ -130,7 +130,7 @@ void MnRejoins::Progress(const cluster::Configuration& view) {
       continue;
     }
     if (p.copy_put) continue;
-    std::optional<Result<uint64_t>> r = controls_.CopyResult();
+    std::optional<Result<uint64_t>> r = controls_.CopyResult(static_cast<MnId>(mn));
     if (!r) continue;
     if (r->ok()) {
       p.copy_put = Put(mn, p, step).ok();

@@ -66,6 +66,7 @@ class Placement {
     down_ |= Bit(mn);
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
+    rejoining_ &= ~Bit(mn);
   }
   bool IsDown(MnId mn) const { return (down_.get() >> mn) & 1; }
   uint64_t down_mask() const { return down_.get(); }
@@ -74,17 +75,27 @@ class Placement {
   // replica up, but nobody reads it (it holds only what was written or copied since it came
   // back) and carves leave its cursors out (they are not yet in step). Frozen: carves for
   // every group it belongs to are refused, while its cursors are brought into step.
+  // Joining also stands for leaving (declared, written still and read no more): both are
+  // written and not read. Rejoining is the restarted one alone, whose cells until its copy ends
+  // may be anything a CN wrote into it (log recovery lets them decide nothing).
   void SetJoining(MnId mn) {
     down_ &= ~Bit(mn);
     joining_ |= Bit(mn);
+    rejoining_ &= ~Bit(mn);
+  }
+  void SetRejoining(MnId mn) {
+    SetJoining(mn);
+    rejoining_ |= Bit(mn);
   }
   void SetFrozen(MnId mn) { frozen_ |= Bit(mn); }
   void SetUp(MnId mn) {
     down_ &= ~Bit(mn);
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
+    rejoining_ &= ~Bit(mn);
   }
   bool IsJoining(MnId mn) const { return (joining_.get() >> mn) & 1; }
+  bool IsRejoining(MnId mn) const { return (rejoining_.get() >> mn) & 1; }
   bool Readable(MnId mn) const { return ((down_.get() | joining_.get()) >> mn) & 1 ? false : true; }
   uint64_t joining_mask() const { return joining_.get(); }
   // The cursors a carve uses: those of MNs up and not joining.
@@ -119,9 +130,10 @@ class Placement {
   uint16_t num_mns_;
   int replication_;
   static uint64_t Bit(MnId mn) { return uint64_t{1} << mn; }
-  MnMask down_;     // bit i: MN i is down
-  MnMask joining_;  // bit i: MN i is restarted and not yet readable
-  MnMask frozen_;   // bit i: carves for MN i's groups are refused
+  MnMask down_;       // bit i: MN i is down
+  MnMask joining_;    // bit i: MN i is restarted and not yet readable
+  MnMask frozen_;     // bit i: carves for MN i's groups are refused
+  MnMask rejoining_;  // bit i: MN i is joining as a restarted MN (not leaving)
 };
 
 }  // namespace pond::store
