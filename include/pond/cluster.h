@@ -202,6 +202,9 @@ struct ClusterStats {
   uint64_t gone_lock_words_freed = 0;
   // B+Tree node lock words left by a failed, recovered CN that workers met and took.
   uint64_t gone_tree_words_taken = 0;
+  // Commit rounds posted again to an MN that had not answered them and was not declared down (a
+  // link between hosts down for a while: MvccTxn::CommitFlush).
+  uint64_t commit_rounds_posted_again = 0;
   // Ordered tables: entries of deleted keys taken out of their B+Trees by the deleting commit,
   // and those it could not take out (an MN did not answer; the entry stays, read as absent).
   uint64_t tree_entries_removed = 0, tree_entries_kept = 0;
@@ -375,8 +378,9 @@ struct FailoverStats {
   // then, at no particular step).
   uint64_t step_crashes[kCommitSteps] = {};
   uint64_t step_crashes_unaimed = 0;
-  // Partitions (host or CN) and MN crashes given up after kMnsOutWaitNsMax: carried out, they
-  // would have left more MNs unread than the cluster survives (with their heal or restart).
+  // Partitions (host or CN), CN crashes and MN crashes given up after kMnsOutWaitNsMax: carried
+  // out, they would have left more MNs unread than the cluster survives (with their heal or
+  // restart).
   uint64_t faults_given_up = 0;
   uint64_t config_puts = 0;     // conditional puts to the coordination service
   uint64_t unknown_calls = 0;   // calls that ended Unknown: their CN failed under them

@@ -95,10 +95,11 @@ struct NodeFault {
   CommitStep step = CommitStep::kNone;
 };
 inline constexpr uint64_t kStepCrashWaitNsMax = 1'000'000;
-// The longest a simulated partition (host or CN) or crash-mn waits for the cluster to survive it
-// — for an MN that restarted to be read again, or a CN to be back — before it is given up, never
-// carried out (FailoverStats::faults_given_up): a schedule's check counts a restarted MN up from
-// its restart, the simulator only once its copy ends (docs/recovery.md "Partitions and fencing").
+// The longest a simulated partition (host or CN), crash-cn or crash-mn waits for the cluster to
+// survive it — for an MN that restarted to be read again, or a CN to be back — before it is given
+// up, never carried out (FailoverStats::faults_given_up): a schedule's check counts a restarted
+// MN up from its restart, the simulator only once its copy ends (docs/recovery.md "Partitions and
+// fencing").
 // Far above a copy's length: one of the fault seeds' 72,610 slots takes 170 ms of virtual time.
 inline constexpr uint64_t kMnsOutWaitNsMax = 1'000'000'000;
 

@@ -47,7 +47,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   limits.max_mns_down_quorum =
       static_cast<uint16_t>(std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
   limits.horizon_ns = static_cast<uint64_t>(o.seconds * 1e9);
-  limits.host_heal_after_ns = node::kSimHostHealAfterNs;
   // A protocol (or config) that cannot survive one crash of a kind: say why, and draw none. (A
   // cluster too small for any crash is left to the counts, which say that.)
   auto refuse_if_fatal = [&](NodeFaultKind kind, uint16_t node, const std::string& prefix) {
@@ -105,7 +104,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
 void Tighten(sim::FaultLimits* into, const sim::FaultLimits& other) {
   into->min_cns_up = std::max(into->min_cns_up, other.min_cns_up);
   into->max_mns_down = std::min(into->max_mns_down, other.max_mns_down);
-  into->host_heal_after_ns = std::max(into->host_heal_after_ns, other.host_heal_after_ns);
   for (const auto& r : other.refused) {
     auto same = [&](const auto& x) { return x.first == r.first; };
     if (std::none_of(into->refused.begin(), into->refused.end(), same)) into->refused.push_back(r);

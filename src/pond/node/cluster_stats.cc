@@ -53,6 +53,7 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.remote_calls -= b.remote_calls;
   d.gone_lock_words_freed -= b.gone_lock_words_freed;
   d.gone_tree_words_taken -= b.gone_tree_words_taken;
+  d.commit_rounds_posted_again -= b.commit_rounds_posted_again;
   d.tree_entries_removed -= b.tree_entries_removed;
   d.tree_entries_kept -= b.tree_entries_kept;
   d.scan_leaves_read -= b.scan_leaves_read;

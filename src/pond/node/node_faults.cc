@@ -28,9 +28,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   };
   bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
   bool host_cuts = false;
-  // When the coordination service last came back.
-  uint64_t coord_back_ns = 0;
-  bool coord_back = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
@@ -38,7 +35,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   // By host (CN N with MN N): cut off by partition-host, its CN counted cut and its MN down.
   const int hosts = std::max(0, std::min(c.cns, c.mns));
   std::vector<bool> host_cut(static_cast<size_t>(hosts), false);
-  std::vector<uint64_t> host_cut_ns(host_cut.size(), 0);
   auto is_host_cut = [&](uint16_t n) { return n < host_cut.size() && host_cut[n]; };
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
@@ -57,10 +53,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                                  (crash ? "down" : "up"));
         }
         coord_down = crash;
-        if (!crash) {
-          coord_back_ns = f.at_ns;
-          coord_back = true;
-        }
         mns_out = mns_down;
         if (crash && mns_out > mns_out_max) {
           return quorum_limit(which + word, mns_out, "the coordination service is down");
@@ -172,32 +164,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       if (!cut && !host_cut[f.node]) {
         return InvalidArgument(which + word + "host " + n + " is not cut off");
       }
-      if (!cut) {
-        // The stop-gap of sim::FaultLimits::host_heal_after_ns, the same rule.
-        const std::string why = "; MN " + n +
-                                " must be declared before its host heals: a commit that wrote "
-                                "to it waits for that (docs/recovery.md)";
-        if (coord_down) {
-          return InvalidArgument(which + word + "the coordination service is down, and " +
-                                 "without it MN " + n + " cannot be declared" + why);
-        }
-        auto too_soon = [&](uint64_t since_ns, const char* what) {
-          if (f.at_ns >= since_ns && f.at_ns - since_ns >= node::kSimHostHealAfterNs) {
-            return Status::Ok();
-          }
-          return InvalidArgument(which + word + "sooner than " +
-                                 std::to_string(node::kSimHostHealAfterNs / 1'000'000) +
-                                 "ms after " + what + ", the time MN " + n +
-                                 " may take to be declared" + why);
-        };
-        POND_RETURN_IF_ERROR(too_soon(host_cut_ns[f.node], "its partition-host"));
-        if (coord_back) POND_RETURN_IF_ERROR(too_soon(coord_back_ns, "the last restart-coord"));
-      }
       if (!cut && ++restarts[f.node] > 255) {
         return InvalidArgument(which + word + "CN " + n + " restarts more than 255 times");
       }
       host_cut[f.node] = cut;
-      if (cut) host_cut_ns[f.node] = f.at_ns;
       cn_cut[f.node] = cut;
       mn_down[f.node] = cut;
       cns_away += cut ? 1 : -1;

@@ -185,8 +185,10 @@ SimMembership::SimMembership(ClusterImpl& cl)
       host_healed_(host_cut_.size(), 0),
       mn_slots_copied_(cl.config().mns, 0),
       cut_waiting_since_(cl.config().cns, 0),
+      crash_waiting_since_(cl.config().cns, 0),
       mn_crash_waiting_since_(cl.config().mns, 0),
       cut_given_up_(cl.config().cns, false),
+      crash_given_up_(cl.config().cns, false),
       mn_crash_given_up_(cl.config().mns, false),
       queued_(cl.config().cns),
       step_aims_(cl.config().cns) {}
@@ -532,13 +534,16 @@ void SimMembership::RunQueue(uint16_t cn) {
       // serving waits for one to be back, and a CN is crashed only once it is let in.
       if (step_aims_[cn].step != CommitStep::kNone) return;
       const Node& n = *nodes_[cn];
-      done = ServingBesides(cn) > 0 && n.serving && !n.crashed;
-      if (done) Crash(cn, /*fenced=*/false);
+      done = ServingBesides(cn) > 0 && n.serving && !n.crashed && CrashSurvived(cn);
+      if (done && !crash_given_up_[cn]) Crash(cn, /*fenced=*/false);
     } else if (q.front() == NodeFaultKind::kPartitionCn ||
                q.front() == NodeFaultKind::kPartitionHost) {
       done = Cut(cn, q.front() == NodeFaultKind::kPartitionHost);
     } else if (q.front() == NodeFaultKind::kHealCn || q.front() == NodeFaultKind::kHealHost) {
       done = Heal(cn, q.front() == NodeFaultKind::kHealHost);
+    } else if (crash_given_up_[cn]) {  // its crash never happened
+      crash_given_up_[cn] = false;
+      done = true;
     } else {
       done = Restart(cn);
     }
@@ -582,6 +587,19 @@ void SimMembership::OnStep(uint16_t cn, CommitStep step) {
   engine_.At(engine_.now(), [this, cn, gen = generation_] {
     if (gen == generation_) RunQueue(cn);
   });
+}
+
+bool SimMembership::CrashSurvived(uint16_t cn) {
+  // As a cut waits (Cut): the CN must be declared, which needs the CM to read enough MNs, and a
+  // restarted MN counts up for the schedule's check from its restart-mn but is read only once
+  // its copy ends.
+  if (Survives(MnsOut(), /*cn_away=*/true)) {
+    crash_waiting_since_[cn] = 0;
+    return true;
+  }
+  if (!GiveUp(&crash_waiting_since_[cn])) return false;
+  crash_given_up_[cn] = true;  // and its restart-cn comes to nothing
+  return true;
 }
 
 int SimMembership::ServingBesides(uint16_t cn) const {

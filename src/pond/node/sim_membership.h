@@ -55,13 +55,6 @@ class ClusterImpl;
 // lease every recovery figure of docs/perf.md was measured with.
 inline constexpr uint64_t kSimLeaseNs = 2'000'000;
 
-// How long a host cut lasts at least before its heal-host, and how long after a restart-coord
-// (sim::FaultLimits::host_heal_after_ns): MN N must be declared before its host heals, since a
-// commit whose write to it went unanswered waits for that (docs/recovery.md). A declaration takes
-// a lease of MN N's beat unmoved, and if CN N was the CM, first a lease of CN N beatless before
-// the next CN takes over: four leases leave a margin over both.
-inline constexpr uint64_t kSimHostHealAfterNs = 4 * kSimLeaseNs;
-
 class SimMembership final : public SimFaults {
  public:
   explicit SimMembership(ClusterImpl& cl);
@@ -103,6 +96,9 @@ class SimMembership final : public SimFaults {
   void AimCrash(uint16_t cn, CommitStep step);
   void OnStep(uint16_t cn, CommitStep step);
   int ServingBesides(uint16_t cn) const;
+  // Whether a crash-cn of `cn` may go ahead now that the cluster would survive it, or is given up
+  // after waiting kMnsOutWaitNsMax for that (then crash_given_up_[cn] is set).
+  bool CrashSurvived(uint16_t cn);
   void Crash(uint16_t cn, bool fenced);
   // False if it must wait.
   bool Restart(uint16_t cn);
@@ -156,9 +152,9 @@ class SimMembership final : public SimFaults {
   std::vector<uint64_t> host_healed_;  // by host: engine time of its last heal-host (0: none)
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
   // Waits for Survives (engine time first found waiting; 0: none), and the faults given up, whose
-  // heal (by CN) or restart-mn (by MN) comes to nothing.
-  std::vector<uint64_t> cut_waiting_since_, mn_crash_waiting_since_;
-  std::vector<bool> cut_given_up_, mn_crash_given_up_;
+  // heal or restart-cn (by CN) or restart-mn (by MN) comes to nothing.
+  std::vector<uint64_t> cut_waiting_since_, crash_waiting_since_, mn_crash_waiting_since_;
+  std::vector<bool> cut_given_up_, crash_given_up_, mn_crash_given_up_;
   uint64_t faults_given_up_ = 0;
   int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;

@@ -348,9 +348,6 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   int cns_away = 0;  // CNs down or partitioned
   // By host: cut by partition-host (its CN and MN both partitioned, healed only together).
   std::vector<bool> host_cut(std::min(limits.cns, limits.mns), false);
-  std::vector<FaultEvent> host_cut_by(host_cut.size());  // its partition-host, while cut
-  FaultEvent coord_restart{};                            // the last restart-coord, if any
-  bool coord_restarted = false;
   auto quorum_limit = [&](int out, const char* when) {
     return std::to_string(out) + " MNs down while " + when + ", more than the " +
            std::to_string(limits.max_mns_down_quorum) +
@@ -379,8 +376,7 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
                     (crash ? "up" : "down"));
       }
       coord_down = crash;
-      (crash ? coord_crash : coord_restart) = e;
-      coord_restarted |= !crash;
+      if (crash) coord_crash = e;
       mns_out = mns_down;
       if (crash && mns_out > limits.max_mns_down_quorum) {
         return fail(quorum_limit(mns_out, "the coordination service is down"));
@@ -433,25 +429,8 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
         return fail("host " + h +
                     " is not cut off, and heal-host needs it partitioned by "
                     "partition-host");
-      } else if (limits.host_heal_after_ns != 0) {
-        const std::string why = "; MN " + h +
-                                " must be declared before its host heals: a commit that wrote "
-                                "to it waits for that (docs/recovery.md)";
-        if (coord_down) {
-          return fail("the coordination service is down, and without it MN " + h +
-                      " cannot be declared" + why);
-        }
-        for (const FaultEvent* since :
-             {&host_cut_by[e.node], coord_restarted ? &coord_restart : nullptr}) {
-          if (since == nullptr || e.at_ns - since->at_ns >= limits.host_heal_after_ns) continue;
-          return fail("only " + FormatTime(e.at_ns - since->at_ns) + " after " +
-                      FormatEvent(*since) + ", sooner than the " +
-                      FormatTime(limits.host_heal_after_ns) +
-                      " the cluster may take to declare MN " + h + why);
-        }
       }
       host_cut[e.node] = cut;
-      host_cut_by[e.node] = e;
       cn[e.node] = mn[e.node] = cut ? NodeState::kPartitioned : NodeState::kUp;
       cns_away += cut ? 1 : -1;
       cns_up += cut ? -1 : 1;

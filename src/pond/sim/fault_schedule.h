@@ -108,12 +108,6 @@ struct FaultLimits {
   // (docs/recovery.md "Fencing"): MNs less cluster::LeaseQuorum.
   uint16_t max_mns_down_quorum = UINT16_MAX;
   uint64_t horizon_ns = 0;  // every event strictly before it; 0 = no horizon
-  // The least time from a partition-host, and from a restart-coord, to a heal-host; and none
-  // while the coordination service is down. A stop-gap: a commit whose write to the cut MN went
-  // unanswered waits, holding its locks, until that MN is declared, and an MN healed before its
-  // declaration beats again and never is, so the run would not end (docs/recovery.md). The
-  // cluster says how long a declaration may take it; 0 = no minimum, and no such rule at all.
-  uint64_t host_heal_after_ns = 0;
   // Kinds this cluster cannot run yet, each with the one-line reason the user sees
   // (e.g. {kCrashMn, "MN crashes are not survived yet"}).
   std::vector<std::pair<FaultKind, std::string>> refused;
@@ -142,9 +136,7 @@ struct FaultSchedule {
   // one (a host's CN and MN both, by heal-host alone); after every event at least min_cns_up CNs
   // up and at most max_mns_down MNs down, a cut host's CN counting as partitioned and its MN as
   // down. The coordination service, crashed, must be restarted by a later event: without it no
-  // failure is declared, and a run with one could not end. For the same reason a heal-host comes
-  // at least host_heal_after_ns after its partition-host and after the service's last restart,
-  // never while it is down.
+  // failure is declared, and a run with one could not end.
   Status Validate(const FaultLimits& limits) const;
 
   // The canonical spec: events in order, then drop, duplicate, delay (each only if set); times
@@ -161,8 +153,7 @@ struct FaultSchedule {
 // A schedule drawn from `rng` within `limits`, deterministic in the rng's state. It has 1 to 4
 // CN crashes (most restarted 1 to 10 ms later; half of them aimed at a commit step, drawn
 // evenly), at most one CN partition (usually healed; with chance 1/2 a host partition instead,
-// the CN cut off with the MN of its host, if an MN may be down and the cluster takes it, healed
-// no sooner than limits.host_heal_after_ns and left cut if the window has no room for that), at
+// the CN cut off with the MN of its host, if an MN may be down and the cluster takes it), at
 // most one MN crash and restart (only if max_mns_down >= 1), with chance 1/2 one outage of the
 // coordination service (always ended 1 to 10 ms later; unless refused), each message fault with
 // chance 1/2 (drop, duplicate, delay up to 1%; delays 1 us to 200 us), and with chance 1/2 jitter

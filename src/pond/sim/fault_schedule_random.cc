@@ -46,17 +46,15 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   };
 
   FaultSchedule s;
-  // Adds `first` on `node` and, if `second_too`, `second` a gap in [gap_lo, gap_max] later, if
+  // Adds `first` on `node` and, if `second_too`, `second` a gap in [gap_min, gap_max] later, if
   // the result still validates; redraws the node and times a bounded number of times. False if
   // it gave up.
   auto try_pair = [&](Rng& r, FaultKind first, FaultKind second, bool second_too,
-                      const std::vector<uint16_t>& nodes, uint64_t gap_lo = 0) {
+                      const std::vector<uint16_t>& nodes) {
     if (nodes.empty()) return false;
-    gap_lo = std::max(gap_lo, gap_min);
-    assert(gap_lo <= gap_max);
     for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
       uint16_t node = nodes[r.Uniform(nodes.size())];
-      uint64_t gap = DrawTime(r, gap_lo, gap_max, grain);
+      uint64_t gap = DrawTime(r, gap_min, gap_max, grain);
       uint64_t at = DrawTime(r, lo, hi - gap, grain);
       FaultSchedule c = s;
       c.events.push_back({first, node, at});
@@ -101,13 +99,11 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
     // cut the daemons meet when a host's link goes down. The coin is a stream of its own, forked
     // last, so that every other stream draws as it did before host cuts existed. A host cut the
     // limits refuse (its MN beside the crashes) falls back to cutting the CN alone. Its heal
-    // waits the limits' host_heal_after_ns; a window too short for that leaves the host cut.
+    // comes as a CN's does, often before the MN is declared.
     const bool host = !refused(FaultKind::kPartitionHost) && limits.max_mns_down >= 1 &&
                       !hosts.empty() && host_rng.Chance(0.5);
-    const bool host_heal = limits.host_heal_after_ns <= gap_max;
     if (!host || !try_pair(partition_rng, FaultKind::kPartitionHost, FaultKind::kHealHost,
-                           heal && host_heal && !refused(FaultKind::kHealHost), hosts,
-                           host_heal ? limits.host_heal_after_ns : 0)) {
+                           heal && !refused(FaultKind::kHealHost), hosts)) {
       try_pair(partition_rng, FaultKind::kPartitionCn, FaultKind::kHealCn,
                heal && !refused(FaultKind::kHealCn), cns);
     }

@@ -444,45 +444,6 @@ TEST(FaultScheduleTest, ValidateHoldsHostCutsToTheCnAndMnRules) {
             std::string::npos);
 }
 
-// A cut host's MN must be declared before the heal (a commit that wrote to it waits for that):
-// the heal waits host_heal_after_ns from the cut and from the service's last restart, and never
-// comes while the service is down.
-TEST(FaultScheduleTest, ValidateHealsAHostOnlyOnceItsMnCanBeDeclared) {
-  FaultLimits l = Cluster(4, 3);
-  l.max_mns_down = 1;
-  l.host_heal_after_ns = 8 * kMs;
-  for (const char* spec :
-       {"partition-host:1@1ms,heal-host:1@9ms",
-        "crash-coord@1ms,restart-coord@2ms,partition-host:1@3ms,heal-host:1@11ms",
-        "partition-host:1@1ms,crash-coord@2ms,restart-coord@3ms,heal-host:1@11ms",
-        "partition-host:1@1ms,crash-coord@2ms,restart-coord@3ms"}) {
-    Status st = MustParse(spec).Validate(l);
-    EXPECT_TRUE(st.ok()) << spec << ": " << st.ToString();
-  }
-  const std::string why =
-      "; MN 1 must be declared before its host heals: a commit that wrote to it waits for that "
-      "(docs/recovery.md)";
-  EXPECT_EQ(ValidateError("partition-host:1@1ms,heal-host:1@8ms", l),
-            "--faults item 'heal-host:1@8ms': only 7ms after partition-host:1@1ms, sooner than "
-            "the 8ms the cluster may take to declare MN 1" +
-                why);
-  EXPECT_EQ(
-      ValidateError("partition-host:1@1ms,crash-coord@2ms,heal-host:1@20ms,restart-coord@21ms", l),
-      "--faults item 'heal-host:1@20ms': the coordination service is down, and without it "
-      "MN 1 cannot be declared" +
-          why);
-  EXPECT_EQ(
-      ValidateError("partition-host:1@1ms,crash-coord@2ms,restart-coord@5ms,heal-host:1@12ms", l),
-      "--faults item 'heal-host:1@12ms': only 7ms after restart-coord@5ms, sooner than the "
-      "8ms the cluster may take to declare MN 1" +
-          why);
-  // 0: no minimum, and a heal during an outage is the cluster's own business.
-  l.host_heal_after_ns = 0;
-  EXPECT_TRUE(MustParse("partition-host:1@1ms,crash-coord@2ms,heal-host:1@3ms,restart-coord@4ms")
-                  .Validate(l)
-                  .ok());
-}
-
 TEST(FaultScheduleTest, ValidateHoldsEventsToTheHorizonAndOrder) {
   FaultLimits l = Cluster(4, 3);
   l.horizon_ns = 10 * kMs;
@@ -563,9 +524,7 @@ std::vector<FaultLimits> SomeLimits() {
   FaultLimits l = Cluster(8, 4);
   l.max_mns_down = 1;
   l.horizon_ns = 50 * kMs;
-  l.host_heal_after_ns = 8 * kMs;
   all.push_back(l);
-  l.host_heal_after_ns = 0;
   l = Cluster(3, 3);
   l.min_cns_up = 2;
   l.horizon_ns = 10 * kMs;
@@ -778,49 +737,6 @@ TEST(FaultScheduleTest, HalfThePartitionsCutAHostWhereAnMnMayBeDown) {
       ASSERT_NE(e.kind, FaultKind::kPartitionHost);
     }
   }
-}
-
-// A host cut is healed no sooner than host_heal_after_ns (the gap drawn from what is left of the
-// usual range), or left cut where the window has no room for that; the CN crashes, message
-// faults, steps and jitter draw from their own streams as without the limit.
-TEST(FaultScheduleTest, RandomHostCutsHealNoSoonerThanTheLimitSays) {
-  FaultLimits l = Cluster(6, 3);
-  l.max_mns_down = 1;
-  l.horizon_ns = 20 * kMs;  // gaps of 1 to 8 ms
-  l.protected_cns = {{0, "no"}};
-  FaultLimits wait = l, too_long = l;
-  wait.host_heal_after_ns = 5 * kMs;
-  too_long.host_heal_after_ns = 8 * kMs + 1;
-  auto others = [](FaultSchedule s) {
-    std::erase_if(s.events, [](const FaultEvent& e) {
-      return e.kind != FaultKind::kCrashCn && e.kind != FaultKind::kRestartCn;
-    });
-    return s;
-  };
-  int cuts = 0, healed = 0, cuts_too_long = 0;
-  for (uint64_t seed = 1; seed <= 1000; seed++) {
-    Rng a(seed), b(seed), c(seed);
-    const FaultSchedule base = RandomSchedule(a, l), s = RandomSchedule(b, wait),
-                        t = RandomSchedule(c, too_long);
-    std::vector<uint64_t> cut_at(3, 0);
-    for (const FaultEvent& e : s.events) {
-      if (e.kind == FaultKind::kPartitionHost) cut_at[e.node] = e.at_ns, cuts++;
-      if (e.kind != FaultKind::kHealHost) continue;
-      healed++;
-      ASSERT_GE(e.at_ns - cut_at[e.node], 5 * kMs) << s.ToString();
-    }
-    for (const FaultEvent& e : t.events) {
-      ASSERT_NE(e.kind, FaultKind::kHealHost) << t.ToString();
-      cuts_too_long += e.kind == FaultKind::kPartitionHost;
-    }
-    EXPECT_EQ(others(s), others(base)) << seed << ": " << s.ToString() << " vs " << base.ToString();
-    EXPECT_EQ(others(t), others(base)) << seed << ": " << t.ToString() << " vs " << base.ToString();
-  }
-  // As many cuts as without the limit (the draw-rate test's bounds), three in four healed.
-  EXPECT_GT(cuts, 150);
-  EXPECT_GT(healed, cuts / 2);
-  EXPECT_LT(healed, cuts);
-  EXPECT_GT(cuts_too_long, 150);
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ void PrintFailover(const bench::RunResult& r) {
     std::printf(
         "membership   epoch %lu, %lu configuration puts; %lu calls "
         "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
-        "CNs' batches in flight %lu landed, %lu did not%s%s%s%s\n",
+        "CNs' batches in flight %lu landed, %lu did not%s%s%s%s%s\n",
         static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
         static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
         static_cast<unsigned long>(f.lost_packets),
@@ -161,9 +161,14 @@ void PrintFailover(const bench::RunResult& r) {
                   .c_str()
             : "",
         f.faults_given_up > 0
-            ? fmt::format("; {} partitions or MN crashes given up: the cluster would not have "
-                          "survived them within {} ms",
+            ? fmt::format("; {} partitions or CN or MN crashes given up: the cluster would not "
+                          "have survived them within {} ms",
                           f.faults_given_up, static_cast<double>(kMnsOutWaitNsMax) / 1e6)
+                  .c_str()
+            : "",
+        r.stats.commit_rounds_posted_again > 0
+            ? fmt::format("; {} commit rounds posted again to an MN that had not answered",
+                          r.stats.commit_rounds_posted_again)
                   .c_str()
             : "");
     std::printf("exercised    %s\n", bench::CountExercised(f).ToString().c_str());

@@ -35,6 +35,19 @@ void EndpointStats::Merge(const EndpointStats& o) {
   packets_refused += o.packets_refused;
 }
 
+void Endpoint::KeepWrites(std::vector<Op>* into) {
+  into->clear();
+  keep_into_ = into;
+  keep_from_.resize(by_mn_.size());
+  for (size_t mn = 0; mn < by_mn_.size(); mn++) keep_from_[mn] = by_mn_[mn].size();
+}
+
+void Endpoint::PostAgain(const std::vector<Op>& ops, uint64_t mns) {
+  for (const Op& op : ops) {
+    if (op.addr.mn() < 64 && ((mns >> op.addr.mn()) & 1) != 0) Post(op);
+  }
+}
+
 void Endpoint::SubmitPending(Completion* c) {
   POND_ASSERT(pending_count_ > 0);
   stats_.flushes++;
@@ -48,6 +61,16 @@ void Endpoint::SubmitPending(Completion* c) {
   // Every group is counted before any is submitted: a backend may complete synchronously.
   c->outstanding = static_cast<int>(posted_mns_.size());
   stats_.batches += posted_mns_.size();
+  if (keep_into_ != nullptr) {
+    // Before SubmitBatch, which may take the ops away.
+    for (MnId mn : posted_mns_) {
+      const std::vector<Op>& ops = by_mn_[mn];
+      for (size_t i = mn < keep_from_.size() ? keep_from_[mn] : 0; i < ops.size(); i++) {
+        if (ops[i].verb == Verb::kWrite) keep_into_->push_back(ops[i]);
+      }
+    }
+    keep_into_ = nullptr;
+  }
   for (MnId mn : posted_mns_) {
     SubmitBatch(mn, by_mn_[mn], c);
     by_mn_[mn].clear();

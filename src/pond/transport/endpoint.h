@@ -151,6 +151,19 @@ class Endpoint : public Poller {
     return Awaiter{{this, {}}};
   }
 
+  // Copies into `*into` the WRITEs posted from now to the next Flush — not ops posted before,
+  // which may be another coroutine's — for PostAgain. For a commit round that an MN did not
+  // answer: a link between hosts that was down for a while may be back before anyone declares
+  // that MN, and only the round posted again then ends the commit (txn/mvcc_txn.cc). The caller
+  // must hold locks on all it writes and keep the sources unchanged: written again, the WRITEs
+  // change nothing. Whether or not a Flush came, StopKeeping(into) must follow.
+  void KeepWrites(std::vector<Op>* into);
+  void StopKeeping(const std::vector<Op>* into) {
+    if (keep_into_ == into) keep_into_ = nullptr;
+  }
+  // Posts again those of `ops` that go to an MN in `mns` (bit i: MN i).
+  void PostAgain(const std::vector<Op>& ops, uint64_t mns);
+
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
   // Registers the handler for one message kind; a message of a kind with no handler is a bug.
   void OnMessage(uint16_t kind, MessageHandler handler);
@@ -222,6 +235,9 @@ class Endpoint : public Poller {
   std::vector<std::vector<Op>> by_mn_;
   std::vector<MnId> posted_mns_;
   size_t pending_count_ = 0;
+  // KeepWrites: where the next Flush copies its WRITEs to, and per MN how many ops it had then.
+  std::vector<Op>* keep_into_ = nullptr;
+  std::vector<size_t> keep_from_;
   std::vector<std::pair<uint16_t, MessageHandler>> handlers_;  // few kinds: a scan beats a map
   static constexpr size_t kSpareBuffersMax = 64;               // in an endpoint's own pool
   struct OutBuffer {

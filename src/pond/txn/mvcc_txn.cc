@@ -46,20 +46,44 @@ Status MvccTxn::FailUnreachable(const Status& s) {
   return Fail(AbortedBecause("MN unreachable"), &w_.stats().aborts.mn_unreachable);
 }
 
+void MvccTxn::BeginRound() {
+  if (protocol().cn_locks) w_.ep().KeepWrites(&round_);
+}
+
 Task<void> MvccTxn::CommitFlush() {
   Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
+  w_.ep().StopKeeping(&round_);
   if (r.unreachable == 0 || r.status.code() != Code::kUnavailable) {
     CheckOk(r.status);  // anything but an MN that did not answer is a bug
+    round_.clear();
     co_return;
   }
   // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
   // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
   // One that is rejoining is not read either: it is read only once a copy taken under this
   // transaction's locks — after it ends — is there (docs/recovery.md "MN restart").
+  // Or until they answer the round posted again: one beyond a link that was down for less than
+  // it takes to declare it is not declared at all (docs/recovery.md "Partitions and fencing").
   const store::Placement& placement = w_.placement();
-  while ((r.unreachable & ~(placement.down_mask() | placement.joining_mask())) != 0) {
-    co_await w_.sched().SleepFor(kUnreachablePollNs);
+  uint64_t waited_ns = 0;
+  while (true) {
+    const uint64_t silent = r.unreachable & ~(placement.down_mask() | placement.joining_mask());
+    if (silent == 0) break;
+    if (round_.empty() || waited_ns < kPostAgainEveryNs) {
+      co_await w_.sched().SleepFor(kUnreachablePollNs);
+      waited_ns += kUnreachablePollNs;
+      continue;
+    }
+    waited_ns = 0;
+    // Again only to the MNs still silent and not declared: what one that answered holds is
+    // where it belongs, and a declared one may be a blank restarted MN by now.
+    w_.ep().PostAgain(round_, silent);
+    w_.stats().commit_rounds_posted_again++;
+    Endpoint::FlushResult again = co_await w_.ep().FlushReporting();
+    if (again.unreachable == 0 || again.status.code() != Code::kUnavailable) CheckOk(again.status);
+    r.unreachable = again.unreachable;
   }
+  round_.clear();
 }
 
 void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) {
@@ -332,6 +356,7 @@ Task<Status> MvccTxn::Commit() {
       Status s = co_await PrepareWrites(writes);
       if (s.code() == Code::kUnavailable) co_return FailUnreachable(s);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
+      BeginRound();
       PostLogRecord(writes, kLogMagic);
       PostWrites(writes, kInvisible, Replicas::kAll);
       co_await CommitFlush();
@@ -378,14 +403,19 @@ Task<Status> MvccTxn::Commit() {
     }
     w_.commits_mid_visible()++;
     mid_visible_ = true;
+    BeginRound();
     PostVisible(writes, false);
     co_await CommitFlush();
     w_.Reached(CommitStep::kVisible);
+    BeginRound();
     PostVisible(writes, true);
     UpdateVtCache(writes);
     // With MN lock words (+log-visible) the round just posted may share a batch with their
     // release only if it goes to the words' MNs, the primaries (PostUnlocks).
     if (!mn_held_.empty() && AnyReadReplicaOffPrimary(writes)) co_await CommitFlush();
+    // Taking deleted keys out of trees flushes by itself, and frees the node locks it takes:
+    // the round that holds their commit timestamps is carried out whole before it.
+    if (DeletesIndexedKeys(writes)) co_await CommitFlush();
   } else {
     // Motor: committed cells directly. The backups first and complete, then the primary in the
     // batch that frees its lock word: the next writer, who locks at the primary, can then never
@@ -412,6 +442,7 @@ Task<Status> MvccTxn::Commit() {
   // visible.
   PostUnlocks();
   co_await CommitFlush();
+  POND_ASSERT(round_.empty());
   if (mid_visible_) {
     w_.commits_mid_visible()--;
     mid_visible_ = false;

@@ -95,12 +95,19 @@ class MvccTxn final : public TxnState {
   // A read batch an MN did not answer: the transaction aborts (it retries in the new epoch).
   Status FailUnreachable(const Status& s);
   // A commit batch: every MN up has it once this returns. One that did not answer is waited out
-  // until it is declared down; the replicas up then hold the transaction's writes.
+  // until it is declared down; the replicas up then hold the transaction's writes. The WRITEs
+  // posted since BeginRound are posted again to it meanwhile, and once it answers them this
+  // returns too.
   Task<void> CommitFlush();
+  // The round posted from here to the next CommitFlush may be posted again: with CN locks it
+  // writes only what this transaction holds locked (with MN lock words, releasing them is a
+  // WRITE, which written again could free a later holder's lock).
+  void BeginRound();
 
   std::vector<lock::LockRequest> held_;  // CN locks
   std::vector<std::byte> log_buf_;
   bool mid_visible_ = false;  // counted in the worker's commits_mid_visible()
+  std::vector<Op> round_;     // BeginRound: the WRITEs CommitFlush may post again
 };
 
 }  // namespace pond::txn

@@ -22,6 +22,7 @@ void WorkerStats::AddTo(ClusterStats& s) const {
   s.remote_calls += remote_calls;
   s.gone_lock_words_freed += gone_lock_words_freed;
   s.gone_tree_words_taken += gone_tree_words_taken;
+  s.commit_rounds_posted_again += commit_rounds_posted_again;
   s.tree_entries_removed += tree_entries_removed;
   s.tree_entries_kept += tree_entries_kept;
   s.scan_leaves_read += scan_leaves_read;

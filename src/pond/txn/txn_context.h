@@ -51,12 +51,13 @@ struct WorkerStats {
         duplicate_key, validation, user, mn_unreachable;
   } aborts;
   RelaxedCounter remote_calls;
-  RelaxedCounter gone_lock_words_freed;  // ClusterStats'
-  RelaxedCounter gone_tree_words_taken;  // ClusterStats'
-  RelaxedCounter tree_entries_removed;   // ClusterStats'
-  RelaxedCounter tree_entries_kept;      // ClusterStats'
-  RelaxedCounter scan_leaves_read;       // ClusterStats'
-  RelaxedCounter scan_entries_absent;    // ClusterStats'
+  RelaxedCounter gone_lock_words_freed;       // ClusterStats'
+  RelaxedCounter gone_tree_words_taken;       // ClusterStats'
+  RelaxedCounter commit_rounds_posted_again;  // ClusterStats'
+  RelaxedCounter tree_entries_removed;        // ClusterStats'
+  RelaxedCounter tree_entries_kept;           // ClusterStats'
+  RelaxedCounter scan_leaves_read;            // ClusterStats'
+  RelaxedCounter scan_entries_absent;         // ClusterStats'
   // LatencyBuckets, counted by this worker.
   std::array<RelaxedCounter, LatencyBuckets::kBoundsNs.size() + 1> commit_latency;
   RelaxedCounter commit_latency_sum_ns;
