@@ -556,6 +556,26 @@ TEST(FaultSeedTest, AHostHealedBeforeItsMnIsDeclaredHoldsNoCommitUp) {
   EXPECT_EQ(run->failover->partitions[0].fenced_ns, 0u);
 }
 
+// Soak seed 533 (SmallBank, SR), once host cuts healed early: CN 2, the CM by then, was on host 2,
+// cut for 1.3 ms — less than the lease, so it did not fence — and could read no MN but its own
+// meanwhile. Healed, it renewed at once and declared MN 0, running all along, on the beat it had
+// last read before the cut, before its first read of MN 0 got through (the simulator's check
+// stopped the run). An MN's beat now counts as unmoved only from when the CM renewed after such
+// a gap (CnMembership::MnExpired).
+TEST(FaultSeedTest, ACmHealedFromAShortCutDeclaresNoMnItCouldNotRead) {
+  const char* spec =
+      "crash-cn:1@1538us+step=unlocked,crash-cn:0@1960us,restart-cn:0@3120us,"
+      "crash-cn:0@3257us+step=timestamped,restart-cn:1@3271us,partition-host:2@4085us,"
+      "heal-host:2@5401us,restart-cn:0@6178us,drop:0.0053,delay:0.0027@178us-185us,jitter:4us";
+  Result<RunResult> run = RunScheduled(spec, 533);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ExpectChecksHold(*run, spec);
+  const FailoverStats& f = *run->failover;
+  EXPECT_TRUE(f.mn_failures.empty()) << "an MN was declared";
+  ASSERT_EQ(f.partitions.size(), 1u);
+  EXPECT_EQ(f.partitions[0].fenced_ns, 0u) << "cut for less than the lease";
+}
+
 // Restarts wait for recoveries, so they come later than scheduled, and a schedule that keeps two
 // CNs up on paper may not in fact: here CNs 1-3 are "back" at 1.1 ms but wait for CN 4 to
 // recover them, and CN 4's crash at 1.3 ms would leave nobody serving. It waits until a

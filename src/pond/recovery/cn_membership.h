@@ -177,7 +177,12 @@ class CnMembership {
   bool Declarable(uint16_t cn) const;
   void Watch();
   bool CnExpired(uint16_t cn) const;
+  // Whether MN `mn`'s beat has not moved for a lease, counted from when this CN last renewed
+  // after a gap: one cut off for less than the lease (a host cut: only its own MN answered) did
+  // not read the others' beats meanwhile, and would declare them on what it saw before the cut.
   bool MnExpired(uint16_t mn) const;
+  // renewed_ns_ = `from` if that is newer; resumed_ns_ if the gap since the last was long.
+  void NoteRenewed(uint64_t from);
   // The CM's work: declare what failed, let restarted CNs in.
   void Manage();
   // Applies a newer epoch if there is one; the service's error if it could not be read.
@@ -230,6 +235,9 @@ class CnMembership {
   };
   std::vector<MnBusy> mn_busy_;
   std::atomic<uint64_t> renewed_ns_{0};  // LeaseFrom, the newest yet
+  // When this CN renewed after a gap of more than a quarter lease (NoteRenewed): from then on, not
+  // before, an MN's beat unmoved counts (MnExpired).
+  std::atomic<uint64_t> resumed_ns_{0};
   // When the newest configuration read that left view_ current was sent (the coordination half
   // writes it after beat_view_; the beat half reads it before).
   std::atomic<uint64_t> coord_fresh_ns_{0};
