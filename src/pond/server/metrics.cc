@@ -81,6 +81,9 @@ void AddCn(Families& f, const ClusterStats& s, const CnStats& c) {
   f.Family("pond_remote_calls_total", MetricType::Counter,
            "Calls hybrid routing sent to another CN")
       .Sample(d(s.remote_calls));
+  f.Family("pond_commit_rounds_posted_again_total", MetricType::Counter,
+           "Commit rounds posted again to an MN that had not answered them and was not declared")
+      .Sample(d(s.commit_rounds_posted_again));
   f.Family("pond_one_sided_ops_total", MetricType::Counter,
            "One-sided operations on the memory pool posted by this CN's workers, by verb")
       .Sample(d(s.reads), {{"verb", "read"}})
