@@ -45,6 +45,7 @@ void CnMembership::Resumed() {
   std::lock_guard lock(beat_mu_);
   for (Seen& s : cn_seen_) s.moved_ns = now;
   for (Seen& s : mn_seen_) s.moved_ns = now;
+  for (MnBusy& b : mn_busy_) b.tried_ns = 0;
   renewed_ns_ = now;
 }
 
@@ -70,6 +71,20 @@ void CnMembership::BeatTick() {
           ")" + per_mn);
     return;
   }
+  // The MNs this CN owes a beat that none has reached for a lease: a cut between its host and
+  // theirs, or an MN down that is not declared yet. Its next beats say so (MnLinks).
+  uint64_t mn_silent = 0;
+  {
+    std::lock_guard lock(beat_mu_);
+    for (size_t mn = 0; mn < mn_busy_.size(); mn++) {
+      const cluster::MnStatus& s = beat_view_.mns[mn];
+      const uint64_t tried = mn_busy_[mn].tried_ns;
+      if (s.alive && !s.leaving && tried != 0 && now > tried + o_.lease_ns) {
+        mn_silent |= uint64_t{1} << mn;
+      }
+    }
+  }
+  report_mn_silent_ = mn_silent;
   Renew();
   Watch();
 }
@@ -88,6 +103,8 @@ void CnMembership::CoordTick() {
   NoteCoordination(ReadConfig());
   if (fenced_.load()) return;
   Links();
+  if (fenced_.load()) return;
+  MnLinks();
   if (fenced_.load()) return;
   Adopt();
   NoteUndeclared();
@@ -110,14 +127,20 @@ void CnMembership::Renew() {
   // Every MN on its own: a batch to an MN that died may take the transport's timeout to fail,
   // and must not hold up the beats the others take.
   for (int mn = 0; mn < o_.mns; mn++) {
-    if (mn_busy_[mn].renewing || controls_.placement().IsDown(static_cast<MnId>(mn))) continue;
+    if (controls_.placement().IsDown(static_cast<MnId>(mn))) {
+      mn_busy_[mn].tried_ns = 0;  // owed no beat: when it is back, silence counts from then
+      continue;
+    }
+    if (mn_busy_[mn].renewing) continue;
     mn_busy_[mn].renewing = true;
+    if (mn_busy_[mn].tried_ns == 0) mn_busy_[mn].tried_ns = clock_.NowNs();
     const bool leaving = leaving_.load();
     const store::LeasePage::CnReport report{
-        report_silent_.load(), uint64_t{o_.incarnation} << 48 |
-                                   (report_coord_down_.load() ? store::kCnReportCoordDown : 0) |
-                                   (report_in_.load() ? store::kCnReportIn : 0) |
-                                   (leaving ? store::kCnReportLeft : 0)};
+        report_silent_.load(),
+        uint64_t{o_.incarnation} << 48 |
+            (report_coord_down_.load() ? store::kCnReportCoordDown : 0) |
+            (report_in_.load() ? store::kCnReportIn : 0) | (leaving ? store::kCnReportLeft : 0),
+        report_mn_silent_.load(), report_epoch_.load()};
     beat_sched_.Spawn([](CnMembership* m, int mn, uint64_t beat,
                          store::LeasePage::CnReport report) -> Task<void> {
       const uint64_t sent = m->clock_.NowNs();
@@ -138,6 +161,7 @@ void CnMembership::Renew() {
       }
       if (st.ok()) {
         m->mn_busy_[mn].renewed_ns = sent;
+        m->mn_busy_[mn].tried_ns = 0;
         m->NoteRenewed(m->LeaseFrom());
       }
       m->mn_busy_[mn].renewing = false;
@@ -186,7 +210,9 @@ void CnMembership::Watch() {
                  current ? r.silent : 0,
                  current && (r.flags & store::kCnReportCoordDown) != 0,
                  newer,
-                 current && !newer && (r.flags & store::kCnReportLeft) != 0};
+                 current && !newer && (r.flags & store::kCnReportLeft) != 0,
+                 current ? r.mn_silent : 0,
+                 current ? r.epoch : 0};
       }
     }(this, mn));
   }
@@ -417,6 +443,85 @@ void CnMembership::Links() {
           " other CNs have heard nothing from it for a lease" +
           (coord_down[o_.cn] ? ", and it cannot reach the coordination service" : ""));
   }
+}
+
+void CnMembership::MnLinks() {
+  const uint64_t now = clock_.NowNs();
+  const size_t mns = view_.mns.size();
+  mn_cut_since_ns_.resize(mns, 0);
+  const bool in = view_.cns[o_.cn].alive;
+  report_epoch_ = view_.epoch;
+  // Who takes part, as in Links: the CNs alive whose beat moved within half a lease. Only the
+  // MNs read by everyone are judged; the others are on their way out or in already.
+  std::vector<int> silent_to(mns, 0);
+  int voters = 0;
+  bool whole_peer = false;  // a CN beside this one reaches every MN: it will serve on
+  bool peers_beating = true;
+  // A CN at another epoch may count an MN out that this one still waits on, or the reverse: the
+  // CM that put the epoch taking an MN out, the service lost before it read the epoch back, saw
+  // the others (which had read it) stop saying they could not reach that MN, and took itself for
+  // the odd one out (`CnsRenewOnAMajorityOfMnsWhileTheServiceIsDown`). Nothing is judged until
+  // every CN beating has applied the same epoch.
+  bool one_epoch = true;
+  auto count = [&](uint64_t mask) {
+    voters++;
+    for (size_t mn = 0; mn < mns; mn++) {
+      if (((mask >> mn) & 1) != 0 && view_.mns[mn].alive && !view_.mns[mn].leaving) silent_to[mn]++;
+    }
+  };
+  const uint64_t own = in ? report_mn_silent_.load() : 0;
+  if (in) count(own);
+  {
+    std::lock_guard lock(beat_mu_);
+    for (uint16_t c = 0; c < view_.cns.size(); c++) {
+      const Seen& s = cn_seen_[c];
+      if (c == o_.cn || !(view_.cns[c].alive || s.let_in) || now > s.moved_ns + o_.lease_ns / 2) {
+        continue;
+      }
+      count(s.mn_silent);
+      if (s.epoch != view_.epoch) one_epoch = false;
+      if (s.mn_silent == 0) whole_peer = true;
+      if (now > s.moved_ns + 2 * period_ns()) peers_beating = false;
+    }
+  }
+  // An MN that a strict majority cannot reach is as good as down to the cluster, whatever its own
+  // beat says (the CM may share its host): the CM declares it, as any failed MN (Manage).
+  for (size_t mn = 0; mn < mns; mn++) {
+    if (!one_epoch || 2 * silent_to[mn] <= voters) {
+      mn_cut_since_ns_[mn] = 0;
+    } else if (mn_cut_since_ns_[mn] == 0) {
+      mn_cut_since_ns_[mn] = now;
+    }
+  }
+  // An MN this CN cannot reach while no strict majority of CNs says so: this CN is on the wrong
+  // side, and its commits to that MN would wait for as long as the cut lasts (nobody declares an
+  // MN that half the CNs reach). It fences, and is declared as any failed CN once its beat stops
+  // — but only while a CN that reaches every MN is left to serve, lest each CN fence on its own
+  // missing MN. At exactly half it fences too: with hosts 1 and 2 cut apart, CN 1 fencing first
+  // leaves CN 2 one of two CNs that cannot reach MN 1, and neither rule would act again.
+  std::string odd;
+  for (size_t mn = 0; mn < mns; mn++) {
+    if (((own >> mn) & 1) != 0 && silent_to[mn] > 0 && 2 * silent_to[mn] <= voters) {
+      odd += (odd.empty() ? "" : ", ") + std::to_string(mn);
+    }
+  }
+  if (odd.empty() || !whole_peer || !one_epoch) {
+    mn_singled_since_ns_ = 0;
+    return;
+  }
+  // Half a lease, for the others' reports to catch up with this CN's own finding (an MN that
+  // crashed goes silent to every CN within a period of each other, and their reports come a
+  // period or two later), and only on the word of CNs still beating (as in Links).
+  if (mn_singled_since_ns_ == 0) mn_singled_since_ns_ = now;
+  if (now < mn_singled_since_ns_ + o_.lease_ns / 2 || !peers_beating) return;
+  Fence("cut off from MN " + odd +
+        ": none of its beats has reached it for a lease, while most of " + "the " +
+        std::to_string(voters) + " CNs beating do");
+}
+
+bool CnMembership::MnCutOff(uint16_t mn) const {
+  return mn < mn_cut_since_ns_.size() && mn_cut_since_ns_[mn] != 0 &&
+         clock_.NowNs() >= mn_cut_since_ns_[mn] + 3 * period_ns();
 }
 
 void CnMembership::NoteCoordination(const Status& read) {

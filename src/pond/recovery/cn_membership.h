@@ -163,6 +163,9 @@ class CnMembership {
     bool let_in = false;
     // It left: a clean stop, after which it writes nothing (Leave).
     bool left = false;
+    // The MNs its beats have not reached for a lease (bit m for MN m), as of `epoch`.
+    uint64_t mn_silent = 0;
+    uint64_t epoch = 0;
   };
 
   // Writes this CN's next beat to every MN up, and reads every MN's lease page: a coroutine per
@@ -195,6 +198,13 @@ class CnMembership {
   // Says whom this CN cannot hear (with its next beats), and fences it if the reports of every
   // CN show that it is the one cut off (docs/recovery.md "Partitions and fencing").
   void Links();
+  // The same for MNs (docs/recovery.md "An MN one CN cannot reach"): fences this CN if it cannot
+  // reach an MN that most CNs reach, while a CN that reaches every MN serves on; and marks the
+  // MNs that most CNs cannot reach, for the CM to declare (MnCutOff).
+  void MnLinks();
+  // Whether the reports have said for three periods that a strict majority of the CNs beating
+  // cannot reach MN `mn`. The coordination half's thread.
+  bool MnCutOff(uint16_t mn) const;
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards);
   void Progress(Failure& f);
   // Whether this CN acts as CM: it is alive, and every lower CN alive has stopped beating.
@@ -232,6 +242,8 @@ class CnMembership {
     bool renewing = false, watching = false;
     bool left = false;        // it took a beat that says this CN left
     uint64_t renewed_ns = 0;  // when the last beat it took was sent
+    // When the first beat sent to it since the last it took was sent; 0 while none is owed.
+    uint64_t tried_ns = 0;
   };
   std::vector<MnBusy> mn_busy_;
   std::atomic<uint64_t> renewed_ns_{0};  // LeaseFrom, the newest yet
@@ -249,6 +261,9 @@ class CnMembership {
   std::atomic<bool> report_coord_down_{false};
   std::atomic<bool> report_in_{false};  // alive in the configuration this CN applied
   std::atomic<bool> leaving_{false};    // Leave
+  // The MNs none of this CN's beats has reached for a lease: the beat half's finding.
+  std::atomic<uint64_t> report_mn_silent_{0};
+  std::atomic<uint64_t> report_epoch_{0};  // view_'s, for the reports' readers to match theirs
   std::atomic<int> left_on_{0};
   // What the beat half shares with the coordination half.
   mutable std::mutex beat_mu_;
@@ -263,7 +278,9 @@ class CnMembership {
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;
-  uint64_t singled_since_ns_ = 0;  // since when the reports single this CN out (Links)
+  uint64_t singled_since_ns_ = 0;          // since when the reports single this CN out (Links)
+  uint64_t mn_singled_since_ns_ = 0;       // the same for an MN it alone cannot reach (MnLinks)
+  std::vector<uint64_t> mn_cut_since_ns_;  // by MN: since when most CNs cannot reach it
   uint64_t coord_down_ns_ = 0;
   std::vector<bool> undeclared_logged_;
 };

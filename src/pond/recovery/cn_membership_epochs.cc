@@ -312,7 +312,9 @@ void CnMembership::Manage() {
       }
       continue;
     }
-    if (!m.alive || !MnExpired(mn)) continue;
+    // Its beat stopped, or most CNs cannot reach it (MnLinks): either way nobody may wait on it.
+    const bool expired = MnExpired(mn);
+    if (!m.alive || !(expired || MnCutOff(mn))) continue;
     if (unread(m)) {
       // Failed again while rejoining, read by nobody: down at once (the rejoin is abandoned).
       m = cluster::MnStatus{.alive = false, .incarnation = m.incarnation};
@@ -325,7 +327,8 @@ void CnMembership::Manage() {
     m.rejoin = Rejoin::kNone;  // read by some CNs already (switched): it leaves as any MN
     m.leaving = true;
     mns_down++;
-    what.push_back("MN " + std::to_string(mn) + " failed");
+    what.push_back("MN " + std::to_string(mn) +
+                   (expired ? " failed" : " failed: most CNs cannot reach it"));
   }
   // Restarted MNs: let in, and moved on a step once every CN has done its part.
   for (uint16_t mn : rejoins_.Pick(view_, &next, &what)) {

@@ -978,6 +978,68 @@ TEST_F(HostsTest, ACnCutOffWithTheMnOnItsHostFencesBeforeItIsDeclared) {
   EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
 }
 
+// Hosts 1 and 2 cut apart, both still reaching host 0 and the service: CN 1 cannot reach MN 2,
+// nor CN 2 MN 1. Nobody's beat stops and no CM misses an MN's, so without the MN reports nothing
+// would ever be declared, and CN 1's commits to MN 2 (CN 2's to MN 1) would wait for the heal.
+// Each is the odd one out for its missing MN while CN 0 reaches all three: both fence, then are
+// declared, and no MN is taken out.
+TEST_F(HostsTest, TwoHostsCutApartFenceTheirCnsWhileTheCnThatReachesAllServesOn) {
+  Periods(3);
+  node(1).cut_ep->cut.insert(2);
+  node(2).cut_ep->cut.insert(1);
+  std::map<uint16_t, int> fenced_at, declared_at;
+  for (int p = 0; p < 80 && declared_at.size() < 2; p++) {
+    Period();
+    const cluster::Configuration c = store_.Config();
+    for (uint16_t cn : {1, 2}) {
+      if (!fenced_at.count(cn) && node(cn).machine->fenced()) fenced_at[cn] = p;
+      if (!declared_at.count(cn) && !c.cns[cn].alive) declared_at[cn] = p;
+    }
+  }
+  for (uint16_t cn : {1, 2}) {
+    ASSERT_TRUE(declared_at.count(cn)) << "CN " << cn << " was never declared";
+    ASSERT_TRUE(fenced_at.count(cn)) << "CN " << cn << " was declared failed while it served";
+    EXPECT_LT(fenced_at[cn], declared_at[cn]);
+    EXPECT_NE(node(cn).controls->fenced.find("cut off from MN " + std::to_string(3 - cn)),
+              std::string::npos)
+        << node(cn).controls->fenced;
+  }
+  EXPECT_FALSE(node(0).machine->fenced());
+  const cluster::Configuration c = store_.Config();
+  for (uint16_t mn = 0; mn < 3; mn++) {
+    EXPECT_TRUE(c.mns[mn].alive && !c.mns[mn].leaving) << "MN " << mn << " was taken out";
+  }
+}
+
+// MN 2 cut off from CNs 1 and 2 but not from CN 0, the CM: its beat goes on moving in the CM's
+// eyes, yet two CNs of three cannot reach it. The CM declares it on their reports; nobody fences.
+TEST_F(HostsTest, AnMnMostCnsCannotReachIsDeclaredThoughTheCmReadsIt) {
+  Periods(3);
+  node(1).cut_ep->cut.insert(2);
+  node(2).cut_ep->cut.insert(2);
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[2].leaving; }, 40))
+      << "MN 2 was never declared";
+  EXPECT_GE(node(0).controls->Said("MN 2 failed: most CNs cannot reach it"), 1u);
+  Periods(20);
+  const cluster::Configuration c = store_.Config();
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_FALSE(node(cn).machine->fenced()) << node(cn).controls->fenced;
+    EXPECT_TRUE(c.cns[cn].alive) << "CN " << cn;
+  }
+}
+
+// An MN that crashed goes silent to every CN, each finding it a period apart: none takes itself
+// for the odd one out while the others' reports catch up, and the MN is declared.
+TEST_F(HostsTest, AnMnSilentToEveryCnFencesNobody) {
+  Periods(3);
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert(1);
+  mns_stopped_.insert(1);
+  ASSERT_TRUE(Until([&] { return !store_.Config().mns[1].alive; }, 60));
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_FALSE(node(cn).machine->fenced()) << node(cn).controls->fenced;
+  }
+}
+
 // With R = 3 of 3 MNs and two down, no beat reaches R MNs nor a majority: the CNs renew on the
 // configuration they read, and serve on while the MNs are declared.
 class HostsR3Test : public HostsTest {

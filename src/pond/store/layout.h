@@ -73,10 +73,14 @@ struct LeasePage {
   // "Partitions and fencing"): the CNs it has heard nothing from for a lease while it waited on
   // them (bit d for CN d), and (incarnation << 48) | kCnReportCoordDown if it cannot reach the
   // coordination service | kCnReportIn if it is alive in the configuration it applied |
-  // kCnReportLeft once it stopped serving for good (a clean stop: it writes nothing more).
+  // kCnReportLeft once it stopped serving for good (a clean stop: it writes nothing more); and
+  // the MNs none of its beats has reached for a lease (bit m for MN m: docs/recovery.md "An MN
+  // one CN cannot reach"), as of the epoch it applied last.
   struct CnReport {
     uint64_t silent;
     uint64_t flags;
+    uint64_t mn_silent;
+    uint64_t epoch;
   };
   CnReport cn_report[64];
 };
@@ -87,8 +91,8 @@ inline constexpr uint64_t kLeasePageOffset = 1024;
 static_assert(kLeasePageOffset >= sizeof(Superblock));
 static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
 static_assert(offsetof(LeasePage, cn_beat) == 64);
-static_assert(offsetof(LeasePage, cn_report) == 576 && sizeof(LeasePage::CnReport) == 16);
-static_assert(sizeof(LeasePage) == 1600);
+static_assert(offsetof(LeasePage, cn_report) == 576 && sizeof(LeasePage::CnReport) == 32);
+static_assert(sizeof(LeasePage) == 2624);
 inline constexpr uint64_t kCnBeatCountMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
   return uint64_t{incarnation} << 48 | (count & kCnBeatCountMask);
