@@ -345,6 +345,7 @@ struct FailoverStats {
     uint64_t fenced_ns = 0;  // it fenced itself: stopped serving (0: healed before)
     uint64_t healed_ns = 0;  // heal-cn or heal-host (0: not within the run)
     bool host = false;       // partition-host: MN `cn` was cut off with it
+    int apart_from = -1;     // cut-hosts: the host its own was cut apart from (-1: none)
   };
   std::vector<Partition> partitions;
   struct MnFailure {

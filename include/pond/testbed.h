@@ -64,6 +64,11 @@ enum class NodeFaultKind : unsigned char {
   // to a crashed MN. MN N keeps running and keeps its memory. kHealHost brings the links back.
   kPartitionHost,
   kHealHost,
+  // Hosts `node` and `peer` lose the link between them alone: CN `node` and CN `peer` lose each
+  // other's messages, and each CN's one-sided ops to the other host's MN fail as to a crashed MN.
+  // Both reach everyone else and the coordination service. kHealHosts brings the link back.
+  kCutHosts,
+  kHealHosts,
 };
 // The steps of a read-write transaction's commit path that a crash may be aimed at
 // (`crash-cn:N@step=S`, docs/fault_schedules.md "Crashes aimed at a step"): the CN crashes right
@@ -93,6 +98,8 @@ struct NodeFault {
   // crash-cn only: not at at_ns but at the first `step` one of the CN's transactions reaches at
   // or after it (or at_ns + kStepCrashWaitNsMax if none does by then).
   CommitStep step = CommitStep::kNone;
+  // kCutHosts and kHealHosts only: the other host (above `node`).
+  uint16_t peer = 0;
 };
 inline constexpr uint64_t kStepCrashWaitNsMax = 1'000'000;
 // The longest a simulated partition (host or CN), crash-cn or crash-mn waits for the cluster to

@@ -44,6 +44,8 @@ struct Totals {
            declared_after_outage = 0;
   // partition-host: seeds that drew one, and of those the CNs that fenced and MNs declared.
   uint64_t host_cuts = 0, host_fenced = 0, host_mns_lost = 0;
+  // cut-hosts: cuts drawn, and the CNs of them that fenced.
+  uint64_t hosts_apart = 0, apart_fenced = 0;
   uint64_t committed = 0, message_faulted = 0;
   uint64_t step_crashes[kCommitSteps] = {};  // crashes aimed at a step, by the step they hit
   uint64_t step_unaimed = 0;                 // aimed ones that found no transaction at it
@@ -69,13 +71,15 @@ void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string
   // A partition or MN crash waits while the cluster would not survive it, and is given up only
   // if that outlasts kMnsOutWaitNsMax (SimMembership::Cut and CrashMn).
   EXPECT_EQ(f.faults_given_up, 0u) << where << "\npartitions or CN or MN crashes given up";
-  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, partition_host = 0, crash_coord = 0;
+  uint64_t crash_cn = 0, crash_mn = 0, partition_cn = 0, partition_host = 0, crash_coord = 0,
+           cut_hosts = 0;
   for (const NodeFault& x : o.node_faults) {
     crash_cn += x.kind == NodeFaultKind::kCrashCn;
     crash_mn += x.kind == NodeFaultKind::kCrashMn;
     partition_cn += x.kind == NodeFaultKind::kPartitionCn;
     partition_host += x.kind == NodeFaultKind::kPartitionHost;
     crash_coord += x.kind == NodeFaultKind::kCrashCoord;
+    cut_hosts += x.kind == NodeFaultKind::kCutHosts;
   }
   const FaultsExercised e = CountExercised(f);
   EXPECT_EQ(e.coord_outages, crash_coord) << where;
@@ -86,6 +90,7 @@ void ExpectPlayed(const RunOptions& o, const FailoverStats& f, const std::string
   EXPECT_EQ(e.mn_crashes, crash_mn) << where;
   EXPECT_EQ(e.partitions, partition_cn) << where;
   EXPECT_EQ(e.host_cuts, partition_host) << where;
+  EXPECT_EQ(e.hosts_apart, cut_hosts) << where;
   EXPECT_EQ(e.recoveries, e.cn_crashes + e.fenced) << where;
   EXPECT_EQ(e.mid_commit, e.rolled_forward + e.rolled_back) << where;
 }
@@ -131,6 +136,8 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
   for (const auto& p : r.failover->partitions) {
     t->host_cuts += p.host;
     t->host_fenced += p.host && p.fenced_ns != 0;
+    t->hosts_apart += p.apart_from > p.cn;
+    t->apart_fenced += p.apart_from >= 0 && p.fenced_ns != 0;
     t->partitions++;
     t->fenced += p.fenced_ns != 0;
     t->kept_lease += p.fenced_ns == 0 && p.healed_ns != 0;
@@ -188,6 +195,9 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
               protocol.c_str(), IsolationName(iso), static_cast<unsigned long>(t.host_cuts),
               static_cast<unsigned long>(t.host_fenced),
               static_cast<unsigned long>(t.host_mns_lost));
+  std::printf("%s %s: %lu cuts between two hosts (%lu CNs fenced)\n", protocol.c_str(),
+              IsolationName(iso), static_cast<unsigned long>(t.hosts_apart),
+              static_cast<unsigned long>(t.apart_fenced));
   EXPECT_GT(t.committed, 0u);
   // Each run ends once every restarted MN is read like any replica again (SimFaults::Idle).
   EXPECT_EQ(t.mn_readable, t.mn_restarts) << "a restarted MN was never read again";
@@ -512,6 +522,53 @@ TEST(FaultSeedTest, AHostCutOffFencesItsCnAndItsMnComesBackAsARestart) {
     }
     for (size_t ms = ms_of(m.readable_ns) + 1; ms + 1 < per_ms.size(); ms++) {
       EXPECT_GT(per_ms[ms], 0u) << "ms " << ms << " after MN 2 was read again";
+    }
+  }
+}
+
+// Two hosts cut apart, each still reaching the rest (docs/recovery.md "An MN one CN cannot
+// reach"): CN 1 cannot reach MN 2 nor CN 2 MN 1, while CNs 0, 3 and 4 reach every MN. No beat
+// stops, and the CM (CN 0) reads every MN, so nobody would ever be declared: CN 1's commits to
+// MN 2 would wait until the heal. The reports show each CN the odd one out for its missing MN:
+// both fence, are declared after, and come back at the heal; no MN is taken out; the other CNs
+// commit through the cut, and every check and the history hold.
+TEST(FaultSeedTest, TwoHostsCutApartFenceTheirCnsAndTheRestCommitsThrough) {
+  for (Isolation iso : {Isolation::kSerializable, Isolation::kSnapshot}) {
+    SCOPED_TRACE(IsolationName(iso));
+    Result<RunResult> run =
+        RunScheduled("cut-hosts:1-2@2ms,heal-hosts:1-2@10ms", 3, 0.016, iso, 2000, /*record=*/true);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    const FailoverStats& f = *run->failover;
+    EXPECT_EQ(f.faults_not_reached, 0u);
+    EXPECT_EQ(f.faults_given_up, 0u);
+    ASSERT_EQ(f.partitions.size(), 2u);
+    uint64_t last_fenced = 0;
+    for (const FailoverStats::Partition& p : f.partitions) {
+      EXPECT_EQ(p.apart_from, 3 - p.cn);
+      EXPECT_EQ(p.cut_ns, 2'000'000u);
+      EXPECT_EQ(p.healed_ns, 10'000'000u);
+      ASSERT_GT(p.fenced_ns, p.cut_ns) << "CN " << p.cn << " was meant to fence itself";
+      // A lease before its beats to the other MN count as unanswered, half a lease of reports,
+      // and a period or two for them to be written and read.
+      EXPECT_LE(p.fenced_ns - p.cut_ns, 2 * node::kSimLeaseNs) << "CN " << p.cn;
+      last_fenced = std::max(last_fenced, p.fenced_ns);
+    }
+    ASSERT_EQ(f.failures.size(), 2u);
+    for (const FailoverStats::Failure& x : f.failures) {
+      EXPECT_TRUE(x.fenced) << "CN " << x.cn;
+      EXPECT_GT(x.detected_ns, x.crash_ns) << "CN " << x.cn << " was declared before it fenced";
+      EXPECT_GT(x.open_ns, x.detected_ns);
+      EXPECT_GT(x.restart_ns, 10'000'000u) << "CN " << x.cn << " came back after the heal";
+    }
+    EXPECT_TRUE(f.mn_failures.empty()) << "an MN that most CNs reach was taken out";
+    EXPECT_EQ(CountExercised(f).hosts_apart, 1u);
+    ASSERT_TRUE(run->history.has_value());
+    EXPECT_TRUE(run->history->ok) << run->history->detail;
+    ExpectChecksHold(*run, IsolationName(iso));
+    const std::vector<uint64_t>& per_ms = run->committed_per_ms;
+    ASSERT_GE(per_ms.size(), 16u);
+    for (size_t ms = last_fenced / 1'000'000 + 2; ms < per_ms.size(); ms++) {
+      EXPECT_GT(per_ms[ms], 0u) << "ms " << ms << ": " << ::testing::PrintToString(per_ms);
     }
   }
 }

@@ -175,7 +175,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                             {"cut_ms", static_cast<double>(p.cut_ns) / 1e6},
                             {"fenced_ms", static_cast<double>(p.fenced_ns) / 1e6},
                             {"healed_ms", static_cast<double>(p.healed_ns) / 1e6},
-                            {"host", p.host}});
+                            {"host", p.host},
+                            {"apart_from", p.apart_from}});
     }
     nlohmann::json mn_failures = nlohmann::json::array();
     for (const auto& f : r.failover->mn_failures) {
@@ -254,7 +255,13 @@ FaultsExercised CountExercised(const FailoverStats& f) {
     e.mn_restarts += m.restart_ns != 0;
     e.mn_readable += m.readable_ns != 0;
   }
-  for (const FailoverStats::Partition& p : f.partitions) (p.host ? e.host_cuts : e.partitions)++;
+  for (const FailoverStats::Partition& p : f.partitions) {
+    if (p.apart_from >= 0) {
+      e.hosts_apart += p.cn < p.apart_from;  // two entries, one per CN
+    } else {
+      (p.host ? e.host_cuts : e.partitions)++;
+    }
+  }
   e.coord_outages = f.coord_outages.size();
   for (uint64_t n : f.step_crashes) e.at_step += n;
   e.not_reached = f.faults_not_reached;
@@ -282,6 +289,9 @@ std::string FaultsExercised::ToString() const {
     s += "; " + n(host_cuts, "host cut", "host cuts") +
          fmt::format(" ({} of their MNs declared, back as restarts)", mns_cut_lost);
   }
+  if (hosts_apart > 0) {
+    s += "; " + n(hosts_apart, "cut between two hosts", "cuts between two hosts");
+  }
   if (coord_outages > 0) {
     s += "; " + n(coord_outages, "coordination-service outage", "coordination-service outages");
   }
@@ -290,15 +300,15 @@ std::string FaultsExercised::ToString() const {
 }
 
 nlohmann::json FaultsExercised::ToJson() const {
-  return {{"cn_crashes", cn_crashes},   {"fenced", fenced},
-          {"cn_restarts", cn_restarts}, {"recoveries", recoveries},
-          {"mn_crashes", mn_crashes},   {"mn_restarts", mn_restarts},
-          {"mn_readable", mn_readable}, {"partitions", partitions},
-          {"host_cuts", host_cuts},     {"mns_cut_lost", mns_cut_lost},
-          {"mid_commit", mid_commit},   {"rolled_forward", rolled_forward},
-          {"rolled_back", rolled_back}, {"log_records", log_records},
-          {"at_step", at_step},         {"coord_outages", coord_outages},
-          {"not_reached", not_reached}};
+  return {{"cn_crashes", cn_crashes},         {"fenced", fenced},
+          {"cn_restarts", cn_restarts},       {"recoveries", recoveries},
+          {"mn_crashes", mn_crashes},         {"mn_restarts", mn_restarts},
+          {"mn_readable", mn_readable},       {"partitions", partitions},
+          {"host_cuts", host_cuts},           {"mns_cut_lost", mns_cut_lost},
+          {"hosts_apart", hosts_apart},       {"mid_commit", mid_commit},
+          {"rolled_forward", rolled_forward}, {"rolled_back", rolled_back},
+          {"log_records", log_records},       {"at_step", at_step},
+          {"coord_outages", coord_outages},   {"not_reached", not_reached}};
 }
 
 }  // namespace pond::bench

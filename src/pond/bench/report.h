@@ -46,6 +46,7 @@ struct FaultsExercised {
   uint64_t mn_readable = 0;    // of those, readable again: R copies restored
   uint64_t partitions = 0;     // partition-cn that happened
   uint64_t host_cuts = 0;      // partition-host that happened
+  uint64_t hosts_apart = 0;    // cut-hosts that happened (two hosts cut apart)
   uint64_t mns_cut_lost = 0;   // MNs declared while cut off with their host (back as restarts)
   uint64_t coord_outages = 0;  // crash-coord that happened
   // Transactions caught mid-commit: recovery found them not yet visible everywhere and rolled

@@ -32,7 +32,11 @@ static_assert(static_cast<int>(sim::FaultKind::kPartitionHost) ==
               static_cast<int>(NodeFaultKind::kPartitionHost));
 static_assert(static_cast<int>(sim::FaultKind::kHealHost) ==
               static_cast<int>(NodeFaultKind::kHealHost));
-static_assert(sim::kFaultKindCount == 10, "a kind added to one list is added to both");
+static_assert(static_cast<int>(sim::FaultKind::kCutHosts) ==
+              static_cast<int>(NodeFaultKind::kCutHosts));
+static_assert(static_cast<int>(sim::FaultKind::kHealHosts) ==
+              static_cast<int>(NodeFaultKind::kHealHosts));
+static_assert(sim::kFaultKindCount == 12, "a kind added to one list is added to both");
 
 namespace {
 
@@ -66,8 +70,8 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   }
   if (o.ordered_tables) {
     const std::string why = "ordered tables' B+Trees are not replicated yet";
-    for (sim::FaultKind k :
-         {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn, sim::FaultKind::kPartitionHost}) {
+    for (sim::FaultKind k : {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn,
+                             sim::FaultKind::kPartitionHost, sim::FaultKind::kCutHosts}) {
       auto same = [&](const auto& x) { return x.first == k; };
       if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
         limits.refused.emplace_back(k, why);
@@ -88,12 +92,21 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
       limits.refused.emplace_back(sim::FaultKind::kPartitionHost, why);
     }
   }
+  // Two hosts cut apart lose an MN's place as a host cut does, and cut two CNs: refused with it.
+  for (const auto& [kind, why] : std::vector(limits.refused)) {
+    if (kind == sim::FaultKind::kPartitionHost && !refused(sim::FaultKind::kCutHosts)) {
+      limits.refused.emplace_back(sim::FaultKind::kCutHosts, why);
+    }
+  }
   for (const auto& [kind, why] : std::vector(limits.refused)) {
     if (kind == sim::FaultKind::kPartitionCn) {
       limits.refused.emplace_back(sim::FaultKind::kHealCn, why);
     }
     if (kind == sim::FaultKind::kPartitionHost) {
       limits.refused.emplace_back(sim::FaultKind::kHealHost, why);
+    }
+    if (kind == sim::FaultKind::kCutHosts) {
+      limits.refused.emplace_back(sim::FaultKind::kHealHosts, why);
     }
   }
   return limits;
@@ -117,7 +130,7 @@ Status Apply(const sim::FaultSchedule& schedule, RunOptions* o) {
     static_assert(static_cast<int>(sim::FaultStep::kUnlocked) ==
                   static_cast<int>(CommitStep::kUnlocked));
     o->node_faults.push_back(NodeFault{static_cast<NodeFaultKind>(e.kind), e.node, e.at_ns,
-                                       static_cast<CommitStep>(e.step)});
+                                       static_cast<CommitStep>(e.step), e.peer});
   }
   POND_RETURN_IF_ERROR(ValidateNodeFaults(o->cluster, o->node_faults));
   const sim::FaultConfig& m = schedule.messages;

@@ -47,7 +47,8 @@ TpccWorkload::~TpccWorkload() = default;
 Status TpccWorkload::Validate(const RunOptions& o) const {
   if (o.record) return InvalidArgument("the TPC-C workload records no history");
   for (const NodeFault& f : o.node_faults) {
-    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost) {
+    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost ||
+        f.kind == NodeFaultKind::kCutHosts) {
       return InvalidArgument(
           "TPC-C's ordered tables cannot run with MN crashes or host cuts yet (their B+Trees are "
           "not "

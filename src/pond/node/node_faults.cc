@@ -36,6 +36,9 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   const int hosts = std::max(0, std::min(c.cns, c.mns));
   std::vector<bool> host_cut(static_cast<size_t>(hosts), false);
   auto is_host_cut = [&](uint16_t n) { return n < host_cut.size() && host_cut[n]; };
+  // By host: the other host of its cut-hosts, or -1.
+  std::vector<int> cut_from(static_cast<size_t>(hosts), -1);
+  auto in_pair_cut = [&](uint16_t n) { return n < cut_from.size() && cut_from[n] >= 0; };
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
@@ -86,10 +89,68 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       case NodeFaultKind::kPartitionHost:  // below, beside crash-mn
       case NodeFaultKind::kHealHost:
         break;
+      case NodeFaultKind::kCutHosts:
+      case NodeFaultKind::kHealHosts: {
+        // Each CN may fence (it cannot reach the other host's MN, which the rest reach), and the
+        // CM, if it is one of them, declares the MN it cannot read: two CNs away, one MN down.
+        const bool cut = f.kind == NodeFaultKind::kCutHosts;
+        const std::string word = cut ? "cut-hosts: " : "heal-hosts: ";
+        const uint16_t x = f.node, y = f.peer;
+        const std::string xy = std::to_string(x) + "-" + std::to_string(y);
+        if (x >= hosts || y >= hosts || x == y) {
+          return InvalidArgument(which + word + "no hosts " + xy + " (two hosts of 0 to " +
+                                 std::to_string(hosts - 1) + ": host N is CN N with MN N)");
+        }
+        for (uint16_t h : {x, y}) {
+          const bool busy = cn_down[h] || cn_cut[h] || mn_down[h];
+          if (cut && busy) {
+            return InvalidArgument(which + word + "host " + std::to_string(h) +
+                                   " is not up (its CN or MN is crashed or cut off)");
+          }
+        }
+        if (!cut && cut_from[x] != y) {
+          return InvalidArgument(which + word + "hosts " + xy + " are not cut apart");
+        }
+        for (uint16_t h : {x, y}) {
+          if (!cut && ++restarts[h] > 255) {
+            return InvalidArgument(which + word + "CN " + std::to_string(h) +
+                                   " restarts more than 255 times");
+          }
+          cn_cut[h] = mn_down[h] = cut;
+        }
+        cut_from[x] = cut ? y : -1;
+        cut_from[y] = cut ? x : -1;
+        cns_away += cut ? 2 : -2;
+        mns_down += cut ? 1 : -1;
+        alive += cut ? -2 : 2;
+        partitions = host_cuts = true;
+        if (!cut) continue;
+        if (coord_down && ++mns_out > mns_out_max) {
+          return quorum_limit(which + word, mns_out, "the coordination service is down");
+        }
+        if (mns_down > mns_out_max) {
+          return quorum_limit(which + word, mns_down, "a CN is down or cut off");
+        }
+        if (mns_down > c.replication - 1) {
+          return InvalidArgument(which + word + "at most " + std::to_string(c.replication - 1) +
+                                 " MNs may be down at once with replication " +
+                                 std::to_string(c.replication) +
+                                 " (two hosts cut apart count one; each replica group must "
+                                 "keep one copy)");
+        }
+        if (alive < 2) {
+          return InvalidArgument(which + word + "at least 2 CNs must stay up and connected");
+        }
+        continue;
+      }
       case NodeFaultKind::kRestartMn:
         if (f.node >= c.mns) {
           return InvalidArgument(which + "restart-mn: no MN " + std::to_string(f.node) +
                                  " (the cluster has " + std::to_string(c.mns) + ")");
+        }
+        if (in_pair_cut(f.node)) {
+          return InvalidArgument(which + "restart-mn: MN " + std::to_string(f.node) +
+                                 " is on a host cut from another (heal-hosts brings it back)");
         }
         if (!mn_down[f.node] || is_host_cut(f.node)) {
           return InvalidArgument(which + "restart-mn: MN " + std::to_string(f.node) +
@@ -120,6 +181,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         if (!cut && !cn_cut[f.node]) {
           return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
                                  " is not partitioned");
+        }
+        if (!cut && in_pair_cut(f.node)) {
+          return InvalidArgument(which + word + "CN " + std::to_string(f.node) +
+                                 " is on a host cut from another (heal-hosts heals it)");
         }
         if (!cut && is_host_cut(f.node)) {
           return InvalidArgument(which + word + "CN " + std::to_string(f.node) +

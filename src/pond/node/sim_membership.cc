@@ -183,6 +183,7 @@ SimMembership::SimMembership(ClusterImpl& cl)
       mn_crashed_(cl.config().mns, false),
       host_cut_(std::min(cl.config().cns, cl.config().mns), false),
       host_healed_(host_cut_.size(), 0),
+      cut_from_(host_cut_.size(), -1),
       mn_slots_copied_(cl.config().mns, 0),
       cut_waiting_since_(cl.config().cns, 0),
       crash_waiting_since_(cl.config().cns, 0),
@@ -191,6 +192,7 @@ SimMembership::SimMembership(ClusterImpl& cl)
       crash_given_up_(cl.config().cns, false),
       mn_crash_given_up_(cl.config().mns, false),
       queued_(cl.config().cns),
+      queued_peers_(cl.config().cns),
       step_aims_(cl.config().cns) {}
 
 SimMembership::~SimMembership() = default;
@@ -221,7 +223,8 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
     }
   }
   for (const NodeFault& f : faults) {
-    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node, step = f.step] {
+    engine_.At(base_ns_ + f.at_ns, [this, gen, kind = f.kind, node = f.node, step = f.step,
+                                    peer = f.peer] {
       if (gen != generation_) return;
       faults_not_reached_--;
       if (step != CommitStep::kNone) AimCrash(node, step);
@@ -232,8 +235,12 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
       } else if (kind == NodeFaultKind::kCrashCoord || kind == NodeFaultKind::kRestartCoord) {
         SetCoordinationDown(kind == NodeFaultKind::kCrashCoord);
       } else {
-        // crash-cn, restart-cn, partition-cn, heal-cn, and partition-host and heal-host, which
-        // take their turn among the faults of their CN.
+        // crash-cn, restart-cn, partition-cn, heal-cn, partition-host and heal-host, which take
+        // their turn among the faults of their CN; cut-hosts and heal-hosts among the lower
+        // host's.
+        if (kind == NodeFaultKind::kCutHosts || kind == NodeFaultKind::kHealHosts) {
+          queued_peers_[node].push_back(peer);
+        }
         Enqueue(node, kind);
       }
     });
@@ -416,20 +423,22 @@ void SimMembership::OnConfig(const cluster::Configuration& next) {
       // Only an MN cut off with its host may be declared running: nobody else could read its
       // beat. A read that left before the heal may fail after it, so the CM may declare it a
       // little after the heal too — never a lease after, by when its beat was read moving.
+      // Or one on a host cut apart from another: the CM may be on the other host, or most CNs
+      // may not reach it.
       const bool cut = mn < host_cut_.size() &&
-                       (host_cut_[mn] ||
+                       (host_cut_[mn] || InHostsCut(mn) ||
                         (host_healed_[mn] != 0 && engine_.now() - host_healed_[mn] < kSimLeaseNs));
       POND_CHECK_MSG(cut, "the membership machine declared an MN that is running");
       if (was.alive && !was.leaving) {  // the first epoch of this declaration
         uint64_t cut_ns = now;
         for (const FailoverStats::Partition& p : partitions_) {
-          if (p.host && p.cn == mn) cut_ns = p.cut_ns;
+          if ((p.host || p.apart_from >= 0) && p.cn == mn) cut_ns = p.cut_ns;
         }
         mn_failures_.push_back(FailoverStats::MnFailure{.mn = mn, .crash_ns = cut_ns, .cut = true});
         latest = &mn_failures_.back();
       }
       // Healed already: it loses its place now (not from inside the machine's put).
-      if (!host_cut_[mn]) {
+      if (!host_cut_[mn] && !InHostsCut(mn)) {
         engine_.At(engine_.now(), [this, mn, gen = generation_] {
           if (gen == generation_) LoseMnPlace(static_cast<MnId>(mn));
         });
@@ -510,7 +519,7 @@ bool SimMembership::Idle() const {
     if (mn_crashed_[mn] && m.alive) return false;
     // Restarted: until it is let in and read like any replica. (One cut off with its host and
     // declared stays out until the heal brings it back, as a crashed one until its restart.)
-    const bool cut = mn < host_cut_.size() && host_cut_[mn];
+    const bool cut = mn < host_cut_.size() && (host_cut_[mn] || InHostsCut(mn));
     if (!mn_crashed_[mn] && !cut && (!m.alive || m.rejoin != cluster::MnStatus::Rejoin::kNone)) {
       return false;
     }
@@ -541,6 +550,10 @@ void SimMembership::RunQueue(uint16_t cn) {
       done = Cut(cn, q.front() == NodeFaultKind::kPartitionHost);
     } else if (q.front() == NodeFaultKind::kHealCn || q.front() == NodeFaultKind::kHealHost) {
       done = Heal(cn, q.front() == NodeFaultKind::kHealHost);
+    } else if (q.front() == NodeFaultKind::kCutHosts || q.front() == NodeFaultKind::kHealHosts) {
+      const uint16_t peer = queued_peers_[cn].front();
+      done = q.front() == NodeFaultKind::kCutHosts ? CutHosts(cn, peer) : HealHosts(cn, peer);
+      if (done) queued_peers_[cn].erase(queued_peers_[cn].begin());
     } else if (crash_given_up_[cn]) {  // its crash never happened
       crash_given_up_[cn] = false;
       done = true;
@@ -680,6 +693,71 @@ bool SimMembership::Heal(uint16_t cn, bool host) {
   return Restart(cn);
 }
 
+bool SimMembership::CutHosts(uint16_t x, uint16_t y) {
+  // As Cut waits: both CNs serving, a CN besides them serving, both MNs read like any replica,
+  // and the cluster surviving both CNs away and one of the MNs out (a CM on one host declares
+  // the other's MN).
+  int serving = 0;
+  for (uint16_t other = 0; other < nodes_.size(); other++) {
+    const Node* n = nodes_[other].get();
+    serving +=
+        other != x && other != y && n != nullptr && !n->crashed && n->serving && !cut_[other];
+  }
+  for (uint16_t h : {x, y}) {
+    const Node& n = *nodes_[h];
+    if (!n.serving || n.crashed || mn_crashed_[h] || config_.mns.empty() || !config_.mns[h].alive ||
+        config_.mns[h].leaving || config_.mns[h].rejoin != cluster::MnStatus::Rejoin::kNone) {
+      return false;
+    }
+  }
+  if (serving == 0) return false;
+  if (!Survives(MnsOut() + 1, /*cn_away=*/true)) {
+    if (!GiveUp(&cut_waiting_since_[x])) return false;
+    cut_given_up_[x] = true;  // and its heal comes to nothing
+    return true;
+  }
+  cut_waiting_since_[x] = 0;
+  cut_from_[x] = y;
+  cut_from_[y] = x;
+  cl_.sim_fabric_->CutHosts(x, y);
+  for (auto [h, other] : {std::pair{x, y}, std::pair{y, x}}) {
+    FailoverStats::Partition p{h, engine_.now() - base_ns_};
+    p.apart_from = other;
+    partitions_.push_back(p);
+  }
+  return true;
+}
+
+bool SimMembership::HealHosts(uint16_t x, uint16_t y) {
+  if (cut_given_up_[x]) {  // the cut never happened
+    cut_given_up_[x] = false;
+    return true;
+  }
+  if (cut_from_[x] == y) {
+    cut_from_[x] = cut_from_[y] = -1;
+    cl_.sim_fabric_->HealHosts(x, y);
+    for (uint16_t h : {x, y}) {
+      host_healed_[h] = engine_.now();
+      // Declared meanwhile, its MN comes back as a restarted one (as after heal-host).
+      if (!config_.mns.empty() && (!config_.mns[h].alive || config_.mns[h].leaving)) {
+        LoseMnPlace(static_cast<MnId>(h));
+      }
+      for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
+        if (it->cn != h) continue;
+        it->healed_ns = engine_.now() - base_ns_;
+        break;
+      }
+    }
+  }
+  // A CN that fenced comes back as a daemon's supervisor restarts it; one of the two may have
+  // to wait (its failure not recovered yet), and the heal waits with it.
+  bool done = true;
+  for (uint16_t h : {x, y}) {
+    if (nodes_[h]->crashed && !Restart(h)) done = false;
+  }
+  return done;
+}
+
 void SimMembership::Crash(uint16_t cn, bool fenced) {
   Node& n = *nodes_[cn];
   POND_CHECK(!n.crashed);
@@ -700,13 +778,18 @@ void SimMembership::Crash(uint16_t cn, bool fenced) {
   if (fenced) {
     for (auto it = partitions_.rbegin(); it != partitions_.rend(); ++it) {
       if (it->cn != cn) continue;
-      if (it->healed_ns == 0 && cut_[cn]) it->fenced_ns = engine_.now() - base_ns_;
+      if (it->healed_ns == 0 && (cut_[cn] || InHostsCut(cn))) {
+        it->fenced_ns = engine_.now() - base_ns_;
+      }
       break;
     }
   }
   // A daemon that fenced itself exits, and its supervisor starts it again — once it can reach
   // the service: a CN still cut off comes back when it heals (Heal).
-  if (fenced && !cut_[cn]) Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
+  // One on a host cut apart from another comes back at heal-hosts, too.
+  if (fenced && !cut_[cn] && !InHostsCut(cn)) {
+    Enqueue(cn, NodeFaultKind::kRestartCn, /*first=*/true);
+  }
 }
 
 bool SimMembership::Restart(uint16_t cn) {
@@ -714,7 +797,7 @@ bool SimMembership::Restart(uint16_t cn) {
   if (cl_.tso_cn_ == cn) return false;
   // A daemon starting then waits for the service (deploy/cn_process.cc's ReadStart loops on
   // TryStart).
-  if (store_->down || cut_[cn]) return false;
+  if (store_->down || cut_[cn] || InHostsCut(cn)) return false;
   const ClusterConfig& c = cl_.config();
   recovery::StartOptions o{.cluster = kClusterName,
                            .cn = cn,
@@ -828,6 +911,14 @@ int SimMembership::MnsOut() const {
                                  config_.mns[m].rejoin == cluster::MnStatus::Rejoin::kNone));
     out += !readable;
   }
+  // Two hosts cut apart count one MN out until one of theirs is declared (then it counts above):
+  // a CM on one host may declare the other's.
+  for (uint16_t x = 0; x < cut_from_.size(); x++) {
+    const int y = cut_from_[x];
+    if (y <= x || config_.mns.empty()) continue;
+    const cluster::MnStatus &a = config_.mns[x], &b = config_.mns[static_cast<size_t>(y)];
+    if (a.alive && !a.leaving && b.alive && !b.leaving) out++;
+  }
   return out;
 }
 
@@ -847,7 +938,7 @@ bool SimMembership::Survives(int mns_out, bool cn_away) const {
 
 bool SimMembership::CnAway() const {
   for (uint16_t cn = 0; cn < nodes_.size(); cn++) {
-    if (cut_[cn] || IsCrashed(cn)) return true;
+    if (cut_[cn] || IsCrashed(cn) || InHostsCut(cn)) return true;
   }
   return false;
 }

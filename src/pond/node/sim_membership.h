@@ -27,6 +27,11 @@
 //     partition-cn and reaching MN N alone, MN N running but reached by nobody else. The CM
 //     declares MN N; CN N fences by the lease rule before anyone declares it. heal-host brings
 //     both back: CN N as heal-cn does, MN N — if declared meanwhile — as restart-mn does, blank.
+//   - cut-hosts X-Y cuts the link between hosts X and Y alone: CN X loses CN Y and MN Y, CN Y
+//     loses CN X and MN X, and both reach the rest and the service. Each CN fences once the
+//     reports show the others reach the MN it cannot (docs/recovery.md "An MN one CN cannot
+//     reach"); a CM on one of them declares the other's MN. heal-hosts brings back what fenced
+//     and what was declared, as heal-host does.
 //
 // Thread rules: the simulator's thread only.
 #pragma once
@@ -105,6 +110,11 @@ class SimMembership final : public SimFaults {
   // partition-cn and heal-cn, or with `host` partition-host and heal-host (MN `cn` too).
   bool Cut(uint16_t cn, bool host);
   bool Heal(uint16_t cn, bool host);
+  // cut-hosts and heal-hosts of hosts `x` < `y`, in CN `x`'s turn.
+  bool CutHosts(uint16_t x, uint16_t y);
+  bool HealHosts(uint16_t x, uint16_t y);
+  // Host `h` is cut apart from another now (cut-hosts).
+  bool InHostsCut(uint16_t h) const { return h < cut_from_.size() && cut_from_[h] >= 0; }
   // MN `mn`, running but declared while its host was cut off, loses its place: its memory is
   // gone, as a crashed MN's, and it comes back as restart-mn brings one (docs/recovery.md
   // "Partitions and fencing").
@@ -150,6 +160,7 @@ class SimMembership final : public SimFaults {
   std::vector<bool> mn_crashed_;
   std::vector<bool> host_cut_;         // by host (CN n with MN n): cut off by partition-host now
   std::vector<uint64_t> host_healed_;  // by host: engine time of its last heal-host (0: none)
+  std::vector<int> cut_from_;          // by host: the host it is cut apart from now, or -1
   std::vector<uint64_t> mn_slots_copied_;  // by MN: copied onto it by its current rejoin
   // Waits for Survives (engine time first found waiting; 0: none), and the faults given up, whose
   // heal or restart-cn (by CN) or restart-mn (by MN) comes to nothing.
@@ -160,7 +171,8 @@ class SimMembership final : public SimFaults {
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;
 
-  std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
+  std::vector<std::vector<NodeFaultKind>> queued_;   // by CN: reached, not done yet, in order
+  std::vector<std::vector<uint16_t>> queued_peers_;  // by CN: the other host of each queued pair
   size_t queued_count_ = 0;
   struct StepAim {
     CommitStep step = CommitStep::kNone;

@@ -11,8 +11,8 @@ namespace pond::sim {
 namespace {
 
 constexpr std::array<std::string_view, kFaultKindCount> kKindNames = {
-    "crash-cn", "restart-cn",  "crash-mn",      "restart-mn",     "partition-cn",
-    "heal-cn",  "crash-coord", "restart-coord", "partition-host", "heal-host"};
+    "crash-cn",    "restart-cn",    "crash-mn",       "restart-mn", "partition-cn", "heal-cn",
+    "crash-coord", "restart-coord", "partition-host", "heal-host",  "cut-hosts",    "heal-hosts"};
 
 constexpr std::array<std::string_view, kFaultStepCount> kStepNames = {
     "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
@@ -20,10 +20,12 @@ constexpr std::string_view kAllSteps = "locked, read, logged, timestamped, visib
 
 constexpr std::string_view kItemForms =
     "KIND:NODE@TIME, crash-cn:NODE@[TIME+]step=STEP, crash-coord@TIME, restart-coord@TIME, "
-    "drop:P, duplicate:P, delay:P@MIN-MAX or jitter:TIME";
+    "cut-hosts:X-Y@TIME, heal-hosts:X-Y@TIME, drop:P, duplicate:P, delay:P@MIN-MAX or "
+    "jitter:TIME";
 constexpr std::string_view kAllKinds =
     "crash-cn, restart-cn, crash-mn, restart-mn, partition-cn, heal-cn, crash-coord, "
-    "restart-coord, partition-host, heal-host, drop, duplicate, delay, jitter";
+    "restart-coord, partition-host, heal-host, cut-hosts, heal-hosts, drop, duplicate, delay, "
+    "jitter";
 
 struct Unit {
   std::string_view name;
@@ -81,7 +83,8 @@ std::string FormatProbability(double p) {
 // KIND:NODE@TIME+step=S otherwise.
 std::string FormatEvent(const FaultEvent& e) {
   if (IsCoordFault(e.kind)) return std::string(FaultKindName(e.kind)) + "@" + FormatTime(e.at_ns);
-  std::string out = std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) + "@";
+  std::string out = std::string(FaultKindName(e.kind)) + ":" + std::to_string(e.node) +
+                    (IsHostPairFault(e.kind) ? "-" + std::to_string(e.peer) : "") + "@";
   if (e.step == FaultStep::kNone) return out + FormatTime(e.at_ns);
   if (e.at_ns != 0) out += FormatTime(e.at_ns) + "+";
   return out + "step=" + std::string(kStepNames[static_cast<size_t>(e.step)]);
@@ -264,7 +267,20 @@ Reason ParseItem(std::string_view item, int index, FaultSchedule* s, Seen* seen)
            ":1@5ms)";
   }
   FaultEvent e{static_cast<FaultKind>(name - kKindNames.begin()), 0, 0};
-  if (!(r = ParseNode(rest.substr(0, at), &e.node)).empty()) return r;
+  if (IsHostPairFault(e.kind)) {
+    // X-Y: two hosts, named in either order and kept lower first, so that a spec prints one way.
+    const std::string form =
+        " (" + std::string(head) + ":X-Y@TIME, e.g. " + std::string(head) + ":1-2@5ms)";
+    std::string_view hosts = rest.substr(0, at);
+    const size_t dash = hosts.find('-');
+    if (dash == std::string_view::npos) return "missing '-' between the two hosts" + form;
+    if (!(r = ParseNode(hosts.substr(0, dash), &e.node)).empty()) return r;
+    if (!(r = ParseNode(hosts.substr(dash + 1), &e.peer)).empty()) return r;
+    if (e.node == e.peer) return "host " + std::to_string(e.node) + " named twice" + form;
+    if (e.node > e.peer) std::swap(e.node, e.peer);
+  } else if (!(r = ParseNode(rest.substr(0, at), &e.node)).empty()) {
+    return r;
+  }
   if (!(r = ParseWhen(rest.substr(at + 1), &e)).empty()) return r;
   s->events.push_back(e);
   return {};
@@ -311,6 +327,10 @@ bool IsHostFault(FaultKind kind) {
   return kind == FaultKind::kPartitionHost || kind == FaultKind::kHealHost;
 }
 
+bool IsHostPairFault(FaultKind kind) {
+  return kind == FaultKind::kCutHosts || kind == FaultKind::kHealHosts;
+}
+
 bool IsCnFault(FaultKind kind) {
   return kind == FaultKind::kCrashCn || kind == FaultKind::kRestartCn ||
          kind == FaultKind::kPartitionCn || kind == FaultKind::kHealCn;
@@ -348,6 +368,8 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
   int cns_away = 0;  // CNs down or partitioned
   // By host: cut by partition-host (its CN and MN both partitioned, healed only together).
   std::vector<bool> host_cut(std::min(limits.cns, limits.mns), false);
+  // By host: the other host of its cut-hosts, or -1.
+  std::vector<int> cut_from(std::min(limits.cns, limits.mns), -1);
   auto quorum_limit = [&](int out, const char* when) {
     return std::to_string(out) + " MNs down while " + when + ", more than the " +
            std::to_string(limits.max_mns_down_quorum) +
@@ -383,13 +405,13 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       }
       continue;
     }
-    const bool is_host = IsHostFault(e.kind);
+    const bool is_host = IsHostFault(e.kind) || IsHostPairFault(e.kind);
     const uint16_t count = is_host ? std::min(limits.cns, limits.mns)
                            : is_cn ? limits.cns
                                    : limits.mns;
-    if (e.node >= count) {
+    if (e.node >= count || (IsHostPairFault(e.kind) && e.peer >= count)) {
       if (is_host) {
-        return fail("no host " + std::to_string(e.node) +
+        return fail("no host " + std::to_string(e.node >= count ? e.node : e.peer) +
                     " (host N is CN N with MN N: the cluster has " + std::to_string(limits.cns) +
                     " CNs and " + std::to_string(limits.mns) + " MNs, so hosts 0 to " +
                     std::to_string(count - 1) + ")");
@@ -406,10 +428,58 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       return fail("at or after the end of the run (" + FormatTime(limits.horizon_ns) + ")");
     }
     if (e.kind == FaultKind::kCrashCn || e.kind == FaultKind::kPartitionCn ||
-        e.kind == FaultKind::kPartitionHost) {
-      if (const std::string* why = FindReason(limits.protected_cns, e.node)) {
-        return fail("CN " + std::to_string(e.node) + " may not be crashed or partitioned: " + *why);
+        e.kind == FaultKind::kPartitionHost || e.kind == FaultKind::kCutHosts) {
+      for (uint16_t c : {e.node, e.kind == FaultKind::kCutHosts ? e.peer : e.node}) {
+        if (const std::string* why = FindReason(limits.protected_cns, c)) {
+          return fail("CN " + std::to_string(c) + " may not be crashed or partitioned: " + *why);
+        }
       }
+    }
+    if (IsHostPairFault(e.kind)) {
+      // The four nodes of the two hosts move together, up to partitioned and back: each CN may
+      // fence (it cannot reach the other host's MN), and the CM may declare one of the MNs.
+      const uint16_t x = e.node, y = e.peer;
+      const std::string xy = std::to_string(x) + "-" + std::to_string(y);
+      const bool cut = e.kind == FaultKind::kCutHosts;
+      if (cut) {
+        for (uint16_t h : {x, y}) {
+          for (const auto& [states, kind] : {std::pair{&cn, "CN "}, std::pair{&mn, "MN "}}) {
+            const NodeState st = (*states)[h];
+            if (st != NodeState::kUp) {
+              return fail(kind + std::to_string(h) + " is " +
+                          std::string(kStateNames[static_cast<size_t>(st)]) +
+                          ", and cut-hosts needs every node of hosts " + xy + " up");
+            }
+          }
+        }
+      } else if (cut_from[x] != y) {
+        return fail("hosts " + xy + " are not cut apart, and heal-hosts needs a cut-hosts before");
+      }
+      cut_from[x] = cut ? y : -1;
+      cut_from[y] = cut ? x : -1;
+      const NodeState to = cut ? NodeState::kPartitioned : NodeState::kUp;
+      cn[x] = cn[y] = mn[x] = mn[y] = to;
+      cns_away += cut ? 2 : -2;
+      cns_up += cut ? -2 : 2;
+      mns_down += cut ? 1 : -1;
+      if (!cut) continue;
+      if (mns_down > limits.max_mns_down) {
+        return fail("leaves " + std::to_string(mns_down) + " MNs down (two hosts cut apart " +
+                    "count one), more than the " + std::to_string(limits.max_mns_down) +
+                    " the cluster survives");
+      }
+      if (mns_down > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
+      }
+      if (coord_down && ++mns_out > limits.max_mns_down_quorum) {
+        return fail(quorum_limit(mns_out, "the coordination service is down"));
+      }
+      if (cns_up < limits.min_cns_up) {
+        return fail("leaves " + std::to_string(cns_up) +
+                    " CNs up and unpartitioned, fewer than the " +
+                    std::to_string(limits.min_cns_up) + " the cluster needs");
+      }
+      continue;
     }
     if (is_host) {
       // Both of the host's nodes move together: up to partitioned and back. Its CN then counts
@@ -457,6 +527,10 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
     if (e.kind == FaultKind::kHealCn && host_cut[e.node]) {
       return fail(who + " is cut off with its host, and only heal-host heals it");
     }
+    if (e.kind == FaultKind::kHealCn && e.node < cut_from.size() && cut_from[e.node] >= 0) {
+      return fail(who + " is cut from host " + std::to_string(cut_from[e.node]) +
+                  ", and only heal-hosts heals it");
+    }
     NodeState& st = is_cn ? cn[e.node] : mn[e.node];
     NodeState from = NodeState::kUp, to = NodeState::kDown;
     std::string_view needs = "up";
@@ -478,6 +552,8 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       case FaultKind::kRestartCoord:
       case FaultKind::kPartitionHost:
       case FaultKind::kHealHost:
+      case FaultKind::kCutHosts:
+      case FaultKind::kHealHosts:
         assert(false);  // handled above: they name no node, or two
         break;
     }

@@ -58,8 +58,14 @@ enum class FaultKind : unsigned char {
   // running with its memory. Counted as a CN partition and as an MN down.
   kPartitionHost,
   kHealHost,  // its link comes back
+  // Hosts X and Y lose the link between them alone (`cut-hosts:X-Y`): CN X and CN Y lose each
+  // other's messages, CN X's one-sided ops to MN Y fail as to a crashed MN, and CN Y's to MN X;
+  // both still reach everyone else and the coordination service. Counted as two CN partitions
+  // and one MN down (of MN X and MN Y, the CM may declare the one it cannot read).
+  kCutHosts,
+  kHealHosts,  // that link comes back
 };
-inline constexpr int kFaultKindCount = 10;
+inline constexpr int kFaultKindCount = 12;
 
 // The kind's spec word, e.g. "crash-cn".
 std::string_view FaultKindName(FaultKind kind);
@@ -69,6 +75,8 @@ bool IsCnFault(FaultKind kind);
 bool IsCoordFault(FaultKind kind);
 // True for partition-host and heal-host, which name a host: CN N and MN N together.
 bool IsHostFault(FaultKind kind);
+// True for cut-hosts and heal-hosts, which name two hosts (`cut-hosts:X-Y@TIME`).
+bool IsHostPairFault(FaultKind kind);
 
 // A point in a transaction's commit that a crash-cn may be aimed at. The schedule only carries
 // it (its spec word below); the cluster that runs the schedule says where each is in its
@@ -93,6 +101,8 @@ struct FaultEvent {
   // crash-cn only: the crash waits from at_ns for the first transaction of the CN to reach this
   // step (a bounded wait, the cluster's). Validate() places it at at_ns.
   FaultStep step = FaultStep::kNone;
+  // cut-hosts and heal-hosts only: the other host, above `node`.
+  uint16_t peer = 0;
   friend bool operator==(const FaultEvent&, const FaultEvent&) = default;
 };
 

@@ -84,7 +84,7 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   // what they draw (a partition beside crashes that already left few CNs up).
   Rng crash_rng = rng.Fork(), partition_rng = rng.Fork(), mn_rng = rng.Fork(),
       message_rng = rng.Fork(), step_rng = rng.Fork(), coord_rng = rng.Fork(),
-      host_rng = rng.Fork();
+      host_rng = rng.Fork(), pair_rng = rng.Fork();
   if (!refused(FaultKind::kCrashCn)) {
     const int crashes = 1 + static_cast<int>(crash_rng.Uniform(kCnCrashesMax));
     for (int i = 0; i < crashes; i++) {
@@ -102,8 +102,38 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
     // comes as a CN's does, often before the MN is declared.
     const bool host = !refused(FaultKind::kPartitionHost) && limits.max_mns_down >= 1 &&
                       !hosts.empty() && host_rng.Chance(0.5);
-    if (!host || !try_pair(partition_rng, FaultKind::kPartitionHost, FaultKind::kHealHost,
-                           heal && !refused(FaultKind::kHealHost), hosts)) {
+    // Half of those cut two hosts apart instead, each still reaching the rest: the cut where a
+    // CN loses one MN that the others reach (docs/recovery.md "An MN one CN cannot reach"). Its
+    // coin is forked after the host coin, for the same reason.
+    const bool two =
+        host && !refused(FaultKind::kCutHosts) && hosts.size() >= 2 && pair_rng.Chance(0.5);
+    auto try_two = [&] {
+      for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
+        uint16_t x = hosts[partition_rng.Uniform(hosts.size())];
+        uint16_t y = hosts[partition_rng.Uniform(hosts.size())];
+        if (x == y) continue;
+        if (x > y) std::swap(x, y);
+        const uint64_t gap = DrawTime(partition_rng, gap_min, gap_max, grain);
+        const uint64_t at = DrawTime(partition_rng, lo, hi - gap, grain);
+        FaultSchedule c = s;
+        c.events.push_back({FaultKind::kCutHosts, x, at, FaultStep::kNone, y});
+        if (heal && !refused(FaultKind::kHealHosts)) {
+          c.events.push_back({FaultKind::kHealHosts, x, at + gap, FaultStep::kNone, y});
+        }
+        std::stable_sort(c.events.begin(), c.events.end(),
+                         [](const auto& a, const auto& b) { return a.at_ns < b.at_ns; });
+        if (c.Validate(limits).ok()) {
+          s = std::move(c);
+          return true;
+        }
+      }
+      return false;
+    };
+    const bool drawn =
+        (two && try_two()) ||
+        (host && try_pair(partition_rng, FaultKind::kPartitionHost, FaultKind::kHealHost,
+                          heal && !refused(FaultKind::kHealHost), hosts));
+    if (!drawn) {
       try_pair(partition_rng, FaultKind::kPartitionCn, FaultKind::kHealCn,
                heal && !refused(FaultKind::kHealCn), cns);
     }

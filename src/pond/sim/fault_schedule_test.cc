@@ -75,7 +75,8 @@ TEST(FaultScheduleTest, ParsesEveryKind) {
       {"heal-cn", FaultKind::kHealCn},
       {"partition-host", FaultKind::kPartitionHost},
       {"heal-host", FaultKind::kHealHost}};
-  ASSERT_EQ(kinds.size() + 2, static_cast<size_t>(kFaultKindCount));  // + the service's two
+  // + the service's two and the two that name two hosts (below)
+  ASSERT_EQ(kinds.size() + 4, static_cast<size_t>(kFaultKindCount));
   for (const auto& [name, kind] : kinds) {
     FaultSchedule s = MustParse(name + ":3@7us");
     ASSERT_EQ(s.events.size(), 1u) << name;
@@ -84,6 +85,43 @@ TEST(FaultScheduleTest, ParsesEveryKind) {
     EXPECT_EQ(IsCnFault(kind), name.ends_with("-cn")) << name;
     EXPECT_EQ(IsHostFault(kind), name.ends_with("-host")) << name;
   }
+}
+
+// Two hosts cut apart name both, in either order; they print lower first and round-trip.
+TEST(FaultScheduleTest, ParsesTwoHostsCutApartAndPrintsThemBack) {
+  FaultSchedule s = MustParse("heal-hosts:2-1@7ms,cut-hosts:1-2@2ms");
+  std::vector<FaultEvent> want = {{FaultKind::kCutHosts, 1, 2 * kMs, FaultStep::kNone, 2},
+                                  {FaultKind::kHealHosts, 1, 7 * kMs, FaultStep::kNone, 2}};
+  EXPECT_EQ(s.events, want);
+  EXPECT_EQ(s.ToString(), "cut-hosts:1-2@2ms,heal-hosts:1-2@7ms");
+  EXPECT_EQ(MustParse(s.ToString()), s);
+  EXPECT_TRUE(IsHostPairFault(FaultKind::kCutHosts) && IsHostPairFault(FaultKind::kHealHosts));
+  EXPECT_FALSE(IsHostFault(FaultKind::kCutHosts) || IsCnFault(FaultKind::kCutHosts));
+  EXPECT_NE(ParseError("cut-hosts:1@2ms").find("missing '-' between the two hosts"),
+            std::string::npos);
+  EXPECT_NE(ParseError("cut-hosts:2-2@2ms").find("host 2 named twice"), std::string::npos);
+  EXPECT_NE(ParseError("cut-hosts:1-x@2ms").find("bad node 'x'"), std::string::npos);
+  FaultLimits l = Cluster(5, 3);
+  l.min_cns_up = 2;
+  l.max_mns_down = 1;
+  EXPECT_TRUE(s.Validate(l).ok());
+  EXPECT_NE(ValidateError("heal-hosts:1-2@2ms", l).find("hosts 1-2 are not cut apart"),
+            std::string::npos);
+  EXPECT_NE(ValidateError("cut-hosts:1-3@2ms", l).find("no host 3"), std::string::npos);
+  EXPECT_NE(ValidateError("cut-hosts:1-2@2ms,heal-cn:1@3ms", l)
+                .find("CN 1 is cut from host 2, and only heal-hosts heals it"),
+            std::string::npos);
+  EXPECT_NE(ValidateError("crash-mn:0@1ms,cut-hosts:1-2@2ms", l)
+                .find("leaves 2 MNs down (two hosts cut apart count one)"),
+            std::string::npos);
+  l.min_cns_up = 3;
+  EXPECT_NE(ValidateError("crash-cn:0@1ms,cut-hosts:1-2@2ms", l)
+                .find("leaves 2 CNs up and unpartitioned"),
+            std::string::npos);
+  l.min_cns_up = 2;
+  EXPECT_NE(ValidateError("crash-mn:1@1ms,cut-hosts:1-2@2ms", l)
+                .find("MN 1 is down, and cut-hosts needs every node of hosts 1-2 up"),
+            std::string::npos);
 }
 
 // A host is CN N with MN N: its faults name one number, and round-trip as they came.
@@ -584,7 +622,8 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
       with_jitter += s.jitter_ns != 0;
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCn)], 4);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kPartitionCn)] +
-                    counts[static_cast<int>(FaultKind::kPartitionHost)],
+                    counts[static_cast<int>(FaultKind::kPartitionHost)] +
+                    counts[static_cast<int>(FaultKind::kCutHosts)],
                 1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashMn)], 1);
       ASSERT_LE(counts[static_cast<int>(FaultKind::kCrashCoord)], 1);
@@ -617,6 +656,12 @@ TEST(FaultScheduleTest, RandomSchedulesValidateAndRoundTrip) {
         for (const auto& [r, why] : l.refused) possible &= r != FaultKind::kPartitionCn;
       }
       if (kind == FaultKind::kHealHost) possible &= seen.count(FaultKind::kPartitionHost) > 0;
+      // Two hosts cut apart: two CNs away and an MN down, hosts enough and no CN partition refused.
+      if (IsHostPairFault(kind)) {
+        possible &= std::min(l.cns, l.mns) >= 2 && l.cns >= l.min_cns_up + 2 &&
+                    l.max_mns_down >= 1 && seen.count(FaultKind::kPartitionHost) > 0;
+      }
+      if (kind == FaultKind::kHealHosts) possible &= seen.count(FaultKind::kCutHosts) > 0;
       EXPECT_EQ(seen.count(kind) > 0, possible) << "limits " << li << " " << FaultKindName(kind);
     }
     // Where CN crashes are drawn, every step is aimed at somewhere in 1000 draws.

@@ -101,7 +101,9 @@ void PrintFailover(const bench::RunResult& r) {
       } else {
         fate += ", not healed in the run";
       }
-      std::printf("failover     CN %u partitioned at %.3f ms: %s\n", p.cn,
+      const std::string what =
+          p.apart_from >= 0 ? fmt::format("cut from host {}", p.apart_from) : "partitioned";
+      std::printf("failover     CN %u %s at %.3f ms: %s\n", p.cn, what.c_str(),
                   static_cast<double>(p.cut_ns) / 1e6, fate.c_str());
     }
     for (const auto& x : f.failures) {

@@ -63,7 +63,8 @@ inline btree::TreeSpace TreeSpaceOf(const store::TableInfo& t) {
 inline Status OrderedTableAllows(const std::string& table, const std::vector<NodeFault>& faults) {
   for (const NodeFault& f : faults) {
     // A host cut loses its MN's place as a crash does.
-    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost) {
+    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost ||
+        f.kind == NodeFaultKind::kCutHosts) {
       return InvalidArgument("ordered table \"" + table +
                              "\" cannot run with MN crashes or host cuts: its B+Tree is not "
                              "replicated yet "

@@ -83,7 +83,7 @@ class SimEndpoint final : public Endpoint {
       batches_.clear();
     }
     for (auto& p : packets_) {
-      if (fabric_.IsCnPartitioned(self().cn) || fabric_.IsCnPartitioned(p.to.cn)) {
+      if (fabric_.PacketCut(self().cn, p.to.cn)) {
         fabric_.cut_packets_++;
         RecycleBuffer(std::move(p.bytes));
         continue;
@@ -178,7 +178,7 @@ class SimEndpoint final : public Endpoint {
         dst->RecycleBuffer(std::move(bytes));
         return;
       }
-      if (f->IsCnPartitioned(h.src_cn) || f->IsCnPartitioned(to.cn)) {
+      if (f->PacketCut(h.src_cn, to.cn)) {
         f->in_flight_--;
         f->cut_packets_++;
         dst->RecycleBuffer(std::move(bytes));
@@ -537,6 +537,18 @@ void SimFabric::PartitionHost(uint16_t host) {
 void SimFabric::HealHost(uint16_t host) {
   HealCn(host);
   if (host < host_cut_.size()) host_cut_[host] = false;
+}
+
+void SimFabric::CutHosts(uint16_t a, uint16_t b) {
+  POND_CHECK(a < num_mns() && b < num_mns() && a != b);
+  if (hosts_cut_.size() < num_mns()) hosts_cut_.resize(num_mns(), 0);
+  hosts_cut_[a] |= uint64_t{1} << b;
+  hosts_cut_[b] |= uint64_t{1} << a;
+}
+
+void SimFabric::HealHosts(uint16_t a, uint16_t b) {
+  if (a < hosts_cut_.size()) hosts_cut_[a] &= ~(uint64_t{1} << b);
+  if (b < hosts_cut_.size()) hosts_cut_[b] &= ~(uint64_t{1} << a);
 }
 
 void SimFabric::CrashMn(MnId mn) {

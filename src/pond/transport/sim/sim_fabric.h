@@ -98,10 +98,21 @@ class SimFabric final : public Fabric {
   // and every other CN's to MN `host`. MN `host` keeps its memory, and CN `host` reaches it.
   void PartitionHost(uint16_t host);
   void HealHost(uint16_t host);
+  // Hosts `a` and `b` lose the link between them alone (cut-hosts): CN `a` and CN `b` lose each
+  // other's packets, and each CN's one-sided ops to the other host's MN fail as to a crashed MN
+  // (kMnUnreachableNs). Both reach everyone else.
+  void CutHosts(uint16_t a, uint16_t b);
+  void HealHosts(uint16_t a, uint16_t b);
   // False while a host cut lies between CN `cn` and MN `mn`.
   bool Reaches(uint16_t cn, MnId mn) const {
     if (cn == mn) return true;
-    return !(cn < host_cut_.size() && host_cut_[cn]) && !(mn < host_cut_.size() && host_cut_[mn]);
+    return !(cn < host_cut_.size() && host_cut_[cn]) && !(mn < host_cut_.size() && host_cut_[mn]) &&
+           !HostsCut(cn, mn);
+  }
+  // True while a packet between CN `a` and CN `b` is lost: either is partitioned, or their hosts
+  // are cut apart.
+  bool PacketCut(uint16_t a, uint16_t b) const {
+    return IsCnPartitioned(a) || IsCnPartitioned(b) || HostsCut(a, b);
   }
   struct CrashStats {
     uint64_t dropped_packets = 0;  // to or from a crashed CN
@@ -177,9 +188,13 @@ class SimFabric final : public Fabric {
   // Shared by every endpoint (one thread); in flight, a packet's buffer is in its event.
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
-  std::vector<bool> down_;            // by CN
-  std::vector<bool> cut_;             // by CN: partitioned
-  std::vector<bool> host_cut_;        // by host: cut off, its CN and MN together
+  std::vector<bool> down_;           // by CN
+  std::vector<bool> cut_;            // by CN: partitioned
+  std::vector<bool> host_cut_;       // by host: cut off, its CN and MN together
+  std::vector<uint64_t> hosts_cut_;  // by host: bit h set while cut apart from host h
+  bool HostsCut(uint16_t a, uint16_t b) const {
+    return a < hosts_cut_.size() && b < 64 && ((hosts_cut_[a] >> b) & 1) != 0;
+  }
   std::vector<uint16_t> generation_;  // by CN: crashes and restarts so far
   std::vector<bool> mn_down_;
   std::vector<uint16_t> mn_generation_;  // by MN: restarts so far
