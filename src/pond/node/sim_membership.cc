@@ -496,6 +496,14 @@ bool SimMembership::Idle() const {
   for (uint16_t cn = 0; cn < cut_.size(); cn++) {
     if (cut_[cn] && nodes_[cn] != nullptr && !nodes_[cn]->crashed) return false;
   }
+  // And one cut from another host, until it fences or the other host's MN is taken out (a CM on
+  // its host declared it): till then its commits to that MN wait.
+  for (uint16_t h = 0; h < cut_from_.size(); h++) {
+    const int other = cut_from_[h];
+    if (other < 0 || nodes_[h] == nullptr || nodes_[h]->crashed || config_.mns.empty()) continue;
+    const cluster::MnStatus& m = config_.mns[static_cast<size_t>(other)];
+    if (m.alive && !m.leaving) return false;
+  }
   for (const auto& n : nodes_) {
     if (n != nullptr && !n->crashed && !n->serving) return false;  // waiting to be let in
   }
