@@ -500,8 +500,10 @@ void CnMembership::MnLinks() {
   // missing MN. At exactly half it fences too: with hosts 1 and 2 cut apart, CN 1 fencing first
   // leaves CN 2 one of two CNs that cannot reach MN 1, and neither rule would act again.
   std::string odd;
+  int reach = 0;  // of the voters, those that reach the first MN in `odd`
   for (size_t mn = 0; mn < mns; mn++) {
     if (((own >> mn) & 1) != 0 && silent_to[mn] > 0 && 2 * silent_to[mn] <= voters) {
+      if (odd.empty()) reach = voters - silent_to[mn];
       odd += (odd.empty() ? "" : ", ") + std::to_string(mn);
     }
   }
@@ -514,9 +516,8 @@ void CnMembership::MnLinks() {
   // period or two later), and only on the word of CNs still beating (as in Links).
   if (mn_singled_since_ns_ == 0) mn_singled_since_ns_ = now;
   if (now < mn_singled_since_ns_ + o_.lease_ns / 2 || !peers_beating) return;
-  Fence("cut off from MN " + odd +
-        ": none of its beats has reached it for a lease, while most of " + "the " +
-        std::to_string(voters) + " CNs beating do");
+  Fence("cut off from MN " + odd + ": none of its beats has reached it for a lease, while " +
+        std::to_string(reach) + " of the " + std::to_string(voters) + " CNs beating do");
 }
 
 bool CnMembership::MnCutOff(uint16_t mn) const {

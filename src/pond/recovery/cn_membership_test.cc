@@ -1028,6 +1028,22 @@ TEST_F(HostsTest, AnMnMostCnsCannotReachIsDeclaredThoughTheCmReadsIt) {
   }
 }
 
+// Each CN cut from a different MN (CN 0 from MN 1, CN 1 from MN 2, CN 2 from MN 0), while the
+// service is down so that the CM cannot declare the MN it misses: each MN is reached by most CNs,
+// so each CN is the odd one out for its own — but were each to fence, nobody would be left. None
+// does while no CN reaches every MN.
+TEST_F(HostsTest, NoCnFencesOnAnMnItAloneMissesWhileNoCnReachesEveryMn) {
+  Periods(3);
+  store_.down = true;
+  for (uint16_t cn = 0; cn < 3; cn++) node(cn).cut_ep->cut.insert((cn + 1) % 3);
+  Periods(40);
+  const cluster::Configuration c = store_.Config();
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_FALSE(node(cn).machine->fenced()) << node(cn).controls->fenced;
+    EXPECT_TRUE(c.cns[cn].alive && c.mns[cn].alive && !c.mns[cn].leaving) << cn;
+  }
+}
+
 // An MN that crashed goes silent to every CN, each finding it a period apart: none takes itself
 // for the odd one out while the others' reports catch up, and the MN is declared.
 TEST_F(HostsTest, AnMnSilentToEveryCnFencesNobody) {
