@@ -191,6 +191,7 @@ SimMembership::SimMembership(ClusterImpl& cl)
       cut_given_up_(cl.config().cns, false),
       crash_given_up_(cl.config().cns, false),
       mn_crash_given_up_(cl.config().mns, false),
+      mn_crash_pending_(cl.config().mns, false),
       queued_(cl.config().cns),
       queued_peers_(cl.config().cns),
       step_aims_(cl.config().cns) {}
@@ -843,8 +844,12 @@ void SimMembership::SetCoordinationDown(bool down) {
 }
 
 void SimMembership::CrashMn(MnId mn) {
-  // One whose place a host cut lost waits for that restart first.
-  if (mn_crashed_[mn]) {
+  // One whose place a host cut lost waits for that restart first, and then to be let back in:
+  // crashed before that, blank and asking to rejoin, it would restart unseen by any CN, and no
+  // epoch would ever declare the crash (SmallBank fault seed 441: a crash-mn that had waited out
+  // MN 2's host cut crashed it 1 us after its restart and 0.4 ms before its rejoin epoch).
+  if (mn_crashed_[mn] || (!config_.mns.empty() && !config_.mns[mn].alive)) {
+    mn_crash_pending_[mn] = true;
     RetryMnFault(mn, &SimMembership::CrashMn);
     return;
   }
@@ -856,11 +861,14 @@ void SimMembership::CrashMn(MnId mn) {
   if (!Survives(MnsOut() + 1, CnAway())) {
     if (GiveUp(&mn_crash_waiting_since_[mn])) {
       mn_crash_given_up_[mn] = true;  // and its restart-mn comes to nothing
+      mn_crash_pending_[mn] = false;
     } else {
+      mn_crash_pending_[mn] = true;
       RetryMnFault(mn, &SimMembership::CrashMn);
     }
     return;
   }
+  mn_crash_pending_[mn] = false;
   mn_crash_waiting_since_[mn] = 0;
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
@@ -873,10 +881,19 @@ void SimMembership::LoseMnPlace(MnId mn) {
   // As a crash: nothing reaches it any more, and its memory is gone (it has no place to keep).
   mn_crashed_[mn] = true;
   cl_.sim_fabric_->CrashMn(mn);
-  RestartMn(mn);
+  RebootMn(mn);
 }
 
 void SimMembership::RestartMn(MnId mn) {
+  // Its crash-mn may still wait (CrashMn); this restart is that crash's, not an earlier one's.
+  if (mn_crash_pending_[mn]) {
+    RetryMnFault(mn, &SimMembership::RestartMn);
+    return;
+  }
+  RebootMn(mn);
+}
+
+void SimMembership::RebootMn(MnId mn) {
   // As an MN daemon does: not before its failure is declared (the configuration names it down,
   // so no CN writes its memory any more), then blank memory laid out from the catalog, its beat,
   // and its request to rejoin as the next incarnation — tried again while the coordination
@@ -906,7 +923,7 @@ void SimMembership::RestartMn(MnId mn) {
                           std::span(reinterpret_cast<const std::byte*>(inc.data()), inc.size()));
   }
   if (declared && asked.ok()) return;
-  RetryMnFault(mn, &SimMembership::RestartMn);
+  RetryMnFault(mn, &SimMembership::RebootMn);
 }
 
 int SimMembership::MnsOut() const {

@@ -120,7 +120,10 @@ class SimMembership final : public SimFaults {
   // "Partitions and fencing").
   void LoseMnPlace(MnId mn);
   void CrashMn(MnId mn);
+  // restart-mn: once the crash-mn it follows has happened (a crash waits, CrashMn), RebootMn.
   void RestartMn(MnId mn);
+  // The MN's daemon starts again once its failure is declared: blank, asking to rejoin.
+  void RebootMn(MnId mn);
   // Tries `fault` of MN `mn` again a little later (it could not happen yet).
   void RetryMnFault(MnId mn, void (SimMembership::*fault)(MnId));
   // crash-coord (true) and restart-coord (false).
@@ -166,6 +169,7 @@ class SimMembership final : public SimFaults {
   // heal or restart-cn (by CN) or restart-mn (by MN) comes to nothing.
   std::vector<uint64_t> cut_waiting_since_, crash_waiting_since_, mn_crash_waiting_since_;
   std::vector<bool> cut_given_up_, crash_given_up_, mn_crash_given_up_;
+  std::vector<bool> mn_crash_pending_;  // by MN: a crash-mn reached its time and waits
   uint64_t faults_given_up_ = 0;
   int mn_faults_waiting_ = 0;
   std::vector<FailoverStats::MnFailure> mn_failures_;
