@@ -19,6 +19,10 @@
 #      CN keeps its lease on MNs 1 and 2, but once it hears that its session expired it stops,
 #      and only then is it declared.
 #   5. CN 1 stopped by SIGTERM says it left, and is declared at once, not a lease later.
+#   6. Hosts 1 and 2 cut apart, both still reaching host 0 and ZooKeeper: CN 1 cannot reach MN 2
+#      nor CN 2 MN 1, while CN 0 reaches every MN. Nobody's beat stops, so only the CNs' reports
+#      of the MNs they cannot reach end it: CNs 1 and 2 fence, each before it is declared, CN 0
+#      keeps its lease, and the clients commit through CN 0 during the cut.
 # Needs root for the namespaces; elsewhere it says so and is skipped (exit 77).
 # Usage: hosts_test.sh PATH_TO_POND
 set -u
@@ -330,6 +334,53 @@ if [ -n "$left" ] && [ -n "$declared" ]; then
   fi
 else
   fail "CN 1, stopped by SIGTERM: left ${left:-never}, declared ${declared:-never}"
+fi
+
+# 6. Hosts 1 and 2 cut apart (lease 1 s) on a cluster of its own, under load through CN 0.
+bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
+if ! timeout 120 bash "$hosts" up "$tmp/h4" --pond "$pond" --lease-ms 1000 -- \
+    --workload smallbank --accounts 2000 >"$tmp/up4.out" 2>&1; then
+  fail "hosts.sh up (for the cut between two hosts)"; cat "$tmp/up4.out"; exit 1
+fi
+timeout 60 bash "$hosts" exec "$tmp/h4" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+  --clients 4 --seconds 10 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
+bench=$!
+sleep 2.5
+apart_cut=$(now_ms)
+bash "$hosts" block "$tmp/h4" 1 2
+sleep 5
+bash "$hosts" unblock "$tmp/h4" 1 2
+apart_heal=$(now_ms)
+wait "$bench"
+rc=$?
+for cn in 1 2; do
+  fenced=$(grep -h "pond cn $cn: lease lost (cut off from MN" "$tmp/h4/cn-$cn.log" | head -n 1)
+  declared=$(grep -h "CN $cn failed (epoch" "$tmp/h4/cn-0.log" | head -n 1 | cut -d' ' -f1)
+  if [ -n "$fenced" ] && [ -n "$declared" ] && [[ "${fenced%% *}" < "$declared" ]]; then
+    why=${fenced#*lease lost (}
+    ok "CN $cn, cut from host $((3 - cn)) $(( $(date -d "${fenced%% *}" +%s%3N) - apart_cut )) ms before, fenced (${why%%); stopping*}) and was declared $(( $(date -d "$declared" +%s%3N) - $(date -d "${fenced%% *}" +%s%3N) )) ms after"
+  else
+    fail "CN $cn, cut from host $((3 - cn)): fenced ${fenced:-never}, declared ${declared:-never}"
+  fi
+done
+if grep -q "lease lost" "$tmp/h4/cn-0.log"; then
+  fail "CN 0, which reaches every MN, lost its lease"
+else
+  ok "CN 0, which reaches every MN, kept its lease"
+fi
+# Once CNs 1 and 2 are declared (a lease and a half to fence, a lease more), CN 0 serves their
+# shards: from 3.5 s into the cut to the heal, the clients commit.
+read -r _ before during < <(timeline "$tmp/apart.json" "$apart_cut" "$apart_heal" 3500)
+if [ "$during" -gt 0 ]; then
+  ok "the clients commit $during/s through CN 0 from 3.5 s into the cut ($before/s before it)"
+else
+  fail "the clients committed nothing from 3.5 s into the cut between hosts 1 and 2 ($before/s before it)"
+  cat "$tmp/apart.out"
+fi
+if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/apart.out"; then
+  ok "the money adds up after the cut between hosts 1 and 2"
+else
+  fail "the money does not add up after the cut between hosts 1 and 2 (exit $rc)"; cat "$tmp/apart.out"
 fi
 
 echo "$failures failures"
