@@ -184,7 +184,10 @@ void SimMembership::Arm(const std::vector<NodeFault>& faults) {
         // their turn among the faults of their CN; cut-hosts and heal-hosts among the lower
         // host's.
         if (kind == NodeFaultKind::kCutHosts || kind == NodeFaultKind::kHealHosts) {
-          queued_peers_[node].push_back(peer);
+          const uint64_t seq = ++pair_seq_;
+          queued_peers_[peer].push_back({node, seq});
+          Enqueue(peer, kind);
+          queued_peers_[node].push_back({peer, seq});
         }
         Enqueue(node, kind);
       }

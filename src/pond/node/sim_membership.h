@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -175,8 +176,19 @@ class SimMembership final : public SimFaults {
   std::vector<FailoverStats::MnFailure> mn_failures_;
   std::vector<FailoverStats::CoordOutage> coord_outages_;
 
-  std::vector<std::vector<NodeFaultKind>> queued_;   // by CN: reached, not done yet, in order
-  std::vector<std::vector<uint16_t>> queued_peers_;  // by CN: the other host of each queued pair
+  std::vector<std::vector<NodeFaultKind>> queued_;  // by CN: reached, not done yet, in order
+  // cut-hosts and heal-hosts take their turn in both CNs' queues, so that each keeps its place
+  // among the faults of either host (fault seed 2059: a crash-cn of CN 2 went ahead of a cut of
+  // hosts 1 and 2 that waited, and the cut then waited for ever for CN 2 to serve). The lower
+  // host's entry does the fault once the other's is at the front of its queue too; the other's
+  // waits until it is done.
+  struct PairTurn {
+    uint16_t peer = 0;
+    uint64_t seq = 0;  // of this fault among every pair fault reached
+  };
+  std::vector<std::vector<PairTurn>> queued_peers_;  // by CN: its queued pair faults, in order
+  uint64_t pair_seq_ = 0;
+  std::set<uint64_t> pairs_done_;  // done by the lower host, not yet seen by the other
   size_t queued_count_ = 0;
   struct StepAim {
     CommitStep step = CommitStep::kNone;

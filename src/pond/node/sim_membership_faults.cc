@@ -40,8 +40,18 @@ void SimMembership::RunQueue(uint16_t cn) {
     } else if (q.front() == NodeFaultKind::kHealCn || q.front() == NodeFaultKind::kHealHost) {
       done = Heal(cn, q.front() == NodeFaultKind::kHealHost);
     } else if (q.front() == NodeFaultKind::kCutHosts || q.front() == NodeFaultKind::kHealHosts) {
-      const uint16_t peer = queued_peers_[cn].front();
-      done = q.front() == NodeFaultKind::kCutHosts ? CutHosts(cn, peer) : HealHosts(cn, peer);
+      const PairTurn turn = queued_peers_[cn].front();
+      if (turn.peer < cn) {  // the other host's turn does it
+        done = pairs_done_.erase(turn.seq) > 0;
+      } else {
+        const std::vector<PairTurn>& theirs = queued_peers_[turn.peer];
+        const bool their_turn = !theirs.empty() && theirs.front().seq == turn.seq &&
+                                !queued_[turn.peer].empty() &&
+                                queued_[turn.peer].front() == q.front();
+        done = their_turn && (q.front() == NodeFaultKind::kCutHosts ? CutHosts(cn, turn.peer)
+                                                                    : HealHosts(cn, turn.peer));
+        if (done) pairs_done_.insert(turn.seq);
+      }
       if (done) queued_peers_[cn].erase(queued_peers_[cn].begin());
     } else if (crash_given_up_[cn]) {  // its crash never happened
       crash_given_up_[cn] = false;
