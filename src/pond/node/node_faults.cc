@@ -39,6 +39,21 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
   // By host: the other host of its cut-hosts, or -1.
   std::vector<int> cut_from(static_cast<size_t>(hosts), -1);
   auto in_pair_cut = [&](uint16_t n) { return n < cut_from.size() && cut_from[n] >= 0; };
+  // After a cut that takes nodes away (a host's, or two hosts' apart): what every count allows.
+  auto cut_leaves = [&](const std::string& prefix, const std::string& counted) -> Status {
+    if (coord_down && ++mns_out > mns_out_max) {
+      return quorum_limit(prefix, mns_out, "the coordination service is down");
+    }
+    if (mns_down > mns_out_max) return quorum_limit(prefix, mns_down, "a CN is down or cut off");
+    if (mns_down > c.replication - 1) {
+      return InvalidArgument(prefix + "at most " + std::to_string(c.replication - 1) +
+                             " MNs may be down at once with replication " +
+                             std::to_string(c.replication) + " (" + counted +
+                             "; each replica group must keep one copy)");
+    }
+    if (alive < 2) return InvalidArgument(prefix + "at least 2 CNs must stay up and connected");
+    return Status::Ok();
+  };
   for (size_t i = 0; i < faults.size(); i++) {
     const NodeFault& f = faults[i];
     const std::string which = "fault " + std::to_string(i + 1) + ": ";
@@ -125,22 +140,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         alive += cut ? -2 : 2;
         partitions = host_cuts = true;
         if (!cut) continue;
-        if (coord_down && ++mns_out > mns_out_max) {
-          return quorum_limit(which + word, mns_out, "the coordination service is down");
-        }
-        if (mns_down > mns_out_max) {
-          return quorum_limit(which + word, mns_down, "a CN is down or cut off");
-        }
-        if (mns_down > c.replication - 1) {
-          return InvalidArgument(which + word + "at most " + std::to_string(c.replication - 1) +
-                                 " MNs may be down at once with replication " +
-                                 std::to_string(c.replication) +
-                                 " (two hosts cut apart count one; each replica group must "
-                                 "keep one copy)");
-        }
-        if (alive < 2) {
-          return InvalidArgument(which + word + "at least 2 CNs must stay up and connected");
-        }
+        POND_RETURN_IF_ERROR(cut_leaves(which + word, "two hosts cut apart count one"));
         continue;
       }
       case NodeFaultKind::kRestartMn:
@@ -240,21 +240,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       alive += cut ? -1 : 1;
       partitions = host_cuts = true;
       if (!cut) continue;
-      if (coord_down && ++mns_out > mns_out_max) {
-        return quorum_limit(which + word, mns_out, "the coordination service is down");
-      }
-      if (mns_down > mns_out_max) {
-        return quorum_limit(which + word, mns_down, "a CN is down or cut off");
-      }
-      if (mns_down > c.replication - 1) {
-        return InvalidArgument(which + word + "at most " + std::to_string(c.replication - 1) +
-                               " MNs may be down at once with replication " +
-                               std::to_string(c.replication) +
-                               " (a cut host's MN counts; each replica group must keep one copy)");
-      }
-      if (alive < 2) {
-        return InvalidArgument(which + word + "at least 2 CNs must stay up and connected");
-      }
+      POND_RETURN_IF_ERROR(cut_leaves(which + word, "a cut host's MN counts"));
       continue;
     }
     if (f.kind == NodeFaultKind::kCrashMn) {

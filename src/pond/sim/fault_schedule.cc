@@ -382,6 +382,25 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
     };
     const bool is_cn = IsCnFault(e.kind);
     const std::string who = (is_cn ? "CN " : "MN ") + std::to_string(e.node);
+    // After a cut that takes nodes away (a host's, or two hosts' apart), what every count allows:
+    // the reason it does not, or "".
+    auto cut_leaves = [&](const std::string& counted) -> std::string {
+      if (mns_down > limits.max_mns_down) {
+        return "leaves " + std::to_string(mns_down) + " MNs down (" + counted +
+               "), more than the " + std::to_string(limits.max_mns_down) + " the cluster survives";
+      }
+      if (mns_down > limits.max_mns_down_quorum) {
+        return quorum_limit(mns_down, "a CN is down or cut off");
+      }
+      if (coord_down && ++mns_out > limits.max_mns_down_quorum) {
+        return quorum_limit(mns_out, "the coordination service is down");
+      }
+      if (cns_up < limits.min_cns_up) {
+        return "leaves " + std::to_string(cns_up) + " CNs up and unpartitioned, fewer than the " +
+               std::to_string(limits.min_cns_up) + " the cluster needs";
+      }
+      return {};
+    };
     if (const std::string* why = FindReason(limits.refused, e.kind)) {
       return fail(std::string(FaultKindName(e.kind)) + ": " + *why);
     }
@@ -463,21 +482,8 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       cns_up += cut ? -2 : 2;
       mns_down += cut ? 1 : -1;
       if (!cut) continue;
-      if (mns_down > limits.max_mns_down) {
-        return fail("leaves " + std::to_string(mns_down) + " MNs down (two hosts cut apart " +
-                    "count one), more than the " + std::to_string(limits.max_mns_down) +
-                    " the cluster survives");
-      }
-      if (mns_down > limits.max_mns_down_quorum) {
-        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
-      }
-      if (coord_down && ++mns_out > limits.max_mns_down_quorum) {
-        return fail(quorum_limit(mns_out, "the coordination service is down"));
-      }
-      if (cns_up < limits.min_cns_up) {
-        return fail("leaves " + std::to_string(cns_up) +
-                    " CNs up and unpartitioned, fewer than the " +
-                    std::to_string(limits.min_cns_up) + " the cluster needs");
+      if (const std::string why = cut_leaves("two hosts cut apart count one"); !why.empty()) {
+        return fail(why);
       }
       continue;
     }
@@ -506,22 +512,7 @@ Status FaultSchedule::Validate(const FaultLimits& limits) const {
       cns_up += cut ? -1 : 1;
       mns_down += cut ? 1 : -1;
       if (!cut) continue;
-      if (mns_down > limits.max_mns_down) {
-        return fail("leaves " + std::to_string(mns_down) + " MNs down (a cut host's counts), " +
-                    "more than the " + std::to_string(limits.max_mns_down) +
-                    " the cluster survives");
-      }
-      if (mns_down > limits.max_mns_down_quorum) {
-        return fail(quorum_limit(mns_down, "a CN is down or cut off"));
-      }
-      if (coord_down && ++mns_out > limits.max_mns_down_quorum) {
-        return fail(quorum_limit(mns_out, "the coordination service is down"));
-      }
-      if (cns_up < limits.min_cns_up) {
-        return fail("leaves " + std::to_string(cns_up) +
-                    " CNs up and unpartitioned, fewer than the " +
-                    std::to_string(limits.min_cns_up) + " the cluster needs");
-      }
+      if (const std::string why = cut_leaves("a cut host's counts"); !why.empty()) return fail(why);
       continue;
     }
     if (e.kind == FaultKind::kHealCn && host_cut[e.node]) {

@@ -3,6 +3,7 @@
 // nothing of draws.
 #include <algorithm>
 #include <cassert>
+#include <utility>
 #include <vector>
 
 #include "pond/sim/fault_schedule.h"
@@ -48,17 +49,23 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
   FaultSchedule s;
   // Adds `first` on `node` and, if `second_too`, `second` a gap in [gap_min, gap_max] later, if
   // the result still validates; redraws the node and times a bounded number of times. False if
-  // it gave up.
+  // it gave up. With `two`, each names two of `nodes` (cut-hosts, heal-hosts), lower first.
   auto try_pair = [&](Rng& r, FaultKind first, FaultKind second, bool second_too,
-                      const std::vector<uint16_t>& nodes) {
-    if (nodes.empty()) return false;
+                      const std::vector<uint16_t>& nodes, bool two = false) {
+    if (nodes.size() < (two ? 2u : 1u)) return false;
     for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
       uint16_t node = nodes[r.Uniform(nodes.size())];
+      uint16_t peer = 0;
+      if (two) {
+        peer = nodes[r.Uniform(nodes.size())];
+        if (peer == node) continue;
+        if (node > peer) std::swap(node, peer);
+      }
       uint64_t gap = DrawTime(r, gap_min, gap_max, grain);
       uint64_t at = DrawTime(r, lo, hi - gap, grain);
       FaultSchedule c = s;
-      c.events.push_back({first, node, at});
-      if (second_too) c.events.push_back({second, node, at + gap});
+      c.events.push_back({first, node, at, FaultStep::kNone, peer});
+      if (second_too) c.events.push_back({second, node, at + gap, FaultStep::kNone, peer});
       std::stable_sort(c.events.begin(), c.events.end(),
                        [](const FaultEvent& a, const FaultEvent& b) { return a.at_ns < b.at_ns; });
       if (c.Validate(limits).ok()) {
@@ -107,30 +114,9 @@ FaultSchedule RandomSchedule(Rng& rng, const FaultLimits& limits) {
     // coin is forked after the host coin, for the same reason.
     const bool two =
         host && !refused(FaultKind::kCutHosts) && hosts.size() >= 2 && pair_rng.Chance(0.5);
-    auto try_two = [&] {
-      for (int attempt = 0; attempt < kAttemptsMax; attempt++) {
-        uint16_t x = hosts[partition_rng.Uniform(hosts.size())];
-        uint16_t y = hosts[partition_rng.Uniform(hosts.size())];
-        if (x == y) continue;
-        if (x > y) std::swap(x, y);
-        const uint64_t gap = DrawTime(partition_rng, gap_min, gap_max, grain);
-        const uint64_t at = DrawTime(partition_rng, lo, hi - gap, grain);
-        FaultSchedule c = s;
-        c.events.push_back({FaultKind::kCutHosts, x, at, FaultStep::kNone, y});
-        if (heal && !refused(FaultKind::kHealHosts)) {
-          c.events.push_back({FaultKind::kHealHosts, x, at + gap, FaultStep::kNone, y});
-        }
-        std::stable_sort(c.events.begin(), c.events.end(),
-                         [](const auto& a, const auto& b) { return a.at_ns < b.at_ns; });
-        if (c.Validate(limits).ok()) {
-          s = std::move(c);
-          return true;
-        }
-      }
-      return false;
-    };
     const bool drawn =
-        (two && try_two()) ||
+        (two && try_pair(partition_rng, FaultKind::kCutHosts, FaultKind::kHealHosts,
+                         heal && !refused(FaultKind::kHealHosts), hosts, /*two=*/true)) ||
         (host && try_pair(partition_rng, FaultKind::kPartitionHost, FaultKind::kHealHost,
                           heal && !refused(FaultKind::kHealHost), hosts));
     if (!drawn) {
