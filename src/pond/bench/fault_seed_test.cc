@@ -142,10 +142,18 @@ bool RunSmallBankSeed(const std::string& protocol, Isolation iso, uint64_t seed,
     t->fenced += p.fenced_ns != 0;
     t->kept_lease += p.fenced_ns == 0 && p.healed_ns != 0;
   }
-  for (const auto& m : r.failover->mn_failures) {
+  const auto& mn_failures = r.failover->mn_failures;
+  for (size_t i = 0; i < mn_failures.size(); i++) {
+    const FailoverStats::MnFailure& m = mn_failures[i];
     EXPECT_GT(m.down_ns, m.crash_ns) << where << "\nMN " << m.mn << " was never declared down";
     (m.cut ? t->host_mns_lost : t->mn_crashes)++;
-    t->mn_restarts += m.restart_ns != 0;
+    // Restarted and not read again: only if it crashed again while rejoining, a later failure.
+    const bool again = std::any_of(mn_failures.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                                   mn_failures.end(), [&](const auto& x) { return x.mn == m.mn; });
+    if (m.restart_ns != 0 && m.readable_ns == 0) {
+      EXPECT_TRUE(again) << where << "\nMN " << m.mn << " restarted and was never read again";
+    }
+    t->mn_restarts += m.restart_ns != 0 && !(again && m.readable_ns == 0);
     t->mn_readable += m.readable_ns != 0;
     t->slots_copied += m.slots_copied;
   }
