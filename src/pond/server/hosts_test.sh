@@ -103,6 +103,13 @@ print(longest, int(before), int(during))
 PY
 }
 now_ms() { date +%s%3N; }
+# UCX's own aborts ("[host:pid:...] file.c:NNN  Assertion `...' failed", or "... Fatal:
+# unexpected error: Endpoint timeout" from an MN answering a READ of a dead CN's), not Pond's:
+# the logs of the daemons of cluster directory $1 that show one, if any.
+uc_aborted() {  # $1: a cluster's directory; prints the logs of daemons UCX aborted, if any
+  grep -lE '\] [a-z_]*\.(c|inl):[0-9]* *(Assertion `|Fatal: )' "$1"/mn-*.log "$1"/cn-*.log \
+    2>/dev/null | xargs -r -n1 basename | paste -sd ' '
+}
 
 # 2. Host 2 cut off for 5 leases, under load. An MN daemon that had been answering CN 2 over
 #    UCX's TCP transport may abort inside UCX: at the heal, Debian's 1.13 asserts "got REP
@@ -150,11 +157,7 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
   wait "$appends"
   local append_rc=$?
   local aborted
-  # UCX's own aborts ("[host:pid:...] file.c:NNN  Assertion `...' failed", or "... Fatal:
-  # unexpected error: Endpoint timeout" from an MN answering a READ of the dead CN's), not Pond's.
-  aborted=$(grep -lE '\] [a-z_]*\.(c|inl):[0-9]* *(Assertion `|Fatal: )' "$d"/mn-*.log \
-    "$d"/cn-*.log 2>/dev/null |
-    xargs -r -n1 basename | paste -sd ' ')
+  aborted=$(uc_aborted "$d")
   if [ -n "$aborted" ]; then
     echo "note UCX aborted in $aborted ($(grep -hoE '(Assertion `|Fatal: ).*' "$d"/*.log | head -n 1 | cut -c1-120))"
     return 2
@@ -336,52 +339,75 @@ else
   fail "CN 1, stopped by SIGTERM: left ${left:-never}, declared ${declared:-never}"
 fi
 
-# 6. Hosts 1 and 2 cut apart (lease 1 s) on a cluster of its own, under load through CN 0.
-bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
-if ! timeout 120 bash "$hosts" up "$tmp/h4" --pond "$pond" --lease-ms 1000 -- \
-    --workload smallbank --accounts 2000 >"$tmp/up4.out" 2>&1; then
-  fail "hosts.sh up (for the cut between two hosts)"; cat "$tmp/up4.out"; exit 1
-fi
-timeout 60 bash "$hosts" exec "$tmp/h4" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
-  --clients 4 --seconds 10 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
-bench=$!
-sleep 2.5
-apart_cut=$(now_ms)
-bash "$hosts" block "$tmp/h4" 1 2
-sleep 5
-bash "$hosts" unblock "$tmp/h4" 1 2
-apart_heal=$(now_ms)
-wait "$bench"
-rc=$?
-for cn in 1 2; do
-  fenced=$(grep -h "pond cn $cn: lease lost (cut off from MN" "$tmp/h4/cn-$cn.log" | head -n 1)
-  declared=$(grep -h "CN $cn failed (epoch" "$tmp/h4/cn-0.log" | head -n 1 | cut -d' ' -f1)
-  if [ -n "$fenced" ] && [ -n "$declared" ] && [[ "${fenced%% *}" < "$declared" ]]; then
-    why=${fenced#*lease lost (}
-    ok "CN $cn, cut from host $((3 - cn)) $(( $(date -d "${fenced%% *}" +%s%3N) - apart_cut )) ms before, fenced (${why%%); stopping*}) and was declared $(( $(date -d "$declared" +%s%3N) - $(date -d "${fenced%% *}" +%s%3N) )) ms after"
-  else
-    fail "CN $cn, cut from host $((3 - cn)): fenced ${fenced:-never}, declared ${declared:-never}"
+# 6. Hosts 1 and 2 cut apart (lease 1 s) on a cluster of its own, under load through CN 0. At the
+#    heal the MNs drop their connections to the CNs that fenced, and Debian's UCX 1.13 may abort
+#    an MN there as in case 2 (both MN 1 and MN 2 did once, leaving two MNs of three gone at
+#    R = 2; two attempts in five here met one): such a run is said and run again on a fresh
+#    cluster, up to five times.
+apart_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
+  local d=$1
+  timeout 60 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+    --clients 4 --seconds 10 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
+  local bench=$!
+  sleep 2.5
+  local apart_cut apart_heal rc aborted
+  apart_cut=$(now_ms)
+  bash "$hosts" block "$d" 1 2
+  sleep 5
+  bash "$hosts" unblock "$d" 1 2
+  apart_heal=$(now_ms)
+  wait "$bench"
+  rc=$?
+  aborted=$(uc_aborted "$d")
+  if [ -n "$aborted" ]; then
+    echo "note UCX aborted in $aborted ($(grep -hoE '(Assertion `|Fatal: ).*' "$d"/*.log | head -n 1 | cut -c1-120))"
+    return 2
   fi
+  local cn fenced declared why
+  for cn in 1 2; do
+    fenced=$(grep -h "pond cn $cn: lease lost (cut off from MN" "$d/cn-$cn.log" | head -n 1)
+    declared=$(grep -h "CN $cn failed (epoch" "$d/cn-0.log" | head -n 1 | cut -d' ' -f1)
+    if [ -n "$fenced" ] && [ -n "$declared" ] && [[ "${fenced%% *}" < "$declared" ]]; then
+      why=${fenced#*lease lost (}
+      ok "CN $cn, cut from host $((3 - cn)) $(( $(date -d "${fenced%% *}" +%s%3N) - apart_cut )) ms before, fenced (${why%%); stopping*}) and was declared $(( $(date -d "$declared" +%s%3N) - $(date -d "${fenced%% *}" +%s%3N) )) ms after"
+    else
+      fail "CN $cn, cut from host $((3 - cn)): fenced ${fenced:-never}, declared ${declared:-never}"
+    fi
+  done
+  if grep -q "lease lost" "$d/cn-0.log"; then
+    fail "CN 0, which reaches every MN, lost its lease"
+  else
+    ok "CN 0, which reaches every MN, kept its lease"
+  fi
+  # Once CNs 1 and 2 are declared (a lease and a half to fence, a lease more), CN 0 serves their
+  # shards: from 3.5 s into the cut to the heal, the clients commit.
+  local before during
+  read -r _ before during < <(timeline "$tmp/apart.json" "$apart_cut" "$apart_heal" 3500)
+  if [ "${during:-0}" -gt 0 ]; then
+    ok "the clients commit $during/s through CN 0 from 3.5 s into the cut ($before/s before it)"
+  else
+    fail "the clients committed nothing from 3.5 s into the cut between hosts 1 and 2 (${before:-?}/s before it)"
+    cat "$tmp/apart.out"
+  fi
+  if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/apart.out"; then
+    ok "the money adds up after the cut between hosts 1 and 2"
+  else
+    fail "the money does not add up after the cut between hosts 1 and 2 (exit $rc)"; cat "$tmp/apart.out"
+  fi
+  return 0
+}
+bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
+judged=0
+for attempt in 1 2 3 4 5; do
+  d="$tmp/h4.$attempt"
+  if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms 1000 -- \
+      --workload smallbank --accounts 2000 >"$tmp/up4.out" 2>&1; then
+    fail "hosts.sh up (for the cut between two hosts, attempt $attempt)"; cat "$tmp/up4.out"; break
+  fi
+  apart_case "$d" && { judged=1; break; }
+  bash "$hosts" down "$d" >/dev/null 2>&1
 done
-if grep -q "lease lost" "$tmp/h4/cn-0.log"; then
-  fail "CN 0, which reaches every MN, lost its lease"
-else
-  ok "CN 0, which reaches every MN, kept its lease"
-fi
-# Once CNs 1 and 2 are declared (a lease and a half to fence, a lease more), CN 0 serves their
-# shards: from 3.5 s into the cut to the heal, the clients commit.
-read -r _ before during < <(timeline "$tmp/apart.json" "$apart_cut" "$apart_heal" 3500)
-if [ "$during" -gt 0 ]; then
-  ok "the clients commit $during/s through CN 0 from 3.5 s into the cut ($before/s before it)"
-else
-  fail "the clients committed nothing from 3.5 s into the cut between hosts 1 and 2 ($before/s before it)"
-  cat "$tmp/apart.out"
-fi
-if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/apart.out"; then
-  ok "the money adds up after the cut between hosts 1 and 2"
-else
-  fail "the money does not add up after the cut between hosts 1 and 2 (exit $rc)"; cat "$tmp/apart.out"
-fi
+[ "$judged" -eq 1 ] || fail "UCX aborted at the heal in every attempt: the cut between two hosts was never judged"
 
 echo "$failures failures"
 [ "$failures" -eq 0 ]
