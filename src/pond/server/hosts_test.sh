@@ -342,7 +342,7 @@ fi
 # 6. Hosts 1 and 2 cut apart (lease 1 s) on a cluster of its own, under load through CN 0. At the
 #    heal the MNs drop their connections to the CNs that fenced, and Debian's UCX 1.13 may abort
 #    an MN there as in case 2 (both MN 1 and MN 2 did once, leaving two MNs of three gone at
-#    R = 2; two attempts in five here met one): such a run is said and run again on a fresh
+#    R = 2; two attempts in six here met one): such a run is said and run again on a fresh
 #    cluster, up to five times.
 apart_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
   local d=$1
