@@ -296,6 +296,7 @@ struct ReplicaCheck {
   uint64_t disagreements = 0, invisible = 0, locked = 0, lost_commits = 0;
   uint64_t lost_groups = 0;           // slots whose every replica is on a down MN
   std::vector<std::string> problems;  // the first few, one line each
+  uint64_t tree_nodes = 0;            // ordered tables' B+Tree nodes compared over their copies
   bool ok() const {
     return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
            lost_groups == 0;

@@ -227,6 +227,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                                {"locked", r.replicas->locked},
                                {"lost_commits", r.replicas->lost_commits},
                                {"lost_groups", r.replicas->lost_groups},
+                               {"tree_nodes", r.replicas->tree_nodes},
                                {"problems", r.replicas->problems}};
   }
   j["result"] = result;

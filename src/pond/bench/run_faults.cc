@@ -8,6 +8,7 @@
 #include "pond/node/sim_membership.h"
 #include "pond/rng.h"
 #include "pond/sim/fault_schedule.h"
+#include "pond/txn/ordered.h"
 
 namespace pond::bench {
 
@@ -69,9 +70,9 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
     refuse_if_fatal(NodeFaultKind::kPartitionHost, 0, "partition-host: ");
   }
   if (o.ordered_tables) {
-    const std::string why = "ordered tables' B+Trees are not replicated yet";
-    for (sim::FaultKind k : {sim::FaultKind::kCrashMn, sim::FaultKind::kRestartMn,
-                             sim::FaultKind::kPartitionHost, sim::FaultKind::kCutHosts}) {
+    const std::string why = txn::kTreeRestartRefused;
+    for (sim::FaultKind k :
+         {sim::FaultKind::kRestartMn, sim::FaultKind::kPartitionHost, sim::FaultKind::kCutHosts}) {
       auto same = [&](const auto& x) { return x.first == k; };
       if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
         limits.refused.emplace_back(k, why);

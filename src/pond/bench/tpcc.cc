@@ -9,6 +9,7 @@
 #include "pond/bench/tpcc_check.h"
 #include "pond/bench/tpcc_schema.h"
 #include "pond/bench/tpcc_txns.h"
+#include "pond/txn/ordered.h"
 
 namespace pond::bench {
 
@@ -46,15 +47,7 @@ TpccWorkload::~TpccWorkload() = default;
 
 Status TpccWorkload::Validate(const RunOptions& o) const {
   if (o.record) return InvalidArgument("the TPC-C workload records no history");
-  for (const NodeFault& f : o.node_faults) {
-    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost ||
-        f.kind == NodeFaultKind::kCutHosts) {
-      return InvalidArgument(
-          "TPC-C's ordered tables cannot run with MN crashes or host cuts yet (their B+Trees are "
-          "not "
-          "replicated): --faults takes CN crashes, restarts, partitions and message faults");
-    }
-  }
+  POND_RETURN_IF_ERROR(txn::OrderedTableAllows("new_order", o.node_faults));
   int mix_sum = 0;
   for (int pct : p_.mix) {
     if (pct < 0 || pct > 100) return InvalidArgument("--mix percentages must be 0 to 100");

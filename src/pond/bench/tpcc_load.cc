@@ -199,7 +199,7 @@ uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
   const double mns = c.mns, r = c.replication;
   const bool sv = c.protocol.single_version;
   // What the catalog carves for one table's hash index on one MN: R replica groups of buckets at
-  // a load factor of 0.6 (store/catalog.cc), and for an ordered table its tree space.
+  // a load factor of 0.6 (store/catalog.cc), and for an ordered table its tree space (R copies).
   auto index = [&](uint64_t capacity, uint32_t value_bytes) {
     const double slots = sv ? 22 : 4;
     const double slot_bytes = sv ? store::SvSlotBytes(value_bytes) : store::CvtBytes(c.versions);
@@ -211,7 +211,7 @@ uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
     heap += index(t.o.capacity, t.o.value_bytes);
     if (t.o.ordered) {
       const double keys = static_cast<double>(t.o.capacity) / mns * 1.1 + 64;
-      heap += keys / 27 * 1024 * 1.1 + double{3 << 20};
+      heap += (keys / 27 * 1024 * 1.1 + double{3 << 20}) * r;  // R copies of the tree
       heap += index(4096, 8);  // its stripe rows
     }
     // Records live outside the index, one per version: the loaded one and room for another.

@@ -7,30 +7,33 @@
 
 namespace pond::btree {
 
-namespace {
-// The source of every lock release: a WRITE's buffer must outlive its Flush.
-const uint64_t kUnlockedWord = 0;
-}  // namespace
-
 Task<Status> CreateTree(Endpoint& ep, const TreeSpace& space) {
   POND_CO_RETURN_IF_ERROR(Validate(space));
   SpaceLayout layout(space);
-  // The root leaf takes the first node of range 0; every cursor starts past what is taken.
+  // The root leaf takes the first node of range 0; every cursor starts past what is taken. Every
+  // copy of every range is written alike (all MNs are up at creation).
   const GAddr root = GAddr::Make(space.ranges[0].mn, layout.NodesBegin(0));
   NodeBuffer leaf;
   InitNode(leaf, 0, 0, kKeyInfinity);
   std::vector<RangeHeader> headers(space.ranges.size());
   std::vector<uint64_t> zero_locks(space.lock_count, 0);
-  ep.Write(root, &leaf, kNodeBytes);
+  for (int k = 0; k < space.replication; k++) ep.Write(layout.Copy(root, k), &leaf, kNodeBytes);
   for (size_t r = 0; r < space.ranges.size(); r++) {
     RangeHeader& h = headers[r];
     std::memset(&h, 0, sizeof(h));
     h.magic = kTreeMagic;
     h.chunk_cursor = layout.NodesBegin(r) + (r == 0 ? kNodeBytes : 0);
     h.root = r == 0 ? root.raw : 0;
-    ep.Write(layout.LockBase(r), zero_locks.data(), space.lock_count * 8);
-    // Posted after the root leaf: the root word never names an unwritten node.
-    ep.Write(layout.Header(r), &h, sizeof(h));
+    for (int k = 0; k < space.replication; k++) {
+      ep.Write(layout.Copy(layout.LockBase(r), k), zero_locks.data(), space.lock_count * 8);
+      // Posted after the root leaf (on its MN; other MNs' batches wait for the Flush below): the
+      // root word never names an unwritten node.
+      if (r != 0) ep.Write(layout.Copy(layout.Header(r), k), &h, sizeof(h));
+    }
+  }
+  POND_CO_RETURN_IF_ERROR(co_await ep.Flush());
+  for (int k = 0; k < space.replication; k++) {
+    ep.Write(layout.Copy(layout.Header(0), k), &headers[0], sizeof(RangeHeader));
   }
   co_return co_await ep.Flush();
 }
@@ -42,7 +45,8 @@ BTree::BTree(Endpoint& ep, const TreeSpace& space, TreeOptions options)
       holder_id_(store::LockOwnerWord(
           ep.self().cn, uint64_t{ep.self().worker} << 48 | uint64_t{ep.incarnation()}
                                                                << store::kSeqIncarnationShift)),
-      alloc_(ep, layout_, size_t{ep.self().cn} + ep.self().worker),
+      alloc_(layout_, size_t{ep.self().cn} + ep.self().worker,
+             [this](size_t r) { return TakeChunk(r); }),
       locks_(ep.scheduler(), options.handover_max),
       cache_(options.index_cache_nodes_max) {
   POND_CHECK(Validate(space).ok());
@@ -52,7 +56,7 @@ BTree::BTree(Endpoint& ep, const TreeSpace& space, TreeOptions options)
 
 Task<Status> BTree::ReadNode(GAddr a, NodeBuffer* n) {
   for (uint32_t i = 0; i < options_.read_retry_count_max; i++) {
-    ep_.Read(a, n, kNodeBytes);
+    ep_.Read(ReadAddr(a), n, kNodeBytes);
     POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
     if (n->whole()) co_return Status::Ok();
     stats_.torn_node_reads++;
@@ -74,7 +78,7 @@ Task<Status> BTree::GetInternal(GAddr a, NodeBuffer* n, bool* from_cache, bool f
 
 Task<Result<GAddr>> BTree::ReadRootWord() {
   uint64_t raw = 0;
-  ep_.Read(layout_.RootWord(), &raw, 8);
+  ep_.Read(ReadAddr(layout_.RootWord()), &raw, 8);
   POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
   if (raw == 0) co_return InvalidArgument("no tree in this space: CreateTree first");
   co_return GAddr{raw};
@@ -292,71 +296,6 @@ void BTree::TakeLeaf(const NodeBuffer& n, uint64_t low, uint64_t high, uint64_t*
     if (k != kKeyEmpty && k >= low && k < high) entries->emplace_back(k, e.value());
   }
   std::sort(entries->begin(), entries->end());
-}
-
-Task<Status> BTree::Lock(GAddr node) {
-  const GAddr word = layout_.LockFor(node);
-  const bool local = options_.local_locks;
-  if (local && co_await locks_.Acquire(word.raw)) co_return Status::Ok();  // handed over
-  for (uint32_t i = 0; i < options_.lock_retry_count_max; i++) {
-    uint64_t old = 0;
-    ep_.Cas(word, 0, holder_id_, &old);
-    Status s = co_await ep_.Flush();
-    if (!s.ok()) {
-      if (local) locks_.Abandon(word.raw);
-      co_return s;
-    }
-    if (old == 0) co_return Status::Ok();
-    stats_.lock_cas_failed++;
-    if (options_.gone != nullptr && options_.gone->Gone(old)) {
-      // Its holder died mid-operation, leaving a valid tree (docs/btree.md "Lock words that name
-      // their holder"): the word guards nothing, so take it from the dead holder — by CAS, as
-      // another CN may take it first.
-      uint64_t seen = 0;
-      ep_.Cas(word, old, holder_id_, &seen);
-      s = co_await ep_.Flush();
-      if (!s.ok()) {
-        if (local) locks_.Abandon(word.raw);
-        co_return s;
-      }
-      if (seen == old) {
-        stats_.gone_words_taken++;
-        if (options_.gone_words_taken != nullptr) (*options_.gone_words_taken)++;
-        co_return Status::Ok();
-      }
-    }
-  }
-  if (local) locks_.Abandon(word.raw);
-  co_return Aborted("a node's global lock word stayed taken");
-}
-
-void BTree::PostUnlock(GAddr node) {
-  const GAddr word = layout_.LockFor(node);
-  if (!options_.local_locks || !locks_.WillHandOver(word.raw)) {
-    ep_.Write(word, &kUnlockedWord, 8);
-  }
-}
-
-Task<Status> BTree::WriteBackAndUnlock(GAddr node) {
-  if (!options_.combine) {
-    // Without combination the release waits for the write-back's completion: a round trip more.
-    Status s = co_await ep_.Flush();
-    if (!s.ok()) {
-      (void)co_await UnlockNow(node);
-      co_return s;
-    }
-  }
-  PostUnlock(node);
-  Status s = co_await ep_.Flush();
-  Unlocked(node);
-  co_return s;
-}
-
-Task<Status> BTree::UnlockNow(GAddr node) {
-  PostUnlock(node);
-  Status s = co_await ep_.Flush();
-  Unlocked(node);
-  co_return s;
 }
 
 }  // namespace pond::btree

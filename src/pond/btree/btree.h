@@ -28,6 +28,7 @@
 #include "pond/btree/tree_space.h"
 #include "pond/status.h"
 #include "pond/store/gone_holders.h"
+#include "pond/store/placement.h"
 #include "pond/task.h"
 #include "pond/transport/endpoint.h"
 
@@ -57,6 +58,9 @@ struct TreeOptions {
   // Also counts the words taken from gone holders (TreeStats::gone_words_taken), for a reader on
   // another thread; null: none.
   RelaxedCounter* gone_words_taken = nullptr;
+  // A replicated tree (TreeSpace::replication > 1): which MNs are down or joining, so that
+  // writes skip the down ones and reads go to a readable copy. Null: every MN is up.
+  const store::Placement* placement = nullptr;
 };
 
 // Sibling moves after a descent that trusted the cache before the operation descends again
@@ -73,7 +77,9 @@ struct TreeStats {
   uint64_t lock_cas_failed = 0;
   uint64_t gone_words_taken = 0;  // lock words held by a failed CN incarnation, taken from it
   uint64_t entry_writebacks = 0, node_writebacks = 0;
-  uint64_t leaves_read = 0;  // by scans
+  uint64_t leaves_read = 0;     // by scans
+  uint64_t lines_repaired = 0;  // lines a dead holder may have left on some copies only, recopied
+  uint64_t rounds_posted_again = 0;  // to an MN that did not answer and was not declared down
 };
 
 using KeyValue = std::pair<uint64_t, uint64_t>;
@@ -157,20 +163,54 @@ class BTree {
   // and puts its entries with low <= key < high into *entries, ascending.
   void TakeLeaf(const NodeBuffer& n, uint64_t low, uint64_t high, uint64_t* removed_max,
                 std::vector<KeyValue>* entries);
-  // HOCL: the node's global lock, through the local table.
-  Task<Status> Lock(GAddr node);
-  // Posts the release of the node's global lock (unless it is handed over); the caller then
-  // flushes it together with its write-back and calls Unlocked.
-  void PostUnlock(GAddr node);
-  void Unlocked(GAddr node) {
-    if (options_.local_locks) locks_.Release(layout_.LockFor(node).raw);
+  // ---- Locks and copies (btree_copies.cc; docs/btree.md "Replicated nodes") ----
+  // A write of a locked line's bytes (or of a new node's), in copy-0 addresses.
+  struct Piece {
+    GAddr at;
+    const void* from;
+    uint32_t len;  // 0: no piece
+  };
+  // The copies of MN `mn`'s range that are written (bit k: copy k's MN is not down), and the one
+  // readers use (the first readable).
+  uint64_t WrittenCopies(MnId mn) const;
+  int ReadCopy(MnId mn) const;
+  GAddr ReadAddr(GAddr a) const { return layout_.Copy(a, ReadCopy(a.mn())); }
+  // The global lock word of a line: the header's own word for a range header (a chunk or root
+  // change may happen under a node's lock, so it must not share that node's word), else the
+  // hashed word of the node.
+  GAddr WordOf(GAddr line) const;
+  // What this worker's CAS puts in the word of `line`: its owner word naming the line, with a
+  // nonce of its own.
+  uint64_t WordValue(GAddr line) {
+    nonce_ = static_cast<uint8_t>(nonce_ + 1);
+    return holder_id_ | uint64_t{layout_.LineOf(line)} << 8 | nonce_;
   }
-  // Unlocks with nothing to write back.
-  Task<Status> UnlockNow(GAddr node);
-  // The caller has posted the node's write-back: sends it and the lock's release — together
-  // (command combination: the MN applies one batch in order), or the write-back first — and
-  // unlocks.
-  Task<Status> WriteBackAndUnlock(GAddr node);
+  // Posts `ops`, flushes, and while an MN of theirs that did not answer is not declared down,
+  // waits and posts its ops again: each op then took effect on every MN still up, or its MN is
+  // out (the caller looks at WrittenCopies again).
+  Task<Status> RunRound(const std::vector<Op>& ops);
+  // HOCL: the line's global lock — the word on every written copy, taken in copy order — through
+  // the local table. A word held by a dead holder is taken, and the line it names recopied.
+  Task<Status> Lock(GAddr line);
+  // Copies the line of range `range_mn` a dead holder's word named from the readable copy to the
+  // others.
+  Task<Status> Repair(MnId range_mn, uint64_t dead_word);
+  // The copies whose words this worker took for `line` (the lock stays held by it on a hand-over,
+  // so the record goes with the release).
+  uint64_t TakeHeld(GAddr line);
+  // Writes `pieces` (the locked `line`'s, and maybe new nodes') to every written copy — the
+  // copies readers do not use first, then the read copy — and releases the line's lock on every
+  // copy with the last (unless it is handed over).
+  Task<Status> Publish(GAddr line, Piece first, Piece second);
+  Task<Status> Publish(GAddr line, Piece only) { return Publish(line, only, NoPiece()); }
+  static Piece NoPiece() { return Piece{GAddr::Null(), nullptr, 0}; }
+  // Writes a node no one can reach yet to every written copy.
+  Task<Status> WriteNew(GAddr node, const NodeBuffer& n);
+  // Releases the line's lock with nothing to write.
+  Task<Status> UnlockNow(GAddr line) { return Publish(line, NoPiece(), NoPiece()); }
+  // A chunk of range `r` for the allocator: by FAA on its cursor with one copy, else under the
+  // header's lock (an FAA's answer from copies that disagree could hand a chunk out twice).
+  Task<Result<uint64_t>> TakeChunk(size_t r);
 
   // Leaf `n` (locked, at `a`) is full: split it around the new entry and unlock it. Sets *sep
   // and *right to what the parent must learn.
@@ -181,8 +221,8 @@ class BTree {
   // The tree has no node at `level`: the root (at level - 1) split; put a new root above it.
   // False if another CN grew the tree first (then retry the insert).
   Task<Result<bool>> GrowRoot(uint64_t key, GAddr child, uint8_t level);
-  // Writes the new right node, then the left one with the release of its lock, ordered: in one
-  // batch when both are on one MN, else the right one first in a batch of its own.
+  // Writes the new right node, then the left one with the release of its lock, ordered: the
+  // right one in every copy before the left one in any.
   Task<Status> WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr right_addr,
                           const NodeBuffer& right);
 
@@ -197,6 +237,8 @@ class BTree {
   LocalLockTable locks_;
   IndexCache cache_;
   GAddr root_ = GAddr::Null();  // last root seen; null: read the root word
+  uint8_t nonce_ = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> held_;  // locked line -> copies whose words it holds
   TreeStats stats_;
 };
 

@@ -60,14 +60,12 @@ Task<Status> BTree::WriteBackEntry(GAddr a, NodeBuffer* n, int slot) {
   LeafEntry& e = n->leaf.entries[slot];
   e.BumpVersion();
   if (options_.entry_writeback) {
-    ep_.Write(a + LeafEntryOffset(slot), &e, sizeof(LeafEntry));
     stats_.entry_writebacks++;
-  } else {
-    n->BumpVersion();
-    ep_.Write(a, n, kNodeBytes);
-    stats_.node_writebacks++;
+    co_return co_await Publish(a, Piece{a + LeafEntryOffset(slot), &e, sizeof(LeafEntry)});
   }
-  co_return co_await WriteBackAndUnlock(a);
+  n->BumpVersion();
+  stats_.node_writebacks++;
+  co_return co_await Publish(a, Piece{a, n, kNodeBytes});
 }
 
 Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
@@ -122,9 +120,8 @@ Task<Status> BTree::Delete(uint64_t key, uint64_t removed_at) {
       n.h.leftmost = removed_at;
       e.BumpVersion();
       n.BumpVersion();
-      ep_.Write(*locked, &n, kNodeBytes);
       stats_.node_writebacks++;
-      co_return co_await WriteBackAndUnlock(*locked);
+      co_return co_await Publish(*locked, Piece{*locked, &n, kNodeBytes});
     }
     co_return co_await WriteBackEntry(*locked, &n, i);
   }
@@ -171,19 +168,20 @@ Task<Status> BTree::SplitLeaf(GAddr a, NodeBuffer* n, uint64_t key, uint64_t val
 
 Task<Status> BTree::WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr right_addr,
                                const NodeBuffer& right) {
-  // The right node must be in memory before the left one points to it. One MN applies a batch
-  // in order; two MNs' batches are not ordered, so then the right one goes first, alone.
-  ep_.Write(right_addr, &right, kNodeBytes);
-  if (right_addr.mn() != left_addr.mn()) {
-    Status s = co_await ep_.Flush();
-    if (!s.ok()) {
-      (void)co_await UnlockNow(left_addr);
-      co_return s;
-    }
-  }
-  ep_.Write(left_addr, &left, kNodeBytes);
+  // The right node must be in memory before the left one points to it, on every copy. One MN
+  // applies a batch in order, and the copies of one range share their MNs: then both go in one
+  // write-back, the right one first. Two ranges' copies are on other MNs, whose batches are not
+  // ordered: then the right one goes to every copy first.
   stats_.node_writebacks += 2;
-  co_return co_await WriteBackAndUnlock(left_addr);
+  if (layout_.Range(right_addr.mn()) == layout_.Range(left_addr.mn())) {
+    co_return co_await Publish(left_addr, Piece{right_addr, &right, kNodeBytes},
+                               Piece{left_addr, &left, kNodeBytes});
+  }
+  if (Status s = co_await WriteNew(right_addr, right); !s.ok()) {
+    (void)co_await UnlockNow(left_addr);
+    co_return s;
+  }
+  co_return co_await Publish(left_addr, Piece{left_addr, &left, kNodeBytes});
 }
 
 Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
@@ -224,9 +222,8 @@ Task<Status> BTree::InsertInternal(uint64_t key, GAddr child, uint8_t level) {
       std::copy(all.begin(), all.begin() + total, in.entries);
       in.h.count = static_cast<uint8_t>(total);
       n.BumpVersion();
-      ep_.Write(a, &n, kNodeBytes);
       stats_.node_writebacks++;
-      Status w = co_await WriteBackAndUnlock(a);
+      Status w = co_await Publish(a, Piece{a, &n, kNodeBytes});
       if (w.ok()) cache_.Put(a, in);
       co_return w;
     }
@@ -280,12 +277,26 @@ Task<Result<bool>> BTree::GrowRoot(uint64_t key, GAddr child, uint8_t level) {
   fresh.h.leftmost = old->raw;
   fresh.h.count = 1;
   fresh.internal.entries[0] = InternalEntry{key, child.raw};
-  ep_.Write(*r, &fresh, kNodeBytes);
+  // The new root is on every copy before the root word (possibly another MN's) names it.
+  POND_CO_RETURN_IF_ERROR(co_await WriteNew(*r, fresh));
+  // The root word changes under its header's lock (on every copy alike, which a CAS on each
+  // could not promise): it is read again under the lock and written if it did not move.
+  const GAddr header = layout_.Header(0);
+  POND_CO_RETURN_IF_ERROR(co_await Lock(header));
   uint64_t seen = 0;
-  // The new root is on its MN before the root word (possibly another MN's) names it.
-  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
-  ep_.Cas(layout_.RootWord(), old->raw, r->raw, &seen);
-  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  ep_.Read(ReadAddr(layout_.RootWord()), &seen, 8);
+  if (Status s = co_await ep_.Flush(); !s.ok()) {
+    (void)co_await UnlockNow(header);
+    co_return s;
+  }
+  const uint64_t new_root = r->raw;
+  Status published;  // (not one co_await per arm of a ?: — GCC 12 destroys the wrong temporary)
+  if (seen == old->raw) {
+    published = co_await Publish(header, Piece{layout_.RootWord(), &new_root, 8});
+  } else {
+    published = co_await UnlockNow(header);
+  }
+  POND_CO_RETURN_IF_ERROR(published);
   if (seen != old->raw) {
     // Another CN grew the tree first; this node stays unlinked (space is not reclaimed).
     stats_.root_cas_lost++;

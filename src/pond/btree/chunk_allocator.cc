@@ -14,9 +14,9 @@ Task<Result<GAddr>> ChunkAllocator::Allocate() {
     next_range_ = (next_range_ + 1) % n;
     if (exhausted_ & (uint64_t{1} << r)) continue;
     const uint64_t chunk = layout_.space().chunk_bytes;
-    uint64_t old = 0;
-    ep_.Faa(layout_.Cursor(r), chunk, &old);
-    POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+    Result<uint64_t> taken = co_await take_(r);
+    if (!taken.ok()) co_return taken.status();
+    const uint64_t old = *taken;
     // The cursor runs past the end once the range is full; what lies beyond is no one's.
     if (old + chunk > layout_.NodesEnd(r)) {
       exhausted_ |= uint64_t{1} << r;

@@ -165,6 +165,7 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
                   std::to_string(have));
     }
   }
+  CheckTreeCopies(catalog, placement, region, holder_gone, r);
   return r;
 }
 

@@ -9,7 +9,10 @@
 //     same bytes apart from its lock word;
 //   - nothing half-committed: no cell is INVISIBLE, and no lock word is held;
 //   - no lost commit: for every write a client was told committed, with timestamp T, every
-//     replica's newest version of the key has a timestamp >= T.
+//     replica's newest version of the key has a timestamp >= T;
+//   - ordered tables' B+Trees (tree_copy_check.cc): every readable copy of a range holds the same
+//     bytes for every node a reader can reach and for the header's cursor and root, and no tree
+//     lock word is held — but for a dead holder's, whose line may differ until the word is taken.
 // Replicas on MNs the placement holds down are gone and not compared; a replica group with none
 // left up is a problem of its own (lost_groups).
 //
@@ -43,6 +46,7 @@ struct ReplicaReport {
   uint64_t locked = 0;                // lock words left held
   uint64_t lost_commits = 0;          // acknowledged writes not found
   uint64_t lost_groups = 0;           // slots with every replica down
+  uint64_t tree_nodes = 0;            // B+Tree nodes compared (each over all its copies)
   std::vector<std::string> problems;  // the first few, one line each
   bool ok() const {
     return disagreements == 0 && invisible == 0 && locked == 0 && lost_commits == 0 &&
@@ -56,5 +60,10 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
                             const std::function<const std::byte*(MnId)>& region,
                             const std::vector<AckedWrite>& acked,
                             const std::function<bool(uint64_t)>& holder_gone = nullptr);
+
+// The B+Tree part, which CheckReplicas runs too: adds to `r`.
+void CheckTreeCopies(const store::Catalog& catalog, const store::Placement& placement,
+                     const std::function<const std::byte*(MnId)>& region,
+                     const std::function<bool(uint64_t)>& holder_gone, ReplicaReport& r);
 
 }  // namespace pond::cluster

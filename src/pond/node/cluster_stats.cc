@@ -121,8 +121,8 @@ ReplicaCheck Cluster::CheckReplicas() const {
         }
         return false;
       });
-  return ReplicaCheck{r.slots,  r.versions,     r.acked,       r.disagreements,      r.invisible,
-                      r.locked, r.lost_commits, r.lost_groups, std::move(r.problems)};
+  return ReplicaCheck{r.slots,  r.versions,     r.acked,       r.disagreements,       r.invisible,
+                      r.locked, r.lost_commits, r.lost_groups, std::move(r.problems), r.tree_nodes};
 }
 
 FailoverStats Cluster::GetFailoverStats() const {

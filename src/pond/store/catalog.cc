@@ -226,8 +226,10 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
   for (MnId mn = 0; mn < num_mns; mn++) {
     // An ordered table's tree space follows its index area, in the same carve.
     // (TreeOffset rounds up to a KiB past the index: at most 1023 bytes more.)
+    // A replicated tree's space holds R copies of a range (btree/tree_space.h).
     const uint64_t area_bytes =
-        d.tree_mib == 0 ? index_bytes : index_bytes + 1024 + (uint64_t{d.tree_mib} << 20);
+        d.tree_mib == 0 ? index_bytes
+                        : index_bytes + 1024 + (uint64_t{d.tree_mib} << 20) * d.replication;
     Result<uint64_t> area = co_await CarveHeap(ep, layout, mn, area_bytes);
     if (!area.ok()) co_return area.status();
     descs[mn].index_offset = *area;

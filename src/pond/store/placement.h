@@ -15,6 +15,15 @@ namespace pond::store {
 
 inline constexpr int kReplicationMax = 8;
 
+// How often a writer whose round an MN did not answer looks whether that MN has been declared
+// down (a commit's round, a B+Tree write-back).
+inline constexpr uint64_t kUnreachablePollNs = 10'000;
+// How often it posts that round to the MN again meanwhile: beyond a link that was down, the MN
+// answers it once the link is back, and it may never be declared. Longer than the transport
+// takes to give up on an MN (SimFabric::kMnUnreachableNs), so the MNs really out are not sent a
+// stream of rounds.
+inline constexpr uint64_t kPostAgainEveryNs = 1'000'000;
+
 // A mask of MNs that one thread changes while the workers of a CN of a cluster of processes read
 // it (its membership thread hears an MN's failure): relaxed atomics, for a change needs no order
 // with anything else — an MN is declared only once nobody may still count on it.

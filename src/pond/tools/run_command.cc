@@ -213,9 +213,11 @@ void PrintFailover(const bench::RunResult& r) {
     if (c.ok()) {
       // Committed writes are looked for only in runs with node faults (Cluster::ScheduleFaults).
       std::printf(
-          "replicas     ok: %lu slots and %lu versions agree on every replica, nothing "
+          "replicas     ok: %lu slots and %lu versions agree on every replica%s, nothing "
           "INVISIBLE or locked%s\n",
           static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
+          c.tree_nodes > 0 ? fmt::format(", {} B+Tree nodes on every copy", c.tree_nodes).c_str()
+                           : "",
           c.acked > 0 ? fmt::format("; {} committed writes all found", c.acked).c_str() : "");
     } else {
       std::printf(

@@ -32,6 +32,7 @@ btree::BTree& TxnContext::Tree(const store::TableInfo& t) {
     btree::TreeOptions options;
     options.gone = cn_.gone;
     options.gone_words_taken = &stats_.gone_tree_words_taken;
+    options.placement = &placement();
     tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t), options);
   }
   return *tree;

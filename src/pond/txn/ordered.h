@@ -16,6 +16,7 @@
 #include "pond/lock/lock_key.h"
 #include "pond/status.h"
 #include "pond/store/catalog.h"
+#include "pond/store/tree_space_of.h"
 #include "pond/testbed.h"
 
 namespace pond::txn {
@@ -44,31 +45,21 @@ inline uint64_t StripeRowKey(const store::TableInfo& t, uint64_t shard_of, uint6
   return (stripe << lock::kShardBits) | (shard_of & (lock::kShards - 1));
 }
 
-// The tree's space: one range after the table's index area on every MN.
-inline btree::TreeSpace TreeSpaceOf(const store::TableInfo& t) {
-  btree::TreeSpace s;
-  for (MnId mn = 0; mn < t.index_offset.size(); mn++) {
-    const uint64_t begin = t.TreeOffset(mn);
-    s.ranges.push_back({.mn = mn, .begin = begin, .end = begin + t.tree_bytes});
-  }
-  // Small chunks: every worker that inserts holds one partly used.
-  s.chunk_bytes = 16 << 10;
-  return s;
-}
+using store::TreeSpaceOf;
 
-// MN crashes and ordered tables do not go together yet: the B+Tree is not replicated, so an MN
-// that fails takes its part of every tree with it (docs/btree.md "Surviving node faults"). CN
-// crashes, restarts and partitions are fine: a dead CN's tree lock words are freed once its
-// failure is recovered (store::GoneHolders), and whatever it left half done is a valid tree.
+// A restarted MN and ordered tables do not go together yet: the B+Tree is replicated (an MN
+// crash fails its ranges over to their copies), but a restarted MN does not get its copies back,
+// as it gets its records back (docs/btree.md "Surviving node faults"). A host cut loses its MN's
+// place as a crash does and brings it back blank when healed, so it waits for that too.
+inline constexpr const char* kTreeRestartRefused =
+    "a restarted MN does not get its part of an ordered table's B+Tree back yet";
 inline Status OrderedTableAllows(const std::string& table, const std::vector<NodeFault>& faults) {
   for (const NodeFault& f : faults) {
-    // A host cut loses its MN's place as a crash does.
-    if (f.kind == NodeFaultKind::kCrashMn || f.kind == NodeFaultKind::kPartitionHost ||
+    if (f.kind == NodeFaultKind::kRestartMn || f.kind == NodeFaultKind::kPartitionHost ||
         f.kind == NodeFaultKind::kCutHosts) {
       return InvalidArgument("ordered table \"" + table +
-                             "\" cannot run with MN crashes or host cuts: its B+Tree is not "
-                             "replicated yet "
-                             "(CN crashes, restarts and partitions are allowed)");
+                             "\" cannot run with MN restarts or host cuts: " + kTreeRestartRefused +
+                             " (CN faults and MN crashes are allowed)");
     }
   }
   return Status::Ok();

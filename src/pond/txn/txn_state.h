@@ -36,6 +36,7 @@
 #include "pond/cluster.h"
 #include "pond/lock/lock_client.h"
 #include "pond/store/hash_index.h"
+#include "pond/store/placement.h"
 #include "pond/txn/txn_context.h"
 
 namespace pond::txn {
@@ -60,13 +61,8 @@ inline void CheckOk(const Status& s) { POND_CHECK_MSG(s.ok(), s.ToString().c_str
 inline constexpr int kReadAttemptsMax = 8;        // re-reads after a torn CVT or record
 inline constexpr int kInvisibleWaitsMax = 20000;  // re-reads while a cell is INVISIBLE
 inline constexpr uint64_t kInvisibleWaitNs = 1000;
-// How often a committing writer looks whether an MN that did not answer has been declared down.
-inline constexpr uint64_t kUnreachablePollNs = 10'000;
-// How often it posts the round that MN did not answer again meanwhile (CN locks only): beyond a
-// link that was down, the MN answers it once the link is back, and it may never be declared.
-// Longer than the transport takes to give up on an MN (SimFabric::kMnUnreachableNs), so the MNs
-// really out are not sent a stream of rounds.
-inline constexpr uint64_t kPostAgainEveryNs = 1'000'000;
+using store::kPostAgainEveryNs;
+using store::kUnreachablePollNs;
 // How often a commit held before write-visible looks again (a rejoining MN turning readable
 // waits only for the commits already between their rounds: a few microseconds).
 inline constexpr uint64_t kVisibleGatePollNs = 1'000;

@@ -1,0 +1,276 @@
+// The locks and copies of BTree (docs/btree.md "Replicated nodes"): which copies of a range are
+// written and which one is read, rounds that outlast an MN that does not answer, HOCL locks
+// taken on every copy, the repair of what a dead holder left on some copies only, write-backs in
+// replica order, and chunks. With one copy (R = 1) each step is what Sherman's tree does: one
+// CAS to lock, one batch to write back and release.
+#include <bit>
+#include <cstring>
+
+#include "pond/btree/btree.h"
+
+namespace pond::btree {
+
+namespace {
+
+// The source of every lock release: a WRITE's buffer must outlive its Flush.
+const uint64_t kUnlockedWord = 0;
+
+Op WriteOp(GAddr at, const void* from, uint32_t len) {
+  return Op{Verb::kWrite, len, at, const_cast<void*>(from), 0, 0};
+}
+Op CasOp(GAddr at, uint64_t expected, uint64_t desired, uint64_t* old) {
+  return Op{Verb::kCas, 8, at, old, expected, desired};
+}
+
+}  // namespace
+
+uint64_t BTree::WrittenCopies(MnId mn) const {
+  const int copies = layout_.replication();
+  if (copies == 1) return 1;
+  const uint64_t down = options_.placement == nullptr ? 0 : options_.placement->down_mask();
+  const size_t n = layout_.num_ranges();
+  uint64_t bits = 0;
+  for (int k = 0; k < copies; k++) {
+    if (((down >> ((mn + static_cast<size_t>(k)) % n)) & 1) == 0) bits |= uint64_t{1} << k;
+  }
+  return bits;
+}
+
+int BTree::ReadCopy(MnId mn) const {
+  const store::Placement* p = options_.placement;
+  if (layout_.replication() == 1 || p == nullptr) return 0;
+  const size_t n = layout_.num_ranges();
+  for (int k = 0; k < layout_.replication(); k++) {
+    if (p->Readable(static_cast<MnId>((mn + static_cast<size_t>(k)) % n))) return k;
+  }
+  POND_CHECK_MSG(false, "no copy of a tree range is readable");
+  return 0;
+}
+
+GAddr BTree::WordOf(GAddr line) const {
+  const size_t r = layout_.Range(line.mn());
+  if (line == layout_.Header(r)) return layout_.HeaderWord(r);
+  return layout_.LockFor(line);
+}
+
+Task<Status> BTree::RunRound(const std::vector<Op>& ops) {
+  if (ops.empty()) co_return Status::Ok();
+  ep_.PostAgain(ops, ~uint64_t{0});
+  if (layout_.replication() == 1 || options_.placement == nullptr) co_return co_await ep_.Flush();
+  Endpoint::FlushResult r = co_await ep_.FlushReporting();
+  // As a commit round does (txn/mvcc_txn.cc): an MN that did not answer may have taken the ops
+  // or not, so the round is over only once it answers them posted again — beyond a link that was
+  // down for a while — or is declared down, when what it holds no longer counts.
+  uint64_t waited_ns = 0;
+  while (r.unreachable != 0 && r.status.code() == Code::kUnavailable) {
+    const uint64_t silent = r.unreachable & ~options_.placement->down_mask();
+    if (silent == 0) co_return Status::Ok();
+    if (waited_ns < store::kPostAgainEveryNs) {
+      co_await ep_.scheduler().SleepFor(store::kUnreachablePollNs);
+      waited_ns += store::kUnreachablePollNs;
+      continue;
+    }
+    waited_ns = 0;
+    ep_.PostAgain(ops, silent);
+    stats_.rounds_posted_again++;
+    r = co_await ep_.FlushReporting();
+  }
+  co_return r.status;
+}
+
+Task<Status> BTree::Lock(GAddr line) {
+  const bool local = options_.local_locks;
+  if (local && co_await locks_.Acquire(line.raw)) co_return Status::Ok();  // handed over
+  const GAddr word = WordOf(line);
+  const uint64_t mine = WordValue(line);
+  auto copy_down = [&](int k) { return (WrittenCopies(line.mn()) >> k & 1) == 0; };
+  auto gone = [&](uint64_t w) { return options_.gone != nullptr && options_.gone->Gone(w); };
+  std::vector<Op> ops;
+  uint64_t old[store::kReplicationMax] = {};
+  uint64_t dead[store::kReplicationMax] = {};
+  for (uint32_t attempt = 0; attempt < options_.lock_retry_count_max; attempt++) {
+    // Copies are taken in order, the first alone: whoever holds it holds the line, so the rest
+    // are free for it — unless two CNs see different copies down for a moment, when the one that
+    // meets a word held on a later copy lets go of all and tries again.
+    const uint64_t copies = WrittenCopies(line.mn());
+    const int first = std::countr_zero(copies);
+    uint64_t held = 0;  // bit k: this worker holds copy k's word
+    bool refused = false;
+    for (int phase = 0; phase < 2 && !refused; phase++) {
+      const uint64_t want = phase == 0 ? uint64_t{1} << first : copies & ~(uint64_t{1} << first);
+      if (want == 0) continue;
+      ops.clear();
+      for (int k = 0; k < layout_.replication(); k++) {
+        if (want >> k & 1) ops.push_back(CasOp(layout_.Copy(word, k), 0, mine, &old[k]));
+      }
+      Status s = co_await RunRound(ops);
+      // A dead holder's word is taken from it by a second CAS, as another CN may take it first.
+      ops.clear();
+      for (int k = 0; k < layout_.replication() && s.ok(); k++) {
+        if ((want >> k & 1) == 0 || copy_down(k)) continue;
+        if (old[k] == 0 || old[k] == mine) {
+          held |= uint64_t{1} << k;
+        } else if (gone(old[k])) {
+          dead[k] = old[k];
+          ops.push_back(CasOp(layout_.Copy(word, k), old[k], mine, &old[k]));
+        } else {
+          refused = true;
+        }
+      }
+      if (s.ok()) s = co_await RunRound(ops);
+      for (int k = 0; k < layout_.replication() && s.ok(); k++) {
+        if ((want >> k & 1) == 0 || copy_down(k) || dead[k] == 0 || (held >> k & 1)) continue;
+        if (old[k] == dead[k] || old[k] == mine) {
+          held |= uint64_t{1} << k;
+          stats_.gone_words_taken++;
+          if (options_.gone_words_taken != nullptr) (*options_.gone_words_taken)++;
+        } else {
+          refused = true;
+        }
+      }
+      if (!s.ok()) {
+        if (local) locks_.Abandon(line.raw);
+        co_return s;
+      }
+    }
+    if (!refused) {
+      held_.emplace_back(line.raw, held);
+      // What a dead holder may have written to some copies only is made one again, from the
+      // copy readers use, before anything else is written under the word.
+      for (int k = 0; k < layout_.replication(); k++) {
+        if (dead[k] == 0) continue;
+        Status s = co_await Repair(line.mn(), dead[k]);
+        if (!s.ok()) {
+          (void)co_await UnlockNow(line);
+          co_return s;
+        }
+        for (int j = k + 1; j < layout_.replication(); j++) {
+          if (dead[j] == dead[k]) dead[j] = 0;
+        }
+      }
+      co_return Status::Ok();
+    }
+    stats_.lock_cas_failed++;
+    std::fill(std::begin(dead), std::end(dead), 0);
+    if (held != 0) {
+      ops.clear();
+      for (int k = 0; k < layout_.replication(); k++) {
+        if (held >> k & 1) ops.push_back(WriteOp(layout_.Copy(word, k), &kUnlockedWord, 8));
+      }
+      if (Status s = co_await RunRound(ops); !s.ok()) {
+        if (local) locks_.Abandon(line.raw);
+        co_return s;
+      }
+    }
+  }
+  if (local) locks_.Abandon(line.raw);
+  co_return Aborted("a node's global lock word stayed taken");
+}
+
+Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
+  if (layout_.replication() == 1) co_return Status::Ok();
+  const GAddr line = layout_.LineAt(
+      range_mn, static_cast<uint32_t>(dead_word) >> 8 & ((uint32_t{1} << kLineBits) - 1));
+  const size_t r = layout_.Range(line.mn());
+  // A header's changing words (cursor, root), or a whole node.
+  const bool header = line == layout_.Header(r);
+  const GAddr at = header ? layout_.Cursor(r) : line;
+  const uint32_t len = header ? 16 : kNodeBytes;
+  NodeBuffer buf;
+  ep_.Read(ReadAddr(at), &buf, len);
+  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  const uint64_t copies = WrittenCopies(line.mn());
+  const int read = ReadCopy(line.mn());
+  std::vector<Op> ops;
+  for (int k = 0; k < layout_.replication(); k++) {
+    if ((copies >> k & 1) && k != read) ops.push_back(WriteOp(layout_.Copy(at, k), &buf, len));
+  }
+  stats_.lines_repaired++;
+  co_return co_await RunRound(ops);
+}
+
+Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
+  std::vector<Piece> pieces;
+  for (const Piece& p : {first, second}) {
+    if (p.len != 0) pieces.push_back(p);
+  }
+  const bool hand = options_.local_locks && locks_.WillHandOver(line.raw);
+  std::vector<Op> ops;
+  // The copies readers do not use first: whatever a reader sees is then on every copy, and an
+  // MN that fails leaves no reader with something the rest lack (the records' replica order).
+  for (const Piece& p : pieces) {
+    const uint64_t copies = WrittenCopies(p.at.mn());
+    const int read = ReadCopy(p.at.mn());
+    for (int k = 0; k < layout_.replication(); k++) {
+      if ((copies >> k & 1) && k != read)
+        ops.push_back(WriteOp(layout_.Copy(p.at, k), p.from, p.len));
+    }
+  }
+  Status s = co_await RunRound(ops);
+  ops.clear();
+  if (s.ok()) {
+    for (const Piece& p : pieces) {
+      ops.push_back(WriteOp(ReadAddr(p.at), p.from, p.len));
+    }
+  }
+  if (!hand) {
+    if (!options_.combine && !ops.empty()) {
+      // Without command combination the release waits for the write-back: a round trip more.
+      s = co_await RunRound(ops);
+      ops.clear();
+    }
+    // The words this worker took, on the copies still written: a copy that joined since holds
+    // a word someone else may be taking (and it took none there).
+    const GAddr word = WordOf(line);
+    const uint64_t copies = WrittenCopies(line.mn()) & TakeHeld(line);
+    for (int k = 0; k < layout_.replication(); k++) {
+      if (copies >> k & 1) ops.push_back(WriteOp(layout_.Copy(word, k), &kUnlockedWord, 8));
+    }
+  }
+  Status released = co_await RunRound(ops);
+  if (options_.local_locks) locks_.Release(line.raw);
+  co_return s.ok() ? released : s;
+}
+
+uint64_t BTree::TakeHeld(GAddr line) {
+  for (size_t i = 0; i < held_.size(); i++) {
+    if (held_[i].first != line.raw) continue;
+    const uint64_t held = held_[i].second;
+    held_[i] = held_.back();
+    held_.pop_back();
+    return held;
+  }
+  POND_CHECK_MSG(false, "a tree lock released that was not held");
+  return 0;
+}
+
+Task<Status> BTree::WriteNew(GAddr node, const NodeBuffer& n) {
+  std::vector<Op> ops;
+  const uint64_t copies = WrittenCopies(node.mn());
+  for (int k = 0; k < layout_.replication(); k++) {
+    if (copies >> k & 1) ops.push_back(WriteOp(layout_.Copy(node, k), &n, kNodeBytes));
+  }
+  co_return co_await RunRound(ops);
+}
+
+Task<Result<uint64_t>> BTree::TakeChunk(size_t r) {
+  const uint64_t chunk = layout_.space().chunk_bytes;
+  uint64_t old = 0;
+  if (layout_.replication() == 1) {
+    ep_.Faa(layout_.Cursor(r), chunk, &old);
+    POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+    co_return old;
+  }
+  const GAddr header = layout_.Header(r);
+  POND_CO_RETURN_IF_ERROR(co_await Lock(header));
+  ep_.Read(ReadAddr(layout_.Cursor(r)), &old, 8);
+  if (Status s = co_await ep_.Flush(); !s.ok()) {
+    (void)co_await UnlockNow(header);
+    co_return s;
+  }
+  const uint64_t next = old + chunk;
+  POND_CO_RETURN_IF_ERROR(co_await Publish(header, Piece{layout_.Cursor(r), &next, 8}));
+  co_return old;
+}
+
+}  // namespace pond::btree
