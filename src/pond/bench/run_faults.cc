@@ -8,7 +8,6 @@
 #include "pond/node/sim_membership.h"
 #include "pond/rng.h"
 #include "pond/sim/fault_schedule.h"
-#include "pond/txn/ordered.h"
 
 namespace pond::bench {
 
@@ -68,16 +67,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o) {
   // either is, with the first reason. (Too small a cluster is left to the counts again.)
   if (c.cns > 2 && c.replication > 1 && limits.max_mns_down_quorum >= 1) {
     refuse_if_fatal(NodeFaultKind::kPartitionHost, 0, "partition-host: ");
-  }
-  if (o.ordered_tables) {
-    const std::string why = txn::kTreeRestartRefused;
-    for (sim::FaultKind k :
-         {sim::FaultKind::kRestartMn, sim::FaultKind::kPartitionHost, sim::FaultKind::kCutHosts}) {
-      auto same = [&](const auto& x) { return x.first == k; };
-      if (std::none_of(limits.refused.begin(), limits.refused.end(), same)) {
-        limits.refused.emplace_back(k, why);
-      }
-    }
   }
   if (c.cns > 2) {
     refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");

@@ -9,7 +9,6 @@
 #include "pond/bench/tpcc_check.h"
 #include "pond/bench/tpcc_schema.h"
 #include "pond/bench/tpcc_txns.h"
-#include "pond/txn/ordered.h"
 
 namespace pond::bench {
 
@@ -47,7 +46,6 @@ TpccWorkload::~TpccWorkload() = default;
 
 Status TpccWorkload::Validate(const RunOptions& o) const {
   if (o.record) return InvalidArgument("the TPC-C workload records no history");
-  POND_RETURN_IF_ERROR(txn::OrderedTableAllows("new_order", o.node_faults));
   int mix_sum = 0;
   for (int pct : p_.mix) {
     if (pct < 0 || pct > 100) return InvalidArgument("--mix percentages must be 0 to 100");

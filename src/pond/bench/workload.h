@@ -64,10 +64,6 @@ struct RunOptions {
   // Set when a random schedule was drawn within less than `seconds` (ResolveFaultsFor): why, for
   // the run's header.
   std::string faults_horizon;
-  // The workload has ordered tables, whose B+Trees a restarted MN does not get back yet: a
-  // schedule with an MN restart or host cut is refused, and `random` draws none (its MN crashes
-  // stay down; docs/btree.md "Surviving node faults").
-  bool ordered_tables = false;
 };
 
 inline constexpr uint64_t kRecordedCallsMax = 1'000'000;

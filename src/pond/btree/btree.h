@@ -117,6 +117,13 @@ class BTree {
   Task<Status> ScanDescending(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
                               uint64_t* removed_max = nullptr);
 
+  // A restarted MN's copy of a range (docs/btree.md "Replicated nodes"): copies lines
+  // [first, end) of MN `range_mn`'s range — the header, then nodes up to the range's cursor —
+  // from the readable copy onto copy `k`, whose MN is joining, each under its lock. Exact once
+  // every tree operation that began before that MN was named joining has ended: every later one
+  // writes its copy too. Returns the lines copied, or Unavailable once that MN is not joining.
+  Task<Result<uint64_t>> CopyToJoining(MnId range_mn, int k, uint32_t first, uint32_t end);
+
   const TreeStats& stats() const { return stats_; }
   const LocalLockTable& local_locks() const { return locks_; }
   const IndexCache& index_cache() const { return cache_; }
@@ -192,6 +199,8 @@ class BTree {
   // HOCL: the line's global lock — the word on every written copy, taken in copy order — through
   // the local table. A word held by a dead holder is taken, and the line it names recopied.
   Task<Status> Lock(GAddr line);
+  // The bytes of a line that change: the header's magic, cursor and root, or a whole node.
+  static uint32_t LineBytes(uint32_t line) { return line == 0 ? 24 : kNodeBytes; }
   // Copies the line of range `range_mn` a dead holder's word named from the readable copy to the
   // others.
   Task<Status> Repair(MnId range_mn, uint64_t dead_word);

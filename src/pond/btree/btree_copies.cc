@@ -5,6 +5,7 @@
 // CAS to lock, one batch to write back and release.
 #include <bit>
 #include <cstring>
+#include <string>
 
 #include "pond/btree/btree.h"
 
@@ -169,13 +170,10 @@ Task<Status> BTree::Lock(GAddr line) {
 
 Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
   if (layout_.replication() == 1) co_return Status::Ok();
-  const GAddr line = layout_.LineAt(
-      range_mn, static_cast<uint32_t>(dead_word) >> 8 & ((uint32_t{1} << kLineBits) - 1));
-  const size_t r = layout_.Range(line.mn());
-  // A header's changing words (cursor, root), or a whole node.
-  const bool header = line == layout_.Header(r);
-  const GAddr at = header ? layout_.Cursor(r) : line;
-  const uint32_t len = header ? 16 : kNodeBytes;
+  const uint32_t n = static_cast<uint32_t>(dead_word) >> 8 & ((uint32_t{1} << kLineBits) - 1);
+  const GAddr line = layout_.LineAt(range_mn, n);
+  const GAddr at = line;
+  const uint32_t len = LineBytes(n);
   NodeBuffer buf;
   ep_.Read(ReadAddr(at), &buf, len);
   POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
@@ -271,6 +269,38 @@ Task<Result<uint64_t>> BTree::TakeChunk(size_t r) {
   const uint64_t next = old + chunk;
   POND_CO_RETURN_IF_ERROR(co_await Publish(header, Piece{layout_.Cursor(r), &next, 8}));
   co_return old;
+}
+
+Task<Result<uint64_t>> BTree::CopyToJoining(MnId range_mn, int k, uint32_t first, uint32_t end) {
+  const store::Placement* p = options_.placement;
+  const size_t r = layout_.Range(range_mn);
+  const MnId to = static_cast<MnId>((range_mn + static_cast<size_t>(k)) % layout_.num_ranges());
+  auto joining = [&] { return p != nullptr && p->IsJoining(to); };
+  if (!joining()) co_return Unavailable("MN " + std::to_string(to) + " is not joining");
+  // Nodes past the cursor as it is now are carved later, by operations that write `to` as well.
+  uint64_t cursor = 0;
+  ep_.Read(ReadAddr(layout_.Cursor(r)), &cursor, 8);
+  POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
+  uint64_t copied = 0;
+  NodeBuffer buf;
+  std::vector<Op> ops;
+  for (uint32_t line = first; line < end; line++) {
+    const GAddr a = layout_.LineAt(range_mn, line);
+    if (line > 0 && a.offset() + kNodeBytes > cursor) break;
+    if (!joining()) co_return Unavailable("MN " + std::to_string(to) + " is not joining");
+    POND_CO_RETURN_IF_ERROR(co_await Lock(a));
+    ep_.Read(ReadAddr(a), &buf, LineBytes(line));
+    Status s = co_await ep_.Flush();
+    if (s.ok()) {
+      ops.assign(1, WriteOp(layout_.Copy(a, k), &buf, LineBytes(line)));
+      s = co_await RunRound(ops);
+    }
+    Status released = co_await UnlockNow(a);
+    POND_CO_RETURN_IF_ERROR(s);
+    POND_CO_RETURN_IF_ERROR(released);
+    copied++;
+  }
+  co_return copied;
 }
 
 }  // namespace pond::btree

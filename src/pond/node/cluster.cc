@@ -419,9 +419,6 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
   WorkerContext& w = cl.SetupWorker();
   store::TableSpec spec;
   if (options.ordered) {
-    POND_RETURN_IF_ERROR(txn::OrderedTableAllows(options.name, cl.scheduled_faults_));
-  }
-  if (options.ordered) {
     // The stripe rows first (docs/protocol.md "Ordered tables and range scans"): a table of
     // its own, in the same shards as the keys it covers.
     if (options.name.size() + 2 > store::kTableNameMax) {

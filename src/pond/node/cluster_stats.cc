@@ -8,7 +8,6 @@
 #include "pond/node/sim_driver.h"
 #include "pond/node/sim_faults.h"
 #include "pond/node/worker_context.h"
-#include "pond/txn/ordered.h"
 
 namespace pond {
 
@@ -85,9 +84,6 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
   std::stable_sort(faults.begin(), faults.end(),
                    [](const NodeFault& a, const NodeFault& b) { return a.at_ns < b.at_ns; });
   POND_RETURN_IF_ERROR(cl.sim_faults_->Validate(faults));
-  for (const store::TableInfo& t : cl.catalog_.tables()) {
-    if (t.ordered) POND_RETURN_IF_ERROR(txn::OrderedTableAllows(t.name, faults));
-  }
   cl.scheduled_faults_ = std::move(faults);
   for (auto& cn : cl.cns_) {
     for (auto& w : cn->workers) w->TrackAcknowledged(true);

@@ -125,14 +125,25 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
   co_return r;
 }
 
+// A tree unit: each line under the line's own lock (btree::BTree::CopyToJoining), which refuses
+// nothing for long: a unit cut short by a wait is begun again where it stopped.
+Task<Result<uint64_t>> CopyTreeLines(WorkerContext& w, const store::TableInfo& t, MnId range_mn,
+                                     CopyUnit u, const std::atomic<bool>* stop) {
+  POND_CHECK(t.ordered);
+  if (stop != nullptr && stop->load()) co_return Aborted("the copy stopped: its CN stops");
+  co_return co_await w.Tree(t).CopyToJoining(range_mn, u.replica, static_cast<uint32_t>(u.first),
+                                             static_cast<uint32_t>(u.end));
+}
+
 }  // namespace
 
 Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u,
                                        const std::atomic<bool>* stop) {
   const store::TableInfo* t = w.cluster().catalog().Find(u.table);
-  POND_CHECK(t != nullptr && !t->single_version);
   const store::Placement& pl = w.placement();
   const MnId primary = static_cast<MnId>((mn + pl.num_mns() - u.replica) % pl.num_mns());
+  if (u.tree) co_return co_await CopyTreeLines(w, *t, primary, u, stop);
+  POND_CHECK(t != nullptr && !t->single_version);
   uint64_t copied = 0;
   for (uint64_t b = u.first; b < u.end;) {
     if (!pl.IsJoining(mn)) {

@@ -30,11 +30,13 @@ struct MembershipCounts {
 };
 
 // A piece of a rejoining MN's index to copy: buckets [first, end) of its sub-index `replica` of
-// table `table` (the keys for which it is replica `replica`).
+// table `table` (the keys for which it is replica `replica`); or, `tree`, lines [first, end) of
+// its copy `replica` of ordered table `table`'s B+Tree range (btree::SpaceLayout::LineAt).
 struct CopyUnit {
   uint16_t table = 0;
   uint8_t replica = 0;
   uint64_t first = 0, end = 0;
+  bool tree = false;
 };
 
 class CnControls {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "pond/btree/node.h"
 #include "pond/cluster/directory.h"
 
 namespace pond::recovery {
@@ -230,6 +231,17 @@ std::vector<CopyUnit> MnRejoins::Share(const cluster::Configuration& view) const
         if (k % alive.size() != rank) continue;
         mine.push_back(CopyUnit{t.id, static_cast<uint8_t>(i), b,
                                 std::min(t.bucket_count, b + kCopyUnitBuckets)});
+      }
+    }
+    if (!t.ordered) continue;
+    // Its B+Tree's copies: the header and every node of each range (a unit past the range's
+    // cursor copies nothing).
+    const uint64_t lines = t.tree_bytes / btree::kNodeBytes + 1;
+    for (int i = 0; i < reps; i++) {
+      for (uint64_t l = 0; l < lines; l += kCopyUnitLines, k++) {
+        if (k % alive.size() != rank) continue;
+        mine.push_back(
+            CopyUnit{t.id, static_cast<uint8_t>(i), l, std::min(lines, l + kCopyUnitLines), true});
       }
     }
   }

@@ -65,6 +65,8 @@ class MnRejoins {
   // Buckets per copy unit: small enough to spread over the CNs, large enough that dealing them
   // costs nothing.
   static constexpr uint64_t kCopyUnitBuckets = 32;
+  // B+Tree lines (nodes) per copy unit of an ordered table's tree.
+  static constexpr uint64_t kCopyUnitLines = 256;
 
  private:
   using State = cluster::MnStatus::Rejoin;

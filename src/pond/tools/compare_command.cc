@@ -168,7 +168,6 @@ int RunCompare(CompareArgs& a, bool simulate) {
       row.label = swept ? name + " " + sweep.PointName(p) : name;
       row.run = a.flags.run;
       row.run.cluster.protocol = *ProtocolByName(name);
-      row.run.ordered_tables = a.workload == "tpcc";
       row.w = base_w.Clone();
       Status valid = swept ? sweep.Apply(p, &row.run, row.w.get()) : Status::Ok();
       if (valid.ok()) valid = bench::ValidateRun(*row.w, row.run);

@@ -43,7 +43,6 @@ int RunTpccCommand(TpccArgs& a, const CLI::App& cmd, bool simulate) {
     return RunCompare(c, simulate);
   }
   bench::RunOptions& o = a.run;
-  o.ordered_tables = true;
   Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());

@@ -47,24 +47,6 @@ inline uint64_t StripeRowKey(const store::TableInfo& t, uint64_t shard_of, uint6
 
 using store::TreeSpaceOf;
 
-// A restarted MN and ordered tables do not go together yet: the B+Tree is replicated (an MN
-// crash fails its ranges over to their copies), but a restarted MN does not get its copies back,
-// as it gets its records back (docs/btree.md "Surviving node faults"). A host cut loses its MN's
-// place as a crash does and brings it back blank when healed, so it waits for that too.
-inline constexpr const char* kTreeRestartRefused =
-    "a restarted MN does not get its part of an ordered table's B+Tree back yet";
-inline Status OrderedTableAllows(const std::string& table, const std::vector<NodeFault>& faults) {
-  for (const NodeFault& f : faults) {
-    if (f.kind == NodeFaultKind::kRestartMn || f.kind == NodeFaultKind::kPartitionHost ||
-        f.kind == NodeFaultKind::kCutHosts) {
-      return InvalidArgument("ordered table \"" + table +
-                             "\" cannot run with MN restarts or host cuts: " + kTreeRestartRefused +
-                             " (CN faults and MN crashes are allowed)");
-    }
-  }
-  return Status::Ok();
-}
-
 // For the phantom test alone: while on, scans read no stripe rows — a deliberately broken scan,
 // which the test's isolation check must catch.
 void SetScansSkipStripesForTesting(bool on);

@@ -251,30 +251,6 @@ TEST(OrderedSnapshotTest, ASnapshotScanNeverMissesAKeyCleanedAfterItsSnapshot) {
   }
 }
 
-TEST(OrderedFaultsTest, MnRestartsAreRefusedWithAClearErrorAndMnCrashesAndCnFaultsAreNot) {
-  // The tree is replicated, so an MN crash fails its ranges over; a restarted MN does not get its
-  // copies back yet, so a run with an MN restart is refused, whichever comes first, rather than
-  // answering scans wrongly after it. CN crashes are survived (a dead CN's node lock words are
-  // taken once its failure is recovered; btree_test, btree_sim_test).
-  Testbed tb;
-  auto c = Cluster::StartSimulated(Config("lotus"), tb).value();
-  ASSERT_TRUE(c->CreateTable({.name = "o", .value_bytes = 16, .ordered = true}).ok());
-  std::vector<NodeFault> mn = {{.kind = NodeFaultKind::kCrashMn, .node = 1, .at_ns = 1'000'000},
-                               {.kind = NodeFaultKind::kRestartMn, .node = 1, .at_ns = 2'000'000}};
-  Status s = c->ScheduleFaults(mn);
-  EXPECT_EQ(s.code(), Code::kInvalidArgument);
-  EXPECT_NE(s.message().find("\"o\""), std::string::npos) << s.ToString();
-  EXPECT_NE(s.message().find("does not get its part"), std::string::npos) << s.ToString();
-  EXPECT_TRUE(c->ScheduleFaults({mn[0]}).ok());
-  EXPECT_TRUE(
-      c->ScheduleFaults({{.kind = NodeFaultKind::kCrashCn, .node = 1, .at_ns = 1'000'000}}).ok());
-
-  auto d = Cluster::StartSimulated(Config("lotus"), tb).value();
-  ASSERT_TRUE(d->ScheduleFaults(mn).ok());
-  EXPECT_EQ(d->CreateTable({.name = "o", .value_bytes = 16, .ordered = true}).status().code(),
-            Code::kInvalidArgument);
-}
-
 INSTANTIATE_TEST_SUITE_P(All, OrderedTest, ::testing::ValuesIn(ProtocolNames()),
                          [](const auto& info) { return info.param; });
 
