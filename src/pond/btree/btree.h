@@ -204,9 +204,22 @@ class BTree {
   // Copies the line of range `range_mn` a dead holder's word named from the readable copy to the
   // others.
   Task<Status> Repair(MnId range_mn, uint64_t dead_word);
-  // The copies whose words this worker took for `line` (the lock stays held by it on a hand-over,
-  // so the record goes with the release).
-  uint64_t TakeHeld(GAddr line);
+  // What a held lock took: the copies whose words hold `value`, and the placement's generation
+  // then (the record stays with the lock on a hand-over and goes with its release).
+  struct Held {
+    uint64_t line = 0;
+    uint64_t copies = 0;
+    uint64_t value = 0;
+    uint64_t generation = 0;
+  };
+  uint64_t Generation() const {
+    return options_.placement == nullptr ? 0 : options_.placement->generation();
+  }
+  // Posts the release of every word `h` holds: a WRITE of 0 where the copy is written and no MN
+  // went down or came back since they were taken, else a CAS from its value to 0 (the word may
+  // be on an MN that came back blank, and someone else's by now; or on one that is down).
+  void PostRelease(const Held& h, std::vector<Op>* ops);
+  Held TakeHeld(GAddr line);
   // Writes `pieces` (the locked `line`'s, and maybe new nodes') to every written copy — the
   // copies readers do not use first, then the read copy — and releases the line's lock on every
   // copy with the last (unless it is handed over).
@@ -247,7 +260,8 @@ class BTree {
   IndexCache cache_;
   GAddr root_ = GAddr::Null();  // last root seen; null: read the root word
   uint8_t nonce_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> held_;  // locked line -> copies whose words it holds
+  std::vector<Held> held_;         // the locks this worker holds
+  uint64_t release_seen_[8] = {};  // CAS releases' answers, which nobody reads
   TreeStats stats_;
 };
 

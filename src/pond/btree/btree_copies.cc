@@ -93,24 +93,29 @@ Task<Status> BTree::Lock(GAddr line) {
     // Copies are taken in order, the first alone: whoever holds it holds the line, so the rest
     // are free for it — unless two CNs see different copies down for a moment, when the one that
     // meets a word held on a later copy lets go of all and tries again.
+    Held h{line.raw, 0, mine, Generation()};
     const uint64_t copies = WrittenCopies(line.mn());
     const int first = std::countr_zero(copies);
-    uint64_t held = 0;  // bit k: this worker holds copy k's word
     bool refused = false;
-    for (int phase = 0; phase < 2 && !refused; phase++) {
+    Status s;
+    for (int phase = 0; phase < 2 && !refused && s.ok(); phase++) {
       const uint64_t want = phase == 0 ? uint64_t{1} << first : copies & ~(uint64_t{1} << first);
       if (want == 0) continue;
       ops.clear();
       for (int k = 0; k < layout_.replication(); k++) {
         if (want >> k & 1) ops.push_back(CasOp(layout_.Copy(word, k), 0, mine, &old[k]));
       }
-      Status s = co_await RunRound(ops);
-      // A dead holder's word is taken from it by a second CAS, as another CN may take it first.
+      s = co_await RunRound(ops);
+      // A word this CAS took is held even on a copy declared down meanwhile: its MN may be back
+      // blank, and the word on it (PostRelease). A dead holder's word is taken from it by a
+      // second CAS, as another CN may take it first.
       ops.clear();
       for (int k = 0; k < layout_.replication() && s.ok(); k++) {
-        if ((want >> k & 1) == 0 || copy_down(k)) continue;
+        if ((want >> k & 1) == 0) continue;
         if (old[k] == 0 || old[k] == mine) {
-          held |= uint64_t{1} << k;
+          h.copies |= uint64_t{1} << k;
+        } else if (copy_down(k)) {
+          continue;
         } else if (gone(old[k])) {
           dead[k] = old[k];
           ops.push_back(CasOp(layout_.Copy(word, k), old[k], mine, &old[k]));
@@ -120,27 +125,23 @@ Task<Status> BTree::Lock(GAddr line) {
       }
       if (s.ok()) s = co_await RunRound(ops);
       for (int k = 0; k < layout_.replication() && s.ok(); k++) {
-        if ((want >> k & 1) == 0 || copy_down(k) || dead[k] == 0 || (held >> k & 1)) continue;
+        if ((want >> k & 1) == 0 || dead[k] == 0 || (h.copies >> k & 1)) continue;
         if (old[k] == dead[k] || old[k] == mine) {
-          held |= uint64_t{1} << k;
+          h.copies |= uint64_t{1} << k;
           stats_.gone_words_taken++;
           if (options_.gone_words_taken != nullptr) (*options_.gone_words_taken)++;
-        } else {
+        } else if (!copy_down(k)) {
           refused = true;
         }
       }
-      if (!s.ok()) {
-        if (local) locks_.Abandon(line.raw);
-        co_return s;
-      }
     }
-    if (!refused) {
-      held_.emplace_back(line.raw, held);
+    if (s.ok() && !refused) {
+      held_.push_back(h);
       // What a dead holder may have written to some copies only is made one again, from the
       // copy readers use, before anything else is written under the word.
       for (int k = 0; k < layout_.replication(); k++) {
         if (dead[k] == 0) continue;
-        Status s = co_await Repair(line.mn(), dead[k]);
+        s = co_await Repair(line.mn(), dead[k]);
         if (!s.ok()) {
           (void)co_await UnlockNow(line);
           co_return s;
@@ -151,21 +152,32 @@ Task<Status> BTree::Lock(GAddr line) {
       }
       co_return Status::Ok();
     }
-    stats_.lock_cas_failed++;
     std::fill(std::begin(dead), std::end(dead), 0);
-    if (held != 0) {
-      ops.clear();
-      for (int k = 0; k < layout_.replication(); k++) {
-        if (held >> k & 1) ops.push_back(WriteOp(layout_.Copy(word, k), &kUnlockedWord, 8));
-      }
-      if (Status s = co_await RunRound(ops); !s.ok()) {
-        if (local) locks_.Abandon(line.raw);
-        co_return s;
-      }
+    ops.clear();
+    PostRelease(h, &ops);
+    Status released = co_await RunRound(ops);
+    if (!s.ok() || !released.ok()) {
+      if (local) locks_.Abandon(line.raw);
+      co_return s.ok() ? released : s;
     }
+    stats_.lock_cas_failed++;
   }
   if (local) locks_.Abandon(line.raw);
   co_return Aborted("a node's global lock word stayed taken");
+}
+
+void BTree::PostRelease(const Held& h, std::vector<Op>* ops) {
+  const GAddr word = WordOf(GAddr{h.line});
+  const uint64_t written = WrittenCopies(GAddr{h.line}.mn());
+  const bool same = Generation() == h.generation;
+  for (int k = 0; k < layout_.replication(); k++) {
+    if ((h.copies >> k & 1) == 0) continue;
+    if (same && (written >> k & 1)) {
+      ops->push_back(WriteOp(layout_.Copy(word, k), &kUnlockedWord, 8));
+    } else {
+      ops->push_back(CasOp(layout_.Copy(word, k), h.value, 0, &release_seen_[k]));
+    }
+  }
 }
 
 Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
@@ -217,29 +229,23 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
       s = co_await RunRound(ops);
       ops.clear();
     }
-    // The words this worker took, on the copies still written: a copy that joined since holds
-    // a word someone else may be taking (and it took none there).
-    const GAddr word = WordOf(line);
-    const uint64_t copies = WrittenCopies(line.mn()) & TakeHeld(line);
-    for (int k = 0; k < layout_.replication(); k++) {
-      if (copies >> k & 1) ops.push_back(WriteOp(layout_.Copy(word, k), &kUnlockedWord, 8));
-    }
+    PostRelease(TakeHeld(line), &ops);
   }
   Status released = co_await RunRound(ops);
   if (options_.local_locks) locks_.Release(line.raw);
   co_return s.ok() ? released : s;
 }
 
-uint64_t BTree::TakeHeld(GAddr line) {
+BTree::Held BTree::TakeHeld(GAddr line) {
   for (size_t i = 0; i < held_.size(); i++) {
-    if (held_[i].first != line.raw) continue;
-    const uint64_t held = held_[i].second;
+    if (held_[i].line != line.raw) continue;
+    const Held h = held_[i];
     held_[i] = held_.back();
     held_.pop_back();
-    return held;
+    return h;
   }
   POND_CHECK_MSG(false, "a tree lock released that was not held");
-  return 0;
+  return {};
 }
 
 Task<Status> BTree::WriteNew(GAddr node, const NodeBuffer& n) {

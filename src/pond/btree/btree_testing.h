@@ -77,7 +77,13 @@ struct SimCluster {
       if (w.down) return;
       w.sched->RunOnce();
       fabric->Launch(WorkerAddr{static_cast<uint16_t>(i), 0}, engine.now());
-      if (w.sched->has_ready()) Wake(i);
+      if (w.sched->has_ready()) {
+        Wake(i);
+      } else if (const uint64_t t = w.sched->NextTimerNs(); t != UINT64_MAX) {
+        // A coroutine sleeps (a write-back waiting for an MN to be declared down): run the
+        // worker again when it wakes.
+        engine.At(std::max(t, engine.now()), [this, i] { Wake(i); });
+      }
     });
   }
   void Run() {

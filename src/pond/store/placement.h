@@ -76,6 +76,7 @@ class Placement {
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
     rejoining_ &= ~Bit(mn);
+    Changed();
   }
   bool IsDown(MnId mn) const { return (down_.get() >> mn) & 1; }
   uint64_t down_mask() const { return down_.get(); }
@@ -91,6 +92,7 @@ class Placement {
     down_ &= ~Bit(mn);
     joining_ |= Bit(mn);
     rejoining_ &= ~Bit(mn);
+    Changed();
   }
   void SetRejoining(MnId mn) {
     SetJoining(mn);
@@ -102,7 +104,13 @@ class Placement {
     joining_ &= ~Bit(mn);
     frozen_ &= ~Bit(mn);
     rejoining_ &= ~Bit(mn);
+    Changed();
   }
+  // Moves on after every change of who is down, joining or up (after the change, so that a reader
+  // that sees the old number may have seen old or new masks, and one that sees it unchanged
+  // later knows no MN went down or came back between): a B+Tree lock holder that sees it moved
+  // releases its words by CAS, as one of them may be on an MN that came back blank meanwhile.
+  uint64_t generation() const { return generation_.load(std::memory_order_seq_cst); }
   bool IsJoining(MnId mn) const { return (joining_.get() >> mn) & 1; }
   bool IsRejoining(MnId mn) const { return (rejoining_.get() >> mn) & 1; }
   bool Readable(MnId mn) const { return ((down_.get() | joining_.get()) >> mn) & 1 ? false : true; }
@@ -139,6 +147,17 @@ class Placement {
   uint16_t num_mns_;
   int replication_;
   static uint64_t Bit(MnId mn) { return uint64_t{1} << mn; }
+  void Changed() { generation_.fetch_add(1, std::memory_order_seq_cst); }
+  // Copyable as the masks are (a snapshot of the count).
+  struct Generation : std::atomic<uint64_t> {
+    Generation() : std::atomic<uint64_t>(0) {}
+    Generation(const Generation& o) : std::atomic<uint64_t>(o.load()) {}
+    Generation& operator=(const Generation& o) {
+      store(o.load());
+      return *this;
+    }
+  };
+  Generation generation_;
   MnMask down_;       // bit i: MN i is down
   MnMask joining_;    // bit i: MN i is restarted and not yet readable
   MnMask frozen_;     // bit i: carves for MN i's groups are refused
