@@ -1137,8 +1137,13 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
     EXPECT_TRUE(run->replicas && run->replicas->ok())
         << where << ": "
         << (run->replicas && !run->replicas->problems.empty() ? run->replicas->problems[0] : "");
-    EXPECT_GT(run->stats.committed, 0u) << where;
     const FaultsExercised e = CountExercised(*run->failover);
+    // While an MN is out, no NewOrder commits (a new key needs its primary readable, and an
+    // order inserts about a dozen: docs/recovery.md "MN restart"), and its rejoin's copy takes
+    // longer than the run: a seed that loses one early may commit nothing. The rest must.
+    if (e.mn_crashes + e.host_cuts + e.hosts_apart == 0) {
+      EXPECT_GT(run->stats.committed, 0u) << where;
+    }
     crashes += e.cn_crashes;
     restarts += e.cn_restarts;
     partitions += e.partitions;
