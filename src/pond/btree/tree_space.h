@@ -65,6 +65,7 @@ inline uint64_t NodesBeginOf(const MnRange& r, uint32_t lock_count) {
 // copies only. The nonce tells one acquisition from another of the same worker.
 inline constexpr int kLineBits = 24;
 inline constexpr uint64_t kRangeBytesMax = uint64_t{1} << (kLineBits + 10);  // 16 GiB of nodes
+static_assert(kLineBits + 8 == 32, "line:24 nonce:8 fill an owner word's n (docs/formats.md)");
 
 inline Status Validate(const TreeSpace& s) {
   if (s.ranges.empty() || s.ranges.size() > 64) {
