@@ -56,7 +56,7 @@ GAddr BTree::WordOf(GAddr line) const {
 
 Task<Status> BTree::RunRound(const std::vector<Op>& ops) {
   if (ops.empty()) co_return Status::Ok();
-  ep_.PostAgain(ops, ~uint64_t{0});
+  ep_.PostAgain(ops, ~uint64_t{0});  // (posts every op: the first time, here)
   if (layout_.replication() == 1 || options_.placement == nullptr) co_return co_await ep_.Flush();
   Endpoint::FlushResult r = co_await ep_.FlushReporting();
   // As a commit round does (txn/mvcc_txn.cc): an MN that did not answer may have taken the ops
@@ -184,16 +184,15 @@ Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
   if (layout_.replication() == 1) co_return Status::Ok();
   const uint32_t n = static_cast<uint32_t>(dead_word) >> 8 & ((uint32_t{1} << kLineBits) - 1);
   const GAddr line = layout_.LineAt(range_mn, n);
-  const GAddr at = line;
   const uint32_t len = LineBytes(n);
   NodeBuffer buf;
-  ep_.Read(ReadAddr(at), &buf, len);
+  ep_.Read(ReadAddr(line), &buf, len);
   POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
   const uint64_t copies = WrittenCopies(line.mn());
   const int read = ReadCopy(line.mn());
   std::vector<Op> ops;
   for (int k = 0; k < layout_.replication(); k++) {
-    if ((copies >> k & 1) && k != read) ops.push_back(WriteOp(layout_.Copy(at, k), &buf, len));
+    if ((copies >> k & 1) && k != read) ops.push_back(WriteOp(layout_.Copy(line, k), &buf, len));
   }
   stats_.lines_repaired++;
   co_return co_await RunRound(ops);

@@ -95,26 +95,42 @@ std::vector<uint64_t> Keys(uint64_t from, int n) {
   return keys;
 }
 
-TEST(BTreeCopiesTest, WritesReachEveryCopyAndReadsFailOverOnceAnMnIsDeclaredDown) {
-  SimCluster c(2, kMns, kRegion, 1);
+// A replicated tree, created through CN 0, on a cluster of two CNs and kMns MNs.
+struct ReplicatedTree {
+  explicit ReplicatedTree(uint64_t seed) : c(2, kMns, kRegion, seed) {
+    On(c, 0, [this]() -> Task<void> {
+      EXPECT_TRUE((co_await CreateTree(*c.workers[0].ep, space)).ok());
+    });
+  }
+  // CN `cn`'s handle on it.
+  std::unique_ptr<BTree> Open(int cn) {
+    return std::make_unique<BTree>(*c.workers[static_cast<size_t>(cn)].ep, space,
+                                   Options(&placement, &gone));
+  }
+  SimCluster c;
   const TreeSpace space = ReplicatedSpace();
-  store::Placement placement(kMns, kCopies);
-  On(c, 0,
-     [&]() -> Task<void> { EXPECT_TRUE((co_await CreateTree(*c.workers[0].ep, space)).ok()); });
-  BTree t0(*c.workers[0].ep, space, Options(&placement));
-  BTree t1(*c.workers[1].ep, space, Options(&placement));
+  const SpaceLayout layout{space};
+  store::Placement placement{kMns, kCopies};
+  store::GoneHolders gone;
+};
+
+TEST(BTreeCopiesTest, WritesReachEveryCopyAndReadsFailOverOnceAnMnIsDeclaredDown) {
+  ReplicatedTree tree(1);
+  SimCluster& c = tree.c;
+  store::Placement& placement = tree.placement;
+  std::unique_ptr<BTree> t0 = tree.Open(0), t1 = tree.Open(1);
   int failed = 0, missing = 0;
   const std::vector<uint64_t> before = Keys(0, 400), after = Keys(400, 400);
   for (int co = 0; co < 4; co++) {
     c.workers[0].sched->Spawn(InsertAll(
-        &t0, std::vector<uint64_t>(before.begin() + co * 100, before.begin() + co * 100 + 100),
+        t0.get(), std::vector<uint64_t>(before.begin() + co * 100, before.begin() + co * 100 + 100),
         &failed));
   }
   c.Run();
   ASSERT_EQ(failed, 0);
-  ExpectCopiesAgree(c, space, {0, 1, 2}, "after the inserts");
-  EXPECT_GT(t0.stats().leaf_splits, 10u);
-  c.workers[0].sched->Spawn(LookUpAll(&t0, before, &missing));
+  ExpectCopiesAgree(c, tree.space, {0, 1, 2}, "after the inserts");
+  EXPECT_GT(t0->stats().leaf_splits, 10u);
+  c.workers[0].sched->Spawn(LookUpAll(t0.get(), before, &missing));
   c.Run();
   EXPECT_EQ(missing, 0);
 
@@ -125,7 +141,7 @@ TEST(BTreeCopiesTest, WritesReachEveryCopyAndReadsFailOverOnceAnMnIsDeclaredDown
                                uint64_t* done) -> Task<void> {
     co_await InsertAll(t, std::move(keys), failed);
     *done = c->engine.now();
-  }(&t1, after, &failed, &c, &done_ns));
+  }(t1.get(), after, &failed, &c, &done_ns));
   c.RunFor(2000);
   const uint64_t crash_ns = c.engine.now();
   c.fabric->CrashMn(1);
@@ -134,24 +150,20 @@ TEST(BTreeCopiesTest, WritesReachEveryCopyAndReadsFailOverOnceAnMnIsDeclaredDown
   EXPECT_EQ(failed, 0);
   EXPECT_GT(done_ns, crash_ns + 1'000'000) << "the inserts ended before MN 1 was declared";
   EXPECT_TRUE(placement.IsDown(1));
-  c.workers[0].sched->Spawn(LookUpAll(&t0, before, &missing));
-  c.workers[1].sched->Spawn(LookUpAll(&t1, after, &missing));
+  c.workers[0].sched->Spawn(LookUpAll(t0.get(), before, &missing));
+  c.workers[1].sched->Spawn(LookUpAll(t1.get(), after, &missing));
   c.Run();
   EXPECT_EQ(missing, 0);
-  ExpectCopiesAgree(c, space, {0, 2}, "after MN 1 was declared down");
+  ExpectCopiesAgree(c, tree.space, {0, 2}, "after MN 1 was declared down");
 }
 
 TEST(BTreeCopiesTest, ADeadHoldersHalfWrittenLineIsMadeOneAgainByWhoeverTakesItsWord) {
-  SimCluster c(2, kMns, kRegion, 2);
-  const TreeSpace space = ReplicatedSpace();
-  const SpaceLayout layout(space);
-  store::Placement placement(kMns, kCopies);
-  store::GoneHolders gone;
-  On(c, 0,
-     [&]() -> Task<void> { EXPECT_TRUE((co_await CreateTree(*c.workers[0].ep, space)).ok()); });
-  BTree t0(*c.workers[0].ep, space, Options(&placement, &gone));
+  ReplicatedTree tree(2);
+  SimCluster& c = tree.c;
+  const SpaceLayout& layout = tree.layout;
+  std::unique_ptr<BTree> t0 = tree.Open(0);
   int failed = 0;
-  c.workers[0].sched->Spawn(InsertAll(&t0, {10, 20, 30}, &failed));
+  c.workers[0].sched->Spawn(InsertAll(t0.get(), {10, 20, 30}, &failed));
   c.Run();
   ASSERT_EQ(failed, 0);
 
@@ -179,24 +191,24 @@ TEST(BTreeCopiesTest, ADeadHoldersHalfWrittenLineIsMadeOneAgainByWhoeverTakesIts
 
   // Until its failure is recovered the word is waited on; then CN 1 takes it on every copy and
   // first makes the leaf what the copy readers use holds, everywhere.
-  BTree t1(*c.workers[1].ep, space, Options(&placement, &gone));
+  std::unique_ptr<BTree> t1 = tree.Open(1);
   Status inserted = Internal("not run");
   c.workers[1].sched->Spawn([](BTree* t, Status* out) -> Task<void> {
     *out = co_await t->Insert(50, 350);
-  }(&t1, &inserted));
+  }(t1.get(), &inserted));
   c.RunFor(20000);
   EXPECT_EQ(inserted.code(), Code::kInternal) << "took a word whose holder is not gone yet";
-  gone.GoneBelow(5, 1);
+  tree.gone.GoneBelow(5, 1);
   c.Run();
   ASSERT_TRUE(inserted.ok()) << inserted.ToString();
-  EXPECT_EQ(t1.stats().gone_words_taken, static_cast<uint64_t>(kCopies));
-  EXPECT_EQ(t1.stats().lines_repaired, 1u);
-  ExpectCopiesAgree(c, space, {0, 1, 2}, "after the dead holder's word was taken");
+  EXPECT_EQ(t1->stats().gone_words_taken, static_cast<uint64_t>(kCopies));
+  EXPECT_EQ(t1->stats().lines_repaired, 1u);
+  ExpectCopiesAgree(c, tree.space, {0, 1, 2}, "after the dead holder's word was taken");
   Result<uint64_t> forty = NotFound(""), fifty = NotFound("");
   c.workers[1].sched->Spawn([](BTree* t, Result<uint64_t>* a, Result<uint64_t>* b) -> Task<void> {
     *a = co_await t->Lookup(40);
     *b = co_await t->Lookup(50);
-  }(&t1, &forty, &fifty));
+  }(t1.get(), &forty, &fifty));
   c.Run();
   EXPECT_EQ(forty.status().code(), Code::kNotFound) << "the half-written insert survived";
   ASSERT_TRUE(fifty.ok());
@@ -204,17 +216,13 @@ TEST(BTreeCopiesTest, ADeadHoldersHalfWrittenLineIsMadeOneAgainByWhoeverTakesIts
 }
 
 TEST(BTreeCopiesTest, ARestartedMnGetsEveryCopyBackWhileInsertsGoOn) {
-  SimCluster c(2, kMns, kRegion, 3);
-  const TreeSpace space = ReplicatedSpace();
-  const SpaceLayout layout(space);
-  store::Placement placement(kMns, kCopies);
-  On(c, 0,
-     [&]() -> Task<void> { EXPECT_TRUE((co_await CreateTree(*c.workers[0].ep, space)).ok()); });
-  BTree t0(*c.workers[0].ep, space, Options(&placement));
-  BTree t1(*c.workers[1].ep, space, Options(&placement));
+  ReplicatedTree tree(3);
+  SimCluster& c = tree.c;
+  store::Placement& placement = tree.placement;
+  std::unique_ptr<BTree> t0 = tree.Open(0), t1 = tree.Open(1);
   int failed = 0, missing = 0;
   const std::vector<uint64_t> before = Keys(0, 500), during = Keys(500, 300);
-  c.workers[0].sched->Spawn(InsertAll(&t0, before, &failed));
+  c.workers[0].sched->Spawn(InsertAll(t0.get(), before, &failed));
   c.Run();
   ASSERT_EQ(failed, 0);
 
@@ -226,7 +234,7 @@ TEST(BTreeCopiesTest, ARestartedMnGetsEveryCopyBackWhileInsertsGoOn) {
   std::memset(c.fabric->region(2), 0, kRegion);
   placement.SetJoining(2);
   uint64_t copied = 0;
-  c.workers[1].sched->Spawn(InsertAll(&t1, during, &failed));
+  c.workers[1].sched->Spawn(InsertAll(t1.get(), during, &failed));
   c.workers[0].sched->Spawn([](BTree* t, uint64_t* copied) -> Task<void> {
     for (int k = 0; k < kCopies; k++) {
       const MnId range = static_cast<MnId>((2 + kMns - k) % kMns);
@@ -234,18 +242,18 @@ TEST(BTreeCopiesTest, ARestartedMnGetsEveryCopyBackWhileInsertsGoOn) {
       EXPECT_TRUE(r.ok()) << r.status().ToString();
       if (r.ok()) *copied += *r;
     }
-  }(&t0, &copied));
+  }(t0.get(), &copied));
   c.Run();
   EXPECT_EQ(failed, 0);
   EXPECT_GT(copied, 3u * 10);
-  ExpectCopiesAgree(c, space, {0, 1, 2}, "after the copy");
+  ExpectCopiesAgree(c, tree.space, {0, 1, 2}, "after the copy");
 
   // Read from MN 2's copies alone: every key is there.
   placement.SetUp(2);
   placement.SetDown(0);
   placement.SetDown(1);
-  c.workers[1].sched->Spawn(LookUpAll(&t1, before, &missing));
-  c.workers[1].sched->Spawn(LookUpAll(&t1, during, &missing));
+  c.workers[1].sched->Spawn(LookUpAll(t1.get(), before, &missing));
+  c.workers[1].sched->Spawn(LookUpAll(t1.get(), during, &missing));
   c.Run();
   EXPECT_EQ(missing, 0);
 }

@@ -11,18 +11,17 @@ namespace pond::cluster {
 
 namespace {
 
-constexpr size_t kProblemsKept = 8;
-
-void Problem(ReplicaReport& r, uint64_t* counter, std::string what) {
-  ++*counter;
-  if (r.problems.size() < kProblemsKept) r.problems.push_back(std::move(what));
-}
-
 std::string Where(const store::TableInfo& t, uint64_t key) {
   return "table " + t.name + " key " + std::to_string(key);
 }
 
 }  // namespace
+
+void AddProblem(ReplicaReport& r, uint64_t* counter, std::string what) {
+  constexpr size_t kProblemsKept = 8;
+  ++*counter;
+  if (r.problems.size() < kProblemsKept) r.problems.push_back(std::move(what));
+}
 
 ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placement& placement,
                             const std::function<const std::byte*(MnId)>& region,
@@ -51,8 +50,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
             slot[rep] = region(mn[rep]) + t.SlotAddr(mn[rep], rep, b, s).offset();
           }
           if (up.empty()) {
-            Problem(r, &r.lost_groups,
-                    "every replica of MN " + std::to_string(p) + "'s group is down");
+            AddProblem(r, &r.lost_groups,
+                       "every replica of MN " + std::to_string(p) + "'s group is down");
             continue;
           }
           const int first = up[0];
@@ -64,13 +63,14 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
             store::CvtHeader h;
             std::memcpy(&h, slot[rep], sizeof(h));
             if (h.lock != 0 && rep == 0 && !(holder_gone && holder_gone(h.lock))) {
-              Problem(r, &r.locked,
-                      Where(t, h0.key) + ": lock word still held on MN " + std::to_string(mn[rep]));
+              AddProblem(
+                  r, &r.locked,
+                  Where(t, h0.key) + ": lock word still held on MN " + std::to_string(mn[rep]));
             }
             if (h.key != h0.key || h.meta != h0.meta) {
-              Problem(r, &r.disagreements,
-                      Where(t, h0.key) + ": replica " + std::to_string(rep) + " on MN " +
-                          std::to_string(mn[rep]) + " holds key " + std::to_string(h.key));
+              AddProblem(r, &r.disagreements,
+                         Where(t, h0.key) + ": replica " + std::to_string(rep) + " on MN " +
+                             std::to_string(mn[rep]) + " holds key " + std::to_string(h.key));
             }
           }
           if (t.single_version) {
@@ -80,8 +80,8 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               if (std::memcmp(slot[rep], slot[first], lock_at) != 0 ||
                   std::memcmp(slot[rep] + lock_at + 8, slot[first] + lock_at + 8,
                               t.cvt_bytes - lock_at - 8) != 0) {
-                Problem(r, &r.disagreements,
-                        Where(t, h0.key) + ": replica " + std::to_string(rep) + " differs");
+                AddProblem(r, &r.disagreements,
+                           Where(t, h0.key) + ": replica " + std::to_string(rep) + " differs");
               }
             }
             store::SvHeader sv;
@@ -106,13 +106,13 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               cells[rep] = *cell;
             }
             if (torn) {
-              Problem(r, &r.disagreements, Where(t, h0.key) + ": a cell is torn at rest");
+              AddProblem(r, &r.disagreements, Where(t, h0.key) + ": a cell is torn at rest");
               continue;
             }
             const store::Cell& c0 = cells[first];
             if (c0.valid && c0.commit_ts == store::kInvisible) {
-              Problem(r, &r.invisible,
-                      Where(t, h0.key) + ": cell " + std::to_string(c) + " left INVISIBLE");
+              AddProblem(r, &r.invisible,
+                         Where(t, h0.key) + ": cell " + std::to_string(c) + " left INVISIBLE");
             }
             for (int rep : up) {
               const store::Cell& cr = cells[rep];
@@ -123,10 +123,11 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               if (cr.valid != c0.valid || cr.tombstone != c0.tombstone || cr.cv != c0.cv ||
                   (c0.valid &&
                    (cr.commit_ts != c0.commit_ts || cr.writer != c0.writer || !same_record))) {
-                Problem(r, &r.disagreements,
-                        Where(t, h0.key) + ": cell " + std::to_string(c) + " of replica " +
-                            std::to_string(rep) + " differs (ts " + std::to_string(cr.commit_ts) +
-                            " vs " + std::to_string(c0.commit_ts) + ")");
+                AddProblem(r, &r.disagreements,
+                           Where(t, h0.key) + ": cell " + std::to_string(c) + " of replica " +
+                               std::to_string(rep) + " differs (ts " +
+                               std::to_string(cr.commit_ts) + " vs " +
+                               std::to_string(c0.commit_ts) + ")");
               }
             }
             if (!c0.visible()) continue;
@@ -141,9 +142,9 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               if (cells[rep].record == 0) continue;
               if (std::memcmp(region(mn[rep]) + cells[rep].record, region(mn[first]) + c0.record,
                               t.record_stride) != 0) {
-                Problem(r, &r.disagreements,
-                        Where(t, h0.key) + ": the record of cell " + std::to_string(c) +
-                            " differs on replica " + std::to_string(rep));
+                AddProblem(r, &r.disagreements,
+                           Where(t, h0.key) + ": the record of cell " + std::to_string(c) +
+                               " differs on replica " + std::to_string(rep));
               }
             }
           }
@@ -159,10 +160,10 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
     const uint64_t have = it == newest.end() ? 0 : it->second;
     if (have < a.commit_ts) {
       const store::TableInfo* t = catalog.Find(a.table);
-      Problem(r, &r.lost_commits,
-              (t != nullptr ? Where(*t, a.key) : "key " + std::to_string(a.key)) +
-                  ": committed at " + std::to_string(a.commit_ts) + ", newest version found " +
-                  std::to_string(have));
+      AddProblem(r, &r.lost_commits,
+                 (t != nullptr ? Where(*t, a.key) : "key " + std::to_string(a.key)) +
+                     ": committed at " + std::to_string(a.commit_ts) + ", newest version found " +
+                     std::to_string(have));
     }
   }
   CheckTreeCopies(catalog, placement, region, holder_gone, r);

@@ -61,6 +61,9 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
                             const std::vector<AckedWrite>& acked,
                             const std::function<bool(uint64_t)>& holder_gone = nullptr);
 
+// Counts a problem in *counter and keeps its line among the report's first few.
+void AddProblem(ReplicaReport& r, uint64_t* counter, std::string what);
+
 // The B+Tree part, which CheckReplicas runs too: adds to `r`.
 void CheckTreeCopies(const store::Catalog& catalog, const store::Placement& placement,
                      const std::function<const std::byte*(MnId)>& region,

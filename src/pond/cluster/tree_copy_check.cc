@@ -14,13 +14,6 @@ namespace pond::cluster {
 
 namespace {
 
-constexpr size_t kProblemsKept = 8;
-
-void Note(ReplicaReport& r, uint64_t* counter, std::string what) {
-  ++*counter;
-  if (r.problems.size() < kProblemsKept) r.problems.push_back(std::move(what));
-}
-
 // One tree's copies, read from the MNs' memory.
 class TreeCopies {
  public:
@@ -69,8 +62,8 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
     const MnId mn = layout.space().ranges[rg].mn;
     const std::vector<int> ks = tc.ReadableCopies(mn);
     if (ks.empty()) {
-      Note(r, &r.lost_groups,
-           name + ": every copy of MN " + std::to_string(mn) + "'s range is down");
+      AddProblem(r, &r.lost_groups,
+                 name + ": every copy of MN " + std::to_string(mn) + "'s range is down");
       continue;
     }
     auto look = [&](GAddr word) {
@@ -80,9 +73,9 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
         if (holder_gone != nullptr && holder_gone(w)) {
           excused.insert({rg, static_cast<uint32_t>(w >> 8) & ((1u << btree::kLineBits) - 1)});
         } else {
-          Note(r, &r.locked,
-               name + ": a lock word of MN " + std::to_string(mn) + "'s range is held (copy " +
-                   std::to_string(k) + ")");
+          AddProblem(r, &r.locked,
+                     name + ": a lock word of MN " + std::to_string(mn) +
+                         "'s range is held (copy " + std::to_string(k) + ")");
         }
       }
     };
@@ -91,8 +84,8 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
     if (excused.count({rg, 0}) != 0) continue;
     for (int k : ks) {
       if (std::memcmp(tc.At(layout.Cursor(rg), ks[0]), tc.At(layout.Cursor(rg), k), 16) != 0) {
-        Note(r, &r.disagreements,
-             name + ": the copies of MN " + std::to_string(mn) + "'s range header disagree");
+        AddProblem(r, &r.disagreements,
+                   name + ": the copies of MN " + std::to_string(mn) + "'s range header disagree");
       }
     }
   }
@@ -106,7 +99,7 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
     GAddr next_level = GAddr::Null();
     for (GAddr a = leftmost; !a.null();) {
       if (++visited > visited_max) {
-        Note(r, &r.disagreements, name + ": a sibling chain loops");
+        AddProblem(r, &r.disagreements, name + ": a sibling chain loops");
         return;
       }
       const size_t rg = layout.Range(a.mn());
@@ -118,14 +111,14 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
       if (excused.count({rg, layout.LineOf(a)}) == 0) {
         for (int k : ks) {
           if (std::memcmp(tc.At(a, ks[0]), tc.At(a, k), btree::kNodeBytes) != 0) {
-            Note(r, &r.disagreements,
-                 name + ": the copies of node " + std::to_string(a.raw) + " disagree (copy " +
-                     std::to_string(k) + ")");
+            AddProblem(r, &r.disagreements,
+                       name + ": the copies of node " + std::to_string(a.raw) + " disagree (copy " +
+                           std::to_string(k) + ")");
           }
         }
       }
       if (!n.valid()) {
-        Note(r, &r.disagreements, name + ": a reachable node is not valid");
+        AddProblem(r, &r.disagreements, name + ": a reachable node is not valid");
         return;
       }
       if (a == leftmost && n.h.level > 0) next_level = GAddr{n.h.leftmost};
