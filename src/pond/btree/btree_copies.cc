@@ -81,8 +81,8 @@ Task<Status> BTree::RunRound(const std::vector<Op>& ops) {
 
 Task<Status> BTree::Lock(GAddr line) {
   const bool local = options_.local_locks;
-  if (local && co_await locks_.Acquire(line.raw)) co_return Status::Ok();  // handed over
   const GAddr word = WordOf(line);
+  if (local && co_await locks_.Acquire(word.raw, line.raw)) co_return Status::Ok();  // handed over
   const uint64_t mine = WordValue(line);
   auto copy_down = [&](int k) { return (WrittenCopies(line.mn()) >> k & 1) == 0; };
   auto gone = [&](uint64_t w) { return options_.gone != nullptr && options_.gone->Gone(w); };
@@ -157,12 +157,12 @@ Task<Status> BTree::Lock(GAddr line) {
     PostRelease(h, &ops);
     Status released = co_await RunRound(ops);
     if (!s.ok() || !released.ok()) {
-      if (local) locks_.Abandon(line.raw);
+      if (local) locks_.Abandon(word.raw);
       co_return s.ok() ? released : s;
     }
     stats_.lock_cas_failed++;
   }
-  if (local) locks_.Abandon(line.raw);
+  if (local) locks_.Abandon(word.raw);
   co_return Aborted("a node's global lock word stayed taken");
 }
 
@@ -203,7 +203,8 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
   for (const Piece& p : {first, second}) {
     if (p.len != 0) pieces.push_back(p);
   }
-  const bool hand = options_.local_locks && locks_.WillHandOver(line.raw);
+  const GAddr word = WordOf(line);
+  const bool hand = options_.local_locks && locks_.WillHandOver(word.raw, line.raw);
   std::vector<Op> ops;
   // The copies readers do not use first: whatever a reader sees is then on every copy, and an
   // MN that fails leaves no reader with something the rest lack (the records' replica order).
@@ -231,7 +232,7 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
     PostRelease(TakeHeld(line), &ops);
   }
   Status released = co_await RunRound(ops);
-  if (options_.local_locks) locks_.Release(line.raw);
+  if (options_.local_locks) locks_.Release(word.raw);
   co_return s.ok() ? released : s;
 }
 

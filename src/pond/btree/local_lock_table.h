@@ -35,12 +35,14 @@ class LocalLockTable {
 
   struct Waiter {
     std::coroutine_handle<> h;
+    uint64_t what = 0;
     bool handed = false;
   };
 
-  // co_await Acquire(word) -> bool: the caller holds the local lock of `word`; true if the
-  // global word came with it (handed over), false if the caller must take it on the MN.
-  auto Acquire(uint64_t word) {
+  // co_await Acquire(word, what) -> bool: the caller holds the local lock of `word`, for `what`
+  // (the node it locks: words are shared by nodes that hash alike); true if the global word came
+  // with it (handed over), false if the caller must take it on the MN.
+  auto Acquire(uint64_t word, uint64_t what = 0) {
     struct Awaiter {
       LocalLockTable* t;
       uint64_t word;
@@ -58,16 +60,18 @@ class LocalLockTable {
       }
       bool await_resume() const { return w.handed; }
     };
-    return Awaiter{this, word, {}};
+    return Awaiter{this, word, {{}, what, false}};
   }
 
   // The holder is about to let go: decides whether the next local waiter gets the global lock
   // handed over (true; the caller must not release it) or the lock goes back to the MN (false).
-  bool WillHandOver(uint64_t word) {
+  // Only a waiter for the same `what` is handed it: the global word names what its holder writes
+  // (a B+Tree lock word names its node, for whoever takes it from a holder that died).
+  bool WillHandOver(uint64_t word, uint64_t what = 0) {
     Entry& e = Held(word);
     POND_ASSERT(!e.deciding);
     e.deciding = true;
-    if (!e.queue.empty() && e.handovers < handover_max_) {
+    if (!e.queue.empty() && e.queue.front()->what == what && e.handovers < handover_max_) {
       e.handovers++;
       e.handing = true;
       handovers_++;
