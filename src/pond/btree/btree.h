@@ -11,6 +11,11 @@
 // sibling pointer (and the release), then the separator is inserted one level up; a split root
 // grows the tree by a CAS on the root word.
 //
+// A replicated tree (TreeSpace::replication R > 1; btree_copies.cc, docs/btree.md "Replicated
+// nodes") keeps R copies of every range: a lock is its word on every copy not down, a write-back
+// goes to the copies readers do not use and then to the one they do, reads go to the first
+// readable copy, and whoever takes a dead holder's word first recopies the line it names.
+//
 // Thread rules: a BTree belongs to one worker and its Endpoint; any number of that worker's
 // coroutines may call it at once. Any number of workers, on any CNs, may use the same tree, each
 // through a BTree of its own opened on the same TreeSpace.
@@ -260,8 +265,8 @@ class BTree {
   IndexCache cache_;
   GAddr root_ = GAddr::Null();  // last root seen; null: read the root word
   uint8_t nonce_ = 0;
-  std::vector<Held> held_;         // the locks this worker holds
-  uint64_t release_seen_[8] = {};  // CAS releases' answers, which nobody reads
+  std::vector<Held> held_;                           // the locks this worker holds
+  uint64_t release_seen_[kTreeReplicationMax] = {};  // CAS releases' answers, which nobody reads
   TreeStats stats_;
 };
 
