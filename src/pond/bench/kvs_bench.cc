@@ -152,7 +152,7 @@ class KvsRemote final : public RemoteDriver {
                        p_.rw_ratio * 100);
   }
   std::vector<std::string> TxnNames() const override { return {"UpdateOne", "ReadOne"}; }
-  Status Start(const RemoteReader&) override { return Status::Ok(); }
+  Status Start(const RemoteStore&) override { return Status::Ok(); }
   RemoteCall Next(Rng& rng, uint64_t, uint64_t) override {
     const uint64_t key = KeyOfRank(zipf_.Next(rng), p_.keys);
     const bool rw = rng.Chance(p_.rw_ratio);
@@ -164,7 +164,7 @@ class KvsRemote final : public RemoteDriver {
     return true;
   }
   // ReadOne checks its answer on the server (a value names its key); nothing to read back.
-  Status Finish(const RemoteReader&, RunResult* r) override {
+  Status Finish(const RemoteStore&, RunResult* r) override {
     r->loaded = fmt::format("{} keys, served", p_.keys);
     r->rw_name = "UpdateOne";
     r->committed_by_txn = {{"UpdateOne", by_txn_[0].load()}, {"ReadOne", by_txn_[1].load()}};

@@ -96,7 +96,7 @@ class ListAppendRemote final : public RemoteDriver {
 
   // Starts past every list an earlier run touched: a list holding elements this run did not
   // append would read as garbage to the checker.
-  Status Start(const RemoteReader& read) override {
+  Status Start(const RemoteStore& store) override {
     constexpr uint64_t kKeysPerRead = kRemoteReadKeysMax / 2;
     uint64_t first_untouched = 0;
     for (uint64_t from = 0; from < o_.keys; from += kKeysPerRead) {
@@ -106,7 +106,7 @@ class ListAppendRemote final : public RemoteDriver {
         rows.push_back(LiveRow(k));
         rows.push_back(GraveRow(k));
       }
-      Result<std::vector<std::optional<std::string>>> got = read("lists", rows);
+      Result<std::vector<std::optional<std::string>>> got = store.read("lists", rows);
       if (!got.ok()) return got.status();
       for (uint64_t k = from; k < to; k++) {
         const std::optional<std::string>& live = (*got)[2 * (k - from)];
@@ -186,7 +186,7 @@ class ListAppendRemote final : public RemoteDriver {
     return true;
   }
 
-  Status Finish(const RemoteReader&, RunResult* r) override {
+  Status Finish(const RemoteStore&, RunResult* r) override {
     r->loaded = fmt::format("{} lists, served; this run used lists {} to {}", o_.keys, start_,
                             window_end_.load());
     r->committed_by_txn = {{"read", by_kind_[0].load()}, {"read-write", by_kind_[1].load()}};

@@ -95,14 +95,17 @@ TEST(ListAppendServedTest, TheDriverStartsPastTouchedListsAndRecordsEveryCall) {
   ASSERT_TRUE(driver.ok()) << driver.status().ToString();
   RemoteDriver& d = **driver;
   int reads = 0;
-  ASSERT_TRUE(d.Start([&](std::string_view table, const std::vector<uint64_t>& rows)
-                          -> Result<std::vector<std::optional<std::string>>> {
-                 EXPECT_EQ(table, "lists");
-                 reads++;
-                 std::vector<std::optional<std::string>> out;
-                 for (uint64_t r : rows) out.push_back(Row(r));
-                 return out;
-               }).ok());
+  RemoteStore store;
+  store.read =
+      [&](std::string_view table,
+          const std::vector<uint64_t>& rows) -> Result<std::vector<std::optional<std::string>>> {
+    EXPECT_EQ(table, "lists");
+    reads++;
+    std::vector<std::optional<std::string>> out;
+    for (uint64_t r : rows) out.push_back(Row(r));
+    return out;
+  };
+  ASSERT_TRUE(d.Start(store).ok());
   EXPECT_EQ(reads, 1);
   Rng rng(1);
   for (uint64_t n = 1; n <= 40; n++) {
@@ -120,7 +123,7 @@ TEST(ListAppendServedTest, TheDriverStartsPastTouchedListsAndRecordsEveryCall) {
     d.Book(call, n % 3 == 0 ? RemoteOutcome::kUnknown : RemoteOutcome::kAborted, "");
   }
   RunResult r;
-  ASSERT_TRUE(d.Finish(nullptr, &r).ok());
+  ASSERT_TRUE(d.Finish(RemoteStore{}, &r).ok());
   std::optional<std::string> text = d.TakeHistory();
   ASSERT_TRUE(text.has_value());
   std::istringstream in(*text);

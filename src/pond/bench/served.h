@@ -3,9 +3,9 @@
 // naming its tables and procedures in a ServiceDirectory; Workload::Remote makes a RemoteDriver,
 // which drives a served copy from another process (`pond bench W --connect ADDR`) through the
 // client API. The driver never touches a cluster: it draws calls as the workload's own clients
-// do, books what the server answered, and checks the workload's invariant through reads that a
-// RemoteReader makes for it — so bench/ needs no gRPC, and the tool that owns the connection
-// passes the reads in.
+// do, books what the server answered, and checks the workload's invariant through reads and calls
+// that a RemoteStore makes for it — so bench/ needs no gRPC, and the tool that owns the connection
+// passes them in.
 //
 // Thread rules: a RemoteDriver's Next and Book are called from every client thread at once;
 // Start and Finish from the controlling thread, before and after them.
@@ -53,6 +53,17 @@ enum class RemoteOutcome : uint8_t { kCommitted, kAborted, kDuplicateKey, kUnkno
 using RemoteReader = std::function<Result<std::vector<std::optional<std::string>>>(
     std::string_view table, const std::vector<uint64_t>& keys)>;
 
+// Calls `procedure` with `args` until it commits (an aborted call is sent again, a few times):
+// its reply, or the failure that ended it.
+using RemoteCaller =
+    std::function<Result<std::string>(std::string_view procedure, std::string_view args)>;
+
+// What a driver reads and calls through, before and after the run.
+struct RemoteStore {
+  RemoteReader read;
+  RemoteCaller call;
+};
+
 // The most keys a driver's checks read in one request (the service's default limit is 1024).
 inline constexpr size_t kRemoteReadKeysMax = 512;
 
@@ -63,16 +74,17 @@ class RemoteDriver {
   virtual std::string Settings() const = 0;
   // The transaction kinds, in the order RemoteCall::kind counts them (one name: one kind).
   virtual std::vector<std::string> TxnNames() const = 0;
-  // Before the run: reads what its check compares against (SmallBank: the money there is).
-  virtual Status Start(const RemoteReader& read) = 0;
+  // Before the run: reads what its check compares against (SmallBank: the money there is), and
+  // asks the server what it needs to draw calls (TPC-C: the scale, a run number).
+  virtual Status Start(const RemoteStore& store) = 0;
   // The `n`th call (from 1) of client `client`, drawn with that client's `rng`.
   virtual RemoteCall Next(Rng& rng, uint64_t client, uint64_t n) = 0;
   // A finished call and what the server replied (COMMITTED only). Returns false if the workload
   // counts it as declined — its rule, not an abort (TATP's insert of a present forwarding).
   virtual bool Book(const RemoteCall& call, RemoteOutcome outcome, std::string_view reply) = 0;
   // After the run: fills the workload's part of `r` (loaded, committed_by_txn, declined, the
-  // check, read through `read`).
-  virtual Status Finish(const RemoteReader& read, RunResult* r) = 0;
+  // check, through `store`).
+  virtual Status Finish(const RemoteStore& store, RunResult* r) = 0;
 
   // True once the workload has nothing more to run (list-append: its keys ran out); the clients
   // stop and Finish says why.

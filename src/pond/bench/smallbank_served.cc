@@ -58,8 +58,8 @@ class SmallBankRemote final : public RemoteDriver {
     return {kSmallBankTxnNames.begin(), kSmallBankTxnNames.end()};
   }
 
-  Status Start(const RemoteReader& read) override {
-    Result<int64_t> total = Total(read);
+  Status Start(const RemoteStore& store) override {
+    Result<int64_t> total = Total(store.read);
     if (!total.ok()) return total.status();
     before_ = *total;
     return Status::Ok();
@@ -104,8 +104,8 @@ class SmallBankRemote final : public RemoteDriver {
     return true;
   }
 
-  Status Finish(const RemoteReader& read, RunResult* r) override {
-    Result<int64_t> after = Total(read);
+  Status Finish(const RemoteStore& store, RunResult* r) override {
+    Result<int64_t> after = Total(store.read);
     if (!after.ok()) return after.status();
     const int64_t net = net_.load();
     r->loaded = fmt::format("{} accounts (2 rows each), served", p_.accounts);

@@ -479,7 +479,7 @@ class TatpRemote final : public RemoteDriver {
   std::vector<std::string> TxnNames() const override {
     return {kTatpTxnNames.begin(), kTatpTxnNames.end()};
   }
-  Status Start(const RemoteReader&) override { return Status::Ok(); }
+  Status Start(const RemoteStore&) override { return Status::Ok(); }
   RemoteCall Next(Rng& rng, uint64_t, uint64_t) override {
     const TatpCall c = DrawCall(rng, p_.subscribers);
     return RemoteCall{static_cast<size_t>(c.kind), kProcedureNames[static_cast<size_t>(c.kind)],
@@ -496,7 +496,7 @@ class TatpRemote final : public RemoteDriver {
     return true;
   }
   // The referential check reads the store whole; a remote run leaves it to `pond bench tatp`.
-  Status Finish(const RemoteReader&, RunResult* r) override {
+  Status Finish(const RemoteStore&, RunResult* r) override {
     r->loaded = fmt::format("{} subscribers, served", p_.subscribers);
     r->declined = declined_.load();
     for (int k = 0; k < kTatpTxnCount; k++) {

@@ -100,6 +100,12 @@ class TpccWorkload : public Workload {
   Task<void> RunClient(Session& s, RunContext& ctx) override;
   // The consistency conditions 1-4 (tpcc_check.h) and the workload's counts.
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
+  // tpcc_served.cc. Served as tpcc.new_order ... tpcc.stock_level (TpccArgs, checked by
+  // CheckTpccArgs), tpcc.start, tpcc.check_district and tpcc.check_warehouse (docs/formats.md
+  // "Served procedures").
+  Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  Result<std::unique_ptr<RemoteDriver>> Remote(
+      const std::vector<RemoteTable>& tables) const override;
 
  private:
   // tpcc_load.cc: creates and loads the tables.
@@ -126,6 +132,8 @@ inline uint32_t TpccOrderRoom(const TpccParams& p) {
 // heap (a quarter of the region) and their records, with room for a second version, in the
 // rest. The CLI gives a run this much when --region-mib is not given.
 uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c);
+// The tables CreateTables makes, in its order.
+std::vector<TableOptions> TpccTableOptions(const TpccParams& p);
 // Undelivered orders per district at load: the last 30% (900 of the spec's 3000).
 inline uint32_t TpccNewOrdersAtLoad(const TpccParams& p) { return p.customers * 3 / 10; }
 

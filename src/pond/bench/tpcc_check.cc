@@ -22,21 +22,6 @@ namespace {
 // pieces is read as one state.
 constexpr size_t kScanChunk = 512;
 
-// What one district holds.
-struct DistrictFacts {
-  int64_t ytd = 0;
-  uint32_t next_o_id = 0;
-  uint64_t orders = 0, max_o = 0, sum_ol_cnt = 0;
-  uint64_t new_orders = 0, max_no = 0, min_no = 0;
-  uint64_t lines = 0;
-};
-
-// What one warehouse's snapshot holds.
-struct WarehouseFacts {
-  int64_t ytd = 0;
-  int64_t sum_d_ytd = 0;
-};
-
 // Calls `fn` on every row of [low, high) in key order, once each, reading kScanChunk rows per
 // read-only transaction.
 Task<Status> ScanEach(Session& s, uint16_t table, uint64_t low, uint64_t high,
@@ -58,9 +43,11 @@ Task<Status> ScanEach(Session& s, uint16_t table, uint64_t low, uint64_t high,
   co_return Status::Ok();
 }
 
-Task<Status> ReadDistrict(Session& s, const TpccTables& t, uint32_t w, uint32_t d,
-                          DistrictFacts* f) {
-  *f = DistrictFacts{};
+}  // namespace
+
+Task<Status> ReadTpccDistrict(Session& s, const TpccTables& t, uint32_t w, uint32_t d,
+                              TpccDistrictFacts* f) {
+  *f = TpccDistrictFacts{};
   POND_CO_RETURN_IF_ERROR(co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& tx) -> Task<Status> {
     tx.AddRO(t.district, DistrictKey(w, d));
     POND_CO_RETURN_IF_ERROR(co_await tx.Execute());
@@ -91,8 +78,10 @@ Task<Status> ReadDistrict(Session& s, const TpccTables& t, uint32_t w, uint32_t 
                               [f](const ScanRow&) { f->lines++; });
 }
 
-Task<Status> ReadWarehouse(Txn& tx, const TpccTables& t, uint32_t w, WarehouseFacts* f) {
-  *f = WarehouseFacts{};
+namespace {
+
+Task<Status> ReadWarehouse(Txn& tx, const TpccTables& t, uint32_t w, TpccWarehouseFacts* f) {
+  *f = TpccWarehouseFacts{};
   tx.AddRO(t.warehouse, WarehouseKey(w));
   for (uint32_t d = 1; d <= kDistrictsPerWarehouse; d++) tx.AddRO(t.district, DistrictKey(w, d));
   POND_CO_RETURN_IF_ERROR(co_await tx.Execute());
@@ -120,6 +109,11 @@ void Judge(TpccCondition& c, bool holds, const std::function<std::string()>& why
 }
 
 }  // namespace
+
+Task<Status> ReadTpccWarehouse(Session& s, const TpccTables& t, uint32_t w, TpccWarehouseFacts* f) {
+  return s.RunTxn(TxnKind::kReadOnly,
+                  [&t, w, f](Txn& tx) -> Task<Status> { return ReadWarehouse(tx, t, w, f); });
+}
 
 bool TpccCheckResult::ok() const {
   if (!read_error.empty()) return false;
@@ -177,37 +171,8 @@ nlohmann::json TpccCheckResult::Json() const {
           {"detail", ok() ? std::string() : Detail()}};
 }
 
-TpccCheckResult CheckTpccConsistency(Cluster& cluster, const TpccTables& t, uint32_t warehouses,
-                                     int coros) {
-  const uint64_t districts = uint64_t{warehouses} * kDistrictsPerWarehouse;
-  std::vector<DistrictFacts> dfacts(districts);
-  std::vector<WarehouseFacts> wfacts(warehouses);
-  // Jobs: districts first (the long ones), then warehouses; taken in turn by every client.
-  std::atomic<uint64_t> next_job{0};
-  std::atomic<bool> failed{false};
-  std::mutex mu;
-  std::string read_error;  // guarded by mu
-  cluster.Run(coros, [&](Session& s) -> Task<void> {
-    for (uint64_t j = next_job++; j < districts + warehouses && !failed; j = next_job++) {
-      Status st;
-      if (j < districts) {
-        const auto w = static_cast<uint32_t>(j / kDistrictsPerWarehouse + 1);
-        const auto d = static_cast<uint32_t>(j % kDistrictsPerWarehouse + 1);
-        st = co_await ReadDistrict(s, t, w, d, &dfacts[j]);
-      } else {
-        const auto w = static_cast<uint32_t>(j - districts + 1);
-        st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& tx) -> Task<Status> {
-          return ReadWarehouse(tx, t, w, &wfacts[w - 1]);
-        });
-      }
-      if (!st.ok()) {
-        failed = true;
-        std::lock_guard lock(mu);
-        if (read_error.empty()) read_error = st.ToString();
-      }
-    }
-  });
-
+TpccCheckResult JudgeTpcc(const std::vector<TpccWarehouseFacts>& wf,
+                          const std::vector<TpccDistrictFacts>& df) {
   TpccCheckResult r;
   r.conditions[0].clause = "3.3.2.1";
   r.conditions[0].rule = "W_YTD = sum(D_YTD)";
@@ -217,19 +182,15 @@ TpccCheckResult CheckTpccConsistency(Cluster& cluster, const TpccTables& t, uint
   r.conditions[2].rule = "max(NO_O_ID) - min(NO_O_ID) + 1 = rows in NEW-ORDER";
   r.conditions[3].clause = "3.3.2.4";
   r.conditions[3].rule = "sum(O_OL_CNT) = rows in ORDER-LINE";
-  if (failed) {
-    r.read_error = read_error;
-    return r;
-  }
-  for (uint32_t w = 1; w <= warehouses; w++) {
-    const WarehouseFacts& f = wfacts[w - 1];
+  for (size_t i = 0; i < wf.size(); i++) {
+    const TpccWarehouseFacts& f = wf[i];
     Judge(r.conditions[0], f.ytd == f.sum_d_ytd, [&] {
-      return fmt::format("warehouse {}: W_YTD {} but sum(D_YTD) {}", w, Money(f.ytd),
+      return fmt::format("warehouse {}: W_YTD {} but sum(D_YTD) {}", i + 1, Money(f.ytd),
                          Money(f.sum_d_ytd));
     });
   }
-  for (uint64_t j = 0; j < districts; j++) {
-    const DistrictFacts& f = dfacts[j];
+  for (uint64_t j = 0; j < df.size(); j++) {
+    const TpccDistrictFacts& f = df[j];
     const auto where = fmt::format("warehouse {} district {}", j / kDistrictsPerWarehouse + 1,
                                    j % kDistrictsPerWarehouse + 1);
     r.orders += f.orders;
@@ -248,6 +209,42 @@ TpccCheckResult CheckTpccConsistency(Cluster& cluster, const TpccTables& t, uint
     });
   }
   return r;
+}
+
+TpccCheckResult CheckTpccConsistency(Cluster& cluster, const TpccTables& t, uint32_t warehouses,
+                                     int coros) {
+  const uint64_t districts = uint64_t{warehouses} * kDistrictsPerWarehouse;
+  std::vector<TpccDistrictFacts> dfacts(districts);
+  std::vector<TpccWarehouseFacts> wfacts(warehouses);
+  // Jobs: districts first (the long ones), then warehouses; taken in turn by every client.
+  std::atomic<uint64_t> next_job{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  std::string read_error;  // guarded by mu
+  cluster.Run(coros, [&](Session& s) -> Task<void> {
+    for (uint64_t j = next_job++; j < districts + warehouses && !failed; j = next_job++) {
+      Status st;
+      if (j < districts) {
+        const auto w = static_cast<uint32_t>(j / kDistrictsPerWarehouse + 1);
+        const auto d = static_cast<uint32_t>(j % kDistrictsPerWarehouse + 1);
+        st = co_await ReadTpccDistrict(s, t, w, d, &dfacts[j]);
+      } else {
+        const auto w = static_cast<uint32_t>(j - districts + 1);
+        st = co_await ReadTpccWarehouse(s, t, w, &wfacts[w - 1]);
+      }
+      if (!st.ok()) {
+        failed = true;
+        std::lock_guard lock(mu);
+        if (read_error.empty()) read_error = st.ToString();
+      }
+    }
+  });
+  if (failed) {
+    TpccCheckResult r = JudgeTpcc({}, {});
+    r.read_error = read_error;
+    return r;
+  }
+  return JudgeTpcc(wfacts, dfacts);
 }
 
 WorkloadCheck TpccWorkloadCheck(const TpccCheckResult& c) {

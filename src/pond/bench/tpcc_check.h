@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "pond/bench/tpcc.h"
 #include "pond/bench/workload.h"
@@ -46,6 +48,34 @@ struct TpccCheckResult {
   std::string Detail() const;
   nlohmann::json Json() const;
 };
+
+// What the check reads of one district and of one warehouse: served TPC-C replies with them
+// (docs/formats.md "Served procedures"), so their layout is pinned.
+struct TpccDistrictFacts {
+  int64_t ytd = 0;
+  uint64_t next_o_id = 0;
+  uint64_t orders = 0, max_o = 0, sum_ol_cnt = 0;
+  uint64_t new_orders = 0, max_no = 0, min_no = 0;
+  uint64_t lines = 0;
+};
+static_assert(sizeof(TpccDistrictFacts) == 72 && std::is_trivially_copyable_v<TpccDistrictFacts>);
+struct TpccWarehouseFacts {
+  int64_t ytd = 0;
+  int64_t sum_d_ytd = 0;
+};
+static_assert(sizeof(TpccWarehouseFacts) == 16);
+
+// Reads district (w, d) — its row, then its orders, new orders and order lines in pieces of a
+// few hundred rows per read-only transaction — or warehouse w and its ten districts in one
+// snapshot. Nothing else may run meanwhile: the pieces show one state only then.
+Task<Status> ReadTpccDistrict(Session& s, const TpccTables& t, uint32_t w, uint32_t d,
+                              TpccDistrictFacts* f);
+Task<Status> ReadTpccWarehouse(Session& s, const TpccTables& t, uint32_t w, TpccWarehouseFacts* f);
+
+// Conditions 1-4 judged on what was read: wf[w - 1] for each warehouse, df[(w - 1) * 10 + d - 1]
+// for each district.
+TpccCheckResult JudgeTpcc(const std::vector<TpccWarehouseFacts>& wf,
+                          const std::vector<TpccDistrictFacts>& df);
 
 // Checks conditions 1-4 over warehouses 1..`warehouses`, reading with `coros` clients per worker.
 TpccCheckResult CheckTpccConsistency(Cluster& cluster, const TpccTables& t, uint32_t warehouses,

@@ -195,6 +195,12 @@ std::vector<TableSpec> TableSpecs(const TpccParams& p) {
 
 }  // namespace
 
+std::vector<TableOptions> TpccTableOptions(const TpccParams& p) {
+  std::vector<TableOptions> o;
+  for (const TableSpec& t : TableSpecs(p)) o.push_back(t.o);
+  return o;
+}
+
 uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
   const double mns = c.mns, r = c.replication;
   const bool sv = c.protocol.single_version;
@@ -212,7 +218,7 @@ uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
     if (t.o.ordered) {
       const double keys = static_cast<double>(t.o.capacity) / mns * 1.1 + 64;
       heap += (keys / 27 * 1024 * 1.1 + double{3 << 20}) * r;  // R copies of the tree
-      heap += index(4096, 8);  // its stripe rows
+      heap += index(4096, 8);                                  // its stripe rows
     }
     // Records live outside the index, one per version: the loaded one and room for another.
     if (!sv) {

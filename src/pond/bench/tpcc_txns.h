@@ -83,6 +83,10 @@ inline uint32_t TpccLastNames(const TpccParams& p) {
 TpccArgs DrawTpccArgs(Rng& rng, const TpccEnv& e, TpccTxn kind, uint32_t w, uint32_t d,
                       uint64_t tag);
 
+// Whether `args` are a well-formed input of `kind` for a database of scale `p` (a served call's,
+// from the network): InvalidArgument naming the first field out of range.
+Status CheckTpccArgs(TpccTxn kind, std::span<const std::byte> args, const TpccParams& p);
+
 Task<Status> TpccNewOrder(Session& s, TpccEnv& e, const TpccArgs& a);
 Task<Status> TpccPayment(Session& s, TpccEnv& e, const TpccArgs& a);
 Task<Status> TpccOrderStatus(Session& s, TpccEnv& e, const TpccArgs& a);

@@ -24,7 +24,7 @@ namespace pond::tools {
 namespace {
 
 constexpr int kClientsMax = 1024;
-// Attempts of one read of the check (a read-only request may abort: a snapshot too old, a torn
+// Attempts of one read or call of the check (a request may abort: a snapshot too old, a torn
 // read while a writer finishes).
 constexpr int kReadAttemptsMax = 20;
 
@@ -48,6 +48,11 @@ constexpr const char* kEmbeddedOnly[] = {"--mns",
                                          "--accounts",
                                          "--keys",
                                          "--subscribers",
+                                         "--warehouses",
+                                         "--items",
+                                         "--customers",
+                                         "--order-room",
+                                         "--keep-deleted-entries",
                                          "--lock-buckets",
                                          "--vt-cache-entries",
                                          "--addr-cache-entries"};
@@ -109,6 +114,21 @@ bench::RemoteReader MakeReader(client::Client& c) {
           return Internal("the server answered another number of values");
         return out;
       };
+}
+
+bench::RemoteCaller MakeCaller(client::Client& c) {
+  return [&c](std::string_view procedure, std::string_view args) -> Result<std::string> {
+    client::CallReply reply;
+    for (int attempt = 0; attempt < kReadAttemptsMax; attempt++) {
+      reply = c.Call(procedure, args);
+      if (reply.answer.outcome != client::Outcome::kAborted) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
+    }
+    if (!reply.answer.committed()) {
+      return Unavailable(fmt::format("{}: {}", procedure, reply.answer.ToString()));
+    }
+    return std::move(reply.reply);
+  };
 }
 
 void PrintResult(const bench::RunResult& r, const ClientTally& t) {
@@ -235,7 +255,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   }
   const Isolation isolation =
       d->isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
-  const bench::RemoteReader read = MakeReader(**control);
+  const bench::RemoteStore store{MakeReader(**control), MakeCaller(**control)};
 
   std::printf(
       "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
@@ -247,7 +267,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
   std::fflush(stdout);
-  if (Status st = dr.Start(read); !st.ok()) {
+  if (Status st = dr.Start(store); !st.ok()) {
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.ToString().c_str());
     return 1;
   }
@@ -385,7 +405,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
                  all.first_rejection.c_str());
     return 1;
   }
-  const Status finished = dr.Finish(read, &r);
+  const Status finished = dr.Finish(store, &r);
   // The history is judged even when the run failed: what the clients saw is the evidence.
   std::optional<std::string> history = dr.TakeHistory();
   if (history) r.history = bench::JudgeHistory(std::move(*history), isolation);

@@ -50,15 +50,24 @@ Result<TableOptions> ParseTable(const std::string& spec) {
 void AddServedFlags(CLI::App* cmd, ServedFlags* f) {
   cmd->add_option("--workload", f->workloads,
                   "workloads to load and serve, with their procedures by name: smallbank, kvs, "
-                  "tatp, list-append (repeat or separate by commas)")
+                  "tatp, tpcc, list-append (repeat or separate by commas)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"smallbank", "kvs", "tatp", "list-append"}));
+      ->check(CLI::IsMember({"smallbank", "kvs", "tatp", "tpcc", "list-append"}));
   cmd->add_option("--table", f->tables,
                   "an empty table to serve: NAME:VALUE_BYTES:CAPACITY (repeatable)");
   cmd->add_option("--accounts", f->smallbank.accounts, "smallbank: accounts")
       ->capture_default_str();
   cmd->add_option("--keys", f->kvs.keys, "kvs: keys")->capture_default_str();
   cmd->add_option("--subscribers", f->tatp.subscribers, "tatp: subscribers")->capture_default_str();
+  cmd->add_option("--warehouses", f->tpcc.warehouses, "tpcc: warehouses, 1 to 4095")
+      ->capture_default_str();
+  cmd->add_option("--items", f->tpcc.items, "tpcc: items")->capture_default_str();
+  cmd->add_option("--customers", f->tpcc.customers, "tpcc: customers per district")
+      ->capture_default_str();
+  cmd->add_option("--order-room", f->tpcc.order_room,
+                  "tpcc: orders each district may take while served, over every run (default: "
+                  "as many as --customers)")
+      ->capture_default_str();
   cmd->add_option("--lists", f->lists.keys,
                   "list-append: lists (each recorded run uses lists no run used before)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 28))
@@ -100,6 +109,8 @@ Result<std::unique_ptr<Served>> PrepareServed(const ServedFlags& f) {
       served->workloads.push_back(std::make_unique<bench::KvsWorkload>(f.kvs));
     } else if (name == "tatp") {
       served->workloads.push_back(std::make_unique<bench::TatpWorkload>(f.tatp));
+    } else if (name == "tpcc") {
+      served->workloads.push_back(std::make_unique<bench::TpccWorkload>(f.tpcc));
     } else {
       // Served plans are checked as they arrive; the run's own options are the driver's.
       served->workloads.push_back(std::make_unique<bench::ListAppendWorkload>(f.lists));
@@ -130,12 +141,29 @@ std::vector<std::string> ServedArgs(const ServedFlags& f) {
   std::vector<std::string> a;
   for (const std::string& w : f.workloads) a.insert(a.end(), {"--workload", w});
   for (const std::string& t : f.tables) a.insert(a.end(), {"--table", t});
-  a.insert(a.end(), {"--accounts", std::to_string(f.smallbank.accounts), "--keys",
-                     std::to_string(f.kvs.keys), "--subscribers",
-                     std::to_string(f.tatp.subscribers), "--lists", std::to_string(f.lists.keys),
-                     "--keys-per-request-max", std::to_string(f.service.keys_per_request_max),
-                     "--interactive-max", std::to_string(f.service.interactive_streams_max),
-                     "--idle-ms", std::to_string(f.service.interactive_idle_ms), "--threads-max",
+  a.insert(a.end(), {"--accounts",
+                     std::to_string(f.smallbank.accounts),
+                     "--keys",
+                     std::to_string(f.kvs.keys),
+                     "--subscribers",
+                     std::to_string(f.tatp.subscribers),
+                     "--warehouses",
+                     std::to_string(f.tpcc.warehouses),
+                     "--items",
+                     std::to_string(f.tpcc.items),
+                     "--customers",
+                     std::to_string(f.tpcc.customers),
+                     "--order-room",
+                     std::to_string(f.tpcc.order_room),
+                     "--lists",
+                     std::to_string(f.lists.keys),
+                     "--keys-per-request-max",
+                     std::to_string(f.service.keys_per_request_max),
+                     "--interactive-max",
+                     std::to_string(f.service.interactive_streams_max),
+                     "--idle-ms",
+                     std::to_string(f.service.interactive_idle_ms),
+                     "--threads-max",
                      std::to_string(f.service.threads_max)});
   return a;
 }

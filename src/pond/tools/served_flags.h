@@ -12,6 +12,7 @@
 #include "pond/bench/list_append.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
+#include "pond/bench/tpcc.h"
 #include "pond/bench/workload.h"
 #include "pond/cluster.h"
 #include "pond/server/client_service.h"
@@ -25,11 +26,13 @@ struct ServedFlags {
   bench::SmallBankParams smallbank;
   bench::KvsParams kvs;
   bench::TatpParams tatp;
+  bench::TpccParams tpcc;
   bench::ListAppendOptions lists;
   server::ClientServiceOptions service;
 };
 
-// --workload, --table, --accounts, --keys, --subscribers, --lists and the service's limits.
+// --workload, --table, --accounts, --keys, --subscribers, --warehouses, --items, --customers,
+// --order-room, --lists and the service's limits.
 void AddServedFlags(CLI::App* cmd, ServedFlags* f);
 
 // The workloads and tables the flags name, checked: InvalidArgument with one line.

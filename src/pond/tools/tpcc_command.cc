@@ -10,6 +10,7 @@
 #include "pond/bench/tpcc_schema.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
+#include "pond/tools/connect_bench.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
@@ -25,12 +26,18 @@ struct TpccArgs {
   std::string model = "cx3";
   std::string protocol = "lotus";
   std::string json_path;
-  std::string sweep;   // KvsSweep grammar: run through RunCompare with this protocol as its row
-  std::string faults;  // --faults (simulated)
+  std::string sweep;     // KvsSweep grammar: run through RunCompare with this protocol as its row
+  std::string faults;    // --faults (simulated)
+  ConnectFlags connect;  // --connect (real threads)
 };
 
 int RunTpccCommand(TpccArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim tpcc" : "bench tpcc";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, bench::TpccWorkload(a.p), a.connect, a.run.seconds,
+                        a.run.cluster.seed, a.json_path);
+  }
   ResolveTpccFlags(cmd, &a.run.cluster, &a.p);
   if (!a.sweep.empty() && !a.faults.empty()) {
     return Fail(what, "--faults applies to one run; not with --sweep");
@@ -109,6 +116,7 @@ void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
   if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
+  if (!simulate) AddConnectFlags(cmd, &a->connect);
   AddOltpSweepFlag(cmd, &a->sweep);
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");
   cmd->callback([a, action, cmd, simulate] {
