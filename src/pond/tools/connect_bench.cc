@@ -91,6 +91,7 @@ struct ClientTally {
   uint64_t committed = 0, committed_rw = 0, aborted = 0, unknown = 0, rejected = 0, other = 0;
   AbortCounts aborts;
   std::string first_rejection;
+  std::string first_unknown;  // what the server said of the first call of unknown outcome
 };
 
 bench::RemoteReader MakeReader(client::Client& c) {
@@ -150,9 +151,12 @@ void PrintResult(const bench::RunResult& r, const ClientTally& t) {
               static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3);
-  std::printf("answers      %lu unknown, %lu rejected, %lu aborted for other reasons\n",
+  std::printf("answers      %lu unknown, %lu rejected, %lu aborted for other reasons%s\n",
               static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.rejected),
-              static_cast<unsigned long>(t.other));
+              static_cast<unsigned long>(t.other),
+              t.first_unknown.empty()
+                  ? ""
+                  : fmt::format(" (the first unknown: {})", t.first_unknown).c_str());
   if (r.check) {
     std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
                 r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
@@ -328,6 +332,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
             break;
           case bench::RemoteOutcome::kUnknown:
             t.unknown++;
+            if (t.first_unknown.empty()) t.first_unknown = a.ToString();
             break;
           case bench::RemoteOutcome::kRejected:
             // The server and this client disagree about the workload: stop, and say why.
@@ -394,6 +399,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
       all.aborts.*reason.count += t.aborts.*reason.count;
     }
     if (all.first_rejection.empty()) all.first_rejection = t.first_rejection;
+    if (all.first_unknown.empty()) all.first_unknown = t.first_unknown;
   }
   r.committed = all.committed;
   r.committed_rw = all.committed_rw;

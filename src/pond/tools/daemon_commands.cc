@@ -127,8 +127,8 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
         ->capture_default_str();
     cmd->add_option("--replication", o->config.replication, "copies of each record")
         ->capture_default_str();
-    cmd->add_option("--region-mib", o->config.region_mib, "MiB of memory per MN")
-        ->capture_default_str();
+    cmd->add_option("--region-mib", o->config.region_mib,
+                    "MiB of memory per MN (default: 256, or what TPC-C's tables need if more)");
     cmd->add_option("--ucx-tls", o->config.transport.ucx_tls,
                     "UCX transports (UCX_TLS: shm, tcp, rc,sm, ...; default UCX's choice)");
     cmd->add_option("--ucx-net-devices", o->config.transport.ucx_net_devices,
@@ -148,7 +148,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
     cmd->add_option("--timeout", o->timeout_s, "seconds for every process to come up")
         ->check(CLI::Range(1.0, 3600.0))
         ->capture_default_str();
-    cmd->callback([o, protocol, isolation, served, action] {
+    cmd->callback([o, protocol, isolation, served, action, cmd] {
       Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
       if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());
       o->cn_args = ServedArgs(*served);
@@ -159,6 +159,9 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
       o->config.isolation = *isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
       // The spec's CN count is the daemons' when there are any.
       if (o->cn_daemons > 0) o->config.cns = o->cn_daemons;
+      if (cmd->count("--region-mib") == 0) {
+        o->config.region_mib = std::max(o->config.region_mib, ServedRegionMib(*served, o->config));
+      }
       *action = [o] { return server::Up(*o); };
     });
   }

@@ -34,6 +34,7 @@ struct ServeArgs {
   std::string protocol = "lotus";
   std::string listen = "127.0.0.1:7400";
   ServedFlags served;
+  bool region_given = false;  // --region-mib: else what the served tables need, if more
 };
 
 int RunServe(ServeArgs& a) {
@@ -52,6 +53,9 @@ int RunServe(ServeArgs& a) {
   Result<ProtocolConfig> p = ProtocolByName(a.protocol);
   if (!p.ok()) return Fail(what, p.status().message());
   a.cluster.protocol = *p;
+  if (!a.region_given) {
+    a.cluster.region_mib = std::max(a.cluster.region_mib, ServedRegionMib(a.served, a.cluster));
+  }
   if (st = ValidateConfig(a.cluster); !st.ok()) return Fail(what, st.message());
   std::string host;
   int port = 0;
@@ -122,7 +126,12 @@ void AddServeCommand(CLI::App& root, CommandAction* action) {
   cmd->add_option("--listen", a->listen, "HOST:PORT to serve clients on (port 0: any free one)")
       ->capture_default_str();
   AddServedFlags(cmd, &a->served);
-  cmd->callback([a, action] { *action = [a] { return RunServe(*a); }; });
+  cmd->get_option("--region-mib")
+      ->description("MiB of memory per MN (default: 1024, or what TPC-C's tables need if more)");
+  cmd->callback([a, action, cmd] {
+    a->region_given = cmd->count("--region-mib") > 0;
+    *action = [a] { return RunServe(*a); };
+  });
 }
 
 }  // namespace pond::tools

@@ -137,6 +137,11 @@ Status SetUpServed(Cluster& cluster, Served& served, server::ServiceDirectory* d
   return Status::Ok();
 }
 
+uint64_t ServedRegionMib(const ServedFlags& f, const ClusterConfig& c) {
+  if (std::find(f.workloads.begin(), f.workloads.end(), "tpcc") == f.workloads.end()) return 0;
+  return bench::TpccRegionMib(f.tpcc, c);
+}
+
 std::vector<std::string> ServedArgs(const ServedFlags& f) {
   std::vector<std::string> a;
   for (const std::string& w : f.workloads) a.insert(a.end(), {"--workload", w});

@@ -123,20 +123,24 @@ bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const 
 
 Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   Endpoint& ep = w_.ep();
+  // A new key's slot is claimed by CAS on the primary's bucket, which must be readable for it:
+  // down, its buckets are gone; joining, they are not all copied yet. (Record space is carved
+  // from a backup's cursor mirror meanwhile.) Every new key is checked before any slot is
+  // claimed, and the claims come last, after record space: a claimed slot stays claimed
+  // (hash_index.h), so a transaction that claimed and then aborted would leave it to nobody —
+  // and its retry, inserting the same keys, would claim more, until their buckets ran out.
+  for (size_t i : writes) {
+    const Item& it = items_[i];
+    if (!it.have_slot && !w_.placement().Readable(w_.placement().Primary(it.lk.key))) {
+      co_return Unavailable("the key's primary MN is down or rejoining: no insert");
+    }
+  }
+  std::vector<size_t> claims;
   for (size_t i : writes) {
     Item& it = items_[i];
     MnId primary = w_.placement().Primary(it.lk.key);
-    // A new key's slot is claimed by CAS on the primary's bucket, which must be readable for
-    // it: down, its buckets are gone; joining, they are not all copied yet. (Record space is
-    // carved from a backup's cursor mirror meanwhile.)
     if (!it.have_slot) {
-      if (!w_.placement().Readable(primary)) {
-        co_return Unavailable("the key's primary MN is down or rejoining: no insert");
-      }
-      Result<store::SlotRef> ref = co_await store::ClaimSlot(ep, *it.table, primary, it.lk.key);
-      if (!ref.ok()) co_return ref.status();
-      it.ref = *ref;
-      it.have_slot = true;
+      claims.push_back(i);
       it.cvt = store::Cvt{};
       it.cvt.key = it.lk.key;
       it.cvt.versions = it.table->versions;
@@ -175,6 +179,14 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
                        .commit_ts = kInvisible,
                        .record = record,
                        .writer = store::WriterTag(w_.cn_id(), w_.index(), owner_.txn_id)};
+  }
+  for (size_t i : claims) {
+    Item& it = items_[i];
+    Result<store::SlotRef> ref =
+        co_await store::ClaimSlot(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
+    if (!ref.ok()) co_return ref.status();
+    it.ref = *ref;
+    it.have_slot = true;
   }
   co_return Status::Ok();
 }
