@@ -215,5 +215,68 @@ TEST(TpccValidateTest, BadSettingsNameTheirFlag) {
   EXPECT_TRUE(TpccWorkload(SmallParams()).Validate(o).ok());
 }
 
+// A served call's input comes from the network: every field out of range is refused with
+// InvalidArgument before the procedure runs, and every input a terminal draws passes.
+TEST(TpccArgsTest, ServedInputsAreCheckedFieldByField) {
+  TpccEnv env;
+  env.p = SmallParams();
+  Rng rng(5);
+  auto bytes = [](const TpccArgs& a) {
+    std::span<const std::byte> b = TpccArgsBytes(a);
+    return std::vector<std::byte>(b.begin(), b.end());
+  };
+  for (int k = 0; k < kTpccTxnCount; k++) {
+    const auto kind = static_cast<TpccTxn>(k);
+    for (int n = 0; n < 200; n++) {
+      const TpccArgs a = DrawTpccArgs(rng, env, kind, 1 + n % 2, 1 + n % 10, n);
+      const Status st = CheckTpccArgs(kind, bytes(a), env.p);
+      ASSERT_TRUE(st.ok()) << kTpccTxnNames[static_cast<size_t>(k)] << ": " << st.ToString();
+    }
+  }
+  const TpccArgs no = DrawTpccArgs(rng, env, TpccTxn::kNewOrder, 1, 1, 1);
+  const TpccArgs pay = DrawTpccArgs(rng, env, TpccTxn::kPayment, 1, 1, 2);
+  struct Bad {
+    const char* what;
+    TpccTxn kind;
+    TpccArgs a;
+  };
+  std::vector<Bad> bad;
+  auto add = [&](const char* what, TpccTxn kind, TpccArgs a, auto&& change) {
+    change(a);
+    bad.push_back({what, kind, a});
+  };
+  add("warehouse 0", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.w = 0; });
+  add("warehouse beyond", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.w = 3; });
+  add("district 11", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.d = 11; });
+  add("another kind", TpccTxn::kPayment, no, [](TpccArgs&) {});
+  add("4 lines", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.ol_cnt = 4; });
+  add("customer 0", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.c_id = 0; });
+  add("item beyond", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.lines[0].i_id = 202; });
+  add("supplier 0", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.lines[1].supply_w = 0; });
+  add("quantity 11", TpccTxn::kNewOrder, no, [](TpccArgs& a) { a.lines[2].quantity = 11; });
+  add("amount 0", TpccTxn::kPayment, pay, [](TpccArgs& a) { a.amount = 0; });
+  add("customer beyond", TpccTxn::kPayment, pay, [](TpccArgs& a) { a.c_id = 31; });
+  add("last name beyond", TpccTxn::kPayment, pay, [](TpccArgs& a) {
+    a.c_id = 0;
+    a.last = 30;
+  });
+  add("customer's warehouse 0", TpccTxn::kPayment, pay, [](TpccArgs& a) { a.c_w = 0; });
+  add("tag of 49 bits", TpccTxn::kPayment, pay, [](TpccArgs& a) { a.tag = uint64_t{1} << 48; });
+  TpccArgs del = DrawTpccArgs(rng, env, TpccTxn::kDelivery, 1, 1, 3);
+  add("carrier 0", TpccTxn::kDelivery, del, [](TpccArgs& a) { a.carrier = 0; });
+  TpccArgs sl = DrawTpccArgs(rng, env, TpccTxn::kStockLevel, 1, 1, 4);
+  add("threshold 21", TpccTxn::kStockLevel, sl, [](TpccArgs& a) { a.threshold = 21; });
+  for (const Bad& b : bad) {
+    const Status st = CheckTpccArgs(b.kind, bytes(b.a), env.p);
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << b.what << ": " << st.ToString();
+  }
+  // Sizes: short of the header, and a New-Order whose lines do not match its count.
+  std::vector<std::byte> b = bytes(no);
+  EXPECT_EQ(CheckTpccArgs(TpccTxn::kNewOrder, std::span(b).first(20), env.p).code(),
+            Code::kInvalidArgument);
+  b.push_back(std::byte{0});
+  EXPECT_EQ(CheckTpccArgs(TpccTxn::kNewOrder, b, env.p).code(), Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace pond::bench

@@ -20,11 +20,12 @@ failures=0
 fail() { echo "FAIL $1"; failures=$((failures + 1)); }
 ok() { echo "ok   $1"; }
 
-# start_serve NAME ARGS...: starts `pond serve` in the background; sets addr and spid.
+# start_serve NAME ARGS...: starts `pond serve` in the background; sets addr and spid. Each MN has
+# 64 MiB unless SERVE_REGION says otherwise ("": what the served tables need).
 start_serve() {
   local name="$1"
   shift
-  "$pond" serve --listen 127.0.0.1:0 --region-mib 64 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  "$pond" serve --listen 127.0.0.1:0 ${SERVE_REGION---region-mib 64} "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   spid=$!
   pids+=("$spid")
   addr=""
@@ -112,6 +113,8 @@ expect 2 "bench --connect with an embedded cluster's flag" "--cns shapes an embe
 expect 2 "bench tatp --connect to a server without TATP" 'no table "subscriber"' \
   bench tatp --connect "$addr" --seconds 1
 expect 2 "--clients without --connect" "goes with --connect" bench kvs --clients 2
+expect 2 "bench tpcc --connect to a server without TPC-C" 'no table "tpcc_runs"' \
+  bench tpcc --connect "$addr" --seconds 1
 
 if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --table kv >"$tmp/py.out" 2>&1 &&
    grep -q "^interactive: COMMITTED, counter 43 is 1$" "$tmp/py.out" && grep -q "^get 42: py!$" "$tmp/py.out"; then
@@ -119,6 +122,39 @@ if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --t
 else
   fail "the Python example"; cat "$tmp/py.out"
 fi
+
+# TPC-C served: two runs of the remote terminals against one server (each its own run number, so
+# their Payments' history keys differ), the consistency conditions read back on the server after
+# each, and inputs out of range refused before they run.
+main_addr="$addr" main_spid="$spid"
+if SERVE_REGION="" start_serve tpcc --workload tpcc --warehouses 2 --items 200 --customers 30 \
+    --order-room 2000; then
+  taddr="$addr"
+  for run in 1 2; do
+    timeout 120 "$pond" bench tpcc --connect "$taddr" --seconds 1 --clients 4 >"$tmp/tpcc.out" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "^consistency  ok" "$tmp/tpcc.out" &&
+       grep -q "served (run $run)" "$tmp/tpcc.out" && grep -q "duplicate key 0," "$tmp/tpcc.out" &&
+       grep -q "^answers *0 unknown" "$tmp/tpcc.out"; then
+      ok "bench tpcc --connect, run $run: $(sed -n 's/^committed *//p' "$tmp/tpcc.out"); conditions 1-4 hold"
+    else
+      fail "bench tpcc --connect, run $run (exit $rc)"; cat "$tmp/tpcc.out"
+    fi
+  done
+  expect 4 "tpcc call with a short input: REJECTED, exit 4" "TPC-C's are at least 36" \
+    client --connect "$taddr" call tpcc.payment u64:1
+  # A Payment of warehouse 9 of 2 (36 bytes: tag, amount, c_id, w=9, d, c_w, c_d, last, kind=1).
+  expect 4 "tpcc call of a warehouse the server lacks: REJECTED, exit 4" "w 9 is not 1 to 2" \
+    client --connect "$taddr" call tpcc.payment \
+    hex:0100000000000000e8030000000000000100000009000100010001000000010000000000
+  kill -TERM "$spid"
+  wait "$spid"
+else
+  fail "pond serve --workload tpcc did not start"; cat "$tmp/tpcc.err"
+fi
+addr="$main_addr" spid="$main_spid"
+expect 1 "serve tpcc with too little memory: one line, exit 1" "more --region-mib" \
+  serve --workload tpcc --warehouses 2 --region-mib 64 --listen 127.0.0.1:0
 
 # A second server cannot take the same port: one line, exit 1.
 expect 1 "serve on a port in use: exit 1" "cannot listen on $addr" serve --listen "$addr" --region-mib 64
@@ -140,7 +176,7 @@ expect 2 "serve --listen without a port" "not HOST:PORT" serve --listen localhos
 expect 2 "serve --listen with a bad port" "no port 0 to 65535" serve --listen 127.0.0.1:99999
 expect 2 "serve --table of 0-byte values" "value bytes must be" serve --table kv:0:10
 expect 2 "serve --table malformed" "NAME:VALUE_BYTES:CAPACITY" serve --table kv
-expect 2 "serve --workload unknown" "workload" serve --workload tpcc
+expect 2 "serve --workload unknown" "workload" serve --workload tpch
 expect 2 "serve --replication above the MNs" "replication" serve --mns 2 --replication 3
 expect 2 "serve --threads-max at or below --interactive-max" "threads_max" serve --threads-max 8 --interactive-max 8
 "$pond" serve --help >"$tmp/out" 2>&1 && grep -q -- "--listen" "$tmp/out" && ok "serve --help" || fail "serve --help"
