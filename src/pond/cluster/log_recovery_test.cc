@@ -47,7 +47,7 @@ class LogRecoveryTest : public ::testing::Test {
   // Claims key's slot; its cells start out as `initial` on every replica.
   store::SlotRef Key(uint64_t key, const Cell& initial) {
     Result<store::SlotRef> ref =
-        w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_.Primary(key), key));
+        w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_, key));
     POND_CHECK(ref.ok());
     for (int r = 0; r < 3; r++) {
       for (int c = 0; c < kCells; c++) SetCell(key, *ref, r, c, initial);

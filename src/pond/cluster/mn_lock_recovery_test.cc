@@ -67,7 +67,7 @@ class MnLockRecoveryTest : public ::testing::Test {
   }
   store::SlotRef Claim(uint16_t t, uint64_t key) {
     Result<store::SlotRef> ref =
-        w_.Run(store::ClaimSlot(*w_.ep, T(t), placement_.Primary(key), key));
+        w_.Run(store::ClaimSlot(*w_.ep, T(t), placement_, key));
     POND_CHECK(ref.ok());
     return *ref;
   }

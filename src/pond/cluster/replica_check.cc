@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "pond/store/hash_index.h"
 #include "pond/store/record.h"
 
 namespace pond::cluster {
@@ -71,6 +72,20 @@ ReplicaReport CheckReplicas(const store::Catalog& catalog, const store::Placemen
               AddProblem(r, &r.disagreements,
                          Where(t, h0.key) + ": replica " + std::to_string(rep) + " on MN " +
                              std::to_string(mn[rep]) + " holds key " + std::to_string(h.key));
+            }
+            // A lookup on this replica finds the key: no bucket of its probe path before this
+            // one has a free slot there (store::ClaimSlot: claims reach every replica).
+            for (uint64_t pb = store::HomeBucket(t, h0.key); pb != b;
+                 pb = (pb + 1) % t.bucket_count) {
+              const std::byte* bucket = region(mn[rep]) + t.BucketAddr(mn[rep], rep, pb).offset();
+              if (store::ScanBucket(t, std::span(bucket, t.bucket_bytes()), h0.key).first_empty >=
+                  0) {
+                AddProblem(r, &r.disagreements,
+                           Where(t, h0.key) + ": replica " + std::to_string(rep) + " on MN " +
+                               std::to_string(mn[rep]) + " has a free slot in bucket " +
+                               std::to_string(pb) + " of its probe path: lookups there miss it");
+                break;
+              }
             }
           }
           if (t.single_version) {

@@ -3,7 +3,8 @@
 //
 // Reads the memory pool directly (the run is over; nothing else touches it) and walks every slot
 // of every table on every replica of every replica group:
-//   - replicas agree: a live slot has the same key and meta on every replica; each version cell
+//   - replicas agree: a live slot has the same key and meta on every replica, and a lookup finds
+//     it on each (no bucket of its probe path has a free slot there); each version cell
 //     the same validity, commit timestamp, writer tag and cacheline version, and a record at the
 //     same lane-relative offset holding the same bytes (MVCC tables); a single-version slot the
 //     same bytes apart from its lock word;

@@ -26,7 +26,7 @@ class ReplicaCheckTest : public ::testing::Test {
     catalog_ = w_.Run(store::LoadCatalog(*w_.ep)).value();
     table_ = catalog_.Find(1);
     // One key, one committed version at ts 10, identical on the three replicas.
-    ref_ = w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_.Primary(kKey), kKey)).value();
+    ref_ = w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_, kKey)).value();
     for (int r = 0; r < 3; r++) {
       const MnId mn = placement_.Replica(kKey, r);
       std::byte* slot = pool_->region(mn) + ref_.Addr(*table_, mn, r).offset();

@@ -104,11 +104,25 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
   ep.Read(t.BucketAddr(src, src_rep, b), bucket.data(), t.bucket_bytes());
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   std::vector<lock::LockRequest> reqs;
+  // Claimed slots (an insert under way, or one that never ended) go over as claims: the bucket
+  // must look as full on `mn` as on the source, or a lookup there would stop short of a key
+  // inserted past it (store::ClaimSlot). By CAS from empty: the insert may have written its slot
+  // on `mn` since the read, and a later state is never taken back.
+  std::vector<uint64_t> claim_old(static_cast<size_t>(t.slots_per_bucket));
+  bool claims = false;
   for (int s = 0; s < t.slots_per_bucket; s++) {
     store::CvtHeader h;
     std::memcpy(&h, bucket.data() + static_cast<size_t>(s) * t.cvt_bytes, sizeof(h));
+    if (store::MetaState(h.meta) == store::kSlotClaimed) {
+      ep.Cas(t.SlotAddr(mn, rep, b, s) + offsetof(store::CvtHeader, meta), 0, h.meta,
+             &claim_old[static_cast<size_t>(s)]);
+      claims = true;
+    }
     if (store::MetaState(h.meta) != store::kSlotLive) continue;
     reqs.push_back({lock::LockKey::Record(t.id, h.key), lock::LockMode::kWrite});
+  }
+  if (claims) {
+    if (Status st = co_await ep.Flush(); !st.ok()) co_return st;
   }
   if (reqs.empty()) co_return uint64_t{0};
   // The copier takes the locks as a transaction of this worker would, so the lock tables, the

@@ -1,5 +1,6 @@
 #include "pond/store/hash_index.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -76,7 +77,7 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
                               t.name + " of " + std::to_string(t.value_bytes) + "-byte values");
   }
   MnId primary = placement.Primary(key);
-  Result<SlotRef> claimed = co_await ClaimSlot(ep, t, primary, key);
+  Result<SlotRef> claimed = co_await ClaimSlot(ep, t, placement, key);
   if (!claimed.ok()) co_return claimed.status();
   SlotRef ref = *claimed;
 
@@ -105,8 +106,10 @@ Task<Result<SlotRef>> Insert(Endpoint& ep, const TableInfo& t, const PoolLayout&
   co_return ref;
 }
 
-Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key) {
-  uint64_t claimed_meta =
+Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, const Placement& placement,
+                                uint64_t key) {
+  const MnId primary = placement.Primary(key);
+  const uint64_t claimed_meta =
       PackMeta(kSlotClaimed, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
   std::vector<std::byte> buf(t.bucket_bytes());
   uint64_t bucket = HomeBucket(t, key);
@@ -127,8 +130,16 @@ Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, 
     ep.Cas(ref.Addr(t, primary, 0) + offsetof(CvtHeader, meta), 0, claimed_meta, &old);
     st = co_await ep.Flush();
     if (!st.ok()) co_return st;
-    if (old == 0) co_return ref;
-    // Lost the race: re-read this bucket and try its next empty slot.
+    if (old != 0) continue;  // lost the race: re-read this bucket for its next empty slot
+    // Won: the claim on every other replica up (see the header).
+    for (int r = 1; r < placement.replication(); r++) {
+      const MnId mn = placement.Replica(key, r);
+      if (placement.IsDown(mn)) continue;
+      ep.Write(ref.Addr(t, mn, r) + offsetof(CvtHeader, meta), &claimed_meta, sizeof(claimed_meta));
+    }
+    st = co_await ep.Flush();
+    if (!st.ok()) co_return st;
+    co_return ref;
   }
   co_return OutOfSpace("no free slot for key " + std::to_string(key) + " within " +
                        std::to_string(kProbeBucketsMax) + " buckets of table " + t.name);

@@ -64,10 +64,17 @@ struct BucketScan {
 };
 BucketScan ScanBucket(const TableInfo& t, std::span<const std::byte> bucket, uint64_t key);
 
-// Claims a slot for a new key on the primary MN by CAS (step 1 of Insert) and returns it; the
-// caller then writes cells, key and meta=live on every replica (see Insert). AlreadyExists if the
-// key is live on its probe path; OutOfSpace if no slot is free within kProbeBucketsMax buckets.
-Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, MnId primary, uint64_t key);
+// Claims a slot for a new key on the primary MN by CAS (step 1 of Insert), marks it claimed on
+// every other replica up, and returns it; the caller then writes cells, key and meta=live on
+// every replica (see Insert). AlreadyExists if the key is live on its probe path; OutOfSpace if
+// no slot is free within kProbeBucketsMax buckets.
+//
+// Why every replica: a claim stays a claim, also when its insert never ends (its CN died, its
+// transaction aborted). A key inserted later past that bucket, which looked full, must be found
+// on every replica — a backup is read once the primary is down — so the bucket must look full
+// there too: a lookup stops at the first bucket with an empty slot.
+Task<Result<SlotRef>> ClaimSlot(Endpoint& ep, const TableInfo& t, const Placement& placement,
+                                uint64_t key);
 
 // Looks the key up on its replica `replica` (0: the primary), which is MN `mn`. NotFound if
 // absent.

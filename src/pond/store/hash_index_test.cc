@@ -126,6 +126,40 @@ TEST(HashIndexTest, ReplicasHoldTheCvtAtTheSameSlot) {
   }
 }
 
+// A claim abandoned for good (its transaction died between claim and commit) must look taken on
+// every replica, not on the primary alone: a key inserted past its bucket, which looked full, is
+// found on a backup too — where readers go once the primary is down — and not cut off by a slot
+// the backup shows empty.
+TEST(HashIndexTest, AnAbandonedClaimCutsNoBackupsProbeChain) {
+  Fixture fx(
+      2, 64 << 20,
+      TableSpec{.id = 5, .name = "ab", .value_bytes = 8, .capacity = 64, .slots_per_bucket = 2}, 2);
+  Placement placement(2, 2);
+  Worker w(*fx.pool, {0, 0});
+  Allocator alloc(fx.layout());
+  // Three keys of one primary and one home bucket: two to claim and abandon, one to insert.
+  std::vector<uint64_t> keys;
+  for (uint64_t k = 1; keys.size() < 3; k++) {
+    if (placement.Primary(k) != 0) continue;
+    if (!keys.empty() && HomeBucket(*fx.table, k) != HomeBucket(*fx.table, keys[0])) continue;
+    keys.push_back(k);
+  }
+  for (int i = 0; i < 2; i++) {
+    Result<SlotRef> claimed = w.Run(ClaimSlot(*w.ep, *fx.table, placement, keys[i]));
+    ASSERT_TRUE(claimed.ok()) << claimed.status().ToString();
+    EXPECT_EQ(claimed->bucket, HomeBucket(*fx.table, keys[0]));
+  }
+  auto v = ValueOf(keys[2], 8);
+  Result<SlotRef> in =
+      w.Run(Insert(*w.ep, *fx.table, fx.layout(), placement, alloc, keys[2], v, 1));
+  ASSERT_TRUE(in.ok()) << in.status().ToString();
+  EXPECT_NE(in->bucket, HomeBucket(*fx.table, keys[2])) << "the home bucket was full";
+  for (int r = 0; r < 2; r++) {
+    Result<Found> f = w.Run(Lookup(*w.ep, *fx.table, placement.Replica(keys[2], r), r, keys[2]));
+    EXPECT_TRUE(f.ok()) << "replica " << r << ": " << f.status().ToString();
+  }
+}
+
 TEST(HashIndexTest, DuplicateAndWrongSizeInsertsAreRefused) {
   Fixture fx(1, 64 << 20, TableSpec{.id = 3, .name = "d", .value_bytes = 16, .capacity = 100});
   Placement placement(1, 1);

@@ -45,7 +45,7 @@ Task<Result<SlotRef>> SvInsert(Endpoint& ep, const TableInfo& t, const Placement
     co_return InvalidArgument("value of " + std::to_string(value.size()) + " bytes for table " +
                               t.name + " of " + std::to_string(t.value_bytes) + "-byte values");
   }
-  Result<SlotRef> claimed = co_await ClaimSlot(ep, t, placement.Primary(key), key);
+  Result<SlotRef> claimed = co_await ClaimSlot(ep, t, placement, key);
   if (!claimed.ok()) co_return claimed.status();
   // The slot with meta still "claimed", then meta=live: a scan that sees it live finds it whole.
   SvHeader h{};

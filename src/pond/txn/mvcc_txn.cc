@@ -183,7 +183,7 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
   for (size_t i : claims) {
     Item& it = items_[i];
     Result<store::SlotRef> ref =
-        co_await store::ClaimSlot(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
+        co_await store::ClaimSlot(ep, *it.table, w_.placement(), it.lk.key);
     if (!ref.ok()) co_return ref.status();
     it.ref = *ref;
     it.have_slot = true;

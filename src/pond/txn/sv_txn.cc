@@ -165,12 +165,13 @@ Task<Status> SvTxn::Commit() {
   Endpoint& ep = w_.ep();
   std::vector<size_t> writes = kind_ == TxnKind::kReadWrite ? Writes() : std::vector<size_t>{};
 
-  // New keys get their slots first (a CAS round trip each, under the bucket's insert lock).
+  // New keys get their slots first (store::ClaimSlot: two round trips each, and one to mark the
+  // claim on the backups), under their buckets' insert locks.
   for (size_t i : writes) {
     Item& it = items_[i];
     if (it.have_slot) continue;
     Result<store::SlotRef> ref =
-        co_await store::ClaimSlot(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
+        co_await store::ClaimSlot(ep, *it.table, w_.placement(), it.lk.key);
     if (!ref.ok()) co_return Fail(ref.status(), &w_.stats().aborts.user);
     it.ref = *ref;
     it.have_slot = true;
