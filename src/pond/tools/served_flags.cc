@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace pond::tools {
 
@@ -146,30 +147,21 @@ std::vector<std::string> ServedArgs(const ServedFlags& f) {
   std::vector<std::string> a;
   for (const std::string& w : f.workloads) a.insert(a.end(), {"--workload", w});
   for (const std::string& t : f.tables) a.insert(a.end(), {"--table", t});
-  a.insert(a.end(), {"--accounts",
-                     std::to_string(f.smallbank.accounts),
-                     "--keys",
-                     std::to_string(f.kvs.keys),
-                     "--subscribers",
-                     std::to_string(f.tatp.subscribers),
-                     "--warehouses",
-                     std::to_string(f.tpcc.warehouses),
-                     "--items",
-                     std::to_string(f.tpcc.items),
-                     "--customers",
-                     std::to_string(f.tpcc.customers),
-                     "--order-room",
-                     std::to_string(f.tpcc.order_room),
-                     "--lists",
-                     std::to_string(f.lists.keys),
-                     "--keys-per-request-max",
-                     std::to_string(f.service.keys_per_request_max),
-                     "--interactive-max",
-                     std::to_string(f.service.interactive_streams_max),
-                     "--idle-ms",
-                     std::to_string(f.service.interactive_idle_ms),
-                     "--threads-max",
-                     std::to_string(f.service.threads_max)});
+  // Every value spelt out, so that each CN sets up the same tables whatever its defaults.
+  const std::pair<const char*, uint64_t> values[] = {
+      {"--accounts", f.smallbank.accounts},
+      {"--keys", f.kvs.keys},
+      {"--subscribers", f.tatp.subscribers},
+      {"--warehouses", f.tpcc.warehouses},
+      {"--items", f.tpcc.items},
+      {"--customers", f.tpcc.customers},
+      {"--order-room", f.tpcc.order_room},
+      {"--lists", f.lists.keys},
+      {"--keys-per-request-max", static_cast<uint64_t>(f.service.keys_per_request_max)},
+      {"--interactive-max", static_cast<uint64_t>(f.service.interactive_streams_max)},
+      {"--idle-ms", static_cast<uint64_t>(f.service.interactive_idle_ms)},
+      {"--threads-max", static_cast<uint64_t>(f.service.threads_max)}};
+  for (const auto& [flag, value] : values) a.insert(a.end(), {flag, std::to_string(value)});
   return a;
 }
 
