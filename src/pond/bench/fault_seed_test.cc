@@ -1119,7 +1119,8 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
                   Isolation iso = Isolation::kSerializable) {
   SeedRange r = Seeds(default_seeds);
   uint64_t crashes = 0, restarts = 0, partitions = 0, committed = 0, tree_words = 0, removed = 0,
-           too_old = 0, mn_crashes = 0, mn_readable = 0, host_cuts = 0, tree_nodes = 0;
+           too_old = 0, mn_crashes = 0, mn_readable = 0, host_cuts = 0, tree_nodes = 0,
+           deliveries = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     TraceSeed(seed);
     RunOptions o = FaultyRun(protocol, iso, seed);
@@ -1150,6 +1151,7 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
     committed += run->stats.committed;
     tree_words += run->stats.gone_tree_words_taken;
     removed += run->stats.tree_entries_removed;
+    for (const auto& [name, n] : run->committed_by_txn) deliveries += name == "Delivery" ? n : 0;
     too_old += run->stats.aborts.snapshot_too_old;
     mn_crashes += e.mn_crashes;
     mn_readable += e.mn_readable;
@@ -1157,7 +1159,12 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
     tree_nodes += run->replicas ? run->replicas->tree_nodes : 0;
   }
   EXPECT_GT(crashes, 0u) << "the schedules were meant to crash CNs";
-  EXPECT_GT(removed, 0u) << "no Delivery took its entry out of the tree";
+  // A Delivery takes up to ten entries out, one per district with a new order left; a few seeds
+  // (ASan runs three) may commit none while MN outages stall the rest.
+  if (deliveries > 0 || r.count >= 10) {
+    EXPECT_GT(removed, 0u) << "no Delivery took its entry out of the tree (" << deliveries
+                           << " Deliveries committed)";
+  }
   EXPECT_GT(tree_nodes, 0u) << "the replica check compared no tree node";
   // Lotus survives MN crashes; random draws one in about half the seeds.
   if (protocol == "lotus" && r.count >= 10) {
