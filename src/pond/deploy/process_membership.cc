@@ -48,6 +48,7 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl, cluster::ZkConfigStore& co
       .replication = c.replication,
       .lease_ns = uint64_t(c.transport.lease_ms) * 1'000'000,
       .shards = lock::kShards,
+      .mn_lock_words = !c.protocol.cn_locks,
   };
   machine_ = std::make_unique<recovery::CnMembership>(std::move(o), start.config, start.shards,
                                                       coord_, cl.clock(), *this,

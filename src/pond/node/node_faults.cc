@@ -27,7 +27,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            "coordination service, or for a CM to declare a CN)");
   };
   bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
-  bool host_cuts = false;
+  bool host_cuts = false, mn_restarts = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
@@ -162,6 +162,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         // count of its groups comes back once the copy is done (a crash meanwhile waits for it).
         mn_down[f.node] = false;
         mns_down--;
+        mn_restarts = true;
         continue;
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn: {
@@ -293,13 +294,27 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         "crash-coord: needs a restart-coord after it (without the coordination service no "
         "failure is declared, and the run could not end)");
   }
-  // A host cut loses its MN's place as a crash does (declared, it comes back blank).
-  if ((mn_crashes || host_cuts) &&
-      (!c.protocol.cn_locks || !c.protocol.log_and_visible || c.protocol.single_version)) {
-    return InvalidArgument(std::string(mn_crashes ? "crash-mn" : "partition-host") + ": protocol " +
-                           c.protocol.name +
-                           " cannot survive an MN crash yet (its lock words live on the primary "
-                           "MN and would be lost with it; lotus's locks live on CNs)");
+  // Lock words on MNs move to the next replica once an MN is down (docs/recovery.md "Lock
+  // words on MNs, and an MN crash"); what that does not cover yet is refused.
+  if (!c.protocol.cn_locks) {
+    const std::string p = "protocol " + c.protocol.name;
+    if (host_cuts) {
+      return InvalidArgument(
+          "partition-host: " + p +
+          " cannot survive a host cut yet (its MN, cut off, may answer again before it is "
+          "declared, with lock words that a commit waiting for the declaration has let go)");
+    }
+    if (mn_restarts) {
+      return InvalidArgument("restart-mn: " + p +
+                             " cannot bring an MN back yet (the copy onto it takes lotus's CN "
+                             "locks, which do not keep out writers that lock words on MNs)");
+    }
+    if (mn_crashes && (cn_crashes || partitions)) {
+      return InvalidArgument("crash-mn: " + p +
+                             " cannot survive an MN crash beside CN faults yet (recovery of a "
+                             "failed CN reads its lock words where they were, maybe on the MN "
+                             "that crashed)");
+    }
   }
   // With lock words on the MNs, recovery finishes a half-done commit by copying a backup's
   // writes to the primary (cluster/mn_lock_recovery.h): it needs one.

@@ -267,6 +267,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
       .replication = c.replication,
       .lease_ns = kSimLeaseNs,
       .shards = lock::kShards,
+      .mn_lock_words = !c.protocol.cn_locks,
   };
   n->machine = std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *n->store,
                                                         cl_.clock(), *n->controls, n->counts,

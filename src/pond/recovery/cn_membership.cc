@@ -592,10 +592,17 @@ void CnMembership::SayUnread() {
   for (uint16_t mn = 0; mn < view_.mns.size(); mn++) {
     const cluster::MnStatus& m = view_.mns[mn];
     if (!m.alive || !m.leaving || unread_said_.count({mn, m.incarnation})) continue;
+    // With MN lock words, also every transaction that may hold one on it has ended: its keys'
+    // words then move to the next replica with nobody holding any on it (Placement::LockReplica).
+    if (auto mark = unread_mark_.find({mn, m.incarnation}); mark != unread_mark_.end()) {
+      if (!controls_.EndedSince(mark->second).value_or(false)) continue;
+    }
     const std::string key = cluster::MnUnreadKey(o_.cluster, mn, m.incarnation, o_.cn);
     Result<uint64_t> put = store_.PutIf(key, {}, 0);
-    if (put.ok() || put.status().code() == Code::kConflict)
+    if (put.ok() || put.status().code() == Code::kConflict) {
       unread_said_.insert({mn, m.incarnation});
+      unread_mark_.erase({mn, m.incarnation});
+    }
   }
 }
 

@@ -74,6 +74,10 @@ struct MembershipOptions {
   int replication = 1;
   uint64_t lease_ns = 0;
   uint32_t shards = 0;  // in the shard map
+  // The protocol keeps its lock words on MNs (motor, ford): a key's words move to the next
+  // replica once its MN is down, so a CN says it reads a leaving MN no more only once every
+  // transaction of it from before has ended (store::Placement::LockReplica).
+  bool mn_lock_words = false;
 };
 
 class CnMembership {
@@ -273,8 +277,11 @@ class CnMembership {
   std::vector<std::function<Task<void>()>> to_spawn_;  // for the beat scheduler
   std::vector<std::unique_ptr<Failure>> failures_;
   std::set<std::pair<uint16_t, uint16_t>> unread_said_;  // (MN, incarnation) said unread
-  ShardReturns returns_;                                 // the coordination half's
-  MnRejoins rejoins_;                                    // the coordination half's
+  // With MN lock words: each worker's next transaction when this CN stopped reading an MN (by
+  // MN and incarnation); "unread" is said once every one before it has ended (TxnMark).
+  std::map<std::pair<uint16_t, uint16_t>, std::vector<uint64_t>> unread_mark_;
+  ShardReturns returns_;  // the coordination half's
+  MnRejoins rejoins_;     // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;

@@ -117,6 +117,9 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
       // everyone's writes must keep reaching it (over shared memory a dead MN's memory stays
       // readable, and would serve what it holds).
       controls_.StopReading(static_cast<MnId>(mn));
+      // Taken after the placement changed: a transaction that starts later takes no lock word
+      // on it, nor on the replica its words move to, until it is down.
+      if (o_.mn_lock_words) unread_mark_[{mn, now.incarnation}] = controls_.TxnMark();
       controls_.Event("MN " + std::to_string(mn) + " failed (epoch " + std::to_string(next.epoch) +
                       "); this CN reads its replicas elsewhere");
     }

@@ -143,6 +143,28 @@ class Placement {
     return up[(HashKey(key, HashUse::kPlacement) >> 32) % static_cast<unsigned>(n)];
   }
 
+  // With lock words on MNs (motor, ford, the ablation steps before +lock-sharding) a key's words
+  // live on one replica, and every access to the key — its readers watch the words its writers
+  // take — goes to that one: the first readable replica. -1 while the words change hands, which
+  // a transaction takes as an MN that did not answer (docs/recovery.md "MN crash" under "Lock
+  // words on MNs"): an MN before it is leaving (the words move to the next replica once every
+  // transaction that could take one on the leaving MN has ended), or is a restarted one from its
+  // freeze until it is read (they move back once every transaction that could take one on the
+  // replica standing in has).
+  int LockReplica(uint64_t key) const {
+    const uint64_t unreadable = down_.get() | joining_.get();
+    if (unreadable == 0 || ((unreadable >> Primary(key)) & 1) == 0) return 0;
+    const uint64_t rejoining = rejoining_.get();
+    const uint64_t handing = (joining_.get() & ~rejoining) | (rejoining & frozen_.get());
+    for (int i = 0; i < replication_; i++) {
+      const MnId mn = Replica(key, i);
+      if (((unreadable >> mn) & 1) == 0) return i;
+      if ((handing >> mn) & 1) return -1;
+    }
+    POND_CHECK_MSG(false, "no replica of a key is readable");
+    return -1;
+  }
+
  private:
   uint16_t num_mns_;
   int replication_;

@@ -58,5 +58,38 @@ TEST(PlacementTest, ARejoiningMnIsWrittenButNotReadUntilUp) {
   EXPECT_FALSE(p.CarveFrozen(1));
 }
 
+// Lock words (motor, ford) live on the first readable replica, and refuse everyone while they
+// change hands: from an MN's leaving until it is down, and from a restarted MN's freeze until
+// it is read.
+TEST(PlacementTest, LockWordsChangeHandsOnlyThroughARefusal) {
+  Placement p(4, 3);
+  uint64_t key = 0;
+  while (p.Primary(key) != 1) key++;
+  EXPECT_EQ(p.LockReplica(key), 0);
+  p.SetJoining(1);  // leaving
+  EXPECT_EQ(p.LockReplica(key), -1);
+  p.SetDown(1);
+  EXPECT_EQ(p.LockReplica(key), 1) << "the first backup, every time";
+  p.SetRejoining(1);  // copying: the backup keeps the words
+  EXPECT_EQ(p.LockReplica(key), 1);
+  p.SetFrozen(1);
+  EXPECT_EQ(p.LockReplica(key), -1);
+  p.SetUp(1);
+  EXPECT_EQ(p.LockReplica(key), 0);
+  // A backup leaving moves no key's words whose primary is up.
+  p.SetJoining(2);
+  EXPECT_EQ(p.LockReplica(key), 0);
+  // The primary down and the first backup leaving: refused until the second takes them.
+  p.SetDown(1);
+  EXPECT_EQ(p.LockReplica(key), -1);
+  p.SetDown(2);
+  EXPECT_EQ(p.LockReplica(key), 2);
+  // A restarted MN that fails again before its freeze was never the words' home.
+  p.SetRejoining(2);
+  EXPECT_EQ(p.LockReplica(key), 2);
+  p.SetDown(2);
+  EXPECT_EQ(p.LockReplica(key), 2);
+}
+
 }  // namespace
 }  // namespace pond::store

@@ -23,11 +23,12 @@ Status DecodeSvSlot(const TableInfo& t, std::span<const std::byte> slot, SvHeade
                       static_cast<uint8_t>(h->version), value);
 }
 
-Task<Result<SlotRef>> SvLocate(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key) {
+Task<Result<SlotRef>> SvLocate(Endpoint& ep, const TableInfo& t, MnId mn, int replica,
+                               uint64_t key) {
   std::vector<std::byte> buf(t.bucket_bytes());
   uint64_t bucket = HomeBucket(t, key);
   for (int probe = 0; probe < kProbeBucketsMax; probe++) {
-    ep.Read(t.BucketAddr(mn, 0, bucket), buf.data(), t.bucket_bytes());
+    ep.Read(t.BucketAddr(mn, replica, bucket), buf.data(), t.bucket_bytes());
     Status st = co_await ep.Flush();
     if (!st.ok()) co_return st;
     BucketScan s = ScanBucket(t, buf, key);

@@ -28,7 +28,8 @@ Status DecodeSvSlot(const TableInfo& t, std::span<const std::byte> slot, SvHeade
                     std::span<std::byte> value);
 
 // Finds a key's slot on MN `mn` (replica 0) by probing from its home bucket; NotFound if absent.
-Task<Result<SlotRef>> SvLocate(Endpoint& ep, const TableInfo& t, MnId mn, uint64_t key);
+Task<Result<SlotRef>> SvLocate(Endpoint& ep, const TableInfo& t, MnId mn, int replica,
+                               uint64_t key);
 
 // Inserts a new key with `value` (version 1) on every replica, before transactions run.
 Task<Result<SlotRef>> SvInsert(Endpoint& ep, const TableInfo& t, const Placement& placement,

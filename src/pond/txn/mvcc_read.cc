@@ -151,9 +151,24 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
       co_return Fail(AbortedBecause("torn reads"), &w_.stats().aborts.torn_read);
     }
     p.NewRound();
+    if (!protocol().cn_locks) {
+      for (size_t i : todo) {
+        if (Status s = PinLockReplica(items_[i]); !s.ok()) co_return FailUnreachable(s);
+      }
+    }
     PostCvtReads(todo, p);
     if (!p.need_cvt.empty()) {
-      if (Status s = co_await w_.ep().Flush(); !s.ok()) co_return FailUnreachable(s);
+      if (Endpoint::FlushResult f = co_await w_.ep().FlushReporting(); !f.status.ok()) {
+        // The words won on the MNs that answered are released with the rest (an MN that did
+        // not answer failed, and its words with it).
+        for (size_t i : p.need_cvt) {
+          const ItemRead& r = p.items[i];
+          if (r.cas_posted && r.cas_old == 0 && ((f.unreachable >> r.cas_word.mn()) & 1) == 0) {
+            mn_held_.push_back(r.cas_word);
+          }
+        }
+        co_return FailUnreachable(f.status);
+      }
     }
     if (Status s = BookLocks(p); !s.ok()) co_return s;
     if (Status s = co_await DecodeCvts(p); !s.ok()) co_return s;
@@ -185,8 +200,9 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     r.read_cvt = false;
     r.cas_posted = false;
     r.lock_seen = 0;
-    // With MN locks (motor) every access goes to the primary; lotus reads the first replica up.
-    r.rep = p.mn_locks ? 0 : w_.placement().ReadReplica(it.lk.key);
+    // With MN locks (motor) every access goes to the replica of the key's lock words; lotus
+    // reads the first replica up.
+    r.rep = protocol().cn_locks ? w_.placement().ReadReplica(it.lk.key) : it.lock_rep;
     const MnId primary = w_.placement().Replica(it.lk.key, r.rep);
     if (vt() != nullptr && LocalShard(it)) {
       if (auto hit = vt()->Get(it.lk)) {
@@ -209,9 +225,10 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
       r.cas_posted = true;
       addr.reset();  // an insert must see the whole home bucket under its lock
     } else if (want_lock && addr) {
-      r.cas_word = addr->Addr(*it.table, primary, 0) + offsetof(store::CvtHeader, lock);
+      r.cas_word = addr->Addr(*it.table, primary, r.rep) + offsetof(store::CvtHeader, lock);
       r.cas_posted = true;
     }
+    r.cas_old = 0;
     if (r.cas_posted) ep.Cas(r.cas_word, 0, p.self, &r.cas_old);
     if (addr) {
       r.buf.resize(it.table->cvt_bytes);

@@ -35,55 +35,10 @@ void MvccTxn::ToPrimaryLane(store::Cvt& cvt, int rep) const {
 }
 
 GAddr MvccTxn::RecordAddr(const Item& it, const Cell& cell) const {
-  const int rep = w_.placement().ReadReplica(it.lk.key);
+  const int rep = ReaderReplica(it);
   const uint64_t lane_rel = cell.record - w_.layout().RecordOffset(0, 0);
   return GAddr::Make(w_.placement().Replica(it.lk.key, rep),
                      w_.layout().RecordOffset(rep, lane_rel));
-}
-
-Status MvccTxn::FailUnreachable(const Status& s) {
-  POND_CHECK_MSG(s.code() == Code::kUnavailable, s.ToString().c_str());
-  return Fail(AbortedBecause("MN unreachable"), &w_.stats().aborts.mn_unreachable);
-}
-
-void MvccTxn::BeginRound() {
-  if (protocol().cn_locks) w_.ep().KeepWrites(&round_);
-}
-
-Task<void> MvccTxn::CommitFlush() {
-  Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
-  w_.ep().StopKeeping(&round_);
-  if (r.unreachable == 0 || r.status.code() != Code::kUnavailable) {
-    CheckOk(r.status);  // anything but an MN that did not answer is a bug
-    round_.clear();
-    co_return;
-  }
-  // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
-  // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
-  // One that is rejoining is not read either: it is read only once a copy taken under this
-  // transaction's locks — after it ends — is there (docs/recovery.md "MN restart").
-  // Or until they answer the round posted again: one beyond a link that was down for less than
-  // it takes to declare it is not declared at all (docs/recovery.md "Partitions and fencing").
-  const store::Placement& placement = w_.placement();
-  uint64_t waited_ns = 0;
-  while (true) {
-    const uint64_t silent = r.unreachable & ~(placement.down_mask() | placement.joining_mask());
-    if (silent == 0) break;
-    if (round_.empty() || waited_ns < kPostAgainEveryNs) {
-      co_await w_.sched().SleepFor(kUnreachablePollNs);
-      waited_ns += kUnreachablePollNs;
-      continue;
-    }
-    waited_ns = 0;
-    // Again only to the MNs still silent and not declared: what one that answered holds is
-    // where it belongs, and a declared one may be a blank restarted MN by now.
-    w_.ep().PostAgain(round_, silent);
-    w_.stats().commit_rounds_posted_again++;
-    Endpoint::FlushResult again = co_await w_.ep().FlushReporting();
-    if (again.unreachable == 0 || again.status.code() != Code::kUnavailable) CheckOk(again.status);
-    r.unreachable = again.unreachable;
-  }
-  round_.clear();
 }
 
 void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) {
@@ -93,7 +48,7 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
     it.new_cell.commit_ts = commit_ts_;
     // The second round goes to the replica readers used at the first, and to the one they use
     // now if an MN was declared down in between (that one had the first round already).
-    const int read_rep = placement.ReadReplica(it.lk.key);
+    const int read_rep = ReaderReplica(it);
     if (!read_replica) it.visible_read_rep = read_rep;
     for (int r = 0; r < placement.replication(); r++) {
       MnId mn = placement.Replica(it.lk.key, r);
@@ -114,9 +69,8 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
 }
 
 bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const {
-  const store::Placement& placement = w_.placement();
   for (size_t i : writes) {
-    if (placement.ReadReplica(items_[i].lk.key) != 0) return true;
+    if (ReaderReplica(items_[i]) != items_[i].lock_rep) return true;
   }
   return false;
 }
@@ -208,7 +162,7 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
     if (ts == kInvisible) it.invisible_reps = 0;
     for (int r = 0; r < w_.placement().replication(); r++) {
       MnId mn = w_.placement().Replica(it.lk.key, r);
-      if (!Includes(which, r) || w_.placement().IsDown(mn)) continue;
+      if (!Includes(which, it, r) || w_.placement().IsDown(mn)) continue;
       if (ts == kInvisible) it.invisible_reps |= uint32_t{1} << r;
       Cell c = it.new_cell;
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
@@ -277,22 +231,23 @@ Task<Status> MvccTxn::Validate() {
     std::vector<uint64_t> lock_seen(check.size(), 0);
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
-      MnId primary = w_.placement().Primary(it.lk.key);
+      if (Status s = PinLockReplica(it); !s.ok()) co_return s;
+      const MnId primary = w_.placement().Replica(it.lk.key, it.lock_rep);
       if (it.have_slot) {
         bufs[k].resize(it.table->cvt_bytes);
         // The lock word first, by itself: see ReadItems.
-        GAddr cvt_addr = it.ref.Addr(*it.table, primary, 0);
+        GAddr cvt_addr = it.ref.Addr(*it.table, primary, it.lock_rep);
         ep.Read(cvt_addr + offsetof(store::CvtHeader, lock), &lock_seen[k], sizeof(uint64_t));
         ep.Read(cvt_addr, bufs[k].data(), it.table->cvt_bytes);
       } else {
         // Absent when read: the bucket's insert lock first (see ReadItems), then the bucket.
         bufs[k].resize(it.table->bucket_bytes());
         ep.Read(BucketLockWord(it), &lock_seen[k], sizeof(uint64_t));
-        ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+        ep.Read(it.table->BucketAddr(primary, it.lock_rep, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[k].data(), it.table->bucket_bytes());
       }
     }
-    CheckOk(co_await ep.Flush());
+    if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
     std::vector<size_t> retry;
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
@@ -303,9 +258,11 @@ Task<Status> MvccTxn::Validate() {
         if (scan.match >= 0) co_return AbortedBecause("validation");
         if (scan.first_empty < 0) {
           // A full home bucket: the key may have been inserted into a later one.
-          Result<store::Found> f = co_await store::Lookup(
-              ep, *it.table, w_.placement().Primary(it.lk.key), 0, it.lk.key);
+          Result<store::Found> f =
+              co_await store::Lookup(ep, *it.table, w_.placement().Replica(it.lk.key, it.lock_rep),
+                                     it.lock_rep, it.lk.key);
           if (f.ok()) co_return AbortedBecause("validation");
+          if (f.status().code() == Code::kUnavailable) co_return f.status();
           if (f.status().code() == Code::kTornRead) {
             retry.push_back(check[k]);
             continue;
@@ -386,6 +343,7 @@ Task<Status> MvccTxn::Commit() {
     w_.Reached(CommitStep::kTimestamped);
     if (isolation_ == Isolation::kSerializable) {
       Status v = co_await Validate();
+      if (v.code() == Code::kUnavailable) co_return FailUnreachable(v);
       if (!v.ok()) co_return Fail(v, &w_.stats().aborts.validation);
     }
     // Slots for new keys only now that nothing can abort the commit: a slot claimed stays
@@ -393,12 +351,13 @@ Task<Status> MvccTxn::Commit() {
     // lost to the table for good.
     if (!writes.empty()) {
       Status s = co_await PrepareWrites(writes);
+      if (s.code() == Code::kUnavailable) co_return FailUnreachable(s);
       if (!s.ok()) co_return Fail(s, &w_.stats().aborts.user);
     }
     if (protocol().log_and_visible && !writes.empty()) {
       PostLogRecord(writes, kLogMagic);
       PostWrites(writes, kInvisible, Replicas::kAll);
-      CheckOk(co_await w_.ep().Flush());
+      co_await CommitFlush();
       w_.Reached(CommitStep::kLogged);
     }
   }

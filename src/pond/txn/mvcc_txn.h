@@ -87,27 +87,20 @@ class MvccTxn final : public TxnState {
   bool AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const;
   // Motor: re-reads the CVTs of read-only items; Aborted if one changed since it was read.
   Task<Status> Validate();
+  // The replica readers of `it` use: with MN lock words the one that holds them (readers watch
+  // them), else the first readable one (Placement::ReadReplica).
+  int ReaderReplica(const Item& it) const {
+    return protocol().cn_locks ? w_.placement().ReadReplica(it.lk.key) : it.lock_rep;
+  }
   void UpdateVtCache(const std::vector<size_t>& writes);
   // MNs down (docs/recovery.md "MN crash"). Cells name their record on their own replica's lane;
   // an Item's CVT always names it on the primary's (replica 0), whichever replica it came from.
   void ToPrimaryLane(store::Cvt& cvt, int rep) const;
   GAddr RecordAddr(const Item& it, const store::Cell& cell) const;
-  // A read batch an MN did not answer: the transaction aborts (it retries in the new epoch).
-  Status FailUnreachable(const Status& s);
-  // A commit batch: every MN up has it once this returns. One that did not answer is waited out
-  // until it is declared down; the replicas up then hold the transaction's writes. The WRITEs
-  // posted since BeginRound are posted again to it meanwhile, and once it answers them this
-  // returns too.
-  Task<void> CommitFlush();
-  // The round posted from here to the next CommitFlush may be posted again: with CN locks it
-  // writes only what this transaction holds locked (with MN lock words, releasing them is a
-  // WRITE, which written again could free a later holder's lock).
-  void BeginRound();
 
   std::vector<lock::LockRequest> held_;  // CN locks
   std::vector<std::byte> log_buf_;
   bool mid_visible_ = false;  // counted in the worker's commits_mid_visible()
-  std::vector<Op> round_;     // BeginRound: the WRITEs CommitFlush may post again
 };
 
 }  // namespace pond::txn

@@ -39,8 +39,13 @@ Task<Status> SvTxn::Execute() {
     // One batch: for each item a READ of its slot (address known) or of its home bucket, with a
     // read-write item's CAS on the slot's lock word (or an insert's on the bucket's) before it.
     for (size_t i : todo) {
+      if (Status s = PinLockReplica(items_[i]); !s.ok()) co_return FailUnreachable(s);
+    }
+    for (size_t i : todo) {
       Item& it = items_[i];
-      MnId primary = w_.placement().Primary(it.lk.key);
+      // Every access goes to the replica of the key's lock words (the primary while it is up).
+      const int rep = it.lock_rep;
+      const MnId primary = w_.placement().Replica(it.lk.key, rep);
       cas_posted[i] = 0;
       std::optional<store::SlotRef> addr;
       if (it.have_slot) {
@@ -53,23 +58,33 @@ Task<Status> SvTxn::Execute() {
         cas_posted[i] = 1;
         addr.reset();
       } else if (rw && it.access != Access::kRead && !it.locked && addr) {
-        cas_word[i] = addr->Addr(*it.table, primary, 0) + offsetof(SvHeader, lock);
+        cas_word[i] = addr->Addr(*it.table, primary, rep) + offsetof(SvHeader, lock);
         cas_posted[i] = 1;
       }
+      cas_old[i] = 0;
       if (cas_posted[i]) ep.Cas(cas_word[i], 0, self, &cas_old[i]);
       if (addr) {
         it.ref = *addr;
         whole_bucket[i] = 0;
         bufs[i].resize(it.table->cvt_bytes);
-        ep.Read(addr->Addr(*it.table, primary, 0), bufs[i].data(), it.table->cvt_bytes);
+        ep.Read(addr->Addr(*it.table, primary, rep), bufs[i].data(), it.table->cvt_bytes);
       } else {
         whole_bucket[i] = 1;
         bufs[i].resize(it.table->bucket_bytes());
-        ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+        ep.Read(it.table->BucketAddr(primary, rep, store::HomeBucket(*it.table, it.lk.key)),
                 bufs[i].data(), it.table->bucket_bytes());
       }
     }
-    CheckOk(co_await ep.Flush());
+    if (Endpoint::FlushResult f = co_await ep.FlushReporting(); !f.status.ok()) {
+      // The words won on the MNs that answered are released with the rest (an MN that did not
+      // answer failed, and its words with it).
+      for (size_t i : todo) {
+        if (cas_posted[i] && cas_old[i] == 0 && ((f.unreachable >> cas_word[i].mn()) & 1) == 0) {
+          mn_held_.push_back(cas_word[i]);
+        }
+      }
+      co_return FailUnreachable(f.status);
+    }
     bool refused = false;
     for (size_t i : todo) {
       if (!cas_posted[i]) continue;
@@ -96,8 +111,9 @@ Task<Status> SvTxn::Execute() {
         store::BucketScan scan = store::ScanBucket(*it.table, bufs[i], it.lk.key);
         if (scan.match < 0 && scan.first_empty < 0) {
           // A full home bucket: the key may have overflowed into a later one.
-          Result<store::SlotRef> f =
-              co_await store::SvLocate(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
+          Result<store::SlotRef> f = co_await store::SvLocate(
+              ep, *it.table, w_.placement().Replica(it.lk.key, it.lock_rep), it.lock_rep,
+              it.lk.key);
           if (f.ok()) {
             it.ref = *f;
             it.have_slot = true;
@@ -105,6 +121,7 @@ Task<Status> SvTxn::Execute() {
             attempt--;
             continue;
           }
+          if (f.status().code() == Code::kUnavailable) co_return FailUnreachable(f.status());
           POND_CHECK(f.status().code() == Code::kNotFound);
         }
         if (scan.match < 0) {
@@ -167,11 +184,21 @@ Task<Status> SvTxn::Commit() {
 
   // New keys get their slots first (store::ClaimSlot: two round trips each, and one to mark the
   // claim on the backups), under their buckets' insert locks.
+  // The primary's buckets are where a slot is claimed: down, they are gone; rejoining, not all
+  // copied yet (docs/recovery.md "MN crash").
+  for (size_t i : writes) {
+    const Item& it = items_[i];
+    if (!it.have_slot && !w_.placement().Readable(w_.placement().Primary(it.lk.key))) {
+      co_return FailUnreachable(
+          Unavailable("the key's primary MN is down or rejoining: no insert"));
+    }
+  }
   for (size_t i : writes) {
     Item& it = items_[i];
     if (it.have_slot) continue;
     Result<store::SlotRef> ref =
         co_await store::ClaimSlot(ep, *it.table, w_.placement(), it.lk.key);
+    if (ref.status().code() == Code::kUnavailable) co_return FailUnreachable(ref.status());
     if (!ref.ok()) co_return Fail(ref.status(), &w_.stats().aborts.user);
     it.ref = *ref;
     it.have_slot = true;
@@ -184,18 +211,20 @@ Task<Status> SvTxn::Commit() {
   std::vector<size_t> check = Unprotected();
   std::vector<std::vector<std::byte>> bufs(check.size());
   std::vector<uint64_t> lock_seen(check.size(), 0);
-  for (size_t k = 0; k < check.size(); k++) {
+  Status unreachable = Status::Ok();
+  for (size_t k = 0; k < check.size() && unreachable.ok(); k++) {
     Item& it = items_[check[k]];
-    MnId primary = w_.placement().Primary(it.lk.key);
+    unreachable = PinLockReplica(it);
+    const MnId primary = w_.placement().Replica(it.lk.key, it.lock_rep);
     if (it.have_slot) {
       bufs[k].resize(sizeof(SvHeader));
-      ep.Read(it.ref.Addr(*it.table, primary, 0), bufs[k].data(), sizeof(SvHeader));
+      ep.Read(it.ref.Addr(*it.table, primary, it.lock_rep), bufs[k].data(), sizeof(SvHeader));
     } else {
       // Absent when read: an insert of it holds the bucket's insert lock until its slot is
       // written on every MN, so that word is read first (a READ copies backwards).
       bufs[k].resize(it.table->bucket_bytes());
       ep.Read(BucketLockWord(it), &lock_seen[k], sizeof(uint64_t));
-      ep.Read(it.table->BucketAddr(primary, 0, store::HomeBucket(*it.table, it.lk.key)),
+      ep.Read(it.table->BucketAddr(primary, it.lock_rep, store::HomeBucket(*it.table, it.lk.key)),
               bufs[k].data(), it.table->bucket_bytes());
     }
   }
@@ -229,14 +258,22 @@ Task<Status> SvTxn::Commit() {
       off += Padded8(it.table->value_bytes);
     }
     store::SealLogRecord(log_buf_);
-    // One copy, on an MN chosen by worker, complete before anything is written.
-    const MnId home =
+    // One copy, on an MN chosen by worker (the next readable one while that is not), complete
+    // before anything is written.
+    MnId home =
         static_cast<MnId>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
+    while (!w_.placement().Readable(home)) home = static_cast<MnId>((home + 1) % w_.config().mns);
     ep.Write(w_.log().Reserve(home, log_buf_.size()), log_buf_.data(),
              static_cast<uint32_t>(log_buf_.size()));
   }
-  if (!check.empty() || !writes.empty()) CheckOk(co_await ep.Flush());
-  if (!writes.empty()) w_.Reached(CommitStep::kLogged);
+  if (!check.empty() || !writes.empty()) {
+    if (Status f = co_await ep.Flush(); !f.ok() && unreachable.ok()) unreachable = f;
+  }
+  if (!writes.empty() && unreachable.ok()) w_.Reached(CommitStep::kLogged);
+  if (!unreachable.ok()) {
+    co_await TombstoneClaims(writes);
+    co_return FailUnreachable(unreachable);
+  }
   for (size_t k = 0; k < check.size(); k++) {
     Item& it = items_[check[k]];
     bool changed;
@@ -250,24 +287,17 @@ Task<Status> SvTxn::Commit() {
       changed = HeldByOther(lock_seen[k]) || scan.match >= 0;
       if (!changed && scan.first_empty < 0) {
         // A full home bucket: the key may have been inserted into a later one.
-        Result<store::SlotRef> f =
-            co_await store::SvLocate(ep, *it.table, w_.placement().Primary(it.lk.key), it.lk.key);
+        Result<store::SlotRef> f = co_await store::SvLocate(
+            ep, *it.table, w_.placement().Replica(it.lk.key, it.lock_rep), it.lock_rep, it.lk.key);
+        if (f.status().code() == Code::kUnavailable) {
+          co_await TombstoneClaims(writes);
+          co_return FailUnreachable(f.status());
+        }
         changed = f.ok();
       }
     }
     if (changed) {
-      // A claimed slot stays claimed for good (store/hash_index.h): leave each one this
-      // transaction claimed as its key's tombstone, live and deleted — as if inserted and
-      // deleted — which a later insert of the key reuses. The bucket's insert lock is still held.
-      std::vector<size_t> claimed;
-      for (size_t i : writes) {
-        if (items_[i].live_meta != 0) claimed.push_back(i);
-      }
-      if (!claimed.empty()) {
-        std::vector<std::vector<std::byte>> images;
-        PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);
-        CheckOk(co_await ep.Flush());
-      }
+      co_await TombstoneClaims(writes);
       co_return Fail(AbortedBecause("validation"), &w_.stats().aborts.validation);
     }
   }
@@ -284,18 +314,18 @@ Task<Status> SvTxn::Commit() {
   std::vector<std::vector<std::byte>> images;
   if (w_.placement().replication() > 1 && !writes.empty()) {
     PostSlotImages(writes, /*tombstones=*/false, Replicas::kBackups, &images);
-    CheckOk(co_await ep.Flush());
+    co_await CommitFlush();
     w_.Reached(CommitStep::kVisible);
   }
   PostSlotImages(writes, /*tombstones=*/false, Replicas::kPrimary, &images);
   if (DeletesIndexedKeys(writes)) {
     // Once the primaries show the deletes recovery would finish this commit, not undo it:
     // deleted keys leave their trees then, under their lock words (no snapshots to stamp for).
-    CheckOk(co_await ep.Flush());
+    co_await CommitFlush();
     co_await UnindexDeletes(writes, 0);
   }
   PostUnlocks();
-  CheckOk(co_await ep.Flush());
+  co_await CommitFlush();
   w_.Reached(CommitStep::kUnlocked);
   finished_ = true;
   EndLocks({});
@@ -305,6 +335,20 @@ Task<Status> SvTxn::Commit() {
     w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, items_[i].sv_version + 1);
   }
   co_return Status::Ok();
+}
+
+Task<void> SvTxn::TombstoneClaims(const std::vector<size_t>& writes) {
+  // A claimed slot stays claimed for good (store/hash_index.h): each one this transaction
+  // claimed is left as its key's tombstone, live and deleted — as if inserted and deleted —
+  // which a later insert of the key reuses. The bucket's insert lock is still held.
+  std::vector<size_t> claimed;
+  for (size_t i : writes) {
+    if (items_[i].live_meta != 0) claimed.push_back(i);
+  }
+  if (claimed.empty()) co_return;
+  std::vector<std::vector<std::byte>> images;
+  PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);
+  co_await CommitFlush();
 }
 
 void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
@@ -325,15 +369,17 @@ void SvTxn::PostSlotImages(const std::vector<size_t>& items, bool tombstones, Re
     zeros.assign(it.table->value_bytes, std::byte{0});
     std::span<const std::byte> value = del ? std::span<const std::byte>(zeros) : it.new_value;
     for (int r = 0; r < w_.placement().replication(); r++) {
-      if (!Includes(which, r)) continue;
-      GAddr slot = it.ref.Addr(*it.table, w_.placement().Replica(it.lk.key, r), r);
+      const MnId mn = w_.placement().Replica(it.lk.key, r);
+      if (!Includes(which, it, r) || w_.placement().IsDown(mn)) continue;
+      GAddr slot = it.ref.Addr(*it.table, mn, r);
       GAddr word = slot + offsetof(SvHeader, lock);
       const bool held = std::find(mn_held_.begin(), mn_held_.end(), word) != mn_held_.end();
-      h.lock = r == 0 && held ? self : 0;
+      const bool words_here = r == it.lock_rep;
+      h.lock = words_here && held ? self : 0;
       images->emplace_back(it.table->cvt_bytes);
       store::EncodeSvSlot(*it.table, h, value, images->back());
       const std::byte* image = images->back().data();
-      if (r == 0 && !held) {
+      if (words_here && !held) {
         // A new key's slot whose lock word is not this transaction's: slot 0 of a bucket it
         // overflowed into, whose word is that bucket's insert lock and may be another
         // inserter's. Everything but the word.

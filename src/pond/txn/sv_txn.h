@@ -29,6 +29,8 @@ class SvTxn final : public TxnState {
   // bytes until the flush.
   void PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
                       std::vector<std::vector<std::byte>>* images);
+  // Before an abort after the claims: leaves each slot this transaction claimed as a tombstone.
+  Task<void> TombstoneClaims(const std::vector<size_t>& writes);
 
   std::vector<std::byte> log_buf_;
 };

@@ -243,9 +243,20 @@ Status TxnState::Write(uint16_t table, uint64_t key, std::span<const std::byte> 
 uint64_t TxnState::OwnerWord() const { return store::LockOwnerWord(owner_.cn, owner_.txn_id); }
 
 GAddr TxnState::BucketLockWord(const Item& it) const {
-  return it.table->BucketAddr(w_.placement().Primary(it.lk.key), 0,
+  POND_ASSERT(it.lock_rep_pinned);
+  return it.table->BucketAddr(w_.placement().Replica(it.lk.key, it.lock_rep), it.lock_rep,
                               store::HomeBucket(*it.table, it.lk.key)) +
          offsetof(store::CvtHeader, lock);
+}
+
+Status TxnState::PinLockReplica(Item& it) {
+  const int rep = w_.placement().LockReplica(it.lk.key);
+  if (rep < 0)
+    return Unavailable("the key's lock words are changing hands (an MN left or rejoins)");
+  if (it.lock_rep_pinned && rep != it.lock_rep) return Unavailable("the key's lock words moved");
+  it.lock_rep = rep;
+  it.lock_rep_pinned = true;
+  return Status::Ok();
 }
 
 namespace {
@@ -254,10 +265,57 @@ const uint64_t kFreeLockWord = 0;
 
 Task<void> FlushPosted(Endpoint* ep) {
   Status s = co_await ep->Flush();
-  POND_CHECK_MSG(s.ok(), s.ToString().c_str());
+  // An MN that did not answer is one that failed (MN faults are refused for these protocols
+  // where an MN could be cut off and come back): the words it held are gone with it.
+  POND_CHECK_MSG(s.ok() || s.code() == Code::kUnavailable, s.ToString().c_str());
 }
 
 }  // namespace
+
+Status TxnState::FailUnreachable(const Status& s) {
+  POND_CHECK_MSG(s.code() == Code::kUnavailable, s.ToString().c_str());
+  return Fail(AbortedBecause("MN unreachable"), &w_.stats().aborts.mn_unreachable);
+}
+
+void TxnState::BeginRound() {
+  if (protocol().cn_locks) w_.ep().KeepWrites(&round_);
+}
+
+Task<void> TxnState::CommitFlush() {
+  Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
+  w_.ep().StopKeeping(&round_);
+  if (r.unreachable == 0 || r.status.code() != Code::kUnavailable) {
+    CheckOk(r.status);  // anything but an MN that did not answer is a bug
+    round_.clear();
+    co_return;
+  }
+  // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
+  // declared down: then every replica a reader may use has the writes (Placement::ReadReplica).
+  // One that is rejoining is not read either: it is read only once a copy taken under this
+  // transaction's locks — after it ends — is there (docs/recovery.md "MN restart").
+  // Or until they answer the round posted again: one beyond a link that was down for less than
+  // it takes to declare it is not declared at all (docs/recovery.md "Partitions and fencing").
+  const store::Placement& placement = w_.placement();
+  uint64_t waited_ns = 0;
+  while (true) {
+    const uint64_t silent = r.unreachable & ~(placement.down_mask() | placement.joining_mask());
+    if (silent == 0) break;
+    if (round_.empty() || waited_ns < kPostAgainEveryNs) {
+      co_await w_.sched().SleepFor(kUnreachablePollNs);
+      waited_ns += kUnreachablePollNs;
+      continue;
+    }
+    waited_ns = 0;
+    // Again only to the MNs still silent and not declared: what one that answered holds is
+    // where it belongs, and a declared one may be a blank restarted MN by now.
+    w_.ep().PostAgain(round_, silent);
+    w_.stats().commit_rounds_posted_again++;
+    Endpoint::FlushResult again = co_await w_.ep().FlushReporting();
+    if (again.unreachable == 0 || again.status.code() != Code::kUnavailable) CheckOk(again.status);
+    r.unreachable = again.unreachable;
+  }
+  round_.clear();
+}
 
 void TxnState::PostUnlocks() {
   for (GAddr a : mn_held_) w_.ep().Write(a, &kFreeLockWord, sizeof(kFreeLockWord));

@@ -82,7 +82,11 @@ struct Item {
   // Ordered tables: an Insert whose key is not in the table's B+Tree yet; put there by the
   // Execute that finds the key absent (docs/protocol.md "Ordered tables and range scans").
   bool index_pending = false;
-  bool locked = false;         // holds a lock on lk (read or write; on a CN or an MN)
+  bool locked = false;  // holds a lock on lk (read or write; on a CN or an MN)
+  // MN lock words: the replica that holds the key's words and serves its reads and validation,
+  // fixed at the item's first access (TxnState::PinLockReplica). 0, the primary, under lotus.
+  int lock_rep = 0;
+  bool lock_rep_pinned = false;
   bool bucket_locked = false;  // MN-lock protocols: holds the insert lock of the home bucket
 
   // What Execute found.
@@ -170,15 +174,31 @@ class TxnState {
   // Indexes of the items Commit must write: puts, and erases of keys that exist.
   std::vector<size_t> Writes() const;
   // Which replicas of a key a commit step writes: the backups first, then the primary in the
-  // batch that frees its lock word (PostUnlocks).
+  // batch that frees its lock word (PostUnlocks). "The primary" is the replica that holds the
+  // item's lock words (Item::lock_rep): replica 0 unless an MN is down.
   enum class Replicas : uint8_t { kAll, kBackups, kPrimary };
-  static bool Includes(Replicas which, int replica) {
-    return which == Replicas::kAll || (replica == 0) == (which == Replicas::kPrimary);
+  static bool Includes(Replicas which, const Item& it, int replica) {
+    return which == Replicas::kAll || (replica == it.lock_rep) == (which == Replicas::kPrimary);
   }
+  // MN lock words: pins `it` to the replica that holds its words now (Placement::LockReplica).
+  // Unavailable while they change hands between replicas, or if they did since the item's
+  // first access: the transaction aborts as on an MN that did not answer.
+  Status PinLockReplica(Item& it);
   // Items whose read no lock protects until commit (motor and ford validate them).
   std::vector<size_t> Unprotected() const;
   const ProtocolConfig& protocol() const { return w_.config().protocol; }
 
+  // A read batch an MN did not answer: the transaction aborts (it retries in the new epoch).
+  Status FailUnreachable(const Status& s);
+  // A commit batch: every MN up has it once this returns. One that did not answer is waited out
+  // until it is declared down; the replicas up then hold the transaction's writes. The WRITEs
+  // posted since BeginRound are posted again to it meanwhile, and once it answers them this
+  // returns too.
+  Task<void> CommitFlush();
+  // The round posted from here to the next CommitFlush may be posted again: with CN locks it
+  // writes only what this transaction holds locked (with MN lock words, releasing them is a
+  // WRITE, which written again could free a later holder's lock).
+  void BeginRound();
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;
   // Whether lock word value `word` keeps this transaction out: taken, not by it, and not by a
@@ -190,7 +210,8 @@ class TxnState {
   // word -> 0) with this transaction's unlocks, so that the retry takes it.
   void FreeGoneWord(GAddr addr, uint64_t word) { gone_words_.push_back({addr, word}); }
   // The insert lock of a key's home bucket: the lock word of the bucket's slot 0 on the
-  // primary. Sharing it with that slot's own lock only adds conflicts, never removes one.
+  // replica that holds the key's words (pinned). Sharing it with that slot's own lock only adds
+  // conflicts, never removes one.
   GAddr BucketLockWord(const Item& it) const;
   // Posts WRITE 0 to every held lock word (after whatever the caller posted to the same MN).
   // The rule every caller keeps (docs/protocols.md "Replica order"): a lock word goes free only
@@ -217,6 +238,7 @@ class TxnState {
   Status deferred_;           // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
+  std::vector<Op> round_;       // BeginRound: the WRITEs CommitFlush may post again
   struct GoneWord {
     GAddr addr;
     uint64_t word;
