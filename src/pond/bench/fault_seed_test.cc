@@ -250,7 +250,7 @@ TEST(FaultSeedTest, LotusSerializable) {
 }
 TEST(FaultSeedTest, LotusSnapshot) { RunSmallBankSeeds("lotus", Isolation::kSnapshot, 200, true); }
 // Motor and FORD recover crashed and fenced CNs (cluster/mn_lock_recovery.h); they survive MN
-// crashes only without CN faults yet (LockWordsOnMnsMoveToTheNextReplicaWhenTheirMnCrashes):
+// crashes only without CN faults yet (LockWordsOnMnsMoveToABackupWhenTheirMnCrashes):
 // random schedules, which draw both, draw no MN crash for them.
 TEST(FaultSeedTest, MotorSerializable) {
   RunSmallBankSeeds("motor", Isolation::kSerializable, 200, false);
@@ -352,13 +352,13 @@ TEST(FaultSeedTest, ACrashAimedAtEachStepOfMotorAndFordIsRecovered) {
 }
 
 // Motor, FORD and the ablation step +log-visible (lock words on MNs) through MN crashes: a key's
-// words move to its next replica once the crashed MN is down and every transaction that could
+// words move to a backup once the crashed MN is down and every transaction that could
 // hold one there has ended (store::Placement::LockReplica). Each seed crashes one MN, or two
 // (R = 3 over 3 MNs: the last one then holds every key's words), at drawn times; every check
 // holds, the history is judged, and commits come back: the run's last milliseconds commit at
 // least a third of what its first ones did (keys whose words were stuck would abort nearly
 // every transaction, each touching up to four keys).
-TEST(FaultSeedTest, LockWordsOnMnsMoveToTheNextReplicaWhenTheirMnCrashes) {
+TEST(FaultSeedTest, LockWordsOnMnsMoveToABackupWhenTheirMnCrashes) {
   const SeedRange seeds = Seeds(4);
   uint64_t unreachable = 0, runs = 0;
   for (const char* protocol : {"motor", "ford", "+log-visible"}) {

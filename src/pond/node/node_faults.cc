@@ -294,7 +294,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         "crash-coord: needs a restart-coord after it (without the coordination service no "
         "failure is declared, and the run could not end)");
   }
-  // Lock words on MNs move to the next replica once an MN is down (docs/recovery.md "Lock
+  // Lock words on MNs move to a backup once an MN is down (docs/recovery.md "Lock
   // words on MNs, and an MN crash"); what that does not cover yet is refused.
   if (!c.protocol.cn_locks) {
     const std::string p = "protocol " + c.protocol.name;

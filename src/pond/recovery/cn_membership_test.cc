@@ -315,7 +315,8 @@ class CnMembershipTest : public ::testing::Test {
                         .workers_per_cn = kWorkers,
                         .replication = replication_,
                         .lease_ns = kLeaseNs,
-                        .shards = kShards};
+                        .shards = kShards,
+                        .mn_lock_words = mn_lock_words_};
     n->store = std::make_unique<NodeStore>(store_);
     n->machine = std::make_unique<CnMembership>(o, view, owners, *n->store, clock_, *n->controls,
                                                 n->counts, *n->sched, *n->ep);
@@ -382,7 +383,8 @@ class CnMembershipTest : public ::testing::Test {
   // The pool: its MNs, those the first configuration names down, and those that beat no more.
   uint16_t mns_ = 1;
   int replication_ = 1;
-  bool hosts_ = false;  // each CN's beats go through a CutEndpoint
+  bool hosts_ = false;          // each CN's beats go through a CutEndpoint
+  bool mn_lock_words_ = false;  // the protocol keeps its lock words on MNs (motor, ford)
   std::set<uint16_t> mns_down_, mns_stopped_;
   ManualClock clock_{1'000'000'000};
   TestStore store_;
@@ -1130,6 +1132,40 @@ TEST_F(HostsTest, NoCnIsDeclaredWithinALeaseOfAnEpochThatDropsAnMn) {
   ASSERT_GE(declared_at, 0);
   EXPECT_GE(declared_at - mn_out_at, 9);
   EXPECT_FALSE(node(0).machine->fenced() || node(1).machine->fenced());
+}
+
+// With lock words on MNs (motor, ford) a failed MN's keys take their words at the next replica
+// once it is down (store::Placement::LockReplica): so it is down only once every CN's
+// transactions from before it stopped reading it have ended — none can hold a word there then.
+class MnLockWordsTest : public CnMembershipTest {
+ protected:
+  MnLockWordsTest() {
+    mns_ = 3;
+    replication_ = 2;
+    mn_lock_words_ = true;
+  }
+};
+
+TEST_F(MnLockWordsTest, AFailedMnIsDownOnlyOnceEveryCnsTransactionsFromBeforeHaveEnded) {
+  Periods(3);
+  mns_stopped_.insert(1);
+  ASSERT_TRUE(Until([&] { return store_.Config().mns[1].leaving; }, 40));
+  Periods(5);
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_TRUE(node(cn).controls->pool.IsJoining(1)) << "CN " << cn << " reads MN 1 no more";
+  }
+  // Two CNs' transactions from before have ended, CN 2's not: MN 1 stays leaving.
+  node(0).controls->ended_through = 1;
+  node(1).controls->ended_through = 1;
+  Periods(10);
+  EXPECT_TRUE(store_.Config().mns[1].alive && store_.Config().mns[1].leaving)
+      << "MN 1 went down while CN 2 could still hold a lock word on it";
+  node(2).controls->ended_through = 1;
+  ASSERT_TRUE(Until([&] { return !store_.Config().mns[1].alive; }, 10));
+  Period();
+  for (uint16_t cn = 0; cn < 3; cn++) {
+    EXPECT_TRUE(node(cn).controls->pool.IsDown(1)) << "CN " << cn;
+  }
 }
 
 // Three MNs, MN 2 down from the start (its replicas served by the others), to be restarted.

@@ -145,24 +145,22 @@ class Placement {
 
   // With lock words on MNs (motor, ford, the ablation steps before +lock-sharding) a key's words
   // live on one replica, and every access to the key — its readers watch the words its writers
-  // take — goes to that one: the first readable replica. -1 while the words change hands, which
-  // a transaction takes as an MN that did not answer (docs/recovery.md "MN crash" under "Lock
-  // words on MNs"): an MN before it is leaving (the words move to the next replica once every
-  // transaction that could take one on the leaving MN has ended), or is a restarted one from its
-  // freeze until it is read (they move back once every transaction that could take one on the
-  // replica standing in has).
+  // take — goes to that one: the replica readers use (ReadReplica), so that a down primary's
+  // words spread over its backups as its reads do. -1 while they may change hands, which a
+  // transaction takes as an MN that did not answer (docs/recovery.md "Lock words on MNs, and an
+  // MN crash"): the primary is not readable and a replica of the key is leaving (its keys' words
+  // move once every transaction that could hold one there has ended), or is a restarted one
+  // from its freeze until it is read (they move back once every transaction that could hold one
+  // where they were has ended). A primary that is readable keeps its words.
   int LockReplica(uint64_t key) const {
     const uint64_t unreadable = down_.get() | joining_.get();
     if (unreadable == 0 || ((unreadable >> Primary(key)) & 1) == 0) return 0;
     const uint64_t rejoining = rejoining_.get();
     const uint64_t handing = (joining_.get() & ~rejoining) | (rejoining & frozen_.get());
     for (int i = 0; i < replication_; i++) {
-      const MnId mn = Replica(key, i);
-      if (((unreadable >> mn) & 1) == 0) return i;
-      if ((handing >> mn) & 1) return -1;
+      if ((handing >> Replica(key, i)) & 1) return -1;
     }
-    POND_CHECK_MSG(false, "no replica of a key is readable");
-    return -1;
+    return ReadReplica(key);
   }
 
  private:
