@@ -355,8 +355,8 @@ TEST(FaultSeedTest, ACrashAimedAtEachStepOfMotorAndFordIsRecovered) {
 // words move to a backup once the crashed MN is down and every transaction that could
 // hold one there has ended (store::Placement::LockReplica). Each seed crashes one MN, or two
 // (R = 3 over 3 MNs: the last one then holds every key's words), at drawn times; every check
-// holds, the history is judged, and commits come back: the run's last milliseconds commit at
-// least a third of what its first ones did (keys whose words were stuck would abort nearly
+// holds, the history is judged, and commits come back: the run's last full millisecond commits
+// at least a third of what its first one did (keys whose words were stuck would abort nearly
 // every transaction, each touching up to four keys).
 TEST(FaultSeedTest, LockWordsOnMnsMoveToABackupWhenTheirMnCrashes) {
   const SeedRange seeds = Seeds(4);
@@ -372,7 +372,7 @@ TEST(FaultSeedTest, LockWordsOnMnsMoveToABackupWhenTheirMnCrashes) {
       }
       const std::string where =
           std::string(protocol) + " seed " + std::to_string(seed) + " " + spec;
-      Result<RunResult> run = RunScheduled(spec, seed, 0.010, Isolation::kSerializable, 2000,
+      Result<RunResult> run = RunScheduled(spec, seed, 0.016, Isolation::kSerializable, 2000,
                                            /*record=*/true, protocol);
       ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
       ASSERT_TRUE(run->failover.has_value()) << where;
@@ -383,8 +383,9 @@ TEST(FaultSeedTest, LockWordsOnMnsMoveToABackupWhenTheirMnCrashes) {
       ASSERT_TRUE(run->history.has_value()) << where;
       EXPECT_TRUE(run->history->ok) << where << ": " << run->history->detail;
       const std::vector<uint64_t>& per_ms = run->committed_per_ms;
-      ASSERT_GE(per_ms.size(), 10u) << where;
-      const uint64_t before = per_ms[0], after = per_ms[8];
+      // The last crash is at 6 ms at the latest, and declared a few ms later.
+      ASSERT_GE(per_ms.size(), 16u) << where;
+      const uint64_t before = per_ms[0], after = per_ms[14];
       EXPECT_GT(after * 3, before) << where << ": commits did not come back";
       unreachable += run->stats.aborts.mn_unreachable;
       runs++;
