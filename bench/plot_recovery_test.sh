@@ -121,9 +121,9 @@ grep -q "^valid: yes" "$tmp/hist.out" ||
 # compare: one schedule for every row; one that a row cannot survive is refused naming it.
 cmp=(sim compare --workload smallbank --cns 4 --workers 2 --coros 4 --accounts 20000
   --virtual-seconds 0.008 --no-check)
-"$pond" "${cmp[@]}" --protocols lotus,motor --faults crash-mn:1@3ms,restart-mn:1@5ms \
-  >"$tmp/cmp.out" 2>"$tmp/cmp.err" && fail "compare: motor with an MN restart was not refused"
-grep -q "motor cannot bring an MN back yet" "$tmp/cmp.err" || fail "compare: $(cat "$tmp/cmp.err")"
+"$pond" "${cmp[@]}" --protocols lotus,ford --faults crash-mn:1@3ms,restart-mn:1@5ms \
+  >"$tmp/cmp.out" 2>"$tmp/cmp.err" && fail "compare: ford with an MN restart was not refused"
+grep -q "ford cannot bring an MN back yet" "$tmp/cmp.err" || fail "compare: $(cat "$tmp/cmp.err")"
 # An MN crash alone for every row: lock words on MNs move to the next replica.
 "$pond" "${cmp[@]}" --faults crash-mn:1@3ms >"$tmp/cmp.out" 2>"$tmp/cmp.err" ||
   fail "compare with an MN crash failed: $(tail -3 "$tmp/cmp.err")"

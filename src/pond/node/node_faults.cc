@@ -304,10 +304,10 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
           " cannot survive a host cut yet (its MN, cut off, may answer again before it is "
           "declared, with lock words that a commit waiting for the declaration has let go)");
     }
-    if (mn_restarts) {
+    if (mn_restarts && c.protocol.single_version) {
       return InvalidArgument("restart-mn: " + p +
-                             " cannot bring an MN back yet (the copy onto it takes lotus's CN "
-                             "locks, which do not keep out writers that lock words on MNs)");
+                             " cannot bring an MN back yet (the copy onto a restarted MN knows "
+                             "multi-version slots only)");
     }
     if (mn_crashes && (cn_crashes || partitions)) {
       return InvalidArgument("crash-mn: " + p +

@@ -84,6 +84,8 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
   std::vector<std::byte> out(slots.size() * t.cvt_bytes);
   for (size_t i = 0; i < slots.size(); i++) {
     std::byte* at = out.data() + i * t.cvt_bytes;
+    // Free on `mn`: with lock words on MNs the source's may be the copier's own (CopyUnderMnWords).
+    slots[i].header.lock = 0;
     std::memcpy(at, &slots[i].header, sizeof(store::CvtHeader));
     for (size_t c = 0; c < slots[i].cells.size(); c++) {
       store::Cell cell = slots[i].cells[c];
@@ -95,6 +97,45 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   co_return static_cast<uint64_t>(slots.size());
+}
+
+// With lock words on MNs (motor and the ablation steps before +lock-sharding) writers keep out
+// of a key by its slot's own word where the key's words are (store::Placement::LockReplica), not
+// by the CN lock tables: the copier takes those words, as a writer would, for the keys `reqs`
+// names (live in slots `live` of bucket `b`), copies, and frees them.
+Task<Result<uint64_t>> CopyUnderMnWords(WorkerContext& w, const store::TableInfo& t, MnId mn,
+                                        int rep, MnId src, int src_rep, uint64_t b,
+                                        const std::vector<lock::LockRequest>& reqs,
+                                        const std::vector<int>& live) {
+  Endpoint& ep = w.ep();
+  const store::Placement& pl = w.placement();
+  const uint64_t self =
+      store::LockOwnerWord(w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId());
+  std::vector<GAddr> words(reqs.size());
+  std::vector<uint64_t> old(reqs.size(), 0);
+  for (size_t i = 0; i < reqs.size(); i++) {
+    const uint64_t key = reqs[i].key.key;
+    const int lr = pl.LockReplica(key);
+    // Changing hands (an MN leaving, or a restarted one frozen): tried again later.
+    if (lr < 0) co_return Unavailable("the key's lock words are changing hands");
+    words[i] = t.SlotAddr(pl.Replica(key, lr), lr, b, live[i]) + offsetof(store::CvtHeader, lock);
+  }
+  for (size_t i = 0; i < reqs.size(); i++) ep.Cas(words[i], 0, self, &old[i]);
+  Endpoint::FlushResult f = co_await ep.FlushReporting();
+  std::vector<GAddr> won;
+  for (size_t i = 0; i < reqs.size(); i++) {
+    if (old[i] == 0 && ((f.unreachable >> words[i].mn()) & 1) == 0) won.push_back(words[i]);
+  }
+  Result<uint64_t> r = Conflict("a key's lock word is held");
+  if (!f.status.ok()) {
+    r = f.status;
+  } else if (won.size() == reqs.size()) {
+    r = co_await CopyLocked(w, t, mn, rep, src, src_rep, b, reqs);
+  }
+  const uint64_t zero = 0;
+  for (GAddr a : won) ep.Write(a, &zero, sizeof(zero));
+  if (Status s = co_await ep.Flush(); !s.ok() && r.ok()) co_return s;
+  co_return r;
 }
 
 Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, MnId mn, int rep,
@@ -109,6 +150,7 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
   // inserted past it (store::ClaimSlot). By CAS from empty: the insert may have written its slot
   // on `mn` since the read, and a later state is never taken back.
   std::vector<uint64_t> claim_old(static_cast<size_t>(t.slots_per_bucket));
+  std::vector<int> live;
   bool claims = false;
   for (int s = 0; s < t.slots_per_bucket; s++) {
     store::CvtHeader h;
@@ -120,11 +162,15 @@ Task<Result<uint64_t>> CopyBucket(WorkerContext& w, const store::TableInfo& t, M
     }
     if (store::MetaState(h.meta) != store::kSlotLive) continue;
     reqs.push_back({lock::LockKey::Record(t.id, h.key), lock::LockMode::kWrite});
+    live.push_back(s);
   }
   if (claims) {
     if (Status st = co_await ep.Flush(); !st.ok()) co_return st;
   }
   if (reqs.empty()) co_return uint64_t{0};
+  if (!w.config().protocol.cn_locks) {
+    co_return co_await CopyUnderMnWords(w, t, mn, rep, src, src_rep, b, reqs, live);
+  }
   // The copier takes the locks as a transaction of this worker would, so the lock tables, the
   // ends and the worker's floor treat it as one.
   const lock::LockOwner owner{w.cn_id(), (uint64_t{w.index()} << 48) | w.NextTxnId()};
