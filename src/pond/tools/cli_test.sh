@@ -432,6 +432,14 @@ if "$pond" sim tpcc --faults crash-mn:1@1ms,restart-mn:1@3ms $tp_small >"$tmp/ou
 else
   echo "FAIL tpcc MN crash and restart:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
+# Motor under TPC-C refuses an MN crash in one line (its B+Tree rounds would wait for good).
+"$pond" sim tpcc --protocol motor --faults crash-mn:1@1ms $tp_small >"$tmp/out" 2>"$tmp/err"
+code=$?
+if [ "$code" = 2 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "cannot survive an MN crash under TPC-C" "$tmp/err"; then
+  echo "ok   motor tpcc refuses an MN crash in one line"
+else
+  echo "FAIL motor tpcc with an MN crash: exit $code: $(cat "$tmp/err")"; failures=$((failures + 1))
+fi
 # A long MN outage: New-Orders whose new keys have the down MN as primary abort again and again,
 # retried with the same keys. None may leave a slot claimed for nobody on the MNs up — else their
 # buckets fill, and those keys could never be inserted (OutOfSpace) even once the MN is back.
