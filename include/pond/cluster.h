@@ -472,8 +472,9 @@ class Cluster {
   FailoverStats GetFailoverStats() const;
   // After a Run: whether every replica of every record agrees (versions, cells and bytes), no
   // cell is left INVISIBLE and no lock word held, and — since ScheduleFaults — every write a
-  // transaction committed is still there (docs/recovery.md). Not while a Run is going on, and
-  // only when the MNs' memory is in this process (not for MN daemons reached by transport.coord).
+  // transaction committed is still there (docs/recovery.md). Not while a Run is going on nor while
+  // the cluster serves (a check failure then), and only when the MNs' memory is in this process
+  // (not for MN daemons reached by transport.coord).
   ReplicaCheck CheckReplicas() const;
 
   // What the cluster counted so far (every CN this process runs). Callable from any thread,

@@ -92,6 +92,9 @@ Status Cluster::ScheduleFaults(std::vector<NodeFault> faults) {
 }
 
 ReplicaCheck Cluster::CheckReplicas() const {
+  // Workers still write the MNs' memory while serving; a comparison then would race them and
+  // report their half-done commits as disagreements.
+  POND_CHECK_MSG(!serving(), "CheckReplicas while serving: StopServing first");
   const ClusterImpl& cl = *impl_;
   std::vector<cluster::AckedWrite> acked;
   // A restarted CN's dead incarnation acknowledged writes too.

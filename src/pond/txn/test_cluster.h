@@ -69,6 +69,7 @@ inline uint64_t AsU64(std::span<const std::byte> v) {
 struct CheckReplicasAtEnd {
   void operator()(Cluster* c) const {
     if (c == nullptr) return;
+    if (c->serving()) c->StopServing();
     ReplicaCheck r = c->CheckReplicas();
     EXPECT_TRUE(r.ok()) << "replicas disagree after the test's runs: " << r.disagreements
                         << " disagreements, " << r.invisible << " cells left INVISIBLE, "
