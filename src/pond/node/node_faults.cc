@@ -27,7 +27,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            "coordination service, or for a CM to declare a CN)");
   };
   bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
-  bool host_cuts = false, mn_restarts = false;
+  bool host_cuts = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
@@ -162,7 +162,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         // count of its groups comes back once the copy is done (a crash meanwhile waits for it).
         mn_down[f.node] = false;
         mns_down--;
-        mn_restarts = true;
         continue;
       case NodeFaultKind::kPartitionCn:
       case NodeFaultKind::kHealCn: {
@@ -303,11 +302,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
           "partition-host: " + p +
           " cannot survive a host cut yet (its MN, cut off, may answer again before it is "
           "declared, with lock words that a commit waiting for the declaration has let go)");
-    }
-    if (mn_restarts && c.protocol.single_version) {
-      return InvalidArgument("restart-mn: " + p +
-                             " cannot bring an MN back yet (the copy onto a restarted MN knows "
-                             "multi-version slots only)");
     }
     if (mn_crashes && (cn_crashes || partitions)) {
       return InvalidArgument("crash-mn: " + p +

@@ -11,6 +11,7 @@
 #include "pond/store/catalog.h"
 #include "pond/store/layout.h"
 #include "pond/store/record.h"
+#include "pond/store/sv_slot.h"
 
 namespace pond::node {
 namespace {
@@ -24,6 +25,44 @@ MnId ReplicaOfGroup(const store::Placement& pl, MnId primary, int i) {
   return static_cast<MnId>((primary + static_cast<unsigned>(i)) % pl.num_mns());
 }
 
+bool Held(const std::vector<lock::LockRequest>& locked, uint64_t key) {
+  for (const lock::LockRequest& r : locked) {
+    if (r.key.key == key) return true;
+  }
+  return false;
+}
+
+// CopyLocked for single-version slots (ford), whose value is in the slot itself: each slot
+// whole, in one WRITE, with its lock word free on `mn` (the copier's own word, if the source
+// holds the key's words, must not come along).
+Task<Result<uint64_t>> CopySvLocked(WorkerContext& w, const store::TableInfo& t, MnId mn, int rep,
+                                    uint64_t b, const std::vector<std::byte>& bucket,
+                                    const std::vector<lock::LockRequest>& locked) {
+  Endpoint& ep = w.ep();
+  std::vector<std::byte> value(t.value_bytes);
+  std::vector<std::vector<std::byte>> out;
+  std::vector<int> index;
+  for (int s = 0; s < t.slots_per_bucket; s++) {
+    const std::byte* at = bucket.data() + static_cast<size_t>(s) * t.cvt_bytes;
+    store::SvHeader h;
+    std::memcpy(&h, at, sizeof(h));
+    if (store::MetaState(h.meta) != store::kSlotLive || !Held(locked, h.key)) continue;
+    // Nobody writes a slot whose key's lock word we hold: a torn slot is not a race.
+    if (!store::DecodeSvSlot(t, std::span(at, t.cvt_bytes), &h, value).ok()) {
+      co_return Corruption("a single-version slot torn under its key's lock word");
+    }
+    out.emplace_back(at, at + t.cvt_bytes);
+    const uint64_t free_word = 0;
+    std::memcpy(out.back().data() + offsetof(store::SvHeader, lock), &free_word, 8);
+    index.push_back(s);
+  }
+  for (size_t i = 0; i < out.size(); i++) {
+    ep.Write(t.SlotAddr(mn, rep, b, index[i]), out[i].data(), t.cvt_bytes);
+  }
+  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  co_return static_cast<uint64_t>(out.size());
+}
+
 // The slots of bucket `b` whose keys this worker holds write locks on are copied from `src`
 // (replica `src_rep`) to `mn` (replica `rep`). Slots that went live after the locks were asked
 // for are left alone: their inserts wrote `mn` too.
@@ -35,6 +74,7 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
   std::vector<std::byte> bucket(t.bucket_bytes());
   ep.Read(t.BucketAddr(src, src_rep, b), bucket.data(), t.bucket_bytes());
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+  if (t.single_version) co_return co_await CopySvLocked(w, t, mn, rep, b, bucket, locked);
 
   struct Slot {
     int index;
@@ -48,10 +88,7 @@ Task<Result<uint64_t>> CopyLocked(WorkerContext& w, const store::TableInfo& t, M
     const std::byte* at = bucket.data() + static_cast<size_t>(s) * t.cvt_bytes;
     store::CvtHeader h;
     std::memcpy(&h, at, sizeof(h));
-    if (store::MetaState(h.meta) != store::kSlotLive) continue;
-    bool held = false;
-    for (const lock::LockRequest& r : locked) held |= r.key.key == h.key;
-    if (!held) continue;
+    if (store::MetaState(h.meta) != store::kSlotLive || !Held(locked, h.key)) continue;
     Slot slot{s, h, {}};
     for (int c = 0; c < t.versions; c++) {
       store::CvtCell raw;
@@ -203,7 +240,7 @@ Task<Result<uint64_t>> CopyToRejoining(WorkerContext& w, MnId mn, CopyUnit u,
   const store::Placement& pl = w.placement();
   const MnId primary = static_cast<MnId>((mn + pl.num_mns() - u.replica) % pl.num_mns());
   if (u.tree) co_return co_await CopyTreeLines(w, *t, primary, u, stop);
-  POND_CHECK(t != nullptr && !t->single_version);
+  POND_CHECK(t != nullptr);
   uint64_t copied = 0;
   for (uint64_t b = u.first; b < u.end;) {
     if (!pl.IsJoining(mn)) {
