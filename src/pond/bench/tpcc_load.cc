@@ -225,7 +225,10 @@ uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
       lanes += static_cast<double>(t.rows) * r / mns * store::RecordStride(t.o.value_bytes) * 2;
     }
   }
-  const double need = std::max(heap * 4, lanes * 4 / 3) * 1.1 + double{64 << 20};
+  // The general heap is a quarter of the region, three quarters under ford
+  // (store::GeneralHeapBytes); the lanes are the rest.
+  const double need =
+      (sv ? heap * 4 / 3 : std::max(heap * 4, lanes * 4 / 3)) * 1.1 + double{64 << 20};
   const auto mib = static_cast<uint64_t>(need / (1 << 20));
   return (mib + 255) / 256 * 256;
 }

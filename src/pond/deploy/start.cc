@@ -32,8 +32,9 @@ Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t reg
 Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
   uint64_t region_bytes = config.region_mib * kMiB;
-  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, store::kChunkBytes);
+  auto layout = store::MakeLayout(
+      static_cast<uint16_t>(config.mns), config.replication, region_bytes, store::kChunkBytes,
+      store::GeneralHeapBytes(region_bytes, config.protocol.single_version));
   if (!layout.ok()) return layout.status();
   std::unique_ptr<Fabric> fabric;
   // The coordination service, when the MNs are daemons: a CN process keeps it for its membership;

@@ -382,8 +382,9 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   POND_RETURN_IF_ERROR(ValidateConfig(config));
   POND_RETURN_IF_ERROR(testbed.Validate());
   uint64_t region_bytes = config.region_mib * kMiB;
-  auto layout = store::MakeLayout(static_cast<uint16_t>(config.mns), config.replication,
-                                  region_bytes, store::kChunkBytes);
+  auto layout = store::MakeLayout(
+      static_cast<uint16_t>(config.mns), config.replication, region_bytes, store::kChunkBytes,
+      store::GeneralHeapBytes(region_bytes, config.protocol.single_version));
   if (!layout.ok()) return layout.status();
   auto engine = std::make_unique<sim::Engine>(config.seed);
   sim::Engine* e = engine.get();

@@ -86,6 +86,28 @@ TEST(ClusterTest, ConfigErrorsNameTheField) {
   EXPECT_EQ(ValidateConfig(c).message(), "ClusterConfig.region_mib must be 16 to 1048576");
 }
 
+// Ford's values are in its single-version slots, so its tables take their whole size from the
+// general heap and nothing from the lanes: its heap is three quarters of the region
+// (store::GeneralHeapBytes). A table whose index needs about 28 MiB on each MN of a 64 MiB
+// region fits there, and would not in a quarter (16 MiB), as TATP at its default scale did not
+// under ford in the default region.
+TEST(ClusterTest, FordGivesItsIndexMostOfTheRegion) {
+  ClusterConfig c = testing_cluster::Config("ford");
+  ASSERT_EQ(c.region_mib, 64u);
+  auto cluster = Cluster::Start(c);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().ToString();
+  TableOptions big{.name = "big", .value_bytes = 100, .capacity = 120'000};
+  Result<uint16_t> t = (*cluster)->CreateTable(big);
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  ASSERT_TRUE((*cluster)
+                  ->Load(*t, 1000,
+                         [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
+                           *key = i;
+                           std::memcpy(v.data(), &i, sizeof(i));
+                         })
+                  .ok());
+}
+
 TEST(ClusterTest, ReadsLoadedDataAndSeesCommittedWrites) {
   Fixture fx;
   uint16_t t = fx.table;

@@ -220,7 +220,8 @@ int RunMnDaemon(const MnDaemonOptions& o) {
   }
   const uint64_t region_bytes = c.region_mib * kMiB;
   auto layout = store::MakeLayout(static_cast<uint16_t>(c.mns), c.replication, region_bytes,
-                                  store::kChunkBytes);
+                                  store::kChunkBytes,
+                                  store::GeneralHeapBytes(region_bytes, c.protocol.single_version));
   if (!layout.ok()) {
     log("cannot lay out the region: {}", layout.status().ToString());
     return 1;

@@ -101,6 +101,14 @@ inline constexpr uint64_t kChunkBytes = 1 << 20;
 Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,
                               uint64_t chunk_bytes, uint64_t general_heap_bytes = 0);
 
+// The general heap of a cluster's regions. Multi-version tables keep their records in the lanes,
+// the index a quarter of the region; single-version slots (ford) hold their values in the index
+// itself and nothing is carved from a lane, so the heap takes three quarters. Every process
+// that lays out or reaches a cluster's regions uses this (MN daemons, CNs, the simulator).
+inline uint64_t GeneralHeapBytes(uint64_t region_bytes, bool single_version) {
+  return single_version ? region_bytes / 4 * 3 : region_bytes / 4;
+}
+
 class Catalog {
  public:
   const TableInfo* Find(uint16_t id) const;
