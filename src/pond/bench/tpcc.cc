@@ -46,18 +46,6 @@ TpccWorkload::~TpccWorkload() = default;
 
 Status TpccWorkload::Validate(const RunOptions& o) const {
   if (o.record) return InvalidArgument("the TPC-C workload records no history");
-  // With lock words on MNs a crashed MN goes down only once every transaction from before it
-  // left has ended; a B+Tree round or lock that met it waits for it to go down: both would
-  // wait for good (docs/recovery.md "Lock words on MNs, and an MN crash").
-  if (!o.cluster.protocol.cn_locks) {
-    for (const NodeFault& f : o.node_faults) {
-      if (f.kind == NodeFaultKind::kCrashMn) {
-        return InvalidArgument("crash-mn: protocol " + o.cluster.protocol.name +
-                               " cannot survive an MN crash under TPC-C yet (a B+Tree round "
-                               "waits for the crashed MN to go down, which waits for it)");
-      }
-    }
-  }
   int mix_sum = 0;
   for (int pct : p_.mix) {
     if (pct < 0 || pct > 100) return InvalidArgument("--mix percentages must be 0 to 100");

@@ -66,6 +66,13 @@ struct TreeOptions {
   // A replicated tree (TreeSpace::replication > 1): which MNs are down or joining, so that
   // writes skip the down ones and reads go to a readable copy. Null: every MN is up.
   const store::Placement* placement = nullptr;
+  // With lock words on MNs (motor, ford and their steps) a leaving MN goes down only once every
+  // transaction from before it left has ended (docs/recovery.md "Lock words on MNs, and an MN
+  // crash"), so a round of a transaction's tree operation must not wait for "down": a write
+  // round counts a leaving MN that does not answer as written (read by nobody, as a commit
+  // round does), and a lock round refuses (Unavailable), its transaction aborting. Off: every
+  // round waits until such an MN is down.
+  bool rounds_end_at_leaving = false;
 };
 
 // Sibling moves after a descent that trusted the cache before the operation descends again
@@ -199,8 +206,10 @@ class BTree {
   }
   // Posts `ops`, flushes, and while an MN of theirs that did not answer is not declared down,
   // waits and posts its ops again: each op then took effect on every MN still up, or its MN is
-  // out (the caller looks at WrittenCopies again).
-  Task<Status> RunRound(const std::vector<Op>& ops);
+  // out (the caller looks at WrittenCopies again). With rounds_end_at_leaving, a silent MN that
+  // is leaving ends the wait too, and goes into *gave_up (if given): its ops may or may not
+  // have taken effect.
+  Task<Status> RunRound(const std::vector<Op>& ops, uint64_t* gave_up = nullptr);
   // HOCL: the line's global lock — the word on every written copy, taken in copy order — through
   // the local table. A word held by a dead holder is taken, and the line it names recopied.
   Task<Status> Lock(GAddr line);

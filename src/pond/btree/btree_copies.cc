@@ -54,7 +54,8 @@ GAddr BTree::WordOf(GAddr line) const {
   return layout_.LockFor(line);
 }
 
-Task<Status> BTree::RunRound(const std::vector<Op>& ops) {
+Task<Status> BTree::RunRound(const std::vector<Op>& ops, uint64_t* gave_up) {
+  if (gave_up != nullptr) *gave_up = 0;
   if (ops.empty()) co_return Status::Ok();
   ep_.PostAgain(ops, ~uint64_t{0});  // (posts every op: the first time, here)
   if (layout_.replication() == 1 || options_.placement == nullptr) co_return co_await ep_.Flush();
@@ -64,7 +65,12 @@ Task<Status> BTree::RunRound(const std::vector<Op>& ops) {
   // down for a while — or is declared down, when what it holds no longer counts.
   uint64_t waited_ns = 0;
   while (r.unreachable != 0 && r.status.code() == Code::kUnavailable) {
-    const uint64_t silent = r.unreachable & ~options_.placement->down_mask();
+    uint64_t silent = r.unreachable & ~options_.placement->down_mask();
+    if (options_.rounds_end_at_leaving) {
+      const uint64_t leaving = silent & options_.placement->leaving_mask();
+      if (gave_up != nullptr) *gave_up |= leaving;
+      silent &= ~leaving;
+    }
     if (silent == 0) co_return Status::Ok();
     if (waited_ns < store::kPostAgainEveryNs) {
       co_await ep_.scheduler().SleepFor(store::kUnreachablePollNs);
@@ -105,14 +111,21 @@ Task<Status> BTree::Lock(GAddr line) {
       for (int k = 0; k < layout_.replication(); k++) {
         if (want >> k & 1) ops.push_back(CasOp(layout_.Copy(word, k), 0, mine, &old[k]));
       }
-      s = co_await RunRound(ops);
+      uint64_t gave_up = 0;
+      s = co_await RunRound(ops, &gave_up);
       // A word this CAS took is held even on a copy declared down meanwhile: its MN may be back
       // blank, and the word on it (PostRelease). A dead holder's word is taken from it by a
-      // second CAS, as another CN may take it first.
+      // second CAS, as another CN may take it first. A copy on a leaving MN that did not answer
+      // is neither held nor free: the words won on the others are let go, and the lock refused
+      // (rounds_end_at_leaving).
+      auto unanswered = [&](int k) { return (gave_up >> layout_.Copy(word, k).mn()) & 1; };
+      bool unknown = false;
       ops.clear();
       for (int k = 0; k < layout_.replication() && s.ok(); k++) {
         if ((want >> k & 1) == 0) continue;
-        if (old[k] == 0 || old[k] == mine) {
+        if (unanswered(k)) {
+          unknown = true;
+        } else if (old[k] == 0 || old[k] == mine) {
           h.copies |= uint64_t{1} << k;
         } else if (copy_down(k)) {
           continue;
@@ -123,16 +136,23 @@ Task<Status> BTree::Lock(GAddr line) {
           refused = true;
         }
       }
-      if (s.ok()) s = co_await RunRound(ops);
-      for (int k = 0; k < layout_.replication() && s.ok(); k++) {
+      if (s.ok() && !unknown) s = co_await RunRound(ops, &gave_up);
+      for (int k = 0; k < layout_.replication() && s.ok() && !unknown; k++) {
         if ((want >> k & 1) == 0 || dead[k] == 0 || (h.copies >> k & 1)) continue;
-        if (old[k] == dead[k] || old[k] == mine) {
+        if (unanswered(k)) {
+          unknown = true;
+        } else if (old[k] == dead[k] || old[k] == mine) {
           h.copies |= uint64_t{1} << k;
           stats_.gone_words_taken++;
           if (options_.gone_words_taken != nullptr) (*options_.gone_words_taken)++;
         } else if (!copy_down(k)) {
           refused = true;
         }
+      }
+      if (s.ok() && unknown) {
+        // What the words won so far hold is let go below; the dead holders' are not taken.
+        std::fill(std::begin(dead), std::end(dead), 0);
+        s = Unavailable("a copy of a tree lock word is on a leaving MN that did not answer");
       }
     }
     if (s.ok() && !refused) {

@@ -115,6 +115,8 @@ class Placement {
   bool IsRejoining(MnId mn) const { return (rejoining_.get() >> mn) & 1; }
   bool Readable(MnId mn) const { return ((down_.get() | joining_.get()) >> mn) & 1 ? false : true; }
   uint64_t joining_mask() const { return joining_.get(); }
+  // Declared failed, written still and read no more (joining, and not as a restarted MN).
+  uint64_t leaving_mask() const { return joining_.get() & ~rejoining_.get(); }
   // The cursors a carve uses: those of MNs up and not joining.
   uint64_t carve_skip_mask() const { return down_.get() | joining_.get(); }
   // Whether carves for the group whose primary is `primary` are refused now.

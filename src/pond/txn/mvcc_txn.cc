@@ -227,11 +227,15 @@ Task<Status> MvccTxn::Validate() {
   std::vector<size_t> check = Unprotected();
   for (int attempt = 0; !check.empty(); attempt++) {
     if (attempt >= kReadAttemptsMax) co_return AbortedBecause("validation: torn reads");
+    // Every item pinned before any READ is posted: a READ left posted when this returns would go
+    // out with some later Flush, into buffers gone by then.
+    for (size_t i : check) {
+      if (Status s = PinLockReplica(items_[i]); !s.ok()) co_return s;
+    }
     std::vector<std::vector<std::byte>> bufs(check.size());
     std::vector<uint64_t> lock_seen(check.size(), 0);
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
-      if (Status s = PinLockReplica(it); !s.ok()) co_return s;
       const MnId primary = w_.placement().Replica(it.lk.key, it.lock_rep);
       if (it.have_slot) {
         bufs[k].resize(it.table->cvt_bytes);

@@ -33,6 +33,7 @@ btree::BTree& TxnContext::Tree(const store::TableInfo& t) {
     options.gone = cn_.gone;
     options.gone_words_taken = &stats_.gone_tree_words_taken;
     options.placement = &placement();
+    options.rounds_end_at_leaving = !config().protocol.cn_locks;
     tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t), options);
   }
   return *tree;
