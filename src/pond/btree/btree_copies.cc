@@ -136,8 +136,12 @@ Task<Status> BTree::Lock(GAddr line) {
           refused = true;
         }
       }
-      if (s.ok() && !unknown) s = co_await RunRound(ops, &gave_up);
-      for (int k = 0; k < layout_.replication() && s.ok() && !unknown; k++) {
+      // Not taken at all once a copy is unknown: the words won so far are let go below. Once
+      // taken, each word the second CAS won is counted, unknown copies or not, so that it is
+      // let go too.
+      const bool taking = !unknown;
+      if (s.ok() && taking) s = co_await RunRound(ops, &gave_up);
+      for (int k = 0; k < layout_.replication() && s.ok() && taking; k++) {
         if ((want >> k & 1) == 0 || dead[k] == 0 || (h.copies >> k & 1)) continue;
         if (unanswered(k)) {
           unknown = true;
