@@ -79,11 +79,12 @@ tsan: tsan-build
 
 # AddressSanitizer and UBSan: heap errors (a one-sided op into freed or moved memory, docs/api.md
 # "Memory") and undefined behaviour fail the test that met them. Leak checking is off here: this
-# pass is for memory safety, and LeakSanitizer has not yet been run over the whole set.
+# pass is for memory safety, and LeakSanitizer has not yet been run over the whole set. Its tests
+# run two at a time: most are simulations on one thread.
 asan: asan-build
 	cd build/asan && UCX_MEM_EVENTS=n ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 POND_SIM_SEEDS=$(ASAN_SEEDS) POND_FAULT_SEEDS=$(ASAN_SEEDS) \
-	  ctest --output-on-failure -L 'concurrent|stress' --timeout 900
+	  ctest --output-on-failure -L 'concurrent|stress' --timeout 900 -j $(JOBS)
 
 mutants: deps
 	python3 scripts/mutants.py

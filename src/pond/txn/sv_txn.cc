@@ -228,7 +228,8 @@ Task<Status> SvTxn::Commit() {
               bufs[k].data(), it.table->bucket_bytes());
     }
   }
-  if (!writes.empty()) {
+  // Once a pin failed the transaction aborts after this round, so it logs nothing for recovery.
+  if (!writes.empty() && unreachable.ok()) {
     // The undo record (docs/formats.md "Commit log"): the items, then each one's version and
     // value before this transaction, for recovery to put back should this CN die before it
     // frees any of its lock words (cluster/mn_lock_recovery.h).
