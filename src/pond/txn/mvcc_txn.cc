@@ -206,12 +206,12 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes, uint32_t magic) {
   }
   store::SealLogRecord(log_buf_);
   // A copy on every MN that gets a cell, posted before the cells (store/commit_log.h). Motor's
-  // primaries get their cells only once every backup's batch — its record copy first — is
-  // complete, so the backups' MNs are enough there.
+  // primaries get theirs in the backups' round, ahead of their cells: on the backups' MNs alone
+  // the record would be lost with them, and a dead CN's commit left half-landed on the
+  // primaries with nothing to finish it (docs/recovery.md, "Lock words on MNs").
   uint64_t mns = 0;
-  const int first = magic == store::kMotorLogMagic && w_.placement().replication() > 1 ? 1 : 0;
   for (size_t i : writes) {
-    for (int r = first; r < w_.placement().replication(); r++) {
+    for (int r = 0; r < w_.placement().replication(); r++) {
       mns |= uint64_t{1} << w_.placement().Replica(items_[i].lk.key, r);
     }
   }

@@ -259,13 +259,19 @@ Task<Status> SvTxn::Commit() {
       off += Padded8(it.table->value_bytes);
     }
     store::SealLogRecord(log_buf_);
-    // One copy, on an MN chosen by worker (the next readable one while that is not), complete
-    // before anything is written.
-    MnId home =
-        static_cast<MnId>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
-    while (!w_.placement().Readable(home)) home = static_cast<MnId>((home + 1) % w_.config().mns);
-    ep.Write(w_.log().Reserve(home, log_buf_.size()), log_buf_.data(),
-             static_cast<uint32_t>(log_buf_.size()));
+    // R copies, complete before anything is written, on the readable MNs from one chosen by
+    // worker on: so that recovery finds one after any R - 1 MN failures (docs/recovery.md).
+    const int mns = static_cast<int>(w_.config().mns);
+    const int home =
+        static_cast<int>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
+    int copies = 0;
+    for (int k = 0; k < mns && copies < w_.placement().replication(); k++) {
+      const auto mn = static_cast<MnId>((home + k) % mns);
+      if (!w_.placement().Readable(mn)) continue;
+      ep.Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
+               static_cast<uint32_t>(log_buf_.size()));
+      copies++;
+    }
   }
   if (!check.empty() || !writes.empty()) {
     if (Status f = co_await ep.Flush(); !f.ok() && unreachable.ok()) unreachable = f;
