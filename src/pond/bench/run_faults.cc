@@ -72,16 +72,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o, bool drawing) {
   if (c.cns > 2) {
     refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");
   }
-  // With lock words on MNs an MN crash is survived alone, not beside the CN faults, restarts
-  // and host cuts a random schedule draws with it (ValidateNodeFaults says why): none drawn.
-  if (drawing && !c.protocol.cn_locks && c.replication > 1) {
-    const std::string why = "protocol " + c.protocol.name +
-                            " survives MN crashes only without CN faults and MN restarts yet";
-    for (NodeFaultKind k :
-         {NodeFaultKind::kCrashMn, NodeFaultKind::kRestartMn, NodeFaultKind::kPartitionHost}) {
-      limits.refused.emplace_back(static_cast<sim::FaultKind>(k), why);
-    }
-  }
   // A host's CN is cut as partition-cn cuts one; and a heal needs its partition: each refused
   // with it, for the same reason.
   auto refused = [&](sim::FaultKind k) {
