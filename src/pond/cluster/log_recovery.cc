@@ -234,7 +234,8 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   // The log is consumed: only now (a crash before this point leaves it to be recovered again).
   const std::vector<std::byte> zeros(std::min<uint64_t>(kZeroChunk, bytes));
   for (const GAddr& area : areas) {
-    if (placement.IsDown(area.mn())) continue;
+    // A leaving MN's ring is left as it is: it comes back, if ever, blank.
+    if (placement.IsDown(area.mn()) || ((placement.leaving_mask() >> area.mn()) & 1) != 0) continue;
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Write(area + off, zeros.data(), n);
