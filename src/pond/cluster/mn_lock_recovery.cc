@@ -187,9 +187,18 @@ bool WrittenSince(const store::Placement& placement, const RecordState& r,
       if (it.t->single_version) {
         const uint64_t v = SvHeaderOf(it.slots[rep]).version;
         if (v != old_versions[k] && v != old_versions[k] + 1) return true;
-      } else {
-        const Cell c = CellOf(it, rep);
-        if (ts != 0 && c.valid && c.writer != r.tag && c.commit_ts > ts) return true;
+      } else if (ts != 0) {
+        // Any cell of the key, not only the named one: a later writer may have used another.
+        for (int cell = 0; cell < it.t->versions; cell++) {
+          CvtCell raw;
+          std::memcpy(&raw, it.slots[rep].data() + sizeof(CvtHeader) + cell * sizeof(CvtCell),
+                      sizeof(raw));
+          Result<Cell> c = store::DecodeCell(raw);
+          if (c.ok() && c->valid && c->writer != r.tag && c->commit_ts != store::kInvisible &&
+              c->commit_ts > ts) {
+            return true;
+          }
+        }
       }
     }
   }
