@@ -127,12 +127,18 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     if (was.alive && !was.leaving && (now.leaving || !now.alive)) {
       counts_.mns_failed++;
     }
-    if (!was.alive && now.alive) {
+    // A new incarnation in a view that held it alive: the epochs that took the old one down and
+    // let this one in were missed (this CN started, or the service was down, in between). It went
+    // through down all the same (SmallBank motor fault seed 1: CN 0, let in the epoch after MN 1's
+    // rejoin and CM at once, went from MN 1 leaving straight to MN 1 rejoining, and declared the
+    // new MN 1 failed on the old one's silence).
+    const bool reborn = was.alive && now.alive && now.incarnation != was.incarnation;
+    if ((!was.alive || reborn) && now.alive) {
       // A restarted MN let in: its beats count from now, as a restarted CN's do.
       std::lock_guard lock(beat_mu_);
       mn_seen_[mn] = Seen{0, clock_.NowNs()};
     }
-    if (was.alive && !now.alive) {
+    if (was.alive && (!now.alive || reborn)) {
       controls_.MarkDown(static_cast<MnId>(mn));
       controls_.Event("MN " + std::to_string(mn) + " is down (epoch " + std::to_string(next.epoch) +
                       "); writes skip it, its replicas serve");
