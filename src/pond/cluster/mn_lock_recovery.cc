@@ -431,10 +431,13 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
         off += 8 + Padded8(value_bytes);
       }
     }
-    // With a word unknown and none held, the record may be an old one (item 4): left alone.
-    if (!r.any_held && !r.any_freed && WrittenSince(placement, r, old_versions)) continue;
-    const bool forward = r.any_unknown ? r.any_freed || OnEveryBackup(placement, r, old_versions)
-                                       : MayBeSeen(r, old_versions);
+    // A key written since by another transaction had its word freed, which this one does only
+    // once every write of its commit has landed: as good as a freed word (item 4). With a word
+    // held as well, the record is live and finished; with none, it is an old one.
+    const bool freed = r.any_freed || (r.any_unknown && WrittenSince(placement, r, old_versions));
+    if (!r.any_held && freed) continue;
+    const bool forward = freed || (r.any_unknown ? OnEveryBackup(placement, r, old_versions)
+                                                 : MayBeSeen(r, old_versions));
     if (forward) {
       stats->rolled_forward++;
       if (Status s = co_await RollForward(ep, catalog, placement, r, cn, stats); !s.ok()) {
