@@ -25,10 +25,11 @@
 // leaving (crashed, perhaps, and not yet declared down) the words of its keys are unknown: held
 // or freed, nobody can tell. The membership machine runs this only once no live transaction can
 // hold or take them (the leaving MN's drain) and puts the MN down only after it, so nothing else
-// writes those keys meanwhile. A record with unknown words and none held may be an old one,
-// whose keys were written since: it is left alone if a later write shows (motor: a named cell
-// with another writer's later commit timestamp; ford: a replica at neither the old version nor
-// the next — an aborting ford transaction voids its undo record first). Otherwise it rolls
+// writes those keys meanwhile. A key of a record with unknown words that a later writer wrote
+// (motor: a named cell with another writer's later commit timestamp; ford: a replica at neither
+// the old version nor the next — an aborting ford transaction voids its undo record first) had
+// its word freed, which the commit does only once all its writes landed: the record is an old
+// one, left alone, or, with a word still held, a finished one, rolled forward. Otherwise it rolls
 // forward if every backup in reach has its writes, back if not (docs/recovery.md "Lock words on
 // MNs").
 // The words of transactions that died before writing a record guard nothing (they wrote
