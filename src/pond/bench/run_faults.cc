@@ -41,8 +41,7 @@ static_assert(sim::kFaultKindCount == 12, "a kind added to one list is added to 
 namespace {
 
 // What the cluster of `o` can run (sim::FaultLimits): the counts, the kinds it refuses and why.
-// `drawing`: for a random schedule, which may hold every kind not refused at once.
-sim::FaultLimits LimitsOf(const RunOptions& o, bool drawing) {
+sim::FaultLimits LimitsOf(const RunOptions& o) {
   const ClusterConfig& c = o.cluster;
   sim::FaultLimits limits;
   limits.cns = static_cast<uint16_t>(c.cns);
@@ -71,16 +70,6 @@ sim::FaultLimits LimitsOf(const RunOptions& o, bool drawing) {
   }
   if (c.cns > 2) {
     refuse_if_fatal(NodeFaultKind::kPartitionCn, 1, "partition-cn: ");
-  }
-  // With lock words on MNs an MN crash is survived alone, not beside the CN faults, restarts
-  // and host cuts a random schedule draws with it (ValidateNodeFaults says why): none drawn.
-  if (drawing && !c.protocol.cn_locks && c.replication > 1) {
-    const std::string why = "protocol " + c.protocol.name +
-                            " survives MN crashes only without CN faults and MN restarts yet";
-    for (NodeFaultKind k :
-         {NodeFaultKind::kCrashMn, NodeFaultKind::kRestartMn, NodeFaultKind::kPartitionHost}) {
-      limits.refused.emplace_back(static_cast<sim::FaultKind>(k), why);
-    }
   }
   // A host's CN is cut as partition-cn cuts one; and a heal needs its partition: each refused
   // with it, for the same reason.
@@ -158,9 +147,8 @@ Status ResolveWithin(const std::vector<RunOptions*>& runs, const std::string& sp
   for (const RunOptions* o : runs) {
     if (!o->sim) return InvalidArgument("--faults needs a simulated run (pond sim ...)");
   }
-  const bool drawing = spec == sim::kRandomFaultSpec;
-  sim::FaultLimits limits = LimitsOf(*runs[0], drawing);
-  for (size_t i = 1; i < runs.size(); i++) Tighten(&limits, LimitsOf(*runs[i], drawing));
+  sim::FaultLimits limits = LimitsOf(*runs[0]);
+  for (size_t i = 1; i < runs.size(); i++) Tighten(&limits, LimitsOf(*runs[i]));
   if (horizon_ns != 0) limits.horizon_ns = horizon_ns;
   sim::FaultSchedule schedule;
   if (spec == sim::kRandomFaultSpec) {

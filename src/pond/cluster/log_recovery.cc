@@ -61,7 +61,11 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   LogRecoveryStats stats;
   std::vector<std::vector<std::byte>> copies(areas.size(), std::vector<std::byte>(bytes));
   for (size_t a = 0; a < areas.size(); a++) {
-    if (placement.IsDown(areas[a].mn())) continue;  // its copies are gone; the others have them
+    // Its copies are gone, or may be (leaving: perhaps crashed, and not declared down before
+    // this recovery ends under MN lock words); the others have them.
+    if (placement.IsDown(areas[a].mn()) || ((placement.leaving_mask() >> areas[a].mn()) & 1) != 0) {
+      continue;
+    }
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Read(areas[a] + off, copies[a].data() + off, n);
@@ -230,7 +234,8 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   // The log is consumed: only now (a crash before this point leaves it to be recovered again).
   const std::vector<std::byte> zeros(std::min<uint64_t>(kZeroChunk, bytes));
   for (const GAddr& area : areas) {
-    if (placement.IsDown(area.mn())) continue;
+    // A leaving MN's ring is left as it is: it comes back, if ever, blank.
+    if (placement.IsDown(area.mn()) || ((placement.leaving_mask() >> area.mn()) & 1) != 0) continue;
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Write(area + off, zeros.data(), n);

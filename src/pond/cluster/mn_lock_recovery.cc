@@ -29,10 +29,17 @@ uint32_t Padded8(uint32_t n) { return (n + 7) & ~uint32_t{7}; }
 struct ItemState {
   const store::LogItem* li = nullptr;
   const store::TableInfo* t = nullptr;
-  GAddr slot_word, bucket_word;  // on the primary
-  uint64_t slot_seen = 0, bucket_seen = 0;
-  bool held = false;
+  // Its words on each replica (0 where its MN is out of reach), and the replica holding the
+  // record's owner word in either (only one can: words move only while nobody holds them).
+  std::vector<GAddr> slot_word, bucket_word;
+  std::vector<uint64_t> slot_seen, bucket_seen;
+  int held_at = -1;
+  // Held nowhere that can be read, while a replica of it is on a leaving MN, where its words
+  // may have been: held or freed, nobody can tell (docs/recovery.md "Lock words on MNs").
+  bool unknown = false;
   std::vector<std::vector<std::byte>> slots;  // by replica, once read
+  bool held() const { return held_at >= 0; }
+  bool acted_on() const { return held() || unknown; }
 };
 
 struct RecordState {
@@ -40,24 +47,30 @@ struct RecordState {
   uint64_t owner = 0;  // its lock owner word
   uint64_t tag = 0;    // its writer tag
   std::vector<ItemState> items;
-  bool any_held = false, any_freed = false;
+  bool any_held = false, any_freed = false, any_unknown = false;
 };
+
+// Out of reach: down, or leaving (crashed, perhaps, and not yet declared down).
+bool OutOfReach(const store::Placement& placement, MnId mn) {
+  return placement.IsDown(mn) || ((placement.leaving_mask() >> mn) & 1) != 0;
+}
 
 std::string Describe(const RecordState& r, uint16_t cn) {
   return "transaction " + std::to_string(r.rec->header.txn_id) + " of CN " + std::to_string(cn);
 }
 
-// Reads every replica of the items `r` still holds, again while any is caught mid-write.
+// Reads every replica in reach of the items `r` may still hold, again while any is caught
+// mid-write.
 Task<Status> ReadHeldSlots(Endpoint& ep, const store::Placement& placement, RecordState& r) {
   for (int attempt = 0;; attempt++) {
     if (attempt == kTornRetries) co_return Unavailable("slots stayed torn during log recovery");
     for (ItemState& it : r.items) {
-      if (!it.held) continue;
+      if (!it.acted_on()) continue;
       it.slots.assign(static_cast<size_t>(placement.replication()),
                       std::vector<std::byte>(it.t->cvt_bytes));
       for (int rep = 0; rep < placement.replication(); rep++) {
         const MnId mn = placement.Replica(it.li->key, rep);
-        if (placement.IsDown(mn)) continue;
+        if (OutOfReach(placement, mn)) continue;
         ep.Read(it.t->SlotAddr(mn, rep, it.li->bucket, it.li->slot), it.slots[rep].data(),
                 it.t->cvt_bytes);
       }
@@ -65,9 +78,9 @@ Task<Status> ReadHeldSlots(Endpoint& ep, const store::Placement& placement, Reco
     if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
     bool torn = false;
     for (const ItemState& it : r.items) {
-      if (!it.held) continue;
+      if (!it.acted_on()) continue;
       for (int rep = 0; rep < placement.replication() && !torn; rep++) {
-        if (placement.IsDown(placement.Replica(it.li->key, rep))) continue;
+        if (OutOfReach(placement, placement.Replica(it.li->key, rep))) continue;
         if (it.t->single_version) {
           store::SvHeader h;
           std::vector<std::byte> value(it.t->value_bytes);
@@ -107,21 +120,86 @@ void WriteAroundLockWord(Endpoint& ep, GAddr slot, const std::byte* image, uint3
   ep.Write(slot + kLockAt + 8, image + kLockAt + 8, bytes - kLockAt - 8);
 }
 
-// Whether a reader may have used the transaction's writes: see the header.
+// Whether replica `rep` of item `k` carries the record's write.
+bool HasWrite(const RecordState& r, size_t k, int rep, const std::vector<uint64_t>& old_versions) {
+  const ItemState& it = r.items[k];
+  if (it.t->single_version) {
+    // Its commit image: the version after the one it read; a new key's slot that an aborting
+    // commit leaves behind carries that version too, but deleted.
+    const store::SvHeader h = SvHeaderOf(it.slots[rep]);
+    const bool inserted = (it.li->flags & store::kLogItemInsert) != 0;
+    return h.version == old_versions[k] + 1 && !(inserted && h.deleted != 0);
+  }
+  const Cell c = CellOf(it, rep);
+  return c.valid && c.writer == r.tag;
+}
+
+// Whether a reader may have used the transaction's writes, all its words known: see the header.
 bool MayBeSeen(const RecordState& r, const std::vector<uint64_t>& old_versions) {
   if (r.any_freed) return true;
   for (size_t k = 0; k < r.items.size(); k++) {
+    if (r.items[k].held() && HasWrite(r, k, r.items[k].held_at, old_versions)) return true;
+  }
+  return false;
+}
+
+// With words unknown: whether every replica in reach of every item acted on carries the
+// write, but the one holding its word (docs/recovery.md "Lock words on MNs", item 5). A
+// rejoining MN decides nothing: its copy is overwritten under the key's word once recovery
+// frees it.
+bool OnEveryBackup(const store::Placement& placement, const RecordState& r,
+                   const std::vector<uint64_t>& old_versions) {
+  for (size_t k = 0; k < r.items.size(); k++) {
     const ItemState& it = r.items[k];
-    if (!it.held) continue;
-    if (it.t->single_version) {
-      // Its commit image: the version after the one it read; a new key's slot that an aborting
-      // commit leaves behind carries that version too, but deleted.
-      const store::SvHeader h = SvHeaderOf(it.slots[0]);
-      const bool inserted = (it.li->flags & store::kLogItemInsert) != 0;
-      if (h.version == old_versions[k] + 1 && !(inserted && h.deleted != 0)) return true;
-    } else {
-      const Cell c = CellOf(it, 0);
-      if (c.valid && c.writer == r.tag) return true;
+    if (!it.acted_on()) continue;
+    for (int rep = 0; rep < placement.replication(); rep++) {
+      const MnId mn = placement.Replica(it.li->key, rep);
+      if (rep == it.held_at || OutOfReach(placement, mn) || placement.IsRejoining(mn)) continue;
+      if (!HasWrite(r, k, rep, old_versions)) return false;
+    }
+  }
+  return true;
+}
+
+// With words unknown and none held where it can be read: whether the record is an old one whose
+// keys were written again since (item 4). Motor: a named cell holding another writer's version
+// committed after the record's. Ford: a replica at neither the old version nor the one after
+// (an abort voids its record, so every record found was a commit's).
+bool WrittenSince(const store::Placement& placement, const RecordState& r,
+                  const std::vector<uint64_t>& old_versions) {
+  uint64_t ts = 0;
+  for (const ItemState& it : r.items) {
+    if (!it.acted_on() || it.t->single_version) continue;
+    for (int rep = 0; rep < placement.replication(); rep++) {
+      if (it.slots[rep].empty() || OutOfReach(placement, placement.Replica(it.li->key, rep))) {
+        continue;
+      }
+      const Cell c = CellOf(it, rep);
+      if (c.valid && c.writer == r.tag) ts = std::max(ts, c.commit_ts);
+    }
+  }
+  for (size_t k = 0; k < r.items.size(); k++) {
+    const ItemState& it = r.items[k];
+    if (!it.acted_on()) continue;
+    for (int rep = 0; rep < placement.replication(); rep++) {
+      const MnId mn = placement.Replica(it.li->key, rep);
+      if (OutOfReach(placement, mn) || placement.IsRejoining(mn)) continue;
+      if (it.t->single_version) {
+        const uint64_t v = SvHeaderOf(it.slots[rep]).version;
+        if (v != old_versions[k] && v != old_versions[k] + 1) return true;
+      } else if (ts != 0) {
+        // Any cell of the key, not only the named one: a later writer may have used another.
+        for (int cell = 0; cell < it.t->versions; cell++) {
+          CvtCell raw;
+          std::memcpy(&raw, it.slots[rep].data() + sizeof(CvtHeader) + cell * sizeof(CvtCell),
+                      sizeof(raw));
+          Result<Cell> c = store::DecodeCell(raw);
+          if (c.ok() && c->valid && c->writer != r.tag && c->commit_ts != store::kInvisible &&
+              c->commit_ts > ts) {
+            return true;
+          }
+        }
+      }
     }
   }
   return false;
@@ -139,21 +217,25 @@ Task<Status> RollForward(Endpoint& ep, const store::Catalog& catalog,
   std::deque<std::vector<std::byte>> records;
   std::deque<CvtCell> cells;
   std::deque<uint64_t> metas;
+  // Each key it holds gets the write where its word is (the primary while all are up): the
+  // replica a commit writes last. A key whose word is unknown has it on every backup in reach.
   for (ItemState& it : r.items) {
-    if (!it.held) continue;
-    const MnId primary = placement.Replica(it.li->key, 0);
+    if (!it.held()) continue;
+    const int dst = it.held_at;
+    const MnId dst_mn = placement.Replica(it.li->key, dst);
     int src = -1;
-    for (int rep = 1; rep < placement.replication() && src < 0; rep++) {
-      if (!placement.IsDown(placement.Replica(it.li->key, rep))) src = rep;
+    for (int rep = 0; rep < placement.replication() && src < 0; rep++) {
+      const MnId mn = placement.Replica(it.li->key, rep);
+      if (rep != dst && !OutOfReach(placement, mn) && !placement.IsRejoining(mn)) src = rep;
     }
     if (src < 0) co_return Corruption(Describe(r, cn) + ": every backup of a key is down");
     if (it.t->single_version) {
-      WriteAroundLockWord(ep, it.t->SlotAddr(primary, 0, it.li->bucket, it.li->slot),
+      WriteAroundLockWord(ep, it.t->SlotAddr(dst_mn, dst, it.li->bucket, it.li->slot),
                           it.slots[src].data(), it.t->cvt_bytes);
       stats->cells_written++;
       continue;
     }
-    if (CellOf(it, 0).writer == r.tag) continue;  // the primary has it
+    if (CellOf(it, dst).writer == r.tag) continue;  // it has it already
     const Cell c = CellOf(it, src);
     if (!c.valid || c.writer != r.tag) {
       co_return Corruption(Describe(r, cn) + " wrote key " + std::to_string(it.li->key) +
@@ -162,22 +244,22 @@ Task<Status> RollForward(Endpoint& ep, const store::Catalog& catalog,
     Cell to_primary = c;
     if (c.record != 0) {
       const uint64_t lane_rel = c.record - layout.RecordOffset(src, 0);
-      to_primary.record = layout.RecordOffset(0, lane_rel);
+      to_primary.record = layout.RecordOffset(dst, lane_rel);
       if (!c.tombstone) {
         // As the commit writes them: the record, then the cell, then a new key's key and meta.
         std::vector<std::byte>& record = records.emplace_back(it.t->record_stride);
         ep.Read(GAddr::Make(placement.Replica(it.li->key, src), c.record), record.data(),
                 it.t->record_stride);
         if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
-        ep.Write(GAddr::Make(primary, to_primary.record), record.data(), it.t->record_stride);
+        ep.Write(GAddr::Make(dst_mn, to_primary.record), record.data(), it.t->record_stride);
       }
     }
     const CvtCell& raw = cells.emplace_back(store::EncodeCell(to_primary));
-    ep.Write(CellAddr(it, primary, 0), &raw, sizeof(raw));
+    ep.Write(CellAddr(it, dst_mn, dst), &raw, sizeof(raw));
     if (it.li->flags & store::kLogItemInsert) {
       const uint64_t& meta = metas.emplace_back(store::PackMeta(
           store::kSlotLive, it.t->id, static_cast<uint8_t>(it.t->versions), it.t->value_bytes));
-      const GAddr slot = it.t->SlotAddr(primary, 0, it.li->bucket, it.li->slot);
+      const GAddr slot = it.t->SlotAddr(dst_mn, dst, it.li->bucket, it.li->slot);
       ep.Write(slot + offsetof(CvtHeader, key), &it.li->key, sizeof(uint64_t));
       ep.Write(slot + offsetof(CvtHeader, meta), &meta, sizeof(uint64_t));
     }
@@ -215,7 +297,7 @@ Task<Status> RollBack(Endpoint& ep, const store::Placement& placement, RecordSta
   };
   for (size_t k = 0; k < r.items.size(); k++) {
     const ItemState& it = r.items[k];
-    if (!it.held) continue;
+    if (!it.acted_on()) continue;
     if (it.t->single_version) {
       // The image before the transaction; a new key's slot stays claimed for good
       // (store/hash_index.h) and becomes its tombstone, as an aborting commit leaves it.
@@ -232,7 +314,7 @@ Task<Status> RollBack(Endpoint& ep, const store::Placement& placement, RecordSta
                           images.back());
       for (int rep = 0; rep < placement.replication(); rep++) {
         const MnId mn = placement.Replica(it.li->key, rep);
-        if (placement.IsDown(mn)) continue;
+        if (OutOfReach(placement, mn)) continue;
         WriteAroundLockWord(ep, it.t->SlotAddr(mn, rep, it.li->bucket, it.li->slot),
                             images.back().data(), it.t->cvt_bytes);
         stats->cells_written++;
@@ -243,14 +325,14 @@ Task<Status> RollBack(Endpoint& ep, const store::Placement& placement, RecordSta
     // without its tag first, those with it once they are done (log_recovery.cc says why).
     int cv = -1;
     for (int rep = 0; rep < placement.replication(); rep++) {
-      if (placement.IsDown(placement.Replica(it.li->key, rep))) continue;
+      if (OutOfReach(placement, placement.Replica(it.li->key, rep))) continue;
       const Cell c = CellOf(it, rep);
       if (c.valid && c.writer == r.tag) cv = c.cv;
     }
     if (cv < 0) continue;  // its write landed nowhere
     for (int rep = 0; rep < placement.replication(); rep++) {
       const MnId mn = placement.Replica(it.li->key, rep);
-      if (placement.IsDown(mn)) continue;
+      if (OutOfReach(placement, mn)) continue;
       const Cell c = CellOf(it, rep);
       cells.push_back(store::EncodeCell(Cell{.cv = static_cast<uint8_t>(cv), .record = c.record}));
       const Late l{CellAddr(it, mn, rep), &cells.back(), &it,
@@ -294,16 +376,24 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
                              std::to_string(it.li->table) + " cell " + std::to_string(it.li->cell) +
                              ", which does not exist");
       }
-      const MnId primary = placement.Replica(it.li->key, 0);
-      if (placement.IsDown(primary)) {
-        co_return Unavailable("the primary of a key a failed CN locked is down");
-      }
-      it.slot_word = it.t->SlotAddr(primary, 0, it.li->bucket, it.li->slot) + kLockAt;
-      it.bucket_word = it.t->BucketAddr(primary, 0, store::HomeBucket(*it.t, it.li->key)) + kLockAt;
-      ep.Read(it.slot_word, &it.slot_seen, sizeof(uint64_t));
-      ep.Read(it.bucket_word, &it.bucket_seen, sizeof(uint64_t));
-      if ((posted += 2) % kReadsPerBatch == 0) {
-        if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+      // Its words on every replica in reach: the primary's while all are up, a backup's
+      // while the primary is down (Placement::LockReplica).
+      const auto reps = static_cast<size_t>(placement.replication());
+      it.slot_word.assign(reps, GAddr{});
+      it.bucket_word.assign(reps, GAddr{});
+      it.slot_seen.assign(reps, 0);
+      it.bucket_seen.assign(reps, 0);
+      for (int rep = 0; rep < placement.replication(); rep++) {
+        const MnId mn = placement.Replica(it.li->key, rep);
+        if (OutOfReach(placement, mn)) continue;
+        it.slot_word[rep] = it.t->SlotAddr(mn, rep, it.li->bucket, it.li->slot) + kLockAt;
+        it.bucket_word[rep] =
+            it.t->BucketAddr(mn, rep, store::HomeBucket(*it.t, it.li->key)) + kLockAt;
+        ep.Read(it.slot_word[rep], &it.slot_seen[rep], sizeof(uint64_t));
+        ep.Read(it.bucket_word[rep], &it.bucket_seen[rep], sizeof(uint64_t));
+        if ((posted += 2) % kReadsPerBatch == 0) {
+          if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
+        }
       }
     }
   }
@@ -312,11 +402,19 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
   for (RecordState& r : states) {
     stats->mn_lock_records++;
     for (ItemState& it : r.items) {
-      it.held = it.slot_seen == r.owner || it.bucket_seen == r.owner;
-      r.any_held |= it.held;
-      r.any_freed |= !it.held;
+      bool leaving = false;
+      for (int rep = 0; rep < placement.replication(); rep++) {
+        const MnId mn = placement.Replica(it.li->key, rep);
+        if (((placement.leaving_mask() >> mn) & 1) != 0) leaving = true;
+        if (OutOfReach(placement, mn)) continue;
+        if (it.slot_seen[rep] == r.owner || it.bucket_seen[rep] == r.owner) it.held_at = rep;
+      }
+      it.unknown = !it.held() && leaving;
+      r.any_held |= it.held();
+      r.any_unknown |= it.unknown;
+      r.any_freed |= !it.held() && !it.unknown;
     }
-    if (!r.any_held) continue;  // finished, or aborted before it wrote
+    if (!r.any_held && !r.any_unknown) continue;  // finished, or aborted before it wrote
     if (Status s = co_await ReadHeldSlots(ep, placement, r); !s.ok()) co_return s;
     // An undo record's old versions and values, after its items.
     std::vector<uint64_t> old_versions(r.items.size(), 0);
@@ -333,7 +431,14 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
         off += 8 + Padded8(value_bytes);
       }
     }
-    if (MayBeSeen(r, old_versions)) {
+    // A key written since by another transaction had its word freed, which this one does only
+    // once every write of its commit has landed: as good as a freed word (item 4). With a word
+    // held as well, the record is live and finished; with none, it is an old one.
+    const bool freed = r.any_freed || (r.any_unknown && WrittenSince(placement, r, old_versions));
+    if (!r.any_held && freed) continue;
+    const bool forward = freed || (r.any_unknown ? OnEveryBackup(placement, r, old_versions)
+                                                 : MayBeSeen(r, old_versions));
+    if (forward) {
       stats->rolled_forward++;
       if (Status s = co_await RollForward(ep, catalog, placement, r, cn, stats); !s.ok()) {
         co_return s;
@@ -345,11 +450,13 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
         co_return s;
       }
     }
-    // Its keys are as they must stay: its words go free.
+    // Its keys are as they must stay: its words go free (those on a leaving MN are lost with
+    // it, and come back free on a backup once it is down).
     std::vector<GAddr> words;
     for (const ItemState& it : r.items) {
-      if (it.slot_seen == r.owner) words.push_back(it.slot_word);
-      if (it.bucket_seen == r.owner) words.push_back(it.bucket_word);
+      if (!it.held()) continue;
+      if (it.slot_seen[it.held_at] == r.owner) words.push_back(it.slot_word[it.held_at]);
+      if (it.bucket_seen[it.held_at] == r.owner) words.push_back(it.bucket_word[it.held_at]);
     }
     std::sort(words.begin(), words.end(), [](GAddr a, GAddr b) { return a.raw < b.raw; });
     words.erase(std::unique(words.begin(), words.end()), words.end());

@@ -19,6 +19,19 @@
 //     empties the cell it wrote on every replica, as lotus's rollback does.
 // Then every word it still holds is freed (CAS owner -> 0). Each step can be run again: a
 // recovery cut short is redone by another CN, and finds the same answer or one already reached.
+//
+// "Primary" above is wherever a key's words are (store::Placement::LockReplica): a backup while
+// the primary is down. So the words are looked for on every replica in reach. While an MN is
+// leaving (crashed, perhaps, and not yet declared down) the words of its keys are unknown: held
+// or freed, nobody can tell. The membership machine runs this only once no live transaction can
+// hold or take them (the leaving MN's drain) and puts the MN down only after it, so nothing else
+// writes those keys meanwhile. A key of a record with unknown words that a later writer wrote
+// (motor: a named cell with another writer's later commit timestamp; ford: a replica at neither
+// the old version nor the next — an aborting ford transaction voids its undo record first) had
+// its word freed, which the commit does only once all its writes landed: the record is an old
+// one, left alone, or, with a word still held, a finished one, rolled forward. Otherwise it rolls
+// forward if every backup in reach has its writes, back if not (docs/recovery.md "Lock words on
+// MNs").
 // The words of transactions that died before writing a record guard nothing (they wrote
 // nothing); they are freed by whoever meets them once the failure is recovered
 // (store::GoneHolders).

@@ -26,7 +26,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            " the cluster survives (too few MNs left for a lease without the "
                            "coordination service, or for a CM to declare a CN)");
   };
-  bool cn_crashes = false, mn_crashes = false, partitions = false, coord_down = false;
+  bool cn_crashes = false, partitions = false, coord_down = false;
   bool host_cuts = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
@@ -244,7 +244,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       continue;
     }
     if (f.kind == NodeFaultKind::kCrashMn) {
-      mn_crashes = true;
       if (f.node >= c.mns) {
         return InvalidArgument(which + "crash-mn: no MN " + std::to_string(f.node) +
                                " (the cluster has " + std::to_string(c.mns) + ")");
@@ -302,12 +301,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
           "partition-host: " + p +
           " cannot survive a host cut yet (its MN, cut off, may answer again before it is "
           "declared, with lock words that a commit waiting for the declaration has let go)");
-    }
-    if (mn_crashes && (cn_crashes || partitions)) {
-      return InvalidArgument("crash-mn: " + p +
-                             " cannot survive an MN crash beside CN faults yet (recovery of a "
-                             "failed CN reads its lock words where they were, maybe on the MN "
-                             "that crashed)");
     }
   }
   // With lock words on the MNs, recovery finishes a half-done commit by copying a backup's

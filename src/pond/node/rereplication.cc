@@ -1,5 +1,6 @@
 #include "pond/node/rereplication.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -159,6 +160,24 @@ Task<Result<uint64_t>> CopyUnderMnWords(WorkerContext& w, const store::TableInfo
   }
   for (size_t i = 0; i < reqs.size(); i++) ep.Cas(words[i], 0, self, &old[i]);
   Endpoint::FlushResult f = co_await ep.FlushReporting();
+  // A word a failed and recovered CN incarnation left guards nothing (store::GoneHolders): it is
+  // taken from it, as a writer takes it, or the copy would wait for it for good.
+  std::vector<uint64_t> gone(reqs.size(), 0);
+  for (size_t i = 0; i < reqs.size(); i++) {
+    if (f.status.ok() && old[i] != 0 && w.HolderGone(old[i])) {
+      gone[i] = old[i];
+      ep.Cas(words[i], gone[i], self, &old[i]);
+    }
+  }
+  if (std::any_of(gone.begin(), gone.end(), [](uint64_t g) { return g != 0; })) {
+    Endpoint::FlushResult g = co_await ep.FlushReporting();
+    f.unreachable |= g.unreachable;
+    if (!g.status.ok()) f.status = g.status;
+    // A CAS that returned the gone holder's word won: the word is now this copier's.
+    for (size_t i = 0; i < reqs.size(); i++) {
+      if (gone[i] != 0 && old[i] == gone[i]) old[i] = 0;
+    }
+  }
   std::vector<GAddr> won;
   for (size_t i = 0; i < reqs.size(); i++) {
     if (old[i] == 0 && ((f.unreachable >> words[i].mn()) & 1) == 0) won.push_back(words[i]);

@@ -218,6 +218,10 @@ class CnMembership {
   // whether every CN alive has said so of MN `mn`.
   void SayUnread();
   bool MnUnreadByAll(uint16_t mn) const;
+  // Whether every CN `next` holds failed has its logs recovered (one declared in `next` has not).
+  bool CnFailuresRecovered(const cluster::Configuration& next) const;
+  // Whether every CN alive has said so of every MN the view holds leaving.
+  bool LeavingMnsDrained() const;
   bool StepDone(const Failure& f, const std::string& step, uint16_t who) const;
   // Shard `s` came here by a failure not opened here yet.
   bool Recovering(uint32_t s) const;

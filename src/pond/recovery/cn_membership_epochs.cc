@@ -127,12 +127,18 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     if (was.alive && !was.leaving && (now.leaving || !now.alive)) {
       counts_.mns_failed++;
     }
-    if (!was.alive && now.alive) {
+    // A new incarnation in a view that held it alive: the epochs that took the old one down and
+    // let this one in were missed (this CN started, or the service was down, in between). It went
+    // through down all the same (SmallBank motor fault seed 1: CN 0, let in the epoch after MN 1's
+    // rejoin and CM at once, went from MN 1 leaving straight to MN 1 rejoining, and declared the
+    // new MN 1 failed on the old one's silence).
+    const bool reborn = was.alive && now.alive && now.incarnation != was.incarnation;
+    if ((!was.alive || reborn) && now.alive) {
       // A restarted MN let in: its beats count from now, as a restarted CN's do.
       std::lock_guard lock(beat_mu_);
       mn_seen_[mn] = Seen{0, clock_.NowNs()};
     }
-    if (was.alive && !now.alive) {
+    if (was.alive && (!now.alive || reborn)) {
       controls_.MarkDown(static_cast<MnId>(mn));
       controls_.Event("MN " + std::to_string(mn) + " is down (epoch " + std::to_string(next.epoch) +
                       "); writes skip it, its replicas serve");
@@ -234,6 +240,9 @@ void CnMembership::Progress(Failure& f) {
       continue;
     }
     if (alive[i % alive.size()] != o_.cn || f.recovery.load() != kRecoveryIdle) continue;
+    // With lock words on MNs, a leaving MN's words are unknown to recovery, and it may act on
+    // their keys only once no live transaction can hold them (item 2 of the same section).
+    if (o_.mn_lock_words && !LeavingMnsDrained()) continue;
     // The recovery's one-sided work runs on the beat thread, which owns the endpoint.
     f.recovery = kRecoveryRunning;
     f.recovering_worker = i;
@@ -307,9 +316,11 @@ void CnMembership::Manage() {
   for (uint16_t mn = 0; mn < next.mns.size(); mn++) {
     cluster::MnStatus& m = next.mns[mn];
     // An MN declared fails in two epochs: first nobody reads it (leaving), then, once every CN
-    // has said so, writes skip it.
+    // has said so, writes skip it. With lock words on MNs, also only once every CN failure
+    // declared is recovered: once down, its keys' words move to a backup, free, where a dead
+    // CN's commit may lie half-written (docs/recovery.md "Lock words on MNs", item 1).
     if (m.alive && m.leaving) {
-      if (MnUnreadByAll(mn)) {
+      if (MnUnreadByAll(mn) && (!o_.mn_lock_words || CnFailuresRecovered(next))) {
         m = cluster::MnStatus{.alive = false, .incarnation = m.incarnation};
         what.push_back("MN " + std::to_string(mn) + " is down");
       }
@@ -399,6 +410,28 @@ Status CnMembership::PutStep(const Failure& f, const std::string& step, uint16_t
   Result<uint64_t> put = store_.PutIf(key, {}, 0);
   if (put.ok() || put.status().code() == Code::kConflict) return Status::Ok();
   return put.status();
+}
+
+bool CnMembership::CnFailuresRecovered(const cluster::Configuration& next) const {
+  for (uint16_t c = 0; c < next.cns.size(); c++) {
+    if (next.cns[c].alive) continue;
+    if (view_.cns[c].alive) return false;  // declared in this very epoch
+    const uint64_t epoch = view_.cns[c].failed_epoch;
+    if (epoch == 0) continue;
+    for (uint16_t w = 0; w < o_.workers_per_cn; w++) {
+      Result<cluster::Versioned> v =
+          store_.Get(cluster::FailureStepKey(o_.cluster, epoch, c, "recovered", w));
+      if (!v.ok() || v->version == 0) return false;
+    }
+  }
+  return true;
+}
+
+bool CnMembership::LeavingMnsDrained() const {
+  for (uint16_t mn = 0; mn < view_.mns.size(); mn++) {
+    if (view_.mns[mn].alive && view_.mns[mn].leaving && !MnUnreadByAll(mn)) return false;
+  }
+  return true;
 }
 
 bool CnMembership::StepDone(const Failure& f, const std::string& step, uint16_t who) const {

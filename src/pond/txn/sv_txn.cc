@@ -265,11 +265,13 @@ Task<Status> SvTxn::Commit() {
     const int home =
         static_cast<int>((w_.cn_id() * w_.config().workers_per_cn + w_.index()) % w_.config().mns);
     int copies = 0;
+    undo_at_.clear();
     for (int k = 0; k < mns && copies < w_.placement().replication(); k++) {
       const auto mn = static_cast<MnId>((home + k) % mns);
       if (!w_.placement().Readable(mn)) continue;
-      ep.Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
-               static_cast<uint32_t>(log_buf_.size()));
+      const GAddr at = w_.log().Reserve(mn, log_buf_.size());
+      ep.Write(at, log_buf_.data(), static_cast<uint32_t>(log_buf_.size()));
+      undo_at_.push_back(at);
       copies++;
     }
   }
@@ -278,7 +280,7 @@ Task<Status> SvTxn::Commit() {
   }
   if (!writes.empty() && unreachable.ok()) w_.Reached(CommitStep::kLogged);
   if (!unreachable.ok()) {
-    co_await TombstoneClaims(writes);
+    co_await BeforeAbort(writes);
     co_return FailUnreachable(unreachable);
   }
   for (size_t k = 0; k < check.size(); k++) {
@@ -297,14 +299,14 @@ Task<Status> SvTxn::Commit() {
         Result<store::SlotRef> f = co_await store::SvLocate(
             ep, *it.table, w_.placement().Replica(it.lk.key, it.lock_rep), it.lock_rep, it.lk.key);
         if (f.status().code() == Code::kUnavailable) {
-          co_await TombstoneClaims(writes);
+          co_await BeforeAbort(writes);
           co_return FailUnreachable(f.status());
         }
         changed = f.ok();
       }
     }
     if (changed) {
-      co_await TombstoneClaims(writes);
+      co_await BeforeAbort(writes);
       co_return Fail(AbortedBecause("validation"), &w_.stats().aborts.validation);
     }
   }
@@ -344,7 +346,7 @@ Task<Status> SvTxn::Commit() {
   co_return Status::Ok();
 }
 
-Task<void> SvTxn::TombstoneClaims(const std::vector<size_t>& writes) {
+Task<void> SvTxn::BeforeAbort(const std::vector<size_t>& writes) {
   // A claimed slot stays claimed for good (store/hash_index.h): each one this transaction
   // claimed is left as its key's tombstone, live and deleted — as if inserted and deleted —
   // which a later insert of the key reuses. The bucket's insert lock is still held.
@@ -352,7 +354,11 @@ Task<void> SvTxn::TombstoneClaims(const std::vector<size_t>& writes) {
   for (size_t i : writes) {
     if (items_[i].live_meta != 0) claimed.push_back(i);
   }
-  if (claimed.empty()) co_return;
+  // A record whose first word is zero is no record (store::ParseLogArea).
+  static constexpr uint64_t kVoid = 0;
+  for (GAddr at : undo_at_) w_.ep().Write(at, &kVoid, sizeof(kVoid));
+  if (claimed.empty() && undo_at_.empty()) co_return;
+  undo_at_.clear();
   std::vector<std::vector<std::byte>> images;
   PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);
   co_await CommitFlush();

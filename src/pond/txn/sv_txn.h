@@ -29,10 +29,14 @@ class SvTxn final : public TxnState {
   // bytes until the flush.
   void PostSlotImages(const std::vector<size_t>& items, bool tombstones, Replicas which,
                       std::vector<std::vector<std::byte>>* images);
-  // Before an abort after the claims: leaves each slot this transaction claimed as a tombstone.
-  Task<void> TombstoneClaims(const std::vector<size_t>& writes);
+  // Before an abort after the claims: leaves each slot this transaction claimed as a tombstone,
+  // and voids the undo record if one went out, both before any lock word goes free — recovery
+  // that cannot read a word must be able to take every record it finds for a commit's
+  // (docs/recovery.md "Lock words on MNs", item 4).
+  Task<void> BeforeAbort(const std::vector<size_t>& writes);
 
   std::vector<std::byte> log_buf_;
+  std::vector<GAddr> undo_at_;  // the undo record's copies, once posted
 };
 
 }  // namespace pond::txn
