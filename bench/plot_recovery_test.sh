@@ -106,7 +106,6 @@ refused() {  # PROTOCOL SPEC WORDS [FLAGS...]
     fail "$1 with $2: exit $code: $(cat "$tmp/refused.err")"
 }
 refused motor crash-cn:1@1ms "needs --replication of at least 2" --replication 1
-refused motor partition-host:1@1ms,heal-host:1@2ms "cannot survive a host cut yet"
 refused ford partition-cn:1@1ms,heal-cn:1@2ms "needs --replication of at least 2" --replication 1
 # A crash with the history recorded: judged by the isolation checker, the calls caught mid-commit
 # as info.
@@ -120,9 +119,9 @@ grep -q "^valid: yes" "$tmp/hist.out" ||
 # compare: one schedule for every row; one that a row cannot survive is refused naming it.
 cmp=(sim compare --workload smallbank --cns 4 --workers 2 --coros 4 --accounts 20000
   --virtual-seconds 0.008 --no-check)
-"$pond" "${cmp[@]}" --protocols lotus,motor --faults partition-host:1@3ms,heal-host:1@4ms \
-  >"$tmp/cmp.out" 2>"$tmp/cmp.err" && fail "compare: motor with a host cut was not refused"
-grep -q "motor cannot survive a host cut" "$tmp/cmp.err" ||
+"$pond" "${cmp[@]}" --protocols lotus,motor --replication 1 --faults crash-cn:2@4ms \
+  >"$tmp/cmp.out" 2>"$tmp/cmp.err" && fail "compare: motor with a CN crash at R = 1 was not refused"
+grep -q "motor needs --replication of at least 2" "$tmp/cmp.err" ||
   fail "compare: $(cat "$tmp/cmp.err")"
 # A CN crash beside an MN crash, for every row: recovery finds the dead CN's lock words on any
 # replica in reach (docs/recovery.md "Lock words on MNs, and an MN crash").

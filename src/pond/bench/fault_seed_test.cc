@@ -240,6 +240,8 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
     EXPECT_GT(t.mn_restarts, t.mn_crashes / 4) << "random schedules were meant to restart MNs";
     EXPECT_GT(t.slots_copied, 0u) << "restarted MNs were meant to be copied onto";
     EXPECT_GT(t.declared_after_outage, 0u) << "no CN crashed while the service was down";
+    EXPECT_GT(t.host_cuts, 0u) << "random schedules were meant to cut hosts";
+    EXPECT_GT(t.hosts_apart, 0u) << "random schedules were meant to cut two hosts apart";
   } else {
     EXPECT_EQ(t.mn_crashes, 0u) << protocol << " survives no MN crash beside CN faults; none drawn";
   }
@@ -664,42 +666,56 @@ TEST(FaultSeedTest, TwoHostsCutApartFenceTheirCnsAndTheRestCommitsThrough) {
 
 // A host healed before its MN is declared, or while that declaration is on its way: a commit
 // whose round MN 2 did not answer posts it again until MN 2 answers or is declared
-// (MvccTxn::CommitFlush), so nothing waits for a declaration that never comes. Healed before
+// (TxnState::CommitFlush), so nothing waits for a declaration that never comes. Healed before
 // the CM gives MN 2 up, it simply goes on; declared after all, it comes back as a restarted MN.
-// Either way every CN commits to the end of the run, and every check and the history hold.
+// Either way every CN commits to the end of the run, and every check and the history hold —
+// under motor and ford too, whose rounds free lock words and are posted again only as far as
+// their releases did not land, and whose words on MN 2 a lost acknowledgement or release left
+// taken are freed again (docs/recovery.md "Host cuts under lock words on MNs"): the replica
+// check finds no word still taken at the end.
 TEST(FaultSeedTest, AHostHealedBeforeItsMnIsDeclaredHoldsNoCommitUp) {
-  for (const char* heal : {"2500us", "3500us", "4500us", "6ms",
-                           "2500us,crash-coord@2100us,"
-                           "restart-coord@3ms"}) {
-    const std::string spec = std::string("partition-host:2@2ms,heal-host:2@") + heal;
-    SCOPED_TRACE(spec);
-    Result<RunResult> run =
-        RunScheduled(spec, 3, 0.014, Isolation::kSerializable, 2000, /*record=*/true);
-    ASSERT_TRUE(run.ok()) << run.status().ToString();
-    const FailoverStats& f = *run->failover;
-    EXPECT_EQ(f.faults_given_up, 0u);
-    ASSERT_EQ(f.partitions.size(), 1u);
-    EXPECT_TRUE(f.partitions[0].host);
-    ASSERT_TRUE(run->history.has_value());
-    EXPECT_TRUE(run->history->ok) << run->history->detail;
-    ExpectChecksHold(*run, spec);
-    EXPECT_GT(run->stats.commit_rounds_posted_again, 0u) << "MN 2 went unanswered, not declared";
-    // Commits flow in each of the last 4 ms at a quarter of the rate before the cut at least
-    // (the recovery of a fenced CN 2 and the rejoin of a declared MN 2 end well before): a
-    // commit stuck on MN 2 would hold its client and its locks to the end.
-    const std::vector<uint64_t>& per_ms = run->committed_per_ms;
-    ASSERT_GE(per_ms.size(), 14u);
-    const uint64_t before = (per_ms[0] + per_ms[1]) / 2;
-    for (size_t ms = 10; ms < 14; ms++) {
-      EXPECT_GE(per_ms[ms] * 4, before) << "ms " << ms << ": " << ::testing::PrintToString(per_ms);
+  for (const std::string protocol : {"lotus", "motor", "ford"}) {
+    for (const char* heal : {"2500us", "3500us", "4500us", "6ms",
+                             "2500us,crash-coord@2100us,"
+                             "restart-coord@3ms"}) {
+      const std::string spec = std::string("partition-host:2@2ms,heal-host:2@") + heal;
+      SCOPED_TRACE(protocol + " " + spec);
+      // Ford commits its history's calls (kSmallBankHistoryTxnsMax) in less than 14 ms: its
+      // histories under host cuts are judged by FordHistoriesUnderRandomFaultsSerializable.
+      const bool record = protocol != "ford";
+      Result<RunResult> run =
+          RunScheduled(spec, 3, 0.014, Isolation::kSerializable, 2000, record, protocol);
+      ASSERT_TRUE(run.ok()) << run.status().ToString();
+      const FailoverStats& f = *run->failover;
+      EXPECT_EQ(f.faults_given_up, 0u);
+      ASSERT_EQ(f.partitions.size(), 1u);
+      EXPECT_TRUE(f.partitions[0].host);
+      if (record) {
+        ASSERT_TRUE(run->history.has_value());
+        EXPECT_TRUE(run->history->ok) << run->history->detail;
+      }
+      ExpectChecksHold(*run, spec);
+      EXPECT_GT(run->stats.commit_rounds_posted_again, 0u) << "MN 2 went unanswered, not declared";
+      // Commits flow in each of the last 4 ms at a quarter of the rate before the cut at least
+      // (the recovery of a fenced CN 2 and the rejoin of a declared MN 2 end well before): a
+      // commit stuck on MN 2 would hold its client and its locks to the end.
+      const std::vector<uint64_t>& per_ms = run->committed_per_ms;
+      ASSERT_GE(per_ms.size(), 14u);
+      const uint64_t before = (per_ms[0] + per_ms[1]) / 2;
+      for (size_t ms = 10; ms < 14; ms++) {
+        EXPECT_GE(per_ms[ms] * 4, before)
+            << "ms " << ms << ": " << ::testing::PrintToString(per_ms);
+      }
     }
+    // The shortest cut: nobody is declared, and CN 2 does not fence.
+    Result<RunResult> run = RunScheduled("partition-host:2@2ms,heal-host:2@2500us", 3, 0.01,
+                                         Isolation::kSerializable, 20000, false, protocol);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_TRUE(run->failover->failures.empty()) << protocol;
+    EXPECT_TRUE(run->failover->mn_failures.empty()) << protocol;
+    EXPECT_EQ(run->failover->partitions[0].fenced_ns, 0u) << protocol;
+    ExpectChecksHold(*run, protocol + " shortest cut");
   }
-  // The shortest cut: nobody is declared, and CN 2 does not fence.
-  Result<RunResult> run = RunScheduled("partition-host:2@2ms,heal-host:2@2500us", 3, 0.01);
-  ASSERT_TRUE(run.ok()) << run.status().ToString();
-  EXPECT_TRUE(run->failover->failures.empty());
-  EXPECT_TRUE(run->failover->mn_failures.empty());
-  EXPECT_EQ(run->failover->partitions[0].fenced_ns, 0u);
 }
 
 // Soak seed 533 (SmallBank, SR), once host cuts healed early: CN 2, the CM by then, was on host 2,
@@ -1328,7 +1344,6 @@ TEST(FaultSeedTest, SchedulesPondCannotSurviveAreRefusedInOneLine) {
   for (const Case& c : std::vector<Case>{
            {"lotus", "restart-mn:1@1ms", "is up"},
            {"lotus", "crash-mn:1@1ms,crash-mn:2@1ms,crash-mn:0@2ms", ""},
-           {"ford", "partition-host:2@1ms", "cannot survive a host cut yet"},
            {"lotus", "restart-cn:1@1ms", "is up"},
            {"lotus", "crash-cn:1@1ms,restart-cn:1@2ms,restart-cn:1@3ms", "is up"},
            {"lotus", "heal-cn:1@1ms", "needs it partitioned"},

@@ -206,7 +206,8 @@ bool WrittenSince(const store::Placement& placement, const RecordState& r,
 }
 
 Task<Status> RollForward(Endpoint& ep, const store::Catalog& catalog,
-                         const store::Placement& placement, RecordState& r, uint16_t cn,
+                         const store::Placement& placement, RecordState& r,
+                         const std::vector<uint64_t>& old_versions, uint16_t cn,
                          LogRecoveryStats* stats) {
   if (placement.replication() < 2) {
     co_return Corruption(Describe(r, cn) +
@@ -219,10 +220,14 @@ Task<Status> RollForward(Endpoint& ep, const store::Catalog& catalog,
   std::deque<uint64_t> metas;
   // Each key it holds gets the write where its word is (the primary while all are up): the
   // replica a commit writes last. A key whose word is unknown has it on every backup in reach.
-  for (ItemState& it : r.items) {
+  for (size_t k = 0; k < r.items.size(); k++) {
+    ItemState& it = r.items[k];
     if (!it.held()) continue;
     const int dst = it.held_at;
     const MnId dst_mn = placement.Replica(it.li->key, dst);
+    // Written there already (its batch landed, its release did not): nothing to copy, and
+    // perhaps no backup in reach to copy from (both of R = 3 leaving beside the CN failure).
+    if (HasWrite(r, k, dst, old_versions)) continue;
     int src = -1;
     for (int rep = 0; rep < placement.replication() && src < 0; rep++) {
       const MnId mn = placement.Replica(it.li->key, rep);
@@ -440,7 +445,8 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
                                                  : MayBeSeen(r, old_versions));
     if (forward) {
       stats->rolled_forward++;
-      if (Status s = co_await RollForward(ep, catalog, placement, r, cn, stats); !s.ok()) {
+      if (Status s = co_await RollForward(ep, catalog, placement, r, old_versions, cn, stats);
+          !s.ok()) {
         co_return s;
       }
     } else {

@@ -27,7 +27,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
                            "coordination service, or for a CM to declare a CN)");
   };
   bool cn_crashes = false, partitions = false, coord_down = false;
-  bool host_cuts = false;
   std::vector<bool> cn_down(c.cns > 0 ? static_cast<size_t>(c.cns) : 0, false);
   std::vector<bool> cn_cut(cn_down.size(), false);
   std::vector<int> restarts(cn_down.size(), 0);
@@ -138,7 +137,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
         cns_away += cut ? 2 : -2;
         mns_down += cut ? 1 : -1;
         alive += cut ? -2 : 2;
-        partitions = host_cuts = true;
+        partitions = true;
         if (!cut) continue;
         POND_RETURN_IF_ERROR(cut_leaves(which + word, "two hosts cut apart count one"));
         continue;
@@ -238,7 +237,7 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
       cns_away += cut ? 1 : -1;
       mns_down += cut ? 1 : -1;
       alive += cut ? -1 : 1;
-      partitions = host_cuts = true;
+      partitions = true;
       if (!cut) continue;
       POND_RETURN_IF_ERROR(cut_leaves(which + word, "a cut host's MN counts"));
       continue;
@@ -291,17 +290,6 @@ Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& 
     return InvalidArgument(
         "crash-coord: needs a restart-coord after it (without the coordination service no "
         "failure is declared, and the run could not end)");
-  }
-  // Lock words on MNs move to a backup once an MN is down (docs/recovery.md "Lock
-  // words on MNs, and an MN crash"); what that does not cover yet is refused.
-  if (!c.protocol.cn_locks) {
-    const std::string p = "protocol " + c.protocol.name;
-    if (host_cuts) {
-      return InvalidArgument(
-          "partition-host: " + p +
-          " cannot survive a host cut yet (its MN, cut off, may answer again before it is "
-          "declared, with lock words that a commit waiting for the declaration has let go)");
-    }
   }
   // With lock words on the MNs, recovery finishes a half-done commit by copying a backup's
   // writes to the primary (cluster/mn_lock_recovery.h): it needs one.

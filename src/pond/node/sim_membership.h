@@ -136,6 +136,8 @@ class SimMembership final : public SimFaults {
   // off besides: the counts of sim::FaultLimits (bench/run_faults.cc's LimitsOf).
   bool Survives(int mns_out, bool cn_away) const;
   bool CnAway() const;
+  // A CN failed (crashed, or fenced) and not recovered yet, declared or not.
+  bool CnFailureOpen() const;
   // A fault that waits for Survives, first found waiting at *since (0: not waiting): false
   // while it may wait on, true once it has waited kMnsOutWaitNsMax (it is given up, counted).
   bool GiveUp(uint64_t* since);

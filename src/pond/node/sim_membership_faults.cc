@@ -448,7 +448,20 @@ bool SimMembership::Survives(int mns_out, bool cn_away) const {
   if (cn_away || store_->down) {
     most = std::min(most, std::max(0, c.mns - cluster::LeaseQuorum(c.mns, c.replication)));
   }
+  // With lock words on MNs a commit's writes lie on its R - 1 backups alone until its last
+  // round: R - 1 MNs lost beside a CN that died between the two would leave a key whose write is
+  // nowhere, and another key's perhaps seen. So R - 2 until every CN failure is recovered
+  // (docs/recovery.md "Lock words on MNs, and an MN crash"; ford fault seed 155: a host cut's MN
+  // and a crashed one, beside its fenced CN's half-done commit).
+  if (!c.protocol.cn_locks && CnFailureOpen()) most = std::min(most, c.replication - 2);
   return mns_out <= most;
+}
+
+bool SimMembership::CnFailureOpen() const {
+  for (const Failure& f : failures_) {
+    if (f.stats.recovered_ns == 0) return true;
+  }
+  return false;
 }
 
 bool SimMembership::CnAway() const {

@@ -161,6 +161,8 @@ class Endpoint : public Poller {
   void StopKeeping(const std::vector<Op>* into) {
     if (keep_into_ == into) keep_into_ = nullptr;
   }
+  // Whether the next Flush copies its WRITEs to `into` (KeepWrites, no Flush since).
+  bool Keeping(const std::vector<Op>* into) const { return keep_into_ == into; }
   // Posts again those of `ops` that go to an MN in `mns` (bit i: MN i).
   void PostAgain(const std::vector<Op>& ops, uint64_t mns);
 

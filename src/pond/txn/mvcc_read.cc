@@ -159,11 +159,14 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
     PostCvtReads(todo, p);
     if (!p.need_cvt.empty()) {
       if (Endpoint::FlushResult f = co_await w_.ep().FlushReporting(); !f.status.ok()) {
-        // The words won on the MNs that answered are released with the rest (an MN that did
-        // not answer failed, and its words with it).
+        // The words won on the MNs that answered are released with the rest; those on an MN
+        // that did not answer may have been won too, its acknowledgement lost (mn_unknown_).
         for (size_t i : p.need_cvt) {
           const ItemRead& r = p.items[i];
-          if (r.cas_posted && r.cas_old == 0 && ((f.unreachable >> r.cas_word.mn()) & 1) == 0) {
+          if (!r.cas_posted) continue;
+          if ((f.unreachable >> r.cas_word.mn()) & 1) {
+            mn_unknown_.push_back(r.cas_word);
+          } else if (r.cas_old == 0) {
             mn_held_.push_back(r.cas_word);
           }
         }

@@ -402,10 +402,12 @@ Task<Status> MvccTxn::Commit() {
     // this CN die mid-commit, recovery finds which cells it wrote and, from the lock words it
     // still holds, whether to finish the commit from the backups or undo it
     // (cluster/mn_lock_recovery.h).
+    BeginRound();
     if (!writes.empty()) PostLogRecord(writes, store::kMotorLogMagic);
     PostWrites(writes, commit_ts_, Replicas::kBackups);
     co_await CommitFlush();
     w_.Reached(CommitStep::kLogged);
+    BeginRound();
     PostWrites(writes, commit_ts_, Replicas::kPrimary);
     // Only a primary showing the write makes recovery finish this commit rather than undo it.
     if (DeletesIndexedKeys(writes)) co_await CommitFlush();
@@ -415,6 +417,7 @@ Task<Status> MvccTxn::Commit() {
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);
   // CN locks only after the flush: a transaction that locks next must find the versions
   // visible.
+  BeginRound();  // (kept on from the primaries' writes if nothing flushed since)
   PostUnlocks();
   co_await CommitFlush();
   POND_ASSERT(round_.empty());

@@ -76,10 +76,13 @@ Task<Status> SvTxn::Execute() {
       }
     }
     if (Endpoint::FlushResult f = co_await ep.FlushReporting(); !f.status.ok()) {
-      // The words won on the MNs that answered are released with the rest (an MN that did not
-      // answer failed, and its words with it).
+      // The words won on the MNs that answered are released with the rest; those on an MN that
+      // did not answer may have been won too, its acknowledgement lost (TxnState::mn_unknown_).
       for (size_t i : todo) {
-        if (cas_posted[i] && cas_old[i] == 0 && ((f.unreachable >> cas_word[i].mn()) & 1) == 0) {
+        if (!cas_posted[i]) continue;
+        if ((f.unreachable >> cas_word[i].mn()) & 1) {
+          mn_unknown_.push_back(cas_word[i]);
+        } else if (cas_old[i] == 0) {
           mn_held_.push_back(cas_word[i]);
         }
       }
@@ -322,10 +325,12 @@ Task<Status> SvTxn::Commit() {
   // order").
   std::vector<std::vector<std::byte>> images;
   if (w_.placement().replication() > 1 && !writes.empty()) {
+    BeginRound();
     PostSlotImages(writes, /*tombstones=*/false, Replicas::kBackups, &images);
     co_await CommitFlush();
     w_.Reached(CommitStep::kVisible);
   }
+  BeginRound();
   PostSlotImages(writes, /*tombstones=*/false, Replicas::kPrimary, &images);
   if (DeletesIndexedKeys(writes)) {
     // Once the primaries show the deletes recovery would finish this commit, not undo it:
@@ -333,6 +338,7 @@ Task<Status> SvTxn::Commit() {
     co_await CommitFlush();
     co_await UnindexDeletes(writes, 0);
   }
+  BeginRound();  // (kept on from the primaries' writes if nothing flushed since)
   PostUnlocks();
   co_await CommitFlush();
   w_.Reached(CommitStep::kUnlocked);
@@ -356,6 +362,7 @@ Task<void> SvTxn::BeforeAbort(const std::vector<size_t>& writes) {
   }
   // A record whose first word is zero is no record (store::ParseLogArea).
   static constexpr uint64_t kVoid = 0;
+  BeginRound();
   for (GAddr at : undo_at_) w_.ep().Write(at, &kVoid, sizeof(kVoid));
   if (claimed.empty() && undo_at_.empty()) co_return;
   undo_at_.clear();

@@ -263,11 +263,39 @@ namespace {
 
 const uint64_t kFreeLockWord = 0;
 
-Task<void> FlushPosted(Endpoint* ep) {
-  Status s = co_await ep->Flush();
-  // An MN that did not answer is one that failed (MN faults are refused for these protocols
-  // where an MN could be cut off and come back): the words it held are gone with it.
-  POND_CHECK_MSG(s.ok() || s.code() == Code::kUnavailable, s.ToString().c_str());
+// Frees the words an aborted transaction held (`held`) or may hold (`unknown`: a CAS its MN did
+// not answer), and the dead holders' words it met (`gone`). A host cut can swallow the release
+// as well as the acknowledgement of a CAS, and an MN beyond it is not declared if the link comes
+// back first: its words would stay taken for good. So one an MN did not answer is freed again,
+// by CAS (`owner` -> 0, never a later holder's), until that MN answers or leaves, when its words
+// are lost with it (it comes back blank: docs/recovery.md "Host cuts under lock words on MNs").
+// Posted and flushed in one go, so that the flush awaited is the one that carries them.
+Task<void> ReleaseWords(TxnContext* w, std::vector<GAddr> held, std::vector<GAddr> unknown,
+                        std::vector<std::pair<GAddr, uint64_t>> gone, uint64_t owner) {
+  Endpoint& ep = w->ep();
+  // The CASes' old values go to the worker's discard word: nothing reads them.
+  for (const auto& [addr, word] : gone) {
+    ep.Cas(addr, word, 0, w->discard_word());
+    w->stats().gone_lock_words_freed++;
+  }
+  for (GAddr a : held) ep.Write(a, &kFreeLockWord, sizeof(kFreeLockWord));
+  for (GAddr a : unknown) ep.Cas(a, owner, 0, w->discard_word());
+  Endpoint::FlushResult r = co_await ep.FlushReporting();
+  POND_CHECK_MSG(r.status.ok() || r.status.code() == Code::kUnavailable,
+                 r.status.ToString().c_str());
+  std::vector<GAddr> left = std::move(held);
+  left.insert(left.end(), unknown.begin(), unknown.end());
+  uint64_t silent = r.unreachable;
+  while (true) {
+    const store::Placement& p = w->placement();
+    silent &= ~(p.down_mask() | p.joining_mask() | p.leaving_mask());
+    std::erase_if(left, [silent](GAddr a) { return ((silent >> a.mn()) & 1) == 0; });
+    if (left.empty()) co_return;
+    co_await w->sched().SleepFor(kPostAgainEveryNs);
+    for (GAddr a : left) ep.Cas(a, owner, 0, w->discard_word());
+    r = co_await ep.FlushReporting();
+    silent &= r.unreachable;
+  }
 }
 
 }  // namespace
@@ -278,15 +306,20 @@ Status TxnState::FailUnreachable(const Status& s) {
 }
 
 void TxnState::BeginRound() {
-  if (protocol().cn_locks) w_.ep().KeepWrites(&round_);
+  if (w_.ep().Keeping(&round_)) return;
+  w_.ep().KeepWrites(&round_);
+  released_.clear();
 }
 
 Task<void> TxnState::CommitFlush() {
   Endpoint::FlushResult r = co_await w_.ep().FlushReporting();
   w_.ep().StopKeeping(&round_);
+  // Its releases are never posted again as they were (BeginRound): see below.
+  std::erase_if(round_, [](const Op& op) { return op.local == &kFreeLockWord; });
   if (r.unreachable == 0 || r.status.code() != Code::kUnavailable) {
     CheckOk(r.status);  // anything but an MN that did not answer is a bug
     round_.clear();
+    released_.clear();
     co_return;
   }
   // Nothing is acknowledged and no lock goes free until the MNs that did not answer are
@@ -296,46 +329,70 @@ Task<void> TxnState::CommitFlush() {
   // Or until they answer the round posted again: one beyond a link that was down for less than
   // it takes to declare it is not declared at all (docs/recovery.md "Partitions and fencing").
   const store::Placement& placement = w_.placement();
+  const uint64_t self = OwnerWord();
   uint64_t waited_ns = 0;
   while (true) {
     const uint64_t silent = r.unreachable & ~(placement.down_mask() | placement.joining_mask());
     if (silent == 0) break;
-    if (round_.empty() || waited_ns < kPostAgainEveryNs) {
+    if ((round_.empty() && released_.empty()) || waited_ns < kPostAgainEveryNs) {
       co_await w_.sched().SleepFor(kUnreachablePollNs);
       waited_ns += kUnreachablePollNs;
       continue;
     }
     waited_ns = 0;
-    // Again only to the MNs still silent and not declared: what one that answered holds is
-    // where it belongs, and a declared one may be a blank restarted MN by now.
-    w_.ep().PostAgain(round_, silent);
+    // A round that frees MN lock words: a batch to one MN keeps posting order, and the words go
+    // last, so one word of an MN found no longer this transaction's says its release landed,
+    // and everything before it in that batch too. To such an MN only the releases are posted
+    // again; to one where every word is still this transaction's, the whole round — nobody but
+    // it can have written those keys. Either way a release goes again as a CAS (ours -> 0), which
+    // cannot free a later holder's word.
+    uint64_t answered = silent, landed = 0;
+    if (!released_.empty()) {
+      std::vector<uint64_t> seen(released_.size(), self);
+      for (size_t k = 0; k < released_.size(); k++) {
+        if ((silent >> released_[k].mn()) & 1) {
+          w_.ep().Read(released_[k], &seen[k], sizeof(uint64_t));
+        }
+      }
+      Endpoint::FlushResult read = co_await w_.ep().FlushReporting();
+      if (read.unreachable == 0 || read.status.code() != Code::kUnavailable) CheckOk(read.status);
+      answered &= ~read.unreachable;
+      for (size_t k = 0; k < released_.size(); k++) {
+        const uint64_t bit = uint64_t{1} << released_[k].mn();
+        if ((answered & bit) && seen[k] != self) landed |= bit;
+      }
+    }
+    w_.ep().PostAgain(round_, answered & ~landed);
+    for (GAddr a : released_) {
+      if ((answered >> a.mn()) & 1) w_.ep().Cas(a, self, 0, w_.discard_word());
+    }
     w_.stats().commit_rounds_posted_again++;
     Endpoint::FlushResult again = co_await w_.ep().FlushReporting();
     if (again.unreachable == 0 || again.status.code() != Code::kUnavailable) CheckOk(again.status);
-    r.unreachable = again.unreachable;
+    r.unreachable = again.unreachable | (silent & ~answered);
   }
   round_.clear();
+  released_.clear();
 }
 
 void TxnState::PostUnlocks() {
   for (GAddr a : mn_held_) w_.ep().Write(a, &kFreeLockWord, sizeof(kFreeLockWord));
+  if (w_.ep().Keeping(&round_)) released_.insert(released_.end(), mn_held_.begin(), mn_held_.end());
   mn_held_.clear();
 }
 
 void TxnState::ReleaseMnLocksDetached() {
-  if (mn_held_.empty() && gone_words_.empty()) return;
-  // The CASes' old values go to the worker's discard word: whichever flush carries them (this
-  // task's, or another coroutine's first) may complete after this transaction is gone.
-  for (const GoneWord& g : gone_words_) {
-    w_.ep().Cas(g.addr, g.word, 0, w_.discard_word());
-    w_.stats().gone_lock_words_freed++;
-  }
+  if (mn_held_.empty() && gone_words_.empty() && mn_unknown_.empty()) return;
+  std::vector<std::pair<GAddr, uint64_t>> gone;
+  for (const GoneWord& g : gone_words_) gone.emplace_back(g.addr, g.word);
   gone_words_.clear();
-  // Posted now, the unlocks precede whatever this worker posts next (the caller's next
-  // transaction, say), so it cannot find its own old locks in its way; the task makes sure they
-  // leave even if no coroutine of this worker flushes again soon.
-  PostUnlocks();
-  w_.sched().Spawn(FlushPosted(&w_.ep()));
+  // Posted from a task of its own, which flushes them at once and sees whether they landed (this
+  // transaction is gone by then). The caller's next transaction may meet its own old words
+  // before that: it is refused, and tries again.
+  w_.sched().Spawn(
+      ReleaseWords(&w_, std::move(mn_held_), std::move(mn_unknown_), std::move(gone), OwnerWord()));
+  mn_held_.clear();
+  mn_unknown_.clear();
 }
 
 }  // namespace pond::txn

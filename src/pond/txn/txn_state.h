@@ -195,9 +195,11 @@ class TxnState {
   // posted since BeginRound are posted again to it meanwhile, and once it answers them this
   // returns too.
   Task<void> CommitFlush();
-  // The round posted from here to the next CommitFlush may be posted again: with CN locks it
-  // writes only what this transaction holds locked (with MN lock words, releasing them is a
-  // WRITE, which written again could free a later holder's lock).
+  // The round posted from here to the next CommitFlush may be posted again: it writes only what
+  // this transaction holds locked. With MN lock words a round may also release them (WRITE 0,
+  // PostUnlocks): posted again blindly that could free a later holder's word, so CommitFlush
+  // first reads the words on the MNs still silent (ReleasedElsewhere). A no-op while a round is
+  // already being kept.
   void BeginRound();
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;
@@ -238,7 +240,11 @@ class TxnState {
   Status deferred_;           // see Refuse
   std::vector<Item> items_;
   std::vector<GAddr> mn_held_;  // MN lock words this transaction holds
-  std::vector<Op> round_;       // BeginRound: the WRITEs CommitFlush may post again
+  // Lock words whose CAS an MN did not answer: taken or not, nobody knows. Released by CAS
+  // (ours -> 0) with the rest, until their MN answers or leaves (ReleaseMnLocksDetached).
+  std::vector<GAddr> mn_unknown_;
+  std::vector<GAddr> released_;  // the words the round being kept frees (PostUnlocks)
+  std::vector<Op> round_;        // BeginRound: the WRITEs CommitFlush may post again
   struct GoneWord {
     GAddr addr;
     uint64_t word;
