@@ -197,6 +197,7 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
   // CVTs: from the VT cache, or one READ each, all in one batch. With MN locks, a read-write
   // item's CAS goes first in the batch, so the READ behind it sees the CVT as locked.
   Endpoint& ep = w_.ep();
+  p.gone_at = w_.gone_generation();
   for (size_t i : todo) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
@@ -300,7 +301,7 @@ void MvccTxn::Absent(size_t i, ReadPass& p) {
     p.retry.push_back(i);
     return;
   }
-  if (HeldByOther(r.lock_seen)) {
+  if (HeldByOther(r.lock_seen, p.gone_at)) {
     if (kind_ == TxnKind::kReadWrite) {
       p.absent_but_locked = true;
       return;
@@ -388,7 +389,7 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
     Item& it = items_[i];
     const ItemRead& r = p.items[i];
     bool busy = false;
-    if (p.lock_word_matters && !it.locked && HeldByOther(r.lock_seen)) {
+    if (p.lock_word_matters && !it.locked && HeldByOther(r.lock_seen, p.gone_at)) {
       if (kind_ == TxnKind::kReadWrite) {
         return Fail(AbortedBecause("lock conflict"), &w_.stats().aborts.lock_conflict);
       }

@@ -234,6 +234,7 @@ Task<Status> MvccTxn::Validate() {
     }
     std::vector<std::vector<std::byte>> bufs(check.size());
     std::vector<uint64_t> lock_seen(check.size(), 0);
+    const uint64_t gone_at = w_.gone_generation();
     for (size_t k = 0; k < check.size(); k++) {
       Item& it = items_[check[k]];
       const MnId primary = w_.placement().Replica(it.lk.key, it.lock_rep);
@@ -257,7 +258,7 @@ Task<Status> MvccTxn::Validate() {
       Item& it = items_[check[k]];
       if (!it.have_slot) {
         // Absent when read: it must still be absent, with no insert of it under way.
-        if (HeldByOther(lock_seen[k])) co_return AbortedBecause("validation");
+        if (HeldByOther(lock_seen[k], gone_at)) co_return AbortedBecause("validation");
         store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
         if (scan.match >= 0) co_return AbortedBecause("validation");
         if (scan.first_empty < 0) {
@@ -282,7 +283,7 @@ Task<Status> MvccTxn::Validate() {
       }
       // Changed: locked by a writer, or a version this transaction should have read (committed
       // between the one it read and its commit timestamp, or not yet known: INVISIBLE).
-      bool changed = HeldByOther(lock_seen[k]);
+      bool changed = HeldByOther(lock_seen[k], gone_at);
       // Recycling overwrites the oldest cell first, so while the version read is still there,
       // every newer version is too. Once it is gone (or, for a key read as absent, once no cell
       // is free), a version in between may have come and gone: that counts as a change.

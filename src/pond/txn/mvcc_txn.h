@@ -49,6 +49,7 @@ class MvccTxn final : public TxnState {
     bool mn_locks = false;             // read-write items lock by CAS on the MN
     bool lock_word_matters = false;    // readers watch MN lock words (see ReadItems)
     uint64_t self = 0;                 // this transaction's owner word
+    uint64_t gone_at = 0;              // TxnContext::gone_generation before the round's READs
     std::vector<ItemRead> items;       // by item index
     std::vector<std::byte> delta_buf;  // motor's second record READ lands here
     std::vector<size_t> need_cvt, to_read, fetch, retry;

@@ -41,6 +41,7 @@ Task<Status> SvTxn::Execute() {
     for (size_t i : todo) {
       if (Status s = PinLockReplica(items_[i]); !s.ok()) co_return FailUnreachable(s);
     }
+    const uint64_t gone_at = w_.gone_generation();
     for (size_t i : todo) {
       Item& it = items_[i];
       // Every access goes to the replica of the key's lock words (the primary while it is up).
@@ -161,7 +162,7 @@ Task<Status> SvTxn::Execute() {
         retry.push_back(i);  // caught mid-write
         continue;
       }
-      if (HeldByOther(h.lock)) {
+      if (HeldByOther(h.lock, gone_at)) {
         // FORD cannot read a record that is being written.
         co_return Fail(AbortedBecause("locked"), &w_.stats().aborts.lock_conflict);
       }
@@ -214,6 +215,7 @@ Task<Status> SvTxn::Commit() {
   std::vector<size_t> check = Unprotected();
   std::vector<std::vector<std::byte>> bufs(check.size());
   std::vector<uint64_t> lock_seen(check.size(), 0);
+  const uint64_t gone_at = w_.gone_generation();
   Status unreachable = Status::Ok();
   for (size_t k = 0; k < check.size() && unreachable.ok(); k++) {
     Item& it = items_[check[k]];
@@ -292,11 +294,11 @@ Task<Status> SvTxn::Commit() {
     if (it.have_slot) {
       SvHeader h;
       std::memcpy(&h, bufs[k].data(), sizeof(h));
-      changed =
-          HeldByOther(h.lock) || h.version != it.sv_version || (h.deleted != 0) != !it.exists();
+      changed = HeldByOther(h.lock, gone_at) || h.version != it.sv_version ||
+                (h.deleted != 0) != !it.exists();
     } else {
       store::BucketScan scan = store::ScanBucket(*it.table, bufs[k], it.lk.key);
-      changed = HeldByOther(lock_seen[k]) || scan.match >= 0;
+      changed = HeldByOther(lock_seen[k], gone_at) || scan.match >= 0;
       if (!changed && scan.first_empty < 0) {
         // A full home bucket: the key may have been inserted into a later one.
         Result<store::SlotRef> f = co_await store::SvLocate(

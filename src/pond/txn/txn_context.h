@@ -126,6 +126,8 @@ class TxnContext {
   cache::AddrCache* addr_cache() { return cn_.addr; }
   // Whether MN lock word value `word` names a CN incarnation that failed and was recovered.
   bool HolderGone(uint64_t word) const { return cn_.gone != nullptr && cn_.gone->Gone(word); }
+  // GoneHolders::generation(): taken before posting READs whose lock words HolderGone judges.
+  uint64_t gone_generation() const { return cn_.gone != nullptr ? cn_.gone->generation() : 0; }
   bool visible_gate_closed() const {
     return cn_.visible_gate_closed->load(std::memory_order_acquire);
   }

@@ -203,10 +203,15 @@ class TxnState {
   void BeginRound();
   // MN lock words (motor, ford). The word a holder stores: never 0, unique per transaction.
   uint64_t OwnerWord() const;
-  // Whether lock word value `word` keeps this transaction out: taken, not by it, and not by a
-  // CN incarnation that failed and was recovered (whose words are free: TxnContext::HolderGone).
-  bool HeldByOther(uint64_t word) const {
-    return word != 0 && word != OwnerWord() && !w_.HolderGone(word);
+  // Whether lock word value `word`, READ after `gone_at` (TxnContext::gone_generation) was
+  // taken, keeps this transaction out: taken, not by it, and not by a CN incarnation that had
+  // failed and been recovered before that (whose words are free: TxnContext::HolderGone). A
+  // holder recovered since may have been mid-commit when the READ landed, and what it read
+  // beside the word then predates the recovery: the word counts as held, and a retry reads anew.
+  // (HolderGone is asked first: see store/gone_holders.h for why the order matters.)
+  bool HeldByOther(uint64_t word, uint64_t gone_at) const {
+    if (word == 0 || word == OwnerWord()) return false;
+    return !(w_.HolderGone(word) && w_.gone_generation() == gone_at);
   }
   // A refused CAS on `addr` found `word`, of a recovered incarnation: the word is freed (CAS
   // word -> 0) with this transaction's unlocks, so that the retry takes it.
