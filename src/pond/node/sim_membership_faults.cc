@@ -90,14 +90,18 @@ void SimMembership::OnStep(uint16_t cn, CommitStep step) {
   // Only once the crash is next in the CN's queue and would go ahead now.
   const std::vector<NodeFaultKind>& q = queued_[cn];
   if (q.empty() || q.front() != NodeFaultKind::kCrashCn || ServingBesides(cn) == 0 ||
-      !nodes_[cn]->serving) {
+      !nodes_[cn]->serving || crash_given_up_[cn] || !Survives(MnsOut(), /*cn_away=*/true)) {
     return;
   }
   a.step = CommitStep::kNone;
   step_crashes_[static_cast<size_t>(step)]++;
-  // Called from inside the transaction: the crash is the next event at this instant.
+  // Called from inside the transaction: the crash is the next event at this instant, and
+  // nothing the CN launches before it leaves (a CN left running mute would hang: checked).
+  cl_.sim_fabric_->DieNow(cn);
   engine_.At(engine_.now(), [this, cn, gen = generation_] {
-    if (gen == generation_) RunQueue(cn);
+    if (gen != generation_) return;
+    RunQueue(cn);
+    POND_CHECK_MSG(nodes_[cn]->crashed, "a crash aimed at a commit step did not happen at once");
   });
 }
 

@@ -407,7 +407,8 @@ Task<Status> MvccTxn::Commit() {
     if (!writes.empty()) PostLogRecord(writes, store::kMotorLogMagic);
     PostWrites(writes, commit_ts_, Replicas::kBackups);
     co_await CommitFlush();
-    w_.Reached(CommitStep::kLogged);
+    // A crash aimed at "logged" must find a record to recover, as under lotus and ford.
+    if (!writes.empty()) w_.Reached(CommitStep::kLogged);
     BeginRound();
     PostWrites(writes, commit_ts_, Replicas::kPrimary);
     // Only a primary showing the write makes recovery finish this commit rather than undo it.

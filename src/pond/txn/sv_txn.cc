@@ -364,9 +364,11 @@ Task<void> SvTxn::BeforeAbort(const std::vector<size_t>& writes) {
   }
   // A record whose first word is zero is no record (store::ParseLogArea).
   static constexpr uint64_t kVoid = 0;
+  if (claimed.empty() && undo_at_.empty()) co_return;
+  // (Not before that return: a round begun and never flushed would leave the endpoint keeping
+  // whatever WRITEs the worker posts next into this transaction's round, after it is gone.)
   BeginRound();
   for (GAddr at : undo_at_) w_.ep().Write(at, &kVoid, sizeof(kVoid));
-  if (claimed.empty() && undo_at_.empty()) co_return;
   undo_at_.clear();
   std::vector<std::vector<std::byte>> images;
   PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);

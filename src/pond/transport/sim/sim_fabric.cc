@@ -67,6 +67,19 @@ class SimEndpoint final : public Endpoint {
 
   void Launch(uint64_t at_ns) {
     POND_ASSERT(!dead_);
+    if (fabric_.IsCnDying(self().cn)) {
+      for (Batch* b : batches_) {
+        fabric_.crash_lost_batches_++;
+        free_batches_.push_back(b);
+      }
+      batches_.clear();
+      for (auto& p : packets_) {
+        fabric_.crash_dropped_packets_++;
+        RecycleBuffer(std::move(p.bytes));
+      }
+      packets_.clear();
+      return;
+    }
     sim::Engine& engine = fabric_.engine();
     const Testbed& m = fabric_.testbed();
     if (!batches_.empty() && m.jitter_ns != 0) {
@@ -509,9 +522,15 @@ void SimFabric::CrashCn(uint16_t cn) {
   }
 }
 
+void SimFabric::DieNow(uint16_t cn) {
+  if (dying_.size() <= cn) dying_.resize(size_t{cn} + 1, false);
+  dying_[cn] = true;
+}
+
 void SimFabric::RestartCn(uint16_t cn) {
   POND_CHECK_MSG(IsCnDown(cn), "restart of a CN that is up");
   down_[cn] = false;
+  if (cn < dying_.size()) dying_[cn] = false;
   generation_[cn]++;
   // The dead endpoints stay with their owners (their batches in flight still point at them)
   // but leave the address to the new incarnation's.

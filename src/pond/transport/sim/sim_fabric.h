@@ -76,6 +76,12 @@ class SimFabric final : public Fabric {
   // stream), with no completion. Its workers must not run rounds any more (the driver's part).
   void CrashCn(uint16_t cn);
   bool IsCnDown(uint16_t cn) const { return cn < down_.size() && down_[cn]; }
+  // CN `cn` crashes at this instant, from inside one of its transactions (a crash aimed at a
+  // commit step), though CrashCn runs as the next event: what its workers launch until then —
+  // the round after the step, say — never leaves it. So the step is where the crash is, not a
+  // draw of whether the next round's batches landed (ArriveAll). Cleared by RestartCn.
+  void DieNow(uint16_t cn);
+  bool IsCnDying(uint16_t cn) const { return cn < dying_.size() && dying_[cn]; }
   // CN `cn` (crashed) comes back as a new incarnation: its old endpoints give up their
   // addresses, and CreateEndpoint makes the new ones. Packets that left before — to it or from
   // it — are lost, as is anything sent to it while it was down.
@@ -189,6 +195,7 @@ class SimFabric final : public Fabric {
   PacketBufferPool packet_buffers_{kPacketBuffersKeptMax};
   uint64_t in_flight_ = 0;
   std::vector<bool> down_;           // by CN
+  std::vector<bool> dying_;          // by CN: DieNow
   std::vector<bool> cut_;            // by CN: partitioned
   std::vector<bool> host_cut_;       // by host: cut off, its CN and MN together
   std::vector<uint64_t> hosts_cut_;  // by host: bit h set while cut apart from host h
