@@ -319,7 +319,8 @@ TEST(FaultSeedTest, ACrashAimedAtEachCommitStepHappensThere) {
 // The same under motor and ford (cluster/mn_lock_recovery.h), recorded and judged: at "logged"
 // motor's record and backup cells are written and its primaries not — nobody can have used its
 // writes, so recovery undoes it; ford's undo record is written (and, at "visible", its backups):
-// undone too. Crashes in the round that frees its words leave some to finish.
+// undone too. Nothing the CN posts after the step leaves it (SimFabric::DieNow), so "logged"
+// leaves motor's commit to undo every time, whatever the seed.
 TEST(FaultSeedTest, ACrashAimedAtEachStepOfMotorAndFordIsRecovered) {
   struct Case {
     const char* protocol;

@@ -386,10 +386,10 @@ void TxnState::ReleaseMnLocksDetached() {
   std::vector<std::pair<GAddr, uint64_t>> gone;
   for (const GoneWord& g : gone_words_) gone.emplace_back(g.addr, g.word);
   gone_words_.clear();
-  // Posted from a task of its own, which flushes them at once and sees whether they landed (this
-  // transaction is gone by then). The caller's next transaction may meet its own old words
-  // before that: it is refused, and tries again.
-  w_.sched().Spawn(
+  // Posted from a task of its own, which flushes them and sees whether they landed (this
+  // transaction is gone by then). It runs at once, to its flush: the releases leave ahead of
+  // anything the caller's next transaction posts, which so does not meet these words.
+  w_.sched().SpawnNow(
       ReleaseWords(&w_, std::move(mn_held_), std::move(mn_unknown_), std::move(gone), OwnerWord()));
   mn_held_.clear();
   mn_unknown_.clear();
