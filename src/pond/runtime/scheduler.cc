@@ -86,13 +86,6 @@ void Scheduler::Spawn(Task<void> task) {
   Ready(root.h);
 }
 
-void Scheduler::SpawnNow(Task<void> task) {
-  RootTask root = RunRoot(std::move(task), this);
-  root.h.promise().link.frame = root.h;
-  RootStarted(this, &root.h.promise().link);
-  root.h.resume();
-}
-
 bool Scheduler::RunOnce() {
   rounds_++;
   bool progress = false;

@@ -63,9 +63,6 @@ class Scheduler {
 
   // Takes ownership of a root task and makes it runnable; the frame is freed when it finishes.
   void Spawn(Task<void> task);
-  // As Spawn, but runs the task at once, up to its first suspension, before returning: what it
-  // posts and flushes there goes out ahead of anything the caller posts next.
-  void SpawnNow(Task<void> task);
   // Makes a suspended coroutine runnable in the next round.
   void Ready(std::coroutine_handle<> h) {
     if (ready_.empty() && wake_) wake_();

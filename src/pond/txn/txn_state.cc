@@ -263,38 +263,27 @@ namespace {
 
 const uint64_t kFreeLockWord = 0;
 
-// Frees the words an aborted transaction held (`held`) or may hold (`unknown`: a CAS its MN did
-// not answer), and the dead holders' words it met (`gone`). A host cut can swallow the release
-// as well as the acknowledgement of a CAS, and an MN beyond it is not declared if the link comes
-// back first: its words would stay taken for good. So one an MN did not answer is freed again,
-// by CAS (`owner` -> 0, never a later holder's), until that MN answers or leaves, when its words
-// are lost with it (it comes back blank: docs/recovery.md "Host cuts under lock words on MNs").
-// Posted and flushed in one go, so that the flush awaited is the one that carries them.
-Task<void> ReleaseWords(TxnContext* w, std::vector<GAddr> held, std::vector<GAddr> unknown,
-                        std::vector<std::pair<GAddr, uint64_t>> gone, uint64_t owner) {
+// Makes sure the words an aborted transaction held (`held`, released by WRITE 0 already: see
+// ReleaseMnLocksDetached) or may hold (`unknown`: a CAS its MN did not answer) are free. A host
+// cut can swallow a release as well as the acknowledgement of a CAS, and an MN beyond it is not
+// declared if the link comes back first: its words would stay taken for good. So each is freed
+// by CAS (`owner` -> 0, never a later holder's) in a flush of this task's own, which says
+// whether its MN answered, and again every kPostAgainEveryNs while it does not, until it
+// answers or leaves, when its words are lost with it (it comes back blank: docs/recovery.md
+// "Host cuts under lock words on MNs").
+Task<void> ReleaseWords(TxnContext* w, std::vector<GAddr> words, uint64_t owner) {
   Endpoint& ep = w->ep();
-  // The CASes' old values go to the worker's discard word: nothing reads them.
-  for (const auto& [addr, word] : gone) {
-    ep.Cas(addr, word, 0, w->discard_word());
-    w->stats().gone_lock_words_freed++;
-  }
-  for (GAddr a : held) ep.Write(a, &kFreeLockWord, sizeof(kFreeLockWord));
-  for (GAddr a : unknown) ep.Cas(a, owner, 0, w->discard_word());
-  Endpoint::FlushResult r = co_await ep.FlushReporting();
-  POND_CHECK_MSG(r.status.ok() || r.status.code() == Code::kUnavailable,
-                 r.status.ToString().c_str());
-  std::vector<GAddr> left = std::move(held);
-  left.insert(left.end(), unknown.begin(), unknown.end());
-  uint64_t silent = r.unreachable;
+  uint64_t silent = ~uint64_t{0};
   while (true) {
+    for (GAddr a : words) ep.Cas(a, owner, 0, w->discard_word());
+    Endpoint::FlushResult r = co_await ep.FlushReporting();
+    POND_CHECK_MSG(r.status.ok() || r.status.code() == Code::kUnavailable,
+                   r.status.ToString().c_str());
     const store::Placement& p = w->placement();
-    silent &= ~(p.down_mask() | p.joining_mask() | p.leaving_mask());
-    std::erase_if(left, [silent](GAddr a) { return ((silent >> a.mn()) & 1) == 0; });
-    if (left.empty()) co_return;
+    silent &= r.unreachable & ~(p.down_mask() | p.joining_mask() | p.leaving_mask());
+    std::erase_if(words, [silent](GAddr a) { return ((silent >> a.mn()) & 1) == 0; });
+    if (words.empty()) co_return;
     co_await w->sched().SleepFor(kPostAgainEveryNs);
-    for (GAddr a : left) ep.Cas(a, owner, 0, w->discard_word());
-    r = co_await ep.FlushReporting();
-    silent &= r.unreachable;
   }
 }
 
@@ -383,16 +372,21 @@ void TxnState::PostUnlocks() {
 
 void TxnState::ReleaseMnLocksDetached() {
   if (mn_held_.empty() && gone_words_.empty() && mn_unknown_.empty()) return;
-  std::vector<std::pair<GAddr, uint64_t>> gone;
-  for (const GoneWord& g : gone_words_) gone.emplace_back(g.addr, g.word);
+  // The CASes' old values go to the worker's discard word: whichever flush carries them may
+  // complete after this transaction is gone.
+  for (const GoneWord& g : gone_words_) {
+    w_.ep().Cas(g.addr, g.word, 0, w_.discard_word());
+    w_.stats().gone_lock_words_freed++;
+  }
   gone_words_.clear();
-  // Posted from a task of its own, which flushes them and sees whether they landed (this
-  // transaction is gone by then). It runs at once, to its flush: the releases leave ahead of
-  // anything the caller's next transaction posts, which so does not meet these words.
-  w_.sched().SpawnNow(
-      ReleaseWords(&w_, std::move(mn_held_), std::move(mn_unknown_), std::move(gone), OwnerWord()));
-  mn_held_.clear();
+  // Posted now, the releases precede whatever this worker posts next (the caller's next
+  // transaction, say), so it cannot find these words in its way. Whether they landed only a
+  // flush of its own can say: a task frees them again by CAS, with those that may be held.
+  std::vector<GAddr> words = mn_held_;
+  PostUnlocks();
+  words.insert(words.end(), mn_unknown_.begin(), mn_unknown_.end());
   mn_unknown_.clear();
+  w_.sched().Spawn(ReleaseWords(&w_, std::move(words), OwnerWord()));
 }
 
 }  // namespace pond::txn
