@@ -161,10 +161,16 @@ EOF
   local spec
   spec=$(printf '{"mns":%d,"cns":%d,"replication":%d,"region_mib":64,"ucx_tls":"tcp","ucx_net_devices":"eth0","lease_ms":%d}' \
     "$hosts" "$hosts" "$replication" "$lease_ms")
-  printf 'create /pond ""\ncreate /pond/pond ""\ncreate /pond/pond/spec %s\nquit\n' "'$spec'" |
-    ip netns exec "$(ns_of 0)" env JVMFLAGS=-Xmx64m /usr/share/zookeeper/bin/zkCli.sh \
-      -server "$(addr_of 0):$zk_port" >"$dir/spec.out" 2>&1
-  grep -q "Created /pond/pond/spec" "$dir/spec.out" || { tail -n 5 "$dir/spec.out" >&2; false; }
+  # ZooKeeper listens before it serves, and zkCli then fails its create with ConnectionLoss
+  # (exit 1), more so on a loaded machine: try again, as a create that landed says "exists".
+  for ((i = 0; i < 10; i++)); do
+    printf 'create /pond ""\ncreate /pond/pond ""\ncreate /pond/pond/spec %s\nquit\n' "'$spec'" |
+      ip netns exec "$(ns_of 0)" env JVMFLAGS=-Xmx64m /usr/share/zookeeper/bin/zkCli.sh \
+        -server "$(addr_of 0):$zk_port" >"$dir/spec.out" 2>&1 || true
+    grep -q "Created /pond/pond/spec\|Node already exists: /pond/pond/spec" "$dir/spec.out" && break
+    sleep 1
+  done
+  [ "$i" -lt 10 ] || { tail -n 5 "$dir/spec.out" >&2; false; }
 
   source "$dir/hosts.env"
   for ((h = 0; h < hosts; h++)); do
