@@ -210,10 +210,12 @@ Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
   const GAddr line = layout_.LineAt(range_mn, n);
   const uint32_t len = LineBytes(n);
   NodeBuffer buf;
-  ep_.Read(ReadAddr(line), &buf, len);
+  // The copy read is the one every other is written from, even if another becomes the one
+  // readers use meanwhile (a joining MN coming up): that one is then written too.
+  const int read = ReadCopy(line.mn());
+  ep_.Read(layout_.Copy(line, read), &buf, len);
   POND_CO_RETURN_IF_ERROR(co_await ep_.Flush());
   const uint64_t copies = WrittenCopies(line.mn());
-  const int read = ReadCopy(line.mn());
   std::vector<Op> ops;
   for (int k = 0; k < layout_.replication(); k++) {
     if ((copies >> k & 1) && k != read) ops.push_back(WriteOp(layout_.Copy(line, k), &buf, len));
@@ -232,19 +234,24 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
   std::vector<Op> ops;
   // The copies readers do not use first: whatever a reader sees is then on every copy, and an
   // MN that fails leaves no reader with something the rest lack (the records' replica order).
-  for (const Piece& p : pieces) {
-    const uint64_t copies = WrittenCopies(p.at.mn());
-    const int read = ReadCopy(p.at.mn());
+  // The second round writes every copy the first did not, not the one read now: if a joining MN
+  // came up between the rounds, readers moved to its copy, already written, and the copy they
+  // used before must still be (docs/btree.md "Replicated nodes").
+  uint64_t first_round[2] = {0, 0};
+  for (size_t i = 0; i < pieces.size(); i++) {
+    const Piece& p = pieces[i];
+    first_round[i] = WrittenCopies(p.at.mn()) & ~(uint64_t{1} << ReadCopy(p.at.mn()));
     for (int k = 0; k < layout_.replication(); k++) {
-      if ((copies >> k & 1) && k != read)
-        ops.push_back(WriteOp(layout_.Copy(p.at, k), p.from, p.len));
+      if (first_round[i] >> k & 1) ops.push_back(WriteOp(layout_.Copy(p.at, k), p.from, p.len));
     }
   }
   Status s = co_await RunRound(ops);
   ops.clear();
-  if (s.ok()) {
-    for (const Piece& p : pieces) {
-      ops.push_back(WriteOp(ReadAddr(p.at), p.from, p.len));
+  for (size_t i = 0; i < pieces.size() && s.ok(); i++) {
+    const Piece& p = pieces[i];
+    const uint64_t rest = WrittenCopies(p.at.mn()) & ~first_round[i];
+    for (int k = 0; k < layout_.replication(); k++) {
+      if (rest >> k & 1) ops.push_back(WriteOp(layout_.Copy(p.at, k), p.from, p.len));
     }
   }
   if (!hand) {

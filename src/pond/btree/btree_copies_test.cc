@@ -215,6 +215,39 @@ TEST(BTreeCopiesTest, ADeadHoldersHalfWrittenLineIsMadeOneAgainByWhoeverTakesIts
   EXPECT_EQ(*fifty, 350u);
 }
 
+// A write-back goes to the copies readers do not use, then to the one they use. If a joining MN
+// comes up between the two rounds, readers move to its copy, which the first round wrote: the
+// second must still write the copy they used before, else that one is left behind for good.
+// MN 0 joins while CN 1 inserts into the root leaf (copy 0 on MN 0; read from copy 1 while it
+// joins), and comes up after each number of events in turn, until the insert is over first.
+TEST(BTreeCopiesTest, AJoiningMnComingUpBetweenAWriteBacksRoundsLeavesNoCopyBehind) {
+  int in_flight = 0;
+  for (uint64_t events = 0;; events++) {
+    ReplicatedTree tree(4);
+    SimCluster& c = tree.c;
+    std::unique_ptr<BTree> t1 = tree.Open(1);
+    int failed = 0;
+    c.workers[1].sched->Spawn(InsertAll(t1.get(), {10, 20, 30}, &failed));
+    c.Run();
+    ASSERT_EQ(failed, 0);
+    tree.placement.SetDown(0);
+    tree.placement.SetJoining(0);
+    c.workers[1].sched->Spawn(InsertAll(t1.get(), {40}, &failed));
+    const bool during = c.RunFor(events);
+    tree.placement.SetUp(0);
+    c.Run();
+    ASSERT_EQ(failed, 0);
+    ExpectCopiesAgree(c, tree.space, {0, 1, 2}, "after MN 0 came up");
+    if (HasFailure()) {
+      ADD_FAILURE() << "MN 0 came up " << events << " events into the insert";
+      return;
+    }
+    if (!during) break;
+    in_flight++;
+  }
+  EXPECT_GT(in_flight, 10) << "the insert took too few events to be cut between its rounds";
+}
+
 TEST(BTreeCopiesTest, ARestartedMnGetsEveryCopyBackWhileInsertsGoOn) {
   ReplicatedTree tree(3);
   SimCluster& c = tree.c;

@@ -1,5 +1,6 @@
 // The B+Tree half of the replica check (replica_check.h): every copy of a replicated tree's
 // ranges agrees on every node a reader can reach, and no tree lock word is left held.
+#include <cstdio>
 #include <cstring>
 #include <set>
 #include <string>
@@ -50,6 +51,25 @@ class TreeCopies {
   const store::Placement& placement_;
   const std::function<const std::byte*(MnId)>& region_;
 };
+
+// Where copies k0 and k of node `a` first differ, and its lock word on every copy: what one
+// needs to tell a half write from a lost one.
+std::string Difference(const TreeCopies& tc, GAddr a, int k0, int k) {
+  const std::byte* x = tc.At(a, k0);
+  const std::byte* y = tc.At(a, k);
+  uint32_t at = 0;
+  while (at < btree::kNodeBytes && x[at] == y[at]) at++;
+  std::string s = "copy " + std::to_string(k) + " against copy " + std::to_string(k0) +
+                  ", from byte " + std::to_string(at) + " of line " +
+                  std::to_string(tc.layout().LineOf(a)) + "; its lock word on each copy:";
+  char hex[24];
+  for (int c = 0; c < tc.layout().replication(); c++) {
+    std::snprintf(hex, sizeof hex, " %llx",
+                  static_cast<unsigned long long>(tc.Word(tc.layout().LockFor(a), c)));
+    s += hex;
+  }
+  return s;
+}
 
 void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& holder_gone,
                   ReplicaReport& r) {
@@ -112,8 +132,8 @@ void CheckOneTree(const TreeCopies& tc, const std::function<bool(uint64_t)>& hol
         for (int k : ks) {
           if (std::memcmp(tc.At(a, ks[0]), tc.At(a, k), btree::kNodeBytes) != 0) {
             AddProblem(r, &r.disagreements,
-                       name + ": the copies of node " + std::to_string(a.raw) + " disagree (copy " +
-                           std::to_string(k) + ")");
+                       name + ": the copies of node " + std::to_string(a.raw) + " disagree (" +
+                           Difference(tc, a, ks[0], k) + ")");
           }
         }
       }
