@@ -128,6 +128,10 @@ struct TableOptions {
   // itself — every later scan then reads them again. Only to measure what cleaning buys
   // (`pond sim tpcc --keep-deleted-entries`; docs/btree.md "The tree cleans itself").
   bool keep_deleted_entries = false;
+  // Ordered tables: leave leaves that deletes empty on their level, as before leaves merged —
+  // a scan then crosses each. Only to measure what merging buys (`pond sim tpcc
+  // --keep-empty-leaves`; docs/btree.md "Merges").
+  bool keep_empty_leaves = false;
 };
 
 // Where hybrid routing (Lotus §4.3) sends a call: read-write transactions to the CN managing the

@@ -85,6 +85,7 @@ std::string TpccWorkload::Settings() const {
     s += fmt::format(", mix {}", fmt::join(p_.mix, "/"));
   }
   if (p_.keep_deleted_entries) s += ", deleted new orders' tree entries kept";
+  if (p_.keep_empty_leaves) s += ", emptied new_order leaves kept";
   return s;
 }
 
@@ -94,7 +95,8 @@ nlohmann::json TpccWorkload::SettingsJson() const {
           {"customers", p_.customers},
           {"order_room", TpccOrderRoom(p_)},
           {"mix", p_.mix},
-          {"keep_deleted_entries", p_.keep_deleted_entries}};
+          {"keep_deleted_entries", p_.keep_deleted_entries},
+          {"keep_empty_leaves", p_.keep_empty_leaves}};
 }
 
 Status TpccWorkload::Setup(Cluster& cluster, RunContext& ctx) {

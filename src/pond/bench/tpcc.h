@@ -49,6 +49,8 @@ struct TpccParams {
   // Deliveries leave their new orders' tree entries in place (TableOptions), so that every
   // later Delivery of the district scans past them: what the tree's cleaning saves, measured.
   bool keep_deleted_entries = false;
+  // Leaves Deliveries empty stay on their level (TableOptions): what merging them saves.
+  bool keep_empty_leaves = false;
 };
 
 // The tables Setup created, by id.

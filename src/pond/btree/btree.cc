@@ -139,8 +139,8 @@ Task<Result<BTree::Found>> BTree::Descend(uint64_t key, uint8_t level, bool fres
 }
 
 Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
-                                      uint32_t* hops, bool fresh) {
-  for (;;) {
+                                      uint32_t* hops, bool fresh, GAddr* merged) {
+  for (bool first = true;; first = false) {
     POND_CO_RETURN_IF_ERROR(co_await ReadNode(*a, n));
     if (!n->valid() || n->h.level != 0 || key < n->h.lower) {
       if (!parent->null()) cache_.Drop(*parent);
@@ -148,6 +148,7 @@ Task<Result<bool>> BTree::ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, Nod
       co_return false;
     }
     if (key < n->h.upper) co_return true;
+    if (first && merged != nullptr && n->h.state == kNodeMerged) *merged = *a;
     if (++*hops > options_.sibling_hops_max) co_return Aborted("too many sibling moves");
     if (!fresh && *hops > kShortWalkHops) {
       if (!parent->null()) cache_.Drop(*parent);
@@ -197,6 +198,20 @@ Task<Result<uint64_t>> BTree::Lookup(uint64_t key) {
 Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
                          uint64_t* removed_max) {
   stats_.scans++;
+  std::vector<std::pair<GAddr, GAddr>> unlink;
+  Status s = co_await ScanWalk(low, high, limit, out, removed_max, &unlink);
+  // After the walk, so that what it returns waits on no lock: the merged leaves it crossed are
+  // linked past, and later scans read them no more.
+  for (const auto& [l, e] : unlink) {
+    if (!s.ok()) break;
+    Status u = co_await Unlink(l, e);
+    if (u.code() != Code::kAborted) s = u;  // Aborted: l was busy, and stays for a later scan
+  }
+  co_return s;
+}
+
+Task<Status> BTree::ScanWalk(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
+                             uint64_t* removed_max, std::vector<std::pair<GAddr, GAddr>>* unlink) {
   const size_t start = out->size();
   uint64_t cursor = low;  // every key below it was collected
   NodeBuffer n;
@@ -206,10 +221,11 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
     if (cursor >= high || out->size() - start >= limit) co_return Status::Ok();
     Result<Found> f = co_await Descend(cursor, 0, fresh);
     if (!f.ok()) co_return f.status();
-    GAddr a = f->node, parent = f->parent;
+    // left: the leaf taken last, whose sibling is read next; merged: a merged leaf met there.
+    GAddr a = f->node, parent = f->parent, left = GAddr::Null(), merged = GAddr::Null();
     uint32_t torn = 0, hops = 0;
     for (;;) {
-      Result<bool> at = co_await ReadLeafFor(cursor, &a, &parent, &n, &hops, fresh);
+      Result<bool> at = co_await ReadLeafFor(cursor, &a, &parent, &n, &hops, fresh, &merged);
       if (!at.ok()) co_return at.status();
       if (!*at) {
         fresh = true;
@@ -225,6 +241,10 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
         continue;
       }
       torn = 0;
+      if (!left.null() && !merged.null() && options_.merge_empty_leaves) {
+        unlink->emplace_back(left, merged);
+      }
+      left = merged = GAddr::Null();
       TakeLeaf(n, cursor, high, removed_max, &leaf_entries);
       for (const KeyValue& kv : leaf_entries) {
         if (out->size() - start >= limit) co_return Status::Ok();
@@ -233,6 +253,7 @@ Task<Status> BTree::Scan(uint64_t low, uint64_t high, size_t limit, std::vector<
       if (n.h.upper >= high || n.h.sibling == 0) co_return Status::Ok();
       cursor = n.h.upper;
       parent = GAddr::Null();
+      left = a;
       a = GAddr{n.h.sibling};
     }
   }

@@ -73,6 +73,9 @@ struct TreeOptions {
   // round does), and a lock round refuses (Unavailable), its transaction aborting. Off: every
   // round waits until such an MN is down.
   bool rounds_end_at_leaving = false;
+  // A delete that leaves its leaf empty merges it into its right sibling, and scans unlink the
+  // merged leaves they cross (docs/btree.md "Merges"). Off: empty leaves stay, to measure it.
+  bool merge_empty_leaves = true;
 };
 
 // Sibling moves after a descent that trusted the cache before the operation descends again
@@ -92,6 +95,10 @@ struct TreeStats {
   uint64_t leaves_read = 0;     // by scans
   uint64_t lines_repaired = 0;  // lines a dead holder may have left on some copies only, recopied
   uint64_t rounds_posted_again = 0;  // to an MN that did not answer and was not declared down
+  uint64_t leaf_merges = 0;          // empty leaves merged into their right siblings
+  uint64_t merges_given_up = 0;      // a lock busy, or the leaf or its parent changed first
+  uint64_t merges_finished = 0;      // merging leaves whose merger died, finished by a writer
+  uint64_t merged_unlinked = 0;      // merged leaves a scan took off their level's chain
 };
 
 using KeyValue = std::pair<uint64_t, uint64_t>;
@@ -111,8 +118,9 @@ class BTree {
   Task<Result<uint64_t>> Lookup(uint64_t key);
   // Inserts `key` or overwrites its value. Keys are kKeyMin..kKeyMax.
   Task<Status> Insert(uint64_t key, uint64_t value);
-  // Removes `key` (NotFound if absent): its entry is cleared in place. Nodes never merge or go
-  // away (Sherman's lazy merging): a leaf may end empty, and is filled again by later inserts.
+  // Removes `key` (NotFound if absent): its entry is cleared in place. A leaf left empty is
+  // merged into its right sibling (merge_empty_leaves; docs/btree.md "Merges"); its space is
+  // not reused, so that a stale copy that leads to it stays harmless.
   // `removed_at` > 0 (a key deleted by a commit at that timestamp): the leaf's removal stamp is
   // raised to it in the same write, the whole leaf with new node versions, so that no copy shows
   // the entry gone without the stamp.
@@ -161,8 +169,9 @@ class BTree {
   // fresh) — or the walk grew long after a descent that was not `fresh`: a cached parent from
   // long ago can point many leaves to the left of the key, and walking there costs a READ a
   // leaf where a fresh descent costs one per level.
+  // `merged` (if set): the first node read, if it was a merged leaf the walk moved past.
   Task<Result<bool>> ReadLeafFor(uint64_t key, GAddr* a, GAddr* parent, NodeBuffer* n,
-                                 uint32_t* hops, bool fresh);
+                                 uint32_t* hops, bool fresh, GAddr* merged = nullptr);
   // Descends from the root to the node at `level` whose range holds `key`; reads the nodes above
   // that level (not the node itself, unless it is the root). `fresh`: READs every internal node
   // rather than trusting the cache (after a stale copy sent an operation astray).
@@ -212,7 +221,10 @@ class BTree {
   Task<Status> RunRound(const std::vector<Op>& ops, uint64_t* gave_up = nullptr);
   // HOCL: the line's global lock — the word on every written copy, taken in copy order — through
   // the local table. A word held by a dead holder is taken, and the line it names recopied.
-  Task<Status> Lock(GAddr line);
+  // `wait` false: for an operation that holds a line already (a merge) — no wait in the local
+  // table and one CAS round, else Aborted at once, since words shared by lines could close a
+  // cycle of waiters.
+  Task<Status> Lock(GAddr line, bool wait = true);
   // The bytes of a line that change: the header's magic, cursor and root, or a whole node.
   static uint32_t LineBytes(uint32_t line) { return line == 0 ? 24 : kNodeBytes; }
   // Copies the line of range `range_mn` a dead holder's word named from the readable copy to the
@@ -236,12 +248,16 @@ class BTree {
   Held TakeHeld(GAddr line);
   // Writes `pieces` (the locked `line`'s, and maybe new nodes') to every written copy — the
   // copies readers do not use first, then the read copy — and releases the line's lock on every
-  // copy with the last (unless it is handed over).
-  Task<Status> Publish(GAddr line, Piece first, Piece second);
+  // copy with the last (unless it is handed over, or `release` is false: a merge writes a leaf
+  // it goes on holding).
+  Task<Status> Publish(GAddr line, Piece first, Piece second, bool release = true);
   Task<Status> Publish(GAddr line, Piece only) { return Publish(line, only, NoPiece()); }
   static Piece NoPiece() { return Piece{GAddr::Null(), nullptr, 0}; }
   // Writes a node no one can reach yet to every written copy.
   Task<Status> WriteNew(GAddr node, const NodeBuffer& n);
+  Task<Status> WriteHeld(GAddr line, const NodeBuffer& n) {
+    return Publish(line, Piece{line, &n, kNodeBytes}, NoPiece(), false);
+  }
   // Releases the line's lock with nothing to write.
   Task<Status> UnlockNow(GAddr line) { return Publish(line, NoPiece(), NoPiece()); }
   // A chunk of range `r` for the allocator: by FAA on its cursor with one copy, else under the
@@ -261,6 +277,23 @@ class BTree {
   // right one in every copy before the left one in any.
   Task<Status> WriteSplit(GAddr left_addr, const NodeBuffer& left, GAddr right_addr,
                           const NodeBuffer& right);
+
+  // ---- Merges (btree_merge.cc; docs/btree.md "Merges") ----
+  // Merges the empty leaf whose range begins at `lo` into its right sibling, if both and their
+  // parent can be locked now and are as a merge needs them; else leaves all as it is.
+  Task<Status> MergeEmptyLeaf(uint64_t lo);
+  // Leaf `e` (held, merging, read into *en) of a merger that died: takes its sibling (not
+  // waiting) and finishes the merge, releasing both. Aborted (both released) if the sibling
+  // was busy: the caller tries again.
+  Task<Status> FinishMerge(GAddr e, NodeBuffer* en);
+  // Steps 3 and 4 with `e` (merging) and `r` held and read: r covers e's range from then on,
+  // and e is merged. Releases both.
+  Task<Status> HandOverRange(GAddr e, NodeBuffer* en, GAddr r, NodeBuffer* rn);
+  // `l`'s sibling is the merged leaf `e`: l links past it, if l is free now and unchanged.
+  Task<Status> Unlink(GAddr l, GAddr e);
+  // The walk of Scan, which notes each (leaf, merged sibling) pair it crosses in *unlink.
+  Task<Status> ScanWalk(uint64_t low, uint64_t high, size_t limit, std::vector<KeyValue>* out,
+                        uint64_t* removed_max, std::vector<std::pair<GAddr, GAddr>>* unlink);
 
   Endpoint& ep_;
   SpaceLayout layout_;

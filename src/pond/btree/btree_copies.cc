@@ -85,17 +85,21 @@ Task<Status> BTree::RunRound(const std::vector<Op>& ops, uint64_t* gave_up) {
   co_return r.status;
 }
 
-Task<Status> BTree::Lock(GAddr line) {
+Task<Status> BTree::Lock(GAddr line, bool wait) {
   const bool local = options_.local_locks;
   const GAddr word = WordOf(line);
-  if (local && co_await locks_.Acquire(word.raw, line.raw)) co_return Status::Ok();  // handed over
+  if (local && !wait && !locks_.TryAcquire(word.raw)) {
+    co_return Aborted("a node's lock word is held by this worker");
+  }
+  if (local && wait && co_await locks_.Acquire(word.raw, line.raw)) co_return Status::Ok();
   const uint64_t mine = WordValue(line);
   auto copy_down = [&](int k) { return (WrittenCopies(line.mn()) >> k & 1) == 0; };
   auto gone = [&](uint64_t w) { return options_.gone != nullptr && options_.gone->Gone(w); };
   std::vector<Op> ops;
   uint64_t old[store::kReplicationMax] = {};
   uint64_t dead[store::kReplicationMax] = {};
-  for (uint32_t attempt = 0; attempt < options_.lock_retry_count_max; attempt++) {
+  const uint32_t attempts = wait ? options_.lock_retry_count_max : 1;
+  for (uint32_t attempt = 0; attempt < attempts; attempt++) {
     // Copies are taken in order, the first alone: whoever holds it holds the line, so the rest
     // are free for it — unless two CNs see different copies down for a moment, when the one that
     // meets a word held on a later copy lets go of all and tries again.
@@ -224,13 +228,13 @@ Task<Status> BTree::Repair(MnId range_mn, uint64_t dead_word) {
   co_return co_await RunRound(ops);
 }
 
-Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
+Task<Status> BTree::Publish(GAddr line, Piece first, Piece second, bool release) {
   std::vector<Piece> pieces;
   for (const Piece& p : {first, second}) {
     if (p.len != 0) pieces.push_back(p);
   }
   const GAddr word = WordOf(line);
-  const bool hand = options_.local_locks && locks_.WillHandOver(word.raw, line.raw);
+  const bool hand = release && options_.local_locks && locks_.WillHandOver(word.raw, line.raw);
   std::vector<Op> ops;
   // The copies readers do not use first: whatever a reader sees is then on every copy, and an
   // MN that fails leaves no reader with something the rest lack (the records' replica order).
@@ -254,7 +258,7 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
       if (rest >> k & 1) ops.push_back(WriteOp(layout_.Copy(p.at, k), p.from, p.len));
     }
   }
-  if (!hand) {
+  if (release && !hand) {
     if (!options_.combine && !ops.empty()) {
       // Without command combination the release waits for the write-back: a round trip more.
       s = co_await RunRound(ops);
@@ -263,7 +267,7 @@ Task<Status> BTree::Publish(GAddr line, Piece first, Piece second) {
     PostRelease(TakeHeld(line), &ops);
   }
   Status released = co_await RunRound(ops);
-  if (options_.local_locks) locks_.Release(word.raw);
+  if (release && options_.local_locks) locks_.Release(word.raw);
   co_return s.ok() ? released : s;
 }
 

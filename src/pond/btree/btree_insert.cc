@@ -72,6 +72,14 @@ Task<Status> BTree::Insert(uint64_t key, uint64_t value) {
   if (key < kKeyMin || key > kKeyMax) co_return InvalidArgument("key outside 1 .. 2^64 - 2");
   NodeBuffer n;
   Result<GAddr> locked = co_await LockLeafFor(key, &n);
+  for (uint32_t finishing = 0; locked.ok() && n.h.state == kNodeMerging; finishing++) {
+    // No insert goes into a merging leaf, and its merger, if alive, would hold its word: the
+    // merger died, and its sibling is to cover the key. Finish the merge, then look again.
+    if (finishing >= options_.restart_count_max) co_return Aborted("a leaf stayed merging");
+    Status s = co_await FinishMerge(*locked, &n);
+    if (!s.ok() && s.code() != Code::kAborted) co_return s;
+    locked = co_await LockLeafFor(key, &n);
+  }
   if (!locked.ok()) co_return locked.status();
   const GAddr a = *locked;
   int slot = -1, empty = -1, used = 0;
@@ -115,15 +123,25 @@ Task<Status> BTree::Delete(uint64_t key, uint64_t removed_at) {
     e.set_key(kKeyEmpty);
     e.set_value(0);
     stats_.deletes++;
+    Status s;
     if (removed_at > n.h.leftmost) {
       // The stamp and the cleared entry in one copy: a whole-leaf write with new node versions.
       n.h.leftmost = removed_at;
       e.BumpVersion();
       n.BumpVersion();
       stats_.node_writebacks++;
-      co_return co_await Publish(*locked, Piece{*locked, &n, kNodeBytes});
+      s = co_await Publish(*locked, Piece{*locked, &n, kNodeBytes});
+    } else {
+      s = co_await WriteBackEntry(*locked, &n, i);
     }
-    co_return co_await WriteBackEntry(*locked, &n, i);
+    const bool emptied = std::all_of(std::begin(n.leaf.entries), std::end(n.leaf.entries),
+                                     [](const LeafEntry& x) { return x.empty(); });
+    if (s.ok() && emptied && n.h.sibling != 0 && options_.merge_empty_leaves) {
+      // Best effort, after the delete: a merge that cannot go on now leaves the leaf for the
+      // next delete from it, and the delete done either way.
+      (void)co_await MergeEmptyLeaf(n.h.lower);
+    }
+    co_return s;
   }
   POND_CO_RETURN_IF_ERROR(co_await UnlockNow(*locked));
   co_return NotFound("key not in the tree");

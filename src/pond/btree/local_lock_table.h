@@ -63,6 +63,16 @@ class LocalLockTable {
     return Awaiter{this, word, {{}, what, false}};
   }
 
+  // The local lock of `word` if no coroutine holds it: true (the caller takes the global word
+  // by CAS, as after an Acquire that returned false), else false at once. For an operation that
+  // already holds a line (a merge): waiting there could close a cycle, as words are shared.
+  bool TryAcquire(uint64_t word) {
+    Entry& e = entries_[word];
+    if (e.held) return false;
+    e.held = true;
+    return true;
+  }
+
   // The holder is about to let go: decides whether the next local waiter gets the global lock
   // handed over (true; the caller must not release it) or the lock goes back to the MN (false).
   // Only a waiter for the same `what` is handed it: the global word names what its holder writes

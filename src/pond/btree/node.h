@@ -36,13 +36,21 @@ inline constexpr uint64_t kKeyMax = UINT64_MAX - 1;
 // A node that was ever written has valid == kNodeValid; zeroed chunk memory has 0.
 inline constexpr uint8_t kNodeValid = 0xb7;
 
+// A leaf's state (docs/btree.md "Merges"): live; merging — empty and being merged into its right
+// sibling, so that no insert may go into it; merged — an empty range [lower, lower) whose keys
+// its sibling holds, written no more.
+inline constexpr uint8_t kNodeLive = 0;
+inline constexpr uint8_t kNodeMerging = 1;
+inline constexpr uint8_t kNodeMerged = 2;
+
 // The 40 bytes that open every node.
 struct NodeHeader {
   uint8_t front_version;  // FNV: equals the node's last byte in a whole copy
   uint8_t level;          // 0 = leaf
   uint8_t valid;          // kNodeValid
   uint8_t count;          // internal nodes: number of keys; leaves: 0 (they are scanned whole)
-  uint8_t reserved[4];
+  uint8_t state;          // leaves: kNodeLive, kNodeMerging or kNodeMerged
+  uint8_t reserved[3];
   uint64_t lower;    // smallest key the node may hold
   uint64_t upper;    // keys are < upper; kKeyInfinity for the rightmost node of a level
   uint64_t sibling;  // GAddr of the right sibling; 0 for the rightmost node of a level
@@ -55,6 +63,7 @@ static_assert(sizeof(NodeHeader) == 40);
 static_assert(offsetof(NodeHeader, level) == 1);
 static_assert(offsetof(NodeHeader, valid) == 2);
 static_assert(offsetof(NodeHeader, count) == 3);
+static_assert(offsetof(NodeHeader, state) == 4);
 static_assert(offsetof(NodeHeader, lower) == 8);
 static_assert(offsetof(NodeHeader, upper) == 16);
 static_assert(offsetof(NodeHeader, sibling) == 24);

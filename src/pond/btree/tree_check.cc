@@ -38,8 +38,9 @@ Task<Result<TreeShape>> CheckTree(Endpoint& ep, const TreeSpace& space, bool spl
   while (!expected.empty()) {
     std::vector<Expect> children;
     GAddr a = expected.front().addr;
-    uint64_t prev_upper = 0;
-    size_t i = 0;  // expected nodes met so far
+    uint64_t prev_upper = 0, prev_lower = 0;
+    bool prev_merging = false;  // the node before is a merging or merged leaf
+    size_t i = 0;               // expected nodes met so far
     while (!a.null()) {
       ep.Read(a, &n, kNodeBytes);
       POND_CO_RETURN_IF_ERROR(co_await ep.Flush());
@@ -50,20 +51,45 @@ Task<Result<TreeShape>> CheckTree(Endpoint& ep, const TreeSpace& space, bool spl
         shape.nodes_by_level.assign(static_cast<size_t>(shape.levels), 0);
       }
       if (n.h.level != level) co_return Corruption(At(a) + " is on the wrong level");
+      // Merges (docs/btree.md "Merges"): a merged leaf covers nothing and may be in no parent; the
+      // leaf after a merging or merged one may already begin where that one begins.
+      const bool merged = n.h.state == kNodeMerged;
+      // A merged leaf its parent still names may be off the chain already (a scan linked past
+      // it): the next node took its range over, from that leaf's lower fence.
+      bool skipped = false;
+      uint64_t skipped_lower = 0;
+      while (level == 0 && i < expected.size() && expected[i].addr != a) {
+        NodeBuffer m;
+        ep.Read(expected[i].addr, &m, kNodeBytes);
+        POND_CO_RETURN_IF_ERROR(co_await ep.Flush());
+        if (!m.valid() || !m.whole() || m.h.state != kNodeMerged) break;
+        if (!skipped) skipped_lower = expected[i].lower;
+        skipped = true;
+        i++;
+      }
+      const bool takes_over =
+          (prev_merging && n.h.lower == prev_lower) || (skipped && n.h.lower == skipped_lower);
+      if (n.h.state > kNodeMerged || (n.h.state != kNodeLive && level != 0)) {
+        co_return Corruption(At(a) + " has an unknown state");
+      }
       if (i < expected.size() && expected[i].addr == a) {
         // Its parent's fences; with splits cut short, only the lower one: it may have split.
-        if (n.h.lower != expected[i].lower ||
-            (splits_cut_short ? n.h.upper > expected[i].upper : n.h.upper != expected[i].upper)) {
+        if ((n.h.lower != expected[i].lower && !takes_over) ||
+            (!merged &&
+             (splits_cut_short ? n.h.upper > expected[i].upper : n.h.upper != expected[i].upper))) {
           co_return Corruption(At(a) + " has fences other than its parent gives it");
         }
         i++;
-      } else if (!splits_cut_short || i == 0 || n.h.upper > expected[i - 1].upper) {
+      } else if (!merged && (!splits_cut_short || i == 0 || n.h.upper > expected[i - 1].upper)) {
         co_return Corruption(At(a) + " is on its level's sibling chain but not in its parent");
       }
-      if (n.h.lower != prev_upper || n.h.lower >= n.h.upper) {
+      if ((n.h.lower != prev_upper && !(prev_merging && n.h.lower == prev_lower)) ||
+          (merged ? n.h.lower != n.h.upper : n.h.lower >= n.h.upper)) {
         co_return Corruption(At(a) + " does not continue its left sibling's range");
       }
       prev_upper = n.h.upper;
+      prev_lower = n.h.lower;
+      prev_merging = n.h.state != kNodeLive;
       if ((n.h.sibling == 0) != (n.h.upper == kKeyInfinity)) {
         co_return Corruption(At(a) + ": only the last node of a level may have no sibling");
       }
@@ -73,6 +99,7 @@ Task<Result<TreeShape>> CheckTree(Endpoint& ep, const TreeSpace& space, bool spl
         for (const LeafEntry& e : n.leaf.entries) {
           if (!e.whole()) co_return Corruption(At(a) + " has a torn entry");
           if (e.empty()) continue;
+          if (n.h.state != kNodeLive) co_return Corruption(At(a) + " merges and holds a key");
           if (e.key() < n.h.lower || e.key() >= n.h.upper) {
             co_return Corruption(At(a) + " holds a key outside its fences");
           }

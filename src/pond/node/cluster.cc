@@ -437,6 +437,7 @@ Result<uint16_t> Cluster::CreateTable(const TableOptions& options) {
     if (!st.ok()) return st.status();
     spec.ordered = true;
     spec.keep_deleted_entries = options.keep_deleted_entries;
+    spec.keep_empty_leaves = options.keep_empty_leaves;
     spec.stripe_bits = options.stripe_bits;
     spec.stripe_table = *st;
   }

@@ -105,7 +105,8 @@ void RestoreRegion(std::byte* base, const Catalog& catalog, MnId mn) {
     d.versions = static_cast<uint8_t>(t.versions);
     d.flags = kTablePresent | (t.critical_field ? kTableCriticalField : 0) |
               (t.single_version ? kTableSingleVersion : 0) | (t.ordered ? kTableOrdered : 0) |
-              (t.keep_deleted_entries ? kTableKeepsDeleted : 0);
+              (t.keep_deleted_entries ? kTableKeepsDeleted : 0) |
+              (t.keep_empty_leaves ? kTableKeepsEmpty : 0);
     d.stripe_bits = static_cast<uint8_t>(t.stripe_bits);
     d.stripe_table = t.stripe_table;
     d.tree_mib = static_cast<uint16_t>(t.tree_bytes >> 20);
@@ -205,7 +206,8 @@ Task<Status> CreateTable(Endpoint& ep, const PoolLayout& layout, const TableSpec
   d.versions = static_cast<uint8_t>(spec.single_version ? 1 : spec.versions);
   d.flags = kTablePresent | (spec.critical_field ? kTableCriticalField : 0) |
             (spec.single_version ? kTableSingleVersion : 0) | (spec.ordered ? kTableOrdered : 0) |
-            (spec.ordered && spec.keep_deleted_entries ? kTableKeepsDeleted : 0);
+            (spec.ordered && spec.keep_deleted_entries ? kTableKeepsDeleted : 0) |
+            (spec.ordered && spec.keep_empty_leaves ? kTableKeepsEmpty : 0);
   if (spec.ordered) {
     d.stripe_bits = static_cast<uint8_t>(spec.stripe_bits);
     d.stripe_table = spec.stripe_table;
@@ -281,6 +283,7 @@ Task<Result<Catalog>> LoadCatalog(Endpoint& ep) {
     t.ordered = (d.flags & kTableOrdered) != 0;
     if (t.ordered) {
       t.keep_deleted_entries = (d.flags & kTableKeepsDeleted) != 0;
+      t.keep_empty_leaves = (d.flags & kTableKeepsEmpty) != 0;
       t.stripe_bits = d.stripe_bits;
       t.stripe_table = d.stripe_table;
       t.tree_bytes = uint64_t{d.tree_mib} << 20;

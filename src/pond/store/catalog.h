@@ -35,6 +35,7 @@ struct TableSpec {
   int stripe_bits = 10;
   uint16_t stripe_table = 0;
   bool keep_deleted_entries = false;  // ordered: deletes leave their tree entries in place
+  bool keep_empty_leaves = false;     // ordered: leaves emptied by deletes do not merge
 };
 
 // What a CN knows about a table after loading the catalog.
@@ -55,6 +56,7 @@ struct TableInfo {
   int stripe_bits = 0;
   uint16_t stripe_table = 0;
   bool keep_deleted_entries = false;
+  bool keep_empty_leaves = false;
   uint64_t tree_bytes = 0;  // per MN; 0 unless ordered
 
   uint32_t bucket_bytes() const { return cvt_bytes * static_cast<uint32_t>(slots_per_bucket); }

@@ -112,6 +112,7 @@ inline constexpr uint8_t kTableCriticalField = 2;  // keys carry a shard number 
 inline constexpr uint8_t kTableSingleVersion = 4;  // buckets hold SvSlots, not CVTs (ford)
 inline constexpr uint8_t kTableOrdered = 8;        // a B+Tree indexes the keys (tree_mib > 0)
 inline constexpr uint8_t kTableKeepsDeleted = 16;  // ordered: deletes leave their tree entries
+inline constexpr uint8_t kTableKeepsEmpty = 32;    // ordered: emptied leaves do not merge
 inline constexpr size_t kTableNameMax = 23;
 
 struct TableDesc {

@@ -53,6 +53,7 @@ constexpr const char* kEmbeddedOnly[] = {"--mns",
                                          "--customers",
                                          "--order-room",
                                          "--keep-deleted-entries",
+                                         "--keep-empty-leaves",
                                          "--lock-buckets",
                                          "--vt-cache-entries",
                                          "--addr-cache-entries"};

@@ -87,6 +87,10 @@ void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix
       prefix +
           "Deliveries leave their new orders' B+Tree entries in place, as before the tree "
           "cleaned itself: to measure what cleaning saves");
+  cmd->add_flag("--keep-empty-leaves", p->keep_empty_leaves,
+                prefix +
+                    "leaves that Deliveries empty stay in the new_order B+Tree, as before leaves "
+                    "merged: to measure what merging saves");
 }
 
 void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p) {

@@ -34,6 +34,7 @@ btree::BTree& TxnContext::Tree(const store::TableInfo& t) {
     options.gone_words_taken = &stats_.gone_tree_words_taken;
     options.placement = &placement();
     options.rounds_end_at_leaving = !config().protocol.cn_locks;
+    options.merge_empty_leaves = !t.keep_empty_leaves;
     tree = std::make_unique<btree::BTree>(*ep_, TreeSpaceOf(t), options);
   }
   return *tree;
