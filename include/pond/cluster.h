@@ -212,6 +212,8 @@ struct ClusterStats {
   // Ordered tables: entries of deleted keys taken out of their B+Trees by the deleting commit,
   // and those it could not take out (an MN did not answer; the entry stays, read as absent).
   uint64_t tree_entries_removed = 0, tree_entries_kept = 0;
+  // Leaves those deletes emptied and merged into their right siblings (docs/btree.md "Merges").
+  uint64_t tree_leaf_merges = 0;
   uint64_t scan_leaves_read = 0;  // B+Tree leaves read by transactions' scans
   // Keys scans found in a B+Tree and then read as absent (deleted, or an insert that aborted):
   // each cost the scan a row read for nothing.

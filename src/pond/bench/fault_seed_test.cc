@@ -1209,16 +1209,25 @@ TEST(FaultSeedTest, FordTatpUnderRandomFaultsKeepsItsReferences) { RunTatpSeeds(
 // their copies, and a restarted MN gets its copies back). Every seed ends with the consistency
 // conditions 1-4 and the replica check, which compares every reachable tree node's copies; the
 // soak runs POND_FAULT_SEEDS of them.
+// `delivery_heavy`: half New-Order, half Delivery, so that Deliveries empty new_order leaves
+// and their merges (docs/btree.md "Merges") run under the faults too.
 void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
-                  Isolation iso = Isolation::kSerializable) {
+                  Isolation iso = Isolation::kSerializable, bool delivery_heavy = false) {
   SeedRange r = Seeds(default_seeds);
   uint64_t crashes = 0, restarts = 0, partitions = 0, committed = 0, tree_words = 0, removed = 0,
            too_old = 0, mn_crashes = 0, mn_readable = 0, host_cuts = 0, tree_nodes = 0,
-           deliveries = 0;
+           deliveries = 0, merges = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     TraceSeed(seed);
     RunOptions o = FaultyRun(protocol, iso, seed);
     TpccParams p{.warehouses = 5, .items = 1000, .customers = 60, .order_room = 2000};
+    if (delivery_heavy) {
+      // Few new orders a district, so that a leaf holds several districts' and the Deliveries
+      // of a run six times the usual length empty some.
+      p = TpccParams{.warehouses = 2, .items = 1000, .customers = 30, .order_room = 2000};
+      p.mix = {50, 0, 0, 50, 0};
+      o.seconds *= 6;
+    }
     o.cluster.region_mib = std::max(o.cluster.region_mib, TpccRegionMib(p, o.cluster));
     ASSERT_TRUE(ResolveFaults(&o, "random").ok());
     TpccWorkload w(p);
@@ -1245,6 +1254,7 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
     committed += run->stats.committed;
     tree_words += run->stats.gone_tree_words_taken;
     removed += run->stats.tree_entries_removed;
+    merges += run->stats.tree_leaf_merges;
     for (const auto& [name, n] : run->committed_by_txn) deliveries += name == "Delivery" ? n : 0;
     too_old += run->stats.aborts.snapshot_too_old;
     mn_crashes += e.mn_crashes;
@@ -1260,6 +1270,9 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
                            << " Deliveries committed)";
   }
   EXPECT_GT(tree_nodes, 0u) << "the replica check compared no tree node";
+  if (delivery_heavy && r.count >= 4) {
+    EXPECT_GT(merges, 0u) << "no Delivery emptied a leaf";
+  }
   // Lotus survives MN crashes; random draws one in about half the seeds.
   if (protocol == "lotus" && r.count >= 10) {
     EXPECT_GT(mn_crashes + host_cuts, 0u) << "the schedules were meant to lose an MN";
@@ -1267,17 +1280,24 @@ void RunTpccSeeds(const std::string& protocol, uint64_t default_seeds,
   std::printf(
       "TPC-C %s %s: %lu seeds, %lu committed, %lu CN crashes (%lu restarted), %lu partitions, %lu "
       "MN crashes (%lu readable again), %lu host cuts, %lu tree lock words taken from dead CNs, "
-      "%lu entries taken out, %lu snapshot-too-old aborts, %lu tree nodes compared\n",
+      "%lu entries taken out, %lu leaves merged, %lu snapshot-too-old aborts, %lu tree nodes "
+      "compared%s\n",
       protocol.c_str(), iso == Isolation::kSnapshot ? "SI" : "SR",
       static_cast<unsigned long>(r.count), static_cast<unsigned long>(committed),
       static_cast<unsigned long>(crashes), static_cast<unsigned long>(restarts),
       static_cast<unsigned long>(partitions), static_cast<unsigned long>(mn_crashes),
       static_cast<unsigned long>(mn_readable), static_cast<unsigned long>(host_cuts),
       static_cast<unsigned long>(tree_words), static_cast<unsigned long>(removed),
-      static_cast<unsigned long>(too_old), static_cast<unsigned long>(tree_nodes));
+      static_cast<unsigned long>(merges), static_cast<unsigned long>(too_old),
+      static_cast<unsigned long>(tree_nodes), delivery_heavy ? " (Delivery-heavy)" : "");
 }
 
 TEST(FaultSeedTest, TpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("lotus", 20); }
+TEST(FaultSeedTest, DeliveryHeavyTpccMergesLeavesUnderRandomFaults) {
+  RunTpccSeeds("lotus", 6, Isolation::kSerializable, true);
+  RunTpccSeeds("motor", 4, Isolation::kSerializable, true);
+  RunTpccSeeds("ford", 4, Isolation::kSerializable, true);
+}
 TEST(FaultSeedTest, MotorTpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("motor", 8); }
 TEST(FaultSeedTest, FordTpccUnderRandomFaultsKeepsItsConsistency) { RunTpccSeeds("ford", 8); }
 // TPC-C under motor and ford through an MN crash and its restart: with lock words on MNs the

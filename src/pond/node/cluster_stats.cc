@@ -55,6 +55,7 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.commit_rounds_posted_again -= b.commit_rounds_posted_again;
   d.tree_entries_removed -= b.tree_entries_removed;
   d.tree_entries_kept -= b.tree_entries_kept;
+  d.tree_leaf_merges -= b.tree_leaf_merges;
   d.scan_leaves_read -= b.scan_leaves_read;
   d.scan_entries_absent -= b.scan_entries_absent;
   d.reads -= b.reads;

@@ -57,9 +57,11 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
       static_cast<double>(s.cas) * per, static_cast<double>(s.faa) * per,
       static_cast<double>(s.batches) * per, static_cast<double>(s.messages) * per,
       s.scan_leaves_read > 0
-          ? fmt::format(" (scans: {:.2f} B+Tree leaves, {:.2f} entries of absent keys)",
+          ? fmt::format(" (scans: {:.2f} B+Tree leaves, {:.2f} entries of absent keys; {} emptied "
+                        "leaves merged)",
                         static_cast<double>(s.scan_leaves_read) * per,
-                        static_cast<double>(s.scan_entries_absent) * per)
+                        static_cast<double>(s.scan_entries_absent) * per,
+                        static_cast<unsigned long>(s.tree_leaf_merges))
                 .c_str()
           : "",
       r.report_caches ? "" : ("; " + routed).c_str());

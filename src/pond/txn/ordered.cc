@@ -80,7 +80,10 @@ Task<void> TxnState::UnindexDeletes(const std::vector<size_t>& writes, uint64_t 
         !it.exists()) {
       continue;
     }
-    Status s = co_await w_.Tree(*it.table).Delete(TreeKeyOf(*it.table, it.lk.key), removed_at);
+    btree::BTree& tree = w_.Tree(*it.table);
+    const uint64_t merges = tree.stats().leaf_merges;
+    Status s = co_await tree.Delete(TreeKeyOf(*it.table, it.lk.key), removed_at);
+    w_.stats().tree_leaf_merges += tree.stats().leaf_merges - merges;
     if (s.ok()) {
       w_.stats().tree_entries_removed++;
     } else if (s.code() != Code::kNotFound) {

@@ -25,6 +25,7 @@ void WorkerStats::AddTo(ClusterStats& s) const {
   s.commit_rounds_posted_again += commit_rounds_posted_again;
   s.tree_entries_removed += tree_entries_removed;
   s.tree_entries_kept += tree_entries_kept;
+  s.tree_leaf_merges += tree_leaf_merges;
   s.scan_leaves_read += scan_leaves_read;
   s.scan_entries_absent += scan_entries_absent;
   for (size_t i = 0; i < commit_latency.size(); i++) {

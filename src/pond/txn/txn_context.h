@@ -56,6 +56,7 @@ struct WorkerStats {
   RelaxedCounter commit_rounds_posted_again;  // ClusterStats'
   RelaxedCounter tree_entries_removed;        // ClusterStats'
   RelaxedCounter tree_entries_kept;           // ClusterStats'
+  RelaxedCounter tree_leaf_merges;            // ClusterStats'
   RelaxedCounter scan_leaves_read;            // ClusterStats'
   RelaxedCounter scan_entries_absent;         // ClusterStats'
   // LatencyBuckets, counted by this worker.
