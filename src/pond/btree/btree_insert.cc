@@ -134,11 +134,9 @@ Task<Status> BTree::Delete(uint64_t key, uint64_t removed_at) {
     } else {
       s = co_await WriteBackEntry(*locked, &n, i);
     }
-    const bool emptied = std::all_of(std::begin(n.leaf.entries), std::end(n.leaf.entries),
-                                     [](const LeafEntry& x) { return x.empty(); });
-    if (s.ok() && emptied && n.h.sibling != 0 && options_.merge_empty_leaves) {
-      // Best effort, after the delete: a merge that cannot go on now leaves the leaf for the
-      // next delete from it, and the delete done either way.
+    if (s.ok() && n.leaf.empty() && n.h.sibling != 0 && options_.merge_empty_leaves) {
+      // Best effort, after the delete, which is done either way: a merge that cannot go on now
+      // (a lock busy, the leaf or its parent changed) leaves the leaf empty on its level.
       (void)co_await MergeEmptyLeaf(n.h.lower);
     }
     co_return s;

@@ -9,15 +9,6 @@
 
 namespace pond::btree {
 
-namespace {
-
-bool Empty(const NodeBuffer& n) {
-  return std::all_of(std::begin(n.leaf.entries), std::end(n.leaf.entries),
-                     [](const LeafEntry& e) { return e.empty(); });
-}
-
-}  // namespace
-
 Task<Status> BTree::MergeEmptyLeaf(uint64_t lo) {
   Result<Found> f = co_await Descend(lo, 0, /*fresh=*/true);
   if (!f.ok()) co_return f.status();
@@ -41,7 +32,7 @@ Task<Status> BTree::MergeEmptyLeaf(uint64_t lo) {
   // then up: no operation holds a leaf while it waits for another).
   if (Status s = co_await lock_and_read(e, &en, true); !s.ok()) co_return co_await give_up(s);
   if (!en.valid() || en.h.level != 0 || en.h.state != kNodeLive || en.h.lower != lo ||
-      en.h.sibling == 0 || !Empty(en)) {
+      en.h.sibling == 0 || !en.leaf.empty()) {
     co_return co_await give_up(Status::Ok());
   }
   const GAddr r{en.h.sibling};

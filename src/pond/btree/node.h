@@ -110,6 +110,13 @@ struct LeafNode {
   uint8_t rear_version;  // RNV
 
   bool whole() const { return h.front_version == rear_version; }
+  // No entry in use: a leaf a merge may take away (docs/btree.md "Merges").
+  bool empty() const {
+    for (const LeafEntry& e : entries) {
+      if (!e.empty()) return false;
+    }
+    return true;
+  }
 };
 static_assert(sizeof(LeafNode) == kNodeBytes);
 static_assert(offsetof(LeafNode, entries) == 40);
