@@ -1,6 +1,7 @@
 #include "pond/cluster/directory.h"
 
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 namespace pond::cluster {
@@ -100,6 +101,38 @@ Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uin
     }
   }
   return ids;
+}
+
+namespace {
+struct MoveHeader {
+  uint32_t seq;
+  uint16_t incarnation;
+  uint16_t to;
+  uint16_t to_incarnation;
+  uint16_t reserved;
+};
+static_assert(sizeof(MoveHeader) == 12 && offsetof(MoveHeader, to_incarnation) == 8);
+}  // namespace
+
+std::vector<std::byte> MoveRecord::Encode() const {
+  const MoveHeader h{seq, incarnation, to, to_incarnation, 0};
+  const std::vector<std::byte> list = EncodeShardList(shards);
+  std::vector<std::byte> out(sizeof(h) + list.size());
+  std::memcpy(out.data(), &h, sizeof(h));
+  std::memcpy(out.data() + sizeof(h), list.data(), list.size());
+  return out;
+}
+
+Result<MoveRecord> MoveRecord::Decode(std::span<const std::byte> in, uint32_t shards) {
+  MoveHeader h;
+  if (in.size() < sizeof(h)) return Corruption("shard move: shorter than its header");
+  std::memcpy(&h, in.data(), sizeof(h));
+  if (h.seq == 0) return Corruption("shard move: number 0");
+  if (h.reserved != 0) return Corruption("shard move: reserved bytes set");
+  Result<std::vector<uint32_t>> list = DecodeShardList(in.subspan(sizeof(h)), shards);
+  if (!list.ok()) return list.status();
+  if (list->empty()) return Corruption("shard move: no shard");
+  return MoveRecord{h.seq, h.incarnation, h.to, h.to_incarnation, std::move(*list)};
 }
 
 Result<std::vector<uint16_t>> ReadShardMap(ConfigStore& store, const std::string& cluster,

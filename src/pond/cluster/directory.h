@@ -88,6 +88,11 @@ inline std::string ReturnKey(const std::string& cluster, uint16_t cn, uint16_t i
   return "/pond/" + cluster + "/returns/" + std::to_string(cn) + "." + std::to_string(incarnation) +
          "/" + std::to_string(holder);
 }
+// CN `holder`'s shard move, the one under way or the last (recovery/shard_move.h): a MoveRecord.
+// One key per CN, overwritten by its next move; the record names the incarnation that wrote it.
+inline std::string MoveKey(const std::string& cluster, uint16_t holder) {
+  return "/pond/" + cluster + "/moves/" + std::to_string(holder);
+}
 // A restarted CN asks to be let back in as incarnation (the value, decimal text).
 inline std::string JoinKey(const std::string& cluster, uint16_t cn) {
   return "/pond/" + cluster + "/joins/" + std::to_string(cn);
@@ -134,6 +139,21 @@ Result<LogAreas> ReadLogAreas(ConfigStore& store, const std::string& cluster, ui
 // below `shards`; Corruption for anything else.
 std::vector<std::byte> EncodeShardList(const std::vector<uint32_t>& ids);
 Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uint32_t shards);
+
+// What a holder says at MoveKey (docs/formats.md "Shard moves"): its incarnation's move number
+// `seq` hands `shards` (closed and drained there) to CN `to`'s incarnation `to_incarnation`.
+struct MoveRecord {
+  uint32_t seq = 0;
+  uint16_t incarnation = 0;
+  uint16_t to = 0;
+  uint16_t to_incarnation = 0;
+  std::vector<uint32_t> shards;  // ascending
+
+  std::vector<std::byte> Encode() const;
+  // Corruption naming what does not parse; shards must be below `shards`.
+  static Result<MoveRecord> Decode(std::span<const std::byte> in, uint32_t shards);
+  friend bool operator==(const MoveRecord&, const MoveRecord&) = default;
+};
 
 // The shard map of an epoch (docs/formats.md "Shard map": the owner of each of `shards` shards,
 // u16 each).

@@ -19,7 +19,7 @@ struct CnEntry {
   uint8_t alive;
   uint8_t flags;  // kHostsTso
   uint16_t incarnation;
-  uint32_t reserved;
+  uint32_t moves;         // CnStatus::moves
   uint64_t failed_epoch;  // CnStatus::failed_epoch
 };
 static_assert(sizeof(CnEntry) == 16);
@@ -49,7 +49,7 @@ std::vector<std::byte> Configuration::Encode() const {
   for (size_t i = 0; i < cns.size(); i++) {
     const CnStatus& cn = cns[i];
     CnEntry e{static_cast<uint8_t>(cn.alive ? 1 : 0), i == tso_host ? kHostsTso : uint8_t{0},
-              cn.incarnation, 0, cn.alive ? 0 : cn.failed_epoch};
+              cn.incarnation, cn.moves, cn.alive ? 0 : cn.failed_epoch};
     std::memcpy(at, &e, sizeof(e));
     at += sizeof(e);
   }
@@ -88,11 +88,10 @@ Result<Configuration> Configuration::Decode(std::span<const std::byte> bytes) {
       tso_hosts++;
       c.tso_host = static_cast<uint16_t>(i);
     }
-    if (e.reserved != 0) return Corruption("configuration CN entry has reserved bytes set");
     if (e.failed_epoch > h.epoch || (e.alive == 1 && e.failed_epoch != 0)) {
       return Corruption("configuration CN entry has a bad failed epoch");
     }
-    c.cns[i] = CnStatus{e.alive == 1, e.incarnation, e.failed_epoch};
+    c.cns[i] = CnStatus{e.alive == 1, e.incarnation, e.failed_epoch, e.moves};
   }
   if (!c.cns.empty() && tso_hosts != 1) {
     return Corruption("configuration names " + std::to_string(tso_hosts) +

@@ -31,6 +31,10 @@ struct CnStatus {
   // FailureStepKey) every CN alive takes part in, those that join later too (0: unknown, as in a
   // configuration of the simulator's model). 0 while alive.
   uint64_t failed_epoch = 0;
+  // The shard moves off this incarnation that epochs have made (recovery/shard_move.h): a
+  // holder's next move is number moves + 1, and the CM makes a move only if it is that one, so
+  // that a move said once is made at most once (a later move back must be drained anew).
+  uint32_t moves = 0;
   friend bool operator==(const CnStatus&, const CnStatus&) = default;
 };
 

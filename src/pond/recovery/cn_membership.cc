@@ -24,6 +24,7 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
       view_(std::move(view)),
       shards_(std::move(shards)),
       returns_(o_.cluster, o_.cn, o_.shards, store, controls),
+      moves_(o_.cluster, o_.cn, o_.shards, o_.move_drain_ns, store, controls),
       rejoins_(o_.cluster, o_.cn, store, controls) {
   beat_view_ = view_;
   rejoins_.Start(view_);
@@ -116,10 +117,35 @@ void CnMembership::CoordTick() {
   // Not while a failure this CN knows of is unopened here: a returned shard may have come by it
   // (its CN failed, then the CN it went to), and opened at home before that recovery is over,
   // new transactions would lock keys its log recovery still rolls over (as Progress opens).
-  if (std::all_of(failures_.begin(), failures_.end(), [](const auto& f) { return f->opened; })) {
-    returns_.Progress();
-  }
+  const bool all_opened =
+      std::all_of(failures_.begin(), failures_.end(), [](const auto& f) { return f->opened; });
+  if (all_opened) returns_.Progress();
+  // The same for a move: its receiver opens what this CN drained, as a CN coming home does.
+  moves_.Progress(clock_.NowNs(), all_opened);
   rejoins_.Progress(view_);
+}
+
+Status CnMembership::StartMove(std::vector<uint32_t> shards, uint16_t to) {
+  if (to >= view_.cns.size() || to == o_.cn || !view_.cns[to].alive) {
+    return InvalidArgument("cannot move shards to CN " + std::to_string(to) +
+                           ": not another CN alive");
+  }
+  if (!alive_.load() || fenced_.load()) return Unavailable("this CN is not alive");
+  for (size_t i = 0; i < shards.size(); i++) {
+    const uint32_t s = shards[i];
+    if (s >= o_.shards || (i > 0 && s <= shards[i - 1])) {
+      return InvalidArgument("shards to move must be ascending ids below " +
+                             std::to_string(o_.shards));
+    }
+    if (shards_[s] != o_.cn || Recovering(s) || returns_.Returning(s)) {
+      return InvalidArgument("shard " + std::to_string(s) + " is not managed and open here");
+    }
+  }
+  if (shards.empty()) return InvalidArgument("no shard to move");
+  if (!moves_.Start(view_, std::move(shards), to, clock_.NowNs())) {
+    return Conflict("a shard move is under way");
+  }
+  return Status::Ok();
 }
 
 void CnMembership::Renew() {

@@ -59,6 +59,7 @@
 #include "pond/cluster/membership.h"
 #include "pond/recovery/cn_controls.h"
 #include "pond/recovery/mn_rejoin.h"
+#include "pond/recovery/shard_move.h"
 #include "pond/recovery/shard_return.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/transport/endpoint.h"
@@ -78,6 +79,9 @@ struct MembershipOptions {
   // replica once its MN is down, so a CN says it reads a leaving MN no more only once every
   // transaction of it from before has ended (store::Placement::LockReplica).
   bool mn_lock_words = false;
+  // A shard move (shard_move.h) whose shards are not drained this long after it started is
+  // given up (Lotus §4.3 waits 10 ms, then aborts the holders; a Pond CN serves them again).
+  uint64_t move_drain_ns = 10'000'000;
 };
 
 class CnMembership {
@@ -123,6 +127,13 @@ class CnMembership {
   // This CN holds shards it closed to give back to a restarted CN, not gone yet. The
   // coordination half's thread.
   bool Returning() const { return returns_.Returning(); }
+
+  // Hands `shards` (sorted) to CN `to` for load (shard_move.h): InvalidArgument if one is not
+  // managed and open here, or `to` is not another CN alive; Conflict if a move is under way. The
+  // coordination half's thread, as the two below.
+  Status StartMove(std::vector<uint32_t> shards, uint16_t to);
+  bool Moving() const { return moves_.Moving(); }
+  const MoveCounts& move_counts() const { return moves_.counts(); }
 
   // A clean stop, once this CN serves no more and will write nothing more to the memory pool
   // (its workers ended, its coordination half stopped): from the next beat on, its report says
@@ -285,6 +296,7 @@ class CnMembership {
   // MN and incarnation); "unread" is said once every one before it has ended (TxnMark).
   std::map<std::pair<uint16_t, uint16_t>, std::vector<uint64_t>> unread_mark_;
   ShardReturns returns_;  // the coordination half's
+  ShardMoves moves_;      // the coordination half's
   MnRejoins rejoins_;     // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.

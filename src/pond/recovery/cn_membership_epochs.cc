@@ -144,9 +144,9 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
                       "); writes skip it, its replicas serve");
     }
   }
-  // Shards that come home to this CN from a holder alive before and after (the same
-  // incarnation: only a return moves a shard off a live CN) are opened once the workers have
-  // the epoch (below): the holder drained them before the CM moved them. A failed CN's shards
+  // Shards that come to this CN from a holder alive before and after (the same incarnation:
+  // only a return or a move takes a shard off a live CN) are opened once the workers have the
+  // epoch (below): the holder drained them before the CM moved them. A failed CN's shards
   // wait for its recovery instead (Progress); one that came some other way — epochs this CN did
   // not see moved it more than once — waits for every failure this epoch declares, and stays
   // closed, said in the log, if it declares none.
@@ -173,7 +173,11 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
     }
   }
   // A restarted CN let in: the shards of its home this CN holds go back (shard_return.h).
-  returns_.Apply(next, shards, back, [this](uint32_t s) { return Recovering(s); });
+  returns_.Apply(
+      next, shards, back, [this](uint32_t s) { return Recovering(s); },
+      [this](uint32_t s) { return moves_.Moving(s); });
+  // A move of this CN's that the epoch made, or ruled out (its receiver failed).
+  moves_.Apply(next, shards, clock_.NowNs(), [this](uint32_t s) { return Recovering(s); });
   const bool tso_moved = next.tso_host != view_.tso_host;
   if (tso_moved) {
     // The new host's oracle starts from its clock once the old host's lease has expired, so
@@ -370,6 +374,7 @@ void CnMembership::Manage() {
   }
   std::vector<uint16_t> shards = shards_;
   returns_.Pick(view_, next, &shards, &what);
+  moves_.Pick(view_, &next, &shards, &what);
   if (what.empty()) return;
   next.epoch++;
   for (uint16_t c = 0; c < next.cns.size(); c++) {

@@ -15,11 +15,12 @@ ShardReturns::ShardReturns(std::string cluster, uint16_t cn, uint32_t shards,
 
 void ShardReturns::Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards,
                          const std::vector<uint16_t>& back,
-                         const std::function<bool(uint32_t)>& recovering) {
+                         const std::function<bool(uint32_t)>& recovering,
+                         const std::function<bool(uint32_t)>& moving) {
   for (uint16_t c : back) {
     Return r{.cn = c, .incarnation = next.cns[c].incarnation};
     for (uint32_t s = 0; s < shards_; s++) {
-      if (shards[s] == cn_ && controls_.ShardHome(s) == c) r.shards.push_back(s);
+      if (shards[s] == cn_ && controls_.ShardHome(s) == c && !moving(s)) r.shards.push_back(s);
     }
     if (r.shards.empty()) continue;
     for (uint32_t s : r.shards) controls_.CloseShard(s);

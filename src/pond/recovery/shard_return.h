@@ -34,10 +34,12 @@ class ShardReturns {
 
   // This CN applies epoch `next` (its map `shards`): it closes the shards it holds whose home is
   // a CN of `back` (let in by `next`), and ends the returns `next` completes or cuts short. A
+  // shard `moving` names is closed to move elsewhere (shard_move.h), and does not go home. A
   // shard `recovering` names came here by a failure not opened yet, and is left for that
   // failure's recovery to open.
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards,
-             const std::vector<uint16_t>& back, const std::function<bool(uint32_t)>& recovering);
+             const std::vector<uint16_t>& back, const std::function<bool(uint32_t)>& recovering,
+             const std::function<bool(uint32_t)>& moving);
 
   // The holder's half, once a period (only while every failure this CN knows of is opened
   // here): says a return is drained once no lock in its shards is held.
