@@ -58,6 +58,9 @@ struct LockTable::Impl {
   std::unique_ptr<Bucket[]> table;
   std::unique_ptr<Stripe[]> stripe;
   std::array<std::atomic<uint64_t>, kShards / 64> managed{};
+  // Requests per managed shard, while counted (CountShards): the load policy's heat.
+  std::atomic<bool> counting{false};
+  std::array<std::atomic<uint64_t>, kShards> requests{};
 
   // Bucket from a remix of the hash, fingerprint from its low 56 bits: the two are independent,
   // so keys that share a bucket still differ in all 56 fingerprint bits.
@@ -123,6 +126,16 @@ void LockTable::SetManaged(uint32_t shard, bool managed) {
   }
 }
 
+void LockTable::CountShards(bool on) { impl_->counting.store(on, std::memory_order_relaxed); }
+
+std::vector<uint64_t> LockTable::ShardRequests() const {
+  std::vector<uint64_t> out(kShards);
+  for (uint32_t s = 0; s < kShards; s++) {
+    out[s] = impl_->requests[s].load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
 bool LockTable::Manages(uint32_t shard) const {
   POND_ASSERT(shard < kShards);
   return (impl_->managed[shard / 64].load(std::memory_order_acquire) >> (shard % 64)) & 1;
@@ -156,6 +169,9 @@ Status LockTable::Acquire(const LockKey& key, LockMode mode, const LockOwner& ow
     stats_.wrong_shard.fetch_add(1, std::memory_order_relaxed);
     return WrongShard("shard " + std::to_string(key.shard()) + " not managed by CN " +
                       std::to_string(impl_->cn));
+  }
+  if (impl_->counting.load(std::memory_order_relaxed)) {
+    impl_->requests[key.shard()].fetch_add(1, std::memory_order_relaxed);
   }
 
   // Line 5 of Algorithm 1: does this owner already hold the key?

@@ -82,6 +82,10 @@ class LockTable {
   // Which shards this CN manages; requests for others get WrongShard.
   void SetManaged(uint32_t shard, bool managed);
   bool Manages(uint32_t shard) const;
+  // Whether Acquire counts the requests for each shard it manages (off at first: a counter that
+  // every worker of a CN bumps on a hot shard costs), and the counts so far, by shard.
+  void CountShards(bool on);
+  std::vector<uint64_t> ShardRequests() const;
 
   // Algorithm 1. Ok if the lock is now held by `owner` (including when it already was).
   // A read -> write upgrade succeeds only if `owner` is the sole reader.

@@ -60,6 +60,28 @@ TEST(LockTableTest, SlotFormatIsFingerprintAndCounter) {
   EXPECT_EQ(LockTable::FingerprintOf(K(7)) & ~kFingerprintMask, 0u);
 }
 
+// The load policy's heat: requests for each managed shard, counted only once asked for, refused
+// ones included (a hot shard's conflicts are heat too), those for other shards not.
+TEST(LockTableTest, CountsRequestsPerShardOnlyWhileAskedTo) {
+  auto t = MakeTable();
+  ASSERT_TRUE(t->Acquire(K(1), W, O(1)).ok());
+  EXPECT_EQ(t->ShardRequests()[K(1).shard()], 0u);
+  t->CountShards(true);
+  ASSERT_TRUE(t->Release(K(1), W, O(1)).ok());
+  ASSERT_TRUE(t->Acquire(K(1), W, O(1)).ok());
+  EXPECT_EQ(t->Acquire(K(1), W, O(2)).code(), Code::kConflict);
+  ASSERT_TRUE(t->Acquire(K(2), R, O(1)).ok());
+  t->SetManaged(K(3).shard(), false);
+  EXPECT_EQ(t->Acquire(K(3), R, O(1)).code(), Code::kWrongShard);
+  std::vector<uint64_t> n = t->ShardRequests();  // key k is in shard k
+  EXPECT_EQ(n[1], 2u);
+  EXPECT_EQ(n[2], 1u);
+  EXPECT_EQ(n[3], 0u) << "a shard not managed here counted";
+  t->CountShards(false);
+  ASSERT_TRUE(t->Acquire(K(4), R, O(1)).ok());
+  EXPECT_EQ(t->ShardRequests(), n);
+}
+
 TEST(LockTableTest, RejectsConflictingWrite) {
   auto t = MakeTable();
   ASSERT_TRUE(t->Acquire(K(1), W, O(1)).ok());

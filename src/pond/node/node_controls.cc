@@ -93,6 +93,20 @@ void NodeControls::OpenShard(uint32_t s) {
 
 void NodeControls::CloseShard(uint32_t s) { Me().locks.SetManaged(s, false); }
 
+std::optional<recovery::CnLoad> NodeControls::Load() {
+  CnContext& me = Me();
+  me.locks.CountShards(true);
+  recovery::CnLoad load;
+  // Each worker's counts are its own and relaxed: the sum is as of about now, which is all an
+  // interval's mean needs.
+  for (const auto& w : me.workers) {
+    load.txns += w->stats().committed.load();
+    load.latency_ns += w->stats().commit_latency_sum_ns.load();
+  }
+  load.shard_requests = me.locks.ShardRequests();
+  return load;
+}
+
 std::optional<size_t> NodeControls::LocksHeldIn(const std::vector<uint32_t>& shards) {
   return Me().locks.HeldIn(shards);
 }

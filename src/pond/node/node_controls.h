@@ -51,6 +51,7 @@ class NodeControls : public recovery::CnControls {
   void OpenShard(uint32_t s) override;
   void CloseShard(uint32_t s) override;
   std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) override;
+  std::optional<recovery::CnLoad> Load() override;
   uint16_t ShardHome(uint32_t s) const override;
   void StopReading(MnId mn) override;
   void MarkDown(MnId mn) override;

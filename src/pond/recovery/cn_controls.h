@@ -39,6 +39,13 @@ struct CopyUnit {
   bool tree = false;
 };
 
+// A CN's load since it started (load_policy.h): the transactions its workers committed and
+// their summed latency, and the lock requests its table took by shard.
+struct CnLoad {
+  uint64_t txns = 0, latency_ns = 0;
+  std::vector<uint64_t> shard_requests;
+};
+
 class CnControls {
  public:
   virtual ~CnControls() = default;
@@ -66,6 +73,9 @@ class CnControls {
   virtual void OpenShard(uint32_t s) = 0;
   // This CN stops serving shard `s` (to give it back): requests for it are refused from now on.
   virtual void CloseShard(uint32_t s) = 0;
+  // This CN's load so far; its lock table counts requests by shard from the first call on.
+  // nullopt if the CN stopped.
+  virtual std::optional<CnLoad> Load() = 0;
   // Locks held in this CN's lock table in any of `shards` (sorted); nullopt if the CN stopped.
   virtual std::optional<size_t> LocksHeldIn(const std::vector<uint32_t>& shards) = 0;
   // The CN shard `s` starts on, and goes back to when that CN restarts.

@@ -25,6 +25,7 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
       shards_(std::move(shards)),
       returns_(o_.cluster, o_.cn, o_.shards, store, controls),
       moves_(o_.cluster, o_.cn, o_.shards, o_.move_drain_ns, store, controls),
+      load_policy_(o_.load),
       rejoins_(o_.cluster, o_.cn, store, controls) {
   beat_view_ = view_;
   rejoins_.Start(view_);
@@ -33,6 +34,8 @@ CnMembership::CnMembership(MembershipOptions o, cluster::Configuration view,
   mn_seen_.assign(o_.mns, Seen{0, now});
   mn_busy_.assign(o_.mns, MnBusy{});
   mn_read_ns_.assign(o_.mns, 0);
+  loads_.assign(o_.cns, PeerLoad{});
+  load_next_ns_ = now + o_.load.interval_ns;
   renewed_ns_ = now;
   // Whatever epochs came before it started, this CN applied none of them: as CM it waits a
   // lease, as after any epoch that drops an MN, before it declares a CN.
@@ -122,7 +125,44 @@ void CnMembership::CoordTick() {
   if (all_opened) returns_.Progress();
   // The same for a move: its receiver opens what this CN drained, as a CN coming home does.
   moves_.Progress(clock_.NowNs(), all_opened);
+  if (o_.load.on) Balance();
   rejoins_.Progress(view_);
+}
+
+void CnMembership::Balance() {
+  const uint64_t now = clock_.NowNs();
+  if (now < load_next_ns_) return;
+  // A CN paused past several intervals measures one: the next ends an interval from now.
+  load_next_ns_ = now + o_.load.interval_ns;
+  const std::optional<CnLoad> load = controls_.Load();
+  if (!load.has_value()) return;
+  const uint64_t latency = load_policy_.EndInterval(*load);
+  report_load_latency_ = latency;
+  report_load_interval_ = uint64_t{o_.incarnation} << 48 | ++load_intervals_;
+  // Peers heard from within two intervals count, at their newest.
+  std::vector<std::optional<uint64_t>> latencies(o_.cns);
+  {
+    std::lock_guard lock(beat_mu_);
+    for (uint16_t c = 0; c < o_.cns; c++) {
+      const PeerLoad& p = loads_[c];
+      if (c == o_.cn || !view_.cns[c].alive || p.interval == 0 ||
+          store::CnBeatIncarnation(p.interval) != view_.cns[c].incarnation ||
+          now - p.changed_ns > 2 * o_.load.interval_ns) {
+        continue;
+      }
+      latencies[c] = p.latency_ns;
+    }
+  }
+  latencies[o_.cn] = latency;
+  if (!alive_.load() || moves_.Moving()) return;
+  const std::optional<LoadPolicy::Move> m = load_policy_.Judge(o_.cn, latencies, [&](uint32_t s) {
+    return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s);
+  });
+  if (!m.has_value()) return;
+  const Status st = StartMove({m->shard}, m->to);
+  controls_.Event("overloaded (" + std::to_string(latency) + " ns a transaction): shard " +
+                  std::to_string(m->shard) + " to CN " + std::to_string(m->to) +
+                  (st.ok() ? "" : ", not started: " + st.ToString()));
 }
 
 Status CnMembership::StartMove(std::vector<uint32_t> shards, uint16_t to) {
@@ -180,6 +220,13 @@ void CnMembership::Renew() {
       m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_report) +
                                                sizeof(report) * uint64_t{m->o_.cn}),
                         &report, sizeof(report));
+      store::LeasePage::CnLoad load{m->report_load_interval_.load(),
+                                    m->report_load_latency_.load()};
+      if (m->o_.load.on) {
+        m->beat_ep_.Write(GAddr::Make(mn_id, page + offsetof(store::LeasePage, cn_load) +
+                                                 sizeof(load) * uint64_t{m->o_.cn}),
+                          &load, sizeof(load));
+      }
       Status st = co_await m->beat_ep_.Flush();
       if (st.ok() && (report.flags & store::kCnReportLeft) != 0 && !m->mn_busy_[mn].left) {
         m->mn_busy_[mn].left = true;
@@ -207,8 +254,9 @@ void CnMembership::Watch() {
     beat_sched_.Spawn([](CnMembership* m, int mn) -> Task<void> {
       store::LeasePage page;
       const uint64_t asked = m->clock_.NowNs();
+      // The loads only while the policy is on: a page read costs the fabric its bytes.
       m->beat_ep_.Read(GAddr::Make(static_cast<MnId>(mn), store::kLeasePageOffset), &page,
-                       sizeof(page));
+                       m->o_.load.on ? sizeof(page) : offsetof(store::LeasePage, cn_load));
       const bool read = (co_await m->beat_ep_.Flush()).ok();
       m->mn_busy_[mn].watching = false;
       if (!read) co_return;  // an MN that does not answer does not beat
@@ -217,6 +265,11 @@ void CnMembership::Watch() {
       m->mn_read_ns_[mn] = asked;
       Seen& s = m->mn_seen_[mn];
       if (page.mn_beat != s.beat) s = Seen{page.mn_beat, now};
+      for (size_t cn = 0; m->o_.load.on && cn < m->loads_.size(); cn++) {
+        const store::LeasePage::CnLoad& l = page.cn_load[cn];
+        PeerLoad& p = m->loads_[cn];
+        if (l.interval > p.interval) p = PeerLoad{l.interval, l.latency_ns, now};
+      }
       for (size_t cn = 0; cn < m->cn_seen_.size(); cn++) {
         const uint64_t b = page.cn_beat[cn];
         const store::LeasePage::CnReport& r = page.cn_report[cn];

@@ -58,6 +58,7 @@
 #include "pond/cluster/log_recovery.h"
 #include "pond/cluster/membership.h"
 #include "pond/recovery/cn_controls.h"
+#include "pond/recovery/load_policy.h"
 #include "pond/recovery/mn_rejoin.h"
 #include "pond/recovery/shard_move.h"
 #include "pond/recovery/shard_return.h"
@@ -82,6 +83,8 @@ struct MembershipOptions {
   // A shard move (shard_move.h) whose shards are not drained this long after it started is
   // given up (Lotus §4.3 waits 10 ms, then aborts the holders; a Pond CN serves them again).
   uint64_t move_drain_ns = 10'000'000;
+  // Whether and how this CN hands shards away for load (load_policy.h).
+  LoadPolicyOptions load;
 };
 
 class CnMembership {
@@ -201,6 +204,9 @@ class CnMembership {
   bool MnExpired(uint16_t mn) const;
   // renewed_ns_ = `from` if that is newer; resumed_ns_ if the gap since the last was long.
   void NoteRenewed(uint64_t from);
+  // Once an interval, with the load policy on: measures and publishes this CN's load, and
+  // starts a move if the policy says so.
+  void Balance();
   // The CM's work: declare what failed, let restarted CNs in.
   void Manage();
   // Applies a newer epoch if there is one; the service's error if it could not be read.
@@ -297,7 +303,18 @@ class CnMembership {
   std::map<std::pair<uint16_t, uint16_t>, std::vector<uint64_t>> unread_mark_;
   ShardReturns returns_;  // the coordination half's
   ShardMoves moves_;      // the coordination half's
-  MnRejoins rejoins_;     // the coordination half's
+  // The load policy (the coordination half's): when its next interval ends, and how many it has
+  // measured. What it published last, for the beats to write; what the lease pages showed of
+  // each CN's (under beat_mu_), and when that last changed.
+  LoadPolicy load_policy_;
+  uint64_t load_next_ns_ = 0;
+  uint64_t load_intervals_ = 0;
+  std::atomic<uint64_t> report_load_interval_{0}, report_load_latency_{0};
+  struct PeerLoad {
+    uint64_t interval = 0, latency_ns = 0, changed_ns = 0;
+  };
+  std::vector<PeerLoad> loads_;
+  MnRejoins rejoins_;  // the coordination half's
   // The coordination half's: whether the service answered its last read, since when not, and
   // which nodes (CNs, then MNs) it has said are stuck undeclared.
   bool coord_up_ = true;

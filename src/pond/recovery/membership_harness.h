@@ -169,6 +169,7 @@ class TestControls final : public CnControls {
     for (uint32_t s : shards) n += held_in.count(s);
     return n;
   }
+  std::optional<CnLoad> Load() override { return load; }
   uint16_t ShardHome(uint32_t s) const override { return static_cast<uint16_t>(s % 3); }
   void StopReading(MnId mn) override { pool.SetJoining(mn); }
   void MarkDown(MnId mn) override { pool.SetDown(mn); }
@@ -229,6 +230,7 @@ class TestControls final : public CnControls {
   std::vector<std::pair<uint16_t, uint16_t>> reached;
   std::set<uint32_t> opened, closed;
   std::set<uint32_t> held_in;  // shards in which a lock is held here
+  CnLoad load;                 // what Load answers: the test raises it as it likes
   size_t live_contacting = 0;
   std::map<uint16_t, size_t> live_contacting_of;  // by failed CN, before live_contacting
   uint64_t silent = 0;                            // the peers this CN says it cannot hear
@@ -318,7 +320,8 @@ class CnMembershipTest : public ::testing::Test {
                         .lease_ns = kLeaseNs,
                         .shards = kShards,
                         .mn_lock_words = mn_lock_words_,
-                        .move_drain_ns = move_drain_ns_};
+                        .move_drain_ns = move_drain_ns_,
+                        .load = load_};
     n->store = std::make_unique<NodeStore>(store_);
     n->machine = std::make_unique<CnMembership>(o, view, owners, *n->store, clock_, *n->controls,
                                                 n->counts, *n->sched, *n->ep);
@@ -388,6 +391,7 @@ class CnMembershipTest : public ::testing::Test {
   bool hosts_ = false;                 // each CN's beats go through a CutEndpoint
   bool mn_lock_words_ = false;         // the protocol keeps its lock words on MNs (motor, ford)
   uint64_t move_drain_ns_ = kLeaseNs;  // a shard move's drain bound: ten periods
+  LoadPolicyOptions load_;             // the load policy, off unless a test turns it on
   std::set<uint16_t> mns_down_, mns_stopped_;
   ManualClock clock_{1'000'000'000};
   TestStore store_;

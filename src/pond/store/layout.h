@@ -83,16 +83,25 @@ struct LeasePage {
     uint64_t epoch;
   };
   CnReport cn_report[64];
+  // CN c's load (docs/resharding.md "The load policy"), written whole by CN c with its beat
+  // while its load policy is on: the newest interval it measured, as (incarnation << 48) | its
+  // number from 1, and the mean latency of the transactions it committed in it (0: none).
+  struct CnLoad {
+    uint64_t interval;
+    uint64_t latency_ns;
+  };
+  CnLoad cn_load[64];
 };
 inline constexpr uint64_t kCnReportCoordDown = 1;
 inline constexpr uint64_t kCnReportIn = 2;
 inline constexpr uint64_t kCnReportLeft = 4;
-inline constexpr uint64_t kLeasePageOffset = 1024;
+inline constexpr uint64_t kLeasePageOffset = 256;
 static_assert(kLeasePageOffset >= sizeof(Superblock));
 static_assert(kLeasePageOffset + sizeof(LeasePage) <= kSuperblockBytes);
 static_assert(offsetof(LeasePage, cn_beat) == 64);
 static_assert(offsetof(LeasePage, cn_report) == 576 && sizeof(LeasePage::CnReport) == 32);
-static_assert(sizeof(LeasePage) == 2624);
+static_assert(offsetof(LeasePage, cn_load) == 2624 && sizeof(LeasePage::CnLoad) == 16);
+static_assert(sizeof(LeasePage) == 3648);
 inline constexpr uint64_t kCnBeatCountMask = (uint64_t{1} << 48) - 1;
 inline constexpr uint64_t CnBeat(uint16_t incarnation, uint64_t count) {
   return uint64_t{incarnation} << 48 | (count & kCnBeatCountMask);

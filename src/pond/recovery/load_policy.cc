@@ -1,0 +1,49 @@
+#include "pond/recovery/load_policy.h"
+
+namespace pond::recovery {
+
+uint64_t LoadPolicy::EndInterval(const CnLoad& now) {
+  // Counts only grow; a CN's workers restarting with it start a new policy too.
+  const uint64_t txns = now.txns - last_.txns;
+  const uint64_t latency = now.latency_ns - last_.latency_ns;
+  interval_.assign(now.shard_requests.size(), 0);
+  for (size_t s = 0; s < now.shard_requests.size(); s++) {
+    const uint64_t before = s < last_.shard_requests.size() ? last_.shard_requests[s] : 0;
+    interval_[s] = now.shard_requests[s] - before;
+  }
+  last_ = now;
+  return txns == 0 ? 0 : latency / txns;
+}
+
+std::optional<LoadPolicy::Move> LoadPolicy::Judge(
+    uint16_t cn, const std::vector<std::optional<uint64_t>>& latency,
+    const std::function<bool(uint32_t)>& movable) {
+  if (cn >= latency.size() || !latency[cn].has_value()) return std::nullopt;
+  const uint64_t own = *latency[cn];
+  double sum = 0;
+  int known = 0;
+  std::optional<uint16_t> coolest;
+  for (uint16_t c = 0; c < latency.size(); c++) {
+    if (!latency[c].has_value()) continue;
+    sum += static_cast<double>(*latency[c]);
+    known++;
+    if (c != cn && (!coolest.has_value() || *latency[c] < *latency[*coolest])) coolest = c;
+  }
+  const double mean = sum / known;
+  const bool overloaded = mean > 0 && static_cast<double>(own) > o_.over * mean;
+  streak_ = overloaded ? streak_ + 1 : 0;
+  if (streak_ < o_.intervals || !coolest.has_value() || *latency[*coolest] >= own) {
+    return std::nullopt;
+  }
+  std::optional<uint32_t> hottest;
+  for (uint32_t s = 0; s < interval_.size(); s++) {
+    if (interval_[s] == 0 || !movable(s)) continue;
+    if (!hottest.has_value() || interval_[s] > interval_[*hottest]) hottest = s;
+  }
+  if (!hottest.has_value()) return std::nullopt;
+  // The next move waits for a streak of its own, measured with this one made.
+  streak_ = 0;
+  return Move{*hottest, *coolest};
+}
+
+}  // namespace pond::recovery

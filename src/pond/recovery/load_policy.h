@@ -1,0 +1,61 @@
+// LoadPolicy: when a CN hands a shard away for load (Lotus §4.3, pass-by-range resharding), as
+// one CN's membership machine judges it at the end of each interval:
+//
+//   - Each CN measures the mean latency of the transactions it committed in the interval and
+//     publishes it in the memory pool (its lease page entry, written with its beats), where
+//     every CN reads every other's.
+//   - A CN whose latency is more than `over` times the mean over the CNs alive (itself included)
+//     for `intervals` intervals in a row is overloaded: it hands the shard it took the most lock
+//     requests for in the last interval to the CN with the lowest latency (shard_move.h).
+//
+// The paper's numbers are the defaults: 100 ms intervals, 50% above the mean, three in a row.
+//
+// Thread rules: the coordination half's thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "pond/recovery/cn_controls.h"
+
+namespace pond::recovery {
+
+struct LoadPolicyOptions {
+  bool on = false;
+  uint64_t interval_ns = 100'000'000;
+  double over = 1.5;
+  int intervals = 3;
+};
+
+class LoadPolicy {
+ public:
+  explicit LoadPolicy(LoadPolicyOptions o) : o_(o) {}
+
+  // The interval that ends now, from the CN's counts since it started: its mean latency (0 if
+  // no transaction committed in it). Keeps the counts for the next interval.
+  uint64_t EndInterval(const CnLoad& now);
+
+  struct Move {
+    uint32_t shard = 0;
+    uint16_t to = 0;
+  };
+  // After EndInterval: `latency` holds, by CN, the newest latency each CN alive published (this
+  // one's included), or nullopt for a CN down or not heard from lately. A move if this CN (`cn`)
+  // has been overloaded long enough, of the hottest shard `movable` accepts that took requests,
+  // to a CN less loaded than this one; nullopt otherwise.
+  std::optional<Move> Judge(uint16_t cn, const std::vector<std::optional<uint64_t>>& latency,
+                            const std::function<bool(uint32_t)>& movable);
+
+  const LoadPolicyOptions& options() const { return o_; }
+  int streak() const { return streak_; }
+
+ private:
+  const LoadPolicyOptions o_;
+  CnLoad last_;                     // the counts at the last interval's end
+  std::vector<uint64_t> interval_;  // lock requests by shard in the interval just ended
+  int streak_ = 0;                  // intervals in a row this CN was overloaded
+};
+
+}  // namespace pond::recovery

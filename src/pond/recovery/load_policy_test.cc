@@ -1,0 +1,142 @@
+// The load policy (load_policy.h): on its own, interval by interval, and in the membership
+// machine, where each CN's load goes through the lease pages and an overloaded CN's hottest
+// shard moves to the CN that published the lowest latency.
+#include "pond/recovery/load_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <vector>
+
+#include "pond/recovery/membership_harness.h"
+
+namespace pond::recovery {
+namespace {
+
+using namespace harness;  // NOLINT(google-build-using-namespace): the tests' vocabulary
+
+constexpr uint32_t kTestShards = 8;
+
+// Counts since start after an interval that committed `txns` transactions of `latency_ns` each
+// and took `requests[s]` lock requests for shard s, on top of `before`.
+CnLoad After(const CnLoad& before, uint64_t txns, uint64_t latency_ns,
+             const std::vector<uint64_t>& requests) {
+  CnLoad l = before;
+  l.txns += txns;
+  l.latency_ns += txns * latency_ns;
+  l.shard_requests.resize(kTestShards);
+  for (size_t s = 0; s < requests.size(); s++) l.shard_requests[s] += requests[s];
+  return l;
+}
+
+TEST(LoadPolicyTest, AnIntervalsLatencyIsItsOwnMean) {
+  LoadPolicy p(LoadPolicyOptions{.on = true});
+  CnLoad l = After({}, 10, 5000, {1, 2});
+  EXPECT_EQ(p.EndInterval(l), 5000u);
+  l = After(l, 30, 1000, {});
+  EXPECT_EQ(p.EndInterval(l), 1000u) << "the first interval's transactions counted again";
+  EXPECT_EQ(p.EndInterval(l), 0u) << "an interval without a commit";
+}
+
+TEST(LoadPolicyTest, AnOverloadedCnMovesItsHottestShardToTheCoolestAfterThreeIntervals) {
+  LoadPolicy p(LoadPolicyOptions{.on = true});
+  const auto any = [](uint32_t) { return true; };
+  // CN 0 at 3 us against 1 us and 0.5 us: mean 1.5 us, and 3 > 1.5 x 1.5.
+  const std::vector<std::optional<uint64_t>> lat = {3000, 1000, 500};
+  CnLoad l;
+  for (int i = 1; i <= 2; i++) {
+    l = After(l, 100, 3000, {5, 40, 7});
+    p.EndInterval(l);
+    EXPECT_FALSE(p.Judge(0, lat, any).has_value()) << "interval " << i;
+  }
+  l = After(l, 100, 3000, {5, 40, 7});
+  p.EndInterval(l);
+  const std::optional<LoadPolicy::Move> m = p.Judge(0, lat, any);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->shard, 1u);
+  EXPECT_EQ(m->to, 2);
+  EXPECT_EQ(p.streak(), 0) << "the next move needs a streak of its own";
+}
+
+TEST(LoadPolicyTest, OnlyAStreakOfOverloadedIntervalsCounts) {
+  LoadPolicy p(LoadPolicyOptions{.on = true});
+  const auto any = [](uint32_t) { return true; };
+  CnLoad l;
+  const std::vector<std::optional<uint64_t>> hot = {3000, 1000, 500}, even = {1000, 1000, 900};
+  for (const auto* lat : {&hot, &hot, &even, &hot, &hot}) {
+    l = After(l, 10, 1, {1});
+    p.EndInterval(l);
+    EXPECT_FALSE(p.Judge(0, *lat, any).has_value());
+  }
+  EXPECT_EQ(p.streak(), 2);
+}
+
+TEST(LoadPolicyTest, NoMoveWithoutAMovableShardWithRequestsOrACoolerCn) {
+  const std::vector<std::optional<uint64_t>> hot = {3000, 1000, 500};
+  LoadPolicyOptions o{.on = true, .intervals = 1};
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    EXPECT_FALSE(p.Judge(0, hot, [](uint32_t s) { return s != 1; }).has_value())
+        << "the only shard with requests may not move";
+  }
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    EXPECT_FALSE(
+        p.Judge(0, {3000, std::nullopt, std::nullopt}, [](uint32_t) { return true; }).has_value())
+        << "no other CN heard from";
+  }
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    const std::optional<LoadPolicy::Move> m =
+        p.Judge(2, {3000, std::nullopt, 10000}, [](uint32_t) { return true; });
+    ASSERT_TRUE(m.has_value()) << "10 us against a mean of 6.5 us";
+    EXPECT_EQ(m->to, 0) << "CN 1, not heard from, is not a receiver";
+  }
+}
+
+class LoadMoveTest : public CnMembershipTest {
+ protected:
+  void SetUp() override {
+    load_ = LoadPolicyOptions{.on = true, .interval_ns = kLeaseNs / 10};
+    CnMembershipTest::SetUp();
+  }
+  // Each CN's counts grow by one interval's: `latency_ns` a transaction, and requests for
+  // `hot` (CN 0's shard 3) on CN 0.
+  void Load(const std::vector<uint64_t>& latency_ns) {
+    for (uint16_t cn = 0; cn < 3; cn++) {
+      CnLoad& l = node(cn).controls->load;
+      l.shard_requests.resize(kShards);
+      l.txns += 100;
+      l.latency_ns += 100 * latency_ns[cn];
+      l.shard_requests[cn] += 10;  // shard cn: its own
+      if (cn == 0) l.shard_requests[3] += 50;
+    }
+  }
+};
+
+TEST_F(LoadMoveTest, TheOverloadedCnHandsItsHottestShardToTheCoolestThroughTheLeasePages) {
+  for (int i = 0; i < 3; i++) {
+    Load({1000, 1000, 1000});
+    Period();
+  }
+  EXPECT_EQ(store_.Config().epoch, 1u) << "an even load moves nothing";
+  int periods = 0;
+  while (node(0).controls->owners[3] != 2 && periods++ < 10) {
+    Load({5000, 1000, 400});
+    Period();
+  }
+  ASSERT_LE(periods, 10) << "CN 0 never moved its hottest shard";
+  // Three intervals overloaded, then one period each to say, make and apply the move.
+  EXPECT_GE(periods, 3);
+  EXPECT_EQ(node(0).controls->Said("overloaded"), 1u);
+  Periods(2);
+  EXPECT_EQ(node(2).controls->owners[3], 2);
+  EXPECT_EQ(node(2).controls->opened.count(3), 1u);
+  EXPECT_EQ(node(0).machine->move_counts().made, 1u);
+}
+
+}  // namespace
+}  // namespace pond::recovery
