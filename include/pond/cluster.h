@@ -88,6 +88,20 @@ struct TransportConfig {
   int lease_ms = 100;
 };
 
+// Moving shards' lock management between CNs at run time (docs/resharding.md). Off by default;
+// the numbers are Lotus's (§4.3).
+struct ReshardConfig {
+  enum class Policy : uint8_t {
+    kNone,  // the shard map changes only by failures and restarts
+    kLoad,  // an overloaded CN hands its hottest shard to the least loaded (Lotus)
+  };
+  Policy policy = Policy::kNone;
+  uint64_t interval_ns = 100'000'000;  // each CN measures and publishes its load this often
+  double over = 1.5;                   // overloaded: latency above this times the CNs' mean...
+  int intervals = 3;                   // ...for this many intervals in a row
+  uint64_t drain_ns = 10'000'000;      // a move not drained this long after it began is given up
+};
+
 struct ClusterConfig {
   ProtocolConfig protocol;
   TransportConfig transport;
@@ -102,6 +116,7 @@ struct ClusterConfig {
   uint32_t vt_cache_entries = 1 << 20;    // per CN; 0 disables the VT cache
   uint32_t addr_cache_entries = 1 << 20;  // per CN; 0 disables the address cache
   uint64_t seed = 1;
+  ReshardConfig reshard;
 };
 
 // Checks a config; InvalidArgument with a one-line reason.
@@ -398,6 +413,11 @@ struct FailoverStats {
   uint64_t landed_batches = 0;  // a crashed CN's batches that reached their MN after the crash
   uint64_t lost_batches = 0;    // and those that did not
   uint64_t cut_packets = 0;     // packets to or from a partitioned CN
+  // Shard moves for load (docs/resharding.md), over every CN as their holder: made by an epoch,
+  // given up (not drained within the bound), called off (the receiver failed first); and how
+  // long the moved shards' locks were granted by nobody, in all and at most.
+  uint64_t shard_moves = 0, moves_given_up = 0, moves_called_off = 0;
+  uint64_t move_closed_ns_total = 0, move_closed_ns_max = 0;
 };
 
 class Cluster {
@@ -491,6 +511,9 @@ class Cluster {
   // its lock table and what its membership saw. Callable from any thread, as Stats is.
   CnStats GetCnStats(uint16_t cn) const;
   const ClusterConfig& config() const;
+  // The CN that manages shard `shard`'s locks (0..4095), as the newest epoch this process knows
+  // says: where routing sends a read-write call whose first key is in it.
+  uint16_t ShardOwner(uint32_t shard) const;
   bool simulated() const;
   // Simulated clusters only.
   SimStats GetSimStats() const;

@@ -50,6 +50,7 @@ ProcessMembership::ProcessMembership(ClusterImpl& cl, cluster::ZkConfigStore& co
       .shards = lock::kShards,
       .mn_lock_words = !c.protocol.cn_locks,
   };
+  node::SetReshardOptions(c, &o);
   machine_ = std::make_unique<recovery::CnMembership>(std::move(o), start.config, start.shards,
                                                       coord_, cl.clock(), *this,
                                                       cl.membership_counts(), sched_, *ep_);

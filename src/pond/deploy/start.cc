@@ -31,6 +31,11 @@ Result<std::unique_ptr<Fabric>> StartUcxMns(const ClusterConfig& c, uint64_t reg
 
 Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   POND_RETURN_IF_ERROR(ValidateConfig(config));
+  if (config.reshard.policy != ReshardConfig::Policy::kNone && config.transport.cn < 0) {
+    return InvalidArgument(
+        "resharding moves shards by the membership machine's epochs, which the simulator (pond "
+        "sim) and CN daemons (pond up) run; an embedded cluster does not");
+  }
   uint64_t region_bytes = config.region_mib * kMiB;
   auto layout = store::MakeLayout(
       static_cast<uint16_t>(config.mns), config.replication, region_bytes, store::kChunkBytes,

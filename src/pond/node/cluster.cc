@@ -54,6 +54,38 @@ const char* IsolationName(Isolation i) {
   return i == Isolation::kSerializable ? "serializable" : "snapshot-isolation";
 }
 
+namespace {
+
+// The resharding settings (docs/resharding.md), where they are on.
+Status ValidateReshard(const ClusterConfig& c) {
+  const ReshardConfig& r = c.reshard;
+  if (r.policy == ReshardConfig::Policy::kNone) return Status::Ok();
+  if (r.policy != ReshardConfig::Policy::kLoad) {
+    return InvalidArgument("ClusterConfig.reshard.policy is not a policy Pond knows");
+  }
+  if (!c.protocol.cn_locks) {
+    return InvalidArgument(
+        "resharding moves the lock management of CN lock tables; this "
+        "protocol keeps its locks in the memory pool");
+  }
+  if (c.cns < 2) return InvalidArgument("resharding needs at least 2 CNs");
+  if (r.interval_ns < 100'000 || r.interval_ns > 60'000'000'000) {
+    return InvalidArgument("ClusterConfig.reshard.interval_ns must be 0.1 ms to 60 s");
+  }
+  if (!(r.over > 1.0 && r.over <= 100.0)) {
+    return InvalidArgument("ClusterConfig.reshard.over must be above 1 and at most 100");
+  }
+  if (r.intervals < 1 || r.intervals > 1000) {
+    return InvalidArgument("ClusterConfig.reshard.intervals must be 1 to 1000");
+  }
+  if (r.drain_ns < 100'000 || r.drain_ns > 60'000'000'000) {
+    return InvalidArgument("ClusterConfig.reshard.drain_ns must be 0.1 ms to 60 s");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status ValidateConfig(const ClusterConfig& c) {
   if (c.mns < 1 || c.mns > 64) return InvalidArgument("ClusterConfig.mns must be 1 to 64");
   if (c.cns < 1 || c.cns > 64) return InvalidArgument("ClusterConfig.cns must be 1 to 64");
@@ -106,7 +138,7 @@ Status ValidateConfig(const ClusterConfig& c) {
   if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
     return InvalidArgument("ford is single-version and runs only under SR");
   }
-  return Status::Ok();
+  return ValidateReshard(c);
 }
 
 namespace node {
@@ -627,6 +659,7 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
 }
 
 const ClusterConfig& Cluster::config() const { return impl_->config_; }
+uint16_t Cluster::ShardOwner(uint32_t shard) const { return impl_->shard_map_.CnOf(shard); }
 bool Cluster::simulated() const { return impl_->driver_ != nullptr; }
 Clock& Cluster::clock() { return impl_->clock_; }
 

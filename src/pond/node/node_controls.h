@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "pond/cluster.h"
 #include "pond/recovery/cn_controls.h"
+#include "pond/recovery/cn_membership.h"
 
 namespace pond::txn {
 class TimestampOracle;
@@ -32,6 +34,17 @@ namespace pond::node {
 class ClusterImpl;
 class CnContext;
 class WorkerContext;
+
+// The membership machine's options for the cluster's resharding settings (docs/resharding.md):
+// its load policy, and the drain bound of a move.
+inline void SetReshardOptions(const ClusterConfig& c, recovery::MembershipOptions* o) {
+  const ReshardConfig& r = c.reshard;
+  o->load = recovery::LoadPolicyOptions{.on = r.policy == ReshardConfig::Policy::kLoad,
+                                        .interval_ns = r.interval_ns,
+                                        .over = r.over,
+                                        .intervals = r.intervals};
+  o->move_drain_ns = r.drain_ns;
+}
 
 class NodeControls : public recovery::CnControls {
  public:

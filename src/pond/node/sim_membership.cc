@@ -152,7 +152,10 @@ bool SimMembership::IsCrashed(uint16_t cn) const {
 
 void SimMembership::Arm(const std::vector<NodeFault>& faults) {
   base_ns_ = engine_.now();
-  if (faults.empty() && !started_) return;
+  // The machines run for faults, and for resharding, which moves shards by their epochs.
+  if (faults.empty() && !started_ && cl_.config().reshard.policy == ReshardConfig::Policy::kNone) {
+    return;
+  }
   if (!started_) {
     Start();
   } else {
@@ -269,6 +272,7 @@ void SimMembership::StartNode(uint16_t cn, const recovery::CnStart& start) {
       .shards = lock::kShards,
       .mn_lock_words = !c.protocol.cn_locks,
   };
+  SetReshardOptions(c, &mo);
   n->machine = std::make_unique<recovery::CnMembership>(mo, start.config, start.shards, *n->store,
                                                         cl_.clock(), *n->controls, n->counts,
                                                         *n->sched, *n->ep);
@@ -504,6 +508,17 @@ FailoverStats SimMembership::Stats() const {
   s.landed_batches = c.landed_batches;
   s.lost_batches = c.lost_batches;
   s.cut_packets = c.cut_packets;
+  for (const auto* list : {&nodes_, &retired_}) {
+    for (const auto& n : *list) {
+      if (n == nullptr) continue;
+      const recovery::MoveCounts& m = n->machine->move_counts();
+      s.shard_moves += m.made;
+      s.moves_given_up += m.given_up;
+      s.moves_called_off += m.cancelled;
+      s.move_closed_ns_total += m.closed_ns_total;
+      s.move_closed_ns_max = std::max(s.move_closed_ns_max, m.closed_ns_max);
+    }
+  }
   return s;
 }
 
