@@ -988,15 +988,27 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
 // SmallBank on few accounts, recorded — a transaction caught mid-commit by its CN's crash as
 // info — and judged strict-serializable under SR and snapshot-isolated under SI, besides every
 // other check.
+// A load policy that moves shards all the time (docs/resharding.md): any CN above the mean by
+// 5% for one interval of 0.4 ms hands its hottest shard away, so that moves overlap the faults.
+ReshardConfig Restless() {
+  return ReshardConfig{.policy = ReshardConfig::Policy::kLoad,
+                       .interval_ns = 400'000,
+                       .over = 1.05,
+                       .intervals = 1,
+                       .drain_ns = 1'000'000};
+}
+
 void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
                      std::optional<SeedRange> only = std::nullopt,
-                     const std::string& protocol = "lotus") {
+                     const std::string& protocol = "lotus",
+                     std::optional<ReshardConfig> reshard = std::nullopt) {
   SeedRange r = only.value_or(Seeds(default_seeds));
   uint64_t cn_crashes = 0, mn_crashes = 0, txns = 0, infos = 0, restarts = 0, mn_readable = 0;
-  uint64_t partitions = 0, fenced = 0;
+  uint64_t partitions = 0, fenced = 0, moves = 0, moves_off = 0;
   for (uint64_t seed = r.first; seed < r.first + r.count; seed++) {
     TraceSeed(seed);
     RunOptions o = FaultyRun(protocol, iso, seed);
+    if (reshard.has_value()) o.cluster.reshard = *reshard;
     o.record = true;
     o.calls_max = kSmallBankHistoryTxnsMax;
     SmallBankParams p;
@@ -1006,6 +1018,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
     ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
     Result<RunResult> run = RunWorkload(w, o, nullptr);
     const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
+                              (reshard.has_value() ? ", shards moving (Restless)" : "") +
                               ", faults " + o.faults + "\n" +
                               Replay(protocol, iso, seed, "smallbank") +
                               " (with --accounts 2000 "
@@ -1026,6 +1039,13 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
     partitions += run->failover->partitions.size();
     for (const auto& x : run->failover->partitions) fenced += x.fenced_ns != 0;
     infos += run->history->infos > 0;
+    moves += run->failover->shard_moves;
+    moves_off += run->failover->moves_given_up + run->failover->moves_called_off;
+  }
+  if (reshard.has_value()) {
+    std::printf("%lu shard moves made, %lu given up or called off\n",
+                static_cast<unsigned long>(moves), static_cast<unsigned long>(moves_off));
+    EXPECT_GE(moves, r.count) << "the load policy was meant to move shards in every seed";
   }
   std::printf(
       "%s %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), "
@@ -1051,6 +1071,11 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSerializable) {
 }
 TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
   RunHistorySeeds(Isolation::kSnapshot, 200);
+}
+// Resharding under the same faults (docs/resharding.md): shards move between CNs by epochs
+// while CNs and MNs crash, restart and are cut off, and every history stays serializable.
+TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsWithShardsMoving) {
+  RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "lotus", Restless());
 }
 TEST(FaultSeedTest, MotorHistoriesUnderRandomFaultsSerializable) {
   RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "motor");

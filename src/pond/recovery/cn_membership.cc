@@ -122,9 +122,14 @@ void CnMembership::CoordTick() {
   // new transactions would lock keys its log recovery still rolls over (as Progress opens).
   const bool all_opened =
       std::all_of(failures_.begin(), failures_.end(), [](const auto& f) { return f->opened; });
-  if (all_opened) returns_.Progress();
+  // One hand-over said at a time, a return or a move, numbered by the configuration's count of
+  // those made (shard_move.h): a record is made once, by its number.
+  const uint32_t seq = view_.cns[o_.cn].moves + 1;
+  if (all_opened && !moves_.Said() && !returns_.Said()) {
+    returns_.Progress(seq, o_.incarnation);
+  }
   // The same for a move: its receiver opens what this CN drained, as a CN coming home does.
-  moves_.Progress(clock_.NowNs(), all_opened);
+  moves_.Progress(clock_.NowNs(), all_opened && !moves_.Said() && !returns_.Said(), seq);
   if (o_.load.on) Balance();
   rejoins_.Progress(view_);
 }
@@ -154,7 +159,7 @@ void CnMembership::Balance() {
     }
   }
   latencies[o_.cn] = latency;
-  if (!alive_.load() || moves_.Moving()) return;
+  if (!alive_.load() || moves_.Moving() || returns_.Returning()) return;
   const std::optional<LoadPolicy::Move> m = load_policy_.Judge(o_.cn, latencies, [&](uint32_t s) {
     return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s);
   });

@@ -193,6 +193,10 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   // a shard it manages and routed calls would not send to it — the shards it takes over at the
   // next failure would be unwritable from here.
   controls_.ApplyOnWorkers(next, dead, back, tso_moved);
+  // One that came by a move and whose home is a CN this epoch lets in stays closed: the return
+  // just made takes it home (fault seed: a moved shard opened here while its return, drained at
+  // once, handed it home too).
+  std::erase_if(came_home, [this](uint32_t s) { return returns_.Returning(s); });
   for (uint32_t s : came_home) controls_.OpenShard(s);
   if (!came_home.empty()) {
     controls_.Event(std::to_string(came_home.size()) + " of this CN's shards came home (epoch " +
@@ -373,7 +377,7 @@ void CnMembership::Manage() {
     what.push_back("CN " + std::to_string(c) + " rejoins");
   }
   std::vector<uint16_t> shards = shards_;
-  returns_.Pick(view_, next, &shards, &what);
+  returns_.Pick(view_, &next, &shards, &what);
   moves_.Pick(view_, &next, &shards, &what);
   if (what.empty()) return;
   next.epoch++;

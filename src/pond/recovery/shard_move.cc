@@ -24,7 +24,7 @@ bool ShardMoves::Start(const cluster::Configuration& view, std::vector<uint32_t>
                        uint16_t to, uint64_t now_ns) {
   if (move_.has_value() || shards.empty()) return false;
   Move m;
-  m.record = cluster::MoveRecord{.seq = view.cns[cn_].moves + 1,
+  m.record = cluster::MoveRecord{.seq = 0,  // numbered when said
                                  .incarnation = view.cns[cn_].incarnation,
                                  .to = to,
                                  .to_incarnation = view.cns[to].incarnation,
@@ -32,13 +32,12 @@ bool ShardMoves::Start(const cluster::Configuration& view, std::vector<uint32_t>
   m.started_ns = now_ns;
   for (uint32_t s : m.record.shards) controls_.CloseShard(s);
   controls_.Event("closed " + std::to_string(m.record.shards.size()) +
-                  " shards to move them to CN " + std::to_string(to) + " (move " +
-                  std::to_string(m.record.seq) + ")");
+                  " shards to move them to CN " + std::to_string(to));
   move_ = std::move(m);
   return true;
 }
 
-void ShardMoves::Progress(uint64_t now_ns, bool may_say) {
+void ShardMoves::Progress(uint64_t now_ns, bool may_say, uint32_t seq) {
   if (!move_.has_value() || move_->drained) return;
   Move& m = *move_;
   if (!m.said && now_ns - m.started_ns > drain_bound_ns_) {
@@ -58,6 +57,7 @@ void ShardMoves::Progress(uint64_t now_ns, bool may_say) {
   const std::string key = cluster::MoveKey(cluster_, cn_);
   Result<cluster::Versioned> now = store_.Get(key);
   if (!now.ok()) return;  // said next period
+  m.record.seq = seq;
   Result<uint64_t> put = store_.PutIf(key, m.record.Encode(), now->version);
   if (put.ok()) {
     m.said = m.drained = true;
@@ -72,7 +72,7 @@ void ShardMoves::Apply(const cluster::Configuration& next, const std::vector<uin
   if (!move_.has_value()) return;
   Move& m = *move_;
   const cluster::MoveRecord& r = m.record;
-  if (next.cns[cn_].moves >= r.seq) {
+  if (m.said && next.cns[cn_].moves >= r.seq) {
     const uint64_t closed = now_ns - m.started_ns;
     counts_.made++;
     counts_.closed_ns_total += closed;
@@ -111,7 +111,11 @@ void ShardMoves::Pick(const cluster::Configuration& view, cluster::Configuration
       continue;
     }
     // Made already (or an old incarnation's): a record is made once.
-    if (r->incarnation != view.cns[h].incarnation || r->seq != view.cns[h].moves + 1) continue;
+    // (A return of h's made in this epoch took its number: next's count is then past view's.)
+    if (r->incarnation != view.cns[h].incarnation || r->seq != view.cns[h].moves + 1 ||
+        next->cns[h].moves != view.cns[h].moves) {
+      continue;
+    }
     if (r->to == h || !AliveAs(view, r->to, r->to_incarnation) ||
         !AliveAs(*next, r->to, r->to_incarnation)) {
       continue;

@@ -5,7 +5,8 @@
 //
 //   - As the holder (Start, Progress, Apply): it stops granting the shards' locks (closes them),
 //     waits until none is held in its table, and says so at MoveKey with the move's number — its
-//     incarnation's next — and the receiver's incarnation. Until it has said so it may give up
+//     incarnation's next hand-over, a return (shard_return.h) or a move, one said at a time —
+//     and the receiver's incarnation. Until it has said so it may give up
 //     (the drain took longer than the bound) and serve them again; once said, only an epoch ends
 //     the move: one that made it, or one in which the receiver's incarnation is dead, so that no
 //     later epoch can make it.
@@ -58,8 +59,9 @@ class ShardMoves {
   bool Start(const cluster::Configuration& view, std::vector<uint32_t> shards, uint16_t to,
              uint64_t now_ns);
   // The holder, once a period: gives the move up if it is past the bound and not said yet;
-  // otherwise, if `may_say` and no lock in its shards is held here, says it is drained.
-  void Progress(uint64_t now_ns, bool may_say);
+  // otherwise, if `may_say` and no lock in its shards is held here, says it is drained, as
+  // hand-over number `seq` (this CN's next: shard_return.h numbers returns alike).
+  void Progress(uint64_t now_ns, bool may_say, uint32_t seq);
   // The holder applies epoch `next` (its map `shards`): ends the move if the epoch made it or
   // ruled it out, serving again those shards still here but for any `recovering` names.
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards,
@@ -73,6 +75,8 @@ class ShardMoves {
   // Shard `s` is closed here to move; any shard is.
   bool Moving(uint32_t s) const;
   bool Moving() const { return move_.has_value(); }
+  // A move said and not yet made or called off.
+  bool Said() const { return move_.has_value() && move_->said; }
   const MoveCounts& counts() const { return counts_; }
 
  private:

@@ -169,7 +169,8 @@ TEST_F(ShardMoveTest, AReceiverThatDiesBeforeTheMoveIsMadeCancelsIt) {
   Periods(5);
   EXPECT_EQ(Map()[1], 1);
   EXPECT_EQ(Map()[4], 1);
-  EXPECT_EQ(store_.Config().cns[1].moves, 0u);
+  EXPECT_EQ(store_.Config().cns[1].moves, 1u)
+      << "CN 1's one hand-over made is its return of CN 2's home, numbered as the move was";
   for (uint32_t s = 0; s < kShards; s++) EXPECT_EQ(Grantors(s), 1) << "shard " << s;
 }
 
@@ -183,6 +184,32 @@ TEST_F(ShardMoveTest, AReceiverThatDiesAfterTheMoveLeavesTheMovedShardsToItsFail
   ASSERT_TRUE(Until([&] { return StepDone(3, "opened", 0) && StepDone(3, "opened", 1); }));
   Periods(3);
   for (uint32_t s = 0; s < kShards; s++) EXPECT_EQ(Grantors(s), 1) << "shard " << s;
+}
+
+// A return's record is numbered as a move's, and made once: a shard that went home and then
+// moved back to its old holder by load is not taken home again by the holder's old record
+// (fault seed: a CM read the record again and moved the shard off a holder that served it).
+TEST_F(ShardMoveTest, AReturnRecordReadAgainIsNotMadeAgain) {
+  Periods(3);
+  node(2).running = false;
+  ASSERT_TRUE(Until([&] { return StepDone(2, "opened", 0) && StepDone(2, "opened", 1); }));
+  std::vector<uint32_t> at_0;  // the shards of CN 2's home that CN 0 took: its return's list
+  for (uint32_t x = 2; x < kShards; x += 3) {
+    if (node(0).controls->owners[x] == 0) at_0.push_back(x);
+  }
+  ASSERT_FALSE(at_0.empty());
+  AskToComeBack(2, 1);
+  Node& back = Start(2, 1);
+  ASSERT_TRUE(Until([&] { return Grants(2, at_0[0]) && !node(0).machine->Returning(); }));
+  // All of them back to CN 0 by load: the old record's list, all on its holder again.
+  ASSERT_TRUE(back.machine->StartMove(at_0, 0).ok());
+  ASSERT_TRUE(Until([&] { return Grants(0, at_0[0]); }, 10));
+  Periods(10);
+  for (uint32_t s : at_0) {
+    EXPECT_EQ(Map()[s], 0) << "shard " << s << ": the old return record was made again";
+    EXPECT_EQ(Grantors(s), 1) << "shard " << s;
+  }
+  EXPECT_EQ(store_.Config().cns[0].moves, 1u);
 }
 
 // A move under way keeps its shards out of a return: a restarted CN let in while a holder moves

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "pond/cluster/directory.h"
@@ -51,51 +52,68 @@ void ShardReturns::Apply(const cluster::Configuration& next, const std::vector<u
   }
 }
 
-void ShardReturns::Progress() {
+void ShardReturns::Progress(uint32_t seq, uint16_t incarnation) {
   for (Return& r : returns_) {
     if (r.done || r.drained) continue;
     const std::optional<size_t> held = controls_.LocksHeldIn(r.shards);
     if (!held.has_value() || *held != 0) continue;
-    Result<uint64_t> put = store_.PutIf(cluster::ReturnKey(cluster_, r.cn, r.incarnation, cn_),
-                                        cluster::EncodeShardList(r.shards), 0);
-    if (!put.ok() && put.status().code() != Code::kConflict) continue;  // said next period
-    r.drained = true;
+    const cluster::MoveRecord record{.seq = seq,
+                                     .incarnation = incarnation,
+                                     .to = r.cn,
+                                     .to_incarnation = r.incarnation,
+                                     .shards = r.shards};
+    // Only this CN writes its key for this incarnation of r.cn: whatever is there is its own.
+    const std::string key = cluster::ReturnKey(cluster_, r.cn, r.incarnation, cn_);
+    Result<cluster::Versioned> now = store_.Get(key);
+    if (!now.ok()) return;  // said next period
+    Result<uint64_t> put = store_.PutIf(key, record.Encode(), now->version);
+    if (!put.ok() && put.status().code() != Code::kUnknown) return;
+    r.drained = true;  // an Unknown put may have landed: from now on only an epoch ends it
+    return;            // one hand-over said at a time
   }
 }
 
-void ShardReturns::Pick(const cluster::Configuration& view, const cluster::Configuration& next,
+bool ShardReturns::Said() const {
+  return std::any_of(returns_.begin(), returns_.end(),
+                     [](const Return& r) { return r.drained && !r.done; });
+}
+
+void ShardReturns::Pick(const cluster::Configuration& view, cluster::Configuration* next,
                         std::vector<uint16_t>* shards, std::vector<std::string>* what) {
-  // The shards holder H has closed and drained for restarted CN C (sorted): read once per pair.
-  std::map<std::pair<uint16_t, uint16_t>, std::vector<uint32_t>> drained;
-  std::map<uint16_t, size_t> moved;
+  // The (home, holder) pairs with a shard of the home on the holder: one record each to read.
+  std::set<std::pair<uint16_t, uint16_t>> pairs;
   for (uint32_t s = 0; s < shards_; s++) {
     const uint16_t home = controls_.ShardHome(s), holder = (*shards)[s];
+    if (holder != home) pairs.emplace(home, holder);
+  }
+  std::map<uint16_t, size_t> moved;
+  for (const auto& [home, holder] : pairs) {
     // Only to a CN restarted and alive now and after; only from a holder that stays alive (a
     // failing holder's shards move with its failure, and come home later, or stay).
-    if (holder == home || view.cns[home].incarnation == 0 || !view.cns[home].alive ||
-        !next.cns[home].alive || !view.cns[holder].alive || !next.cns[holder].alive) {
+    const cluster::CnStatus &h = view.cns[holder], &c = view.cns[home];
+    if (c.incarnation == 0 || !c.alive || !next->cns[home].alive || !h.alive ||
+        !next->cns[holder].alive || next->cns[holder].incarnation != h.incarnation) {
       continue;
     }
-    auto it = drained.find({home, holder});
-    if (it == drained.end()) {
-      const std::string key =
-          cluster::ReturnKey(cluster_, home, view.cns[home].incarnation, holder);
-      Result<cluster::Versioned> v = store_.Get(key);
-      std::vector<uint32_t> ids;
-      if (v.ok() && v->version != 0) {
-        Result<std::vector<uint32_t>> list = cluster::DecodeShardList(v->value, shards_);
-        if (list.ok()) {
-          ids = std::move(*list);
-        } else {
-          controls_.Event("ignored " + key + ": " + list.status().ToString());
-        }
-      }
-      it = drained.emplace(std::make_pair(home, holder), std::move(ids)).first;
+    const std::string key = cluster::ReturnKey(cluster_, home, c.incarnation, holder);
+    Result<cluster::Versioned> v = store_.Get(key);
+    if (!v.ok() || v->version == 0) continue;
+    Result<cluster::MoveRecord> r = cluster::MoveRecord::Decode(v->value, shards_);
+    if (!r.ok()) {
+      controls_.Event("ignored " + key + ": " + r.status().ToString());
+      continue;
     }
-    // Only a shard the holder closed goes: one a later failure moved to it is served there.
-    if (!std::binary_search(it->second.begin(), it->second.end(), s)) continue;
-    (*shards)[s] = home;
-    moved[home]++;
+    // The holder's next hand-over, by the incarnation that closed them, for this home: made
+    // once. Only the shards the holder closed go: one a later failure moved to it stays.
+    if (r->incarnation != h.incarnation || r->seq != next->cns[holder].moves + 1 ||
+        next->cns[holder].moves != h.moves || r->to != home || r->to_incarnation != c.incarnation ||
+        !std::all_of(r->shards.begin(), r->shards.end(),
+                     [&](uint32_t s) { return (*shards)[s] == holder; })) {
+      continue;
+    }
+    for (uint32_t s : r->shards) (*shards)[s] = home;
+    next->cns[holder].moves = r->seq;
+    moved[home] += r->shards.size();
   }
   for (const auto& [cn, n] : moved) {
     what->push_back(std::to_string(n) + " shards go home to CN " + std::to_string(cn));

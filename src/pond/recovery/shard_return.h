@@ -4,9 +4,13 @@
 //   - As a holder: when an epoch lets a restarted CN in, every shard of its home this CN holds
 //     is closed (requests for it are refused from then on). Once no lock in them is held here —
 //     and no failure this CN knows of is still unopened, which the machine checks — it says so
-//     at ReturnKey, whose value lists exactly the shards it closed.
-//   - As configuration manager: a shard goes home in the next epoch only if its holder listed
-//     it; the restarted CN opens it as it applies that epoch.
+//     at ReturnKey, in a record (cluster::MoveRecord) that lists exactly the shards it closed and
+//     carries the holder's next hand-over number, as a shard move's does (shard_move.h): a CN
+//     says one hand-over at a time, a return or a move, and the configuration counts those made.
+//   - As configuration manager: the listed shards go home in the next epoch only if the record's
+//     number is the holder's next, and the epoch counts it; the restarted CN opens them as it
+//     applies that epoch. A record read again — after its shards went home and one came back to
+//     the holder by a move — is made no second time.
 //   - Should the restarted CN fail again first, the holder serves what it still holds again.
 //
 // No shard is ever served by two CNs, and none is opened while a lock in it is held: the CM
@@ -42,23 +46,27 @@ class ShardReturns {
              const std::function<bool(uint32_t)>& moving);
 
   // The holder's half, once a period (only while every failure this CN knows of is opened
-  // here): says a return is drained once no lock in its shards is held.
-  void Progress();
+  // here, and no hand-over of this CN is said and not yet made): says one return drained, once
+  // no lock in its shards is held, as hand-over number `seq` of incarnation `incarnation`.
+  void Progress(uint32_t seq, uint16_t incarnation);
 
-  // The CM's half: in `shards` (the map of `next`, decided over `view`), each shard a holder
-  // closed and drained goes home; what it did is added to `what`, for the epoch's line.
-  void Pick(const cluster::Configuration& view, const cluster::Configuration& next,
+  // The CM's half: in `shards` (the map of `next`, decided over `view`), the shards of each
+  // record whose rules hold (above) go home, counted in next's `moves`; what it did is added to
+  // `what`, for the epoch's line.
+  void Pick(const cluster::Configuration& view, cluster::Configuration* next,
             std::vector<uint16_t>* shards, std::vector<std::string>* what);
 
   // Shard `s` is closed here to go home; any shard is.
   bool Returning(uint32_t s) const;
   bool Returning() const;
+  // A return said and not yet made or ended.
+  bool Said() const;
 
  private:
   struct Return {
     uint16_t cn = 0, incarnation = 0;  // whose home they are
     std::vector<uint32_t> shards;      // sorted
-    bool drained = false;              // said at ReturnKey
+    bool drained = false;              // said at ReturnKey (or a put that may have landed)
     bool done = false;                 // given back, or kept (the CN failed again)
   };
 
