@@ -164,10 +164,11 @@ void CnMembership::Balance() {
     return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s);
   });
   if (!m.has_value()) return;
-  const Status st = StartMove({m->shard}, m->to);
-  controls_.Event("overloaded (" + std::to_string(latency) + " ns a transaction): shard " +
-                  std::to_string(m->shard) + " to CN " + std::to_string(m->to) +
-                  (st.ok() ? "" : ", not started: " + st.ToString()));
+  const size_t n = m->shards.size();
+  const Status st = StartMove(m->shards, m->to);
+  controls_.Event("overloaded (" + std::to_string(latency) + " ns a transaction): " +
+                  std::to_string(n) + (n == 1 ? " shard" : " shards") + " to CN " +
+                  std::to_string(m->to) + (st.ok() ? "" : ", not started: " + st.ToString()));
 }
 
 Status CnMembership::StartMove(std::vector<uint32_t> shards, uint16_t to) {

@@ -1,5 +1,7 @@
 #include "pond/recovery/load_policy.h"
 
+#include <algorithm>
+
 namespace pond::recovery {
 
 uint64_t LoadPolicy::EndInterval(const CnLoad& now) {
@@ -35,15 +37,30 @@ std::optional<LoadPolicy::Move> LoadPolicy::Judge(
   if (streak_ < o_.intervals || !coolest.has_value() || *latency[*coolest] >= own) {
     return std::nullopt;
   }
-  std::optional<uint32_t> hottest;
+  std::vector<uint32_t> hot;
+  uint64_t requests = 0;
   for (uint32_t s = 0; s < interval_.size(); s++) {
-    if (interval_[s] == 0 || !movable(s)) continue;
-    if (!hottest.has_value() || interval_[s] > interval_[*hottest]) hottest = s;
+    requests += interval_[s];
+    if (interval_[s] != 0 && movable(s)) hot.push_back(s);
   }
-  if (!hottest.has_value()) return std::nullopt;
+  if (hot.empty()) return std::nullopt;
+  std::sort(hot.begin(), hot.end(), [&](uint32_t a, uint32_t b) {
+    return interval_[a] != interval_[b] ? interval_[a] > interval_[b] : a < b;
+  });
+  const double share =
+      static_cast<double>(own - *latency[*coolest]) / (2.0 * static_cast<double>(own));
+  const auto target = static_cast<uint64_t>(share * static_cast<double>(requests));
+  Move m{.to = *coolest};
+  uint64_t taken = 0;
+  for (uint32_t s : hot) {
+    if (!m.shards.empty() && taken >= target) break;
+    m.shards.push_back(s);
+    taken += interval_[s];
+  }
+  std::sort(m.shards.begin(), m.shards.end());
   // The next move waits for a streak of its own, measured with this one made.
   streak_ = 0;
-  return Move{*hottest, *coolest};
+  return m;
 }
 
 }  // namespace pond::recovery

@@ -5,10 +5,15 @@
 //     publishes it in the memory pool (its lease page entry, written with its beats), where
 //     every CN reads every other's.
 //   - A CN whose latency is more than `over` times the mean over the CNs alive (itself included)
-//     for `intervals` intervals in a row is overloaded: it hands the shard it took the most lock
-//     requests for in the last interval to the CN with the lowest latency (shard_move.h).
+//     for `intervals` intervals in a row is overloaded: it hands its hottest shards — by the
+//     lock requests it took for each in the last interval — to the CN with the lowest latency
+//     (shard_move.h), as one range: the hottest first, until they carry the share of its
+//     requests that would even its latency and the receiver's, (own - theirs) / (2 * own).
 //
 // The paper's numbers are the defaults: 100 ms intervals, 50% above the mean, three in a row.
+// The paper hands over its hottest shard alone; a hot set that spans many shards (SmallBank's
+// accounts are sharded by id) would then take as many moves, three intervals each, so Pond
+// passes a range by the share it means to move, and one shard when that is what carries it.
 //
 // Thread rules: the coordination half's thread only.
 #pragma once
@@ -38,13 +43,13 @@ class LoadPolicy {
   uint64_t EndInterval(const CnLoad& now);
 
   struct Move {
-    uint32_t shard = 0;
+    std::vector<uint32_t> shards;  // ascending
     uint16_t to = 0;
   };
   // After EndInterval: `latency` holds, by CN, the newest latency each CN alive published (this
   // one's included), or nullopt for a CN down or not heard from lately. A move if this CN (`cn`)
-  // has been overloaded long enough, of the hottest shard `movable` accepts that took requests,
-  // to a CN less loaded than this one; nullopt otherwise.
+  // has been overloaded long enough, of the hottest shards `movable` accepts that took requests
+  // (above), to a CN less loaded than this one; nullopt otherwise.
   std::optional<Move> Judge(uint16_t cn, const std::vector<std::optional<uint64_t>>& latency,
                             const std::function<bool(uint32_t)>& movable);
 

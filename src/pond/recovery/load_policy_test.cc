@@ -53,9 +53,24 @@ TEST(LoadPolicyTest, AnOverloadedCnMovesItsHottestShardToTheCoolestAfterThreeInt
   p.EndInterval(l);
   const std::optional<LoadPolicy::Move> m = p.Judge(0, lat, any);
   ASSERT_TRUE(m.has_value());
-  EXPECT_EQ(m->shard, 1u);
+  // (3 - 0.5) / 6 of its 52 requests: the hottest alone carries them.
+  EXPECT_EQ(m->shards, std::vector<uint32_t>{1});
   EXPECT_EQ(m->to, 2);
   EXPECT_EQ(p.streak(), 0) << "the next move needs a streak of its own";
+}
+
+// A hot set over many shards moves as a range, hottest first, until it carries the share that
+// would even the two CNs out.
+TEST(LoadPolicyTest, AnOverloadedCnPassesTheRangeThatCarriesItsExcess) {
+  LoadPolicy p(LoadPolicyOptions{.on = true, .intervals = 1});
+  // 8 shards, 10 requests each but shard 7's 30: 100 in all. 4 us against 1 us (and 1 us): a
+  // share of (4 - 1) / 8 = 37.5%, so shard 7 (30) and the next hottest, by id, shard 0 (10).
+  p.EndInterval(After({}, 10, 1, {10, 10, 10, 10, 10, 10, 10, 30}));
+  const std::optional<LoadPolicy::Move> m =
+      p.Judge(0, {4000, 1000, 1000}, [](uint32_t) { return true; });
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->shards, (std::vector<uint32_t>{0, 7}));
+  EXPECT_EQ(m->to, 1);
 }
 
 TEST(LoadPolicyTest, OnlyAStreakOfOverloadedIntervalsCounts) {
@@ -132,6 +147,8 @@ TEST_F(LoadMoveTest, TheOverloadedCnHandsItsHottestShardToTheCoolestThroughTheLe
   // Three intervals overloaded, then one period each to say, make and apply the move.
   EXPECT_GE(periods, 3);
   EXPECT_EQ(node(0).controls->Said("overloaded"), 1u);
+  EXPECT_EQ(node(0).controls->Said("overloaded (5000 ns a transaction): 1 shard to CN 2"), 1u)
+      << "shard 3 carries (5 - 0.4) / 10 of CN 0's requests alone";
   Periods(2);
   EXPECT_EQ(node(2).controls->owners[3], 2);
   EXPECT_EQ(node(2).controls->opened.count(3), 1u);
