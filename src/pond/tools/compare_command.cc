@@ -24,15 +24,13 @@
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/report.h"
 #include "pond/bench/run_faults.h"
-#include "pond/bench/smallbank.h"
-#include "pond/bench/tatp.h"
-#include "pond/bench/tpcc.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
+#include "pond/tools/workload_registry.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::tools {
@@ -50,25 +48,6 @@ struct Row {
   std::unique_ptr<bench::Workload> w;
   bench::RunResult r;
 };
-
-// The workload the command line names, with its flags; InvalidArgument for an unknown name.
-Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
-  if (a.workload == "kvs")
-    return std::unique_ptr<bench::Workload>(new bench::KvsWorkload(a.flags.kvs));
-  if (a.workload == "smallbank") {
-    return std::unique_ptr<bench::Workload>(new bench::SmallBankWorkload(
-        {.accounts = a.accounts, .hot_fraction = a.hot_fraction, .hot_access = a.hot_access}));
-  }
-  if (a.workload == "tatp") {
-    return std::unique_ptr<bench::Workload>(
-        new bench::TatpWorkload({.subscribers = a.subscribers}));
-  }
-  if (a.workload == "tpcc") {
-    return std::unique_ptr<bench::Workload>(new bench::TpccWorkload(a.tpcc));
-  }
-  return InvalidArgument("unknown workload '" + a.workload +
-                         "' (choices: kvs, smallbank, tatp, tpcc)");
-}
 
 // The rows a command line asks for; InvalidArgument on an unknown or repeated name.
 Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
@@ -95,13 +74,14 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
 
 }  // namespace
 
-CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOptions& run,
+CompareArgs SingleProtocolSweep(std::unique_ptr<bench::Workload> w, const bench::RunOptions& run,
                                 const std::string& isolation, const std::string& model,
                                 const std::string& protocol, const std::string& sweep,
                                 const std::string& json_path) {
   CompareArgs c;
-  c.command = workload;
-  c.workload = workload;
+  c.command = w->name();
+  c.workload = w->name();
+  c.w = std::move(w);
   c.flags.run = run;
   c.flags.isolation = isolation;
   c.flags.model = model;
@@ -123,9 +103,11 @@ void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep) {
 
 int RunCompare(CompareArgs& a, bool simulate) {
   const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
-  Result<std::unique_ptr<bench::Workload>> workload = MakeWorkload(a);
-  if (!workload.ok()) return Fail(what, workload.status().message());
-  const bench::Workload& base_w = **workload;
+  if (!a.w) {
+    return Fail(
+        what, "unknown workload '" + a.workload + "' (choices: " + CompareWorkloadChoices() + ")");
+  }
+  const bench::Workload& base_w = *a.w;
   Status resolved = ResolveKvsFlags(&a.flags, simulate);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
@@ -445,26 +427,19 @@ int RunCompare(CompareArgs& a, bool simulate) {
 
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<CompareArgs>();
+  auto workloads = std::make_shared<CompareWorkloadFlags>();
   CLI::App* cmd = parent.add_subcommand(
       "compare", simulate ? "Every protocol (or ablation step) on one workload, one seed, one "
                             "table; simulated cluster, virtual time"
                           : "Every protocol (or ablation step) on one workload with identical "
                             "settings and seed, one table");
   cmd->add_option("--workload", a->workload,
-                  "the workload every row runs (choices: kvs, smallbank, tatp, tpcc)")
+                  "the workload every row runs (choices: " + CompareWorkloadChoices() + ")")
       ->capture_default_str();
-  AddKvsWorkloadFlags(cmd, &a->flags, simulate);
-  cmd->add_option("--accounts", a->accounts, "smallbank: accounts")->capture_default_str();
-  cmd->add_option("--hot-fraction", a->hot_fraction,
-                  "smallbank: share of the accounts in the hot set")
-      ->capture_default_str();
-  cmd->add_option("--hot-access", a->hot_access,
-                  "smallbank: share of the account draws that go to the hot set")
-      ->capture_default_str();
-  cmd->add_option("--subscribers", a->subscribers, "tatp: subscribers")->capture_default_str();
-  AddTpccFlags(cmd, &a->tpcc, "tpcc: ");
-  cmd->get_option("--region-mib")
-      ->description("MiB of memory per MN (tpcc: at least what its tables need)");
+  KvsFlags& f = a->flags;
+  AddClusterFlags(cmd, &f.run.cluster, &f.run.coros, &f.run.seconds, &f.isolation, &f.model,
+                  simulate);
+  workloads->Add(cmd);
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
@@ -491,9 +466,9 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   // The history checks run without it: they judge the protocol, not the schedule.
   if (simulate) AddFaultsFlag(cmd, &a->faults, nullptr);
-  cmd->callback([a, action, cmd, simulate] {
-    *action = [a, cmd, simulate] {
-      if (a->workload == "tpcc") ResolveTpccFlags(*cmd, &a->flags.run.cluster, &a->tpcc);
+  cmd->callback([a, workloads, action, cmd, simulate] {
+    *action = [a, workloads, cmd, simulate] {
+      a->w = workloads->Make(a->workload, *cmd, &a->flags.run.cluster);
       return RunCompare(*a, simulate);
     };
   });

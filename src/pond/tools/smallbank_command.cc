@@ -52,11 +52,8 @@ int RunSmallBankCommand(SmallBankArgs& a, const CLI::App& cmd, bool simulate) {
     }
     if (!a.faults.empty()) return Fail(what, "--faults applies to one run; not with --sweep");
     // Through `compare`, with this command's protocol as the only row.
-    CompareArgs c = SingleProtocolSweep("smallbank", a.run, a.isolation, a.model, a.protocol,
-                                        a.sweep, a.json_path);
-    c.accounts = a.p.accounts;
-    c.hot_fraction = a.p.hot_fraction;
-    c.hot_access = a.p.hot_access;
+    CompareArgs c = SingleProtocolSweep(std::make_unique<bench::SmallBankWorkload>(a.p), a.run,
+                                        a.isolation, a.model, a.protocol, a.sweep, a.json_path);
     return RunCompare(c, simulate);
   }
   bench::RunOptions& o = a.run;

@@ -41,9 +41,8 @@ int RunTatpCommand(TatpArgs& a, const CLI::App& cmd, bool simulate) {
   }
   if (!a.sweep.empty()) {
     // Through `compare`, with this command's protocol as the only row.
-    CompareArgs c =
-        SingleProtocolSweep("tatp", a.run, a.isolation, a.model, a.protocol, a.sweep, a.json_path);
-    c.subscribers = a.p.subscribers;
+    CompareArgs c = SingleProtocolSweep(std::make_unique<bench::TatpWorkload>(a.p), a.run,
+                                        a.isolation, a.model, a.protocol, a.sweep, a.json_path);
     return RunCompare(c, simulate);
   }
   bench::RunOptions& o = a.run;

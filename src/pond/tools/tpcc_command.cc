@@ -17,6 +17,10 @@
 
 namespace pond::tools {
 
+// TPC-C's flags; ResolveTpccFlags: the defaults that depend on the cluster.
+void AddTpccFlags(CLI::App* cmd, bench::TpccParams* p, const std::string& prefix);
+void ResolveTpccFlags(const CLI::App& cmd, ClusterConfig* c, bench::TpccParams* p);
+
 namespace {
 
 struct TpccArgs {
@@ -44,9 +48,8 @@ int RunTpccCommand(TpccArgs& a, const CLI::App& cmd, bool simulate) {
   }
   if (!a.sweep.empty()) {
     // Through `compare`, with this command's protocol as the only row.
-    CompareArgs c =
-        SingleProtocolSweep("tpcc", a.run, a.isolation, a.model, a.protocol, a.sweep, a.json_path);
-    c.tpcc = a.p;
+    CompareArgs c = SingleProtocolSweep(std::make_unique<bench::TpccWorkload>(a.p), a.run,
+                                        a.isolation, a.model, a.protocol, a.sweep, a.json_path);
     return RunCompare(c, simulate);
   }
   bench::RunOptions& o = a.run;
