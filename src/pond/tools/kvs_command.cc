@@ -143,9 +143,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   sim->require_subcommand(1);
   AddKvsCommand(*sim, action, /*simulate=*/true);
   AddCompareCommand(*sim, action, /*simulate=*/true);
-  AddSmallBankCommand(*sim, action, /*simulate=*/true);
-  AddTatpCommand(*sim, action, /*simulate=*/true);
-  AddTpccCommand(*sim, action, /*simulate=*/true);
+  AddWorkloadCommands(*sim, action, /*simulate=*/true);
   AddListAppendCommand(*sim, action, /*simulate=*/true);
   AddBtreeCommand(*sim, action, /*simulate=*/true);
 }
