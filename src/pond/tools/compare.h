@@ -17,7 +17,7 @@ namespace pond::tools {
 
 struct CompareArgs {
   std::string command = "compare";  // for the header and messages: "sim smallbank", ...
-  KvsFlags flags;  // the cluster flags (flags.kvs is unused: w carries the workload's settings)
+  bench::RunOptions run;            // the cluster flags, resolved (ResolveClusterFlags)
   std::string workload = "kvs";
   // The workload --workload names, with its flags (workload_registry.h); every row runs a Clone.
   // Null: no compare workload has that name.
@@ -32,19 +32,18 @@ struct CompareArgs {
   std::string faults;  // --faults (simulated): one schedule for every row
 };
 
-// The CompareArgs of `pond bench|sim WORKLOAD --sweep ...`: the cluster flags as that command
-// parsed them, its one protocol as the only row, no history check (`compare --sweep` runs every
-// protocol and checks each), `w` the workload with its settings.
+// The CompareArgs of `pond bench|sim WORKLOAD --sweep ...`: `w` the workload with its settings,
+// `run` the cluster flags as that command resolved them, its one protocol as the only row, no
+// history check (`compare --sweep` runs every protocol and checks each).
 CompareArgs SingleProtocolSweep(std::unique_ptr<bench::Workload> w, const bench::RunOptions& run,
-                                const std::string& isolation, const std::string& model,
                                 const std::string& protocol, const std::string& sweep,
                                 const std::string& json_path);
 
 // Registers --sweep on `pond bench|sim smallbank|tatp|tpcc` (the keys those workloads take).
 void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep);
 
-// Runs the comparison and prints it; returns the exit code (0 every check held, 1 a check
-// failed or a run failed, 2 bad input with one line on stderr).
+// Runs the comparison and prints it (a.w set, a.run resolved); returns the exit code (0 every check
+// held, 1 a check failed or a run failed, 2 bad input with one line on stderr).
 int RunCompare(CompareArgs& a, bool simulate);
 
 }  // namespace pond::tools

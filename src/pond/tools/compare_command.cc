@@ -75,16 +75,13 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
 }  // namespace
 
 CompareArgs SingleProtocolSweep(std::unique_ptr<bench::Workload> w, const bench::RunOptions& run,
-                                const std::string& isolation, const std::string& model,
                                 const std::string& protocol, const std::string& sweep,
                                 const std::string& json_path) {
   CompareArgs c;
   c.command = w->name();
   c.workload = w->name();
   c.w = std::move(w);
-  c.flags.run = run;
-  c.flags.isolation = isolation;
-  c.flags.model = model;
+  c.run = run;
   c.protocols = protocol;
   c.sweep = sweep;
   c.no_check = true;
@@ -127,10 +124,8 @@ struct Comparison {
 };
 
 // The settings, the rows' names and the baseline, and the sweep; an exit code if they are bad.
-std::optional<int> PlanRows(CompareArgs& a, Comparison* c) {
+std::optional<int> PlanRows(const CompareArgs& a, Comparison* c) {
   const std::string& what = c->what;
-  Status resolved = ResolveKvsFlags(&a.flags, c->simulate);
-  if (!resolved.ok()) return Fail(what, resolved.message());
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
     return Fail(what, fmt::format("--check-txns must be 1 to {}", kCheckTxnsMax));
   }
@@ -171,7 +166,7 @@ std::optional<int> MakeRows(const CompareArgs& a, Comparison* c) {
       row.name = name;
       row.point = p;
       row.label = c->swept ? name + " " + c->sweep.PointName(p) : name;
-      row.run = a.flags.run;
+      row.run = a.run;
       row.run.cluster.protocol = *ProtocolByName(name);
       row.w = a.w->Clone();
       Status valid = c->swept ? c->sweep.Apply(p, &row.run, row.w.get()) : Status::Ok();
@@ -195,7 +190,7 @@ std::optional<int> MakeRows(const CompareArgs& a, Comparison* c) {
 void PrintCompareHeader(const CompareArgs& a, const Comparison& c) {
   std::string row_list;
   for (const std::string& n : c.names) row_list += (row_list.empty() ? "" : ",") + n;
-  const bench::RunOptions& o = a.flags.run;
+  const bench::RunOptions& o = a.run;
   std::printf(
       "pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n", c.what.c_str(),
       bench::kBuildType, a.workload.c_str(), bench::TransportLabel(o).c_str(),
@@ -380,7 +375,7 @@ void ReportHistoryCheck(const std::string& label, bench::HistoryCheck& hc, const
 // protocol is what is judged, and a check per point would multiply a sweep's time).
 void RunHistoryChecks(const CompareArgs& a, Comparison* c, FILE* progress_out) {
   // Whether the measured workload can record its own history (SmallBank can).
-  bench::RunOptions recorded = a.flags.run;
+  bench::RunOptions recorded = a.run;
   recorded.record = true;
   recorded.calls_max = a.check_txns;
   const bench::Workload& base_w = *a.w;
@@ -389,7 +384,7 @@ void RunHistoryChecks(const CompareArgs& a, Comparison* c, FILE* progress_out) {
     const std::string& name = c->names[i];
     std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, c->names.size());
     std::fflush(progress_out);
-    bench::RunOptions co = a.flags.run;
+    bench::RunOptions co = a.run;
     co.cluster.protocol = *ProtocolByName(name);
     bench::HistoryCheck hc = bench::CheckIsolation(co, a.check_txns);
     ReportHistoryCheck(name, hc, "pond-compare", co, c);
@@ -457,16 +452,12 @@ int RunCompare(CompareArgs& a, bool simulate) {
   Comparison c;
   c.what = std::string(simulate ? "sim " : "bench ") + a.command;
   c.simulate = simulate;
-  if (!a.w) {
-    return Fail(c.what, "unknown workload '" + a.workload +
-                            "' (choices: " + CompareWorkloadChoices() + ")");
-  }
   if (std::optional<int> bad = PlanRows(a, &c)) return *bad;
   if (std::optional<int> bad = MakeRows(a, &c)) return *bad;
   PrintCompareHeader(a, c);
   FILE* progress_out = simulate ? stderr : stdout;
   if (!RunRows(&c, progress_out)) return 1;
-  PrintTable(c, a.flags.run);
+  PrintTable(c, a.run);
   c.all_ok = PrintRowChecks(c.rows);
   if (!a.no_check) RunHistoryChecks(a, &c, progress_out);
   if (!c.all_ok && simulate) std::printf("replay: %s\n", CommandLine().c_str());
@@ -486,8 +477,28 @@ int RunCompare(CompareArgs& a, bool simulate) {
   return c.all_ok ? 0 : 1;
 }
 
+namespace {
+
+// compare's action: the workload --workload names, made from its flags, and the cluster flags
+// resolved into a.run, then RunCompare.
+int RunCompareCommand(CompareArgs& a, RunFlags* f, const CompareWorkloadFlags& workloads,
+                      const CLI::App& cmd, bool simulate) {
+  const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
+  a.w = workloads.Make(a.workload, cmd, &f->run.cluster);
+  if (!a.w) {
+    return Fail(
+        what, "unknown workload '" + a.workload + "' (choices: " + CompareWorkloadChoices() + ")");
+  }
+  if (Status s = ResolveClusterFlags(f, simulate); !s.ok()) return Fail(what, s.message());
+  a.run = f->run;
+  return RunCompare(a, simulate);
+}
+
+}  // namespace
+
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<CompareArgs>();
+  auto f = std::make_shared<RunFlags>();
   auto workloads = std::make_shared<CompareWorkloadFlags>();
   CLI::App* cmd = parent.add_subcommand(
       "compare", simulate ? "Every protocol (or ablation step) on one workload, one seed, one "
@@ -497,9 +508,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--workload", a->workload,
                   "the workload every row runs (choices: " + CompareWorkloadChoices() + ")")
       ->capture_default_str();
-  KvsFlags& f = a->flags;
-  AddClusterFlags(cmd, &f.run.cluster, &f.run.coros, &f.run.seconds, &f.isolation, &f.model,
-                  simulate);
+  AddRunFlags(cmd, f.get(), simulate);
   workloads->Add(cmd);
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
@@ -527,10 +536,9 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   // The history checks run without it: they judge the protocol, not the schedule.
   if (simulate) AddFaultsFlag(cmd, &a->faults, nullptr);
-  cmd->callback([a, workloads, action, cmd, simulate] {
-    *action = [a, workloads, cmd, simulate] {
-      a->w = workloads->Make(a->workload, *cmd, &a->flags.run.cluster);
-      return RunCompare(*a, simulate);
+  cmd->callback([a, f, workloads, action, cmd, simulate] {
+    *action = [a, f, workloads, cmd, simulate] {
+      return RunCompareCommand(*a, f.get(), *workloads, *cmd, simulate);
     };
   });
 }

@@ -20,14 +20,15 @@
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/run_command.h"
 #include "pond/tools/tool_util.h"
+#include "pond/tools/workload_registry.h"
 
 namespace pond::tools {
 
 namespace {
 
 struct KvsArgs {
-  KvsFlags flags;
-  std::string protocol = "lotus";
+  RunFlags flags;                           // the cluster flags and --protocol
+  std::unique_ptr<WorkloadFlags> workload;  // --keys --rw-ratio --theta (workload_registry.h)
   std::string json_path;
   std::string sweep;     // KvsSweep grammar (kvs_sweep.h)
   std::string faults;    // --faults (simulated)
@@ -38,19 +39,19 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   const char* what = simulate ? "sim kvs" : "bench kvs";
   if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
   if (!a.connect.address.empty()) {
-    return RunConnected(what, bench::KvsWorkload(a.flags.kvs), a.connect, a.flags.run.seconds,
+    return RunConnected(what, *a.workload->Make(), a.connect, a.flags.run.seconds,
                         a.flags.run.cluster.seed, a.json_path);
   }
   bench::RunOptions& o = a.flags.run;
-  Status resolved = ResolveRunFlags(&o, a.flags.isolation, a.flags.model, a.protocol, simulate);
+  Status resolved = ResolveRunFlags(&a.flags, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
   if (!a.sweep.empty() && !a.faults.empty()) {
     return Fail(what, "--faults applies to one run; not with --sweep");
   }
-  bench::KvsWorkload kvs(a.flags.kvs);
+  const std::unique_ptr<bench::Workload> kvs = a.workload->Make();
   if (a.sweep.empty()) {
-    return RunOnce(what, kvs, o, a.json_path, "");
+    return RunOnce(what, *kvs, o, a.json_path, "");
   }
 
   Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
@@ -60,14 +61,14 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   std::vector<std::pair<bench::RunOptions, std::unique_ptr<bench::Workload>>> points;
   for (size_t i = 0; i < sweep.PointCount(); i++) {
     bench::RunOptions p = o;
-    std::unique_ptr<bench::Workload> w = kvs.Clone();
+    std::unique_ptr<bench::Workload> w = kvs->Clone();
     Status pv = sweep.Apply(i, &p, w.get());
     if (pv.ok()) pv = bench::ValidateRun(*w, p);
     if (!pv.ok()) return Fail(what, "sweep point " + sweep.PointName(i) + ": " + pv.message());
     points.emplace_back(std::move(p), std::move(w));
   }
 
-  PrintRunHeader(what, kvs, o);
+  PrintRunHeader(what, *kvs, o);
   // Progress is in wall time: on stdout for real runs, on stderr for simulated ones (so that
   // stdout depends on the seed alone).
   FILE* progress_out = simulate ? stderr : stdout;
@@ -117,12 +118,14 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
 
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<KvsArgs>();
+  a->workload = FindWorkload("kvs")->flags();
   CLI::App* kvs = parent.add_subcommand(
       "kvs", simulate
                  ? "Lotus KVS benchmark on the simulated cluster (virtual time)"
                  : "Lotus KVS benchmark: UpdateOne/ReadOne transactions on an embedded cluster");
-  AddKvsWorkloadFlags(kvs, &a->flags, simulate);
-  kvs->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
+  AddRunFlags(kvs, &a->flags, simulate);
+  a->workload->Add(kvs, /*compare=*/false);
+  kvs->add_option("--protocol", a->flags.protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
   if (simulate) AddFaultsFlag(kvs, &a->faults, &a->flags.run.allow_unplayed_faults);
   kvs->add_option("--sweep", a->sweep,

@@ -25,10 +25,7 @@ namespace {
 struct WorkloadArgs {
   const WorkloadEntry* entry = nullptr;
   std::unique_ptr<WorkloadFlags> workload;  // the workload's own flags
-  bench::RunOptions run;
-  std::string isolation = "sr";
-  std::string model = "cx3";
-  std::string protocol = "lotus";
+  RunFlags flags;                           // the cluster flags and --protocol
   std::string json_path;
   std::string history_path;  // --history (workloads that record their own history)
   std::string sweep;         // KvsSweep grammar: run through RunCompare with the one protocol
@@ -42,8 +39,9 @@ int RunSwept(const std::string& what, WorkloadArgs& a, bool simulate) {
     return Fail(what, "--history records one run; it does not go with --sweep");
   }
   if (!a.faults.empty()) return Fail(what, "--faults applies to one run; not with --sweep");
-  CompareArgs c = SingleProtocolSweep(a.workload->Make(), a.run, a.isolation, a.model, a.protocol,
-                                      a.sweep, a.json_path);
+  if (Status s = ResolveClusterFlags(&a.flags, simulate); !s.ok()) return Fail(what, s.message());
+  CompareArgs c =
+      SingleProtocolSweep(a.workload->Make(), a.flags.run, a.flags.protocol, a.sweep, a.json_path);
   return RunCompare(c, simulate);
 }
 
@@ -56,13 +54,13 @@ int RunWorkloadCommand(WorkloadArgs& a, const CLI::App& cmd, bool simulate) {
                   "--history records an embedded run (bench list-append --connect records "
                   "what clients see)");
     }
-    return RunConnected(what, *a.workload->Make(), a.connect, a.run.seconds, a.run.cluster.seed,
-                        a.json_path);
+    return RunConnected(what, *a.workload->Make(), a.connect, a.flags.run.seconds,
+                        a.flags.run.cluster.seed, a.json_path);
   }
-  a.workload->Resolve(cmd, &a.run.cluster);
+  a.workload->Resolve(cmd, &a.flags.run.cluster);
   if (!a.sweep.empty()) return RunSwept(what, a, simulate);
-  bench::RunOptions& o = a.run;
-  Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
+  Status resolved = ResolveRunFlags(&a.flags, simulate);
+  bench::RunOptions& o = a.flags.run;
   if (!a.history_path.empty()) {
     o.record = true;
     o.calls_max = a.entry->history_txns_max;
@@ -80,12 +78,11 @@ void AddWorkloadCommand(CLI::App& parent, const WorkloadEntry& e, CommandAction*
   a->entry = &e;
   a->workload = e.flags();
   CLI::App* cmd = parent.add_subcommand(e.name, simulate ? e.sim_help : e.bench_help);
-  AddClusterFlags(cmd, &a->run.cluster, &a->run.coros, &a->run.seconds, &a->isolation, &a->model,
-                  simulate);
+  AddRunFlags(cmd, &a->flags, simulate);
   a->workload->Add(cmd, /*compare=*/false);
-  cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
+  cmd->add_option("--protocol", a->flags.protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->flags.run.allow_unplayed_faults);
   if (e.history_txns_max > 0) {
     cmd->add_option("--history", a->history_path,
                     fmt::format("record every transaction, write the run as a list-append "

@@ -165,6 +165,13 @@ const std::vector<WorkloadEntry>& Workloads() {
   return entries;
 }
 
+const WorkloadEntry* FindWorkload(std::string_view name) {
+  for (const WorkloadEntry& e : Workloads()) {
+    if (name == e.name) return &e;
+  }
+  return nullptr;
+}
+
 std::string CompareWorkloadChoices() {
   std::string s;
   for (const WorkloadEntry& e : Workloads()) {

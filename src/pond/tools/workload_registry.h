@@ -50,6 +50,9 @@ struct WorkloadEntry {
 // Every workload, in the order their commands are listed.
 const std::vector<WorkloadEntry>& Workloads();
 
+// The entry named `name`; null if there is none.
+const WorkloadEntry* FindWorkload(std::string_view name);
+
 // compare's choices for --workload: "kvs, smallbank, tatp, tpcc".
 std::string CompareWorkloadChoices();
 
