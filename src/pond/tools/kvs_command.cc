@@ -35,40 +35,24 @@ struct KvsArgs {
   ConnectFlags connect;  // --connect (real threads)
 };
 
-int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
-  const char* what = simulate ? "sim kvs" : "bench kvs";
-  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
-  if (!a.connect.address.empty()) {
-    return RunConnected(what, *a.workload->Make(), a.connect, a.flags.run.seconds,
-                        a.flags.run.cluster.seed, a.json_path);
-  }
-  bench::RunOptions& o = a.flags.run;
-  Status resolved = ResolveRunFlags(&a.flags, simulate);
-  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
-  if (!resolved.ok()) return Fail(what, resolved.message());
-  if (!a.sweep.empty() && !a.faults.empty()) {
-    return Fail(what, "--faults applies to one run; not with --sweep");
-  }
-  const std::unique_ptr<bench::Workload> kvs = a.workload->Make();
-  if (a.sweep.empty()) {
-    return RunOnce(what, *kvs, o, a.json_path, "");
-  }
-
-  Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
+// --sweep: one run of `kvs` per point, one row each, every point checked before the first runs.
+int RunKvsSweep(const char* what, const bench::Workload& kvs, const bench::RunOptions& o,
+                const std::string& spec, const std::string& json_path, bool simulate) {
+  Result<KvsSweep> parsed = ParseKvsSweep(spec);
   if (!parsed.ok()) return Fail(what, parsed.status().message());
   const KvsSweep sweep = *std::move(parsed);
   // Every point is checked before the first runs, so a long sweep cannot fail half-way on input.
   std::vector<std::pair<bench::RunOptions, std::unique_ptr<bench::Workload>>> points;
   for (size_t i = 0; i < sweep.PointCount(); i++) {
     bench::RunOptions p = o;
-    std::unique_ptr<bench::Workload> w = kvs->Clone();
+    std::unique_ptr<bench::Workload> w = kvs.Clone();
     Status pv = sweep.Apply(i, &p, w.get());
     if (pv.ok()) pv = bench::ValidateRun(*w, p);
     if (!pv.ok()) return Fail(what, "sweep point " + sweep.PointName(i) + ": " + pv.message());
     points.emplace_back(std::move(p), std::move(w));
   }
 
-  PrintRunHeader(what, *kvs, o);
+  PrintRunHeader(what, kvs, o);
   // Progress is in wall time: on stdout for real runs, on stderr for simulated ones (so that
   // stdout depends on the seed alone).
   FILE* progress_out = simulate ? stderr : stdout;
@@ -99,11 +83,11 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
     row["sweep_point"] = sweep.PointJson(i);
     rows.push_back(row);
   }
-  if (!a.json_path.empty()) {
-    if (!WriteFile(a.json_path, rows.dump(2) + "\n")) {
-      return Fail(what, "cannot write " + a.json_path);
+  if (!json_path.empty()) {
+    if (!WriteFile(json_path, rows.dump(2) + "\n")) {
+      return Fail(what, "cannot write " + json_path);
     }
-    std::printf("results written to %s\n", a.json_path.c_str());
+    std::printf("results written to %s\n", json_path.c_str());
   }
   if (simulate) {
     // The one line that depends on the machine, not the seed.
@@ -112,6 +96,27 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
                 wall_total > 0 ? static_cast<double>(events_total) / wall_total / 1e6 : 0.0);
   }
   return 0;
+}
+
+int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
+  const char* what = simulate ? "sim kvs" : "bench kvs";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, *a.workload->Make(), a.connect, a.flags.run.seconds,
+                        a.flags.run.cluster.seed, a.json_path);
+  }
+  bench::RunOptions& o = a.flags.run;
+  Status resolved = ResolveRunFlags(&a.flags, simulate);
+  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
+  if (!resolved.ok()) return Fail(what, resolved.message());
+  if (!a.sweep.empty() && !a.faults.empty()) {
+    return Fail(what, "--faults applies to one run; not with --sweep");
+  }
+  const std::unique_ptr<bench::Workload> kvs = a.workload->Make();
+  if (a.sweep.empty()) {
+    return RunOnce(what, *kvs, o, a.json_path, "");
+  }
+  return RunKvsSweep(what, *kvs, o, a.sweep, a.json_path, simulate);
 }
 
 }  // namespace
