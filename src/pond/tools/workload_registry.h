@@ -22,8 +22,9 @@ namespace pond::tools {
 class WorkloadFlags {
  public:
   virtual ~WorkloadFlags() = default;
-  // Registers the workload's flags on `cmd`; `compare`: under `compare`, where every workload's
-  // flags sit side by side and each help text names its workload.
+  // Registers the workload's flags on `cmd`, after the cluster flags (TPC-C rewrites the help of
+  // --region-mib); `compare`: under `compare`, where every workload's flags sit side by side and
+  // each help text names its workload.
   virtual void Add(CLI::App* cmd, bool compare) = 0;
   // After parsing, before Make: settings whose default depends on the cluster (TPC-C: one
   // warehouse per CN, regions that hold the tables). Nothing by default.
