@@ -11,7 +11,7 @@
 #include <string>
 
 #include "pond/bench/workload.h"
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 
 namespace pond::tools {
 

@@ -15,8 +15,8 @@
 #include "pond/bench/report.h"
 #include "pond/client/client.h"
 #include "pond/runtime/clocks.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {

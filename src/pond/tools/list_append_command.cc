@@ -12,8 +12,8 @@
 #include "pond/bench/list_append.h"
 #include "pond/tools/command.h"
 #include "pond/tools/connect_bench.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {

@@ -7,7 +7,7 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/report.h"
 #include "pond/tools/command.h"
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {

@@ -20,7 +20,7 @@
 #include "pond/server/client_server.h"
 #include "pond/tools/command.h"
 #include "pond/tools/grpc_log.h"
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/served_flags.h"
 #include "pond/tools/tool_util.h"
 

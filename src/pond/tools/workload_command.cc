@@ -13,8 +13,8 @@
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
 #include "pond/tools/connect_bench.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 #include "pond/tools/workload_registry.h"
 

@@ -1,4 +1,4 @@
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 
 #include <fmt/core.h>
 
