@@ -101,9 +101,7 @@ void AddBenchCommand(CLI::App& root, CommandAction* action) {
   AddRaw(*bench, action);
   AddKvsCommand(*bench, action, /*simulate=*/false);
   AddCompareCommand(*bench, action, /*simulate=*/false);
-  AddSmallBankCommand(*bench, action, /*simulate=*/false);
-  AddTatpCommand(*bench, action, /*simulate=*/false);
-  AddTpccCommand(*bench, action, /*simulate=*/false);
+  AddWorkloadCommands(*bench, action, /*simulate=*/false);
   AddListAppendCommand(*bench, action, /*simulate=*/false);
   AddBtreeCommand(*bench, action, /*simulate=*/false);
 }

@@ -93,16 +93,8 @@ nlohmann::json ResultJson(const bench::BtreeBenchResult& r) {
           {"device_atomics", r.device_atomics}};
 }
 
-int RunBtreeCommand(BtreeArgs& a, bool simulate) {
-  const char* what = simulate ? "sim btree" : "bench btree";
-  bench::BtreeBenchOptions& o = a.o;
-  if (simulate) {
-    Result<Testbed> model = Testbed::FromName(a.model);
-    if (!model.ok()) return Fail(what, model.status().message());
-    o.sim = *model;
-  }
-  o.device_locks = !a.host_locks;
-  if (Status v = bench::ValidateBtreeOptions(o); !v.ok()) return Fail(what, v.message());
+// The header line of a run, and the warning if asserts are on.
+void PrintHeader(const char* what, const bench::BtreeBenchOptions& o, bool simulate) {
   std::printf(
       "pond %s: build %s, %s%s, %u MN(s), %u CN(s) x %d worker(s) x %d coro(s), %s, %lu keys, "
       "%s, seed %lu\n",
@@ -114,6 +106,39 @@ int RunBtreeCommand(BtreeArgs& a, bool simulate) {
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
+}
+
+// The JSON file: the settings and every run (one per ablation step).
+nlohmann::json RunsJson(const char* what, const bench::BtreeBenchOptions& o, bool simulate,
+                        const nlohmann::json& runs) {
+  return {{"command", what},
+          {"build_type", bench::kBuildType},
+          {"settings",
+           {{"mix", o.mix},
+            {"mns", o.mns},
+            {"cns", o.cns},
+            {"workers", o.workers},
+            {"coros", o.coros},
+            {"keys", o.keys},
+            {"theta", o.theta},
+            {"range_size", o.range_size},
+            {"seconds", o.seconds},
+            {"model", simulate ? o.sim->ToJson() : ""},
+            {"seed", o.seed}}},
+          {"runs", runs}};
+}
+
+int RunBtreeCommand(BtreeArgs& a, bool simulate) {
+  const char* what = simulate ? "sim btree" : "bench btree";
+  bench::BtreeBenchOptions& o = a.o;
+  if (simulate) {
+    Result<Testbed> model = Testbed::FromName(a.model);
+    if (!model.ok()) return Fail(what, model.status().message());
+    o.sim = *model;
+  }
+  o.device_locks = !a.host_locks;
+  if (Status v = bench::ValidateBtreeOptions(o); !v.ok()) return Fail(what, v.message());
+  PrintHeader(what, o, simulate);
   std::fflush(stdout);
   FILE* progress_out = simulate ? stderr : stdout;
   auto progress = [progress_out](double s, uint64_t ops) {
@@ -148,21 +173,7 @@ int RunBtreeCommand(BtreeArgs& a, bool simulate) {
     runs.push_back(j);
   }
   if (!a.json_path.empty()) {
-    nlohmann::json out = {{"command", what},
-                          {"build_type", bench::kBuildType},
-                          {"settings",
-                           {{"mix", o.mix},
-                            {"mns", o.mns},
-                            {"cns", o.cns},
-                            {"workers", o.workers},
-                            {"coros", o.coros},
-                            {"keys", o.keys},
-                            {"theta", o.theta},
-                            {"range_size", o.range_size},
-                            {"seconds", o.seconds},
-                            {"model", simulate ? o.sim->ToJson() : ""},
-                            {"seed", o.seed}}},
-                          {"runs", runs}};
+    nlohmann::json out = RunsJson(what, o, simulate, runs);
     if (!WriteFile(a.json_path, out.dump(2) + "\n"))
       return Fail(what, "cannot write " + a.json_path);
     std::printf("results written to %s\n", a.json_path.c_str());

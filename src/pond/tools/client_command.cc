@@ -197,6 +197,23 @@ Status AddOp(const std::string& op, const client::Description& d, client::Reques
   return Status::Ok();
 }
 
+// `pond client describe`: what the server serves, one line per item.
+void PrintDescription(const client::Description& d) {
+  std::printf("cluster %s\n", d.cluster.c_str());
+  std::printf("isolation %s\n", d.isolation.c_str());
+  for (const std::string& addr : d.cn_addresses) std::printf("cn %s\n", addr.c_str());
+  for (const client::TableInfo& t : d.tables) {
+    std::printf("table %s id %u value_bytes %u capacity %lu\n", t.name.c_str(), t.id, t.value_bytes,
+                static_cast<unsigned long>(t.capacity));
+  }
+  for (const client::ProcedureInfo& p : d.procedures) {
+    std::printf("procedure %s args_bytes %u %s\n", p.name.c_str(), p.args_bytes,
+                p.read_only ? "read-only" : "read-write");
+  }
+  std::printf("limits keys_per_request %u message_bytes %u\n", d.keys_per_request_max,
+              d.message_bytes_max);
+}
+
 int RunClient(const ClientArgs& a, const std::string& sub) {
   const std::string what = "client " + sub;
   QuietGrpcLog();
@@ -214,19 +231,7 @@ int RunClient(const ClientArgs& a, const std::string& sub) {
     return kExitUnreachable;
   }
   if (sub == "describe") {
-    std::printf("cluster %s\n", d->cluster.c_str());
-    std::printf("isolation %s\n", d->isolation.c_str());
-    for (const std::string& addr : d->cn_addresses) std::printf("cn %s\n", addr.c_str());
-    for (const client::TableInfo& t : d->tables) {
-      std::printf("table %s id %u value_bytes %u capacity %lu\n", t.name.c_str(), t.id,
-                  t.value_bytes, static_cast<unsigned long>(t.capacity));
-    }
-    for (const client::ProcedureInfo& p : d->procedures) {
-      std::printf("procedure %s args_bytes %u %s\n", p.name.c_str(), p.args_bytes,
-                  p.read_only ? "read-only" : "read-write");
-    }
-    std::printf("limits keys_per_request %u message_bytes %u\n", d->keys_per_request_max,
-                d->message_bytes_max);
+    PrintDescription(*d);
     return 0;
   }
   if (sub == "probe") {

@@ -26,16 +26,13 @@ void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench compare` and `sim compare`: every protocol on one workload (compare_command.cc).
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
-// `bench smallbank` and `sim smallbank`: the SmallBank workload (smallbank_command.cc).
-void AddSmallBankCommand(CLI::App& parent, CommandAction* action, bool simulate);
+// `bench WORKLOAD` and `sim WORKLOAD` for the registry's workloads with the generic command:
+// smallbank, tatp, tpcc (workload_command.cc, workload_registry.h).
+void AddWorkloadCommands(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench list-append` and `sim list-append`: recorded and checked (list_append_command.cc).
 void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate);
 // `bench btree` and `sim btree`: Sherman's B+Tree benchmark (btree_command.cc).
 void AddBtreeCommand(CLI::App& parent, CommandAction* action, bool simulate);
-// `bench tatp` and `sim tatp`: the TATP workload (tatp_command.cc).
-void AddTatpCommand(CLI::App& parent, CommandAction* action, bool simulate);
-// `bench tpcc` and `sim tpcc`: the TPC-C workload (tpcc_command.cc).
-void AddTpccCommand(CLI::App& parent, CommandAction* action, bool simulate);
 
 // The command line as typed, for printing the command that replays a simulated run.
 void SetCommandLine(int argc, char** argv);

@@ -24,15 +24,13 @@
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/report.h"
 #include "pond/bench/run_faults.h"
-#include "pond/bench/smallbank.h"
-#include "pond/bench/tatp.h"
-#include "pond/bench/tpcc.h"
 #include "pond/tools/command.h"
 #include "pond/tools/compare.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
+#include "pond/tools/workload_registry.h"
 #include "pond/transport/endpoint.h"
 
 namespace pond::tools {
@@ -50,25 +48,6 @@ struct Row {
   std::unique_ptr<bench::Workload> w;
   bench::RunResult r;
 };
-
-// The workload the command line names, with its flags; InvalidArgument for an unknown name.
-Result<std::unique_ptr<bench::Workload>> MakeWorkload(const CompareArgs& a) {
-  if (a.workload == "kvs")
-    return std::unique_ptr<bench::Workload>(new bench::KvsWorkload(a.flags.kvs));
-  if (a.workload == "smallbank") {
-    return std::unique_ptr<bench::Workload>(new bench::SmallBankWorkload(
-        {.accounts = a.accounts, .hot_fraction = a.hot_fraction, .hot_access = a.hot_access}));
-  }
-  if (a.workload == "tatp") {
-    return std::unique_ptr<bench::Workload>(
-        new bench::TatpWorkload({.subscribers = a.subscribers}));
-  }
-  if (a.workload == "tpcc") {
-    return std::unique_ptr<bench::Workload>(new bench::TpccWorkload(a.tpcc));
-  }
-  return InvalidArgument("unknown workload '" + a.workload +
-                         "' (choices: kvs, smallbank, tatp, tpcc)");
-}
 
 // The rows a command line asks for; InvalidArgument on an unknown or repeated name.
 Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
@@ -95,16 +74,14 @@ Result<std::vector<std::string>> RowNames(const CompareArgs& a) {
 
 }  // namespace
 
-CompareArgs SingleProtocolSweep(const std::string& workload, const bench::RunOptions& run,
-                                const std::string& isolation, const std::string& model,
+CompareArgs SingleProtocolSweep(std::unique_ptr<bench::Workload> w, const bench::RunOptions& run,
                                 const std::string& protocol, const std::string& sweep,
                                 const std::string& json_path) {
   CompareArgs c;
-  c.command = workload;
-  c.workload = workload;
-  c.flags.run = run;
-  c.flags.isolation = isolation;
-  c.flags.model = model;
+  c.command = w->name();
+  c.workload = w->name();
+  c.w = std::move(w);
+  c.run = run;
   c.protocols = protocol;
   c.sweep = sweep;
   c.no_check = true;
@@ -121,136 +98,162 @@ void AddOltpSweepFlag(CLI::App* cmd, std::string* sweep) {
                               kSweepPointsMax));
 }
 
-int RunCompare(CompareArgs& a, bool simulate) {
-  const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
-  Result<std::unique_ptr<bench::Workload>> workload = MakeWorkload(a);
-  if (!workload.ok()) return Fail(what, workload.status().message());
-  const bench::Workload& base_w = **workload;
-  Status resolved = ResolveKvsFlags(&a.flags, simulate);
-  if (!resolved.ok()) return Fail(what, resolved.message());
+namespace {
+
+// One comparison as RunCompare works through it: the rows and their layout, then what running
+// and checking them measured.
+struct Comparison {
+  std::string what;  // "sim compare"
+  bool simulate = false;
+  std::vector<std::string> names;  // the rows at one point
+  std::string baseline;
+  size_t base_index = 0;  // of the baseline in names
+  KvsSweep sweep;
+  bool swept = false;
+  size_t points = 1;
+  std::vector<Row> rows;  // point-major
+  double wall_runs = 0, wall_checks = 0;
+  uint64_t events = 0;
+  bool all_ok = true;
+  std::vector<bench::HistoryCheck> checks, workload_checks;  // one per name, if checked
+
+  // Each row's ratio is to the baseline at the same point.
+  const Row& BaselineOf(const Row& row) const {
+    return rows[row.point * names.size() + base_index];
+  }
+};
+
+// The settings, the rows' names and the baseline, and the sweep; an exit code if they are bad.
+std::optional<int> PlanRows(const CompareArgs& a, Comparison* c) {
+  const std::string& what = c->what;
   if (a.check_txns < 1 || a.check_txns > kCheckTxnsMax) {
     return Fail(what, fmt::format("--check-txns must be 1 to {}", kCheckTxnsMax));
   }
   Result<std::vector<std::string>> names = RowNames(a);
   if (!names.ok()) return Fail(what, names.status().message());
-  std::string baseline = a.baseline;
-  if (baseline.empty()) {
-    bool has_motor = std::find(names->begin(), names->end(), "motor") != names->end();
-    baseline = has_motor ? "motor" : names->front();
+  c->names = *std::move(names);
+  c->baseline = a.baseline;
+  if (c->baseline.empty()) {
+    bool has_motor = std::find(c->names.begin(), c->names.end(), "motor") != c->names.end();
+    c->baseline = has_motor ? "motor" : c->names.front();
   }
-  auto base_it = std::find(names->begin(), names->end(), baseline);
-  if (base_it == names->end()) {
+  auto base_it = std::find(c->names.begin(), c->names.end(), c->baseline);
+  if (base_it == c->names.end()) {
     std::string list;
-    for (const std::string& n : *names) list += (list.empty() ? "" : ", ") + n;
-    return Fail(what, "--baseline '" + baseline + "' is not one of the rows (" + list + ")");
+    for (const std::string& n : c->names) list += (list.empty() ? "" : ", ") + n;
+    return Fail(what, "--baseline '" + c->baseline + "' is not one of the rows (" + list + ")");
   }
-  const size_t base_index = static_cast<size_t>(base_it - names->begin());
-  KvsSweep sweep;
+  c->base_index = static_cast<size_t>(base_it - c->names.begin());
   if (!a.sweep.empty()) {
     Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
     if (!parsed.ok()) return Fail(what, parsed.status().message());
-    sweep = *std::move(parsed);
-    Status fits = sweep.CheckWorkload(base_w);
+    c->sweep = *std::move(parsed);
+    Status fits = c->sweep.CheckWorkload(*a.w);
     if (!fits.ok()) return Fail(what, fits.message());
   }
-  const bool swept = !sweep.axes.empty();
-  const size_t points = swept ? sweep.PointCount() : 1;
+  c->swept = !c->sweep.axes.empty();
+  c->points = c->swept ? c->sweep.PointCount() : 1;
+  return std::nullopt;
+}
 
-  // Rows point-major: all protocols at the first point, then the next, so a long sweep shows
-  // every protocol early. Every row is validated before the first runs, so a long sweep cannot
-  // fail half-way on input.
-  std::vector<Row> rows;
-  for (size_t p = 0; p < points; p++) {
-    for (const std::string& name : *names) {
+// Rows point-major: all protocols at the first point, then the next, so a long sweep shows
+// every protocol early. Every row is validated before the first runs, so a long sweep cannot
+// fail half-way on input. An exit code if a row is bad.
+std::optional<int> MakeRows(const CompareArgs& a, Comparison* c) {
+  for (size_t p = 0; p < c->points; p++) {
+    for (const std::string& name : c->names) {
       Row row;
       row.name = name;
       row.point = p;
-      row.label = swept ? name + " " + sweep.PointName(p) : name;
-      row.run = a.flags.run;
+      row.label = c->swept ? name + " " + c->sweep.PointName(p) : name;
+      row.run = a.run;
       row.run.cluster.protocol = *ProtocolByName(name);
-      row.w = base_w.Clone();
-      Status valid = swept ? sweep.Apply(p, &row.run, row.w.get()) : Status::Ok();
+      row.w = a.w->Clone();
+      Status valid = c->swept ? c->sweep.Apply(p, &row.run, row.w.get()) : Status::Ok();
       if (valid.ok()) valid = bench::ValidateRun(*row.w, row.run);
-      if (!valid.ok()) return Fail(what, row.label + ": " + valid.message());
-      rows.push_back(std::move(row));
+      if (!valid.ok()) return Fail(c->what, row.label + ": " + valid.message());
+      c->rows.push_back(std::move(row));
     }
   }
-
   // One fault schedule for every row, so that the rows differ in protocol only: it must fit
   // every protocol, and `random` draws only what all of them survive.
   if (!a.faults.empty()) {
-    if (swept) return Fail(what, "--faults applies to one point; not with --sweep");
+    if (c->swept) return Fail(c->what, "--faults applies to one point; not with --sweep");
     std::vector<bench::RunOptions*> runs;
-    for (Row& row : rows) runs.push_back(&row.run);
+    for (Row& row : c->rows) runs.push_back(&row.run);
     Status f = bench::ResolveFaultsForAll(runs, a.faults);
-    if (!f.ok()) return Fail(what, f.message());
+    if (!f.ok()) return Fail(c->what, f.message());
   }
+  return std::nullopt;
+}
 
+void PrintCompareHeader(const CompareArgs& a, const Comparison& c) {
   std::string row_list;
-  for (const std::string& n : *names) row_list += (row_list.empty() ? "" : ",") + n;
-  const bench::RunOptions& o = a.flags.run;
-  std::printf("pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n",
-              what.c_str(), bench::kBuildType, a.workload.c_str(), bench::TransportLabel(o).c_str(),
-              simulate ? (", model " + o.sim->name).c_str() : "",
-              a.ablation ? "ablation" : "protocols", row_list.c_str(), baseline.c_str(),
-              RunSettings(o, base_w).c_str(),
-              swept ? fmt::format(", sweep {} ({} points)", a.sweep, points).c_str() : "");
-  if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
-  if (!a.faults.empty()) std::printf("faults       %s\n", rows.front().run.faults.c_str());
+  for (const std::string& n : c.names) row_list += (row_list.empty() ? "" : ",") + n;
+  const bench::RunOptions& o = a.run;
+  std::printf(
+      "pond %s: build %s, workload %s, transport %s%s, %s %s, baseline %s, %s%s\n", c.what.c_str(),
+      bench::kBuildType, a.workload.c_str(), bench::TransportLabel(o).c_str(),
+      c.simulate ? (", model " + o.sim->name).c_str() : "", a.ablation ? "ablation" : "protocols",
+      row_list.c_str(), c.baseline.c_str(), RunSettings(o, *a.w).c_str(),
+      c.swept ? fmt::format(", sweep {} ({} points)", a.sweep, c.points).c_str() : "");
+  if (c.simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
+  if (!a.faults.empty()) std::printf("faults       %s\n", c.rows.front().run.faults.c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
   std::fflush(stdout);
+}
 
-  FILE* progress_out = simulate ? stderr : stdout;
-  double wall_runs = 0, wall_checks = 0;
-  uint64_t events = 0;
-  for (size_t i = 0; i < rows.size(); i++) {
-    Row& row = rows[i];
-    std::fprintf(progress_out, "running %s (%zu of %zu)\n", row.label.c_str(), i + 1, rows.size());
+// Runs every row; false (with one line on stderr) if a run failed.
+bool RunRows(Comparison* c, FILE* progress_out) {
+  for (size_t i = 0; i < c->rows.size(); i++) {
+    Row& row = c->rows[i];
+    std::fprintf(progress_out, "running %s (%zu of %zu)\n", row.label.c_str(), i + 1,
+                 c->rows.size());
     std::fflush(progress_out);
-    Result<bench::RunResult> ran =
-        bench::RunWorkload(*row.w, row.run, KvsProgressPrinter(progress_out, simulate, row.label));
+    Result<bench::RunResult> ran = bench::RunWorkload(
+        *row.w, row.run, KvsProgressPrinter(progress_out, c->simulate, row.label));
     if (!ran.ok()) {
-      if (simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
-      std::fprintf(stderr, "pond %s: %s: %s\n", what.c_str(), row.label.c_str(),
+      if (c->simulate) std::fprintf(stderr, "replay: %s\n", CommandLine().c_str());
+      std::fprintf(stderr, "pond %s: %s: %s\n", c->what.c_str(), row.label.c_str(),
                    ran.status().ToString().c_str());
-      return 1;
+      return false;
     }
     row.r = *std::move(ran);
-    wall_runs += row.r.wall_s;
-    if (row.r.sim) events += row.r.sim->events;
+    c->wall_runs += row.r.wall_s;
+    if (row.r.sim) c->events += row.r.sim->events;
   }
+  return true;
+}
 
-  // The table; each row's ratio is to the baseline at the same point.
-  auto baseline_of = [&](const Row& row) -> const Row& {
-    return rows[row.point * names->size() + base_index];
-  };
+// The table: one line per row, the baseline ratio at the row's point.
+void PrintTable(const Comparison& c, const bench::RunOptions& o) {
   int name_w = 8;
-  for (const std::string& n : *names) name_w = std::max(name_w, static_cast<int>(n.size()));
-  std::string vs = "vs " + baseline;
+  for (const std::string& n : c.names) name_w = std::max(name_w, static_cast<int>(n.size()));
+  std::string vs = "vs " + c.baseline;
   int vs_w = std::max(8, static_cast<int>(vs.size()));
-  if (swept) {
-    for (const SweepAxis& axis : sweep.axes) std::printf("%-8s ", axis.name.c_str());
+  if (c.swept) {
+    for (const SweepAxis& axis : c.sweep.axes) std::printf("%-8s ", axis.name.c_str());
   }
   // A workload with a rate of its own (TPC-C's New-Orders) shows it beside txn/s.
   const std::string headline =
-      rows.front().r.headline ? rows.front().r.headline->name + "/s" : std::string();
+      c.rows.front().r.headline ? c.rows.front().r.headline->name + "/s" : std::string();
   std::printf("%-*s %12s", name_w, "protocol", "txn/s");
   if (!headline.empty()) std::printf(" %12s", headline.c_str());
   std::printf(" %*s %8s %9s %9s %12s", vs_w, vs.c_str(), "abort%", "p50 us", "p99 us",
               "atomics/txn");
-  if (simulate) {
+  if (c.simulate) {
     for (int v = 0; v < kNumVerbs; v++) {
       std::printf(" %7s", (std::string(VerbName(static_cast<Verb>(v))) + "%").c_str());
     }
   }
   std::printf("\n");
-  for (const Row& row : rows) {
+  for (const Row& row : c.rows) {
     const bench::RunResult& r = row.r;
-    double tput = bench::Throughput(r), base_tput = bench::Throughput(baseline_of(row).r);
-    if (swept) {
-      for (double v : sweep.Point(row.point)) std::printf("%-8g ", v);
+    double tput = bench::Throughput(r), base_tput = bench::Throughput(c.BaselineOf(row).r);
+    if (c.swept) {
+      for (double v : c.sweep.Point(row.point)) std::printf("%-8g ", v);
     }
     std::printf("%-*s %12.0f", name_w, row.name.c_str(), tput);
     if (!headline.empty()) std::printf(" %12.0f", bench::HeadlineThroughput(r));
@@ -258,21 +261,51 @@ int RunCompare(CompareArgs& a, bool simulate) {
                 100.0 * bench::AbortRate(r),
                 static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
                 static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3, bench::AtomicsPerTxn(r));
-    if (simulate) {
+    if (c.simulate) {
       for (int v = 0; v < 4; v++) std::printf(" %7.1f", 100.0 * bench::NicShare(r, v));
     }
     std::printf("\n");
   }
   std::printf("%s = throughput / %s's%s; atomics/txn = (CAS + FAA) per committed txn%s\n",
-              vs.c_str(), baseline.c_str(), swept ? " at the same point" : "",
-              simulate ? fmt::format("; READ% .. FAA% = MN NIC busy share by verb, mean over the "
-                                     "{} MN(s)",
-                                     o.cluster.mns)
-                             .c_str()
-                       : "");
+              vs.c_str(), c.baseline.c_str(), c.swept ? " at the same point" : "",
+              c.simulate ? fmt::format("; READ% .. FAA% = MN NIC busy share by verb, mean over "
+                                       "the {} MN(s)",
+                                       o.cluster.mns)
+                               .c_str()
+                         : "");
   std::fflush(stdout);
+}
 
-  // The workload's own check, one per row: SmallBank's money, TATP's references.
+// What failover did in a row with a fault schedule: crashes, partitions, recovery.
+std::string FailoverSummary(const Row& row) {
+  const FailoverStats& f = *row.r.failover;
+  std::optional<double> rec = bench::RecoveryMs(row.r);
+  const bool any = !f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty();
+  auto ms = [&](std::optional<double> v) {
+    return v ? fmt::format("{:.0f}", *v) : std::string(any ? "not reached" : "-");
+  };
+  std::string summary = fmt::format(
+      "{} CN and {} MN crash(es), {} CN partition(s), {} calls unknown, recovery_ms {}",
+      f.failures.size(), f.mn_failures.size(), f.partitions.size(), row.r.unknown, ms(rec));
+  // The first CN failure's recovery, as Lotus's Fig. 15 measures it, beside the throughput.
+  if (!f.failures.empty()) {
+    const FailoverStats::Failure& x = f.failures.front();
+    auto after = [&x](uint64_t ns) {
+      return ns == 0 ? std::string("never") : fmt::format("+{:.3f} ms", (ns - x.crash_ns) / 1e6);
+    };
+    const std::optional<double> back90 = bench::RecoveryMs(row.r, 0.9);
+    summary += fmt::format(
+        "; CN {} declared {}, recovered {}, served again {}, throughput back to 90% {} "
+        "({:.2f} M txn/s)",
+        x.cn, after(x.detected_ns), after(x.recovered_ns), after(x.open_ns),
+        back90 ? fmt::format("+{:.0f} ms", *back90) : "never", bench::Throughput(row.r) / 1e6);
+  }
+  return summary;
+}
+
+// The workload's own check per row (SmallBank's money, TATP's references), and with --faults
+// what failover did and the replica check (docs/recovery.md); false if one failed.
+bool PrintRowChecks(const std::vector<Row>& rows) {
   bool all_ok = true;
   for (const Row& row : rows) {
     if (!row.r.check) continue;
@@ -284,31 +317,9 @@ int RunCompare(CompareArgs& a, bool simulate) {
       std::printf("%s %s: FAILED: %s\n", c.name.c_str(), row.label.c_str(), c.detail.c_str());
     }
   }
-  // With --faults: what failover did, and the replica check (docs/recovery.md), one per row.
   for (const Row& row : rows) {
     if (!row.r.failover) continue;
-    const FailoverStats& f = *row.r.failover;
-    std::optional<double> rec = bench::RecoveryMs(row.r);
-    const bool any = !f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty();
-    auto ms = [&](std::optional<double> v) {
-      return v ? fmt::format("{:.0f}", *v) : std::string(any ? "not reached" : "-");
-    };
-    std::string summary = fmt::format(
-        "{} CN and {} MN crash(es), {} CN partition(s), {} calls unknown, recovery_ms {}",
-        f.failures.size(), f.mn_failures.size(), f.partitions.size(), row.r.unknown, ms(rec));
-    // The first CN failure's recovery, as Lotus's Fig. 15 measures it, beside the throughput.
-    if (!f.failures.empty()) {
-      const FailoverStats::Failure& x = f.failures.front();
-      auto after = [&x](uint64_t ns) {
-        return ns == 0 ? std::string("never") : fmt::format("+{:.3f} ms", (ns - x.crash_ns) / 1e6);
-      };
-      const std::optional<double> back90 = bench::RecoveryMs(row.r, 0.9);
-      summary += fmt::format(
-          "; CN {} declared {}, recovered {}, served again {}, throughput back to 90% {} "
-          "({:.2f} M txn/s)",
-          x.cn, after(x.detected_ns), after(x.recovered_ns), after(x.open_ns),
-          back90 ? fmt::format("+{:.0f} ms", *back90) : "never", bench::Throughput(row.r) / 1e6);
-    }
+    const std::string summary = FailoverSummary(row);
     const bool ok = row.r.replicas && row.r.replicas->ok();
     all_ok &= ok;
     if (ok) {
@@ -330,141 +341,175 @@ int RunCompare(CompareArgs& a, bool simulate) {
                 row.r.replicas->problems.empty() ? "" : row.r.replicas->problems[0].c_str());
   }
   std::fflush(stdout);
+  return all_ok;
+}
 
-  // The history checks: one per protocol, at the settings as given (not per sweep point: the
-  // protocol is what is judged, and a check per point would multiply a sweep's time).
-  std::vector<bench::HistoryCheck> checks, workload_checks;
-  // Whether the measured workload can record its own history (SmallBank can).
-  bench::RunOptions recorded = a.flags.run;
-  recorded.record = true;
-  recorded.calls_max = a.check_txns;
-  const bool measured_records = bench::ValidateRun(base_w, recorded).ok();
-  // Reports a check; a failing history is kept in the temp directory (as `stem`-PROTOCOL-seedN
-  // .jsonl) for `pond check` and named in the detail.
-  auto report = [&](const std::string& label, bench::HistoryCheck& c, const std::string& stem,
-                    const bench::RunOptions& o) {
-    wall_checks += c.wall_s;
-    events += c.events;
-    if (!c.ok && !c.history.empty()) {
-      std::string path =
-          (std::filesystem::temp_directory_path() /
-           fmt::format("{}-{}-seed{}.jsonl", stem, o.cluster.protocol.name, o.cluster.seed))
-              .string();
-      if (WriteFile(path, c.history)) {
-        c.detail +=
-            "; history kept at " + path + " (pond check " + path + " --model " + c.model + ")";
-      }
-    }
-    if (c.ok) {
-      std::printf("history check %s: ok (%lu txns, model %s)\n", label.c_str(),
-                  static_cast<unsigned long>(c.committed), c.model.c_str());
-    } else {
-      all_ok = false;
-      std::printf("history check %s: FAILED (model %s): %s\n", label.c_str(), c.model.c_str(),
-                  c.detail.c_str());
-    }
-    std::fflush(stdout);
-  };
-  if (!a.no_check) {
-    for (size_t i = 0; i < names->size(); i++) {
-      const std::string& name = (*names)[i];
-      std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, names->size());
-      std::fflush(progress_out);
-      bench::RunOptions co = a.flags.run;
-      co.cluster.protocol = *ProtocolByName(name);
-      bench::HistoryCheck c = bench::CheckIsolation(co, a.check_txns);
-      report(name, c, "pond-compare", co);
-      checks.push_back(std::move(c));
-      if (measured_records) {
-        // The measured workload itself, recorded, beside the list-append check.
-        bench::HistoryCheck sc = bench::CheckWorkloadHistory(base_w, co, a.check_txns);
-        report(name + " (" + base_w.name() + ")", sc, std::string("pond-compare-") + base_w.name(),
-               co);
-        workload_checks.push_back(std::move(sc));
-      }
+// Reports a history check; a failing history is kept in the temp directory (as
+// `stem`-PROTOCOL-seedN.jsonl) for `pond check` and named in the detail.
+void ReportHistoryCheck(const std::string& label, bench::HistoryCheck& hc, const std::string& stem,
+                        const bench::RunOptions& o, Comparison* c) {
+  c->wall_checks += hc.wall_s;
+  c->events += hc.events;
+  if (!hc.ok && !hc.history.empty()) {
+    std::string path =
+        (std::filesystem::temp_directory_path() /
+         fmt::format("{}-{}-seed{}.jsonl", stem, o.cluster.protocol.name, o.cluster.seed))
+            .string();
+    if (WriteFile(path, hc.history)) {
+      hc.detail +=
+          "; history kept at " + path + " (pond check " + path + " --model " + hc.model + ")";
     }
   }
+  if (hc.ok) {
+    std::printf("history check %s: ok (%lu txns, model %s)\n", label.c_str(),
+                static_cast<unsigned long>(hc.committed), hc.model.c_str());
+  } else {
+    c->all_ok = false;
+    std::printf("history check %s: FAILED (model %s): %s\n", label.c_str(), hc.model.c_str(),
+                hc.detail.c_str());
+  }
+  std::fflush(stdout);
+}
 
-  if (!all_ok && simulate) std::printf("replay: %s\n", CommandLine().c_str());
+// The history checks: one per protocol, at the settings as given (not per sweep point: the
+// protocol is what is judged, and a check per point would multiply a sweep's time).
+void RunHistoryChecks(const CompareArgs& a, Comparison* c, FILE* progress_out) {
+  // Whether the measured workload can record its own history (SmallBank can).
+  bench::RunOptions recorded = a.run;
+  recorded.record = true;
+  recorded.calls_max = a.check_txns;
+  const bench::Workload& base_w = *a.w;
+  const bool measured_records = bench::ValidateRun(base_w, recorded).ok();
+  for (size_t i = 0; i < c->names.size(); i++) {
+    const std::string& name = c->names[i];
+    std::fprintf(progress_out, "checking %s (%zu of %zu)\n", name.c_str(), i + 1, c->names.size());
+    std::fflush(progress_out);
+    bench::RunOptions co = a.run;
+    co.cluster.protocol = *ProtocolByName(name);
+    bench::HistoryCheck hc = bench::CheckIsolation(co, a.check_txns);
+    ReportHistoryCheck(name, hc, "pond-compare", co, c);
+    c->checks.push_back(std::move(hc));
+    if (measured_records) {
+      // The measured workload itself, recorded, beside the list-append check.
+      bench::HistoryCheck sc = bench::CheckWorkloadHistory(base_w, co, a.check_txns);
+      ReportHistoryCheck(name + " (" + base_w.name() + ")", sc,
+                         std::string("pond-compare-") + base_w.name(), co, c);
+      c->workload_checks.push_back(std::move(sc));
+    }
+  }
+}
 
+nlohmann::json HistoryCheckJson(const bench::HistoryCheck& hc) {
+  return nlohmann::json{{"ok", hc.ok},
+                        {"model", hc.model},
+                        {"committed", hc.committed},
+                        {"failed", hc.failed},
+                        {"detail", hc.detail}};
+}
+
+// One row of the JSON file: its run, its ratio, its point, and its protocol's history checks.
+nlohmann::json RowJson(const CompareArgs& a, const Comparison& c, const Row& row) {
+  nlohmann::json j = bench::RunResultJson(row.run, *row.w, row.r);
+  double base_tput = bench::Throughput(c.BaselineOf(row).r);
+  j["throughput_vs_baseline"] = base_tput > 0 ? bench::Throughput(row.r) / base_tput : 0.0;
+  j["atomics_per_committed_txn"] = bench::AtomicsPerTxn(row.r);
+  if (c.swept) j["sweep_point"] = c.sweep.PointJson(row.point);
+  if (c.simulate) {
+    nlohmann::json share;
+    for (int v = 0; v < kNumVerbs; v++) {
+      share[VerbName(static_cast<Verb>(v))] = bench::NicShare(row.r, v);
+    }
+    j["mn_nic_busy_share_mean"] = share;
+    j["mn_nic_busy_share_max"] = bench::MaxNicShare(row.r);
+  }
+  auto name_it = std::find(c.names.begin(), c.names.end(), row.name);
+  size_t ci = static_cast<size_t>(name_it - c.names.begin());
+  if (ci < c.checks.size()) j["history_check"] = HistoryCheckJson(c.checks[ci]);
+  if (ci < c.workload_checks.size()) {
+    j[a.workload + "_history_check"] = HistoryCheckJson(c.workload_checks[ci]);
+  }
+  return j;
+}
+
+// Writes --json; false if the file cannot be written.
+bool WriteCompareJson(const CompareArgs& a, const Comparison& c) {
+  nlohmann::json out;
+  out["bench"] = "compare";
+  out["command"] = c.what;
+  out["workload"] = a.workload;
+  out["baseline"] = c.baseline;
+  out["ablation"] = a.ablation;
+  if (c.swept) out["sweep"] = a.sweep;
+  nlohmann::json jrows = nlohmann::json::array();
+  for (const Row& row : c.rows) jrows.push_back(RowJson(a, c, row));
+  out["rows"] = jrows;
+  return WriteFile(a.json_path, out.dump(2) + "\n");
+}
+
+}  // namespace
+
+int RunCompare(CompareArgs& a, bool simulate) {
+  Comparison c;
+  c.what = std::string(simulate ? "sim " : "bench ") + a.command;
+  c.simulate = simulate;
+  if (std::optional<int> bad = PlanRows(a, &c)) return *bad;
+  if (std::optional<int> bad = MakeRows(a, &c)) return *bad;
+  PrintCompareHeader(a, c);
+  FILE* progress_out = simulate ? stderr : stdout;
+  if (!RunRows(&c, progress_out)) return 1;
+  PrintTable(c, a.run);
+  c.all_ok = PrintRowChecks(c.rows);
+  if (!a.no_check) RunHistoryChecks(a, &c, progress_out);
+  if (!c.all_ok && simulate) std::printf("replay: %s\n", CommandLine().c_str());
   if (!a.json_path.empty()) {
-    nlohmann::json out;
-    out["bench"] = "compare";
-    out["command"] = what;
-    out["workload"] = a.workload;
-    out["baseline"] = baseline;
-    out["ablation"] = a.ablation;
-    if (swept) out["sweep"] = a.sweep;
-    nlohmann::json jrows = nlohmann::json::array();
-    for (const Row& row : rows) {
-      nlohmann::json j = bench::RunResultJson(row.run, *row.w, row.r);
-      double base_tput = bench::Throughput(baseline_of(row).r);
-      j["throughput_vs_baseline"] = base_tput > 0 ? bench::Throughput(row.r) / base_tput : 0.0;
-      j["atomics_per_committed_txn"] = bench::AtomicsPerTxn(row.r);
-      if (swept) j["sweep_point"] = sweep.PointJson(row.point);
-      if (simulate) {
-        nlohmann::json share;
-        for (int v = 0; v < kNumVerbs; v++) {
-          share[VerbName(static_cast<Verb>(v))] = bench::NicShare(row.r, v);
-        }
-        j["mn_nic_busy_share_mean"] = share;
-        j["mn_nic_busy_share_max"] = bench::MaxNicShare(row.r);
-      }
-      auto name_it = std::find(names->begin(), names->end(), row.name);
-      size_t ci = static_cast<size_t>(name_it - names->begin());
-      auto check_json = [](const bench::HistoryCheck& c) {
-        return nlohmann::json{{"ok", c.ok},
-                              {"model", c.model},
-                              {"committed", c.committed},
-                              {"failed", c.failed},
-                              {"detail", c.detail}};
-      };
-      if (ci < checks.size()) j["history_check"] = check_json(checks[ci]);
-      if (ci < workload_checks.size()) {
-        j[a.workload + "_history_check"] = check_json(workload_checks[ci]);
-      }
-      jrows.push_back(j);
-    }
-    out["rows"] = jrows;
-    if (!WriteFile(a.json_path, out.dump(2) + "\n")) {
-      return Fail(what, "cannot write " + a.json_path);
-    }
+    if (!WriteCompareJson(a, c)) return Fail(c.what, "cannot write " + a.json_path);
     std::printf("results written to %s\n", a.json_path.c_str());
   }
   if (simulate) {
     // The one line that depends on the machine, not the seed.
-    double wall = wall_runs + wall_checks;
+    double wall = c.wall_runs + c.wall_checks;
     std::printf(
         "wall clock   %.2f s for the measured runs, %.2f s for the history checks, %lu events, "
         "%.2f M events/s\n",
-        wall_runs, wall_checks, static_cast<unsigned long>(events),
-        wall > 0 ? static_cast<double>(events) / wall / 1e6 : 0.0);
+        c.wall_runs, c.wall_checks, static_cast<unsigned long>(c.events),
+        wall > 0 ? static_cast<double>(c.events) / wall / 1e6 : 0.0);
   }
-  return all_ok ? 0 : 1;
+  return c.all_ok ? 0 : 1;
 }
+
+namespace {
+
+// compare's action: the workload --workload names, made from its flags, and the cluster flags
+// resolved into a.run, then RunCompare.
+int RunCompareCommand(CompareArgs& a, RunFlags* f, const CompareWorkloadFlags& workloads,
+                      const CLI::App& cmd, bool simulate) {
+  const std::string what = std::string(simulate ? "sim " : "bench ") + a.command;
+  a.w = workloads.Make(a.workload, cmd, &f->run.cluster);
+  if (!a.w) {
+    return Fail(
+        what, "unknown workload '" + a.workload + "' (choices: " + CompareWorkloadChoices() + ")");
+  }
+  if (Status s = ResolveClusterFlags(f, simulate); !s.ok()) return Fail(what, s.message());
+  a.run = f->run;
+  return RunCompare(a, simulate);
+}
+
+}  // namespace
 
 void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<CompareArgs>();
+  auto f = std::make_shared<RunFlags>();
+  auto workloads = std::make_shared<CompareWorkloadFlags>();
   CLI::App* cmd = parent.add_subcommand(
       "compare", simulate ? "Every protocol (or ablation step) on one workload, one seed, one "
                             "table; simulated cluster, virtual time"
                           : "Every protocol (or ablation step) on one workload with identical "
                             "settings and seed, one table");
   cmd->add_option("--workload", a->workload,
-                  "the workload every row runs (choices: kvs, smallbank, tatp, tpcc)")
+                  "the workload every row runs (choices: " + CompareWorkloadChoices() + ")")
       ->capture_default_str();
-  AddKvsWorkloadFlags(cmd, &a->flags, simulate);
-  cmd->add_option("--accounts", a->accounts, "smallbank: accounts")->capture_default_str();
-  cmd->add_option("--hot-fraction", a->hot_fraction,
-                  "smallbank: share of the accounts in the hot set")
-      ->capture_default_str();
-  cmd->add_option("--hot-access", a->hot_access,
-                  "smallbank: share of the account draws that go to the hot set")
-      ->capture_default_str();
-  cmd->add_option("--subscribers", a->subscribers, "tatp: subscribers")->capture_default_str();
-  AddTpccFlags(cmd, &a->tpcc, "tpcc: ");
-  cmd->get_option("--region-mib")
-      ->description("MiB of memory per MN (tpcc: at least what its tables need)");
+  AddRunFlags(cmd, f.get(), simulate);
+  workloads->Add(cmd);
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
       "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
@@ -491,10 +536,9 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   cmd->add_option("--json", a->json_path, "also write every row as JSON to this file");
   // The history checks run without it: they judge the protocol, not the schedule.
   if (simulate) AddFaultsFlag(cmd, &a->faults, nullptr);
-  cmd->callback([a, action, cmd, simulate] {
-    *action = [a, cmd, simulate] {
-      if (a->workload == "tpcc") ResolveTpccFlags(*cmd, &a->flags.run.cluster, &a->tpcc);
-      return RunCompare(*a, simulate);
+  cmd->callback([a, f, workloads, action, cmd, simulate] {
+    *action = [a, f, workloads, cmd, simulate] {
+      return RunCompareCommand(*a, f.get(), *workloads, *cmd, simulate);
     };
   });
 }

@@ -15,8 +15,8 @@
 #include "pond/bench/report.h"
 #include "pond/client/client.h"
 #include "pond/runtime/clocks.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -207,6 +207,216 @@ nlohmann::json ResultJson(const std::string& what, const std::string& address, i
           {"result", result}};
 }
 
+// What the client threads of one connected run share.
+struct ClientPool {
+  ClientPool(bench::RemoteDriver& d, uint64_t s, uint64_t end_ns, int clients)
+      : dr(d), seed(s), deadline(end_ns), tallies(static_cast<size_t>(clients)) {}
+  bench::RemoteDriver& dr;
+  Clock& clock = SystemClock::Get();
+  const uint64_t seed;
+  const uint64_t deadline;
+  std::vector<ClientTally> tallies;  // one per client
+  std::atomic<uint64_t> committed{0}, aborted{0};
+  std::atomic<bool> stop{false};
+  std::mutex fail_mu;
+  std::string connect_failure;  // guarded by fail_mu
+};
+
+bench::RemoteOutcome OutcomeOf(const client::Answer& a) {
+  if (a.outcome == client::Outcome::kCommitted) return bench::RemoteOutcome::kCommitted;
+  if (a.outcome == client::Outcome::kAborted) {
+    return a.reason == client::AbortReason::kDuplicateKey ? bench::RemoteOutcome::kDuplicateKey
+                                                          : bench::RemoteOutcome::kAborted;
+  }
+  if (a.outcome == client::Outcome::kRejected) return bench::RemoteOutcome::kRejected;
+  return bench::RemoteOutcome::kUnknown;
+}
+
+// Books one call the driver counted into client `t`'s tally.
+void TallyCall(ClientPool& pool, ClientTally& t, const bench::RemoteCall& call,
+               bench::RemoteOutcome o, const client::Answer& a, uint64_t latency_ns) {
+  switch (o) {
+    case bench::RemoteOutcome::kCommitted:
+      t.latency_ns.Record(latency_ns);
+      t.committed++;
+      if (call.read_write) t.committed_rw++;
+      pool.committed.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case bench::RemoteOutcome::kUnknown:
+      t.unknown++;
+      if (t.first_unknown.empty()) t.first_unknown = a.ToString();
+      break;
+    case bench::RemoteOutcome::kRejected:
+      // The server and this client disagree about the workload: stop, and say why.
+      t.rejected++;
+      if (t.first_rejection.empty()) t.first_rejection = a.ToString();
+      pool.stop = true;
+      break;
+    default:
+      t.aborted++;
+      pool.aborted.fetch_add(1, std::memory_order_relaxed);
+      if (uint64_t* counter = AbortCounter(t.aborts, a.reason)) {
+        (*counter)++;
+      } else {
+        t.other++;
+      }
+      break;
+  }
+}
+
+// Client i's thread: connects to `addresses` and calls until the deadline, a stop or the
+// driver's end.
+void RunClientThread(ClientPool& pool, int i, const std::vector<std::string>& addresses) {
+  ClientTally& t = pool.tallies[static_cast<size_t>(i)];
+  auto c = client::Client::Connect(addresses);
+  if (!c.ok()) {
+    std::lock_guard lock(pool.fail_mu);
+    pool.connect_failure = c.status().message();
+    return;
+  }
+  Rng rng(pool.seed * 1'000'003 + static_cast<uint64_t>(i));
+  Clock& clock = pool.clock;
+  for (uint64_t n = 1; !pool.stop.load(std::memory_order_relaxed) && clock.NowNs() < pool.deadline;
+       n++) {
+    if (pool.dr.Done()) break;
+    bench::RemoteCall call = pool.dr.Next(rng, static_cast<uint64_t>(i), n);
+    const uint64_t t0 = clock.NowNs();
+    client::CallReply reply = (*c)->Call(call.procedure, call.args);
+    const uint64_t t1 = clock.NowNs();
+    call.invoke_ns = t0;
+    call.done_ns = t1;
+    const bench::RemoteOutcome o = OutcomeOf(reply.answer);
+    if (!pool.dr.Book(call, o, reply.reply)) continue;
+    TallyCall(pool, t, call, o, reply.answer, t1 - t0);
+  }
+}
+
+// Clients spread over the CNs, as Lotus's are (each moves to another if its CN fails). A client
+// starts at its own CN and knows the others: its CN may have failed before it connects.
+std::vector<std::string> ClientAddresses(const client::Description& d, const std::string& address,
+                                         int i) {
+  std::vector<std::string> addresses = d.cn_addresses;
+  if (addresses.empty()) addresses.push_back(address);
+  std::rotate(addresses.begin(),
+              addresses.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(i) % addresses.size()),
+              addresses.end());
+  return addresses;
+}
+
+// Progress about once a second, as the embedded runs print it, until the run ends; the JSON's
+// timeline has the commits every 100 ms (how long a failure stalls the clients, docs/perf.md).
+Timeline WatchRun(ClientPool& pool, uint64_t start) {
+  Clock& clock = pool.clock;
+  auto progress = KvsProgressPrinter(stdout, /*simulate=*/false, "");
+  Timeline timeline;
+  timeline.start_unix_ms =
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
+  for (uint64_t next = start + 1'000'000'000, sample = start + kTimelineStepNs;
+       clock.NowNs() < pool.deadline && !pool.stop.load() && !pool.dr.Done();) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (clock.NowNs() >= sample) {
+      timeline.committed.push_back(pool.committed.load());
+      sample += kTimelineStepNs;
+    }
+    if (clock.NowNs() >= next) {
+      progress({static_cast<double>(clock.NowNs() - start) / 1e9, pool.committed.load(),
+                pool.aborted.load()});
+      next += 1'000'000'000;
+    }
+  }
+  return timeline;
+}
+
+// Every client's tally in one, and its counts in r.
+ClientTally MergeTallies(const std::vector<ClientTally>& tallies, bench::RunResult* r) {
+  ClientTally all;
+  for (const ClientTally& t : tallies) {
+    r->latency_ns.Merge(t.latency_ns);
+    all.committed += t.committed;
+    all.committed_rw += t.committed_rw;
+    all.aborted += t.aborted;
+    all.unknown += t.unknown;
+    all.rejected += t.rejected;
+    all.other += t.other;
+    for (const AbortCounts::Reason& reason : AbortCounts::Reasons()) {
+      all.aborts.*reason.count += t.aborts.*reason.count;
+    }
+    if (all.first_rejection.empty()) all.first_rejection = t.first_rejection;
+    if (all.first_unknown.empty()) all.first_unknown = t.first_unknown;
+  }
+  r->committed = all.committed;
+  r->committed_rw = all.committed_rw;
+  r->aborted = all.aborted;
+  r->unknown = all.unknown;
+  r->stats.aborts = all.aborts;
+  return all;
+}
+
+// The run's result, the JSON file if asked, the history (written if asked, and its verdict) and
+// the workload's check. The exit code.
+int ReportConnected(const std::string& what, const ConnectFlags& f, double seconds, uint64_t seed,
+                    const bench::RunResult& r, const ClientTally& all, const Timeline& timeline,
+                    const std::string& json_path, const std::string& history_path) {
+  PrintResult(r, all);
+  if (!json_path.empty()) {
+    if (!WriteFile(json_path,
+                   ResultJson(what, f.address, f.clients, seconds, seed, r, all, timeline).dump(2) +
+                       "\n")) {
+      return Fail(what, "cannot write " + json_path);
+    }
+    std::printf("results written to %s\n", json_path.c_str());
+  }
+  std::fflush(stdout);
+  if (r.history) {
+    if (!history_path.empty() && !WriteFile(history_path, r.history->text)) {
+      return Fail(what, "cannot write " + history_path);
+    }
+    PrintHistoryVerdict(*r.history, history_path);
+    if (!r.history->ok) {
+      std::fprintf(stderr, "pond %s: the history check failed%s: %s\n", what.c_str(),
+                   history_path.empty() ? "" : (" (" + history_path + ")").c_str(),
+                   r.history->detail.c_str());
+      return 1;
+    }
+  }
+  if (r.check && !r.check->ok) {
+    std::fprintf(stderr, "pond %s: %s failed: %s\n", what.c_str(), r.check->name.c_str(),
+                 r.check->detail.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Runs the clients, one thread each, until the run ends; the run's timeline.
+Timeline RunClients(ClientPool& pool, const client::Description& d, const ConnectFlags& f,
+                    uint64_t start) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < f.clients; i++) {
+    threads.emplace_back([&pool, i, addresses = ClientAddresses(d, f.address, i)] {
+      RunClientThread(pool, i, addresses);
+    });
+  }
+  Timeline timeline = WatchRun(pool, start);
+  for (std::thread& t : threads) t.join();
+  return timeline;
+}
+
+void PrintConnectedHeader(const std::string& what, const ConnectFlags& f,
+                          const client::Description& d, const bench::RemoteDriver& dr,
+                          double seconds, uint64_t seed) {
+  std::printf(
+      "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
+      "address(es), the clients spread over them), %d client(s), %s, %g s, seed %lu\n",
+      what.c_str(), bench::kBuildType, f.address.c_str(), d.cluster.c_str(), d.cn_addresses.size(),
+      f.clients, dr.Settings().c_str(), seconds, static_cast<unsigned long>(seed));
+  if (bench::kAssertsOn) {
+    std::printf("warning: asserts are on; numbers are not comparable with Release\n");
+  }
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 void AddConnectFlags(CLI::App* cmd, ConnectFlags* f) {
@@ -261,152 +471,27 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
   const Isolation isolation =
       d->isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
   const bench::RemoteStore store{MakeReader(**control), MakeCaller(**control)};
-
-  std::printf(
-      "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
-      "address(es), the clients spread over them), %d client(s), %s, %g s, seed %lu\n",
-      what.c_str(), bench::kBuildType, f.address.c_str(), d->cluster.c_str(),
-      d->cn_addresses.size(), f.clients, dr.Settings().c_str(), seconds,
-      static_cast<unsigned long>(seed));
-  if (bench::kAssertsOn) {
-    std::printf("warning: asserts are on; numbers are not comparable with Release\n");
-  }
-  std::fflush(stdout);
+  PrintConnectedHeader(what, f, *d, dr, seconds, seed);
   if (Status st = dr.Start(store); !st.ok()) {
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.ToString().c_str());
     return 1;
   }
 
-  std::vector<ClientTally> tallies(static_cast<size_t>(f.clients));
-  std::atomic<uint64_t> committed{0}, aborted{0};
-  std::atomic<bool> stop{false};
-  std::mutex fail_mu;
-  std::string connect_failure;  // guarded by fail_mu
-  Clock& clock = SystemClock::Get();
-  const uint64_t start = clock.NowNs();
-  const uint64_t deadline = start + static_cast<uint64_t>(seconds * 1e9);
-  std::vector<std::thread> threads;
-  for (int i = 0; i < f.clients; i++) {
-    // Clients spread over the CNs, as Lotus's are (each moves to another if its CN fails). A
-    // client starts at its own CN and knows the others: its CN may have failed before it
-    // connects.
-    std::vector<std::string> addresses = d->cn_addresses;
-    if (addresses.empty()) addresses.push_back(f.address);
-    std::rotate(
-        addresses.begin(),
-        addresses.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(i) % addresses.size()),
-        addresses.end());
-    threads.emplace_back([&, i, addresses] {
-      ClientTally& t = tallies[static_cast<size_t>(i)];
-      auto c = client::Client::Connect(addresses);
-      if (!c.ok()) {
-        std::lock_guard lock(fail_mu);
-        connect_failure = c.status().message();
-        return;
-      }
-      Rng rng(seed * 1'000'003 + static_cast<uint64_t>(i));
-      for (uint64_t n = 1; !stop.load(std::memory_order_relaxed) && clock.NowNs() < deadline; n++) {
-        if (dr.Done()) break;
-        bench::RemoteCall call = dr.Next(rng, static_cast<uint64_t>(i), n);
-        const uint64_t t0 = clock.NowNs();
-        client::CallReply reply = (*c)->Call(call.procedure, call.args);
-        const uint64_t t1 = clock.NowNs();
-        call.invoke_ns = t0;
-        call.done_ns = t1;
-        const client::Answer& a = reply.answer;
-        bench::RemoteOutcome o = bench::RemoteOutcome::kUnknown;
-        if (a.outcome == client::Outcome::kCommitted) {
-          o = bench::RemoteOutcome::kCommitted;
-        } else if (a.outcome == client::Outcome::kAborted) {
-          o = a.reason == client::AbortReason::kDuplicateKey ? bench::RemoteOutcome::kDuplicateKey
-                                                             : bench::RemoteOutcome::kAborted;
-        } else if (a.outcome == client::Outcome::kRejected) {
-          o = bench::RemoteOutcome::kRejected;
-        }
-        if (!dr.Book(call, o, reply.reply)) continue;
-        switch (o) {
-          case bench::RemoteOutcome::kCommitted:
-            t.latency_ns.Record(t1 - t0);
-            t.committed++;
-            if (call.read_write) t.committed_rw++;
-            committed.fetch_add(1, std::memory_order_relaxed);
-            break;
-          case bench::RemoteOutcome::kUnknown:
-            t.unknown++;
-            if (t.first_unknown.empty()) t.first_unknown = a.ToString();
-            break;
-          case bench::RemoteOutcome::kRejected:
-            // The server and this client disagree about the workload: stop, and say why.
-            t.rejected++;
-            if (t.first_rejection.empty()) t.first_rejection = a.ToString();
-            stop = true;
-            break;
-          default:
-            t.aborted++;
-            aborted.fetch_add(1, std::memory_order_relaxed);
-            if (uint64_t* counter = AbortCounter(t.aborts, a.reason)) {
-              (*counter)++;
-            } else {
-              t.other++;
-            }
-            break;
-        }
-      }
-    });
-  }
-  // Progress about once a second, as the embedded runs print it; the JSON's timeline has the
-  // commits every 100 ms (how long a failure stalls the clients, docs/perf.md).
-  auto progress = KvsProgressPrinter(stdout, /*simulate=*/false, "");
-  Timeline timeline;
-  timeline.start_unix_ms =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
-  for (uint64_t next = start + 1'000'000'000, sample = start + kTimelineStepNs;
-       clock.NowNs() < deadline && !stop.load() && !dr.Done();) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    while (clock.NowNs() >= sample) {
-      timeline.committed.push_back(committed.load());
-      sample += kTimelineStepNs;
-    }
-    if (clock.NowNs() >= next) {
-      progress(
-          {static_cast<double>(clock.NowNs() - start) / 1e9, committed.load(), aborted.load()});
-      next += 1'000'000'000;
-    }
-  }
-  for (std::thread& t : threads) t.join();
-  const double elapsed = static_cast<double>(clock.NowNs() - start) / 1e9;
-  if (!connect_failure.empty()) {
+  const uint64_t start = SystemClock::Get().NowNs();
+  ClientPool pool(dr, seed, start + static_cast<uint64_t>(seconds * 1e9), f.clients);
+  const Timeline timeline = RunClients(pool, *d, f, start);
+  const double elapsed = static_cast<double>(pool.clock.NowNs() - start) / 1e9;
+  if (!pool.connect_failure.empty()) {
     std::fprintf(stderr, "pond %s: a client could not connect: %s\n", what.c_str(),
-                 connect_failure.c_str());
+                 pool.connect_failure.c_str());
     return 1;
   }
 
   bench::RunResult r;
-  ClientTally all;
   r.workload = w.name();
   r.elapsed_s = elapsed;
   r.wall_s = elapsed;
-  for (const ClientTally& t : tallies) {
-    r.latency_ns.Merge(t.latency_ns);
-    all.committed += t.committed;
-    all.committed_rw += t.committed_rw;
-    all.aborted += t.aborted;
-    all.unknown += t.unknown;
-    all.rejected += t.rejected;
-    all.other += t.other;
-    for (const AbortCounts::Reason& reason : AbortCounts::Reasons()) {
-      all.aborts.*reason.count += t.aborts.*reason.count;
-    }
-    if (all.first_rejection.empty()) all.first_rejection = t.first_rejection;
-    if (all.first_unknown.empty()) all.first_unknown = t.first_unknown;
-  }
-  r.committed = all.committed;
-  r.committed_rw = all.committed_rw;
-  r.aborted = all.aborted;
-  r.unknown = all.unknown;
-  r.stats.aborts = all.aborts;
+  const ClientTally all = MergeTallies(pool.tallies, &r);
   if (all.rejected > 0) {
     std::fprintf(stderr, "pond %s: the server rejected a call: %s\n", what.c_str(),
                  all.first_rejection.c_str());
@@ -420,34 +505,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), finished.ToString().c_str());
     return 1;
   }
-  PrintResult(r, all);
-  if (!json_path.empty()) {
-    if (!WriteFile(json_path,
-                   ResultJson(what, f.address, f.clients, seconds, seed, r, all, timeline).dump(2) +
-                       "\n")) {
-      return Fail(what, "cannot write " + json_path);
-    }
-    std::printf("results written to %s\n", json_path.c_str());
-  }
-  std::fflush(stdout);
-  if (r.history) {
-    if (!history_path.empty() && !WriteFile(history_path, r.history->text)) {
-      return Fail(what, "cannot write " + history_path);
-    }
-    PrintHistoryVerdict(*r.history, history_path);
-    if (!r.history->ok) {
-      std::fprintf(stderr, "pond %s: the history check failed%s: %s\n", what.c_str(),
-                   history_path.empty() ? "" : (" (" + history_path + ")").c_str(),
-                   r.history->detail.c_str());
-      return 1;
-    }
-  }
-  if (r.check && !r.check->ok) {
-    std::fprintf(stderr, "pond %s: %s failed: %s\n", what.c_str(), r.check->name.c_str(),
-                 r.check->detail.c_str());
-    return 1;
-  }
-  return 0;
+  return ReportConnected(what, f, seconds, seed, r, all, timeline, json_path, history_path);
 }
 
 }  // namespace pond::tools

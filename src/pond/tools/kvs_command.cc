@@ -16,44 +16,29 @@
 #include "pond/bench/report.h"
 #include "pond/tools/command.h"
 #include "pond/tools/connect_bench.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/kvs_sweep.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
+#include "pond/tools/workload_registry.h"
 
 namespace pond::tools {
 
 namespace {
 
 struct KvsArgs {
-  KvsFlags flags;
-  std::string protocol = "lotus";
+  RunFlags flags;                           // the cluster flags and --protocol
+  std::unique_ptr<WorkloadFlags> workload;  // --keys --rw-ratio --theta (workload_registry.h)
   std::string json_path;
   std::string sweep;     // KvsSweep grammar (kvs_sweep.h)
   std::string faults;    // --faults (simulated)
   ConnectFlags connect;  // --connect (real threads)
 };
 
-int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
-  const char* what = simulate ? "sim kvs" : "bench kvs";
-  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
-  if (!a.connect.address.empty()) {
-    return RunConnected(what, bench::KvsWorkload(a.flags.kvs), a.connect, a.flags.run.seconds,
-                        a.flags.run.cluster.seed, a.json_path);
-  }
-  bench::RunOptions& o = a.flags.run;
-  Status resolved = ResolveRunFlags(&o, a.flags.isolation, a.flags.model, a.protocol, simulate);
-  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
-  if (!resolved.ok()) return Fail(what, resolved.message());
-  if (!a.sweep.empty() && !a.faults.empty()) {
-    return Fail(what, "--faults applies to one run; not with --sweep");
-  }
-  bench::KvsWorkload kvs(a.flags.kvs);
-  if (a.sweep.empty()) {
-    return RunOnce(what, kvs, o, a.json_path, "");
-  }
-
-  Result<KvsSweep> parsed = ParseKvsSweep(a.sweep);
+// --sweep: one run of `kvs` per point, one row each, every point checked before the first runs.
+int RunKvsSweep(const char* what, const bench::Workload& kvs, const bench::RunOptions& o,
+                const std::string& spec, const std::string& json_path, bool simulate) {
+  Result<KvsSweep> parsed = ParseKvsSweep(spec);
   if (!parsed.ok()) return Fail(what, parsed.status().message());
   const KvsSweep sweep = *std::move(parsed);
   // Every point is checked before the first runs, so a long sweep cannot fail half-way on input.
@@ -98,11 +83,11 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
     row["sweep_point"] = sweep.PointJson(i);
     rows.push_back(row);
   }
-  if (!a.json_path.empty()) {
-    if (!WriteFile(a.json_path, rows.dump(2) + "\n")) {
-      return Fail(what, "cannot write " + a.json_path);
+  if (!json_path.empty()) {
+    if (!WriteFile(json_path, rows.dump(2) + "\n")) {
+      return Fail(what, "cannot write " + json_path);
     }
-    std::printf("results written to %s\n", a.json_path.c_str());
+    std::printf("results written to %s\n", json_path.c_str());
   }
   if (simulate) {
     // The one line that depends on the machine, not the seed.
@@ -113,16 +98,39 @@ int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
   return 0;
 }
 
+int RunKvsCommand(KvsArgs& a, const CLI::App& cmd, bool simulate) {
+  const char* what = simulate ? "sim kvs" : "bench kvs";
+  if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
+  if (!a.connect.address.empty()) {
+    return RunConnected(what, *a.workload->Make(), a.connect, a.flags.run.seconds,
+                        a.flags.run.cluster.seed, a.json_path);
+  }
+  bench::RunOptions& o = a.flags.run;
+  Status resolved = ResolveRunFlags(&a.flags, simulate);
+  if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
+  if (!resolved.ok()) return Fail(what, resolved.message());
+  if (!a.sweep.empty() && !a.faults.empty()) {
+    return Fail(what, "--faults applies to one run; not with --sweep");
+  }
+  const std::unique_ptr<bench::Workload> kvs = a.workload->Make();
+  if (a.sweep.empty()) {
+    return RunOnce(what, *kvs, o, a.json_path, "");
+  }
+  return RunKvsSweep(what, *kvs, o, a.sweep, a.json_path, simulate);
+}
+
 }  // namespace
 
 void AddKvsCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   auto a = std::make_shared<KvsArgs>();
+  a->workload = FindWorkload("kvs")->flags();
   CLI::App* kvs = parent.add_subcommand(
       "kvs", simulate
                  ? "Lotus KVS benchmark on the simulated cluster (virtual time)"
                  : "Lotus KVS benchmark: UpdateOne/ReadOne transactions on an embedded cluster");
-  AddKvsWorkloadFlags(kvs, &a->flags, simulate);
-  kvs->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
+  AddRunFlags(kvs, &a->flags, simulate);
+  a->workload->Add(kvs, /*compare=*/false);
+  kvs->add_option("--protocol", a->flags.protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
   if (simulate) AddFaultsFlag(kvs, &a->faults, &a->flags.run.allow_unplayed_faults);
   kvs->add_option("--sweep", a->sweep,
@@ -143,9 +151,7 @@ void AddSimCommand(CLI::App& root, CommandAction* action) {
   sim->require_subcommand(1);
   AddKvsCommand(*sim, action, /*simulate=*/true);
   AddCompareCommand(*sim, action, /*simulate=*/true);
-  AddSmallBankCommand(*sim, action, /*simulate=*/true);
-  AddTatpCommand(*sim, action, /*simulate=*/true);
-  AddTpccCommand(*sim, action, /*simulate=*/true);
+  AddWorkloadCommands(*sim, action, /*simulate=*/true);
   AddListAppendCommand(*sim, action, /*simulate=*/true);
   AddBtreeCommand(*sim, action, /*simulate=*/true);
 }

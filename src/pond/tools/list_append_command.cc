@@ -12,8 +12,8 @@
 #include "pond/bench/list_append.h"
 #include "pond/tools/command.h"
 #include "pond/tools/connect_bench.h"
-#include "pond/tools/kvs_flags.h"
 #include "pond/tools/run_command.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -21,12 +21,9 @@ namespace pond::tools {
 namespace {
 
 struct ListAppendArgs {
-  bench::RunOptions run;
+  RunFlags flags;  // the cluster flags and --protocol
   bench::ListAppendOptions o;
   std::string mode = "user";
-  std::string isolation = "sr";
-  std::string model = "cx3";
-  std::string protocol = "lotus";
   std::string json_path;
   std::string history_path;
   std::string faults;    // --faults (simulated)
@@ -41,7 +38,7 @@ int RunListAppendCommand(ListAppendArgs& a, const CLI::App& cmd, bool simulate) 
   const char* what = simulate ? "sim list-append" : "bench list-append";
   a.o.user = a.mode == "user";
   a.o.write_skew = a.mode == "write-skew";
-  a.o.seed = a.run.cluster.seed;
+  a.o.seed = a.flags.run.cluster.seed;
   if (Status c = CheckConnectFlags(cmd, a.connect); !c.ok()) return Fail(what, c.message());
   if (!a.connect.address.empty()) {
     for (const char* flag : kEmbeddedListFlags) {
@@ -50,11 +47,11 @@ int RunListAppendCommand(ListAppendArgs& a, const CLI::App& cmd, bool simulate) 
                               "server's lists and the user-mode plans are used");
       }
     }
-    return RunConnected(what, bench::ListAppendWorkload(a.o), a.connect, a.run.seconds,
-                        a.run.cluster.seed, a.json_path, a.history_path);
+    return RunConnected(what, bench::ListAppendWorkload(a.o), a.connect, a.flags.run.seconds,
+                        a.flags.run.cluster.seed, a.json_path, a.history_path);
   }
-  bench::RunOptions& o = a.run;
-  Status resolved = ResolveRunFlags(&o, a.isolation, a.model, a.protocol, simulate);
+  bench::RunOptions& o = a.flags.run;
+  Status resolved = ResolveRunFlags(&a.flags, simulate);
   if (resolved.ok()) resolved = ResolveFaults(&o, a.faults);
   if (!resolved.ok()) return Fail(what, resolved.message());
   o.record = true;
@@ -71,8 +68,7 @@ void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate
       "Elle's list-append: transactions that read lists and append unique elements, every one "
       "recorded and the history judged by the isolation checker" +
           std::string(simulate ? " (simulated cluster)" : ""));
-  AddClusterFlags(cmd, &a->run.cluster, &a->run.coros, &a->run.seconds, &a->isolation, &a->model,
-                  simulate);
+  AddRunFlags(cmd, &a->flags, simulate);
   cmd->add_option("--lists", a->o.keys, "lists loaded (the active window slides over them)")
       ->check(CLI::Range(uint64_t{2}, uint64_t{1} << 28))
       ->capture_default_str();
@@ -97,9 +93,9 @@ void AddListAppendCommand(CLI::App& parent, CommandAction* action, bool simulate
                   "plain: reads and appends; write-skew: the classic pattern SI allows")
       ->check(CLI::IsMember({"user", "plain", "write-skew"}))
       ->capture_default_str();
-  cmd->add_option("--protocol", a->protocol, "transaction protocol: " + ProtocolChoices())
+  cmd->add_option("--protocol", a->flags.protocol, "transaction protocol: " + ProtocolChoices())
       ->capture_default_str();
-  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->run.allow_unplayed_faults);
+  if (simulate) AddFaultsFlag(cmd, &a->faults, &a->flags.run.allow_unplayed_faults);
   cmd->add_option("--history", a->history_path,
                   "also write the recorded history to this file (pond check reads it)");
   cmd->add_option("--json", a->json_path, "also write the results as JSON to this file");

@@ -7,7 +7,7 @@
 #include "pond/bench/build_info.h"
 #include "pond/bench/report.h"
 #include "pond/tools/command.h"
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/tool_util.h"
 
 namespace pond::tools {
@@ -90,147 +90,171 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
   PrintFailover(r);
 }
 
+namespace {
+
+// Each partition, CN crash and MN crash of the run, and what followed it.
+void PrintNodeFailures(const FailoverStats& f) {
+  for (const auto& p : f.partitions) {
+    const auto ms = [&p](uint64_t t) { return static_cast<double>(t - p.cut_ns) / 1e6; };
+    std::string fate = p.fenced_ns != 0
+                           ? fmt::format("it fenced itself +{:.3f} ms", ms(p.fenced_ns))
+                           : std::string("it went on serving");
+    if (p.healed_ns != 0) {
+      fate += fmt::format(", healed +{:.3f} ms", ms(p.healed_ns));
+    } else {
+      fate += ", not healed in the run";
+    }
+    const std::string what =
+        p.apart_from >= 0 ? fmt::format("cut from host {}", p.apart_from) : "partitioned";
+    std::printf("failover     CN %u %s at %.3f ms: %s\n", p.cn, what.c_str(),
+                static_cast<double>(p.cut_ns) / 1e6, fate.c_str());
+  }
+  for (const auto& x : f.failures) {
+    const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
+    std::printf(
+        "failover     CN %u %s at %.3f ms: lease expired +%.3f ms, recovered +%.3f ms "
+        "(%lu log records: %lu rolled forward, %lu rolled back), its shards served again "
+        "+%.3f ms\n",
+        x.cn, x.fenced ? "fenced itself" : "crashed", static_cast<double>(x.crash_ns) / 1e6,
+        ms(x.detected_ns), ms(x.recovered_ns), static_cast<unsigned long>(x.log_records),
+        static_cast<unsigned long>(x.rolled_forward), static_cast<unsigned long>(x.rolled_back),
+        ms(x.open_ns));
+    if (x.restart_ns != 0) {
+      std::printf(
+          "failover     CN %u restarted: running clients +%.3f ms, %s\n", x.cn, ms(x.restart_ns),
+          x.returned_ns != 0
+              ? fmt::format("its shards its own again +{:.3f} ms", ms(x.returned_ns)).c_str()
+              : "some or all of its shards stay where its failure put them");
+    }
+  }
+  for (const auto& x : f.mn_failures) {
+    const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
+    std::printf(
+        "failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
+        "replicas left +%.3f ms\n",
+        x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
+    if (x.restart_ns == 0) continue;
+    std::printf("failover     MN %u restarted +%.3f ms: copying +%.3f ms", x.mn, ms(x.restart_ns),
+                ms(x.copy_start_ns));
+    if (x.readable_ns != 0) {
+      std::printf(", %lu slots copied +%.3f ms, readable (R copies again) +%.3f ms\n",
+                  static_cast<unsigned long>(x.slots_copied), ms(x.copied_ns), ms(x.readable_ns));
+    } else {
+      std::printf(", crashed again before it was readable\n");
+    }
+  }
+}
+
+// The membership line: epochs, puts, unknown calls, lost packets and batches.
+void PrintMembership(const FailoverStats& f, const bench::RunResult& r) {
+  std::printf(
+      "membership   epoch %lu, %lu configuration puts; %lu calls "
+      "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
+      "CNs' batches in flight %lu landed, %lu did not%s%s%s%s%s\n",
+      static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
+      static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
+      static_cast<unsigned long>(f.lost_packets),
+      f.partitions.empty() ? "" : fmt::format(", {} to partitions", f.cut_packets).c_str(),
+      static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
+      f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",
+                                    f.tso_moves, f.tso_host)
+                            .c_str()
+                      : "",
+      r.stats.gone_lock_words_freed + r.stats.gone_tree_words_taken > 0
+          ? fmt::format("; lock words of failed CNs freed: {} on records, {} on tree nodes",
+                        r.stats.gone_lock_words_freed, r.stats.gone_tree_words_taken)
+                .c_str()
+          : "",
+      f.faults_not_reached > 0
+          ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
+                .c_str()
+          : "",
+      f.faults_given_up > 0
+          ? fmt::format("; {} partitions or CN or MN crashes given up: the cluster would not "
+                        "have survived them within {} ms",
+                        f.faults_given_up, static_cast<double>(kMnsOutWaitNsMax) / 1e6)
+                .c_str()
+          : "",
+      r.stats.commit_rounds_posted_again > 0
+          ? fmt::format("; {} commit rounds posted again to an MN that had not answered",
+                        r.stats.commit_rounds_posted_again)
+                .c_str()
+          : "");
+}
+
+// The crashes aimed at a commit step, if any.
+void PrintStepCrashes(const FailoverStats& f) {
+  std::string aimed;
+  static constexpr const char* kStepNames[kCommitSteps] = {
+      "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
+  for (int i = 1; i < kCommitSteps; i++) {
+    if (f.step_crashes[i] == 0) continue;
+    aimed += fmt::format("{}{} {}", aimed.empty() ? "" : ", ", kStepNames[i], f.step_crashes[i]);
+  }
+  if (!aimed.empty() || f.step_crashes_unaimed > 0) {
+    std::printf(
+        "failover     crashes aimed at a commit step: %s%s\n",
+        aimed.empty() ? "none at their step" : aimed.c_str(),
+        f.step_crashes_unaimed > 0
+            ? fmt::format("; {} found no transaction at their step within {} ms",
+                          f.step_crashes_unaimed, static_cast<double>(kStepCrashWaitNsMax) / 1e6)
+                  .c_str()
+            : "");
+  }
+}
+
+// A run with a failure in it: commits per millisecond and recovery_ms.
+void PrintRecovery(const bench::RunResult& r) {
+  std::string series;
+  for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
+    series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);
+  }
+  std::printf("per ms       %s (commits in each millisecond of the run)\n", series.c_str());
+  std::optional<double> rec = bench::RecoveryMs(r);
+  if (rec) {
+    std::printf("recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n",
+                *rec);
+  } else {
+    std::printf(
+        "recovery_ms  not reached (throughput did not come back within 5%% of its "
+        "level before the crash by the end of the run)\n");
+  }
+}
+
+void PrintReplicas(const ReplicaCheck& c) {
+  if (c.ok()) {
+    // Committed writes are looked for only in runs with node faults (Cluster::ScheduleFaults).
+    std::printf(
+        "replicas     ok: %lu slots and %lu versions agree on every replica%s, nothing "
+        "INVISIBLE or locked%s\n",
+        static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
+        c.tree_nodes > 0 ? fmt::format(", {} B+Tree nodes on every copy", c.tree_nodes).c_str()
+                         : "",
+        c.acked > 0 ? fmt::format("; {} committed writes all found", c.acked).c_str() : "");
+  } else {
+    std::printf(
+        "replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
+        "commits, %lu slots with no replica up; first: %s\n",
+        static_cast<unsigned long>(c.disagreements), static_cast<unsigned long>(c.invisible),
+        static_cast<unsigned long>(c.locked), static_cast<unsigned long>(c.lost_commits),
+        static_cast<unsigned long>(c.lost_groups), c.problems.empty() ? "" : c.problems[0].c_str());
+  }
+}
+
+}  // namespace
+
 void PrintFailover(const bench::RunResult& r) {
   if (r.failover) {
     const FailoverStats& f = *r.failover;
-    for (const auto& p : f.partitions) {
-      const auto ms = [&p](uint64_t t) { return static_cast<double>(t - p.cut_ns) / 1e6; };
-      std::string fate = p.fenced_ns != 0
-                             ? fmt::format("it fenced itself +{:.3f} ms", ms(p.fenced_ns))
-                             : std::string("it went on serving");
-      if (p.healed_ns != 0) {
-        fate += fmt::format(", healed +{:.3f} ms", ms(p.healed_ns));
-      } else {
-        fate += ", not healed in the run";
-      }
-      const std::string what =
-          p.apart_from >= 0 ? fmt::format("cut from host {}", p.apart_from) : "partitioned";
-      std::printf("failover     CN %u %s at %.3f ms: %s\n", p.cn, what.c_str(),
-                  static_cast<double>(p.cut_ns) / 1e6, fate.c_str());
-    }
-    for (const auto& x : f.failures) {
-      const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
-      std::printf(
-          "failover     CN %u %s at %.3f ms: lease expired +%.3f ms, recovered +%.3f ms "
-          "(%lu log records: %lu rolled forward, %lu rolled back), its shards served again "
-          "+%.3f ms\n",
-          x.cn, x.fenced ? "fenced itself" : "crashed", static_cast<double>(x.crash_ns) / 1e6,
-          ms(x.detected_ns), ms(x.recovered_ns), static_cast<unsigned long>(x.log_records),
-          static_cast<unsigned long>(x.rolled_forward), static_cast<unsigned long>(x.rolled_back),
-          ms(x.open_ns));
-      if (x.restart_ns != 0) {
-        std::printf(
-            "failover     CN %u restarted: running clients +%.3f ms, %s\n", x.cn, ms(x.restart_ns),
-            x.returned_ns != 0
-                ? fmt::format("its shards its own again +{:.3f} ms", ms(x.returned_ns)).c_str()
-                : "some or all of its shards stay where its failure put them");
-      }
-    }
-    for (const auto& x : f.mn_failures) {
-      const auto ms = [&x](uint64_t t) { return static_cast<double>(t - x.crash_ns) / 1e6; };
-      std::printf(
-          "failover     MN %u crashed at %.3f ms: lease expired +%.3f ms, every CN on the "
-          "replicas left +%.3f ms\n",
-          x.mn, static_cast<double>(x.crash_ns) / 1e6, ms(x.detected_ns), ms(x.down_ns));
-      if (x.restart_ns == 0) continue;
-      std::printf("failover     MN %u restarted +%.3f ms: copying +%.3f ms", x.mn, ms(x.restart_ns),
-                  ms(x.copy_start_ns));
-      if (x.readable_ns != 0) {
-        std::printf(", %lu slots copied +%.3f ms, readable (R copies again) +%.3f ms\n",
-                    static_cast<unsigned long>(x.slots_copied), ms(x.copied_ns), ms(x.readable_ns));
-      } else {
-        std::printf(", crashed again before it was readable\n");
-      }
-    }
-    std::printf(
-        "membership   epoch %lu, %lu configuration puts; %lu calls "
-        "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
-        "CNs' batches in flight %lu landed, %lu did not%s%s%s%s%s\n",
-        static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
-        static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
-        static_cast<unsigned long>(f.lost_packets),
-        f.partitions.empty() ? "" : fmt::format(", {} to partitions", f.cut_packets).c_str(),
-        static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
-        f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",
-                                      f.tso_moves, f.tso_host)
-                              .c_str()
-                        : "",
-        r.stats.gone_lock_words_freed + r.stats.gone_tree_words_taken > 0
-            ? fmt::format("; lock words of failed CNs freed: {} on records, {} on tree nodes",
-                          r.stats.gone_lock_words_freed, r.stats.gone_tree_words_taken)
-                  .c_str()
-            : "",
-        f.faults_not_reached > 0
-            ? fmt::format("; {} faults after the run's end never happened", f.faults_not_reached)
-                  .c_str()
-            : "",
-        f.faults_given_up > 0
-            ? fmt::format("; {} partitions or CN or MN crashes given up: the cluster would not "
-                          "have survived them within {} ms",
-                          f.faults_given_up, static_cast<double>(kMnsOutWaitNsMax) / 1e6)
-                  .c_str()
-            : "",
-        r.stats.commit_rounds_posted_again > 0
-            ? fmt::format("; {} commit rounds posted again to an MN that had not answered",
-                          r.stats.commit_rounds_posted_again)
-                  .c_str()
-            : "");
+    PrintNodeFailures(f);
+    PrintMembership(f, r);
     std::printf("exercised    %s\n", bench::CountExercised(f).ToString().c_str());
-    std::string aimed;
-    static constexpr const char* kStepNames[kCommitSteps] = {
-        "", "locked", "read", "logged", "timestamped", "visible", "unlocked"};
-    for (int i = 1; i < kCommitSteps; i++) {
-      if (f.step_crashes[i] == 0) continue;
-      aimed += fmt::format("{}{} {}", aimed.empty() ? "" : ", ", kStepNames[i], f.step_crashes[i]);
-    }
-    if (!aimed.empty() || f.step_crashes_unaimed > 0) {
-      std::printf(
-          "failover     crashes aimed at a commit step: %s%s\n",
-          aimed.empty() ? "none at their step" : aimed.c_str(),
-          f.step_crashes_unaimed > 0
-              ? fmt::format("; {} found no transaction at their step within {} ms",
-                            f.step_crashes_unaimed, static_cast<double>(kStepCrashWaitNsMax) / 1e6)
-                    .c_str()
-              : "");
-    }
+    PrintStepCrashes(f);
     if (!f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty()) {
-      std::string series;
-      for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
-        series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);
-      }
-      std::printf("per ms       %s (commits in each millisecond of the run)\n", series.c_str());
-      std::optional<double> rec = bench::RecoveryMs(r);
-      if (rec) {
-        std::printf(
-            "recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n", *rec);
-      } else {
-        std::printf(
-            "recovery_ms  not reached (throughput did not come back within 5%% of its "
-            "level before the crash by the end of the run)\n");
-      }
+      PrintRecovery(r);
     }
   }
-  if (r.replicas) {
-    const ReplicaCheck& c = *r.replicas;
-    if (c.ok()) {
-      // Committed writes are looked for only in runs with node faults (Cluster::ScheduleFaults).
-      std::printf(
-          "replicas     ok: %lu slots and %lu versions agree on every replica%s, nothing "
-          "INVISIBLE or locked%s\n",
-          static_cast<unsigned long>(c.slots), static_cast<unsigned long>(c.versions),
-          c.tree_nodes > 0 ? fmt::format(", {} B+Tree nodes on every copy", c.tree_nodes).c_str()
-                           : "",
-          c.acked > 0 ? fmt::format("; {} committed writes all found", c.acked).c_str() : "");
-    } else {
-      std::printf(
-          "replicas     FAILED: %lu disagreements, %lu INVISIBLE, %lu locked, %lu lost "
-          "commits, %lu slots with no replica up; first: %s\n",
-          static_cast<unsigned long>(c.disagreements), static_cast<unsigned long>(c.invisible),
-          static_cast<unsigned long>(c.locked), static_cast<unsigned long>(c.lost_commits),
-          static_cast<unsigned long>(c.lost_groups),
-          c.problems.empty() ? "" : c.problems[0].c_str());
-    }
-  }
+  if (r.replicas) PrintReplicas(*r.replicas);
 }
 
 void PrintRunHeader(const std::string& what, const bench::Workload& w, const bench::RunOptions& o) {

@@ -20,7 +20,7 @@
 #include "pond/server/client_server.h"
 #include "pond/tools/command.h"
 #include "pond/tools/grpc_log.h"
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/served_flags.h"
 #include "pond/tools/tool_util.h"
 
@@ -37,6 +37,33 @@ struct ServeArgs {
   bool region_given = false;  // --region-mib: else what the served tables need, if more
 };
 
+// The settings as given, resolved and checked (one line says what is wrong), and the workloads
+// to serve.
+Result<std::unique_ptr<Served>> ResolveServe(ServeArgs& a) {
+  std::optional<Testbed> no_sim;
+  POND_RETURN_IF_ERROR(
+      ResolveClusterFlags(&a.cluster, &no_sim, a.isolation, "", /*simulate=*/false));
+  Result<ProtocolConfig> p = ProtocolByName(a.protocol);
+  if (!p.ok()) return p.status();
+  a.cluster.protocol = *p;
+  if (!a.region_given) {
+    a.cluster.region_mib = std::max(a.cluster.region_mib, ServedRegionMib(a.served, a.cluster));
+  }
+  POND_RETURN_IF_ERROR(ValidateConfig(a.cluster));
+  std::string host;
+  int port = 0;
+  if (Status st = server::ParseListenAddress(a.listen, &host, &port); !st.ok()) {
+    return InvalidArgument("--listen " + st.message());
+  }
+  Result<std::unique_ptr<Served>> served = PrepareServed(a.served);
+  if (!served.ok()) return served.status();
+  server::ClientServiceOptions& service = a.served.service;
+  service.cns.clear();
+  for (int cn = 0; cn < a.cluster.cns; cn++) service.cns.push_back(static_cast<uint16_t>(cn));
+  POND_RETURN_IF_ERROR(server::ValidateServiceOptions(service, a.cluster.cns));
+  return served;
+}
+
 int RunServe(ServeArgs& a) {
   const char* what = "serve";
   QuietGrpcLog();
@@ -47,29 +74,10 @@ int RunServe(ServeArgs& a) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  std::optional<Testbed> no_sim;
-  Status st = ResolveClusterFlags(&a.cluster, &no_sim, a.isolation, "", /*simulate=*/false);
-  if (!st.ok()) return Fail(what, st.message());
-  Result<ProtocolConfig> p = ProtocolByName(a.protocol);
-  if (!p.ok()) return Fail(what, p.status().message());
-  a.cluster.protocol = *p;
-  if (!a.region_given) {
-    a.cluster.region_mib = std::max(a.cluster.region_mib, ServedRegionMib(a.served, a.cluster));
-  }
-  if (st = ValidateConfig(a.cluster); !st.ok()) return Fail(what, st.message());
-  std::string host;
-  int port = 0;
-  if (st = server::ParseListenAddress(a.listen, &host, &port); !st.ok()) {
-    return Fail(what, "--listen " + st.message());
-  }
-  Result<std::unique_ptr<Served>> served = PrepareServed(a.served);
+  Result<std::unique_ptr<Served>> served = ResolveServe(a);
   if (!served.ok()) return Fail(what, served.status().message());
   server::ClientServiceOptions& service = a.served.service;
-  service.cns.clear();
-  for (int cn = 0; cn < a.cluster.cns; cn++) service.cns.push_back(static_cast<uint16_t>(cn));
-  if (st = server::ValidateServiceOptions(service, a.cluster.cns); !st.ok()) {
-    return Fail(what, st.message());
-  }
+  Status st;
 
   auto failed = [&](const std::string& why) {
     std::fprintf(stderr, "pond %s: %s\n", what, why.c_str());

@@ -1,6 +1,9 @@
-// KvsFlags: the command-line flags of the KVS workload and of the cluster it runs on, shared by
-// `pond bench|sim kvs` and `pond bench|sim compare` so that both take the same flags with the
-// same defaults. Called from the CLI's thread only.
+// RunFlags: the command-line flags of the cluster a workload runs on and of the run, shared by
+// `pond bench|sim WORKLOAD` and `pond bench|sim compare` so that all take the same flags with the
+// same defaults. CLI11 keeps --isolation, --model and --protocol as the text given (the help and
+// the error messages quote it); ResolveClusterFlags and ResolveRunFlags turn them into the run's
+// typed settings once, right after parsing, and nothing past them sees the text. Called from the
+// CLI's thread only.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,11 +17,11 @@
 
 namespace pond::tools {
 
-struct KvsFlags {
-  bench::RunOptions run;
-  bench::KvsParams kvs;
+struct RunFlags {
+  bench::RunOptions run;  // typed: what the flags give, resolved
   std::string isolation = "sr";
   std::string model = "cx3";  // simulated runs only
+  std::string protocol = "lotus";
 };
 
 // The cluster flags every workload command shares: sets the defaults (simulated: the Lotus
@@ -33,17 +36,12 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
 Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate);
 
-// ResolveClusterFlags on o->cluster and o->sim, then --protocol into o->cluster.protocol.
-Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const std::string& model,
-                       const std::string& protocol, bool simulate);
-
-// The cluster flags (AddClusterFlags) plus the KVS workload's: --keys --rw-ratio --theta.
-// `f` must outlive the parse and the command's action.
-void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate);
-
-// After parsing: applies --isolation and (simulated) --model to f->run. InvalidArgument with a
-// one-line reason on a bad model.
-Status ResolveKvsFlags(KvsFlags* f, bool simulate);
+// AddClusterFlags into f: every cluster flag but --protocol (each command places its own).
+void AddRunFlags(CLI::App* cmd, RunFlags* f, bool simulate);
+// After parsing: --isolation, --model (simulated) and --coord into f->run.
+Status ResolveClusterFlags(RunFlags* f, bool simulate);
+// ResolveClusterFlags, then --protocol into f->run.cluster.protocol.
+Status ResolveRunFlags(RunFlags* f, bool simulate);
 
 // A RunWorkload progress callback that prints one line per call on `out` (about once a wall
 // second): elapsed (virtual) time, commits per second and abort rate since the previous line, after

@@ -1,4 +1,4 @@
-#include "pond/tools/kvs_flags.h"
+#include "pond/tools/run_flags.h"
 
 #include <fmt/core.h>
 
@@ -113,12 +113,20 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
   return Status::Ok();
 }
 
-Status ResolveRunFlags(bench::RunOptions* o, const std::string& isolation, const std::string& model,
-                       const std::string& protocol, bool simulate) {
-  POND_RETURN_IF_ERROR(ResolveClusterFlags(&o->cluster, &o->sim, isolation, model, simulate));
-  Result<ProtocolConfig> p = ProtocolByName(protocol);
+void AddRunFlags(CLI::App* cmd, RunFlags* f, bool simulate) {
+  AddClusterFlags(cmd, &f->run.cluster, &f->run.coros, &f->run.seconds, &f->isolation, &f->model,
+                  simulate);
+}
+
+Status ResolveClusterFlags(RunFlags* f, bool simulate) {
+  return ResolveClusterFlags(&f->run.cluster, &f->run.sim, f->isolation, f->model, simulate);
+}
+
+Status ResolveRunFlags(RunFlags* f, bool simulate) {
+  POND_RETURN_IF_ERROR(ResolveClusterFlags(f, simulate));
+  Result<ProtocolConfig> p = ProtocolByName(f->protocol);
   if (!p.ok()) return p.status();
-  o->cluster.protocol = *p;
+  f->run.cluster.protocol = *p;
   return Status::Ok();
 }
 
@@ -139,21 +147,6 @@ void AddFaultsFlag(CLI::App* cmd, std::string* spec, bool* allow_unplayed) {
 
 Status ResolveFaults(bench::RunOptions* o, const std::string& spec) {
   return bench::ResolveFaults(o, spec);
-}
-
-void AddKvsWorkloadFlags(CLI::App* cmd, KvsFlags* f, bool simulate) {
-  bench::KvsParams& o = f->kvs;
-  AddClusterFlags(cmd, &f->run.cluster, &f->run.coros, &f->run.seconds, &f->isolation, &f->model,
-                  simulate);
-  cmd->add_option("--keys", o.keys, "keys in the table")->capture_default_str();
-  cmd->add_option("--rw-ratio", o.rw_ratio, "fraction of UpdateOne (read-write) transactions")
-      ->capture_default_str();
-  cmd->add_option("--theta", o.theta, "zipf skew of keys; 0 = uniform (the papers use 0.99)")
-      ->capture_default_str();
-}
-
-Status ResolveKvsFlags(KvsFlags* f, bool simulate) {
-  return ResolveClusterFlags(&f->run.cluster, &f->run.sim, f->isolation, f->model, simulate);
 }
 
 std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, bool simulate,
