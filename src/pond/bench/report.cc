@@ -154,6 +154,13 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                                {"txns", r.history->txns},
                                {"detail", r.history->detail}};
   }
+  if (r.moves) {
+    result["resharding"] = {{"moves", r.moves->made},
+                            {"given_up", r.moves->given_up},
+                            {"called_off", r.moves->called_off},
+                            {"closed_ns_total", r.moves->closed_ns_total},
+                            {"closed_ns_max", r.moves->closed_ns_max}};
+  }
   if (r.failover) {
     nlohmann::json failures = nlohmann::json::array();
     for (const auto& f : r.failover->failures) {

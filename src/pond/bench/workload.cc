@@ -178,6 +178,11 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   }
   POND_RETURN_IF_ERROR(w.Finish(cluster, ctx, &result));
   if (!o.faults.empty()) result.failover = cluster.GetFailoverStats();
+  if (o.cluster.reshard.policy != ReshardConfig::Policy::kNone) {
+    const FailoverStats f = cluster.GetFailoverStats();
+    result.moves = RunResult::Moves{f.shard_moves, f.moves_given_up, f.moves_called_off,
+                                    f.move_closed_ns_total, f.move_closed_ns_max};
+  }
   // Every run, faults or not: a commit that let a backup fall behind its primary (or left a
   // cell INVISIBLE or a lock word held) shows in no answer until an MN fails, so it is looked for
   // after every run rather than only after runs that crash nodes (docs/checker.md). The MNs of

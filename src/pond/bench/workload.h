@@ -128,6 +128,12 @@ struct RunResult : RunMeasures {
   // Runs with a fault schedule: what failover did, and whether the replicas agree afterwards.
   std::optional<FailoverStats> failover;
   std::optional<ReplicaCheck> replicas;
+  // Runs with resharding on (docs/resharding.md): what the shard moves did, over every CN.
+  struct Moves {
+    uint64_t made = 0, given_up = 0, called_off = 0;
+    uint64_t closed_ns_total = 0, closed_ns_max = 0;  // shards granted by nobody, per move
+  };
+  std::optional<Moves> moves;
 };
 
 // From the first crash of a run with a crash in it: the milliseconds until throughput stays at

@@ -244,6 +244,16 @@ void PrintReplicas(const ReplicaCheck& c) {
 }  // namespace
 
 void PrintFailover(const bench::RunResult& r) {
+  if (r.moves) {
+    const bench::RunResult::Moves& m = *r.moves;
+    std::printf(
+        "resharding   %lu shard moves made, %lu given up, %lu called off; shards closed %.3f ms "
+        "at most, %.3f ms a move\n",
+        static_cast<unsigned long>(m.made), static_cast<unsigned long>(m.given_up),
+        static_cast<unsigned long>(m.called_off), static_cast<double>(m.closed_ns_max) / 1e6,
+        m.made == 0 ? 0.0
+                    : static_cast<double>(m.closed_ns_total) / 1e6 / static_cast<double>(m.made));
+  }
   if (r.failover) {
     const FailoverStats& f = *r.failover;
     PrintNodeFailures(f);
@@ -265,6 +275,13 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w, const ben
               RunSettings(o, w).c_str());
   if (simulate) std::printf("model        %s\n", o.sim->ToJson().c_str());
   if (!o.faults.empty()) std::printf("faults       %s\n", o.faults.c_str());
+  if (const ReshardConfig& rs = o.cluster.reshard; rs.policy != ReshardConfig::Policy::kNone) {
+    std::printf(
+        "resharding   load: every %.3f ms, over %.2fx the mean for %d intervals, drain "
+        "%.3f ms\n",
+        static_cast<double>(rs.interval_ns) / 1e6, rs.over, rs.intervals,
+        static_cast<double>(rs.drain_ns) / 1e6);
+  }
   if (!o.faults_horizon.empty()) std::printf("faults       %s\n", o.faults_horizon.c_str());
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");

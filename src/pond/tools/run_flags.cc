@@ -2,12 +2,42 @@
 
 #include <fmt/core.h>
 
+#include <string>
+
 #include "pond/bench/run_faults.h"
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/server/cluster_spec.h"
 
 namespace pond::tools {
+
+void AddReshardFlags(CLI::App* cmd, ReshardConfig* r) {
+  using Policy = ReshardConfig::Policy;
+  cmd->add_option_function<std::string>(
+         "--reshard",
+         [r](const std::string& v) { r->policy = v == "load" ? Policy::kLoad : Policy::kNone; },
+         "move shards' lock management between CNs at run time (docs/resharding.md): none, or "
+         "load (an overloaded CN hands its hottest shards to the least loaded, Lotus 4.3)")
+      ->check(CLI::IsMember({"none", "load"}))
+      ->default_str("none");
+  const auto ms = [](uint64_t* ns) {
+    return [ns](double v) { *ns = v < 0 ? 0 : static_cast<uint64_t>(v * 1e6); };
+  };
+  cmd->add_option_function<double>("--reshard-interval-ms", ms(&r->interval_ns),
+                                   "load policy: each CN measures and publishes its load this "
+                                   "often, in (virtual) ms")
+      ->default_str("100");
+  cmd->add_option("--reshard-over", r->over,
+                  "load policy: a CN is overloaded above this times the CNs' mean latency")
+      ->capture_default_str();
+  cmd->add_option("--reshard-intervals", r->intervals,
+                  "load policy: ...for this many intervals in a row")
+      ->capture_default_str();
+  cmd->add_option_function<double>("--reshard-drain-ms", ms(&r->drain_ns),
+                                   "a move whose shards are not drained this long after it began "
+                                   "is given up, in (virtual) ms")
+      ->default_str("10");
+}
 
 void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
                      std::string* isolation, std::string* model, bool simulate) {
@@ -47,6 +77,7 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
       ->capture_default_str();
   cmd->add_option("--seed", c->seed, "seed for keys, routing (and the whole simulation)")
       ->capture_default_str();
+  if (simulate) AddReshardFlags(cmd, &c->reshard);
   if (!simulate) {
     cmd->add_option("--transport", c->transport.kind,
                     "local (shared memory of this process) or ucx (UCX, MNs as UCX memory nodes "

@@ -31,6 +31,9 @@ struct RunFlags {
 // that flag out (a cluster that serves has no run of its own).
 void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
                      std::string* isolation, std::string* model, bool simulate);
+// --reshard and its settings (simulated runs: AddClusterFlags registers them), into *r.
+void AddReshardFlags(CLI::App* cmd, ReshardConfig* r);
+
 // After parsing: applies `isolation` to c and (simulated) loads `model` into *sim.
 // InvalidArgument with a one-line reason on a bad model.
 Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
