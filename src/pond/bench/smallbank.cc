@@ -116,23 +116,35 @@ Status Put(Txn& t, uint16_t table, uint64_t account, int64_t balance, TxnHistory
 
 // One account draw: the hot set (accounts 0 .. hot-1, whose low bits spread them over every
 // shard) with probability hot_access, else any account.
-uint64_t DrawAccount(Rng& rng, uint64_t accounts, uint64_t hot, double hot_access) {
-  return rng.Chance(hot_access) ? rng.Uniform(hot) : rng.Uniform(accounts);
+uint64_t DrawAccount(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t place) {
+  if (!rng.Chance(p.hot_access)) return rng.Uniform(p.accounts);
+  const uint64_t k = rng.Uniform(hot);
+  return p.moving_hotspot_ms > 0 ? SmallBankHotAccount(p.accounts, hot, k, place) : k;
 }
 
 }  // namespace
 
-SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag) {
+uint64_t SmallBankHotAccount(uint64_t accounts, uint64_t hot, uint64_t k, uint64_t place) {
+  // Accounts a with a mod 4096 = s, below `accounts`: per_shard of them in every shard.
+  const uint64_t per_shard = std::max<uint64_t>(1, accounts / 4096);
+  const uint64_t width = std::min<uint64_t>(4096, (hot + per_shard - 1) / per_shard);
+  const uint64_t shard = (place * 1553 + k % width) % 4096;
+  const uint64_t a = shard + 4096 * (k / width % per_shard);
+  return a < accounts ? a : shard % accounts;
+}
+
+SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag,
+                                uint64_t place) {
   SmallBankCall c;
   c.kind = static_cast<SmallBankTxn>(DrawFromMix(rng, kSmallBankMixPct));
   Args& a = c.args;
   a.tag = tag;
-  a.a0 = DrawAccount(rng, p.accounts, hot, p.hot_access);
+  a.a0 = DrawAccount(rng, p, hot, place);
   if (c.kind == SmallBankTxn::kAmalgamate || c.kind == SmallBankTxn::kSendPayment) {
     // Two distinct accounts; redrawing keeps both under the skew (bounded: a hot set of one
     // account with hot_access 1 could repeat forever).
     for (int i = 0; i < 8 && (i == 0 || a.a1 == a.a0); i++) {
-      a.a1 = DrawAccount(rng, p.accounts, hot, p.hot_access);
+      a.a1 = DrawAccount(rng, p, hot, place);
     }
     if (a.a1 == a.a0) a.a1 = (a.a0 + 1) % p.accounts;
   }
@@ -202,6 +214,8 @@ Status SmallBankWorkload::Validate(const RunOptions& o) const {
     return InvalidArgument("--hot-fraction must be in (0, 1]");
   if (!(p_.hot_access >= 0 && p_.hot_access <= 1))
     return InvalidArgument("--hot-access must be in [0, 1]");
+  if (!(p_.moving_hotspot_ms >= 0 && p_.moving_hotspot_ms <= 3.6e6))
+    return InvalidArgument("--moving-hotspot-ms must be 0 (the hot set stays) to 3600000");
   if (o.record && (o.calls_max < 1 || o.calls_max > kSmallBankHistoryTxnsMax)) {
     return InvalidArgument("a recorded SmallBank run takes 1 to " +
                            std::to_string(kSmallBankHistoryTxnsMax) + " calls");
@@ -210,13 +224,17 @@ Status SmallBankWorkload::Validate(const RunOptions& o) const {
 }
 
 std::string SmallBankWorkload::Settings() const {
-  return fmt::format("{} accounts, {:.0f}% of accesses to {:.1f}% hot", p_.accounts,
-                     p_.hot_access * 100, p_.hot_fraction * 100);
+  std::string s = fmt::format("{} accounts, {:.0f}% of accesses to {:.1f}% hot", p_.accounts,
+                              p_.hot_access * 100, p_.hot_fraction * 100);
+  if (p_.moving_hotspot_ms > 0) s += fmt::format(" moving every {:g} ms", p_.moving_hotspot_ms);
+  return s;
 }
 
 nlohmann::json SmallBankWorkload::SettingsJson() const {
-  return {
+  nlohmann::json j = {
       {"accounts", p_.accounts}, {"hot_fraction", p_.hot_fraction}, {"hot_access", p_.hot_access}};
+  if (p_.moving_hotspot_ms > 0) j["moving_hotspot_ms"] = p_.moving_hotspot_ms;
+  return j;
 }
 
 Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
@@ -250,6 +268,7 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   for (SmallBankCounters& c : counters_) c.calls.resize(static_cast<size_t>(ctx.options().coros));
   hot_ = std::max<uint64_t>(
       1, static_cast<uint64_t>(static_cast<double>(p_.accounts) * p_.hot_fraction));
+  start_ns_ = cluster.clock().NowNs();
 
   // The six procedures, registered in SmallBankTxn order. Each runs one transaction; after a
   // commit it adds its net deposit to the counters of the worker it ran on — only the procedure
@@ -426,7 +445,14 @@ Task<void> SmallBankWorkload::RunClient(Session& s, RunContext& ctx) {
   // Sized before any client runs: another client's growth must not move this one's counter.
   uint64_t& calls = me.calls.at(static_cast<size_t>(s.client()));
   while (ctx.NextCall(s)) {
-    const SmallBankCall call = DrawSmallBankCall(rng, p_, hot_, ((client + 1) << 32) | ++calls);
+    // A moving hot set's place: how many of its periods the run's clock has passed since Setup.
+    const uint64_t place =
+        p_.moving_hotspot_ms > 0
+            ? static_cast<uint64_t>(static_cast<double>(s.clock().NowNs() - start_ns_) /
+                                    (p_.moving_hotspot_ms * 1e6))
+            : 0;
+    const SmallBankCall call =
+        DrawSmallBankCall(rng, p_, hot_, ((client + 1) << 32) | ++calls, place);
     const SmallBankTxn kind = call.kind;
     const Args& a = call.args;
     const bool ro = kind == SmallBankTxn::kBalance;

@@ -40,6 +40,11 @@ struct SmallBankParams {
   uint64_t accounts = 100'000;
   double hot_fraction = 0.04;  // share of the accounts in the hot set
   double hot_access = 0.90;    // share of the account draws that go to the hot set
+  // Above 0: the hot set lies in as few consecutive shards as hold it — so on one CN, where
+  // hybrid routing sends its read-write calls — and jumps to other shards every this many ms of
+  // the run's clock (docs/resharding.md: the load moving resharding answers). 0: the hot set is
+  // accounts 0 to hot - 1, spread over every shard, and stays.
+  double moving_hotspot_ms = 0;
 };
 
 // A recorded run (RunOptions::record, for the isolation checker; smallbank_history.h) makes rows
@@ -82,6 +87,7 @@ class SmallBankWorkload : public Workload {
   std::vector<ProcedureId> procs_;  // as registered, in SmallBankTxn order
   uint16_t ts_ = 0, tc_ = 0;        // savings, checking
   uint64_t hot_ = 1;
+  uint64_t start_ns_ = 0;  // the run's clock at Setup: a moving hot set's places count from it
   int64_t initial_total_ = 0;
   std::vector<SmallBankCounters> counters_;
 };
@@ -109,12 +115,18 @@ inline constexpr std::array<const char*, kSmallBankTxnCount> kSmallBankProcedure
     "smallbank.send_payment", "smallbank.transact_savings", "smallbank.write_check"};
 
 // One call as a client draws it: the kind by the standard mix, accounts under the hot-set skew
-// (`hot` accounts in the hot set), the amount.
+// (`hot` accounts in the hot set; with a moving hot set, where it is in its `place`-th place:
+// SmallBankHotAccount), the amount.
 struct SmallBankCall {
   SmallBankTxn kind = SmallBankTxn::kBalance;
   SmallBankArgs args;
 };
-SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag);
+SmallBankCall DrawSmallBankCall(Rng& rng, const SmallBankParams& p, uint64_t hot, uint64_t tag,
+                                uint64_t place = 0);
+// A moving hot set's account `k` (0 <= k < hot) in its `place`-th place: the hot set fills the
+// consecutive shards from (place * 1553) mod 4096 on, as many as hold `hot` accounts, and each
+// place starts far from the one before (1553 / 4096 is near the golden ratio), so on another CN.
+uint64_t SmallBankHotAccount(uint64_t accounts, uint64_t hot, uint64_t k, uint64_t place);
 // Whether `a` is a call a served SmallBank of `accounts` accounts runs: accounts in range, two
 // distinct ones where the transaction names two, an amount of the sign it needs and at most
 // 2^40 in size (so balances cannot overflow). InvalidArgument with one line otherwise.

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 
 #include "pond/bench/test_run.h"
@@ -78,6 +79,25 @@ void RunRecordedAndCheckHistory(const std::string& protocol, Isolation iso, bool
 class SmallBankTest : public testing::TestWithParam<std::string> {};
 // SI runs: the protocols that have snapshots (ford is single-version and refuses SI).
 class SmallBankTestSnapshot : public testing::TestWithParam<std::string> {};
+
+// A moving hot set (--moving-hotspot-ms): every hot account is a real one, distinct, in as few
+// consecutive shards as hold them, and the next place is elsewhere.
+TEST(SmallBankHotSetTest, AMovingHotSetFillsFewShardsAndMovesOn) {
+  constexpr uint64_t kAccounts = 100'000, kHot = 4000;  // 24 accounts a shard: 167 shards
+  for (uint64_t place : {0, 1, 2}) {
+    std::set<uint64_t> accounts, shards;
+    for (uint64_t k = 0; k < kHot; k++) {
+      const uint64_t a = SmallBankHotAccount(kAccounts, kHot, k, place);
+      ASSERT_LT(a, kAccounts);
+      accounts.insert(a);
+      shards.insert(a % 4096);
+    }
+    EXPECT_EQ(accounts.size(), kHot) << "place " << place;
+    EXPECT_EQ(shards.size(), 167u) << "place " << place;
+    EXPECT_TRUE(shards.count((place * 1553) % 4096)) << "place " << place;
+    EXPECT_FALSE(shards.count(((place + 1) * 1553) % 4096)) << "the next place overlaps";
+  }
+}
 
 TEST_P(SmallBankTest, MoneyAddsUpOnThreadsSerializable) {
   RunAndCheck(GetParam(), Isolation::kSerializable, false);

@@ -29,7 +29,8 @@ constexpr int kClientsMax = 1024;
 constexpr int kReadAttemptsMax = 20;
 
 // The flags an embedded run takes that a connected one must not be given.
-constexpr const char* kEmbeddedOnly[] = {"--mns",
+constexpr const char* kEmbeddedOnly[] = {"--moving-hotspot-ms",  // the served driver keeps it still
+                                         "--mns",
                                          "--cns",
                                          "--workers",
                                          "--coros",

@@ -44,6 +44,11 @@ class SmallBankFlagSet : public WorkloadFlags {
                     std::string(compare ? "smallbank: " : "") +
                         "share of the account draws that go to the hot set")
         ->capture_default_str();
+    cmd->add_option("--moving-hotspot-ms", p_.moving_hotspot_ms,
+                    std::string(compare ? "smallbank: " : "") +
+                        "the hot set in as few shards as hold it, on one CN, jumping to other "
+                        "shards every this many ms (0: spread over every shard, still)")
+        ->capture_default_str();
   }
   std::unique_ptr<bench::Workload> Make() const override {
     return std::make_unique<bench::SmallBankWorkload>(p_);
