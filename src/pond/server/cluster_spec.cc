@@ -20,6 +20,14 @@ std::string ClusterSpec::ToJson() const {
       {"ucx_net_devices", c.transport.ucx_net_devices},
       {"lease_ms", c.transport.lease_ms},
   };
+  // Only when on, so that a spec without resharding reads as it always did.
+  if (const ReshardConfig& r = c.reshard; r.policy != ReshardConfig::Policy::kNone) {
+    j["reshard"] = "load";
+    j["reshard_interval_us"] = r.interval_ns / 1000;
+    j["reshard_over"] = r.over;
+    j["reshard_intervals"] = r.intervals;
+    j["reshard_drain_us"] = r.drain_ns / 1000;
+  }
   return j.dump();
 }
 
@@ -79,6 +87,27 @@ Result<ClusterSpec> ClusterSpec::FromJson(std::string_view text) {
       st = string_field(&c.transport.ucx_net_devices);
     } else if (key == "lease_ms") {
       st = int_field(&c.transport.lease_ms, 20, 60'000);
+    } else if (key == "reshard") {
+      std::string policy;
+      st = string_field(&policy);
+      if (st.ok() && policy != "none" && policy != "load") {
+        st = InvalidArgument("cluster spec: \"reshard\" must be \"none\" or \"load\"");
+      }
+      c.reshard.policy =
+          policy == "load" ? ReshardConfig::Policy::kLoad : ReshardConfig::Policy::kNone;
+    } else if (key == "reshard_interval_us" || key == "reshard_drain_us") {
+      uint64_t us = 0;
+      st = int_field(&us, 100, 60'000'000);
+      (key == "reshard_drain_us" ? c.reshard.drain_ns : c.reshard.interval_ns) = us * 1000;
+    } else if (key == "reshard_intervals") {
+      st = int_field(&c.reshard.intervals, 1, 1000);
+    } else if (key == "reshard_over") {
+      if (!v.is_number() || !(v.get<double>() > 1.0 && v.get<double>() <= 100.0)) {
+        st =
+            InvalidArgument("cluster spec: \"reshard_over\" must be a number above 1, at most 100");
+      } else {
+        c.reshard.over = v.get<double>();
+      }
     } else {
       st = InvalidArgument("cluster spec: unknown field \"" + key + "\"");
     }

@@ -31,20 +31,34 @@ TEST(ClusterSpecTest, RoundTripsThroughJson) {
   EXPECT_EQ(back->config.transport.ucx_net_devices, "lo");
 }
 
+// Resharding's settings reach every CN daemon through the spec; a spec without them reads as
+// before (no field written).
+TEST(ClusterSpecTest, CarriesResharding) {
+  ClusterSpec s;
+  EXPECT_EQ(s.ToJson().find("reshard"), std::string::npos);
+  s.config.reshard = ReshardConfig{.policy = ReshardConfig::Policy::kLoad,
+                                   .interval_ns = 50'000'000,
+                                   .over = 1.25,
+                                   .intervals = 2,
+                                   .drain_ns = 3'000'000};
+  Result<ClusterSpec> back = ClusterSpec::FromJson(s.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const ReshardConfig& r = back->config.reshard;
+  EXPECT_EQ(r.policy, ReshardConfig::Policy::kLoad);
+  EXPECT_EQ(r.interval_ns, 50'000'000u);
+  EXPECT_EQ(r.over, 1.25);
+  EXPECT_EQ(r.intervals, 2);
+  EXPECT_EQ(r.drain_ns, 3'000'000u);
+}
+
 TEST(ClusterSpecTest, RefusesWhatIsNotASpecWithOneLine) {
   for (const char* bad : {
-           "",
-           "[]",
-           "{\"mns\": \"three\"}",
-           "{\"mns\": 0}",
-           "{\"mns\": 65}",
-           "{\"colour\": 1}",
-           "{\"protocol\": \"paxos\"}",
-           "{\"isolation\": \"rc\"}",
-           "{\"seed\": -1}",
+           "", "[]", "{\"mns\": \"three\"}", "{\"mns\": 0}", "{\"mns\": 65}", "{\"colour\": 1}",
+           "{\"protocol\": \"paxos\"}", "{\"isolation\": \"rc\"}", "{\"seed\": -1}",
            "{\"mns\": 2, \"replication\": 3}",  // ValidateConfig: R above the MNs
-           "{\"region_mib\": 8}",
-           "{\"mns\": 3",
+           "{\"region_mib\": 8}", "{\"mns\": 3", "{\"reshard\": \"zeus\"}",
+           "{\"reshard\": \"load\", \"reshard_over\": 1}", "{\"reshard_interval_us\": 5}",
+           "{\"reshard\": \"load\", \"protocol\": \"ford\"}",  // its locks are on MNs
        }) {
     Result<ClusterSpec> s = ClusterSpec::FromJson(bad);
     ASSERT_FALSE(s.ok()) << bad;

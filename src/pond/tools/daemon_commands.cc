@@ -9,6 +9,7 @@
 #include "pond/tools/command.h"
 #include "pond/tools/daemon_config.h"
 #include "pond/tools/grpc_log.h"
+#include "pond/tools/run_flags.h"
 #include "pond/tools/served_flags.h"
 
 namespace pond::tools {
@@ -141,6 +142,7 @@ void AddUpCommand(CLI::App& root, CommandAction* action) {
                   "a CN daemon's lease: declared failed after this long without a beat")
       ->check(CLI::Range(20, 60'000))
       ->capture_default_str();
+  AddReshardFlags(cmd, &o->config.reshard);
   auto served = std::make_shared<ServedFlags>();
   AddServedFlags(cmd, served.get());
   cmd->add_flag("!--no-metrics", o->metrics,
