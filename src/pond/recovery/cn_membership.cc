@@ -144,7 +144,9 @@ void CnMembership::Balance() {
   const uint64_t latency = load_policy_.EndInterval(*load);
   report_load_latency_ = latency;
   report_load_interval_ = uint64_t{o_.incarnation} << 48 | ++load_intervals_;
-  // Peers heard from within two intervals count, at their newest.
+  // Peers heard from lately count, at their newest: a peer's entry changes once an interval,
+  // measured at its coordination periods, and reaches this CN with a beat (a period each way).
+  const uint64_t fresh_ns = 2 * std::max(o_.load.interval_ns, period_ns()) + 2 * period_ns();
   std::vector<std::optional<uint64_t>> latencies(o_.cns);
   {
     std::lock_guard lock(beat_mu_);
@@ -152,7 +154,7 @@ void CnMembership::Balance() {
       const PeerLoad& p = loads_[c];
       if (c == o_.cn || !view_.cns[c].alive || p.interval == 0 ||
           store::CnBeatIncarnation(p.interval) != view_.cns[c].incarnation ||
-          now - p.changed_ns > 2 * o_.load.interval_ns) {
+          now - p.changed_ns > fresh_ns) {
         continue;
       }
       latencies[c] = p.latency_ns;

@@ -99,11 +99,13 @@ class CnMembership {
   CnMembership& operator=(const CnMembership&) = delete;
 
   // How often each half acts; the coordination half ten times as often while this CN holds its
-  // commits for an MN's rejoin (mn_rejoin.h: gated, switched), which then ends sooner. The
-  // coordination half's thread.
+  // commits for an MN's rejoin (mn_rejoin.h: gated, switched), or has shards closed to move
+  // (shard_move.h), which then end sooner. The coordination half's thread.
   uint64_t period_ns() const { return o_.lease_ns / 10; }
   uint64_t lease_ns() const { return o_.lease_ns; }
-  uint64_t coord_period_ns() const { return rejoins_.Holding() ? period_ns() / 10 : period_ns(); }
+  uint64_t coord_period_ns() const {
+    return rejoins_.Holding() || moves_.Moving() ? period_ns() / 10 : period_ns();
+  }
 
   // The beat half, once a period: fences if no beat reached an MN for its own lease, writes the
   // next beat to every MN up and reads every MN's lease page (coroutines on the beat scheduler).

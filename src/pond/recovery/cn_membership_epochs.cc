@@ -150,14 +150,26 @@ void CnMembership::Apply(const cluster::Configuration& next, const std::vector<u
   // wait for its recovery instead (Progress); one that came some other way — epochs this CN did
   // not see moved it more than once — waits for every failure this epoch declares, and stays
   // closed, said in the log, if it declares none.
+  // A move of this CN's that the epoch makes, whose shards epochs this CN skipped may have given
+  // back to it already (its receiver failed, or moved them on): those came from the receiver,
+  // not from nowhere, and are still closed here (fault seed: one stayed closed for good).
+  std::map<uint32_t, uint16_t> went;
+  if (auto made = moves_.MadeIn(next)) {
+    for (uint32_t s : made->second) went[s] = made->first;
+  }
   std::vector<uint32_t> came_home;
   for (uint32_t s = 0; s < o_.shards; s++) {
-    if (shards[s] == shards_[s]) continue;
+    const auto w = went.find(s);
+    const uint16_t from = shards[s] == o_.cn && w != went.end() ? w->second : shards_[s];
+    if (shards[s] == from) continue;
     controls_.AssignShard(s, shards[s]);
     if (shards[s] != o_.cn) continue;
-    const uint16_t from = shards_[s];
+    // From a holder alive before and after, when no CN failed meanwhile: drained there. With a
+    // failure in the epochs this one covers, a shard may have passed through the failed CN on
+    // its way, so it waits for the failures' recovery as their own shards do.
     const bool holder_stayed = view_.cns[from].alive && next.cns[from].alive &&
-                               view_.cns[from].incarnation == next.cns[from].incarnation;
+                               view_.cns[from].incarnation == next.cns[from].incarnation &&
+                               dead.empty();
     if (holder_stayed) {
       came_home.push_back(s);
     } else if (Recovering(s)) {

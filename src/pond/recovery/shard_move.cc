@@ -40,7 +40,9 @@ bool ShardMoves::Start(const cluster::Configuration& view, std::vector<uint32_t>
 void ShardMoves::Progress(uint64_t now_ns, bool may_say, uint32_t seq) {
   if (!move_.has_value() || move_->drained) return;
   Move& m = *move_;
-  if (!m.said && now_ns - m.started_ns > drain_bound_ns_) {
+  // Past the bound, and looked at a few times: a holder that acts once a long period would
+  // otherwise give up before it ever saw the shards drain.
+  if (!m.said && now_ns - m.started_ns > drain_bound_ns_ && ++m.late_looks > 3) {
     // No record a CM could act on exists: serving them again cannot make two grantors.
     for (uint32_t s : m.record.shards) controls_.OpenShard(s);
     controls_.Event("gave up moving " + std::to_string(m.record.shards.size()) + " shards to CN " +
@@ -86,6 +88,14 @@ void ShardMoves::Apply(const cluster::Configuration& next, const std::vector<uin
     counts_.cancelled++;
     move_.reset();
   }
+}
+
+std::optional<std::pair<uint16_t, std::vector<uint32_t>>> ShardMoves::MadeIn(
+    const cluster::Configuration& next) const {
+  if (!move_.has_value() || !move_->said || next.cns[cn_].moves < move_->record.seq) {
+    return std::nullopt;
+  }
+  return std::make_pair(move_->record.to, move_->record.shards);
 }
 
 void ShardMoves::Reopen(const std::vector<uint16_t>& shards,

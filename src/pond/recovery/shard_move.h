@@ -28,6 +28,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pond/cluster/directory.h"
@@ -58,7 +59,8 @@ class ShardMoves {
   // a move is under way.
   bool Start(const cluster::Configuration& view, std::vector<uint32_t> shards, uint16_t to,
              uint64_t now_ns);
-  // The holder, once a period: gives the move up if it is past the bound and not said yet;
+  // The holder, once a period: gives the move up if it is past the bound (at the fourth period
+  // past it) and not said yet;
   // otherwise, if `may_say` and no lock in its shards is held here, says it is drained, as
   // hand-over number `seq` (this CN's next: shard_return.h numbers returns alike).
   void Progress(uint64_t now_ns, bool may_say, uint32_t seq);
@@ -66,6 +68,12 @@ class ShardMoves {
   // ruled it out, serving again those shards still here but for any `recovering` names.
   void Apply(const cluster::Configuration& next, const std::vector<uint16_t>& shards,
              uint64_t now_ns, const std::function<bool(uint32_t)>& recovering);
+
+  // The holder's move that epoch `next` makes (its number is within next's count): its receiver
+  // and its shards; nullopt if none. Before Apply: an epoch applied after skipping others may
+  // give some of them back here already (the receiver failed, or moved them on).
+  std::optional<std::pair<uint16_t, std::vector<uint32_t>>> MadeIn(
+      const cluster::Configuration& next) const;
 
   // The CM's half: in `shards` (the map of `next`, decided over `view`), makes every move said
   // whose rules hold (above), counting it in next's `moves`; adds what it did to `what`.
@@ -87,6 +95,7 @@ class ShardMoves {
     // give up.
     bool said = false;
     bool drained = false;  // the put landed
+    int late_looks = 0;    // periods past the drain bound, not drained
   };
   // Serves again the move's shards still managed here, but those `recovering` names.
   void Reopen(const std::vector<uint16_t>& shards, const std::function<bool(uint32_t)>& recovering,

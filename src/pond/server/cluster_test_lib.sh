@@ -41,6 +41,21 @@ alive() {
   [ -r "/proc/$1/stat" ] || return 1
   [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != "Z" ]
 }
+# `pond down` of the cluster in $1 ($2 names the case, may be empty), then: no process of it is
+# left running.
+down_leaves_nothing() {
+  cp "$1/cluster.json" "$tmp/down-cluster.json"
+  "$pond" down --dir "$1" --grace 5 >/dev/null 2>&1
+  local left=0 p
+  for p in $(pids_of "$tmp/down-cluster.json"); do alive "$p" && left=$((left + 1)); done
+  [ "$left" -eq 0 ] && ok "${2:+$2: }pond down left nothing running" ||
+    fail "${2:+$2: }$left process(es) left after pond down"
+}
+# The last line of a test: its verdict, and its exit status.
+verdict() {
+  [ "$failures" -eq 0 ] && echo "all checks passed" || echo "$failures check(s) failed"
+  exit $((failures > 0))
+}
 # Waits up to $3 seconds for file $1 to hold a line matching $2.
 await_line() {
   for _ in $(seq 1 $(($3 * 10))); do

@@ -50,11 +50,5 @@ else
 fi
 kill "$bench" 2>/dev/null
 wait "$bench" 2>/dev/null
-cp "$d/cluster.json" "$tmp/cluster.json"
-"$pond" down --dir "$d" --grace 5 >/dev/null 2>&1
-left=0
-for p in $(pids_of "$tmp/cluster.json"); do alive "$p" && left=$((left + 1)); done
-[ "$left" -eq 0 ] && ok "pond down left nothing running" || fail "$left process(es) left"
-
-[ "$failures" -eq 0 ] && echo "all checks passed" || echo "$failures check(s) failed"
-exit $((failures > 0))
+down_leaves_nothing "$d"
+verdict
