@@ -1077,6 +1077,9 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsSnapshot) {
 TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsWithShardsMoving) {
   RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "lotus", Restless());
 }
+TEST(FaultSeedTest, LotusSnapshotHistoriesUnderRandomFaultsWithShardsMoving) {
+  RunHistorySeeds(Isolation::kSnapshot, 100, std::nullopt, "lotus", Restless());
+}
 TEST(FaultSeedTest, MotorHistoriesUnderRandomFaultsSerializable) {
   RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "motor");
 }
