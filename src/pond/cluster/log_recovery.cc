@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -39,8 +40,19 @@ struct CellRef {
   bool votes;
   GAddr slot;  // the slot the cell is in
   const store::LogItem* item;
-  uint64_t live_meta;  // the slot's meta once live, for an insert's rollback to write
+  uint64_t live_meta;      // the slot's meta once live, for an insert's rollback to write
+  bool cut_short = false;  // torn for good by the failed CN dying mid-WRITE
 };
+
+// A cell still torn after every retry was cut short by a writer that died in its WRITE — on
+// shared memory (CXL, UCX's shm) the CPU's stores stop wherever the process does. Its first word
+// (head_cv, valid and the writer's low 48 bits) is stored first (docs/formats.md "Cell"), so it
+// names the write. If that is a write of transaction `tag`, true.
+bool IsWriteOf(const CvtCell& raw, uint64_t tag) {
+  uint64_t writer = 0;
+  for (int i = 0; i < 6; i++) writer |= uint64_t{raw.writer[i]} << (8 * i);
+  return raw.valid != store::kCellEmpty && writer == (tag & ((uint64_t{1} << 48) - 1));
+}
 
 }  // namespace
 
@@ -49,6 +61,7 @@ LogRecoveryStats& LogRecoveryStats::operator+=(const LogRecoveryStats& o) {
   rolled_forward += o.rolled_forward;
   rolled_back += o.rolled_back;
   cells_written += o.cells_written;
+  cells_cut_short += o.cells_cut_short;
   mn_lock_records += o.mn_lock_records;
   lock_words_freed += o.lock_words_freed;
   return *this;
@@ -115,7 +128,28 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
     if (!cells[i].down) todo.push_back(i);
   }
   for (int attempt = 0; !todo.empty(); attempt++) {
-    if (attempt == kTornRetries) co_return Unavailable("cells stayed torn during log recovery");
+    if (attempt == kTornRetries) {
+      // Each cell torn for good is the write of one of this log's records, cut short, or
+      // recovery cannot go on. That record had not reached write-visible, which is posted only
+      // once every cell write is complete: the cell counts as its INVISIBLE cell, so the record
+      // rolls back and the rollback rewrites the cell whole. To the other records naming the
+      // same cell it is a later writer's.
+      auto tag_of = [&](size_t i) {
+        return store::WriterTag(cn, worker, records[cells[i].record].header.txn_id);
+      };
+      for (size_t i : todo) {
+        std::optional<uint64_t> writer;
+        for (size_t j : todo) {
+          if (cells[j].addr == cells[i].addr && IsWriteOf(raw[i], tag_of(j))) writer = tag_of(j);
+        }
+        if (!writer) co_return Unavailable("cells stayed torn during log recovery");
+        cells[i].cell =
+            Cell{.cv = raw[i].head_cv, .valid = true, .commit_ts = kInvisible, .writer = *writer};
+        cells[i].cut_short = *writer == tag_of(i);
+        stats.cells_cut_short += cells[i].cut_short ? 1 : 0;
+      }
+      break;
+    }
     for (size_t b = 0; b < todo.size(); b += kCellsPerBatch) {
       for (size_t k = b; k < std::min(todo.size(), b + kCellsPerBatch); k++) {
         ep.Read(cells[todo[k]].addr, &raw[todo[k]], sizeof(CvtCell));
@@ -174,6 +208,13 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
       }
     }
     if (invisible && ts != kInvisible) {
+      for (size_t i = at; i < end; i++) {
+        if (cells[i].cut_short) {
+          co_return Corruption("transaction " + std::to_string(rec.header.txn_id) + " of CN " +
+                               std::to_string(cn) +
+                               " has a timestamp in one cell and a cell it never finished writing");
+        }
+      }
       stats.rolled_forward++;
       for (size_t i = at; i < end; i++) {
         CellRef& c = cells[i];

@@ -42,6 +42,8 @@ struct LogRecoveryStats {
   uint64_t rolled_forward = 0;  // transactions finished with their commit timestamp
   uint64_t rolled_back = 0;     // transactions undone
   uint64_t cells_written = 0;
+  // Cells the failed CN died in the middle of writing (torn for good), rolled back whole.
+  uint64_t cells_cut_short = 0;
   // Records of protocols with MN lock words (mn_lock_recovery.h), and the words freed.
   uint64_t mn_lock_records = 0;
   uint64_t lock_words_freed = 0;
@@ -51,7 +53,9 @@ struct LogRecoveryStats {
 // Finishes the transactions of worker `worker` of CN `cn` logged in its rings (`areas`, each
 // `bytes` long: one per MN; a record has a copy on every MN its transaction wrote a cell on),
 // then zeroes them. Corruption if a record names a table that does not exist or two replicas of
-// its cells carry different timestamps under its tag; Unavailable if the pool cannot be reached.
+// its cells carry different timestamps under its tag (or a timestamp beside a cell it never
+// finished writing); Unavailable if the pool cannot be reached or a cell stays torn by a writer
+// other than the failed CN.
 Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catalog& catalog,
                                                 const store::Placement& placement,
                                                 std::vector<GAddr> areas, uint64_t bytes,

@@ -46,8 +46,7 @@ class LogRecoveryTest : public ::testing::Test {
 
   // Claims key's slot; its cells start out as `initial` on every replica.
   store::SlotRef Key(uint64_t key, const Cell& initial) {
-    Result<store::SlotRef> ref =
-        w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_, key));
+    Result<store::SlotRef> ref = w_.Run(store::ClaimSlot(*w_.ep, *table_, placement_, key));
     POND_CHECK(ref.ok());
     for (int r = 0; r < 3; r++) {
       for (int c = 0; c < kCells; c++) SetCell(key, *ref, r, c, initial);
@@ -63,6 +62,13 @@ class LogRecoveryTest : public ::testing::Test {
     std::memcpy(pool_->region(placement_.Replica(key, replica)) +
                     CellAddr(key, ref, replica, cell).offset(),
                 &raw, sizeof(raw));
+  }
+  // The first `bytes` of a WRITE of `c` over the cell, as a writer that died mid-WRITE leaves it.
+  void Cut(uint64_t key, store::SlotRef ref, int replica, int cell, const Cell& c, size_t bytes) {
+    CvtCell raw = store::EncodeCell(c);
+    std::memcpy(pool_->region(placement_.Replica(key, replica)) +
+                    CellAddr(key, ref, replica, cell).offset(),
+                &raw, bytes);
   }
   Cell GetCell(uint64_t key, store::SlotRef ref, int replica, int cell) {
     CvtCell raw;
@@ -308,6 +314,64 @@ TEST_F(LogRecoveryTest, TwoTimestampsUnderOneTagIsCorruption) {
   SetCell(100, a, 0, 1, Committed(50, Tag(6)));
   SetCell(100, a, 1, 1, Committed(51, Tag(6)));
   SetCell(100, a, 2, 1, Invisible(Tag(6)));
+  Log(6, {{100, a, 1}});
+  EXPECT_EQ(Recover().status().code(), Code::kCorruption);
+}
+
+// The failed CN died in the middle of its 24-byte WRITE of a cell (on shared memory its stores
+// stop wherever the process does): the cell's first 16 bytes are the new version's, the rest the
+// old one's, and it stays torn for good. It is this record's write — the record had not reached
+// write-visible — so the record rolls back, and the torn cell is rewritten whole, empty, like the
+// replicas the write did reach (pond_kill_tpcc under CI: recovery stopped at the torn cell for
+// good, and CN 2's locks were never freed).
+TEST_F(LogRecoveryTest, ACellTheFailedCnDiedWritingIsRolledBackWhole) {
+  store::SlotRef a = Key(100, kOld);
+  SetCell(100, a, 0, 1, Invisible(Tag(12)));
+  Cut(100, a, 1, 1, Invisible(Tag(12)), 16);
+  Log(12, {{100, a, 1}});
+  Result<LogRecoveryStats> s = Recover();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rolled_back, 1u);
+  EXPECT_EQ(s->cells_cut_short, 1u);
+  for (int r = 0; r < 3; r++) {
+    Cell c = GetCell(100, a, r, 1);  // decodes: no longer torn
+    EXPECT_FALSE(c.valid) << "replica " << r;
+    EXPECT_EQ(c.cv, 2) << "replica " << r << ": the write's cacheline version, on every replica";
+  }
+}
+
+// The same, with an older record of the same worker naming the same cell (its ring still holds
+// it): to that record the torn cell is a later writer's, and it decides nothing there.
+TEST_F(LogRecoveryTest, ACutShortCellIsOnlyItsOwnRecordsWrite) {
+  store::SlotRef a = Key(100, kOld);
+  for (int r = 0; r < 2; r++) SetCell(100, a, r, 1, Invisible(Tag(12)));
+  Cut(100, a, 2, 1, Invisible(Tag(12)), 8);
+  Log(11, {{100, a, 1}});  // finished long ago; its cell was recycled by 12
+  Log(12, {{100, a, 1}});
+  Result<LogRecoveryStats> s = Recover();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rolled_back, 1u);
+  EXPECT_EQ(s->cells_cut_short, 1u);
+  for (int r = 0; r < 3; r++) EXPECT_FALSE(GetCell(100, a, r, 1).valid) << "replica " << r;
+}
+
+// A cell torn for good whose first word no record of this log wrote has a writer recovery cannot
+// name: it is left alone, and recovery says it cannot go on rather than guess.
+TEST_F(LogRecoveryTest, ACellTornByAnUnknownWriterStopsRecovery) {
+  store::SlotRef a = Key(100, kOld);
+  for (int r = 0; r < 3; r++) SetCell(100, a, r, 1, Invisible(Tag(12)));
+  Cut(100, a, 0, 1, Invisible(store::WriterTag(3, 0, 99), 3), 16);
+  Log(12, {{100, a, 1}});
+  EXPECT_EQ(Recover().status().code(), Code::kUnavailable);
+}
+
+// A timestamp under the tag means every cell write of the record had completed, so a cell of the
+// record cut short beside it cannot be: corruption, not a rollback.
+TEST_F(LogRecoveryTest, ATimestampBesideACutShortCellIsCorruption) {
+  store::SlotRef a = Key(100, kOld);
+  SetCell(100, a, 0, 1, Committed(50, Tag(6), 2));
+  SetCell(100, a, 1, 1, Invisible(Tag(6)));
+  Cut(100, a, 2, 1, Invisible(Tag(6)), 16);
   Log(6, {{100, a, 1}});
   EXPECT_EQ(Recover().status().code(), Code::kCorruption);
 }
