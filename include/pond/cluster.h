@@ -411,6 +411,7 @@ struct FailoverStats {
   uint64_t tso_moves = 0;       // times the oracle moved: its CN failed
   uint64_t lost_packets = 0;    // packets to or from a crashed CN
   uint64_t landed_batches = 0;  // a crashed CN's batches that reached their MN after the crash
+  uint64_t cut_batches = 0;     // of those, landed only in part (a prefix of their ops and words)
   uint64_t lost_batches = 0;    // and those that did not
   uint64_t cut_packets = 0;     // packets to or from a partitioned CN
   // Shard moves for load (docs/resharding.md), over every CN as their holder: made by an epoch,

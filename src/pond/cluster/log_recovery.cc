@@ -22,7 +22,8 @@ using store::kInvisible;
 constexpr size_t kCellsPerBatch = 1024;
 // Zeroing the area goes in pieces of this size.
 constexpr uint32_t kZeroChunk = 64 * 1024;
-// A cell caught mid-write by someone else's WRITE is read again, at most this often.
+// A cell caught mid-write by someone else's WRITE is read again, at most this often; one still
+// torn after that has a writer that died in its WRITE.
 constexpr int kTornRetries = 100;
 
 struct CellRef {
@@ -129,11 +130,14 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   }
   for (int attempt = 0; !todo.empty(); attempt++) {
     if (attempt == kTornRetries) {
-      // Each cell torn for good is the write of one of this log's records, cut short, or
-      // recovery cannot go on. That record had not reached write-visible, which is posted only
-      // once every cell write is complete: the cell counts as its INVISIBLE cell, so the record
-      // rolls back and the rollback rewrites the cell whole. To the other records naming the
-      // same cell it is a later writer's.
+      // A cell torn for good was cut short by a writer that died in its WRITE. If that is one of
+      // this log's records (the cell's first word names it), the record had not reached
+      // write-visible, which is posted only once every cell write is complete: the cell counts
+      // as its INVISIBLE cell, so the record rolls back and the rollback rewrites the cell whole.
+      // To every other record it is a later writer's and decides nothing: such a record's locks
+      // were gone when that writer came (or, an empty first word, it was an earlier rollback of
+      // the record's own, cut short: whichever record it was, it rolls back again and rewrites
+      // the cell). A cell torn by another failed CN is left to that CN's recovery.
       auto tag_of = [&](size_t i) {
         return store::WriterTag(cn, worker, records[cells[i].record].header.txn_id);
       };
@@ -142,10 +146,12 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
         for (size_t j : todo) {
           if (cells[j].addr == cells[i].addr && IsWriteOf(raw[i], tag_of(j))) writer = tag_of(j);
         }
-        if (!writer) co_return Unavailable("cells stayed torn during log recovery");
-        cells[i].cell =
-            Cell{.cv = raw[i].head_cv, .valid = true, .commit_ts = kInvisible, .writer = *writer};
-        cells[i].cut_short = *writer == tag_of(i);
+        cells[i].cell = writer ? Cell{.cv = raw[i].head_cv,
+                                      .valid = true,
+                                      .commit_ts = kInvisible,
+                                      .writer = *writer}
+                               : Cell{.cv = raw[i].head_cv};
+        cells[i].cut_short = writer == tag_of(i);
         stats.cells_cut_short += cells[i].cut_short ? 1 : 0;
       }
       break;

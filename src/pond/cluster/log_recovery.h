@@ -54,8 +54,7 @@ struct LogRecoveryStats {
 // `bytes` long: one per MN; a record has a copy on every MN its transaction wrote a cell on),
 // then zeroes them. Corruption if a record names a table that does not exist or two replicas of
 // its cells carry different timestamps under its tag (or a timestamp beside a cell it never
-// finished writing); Unavailable if the pool cannot be reached or a cell stays torn by a writer
-// other than the failed CN.
+// finished writing); Unavailable if the pool cannot be reached.
 Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catalog& catalog,
                                                 const store::Placement& placement,
                                                 std::vector<GAddr> areas, uint64_t bytes,

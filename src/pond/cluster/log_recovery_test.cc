@@ -70,6 +70,14 @@ class LogRecoveryTest : public ::testing::Test {
                     CellAddr(key, ref, replica, cell).offset(),
                 &raw, bytes);
   }
+  bool Torn(uint64_t key, store::SlotRef ref, int replica, int cell) {
+    CvtCell raw;
+    std::memcpy(&raw,
+                pool_->region(placement_.Replica(key, replica)) +
+                    CellAddr(key, ref, replica, cell).offset(),
+                sizeof(raw));
+    return !store::DecodeCell(raw).ok();
+  }
   Cell GetCell(uint64_t key, store::SlotRef ref, int replica, int cell) {
     CvtCell raw;
     std::memcpy(&raw,
@@ -152,7 +160,7 @@ TEST_F(LogRecoveryTest, AllInvisibleIsRolledBackAndOtherCellsStay) {
   }
 }
 
-// An insert's write-invisible reached the primary (record, cell, then key and meta = live) and
+// An insert's write-invisible reached the primary (cell, record, then key and meta = live) and
 // no backup; no timestamp anywhere, so it is rolled back — and its slot, live on the primary,
 // must be live on every replica too, with the cell empty, or the replicas disagree for good.
 TEST_F(LogRecoveryTest, AnInsertRolledBackLeavesItsSlotLiveAndEmptyOnEveryReplica) {
@@ -326,17 +334,24 @@ TEST_F(LogRecoveryTest, TwoTimestampsUnderOneTagIsCorruption) {
 // good, and CN 2's locks were never freed).
 TEST_F(LogRecoveryTest, ACellTheFailedCnDiedWritingIsRolledBackWhole) {
   store::SlotRef a = Key(100, kOld);
+  store::SlotRef b = Key(200, kOld);
   SetCell(100, a, 0, 1, Invisible(Tag(12)));
   Cut(100, a, 1, 1, Invisible(Tag(12)), 16);
-  Log(12, {{100, a, 1}});
+  Cut(200, b, 0, 3, Invisible(Tag(12), 5), 8);  // the batch for key 200 stopped there
+  Log(12, {{100, a, 1}, {200, b, 3}});
   Result<LogRecoveryStats> s = Recover();
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->rolled_back, 1u);
-  EXPECT_EQ(s->cells_cut_short, 1u);
+  EXPECT_EQ(s->cells_cut_short, 2u);
+  ASSERT_FALSE(Torn(200, b, 0, 3)) << "a cell cut short where nothing else landed is rewritten";
   for (int r = 0; r < 3; r++) {
-    Cell c = GetCell(100, a, r, 1);  // decodes: no longer torn
+    ASSERT_FALSE(Torn(100, a, r, 1));
+    Cell c = GetCell(100, a, r, 1);
     EXPECT_FALSE(c.valid) << "replica " << r;
     EXPECT_EQ(c.cv, 2) << "replica " << r << ": the write's cacheline version, on every replica";
+    c = GetCell(200, b, r, 3);
+    EXPECT_FALSE(c.valid) << "replica " << r;
+    EXPECT_EQ(c.cv, 5) << "replica " << r;
   }
 }
 
@@ -355,14 +370,33 @@ TEST_F(LogRecoveryTest, ACutShortCellIsOnlyItsOwnRecordsWrite) {
   for (int r = 0; r < 3; r++) EXPECT_FALSE(GetCell(100, a, r, 1).valid) << "replica " << r;
 }
 
-// A cell torn for good whose first word no record of this log wrote has a writer recovery cannot
-// name: it is left alone, and recovery says it cannot go on rather than guess.
-TEST_F(LogRecoveryTest, ACellTornByAnUnknownWriterStopsRecovery) {
+// A cell torn for good whose first word no record of this log wrote was cut short by another
+// failed CN, after this log's record of the key had finished (a writer needs the key's lock): it
+// decides nothing here and is left for that CN's recovery. And a cell an earlier recovery died
+// emptying (its first word empty) decides nothing either: the record rolls back again, from the
+// replicas still tagged, and the cell is rewritten whole.
+TEST_F(LogRecoveryTest, ACellTornByAnotherWriterDecidesNothing) {
   store::SlotRef a = Key(100, kOld);
-  for (int r = 0; r < 3; r++) SetCell(100, a, r, 1, Invisible(Tag(12)));
+  for (int r = 0; r < 3; r++) SetCell(100, a, r, 1, Committed(40, Tag(11), 2));
   Cut(100, a, 0, 1, Invisible(store::WriterTag(3, 0, 99), 3), 16);
-  Log(12, {{100, a, 1}});
-  EXPECT_EQ(Recover().status().code(), Code::kUnavailable);
+  Log(11, {{100, a, 1}});
+  store::SlotRef b = Key(200, kOld);
+  for (int r = 1; r < 3; r++) SetCell(200, b, r, 0, Invisible(Tag(12)));
+  Cut(200, b, 0, 0, Cell{.cv = 2, .record = 4096}, 16);  // the rollback's WRITE, cut short
+  Log(12, {{200, b, 0}});
+  Result<LogRecoveryStats> s = Recover();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->rolled_forward, 0u);
+  EXPECT_EQ(s->rolled_back, 1u);
+  EXPECT_EQ(s->cells_cut_short, 0u);
+  EXPECT_TRUE(Torn(100, a, 0, 1)) << "another CN's torn cell is left to its recovery";
+  for (int r = 1; r < 3; r++) EXPECT_EQ(GetCell(100, a, r, 1).commit_ts, 40u);
+  for (int r = 0; r < 3; r++) {
+    ASSERT_FALSE(Torn(200, b, r, 0)) << "replica " << r << ": rewritten whole";
+    Cell c = GetCell(200, b, r, 0);
+    EXPECT_FALSE(c.valid) << "replica " << r;
+    EXPECT_EQ(c.cv, 2) << "replica " << r;
+  }
 }
 
 // A timestamp under the tag means every cell write of the record had completed, so a cell of the

@@ -423,6 +423,7 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   auto fabric = SimFabric::Create(*e, testbed, static_cast<uint16_t>(config.mns), region_bytes);
   if (!fabric.ok()) return fabric.status();
   SimFabric* sf = fabric->get();
+  sf->set_cut_dying_batches(config.protocol.cn_locks);
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
                                             e->clock(), *layout);
   impl->sim_fabric_ = sf;

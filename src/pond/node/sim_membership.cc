@@ -506,6 +506,7 @@ FailoverStats SimMembership::Stats() const {
   SimFabric::CrashStats c = cl_.sim_fabric_->crash_stats();
   s.lost_packets = c.dropped_packets;
   s.landed_batches = c.landed_batches;
+  s.cut_batches = c.cut_batches;
   s.lost_batches = c.lost_batches;
   s.cut_packets = c.cut_packets;
   for (const auto* list : {&nodes_, &retired_}) {

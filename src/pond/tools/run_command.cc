@@ -150,12 +150,13 @@ void PrintMembership(const FailoverStats& f, const bench::RunResult& r) {
   std::printf(
       "membership   epoch %lu, %lu configuration puts; %lu calls "
       "ended unknown, %lu unknown outcomes booked; %lu packets lost to crashes%s; of crashed "
-      "CNs' batches in flight %lu landed, %lu did not%s%s%s%s%s\n",
+      "CNs' batches in flight %lu landed (%lu of them in part), %lu did not%s%s%s%s%s\n",
       static_cast<unsigned long>(f.epoch), static_cast<unsigned long>(f.config_puts),
       static_cast<unsigned long>(f.unknown_calls), static_cast<unsigned long>(r.unknown),
       static_cast<unsigned long>(f.lost_packets),
       f.partitions.empty() ? "" : fmt::format(", {} to partitions", f.cut_packets).c_str(),
-      static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.lost_batches),
+      static_cast<unsigned long>(f.landed_batches), static_cast<unsigned long>(f.cut_batches),
+      static_cast<unsigned long>(f.lost_batches),
       f.tso_moves > 0 ? fmt::format("; the timestamp oracle moved {} time(s), to CN {}",
                                     f.tso_moves, f.tso_host)
                             .c_str()

@@ -148,8 +148,8 @@ Task<Status> MvccTxn::PrepareWrites(const std::vector<size_t>& writes) {
 void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replicas which) {
   Endpoint& ep = w_.ep();
   const store::PoolLayout& layout = w_.layout();
-  // Per MN in this order: record, cell, and for new keys the key and meta=live after the cell,
-  // so a slot that reads live has its cell.
+  // Per MN in this order: cell and record (below), and for new keys the key and meta=live after
+  // the cell, so a slot that reads live has its cell.
   for (size_t i : writes) {
     Item& it = items_[i];
     it.new_cell.commit_ts = ts;
@@ -168,6 +168,13 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
       if (c.record != 0) c.record = layout.RecordOffset(r, lane_rel);
       it.raw_cells[r] = store::EncodeCell(c);
       GAddr slot = it.ref.Addr(*it.table, mn, r);
+      const GAddr cell = slot + sizeof(store::CvtHeader) + it.write_cell * sizeof(store::CvtCell);
+      // An INVISIBLE cell goes before its record: the record is rewritten in place, so a batch
+      // cut short between the two by the writer's death would otherwise leave the cell's old
+      // version with half a new record, and no tag to tell recovery (docs/recovery.md "A cell
+      // the failed CN died writing"). Readers lose nothing: they read no record of an INVISIBLE
+      // cell, and the cvs catch one read meanwhile.
+      if (ts == kInvisible) ep.Write(cell, &it.raw_cells[r], sizeof(store::CvtCell));
       if (!c.tombstone) {
         GAddr rec = GAddr::Make(mn, c.record);
         // Motor's value + delta layout writes the value package and the attributes.
@@ -176,8 +183,7 @@ void MvccTxn::PostWrites(const std::vector<size_t>& writes, uint64_t ts, Replica
         }
         ep.Write(rec, it.record_buf.data(), it.table->record_stride);
       }
-      ep.Write(slot + sizeof(store::CvtHeader) + it.write_cell * sizeof(store::CvtCell),
-               &it.raw_cells[r], sizeof(store::CvtCell));
+      if (ts != kInvisible) ep.Write(cell, &it.raw_cells[r], sizeof(store::CvtCell));
       if (it.live_meta != 0) {
         ep.Write(slot + offsetof(store::CvtHeader, key), &it.lk.key, sizeof(uint64_t));
         ep.Write(slot + offsetof(store::CvtHeader, meta), &it.live_meta, sizeof(uint64_t));

@@ -245,13 +245,7 @@ class SimEndpoint final : public Endpoint {
   void ArriveOne(Batch* b) {
     Flight* f = b->flight;
     if (dead_) {
-      // As in ArriveAll: a dying NIC's posted work lands or not, and nothing completes.
-      if (rng_.Chance(0.5)) {
-        Arrive(b);
-        fabric_.crash_landed_batches_++;
-      } else {
-        fabric_.crash_lost_batches_++;
-      }
+      LandDying(b);  // as in ArriveAll
     } else {
       const uint64_t t = Arrive(b);
       if (b->failed && (f->failed == nullptr || t < f->failed_ns)) {
@@ -288,16 +282,10 @@ class SimEndpoint final : public Endpoint {
     Batch* b = head;
     if (dead_) {
       // The CN crashed after these left: each batch (one MN's ops, on its own queue pair)
-      // independently reaches its MN or not, as posted work requests of a dying NIC may; nothing
-      // completes.
+      // independently reaches its MN or not, or a part of it does; nothing completes.
       while (b != nullptr) {
         Batch* next = b->next;
-        if (rng_.Chance(0.5)) {
-          Arrive(b);
-          fabric_.crash_landed_batches_++;
-        } else {
-          fabric_.crash_lost_batches_++;
-        }
+        LandDying(b);
         free_batches_.push_back(b);
         b = next;
       }
@@ -351,6 +339,31 @@ class SimEndpoint final : public Endpoint {
     } else {
       CompleteOk(c, count);
     }
+  }
+
+  // A batch of a crashed CN, on its way: it lands whole, not at all, or cut short — its ops in
+  // posting order up to one drawn from the endpoint's stream, and that one, if a WRITE, up to one
+  // of its 8-byte words. So stop a dying NIC's queue pair and a dying CPU's stores into shared
+  // memory (CXL, UCX's shm), which store each WRITE word by word in address order
+  // (remote_copy.h); recovery must cope with a cell or a log record the writer never finished.
+  void LandDying(Batch* b) {
+    if (!rng_.Chance(0.5)) {
+      fabric_.crash_lost_batches_++;
+      return;
+    }
+    if (fabric_.cut_dying_batches_ && rng_.Chance(0.5)) {
+      const size_t keep = rng_.Uniform(b->ops.size()) + 1;
+      bool cut = keep < b->ops.size();
+      b->ops.resize(keep);
+      Op& last = b->ops.back();
+      if (last.verb == Verb::kWrite && last.len > 8) {
+        last.len = static_cast<uint32_t>(8 * (1 + rng_.Uniform((last.len - 1) / 8)));
+        cut = true;
+      }
+      fabric_.crash_cut_batches_ += cut ? 1 : 0;
+    }
+    Arrive(b);
+    fabric_.crash_landed_batches_++;
   }
 
   // The batch reaches its MN's NIC: apply its ops in order and queue them on the NIC. Returns

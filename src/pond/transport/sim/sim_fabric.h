@@ -75,6 +75,11 @@ class SimFabric final : public Fabric {
   // had sent that have not reached their MNs yet each lands or not (drawn from the endpoint's
   // stream), with no completion. Its workers must not run rounds any more (the driver's part).
   void CrashCn(uint16_t cn);
+  // Whether a crashed CN's batch may also land cut short (a prefix of its ops, the last one a
+  // prefix of its 8-byte words), besides whole or not at all. On by default; the cluster turns it
+  // off for protocols with lock words on MNs, whose recovery does not survive it yet
+  // (docs/recovery.md "A cell the failed CN died writing").
+  void set_cut_dying_batches(bool on) { cut_dying_batches_ = on; }
   bool IsCnDown(uint16_t cn) const { return cn < down_.size() && down_[cn]; }
   // CN `cn` crashes at this instant, from inside one of its transactions (a crash aimed at a
   // commit step), though CrashCn runs as the next event: what its workers launch until then —
@@ -122,12 +127,14 @@ class SimFabric final : public Fabric {
   }
   struct CrashStats {
     uint64_t dropped_packets = 0;  // to or from a crashed CN
-    uint64_t landed_batches = 0;   // of a crashed CN, reached their MN
+    uint64_t landed_batches = 0;   // of a crashed CN, reached their MN (whole or in part)
+    uint64_t cut_batches = 0;      // of those, cut short (LandDying)
     uint64_t lost_batches = 0;     // of a crashed CN, did not
     uint64_t cut_packets = 0;      // to or from a partitioned CN
   };
   CrashStats crash_stats() const {
-    return {crash_dropped_packets_, crash_landed_batches_, crash_lost_batches_, cut_packets_};
+    return {crash_dropped_packets_, crash_landed_batches_, crash_cut_batches_, crash_lost_batches_,
+            cut_packets_};
   }
 
   // MN `mn` crashes now (a fault schedule's crash-mn): its memory is gone, and every batch that
@@ -207,6 +214,8 @@ class SimFabric final : public Fabric {
   std::vector<uint16_t> mn_generation_;  // by MN: restarts so far
   uint64_t crash_dropped_packets_ = 0;
   uint64_t crash_landed_batches_ = 0;
+  uint64_t crash_cut_batches_ = 0;
+  bool cut_dying_batches_ = true;
   uint64_t crash_lost_batches_ = 0;
   uint64_t cut_packets_ = 0;
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> device_ranges_;  // by MN
