@@ -57,34 +57,29 @@ class LogRecoveryTest : public ::testing::Test {
     return ref.Addr(*table_, placement_.Replica(key, replica), replica) + sizeof(store::CvtHeader) +
            cell * sizeof(CvtCell);
   }
+  // The cell in the pool's memory.
+  std::byte* At(uint64_t key, store::SlotRef ref, int replica, int cell) {
+    return pool_->region(placement_.Replica(key, replica)) +
+           CellAddr(key, ref, replica, cell).offset();
+  }
   void SetCell(uint64_t key, store::SlotRef ref, int replica, int cell, const Cell& c) {
-    CvtCell raw = store::EncodeCell(c);
-    std::memcpy(pool_->region(placement_.Replica(key, replica)) +
-                    CellAddr(key, ref, replica, cell).offset(),
-                &raw, sizeof(raw));
+    Cut(key, ref, replica, cell, c, sizeof(CvtCell));
   }
   // The first `bytes` of a WRITE of `c` over the cell, as a writer that died mid-WRITE leaves it.
   void Cut(uint64_t key, store::SlotRef ref, int replica, int cell, const Cell& c, size_t bytes) {
     CvtCell raw = store::EncodeCell(c);
-    std::memcpy(pool_->region(placement_.Replica(key, replica)) +
-                    CellAddr(key, ref, replica, cell).offset(),
-                &raw, bytes);
+    std::memcpy(At(key, ref, replica, cell), &raw, bytes);
+  }
+  Result<Cell> Decode(uint64_t key, store::SlotRef ref, int replica, int cell) {
+    CvtCell raw;
+    std::memcpy(&raw, At(key, ref, replica, cell), sizeof(raw));
+    return store::DecodeCell(raw);
   }
   bool Torn(uint64_t key, store::SlotRef ref, int replica, int cell) {
-    CvtCell raw;
-    std::memcpy(&raw,
-                pool_->region(placement_.Replica(key, replica)) +
-                    CellAddr(key, ref, replica, cell).offset(),
-                sizeof(raw));
-    return !store::DecodeCell(raw).ok();
+    return !Decode(key, ref, replica, cell).ok();
   }
   Cell GetCell(uint64_t key, store::SlotRef ref, int replica, int cell) {
-    CvtCell raw;
-    std::memcpy(&raw,
-                pool_->region(placement_.Replica(key, replica)) +
-                    CellAddr(key, ref, replica, cell).offset(),
-                sizeof(raw));
-    Result<Cell> c = store::DecodeCell(raw);
+    Result<Cell> c = Decode(key, ref, replica, cell);
     POND_CHECK(c.ok());
     return *c;
   }
