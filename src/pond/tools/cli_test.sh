@@ -196,7 +196,7 @@ if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0
 else
   echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
-expect_error "compare unknown workload" "unknown workload 'tpce' (choices: kvs, smallbank, tatp, tpcc)" \
+expect_error "compare unknown workload" "unknown workload 'tpce' (choices: kvs, smallbank, tatp, tpcc" \
   sim compare --workload tpce
 if "$pond" $cmp_args --workload tatp --subscribers 1000 --protocols lotus,ford --no-check \
      >"$tmp/out" 2>/dev/null && grep -q '^pond sim compare: .*, workload tatp, ' "$tmp/out" &&

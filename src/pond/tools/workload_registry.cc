@@ -7,6 +7,7 @@
 #include "pond/bench/tatp.h"
 #include "pond/bench/tpcc.h"
 #include "pond/bench/tpcc_schema.h"
+#include "pond/bench/voter.h"
 
 namespace pond::tools {
 
@@ -138,6 +139,32 @@ void TpccFlagSet::Resolve(const CLI::App& cmd, ClusterConfig* c) {
   }
 }
 
+class VoterFlagSet : public WorkloadFlags {
+ public:
+  void Add(CLI::App* cmd, bool compare) override {
+    const std::string prefix = compare ? "voter: " : "";
+    cmd->add_option("--voters", p_.voters, prefix + "voters (phone numbers; Zeus: 1 M)")
+        ->capture_default_str();
+    cmd->add_option("--contestants", p_.contestants, prefix + "contestants (Zeus: 20)")
+        ->capture_default_str();
+    cmd->add_option("--max-votes", p_.max_votes, prefix + "votes each voter may cast in the run")
+        ->capture_default_str();
+    cmd->add_option("--leaderboard-pct", p_.leaderboard_pct,
+                    prefix + "percent of calls that read every tally (the rest vote)")
+        ->capture_default_str();
+    cmd->add_option("--hot-share", p_.hot_share,
+                    prefix + "share of the votes for contestant 0 (a popular contestant); the "
+                             "rest uniform")
+        ->capture_default_str();
+  }
+  std::unique_ptr<bench::Workload> Make() const override {
+    return std::make_unique<bench::VoterWorkload>(p_);
+  }
+
+ private:
+  bench::VoterParams p_;
+};
+
 template <class F>
 std::unique_ptr<WorkloadFlags> New() {
   return std::make_unique<F>();
@@ -166,6 +193,12 @@ const std::vector<WorkloadEntry>& Workloads() {
        "TPC-C (five transactions, nine tables, range scans, consistency conditions 1-4) on the "
        "simulated cluster (virtual time)",
        true, 0, New<TpccFlagSet>},
+      {"voter",
+       "Voter: phone votes for contestants under a per-voter limit, and leaderboard reads, on an "
+       "embedded cluster, then a check that every vote is counted once",
+       "Voter (votes under a per-voter limit, leaderboard reads, vote check) on the simulated "
+       "cluster (virtual time)",
+       true, 0, New<VoterFlagSet>},
   };
   return entries;
 }
