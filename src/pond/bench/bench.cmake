@@ -6,7 +6,7 @@ add_library(pond_bench STATIC bench/raw_bench.cc bench/kvs_bench.cc bench/list_a
             bench/smallbank.cc bench/smallbank_history.cc bench/smallbank_served.cc bench/tatp.cc
             bench/tpcc.cc bench/tpcc_load.cc bench/tpcc_txns.cc bench/tpcc_check.cc bench/tpcc_served.cc
             bench/measured_run.cc bench/report.cc bench/workload.cc bench/checked_run.cc
-            bench/run_faults.cc bench/voter.cc)
+            bench/run_faults.cc bench/voter.cc bench/handovers.cc)
 target_link_libraries(pond_bench PUBLIC pond_deploy pond_btree pond_check nlohmann_json::nlohmann_json)
 pond_internal(pond_bench)
 
@@ -22,3 +22,4 @@ pond_test(smallbank_history_test SOURCES bench/smallbank_history_test.cc LIBS po
 pond_test(tatp_test SOURCES bench/tatp_test.cc LIBS pond_bench LABELS concurrent)
 pond_test(tpcc_test SOURCES bench/tpcc_test.cc LIBS pond_bench LABELS concurrent)
 pond_test(voter_test SOURCES bench/voter_test.cc LIBS pond_bench LABELS concurrent)
+pond_test(handovers_test SOURCES bench/handovers_test.cc LIBS pond_bench LABELS concurrent)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "pond/bench/handovers.h"
 #include "pond/bench/kvs_bench.h"
 #include "pond/bench/smallbank.h"
 #include "pond/bench/tatp.h"
@@ -165,6 +166,31 @@ class VoterFlagSet : public WorkloadFlags {
   bench::VoterParams p_;
 };
 
+class HandoversFlagSet : public WorkloadFlags {
+ public:
+  void Add(CLI::App* cmd, bool compare) override {
+    const std::string prefix = compare ? "handovers: " : "";
+    cmd->add_option("--phones", p_.phones, prefix + "phones (Zeus: 2 M)")->capture_default_str();
+    cmd->add_option("--cells", p_.cells, prefix + "base stations (Zeus: 1000 for 2 M phones)")
+        ->capture_default_str();
+    cmd->add_option("--mobile-share", p_.mobile_share,
+                    prefix + "share of the phones that move (Zeus: 0.2)")
+        ->capture_default_str();
+    cmd->add_option("--handover-pct", p_.handover_pct,
+                    prefix + "percent of operations that are handovers (Zeus: 2.5 and 5)")
+        ->capture_default_str();
+    cmd->add_option("--context-bytes", p_.context_bytes,
+                    prefix + "bytes of a phone's context, rewritten by every operation")
+        ->capture_default_str();
+  }
+  std::unique_ptr<bench::Workload> Make() const override {
+    return std::make_unique<bench::HandoversWorkload>(p_);
+  }
+
+ private:
+  bench::HandoversParams p_;
+};
+
 template <class F>
 std::unique_ptr<WorkloadFlags> New() {
   return std::make_unique<F>();
@@ -199,6 +225,12 @@ const std::vector<WorkloadEntry>& Workloads() {
        "Voter (votes under a per-voter limit, leaderboard reads, vote check) on the simulated "
        "cluster (virtual time)",
        true, 0, New<VoterFlagSet>},
+      {"handovers",
+       "Handovers: a cellular control plane's service requests, releases and handovers between "
+       "base stations on an embedded cluster, then a check that every phone is on one cell",
+       "Handovers (service requests, releases, handovers between cells, attachment check) on "
+       "the simulated cluster (virtual time)",
+       true, 0, New<HandoversFlagSet>},
   };
   return entries;
 }
