@@ -1,13 +1,14 @@
 // Handovers (Zeus §2, §8.1): a cellular control plane. Phones are attached to base stations
 // (cells); each operation updates the phone's context and its cell's:
-//   ServiceRequest  a phone wakes to send data: it becomes connected, and its cell counts one more
-//                   connected phone;
-//   Release         a connected phone goes back to sleep: the reverse (declined if it is idle);
+//   ServiceRequest  an idle phone wakes to send data: it becomes connected, and its cell counts
+//                   one more connected phone;
+//   Release         a connected phone goes back to sleep: the reverse;
 //   Handover        a mobile phone moves to a neighbouring cell: detached from the old cell,
 //                   attached to the new one, its connection carried over — three objects.
 // Handovers are `--handover-pct` of the operations (the paper: 2.5%, and 5% for doubled
-// mobility), all by the mobile share of the phones; the rest are service requests and releases
-// in equal parts. Zeus runs a handover as two transactions; here it is one.
+// mobility), all by the mobile share of the phones; the rest are any phone's next request — a
+// service request if it is idle, a release if it is connected. Zeus runs a handover as two
+// transactions; here it is one.
 //
 // A phone's key carries the shard of the cell it was attached to at load (its home), so at load
 // a phone and its cell are on one CN — Zeus's "perfect sharding" — and handovers pull them apart;
@@ -30,14 +31,14 @@ namespace pond::bench {
 
 enum class HandoversTxn : uint8_t { kServiceRequest, kRelease, kHandover };
 constexpr int kHandoversTxnCount = 3;
-constexpr std::array<const char*, kHandoversTxnCount> kHandoversTxnNames = {
-    "ServiceRequest", "Release", "Handover"};
+constexpr std::array<const char*, kHandoversTxnCount> kHandoversTxnNames = {"ServiceRequest",
+                                                                            "Release", "Handover"};
 
 struct HandoversParams {
-  uint64_t phones = 100'000;   // Zeus: 2 M
-  uint64_t cells = 50;         // base stations; Zeus: 1000 for 2 M phones
-  double mobile_share = 0.2;   // phones that move; Zeus: 400 k of 2 M
-  double handover_pct = 2.5;   // of the operations; Zeus: 2.5 and 5
+  uint64_t phones = 100'000;     // Zeus: 2 M
+  uint64_t cells = 50;           // base stations; Zeus: 1000 for 2 M phones
+  double mobile_share = 0.2;     // phones that move; Zeus: 400 k of 2 M
+  double handover_pct = 2.5;     // of the operations; Zeus: 2.5 and 5
   uint32_t context_bytes = 200;  // a phone's context; Zeus commits about 400 B per transaction
 };
 

@@ -77,11 +77,10 @@ Status VoterWorkload::Validate(const RunOptions& o) const {
 }
 
 std::string VoterWorkload::Settings() const {
-  return fmt::format("{} voters, {} contestants, at most {} votes each, {}% Leaderboard{}",
-                     p_.voters, p_.contestants, p_.max_votes, p_.leaderboard_pct,
-                     p_.hot_share > 0 ? fmt::format(", {:g}% of votes for contestant 0",
-                                                    100 * p_.hot_share)
-                                      : "");
+  return fmt::format(
+      "{} voters, {} contestants, at most {} votes each, {}% Leaderboard{}", p_.voters,
+      p_.contestants, p_.max_votes, p_.leaderboard_pct,
+      p_.hot_share > 0 ? fmt::format(", {:g}% of votes for contestant 0", 100 * p_.hot_share) : "");
 }
 
 nlohmann::json VoterWorkload::SettingsJson() const {
@@ -93,10 +92,8 @@ nlohmann::json VoterWorkload::SettingsJson() const {
 }
 
 Status VoterWorkload::Setup(Cluster& cluster, RunContext& ctx) {
-  Result<uint16_t> tv = cluster.CreateTable({.name = "voter",
-                                             .value_bytes = kVoterBytes,
-                                             .capacity = p_.voters,
-                                             .critical_field = true});
+  Result<uint16_t> tv = cluster.CreateTable(
+      {.name = "voter", .value_bytes = kVoterBytes, .capacity = p_.voters, .critical_field = true});
   if (!tv.ok()) return tv.status();
   Result<uint16_t> tc = cluster.CreateTable({.name = "contestant",
                                              .value_bytes = kContestantBytes,
@@ -123,8 +120,8 @@ Status VoterWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const uint32_t max_votes = p_.max_votes, contestants = p_.contestants;
   procs_.clear();
   // Vote: the voter's row and the contestant's tally, or nothing at the limit.
-  procs_.push_back(cluster.RegisterProcedure(
-      [=](Session& s, std::span<const std::byte> args) -> Task<Status> {
+  procs_.push_back(
+      cluster.RegisterProcedure([=](Session& s, std::span<const std::byte> args) -> Task<Status> {
         Args a;
         std::memcpy(&a, args.data(), sizeof(a));
         Txn t = s.Begin(TxnKind::kReadWrite);
@@ -189,8 +186,10 @@ Task<void> VoterWorkload::RunClient(Session& s, RunContext& ctx) {
 }
 
 Status VoterWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
-  // Every client reads a stride of voters; one reads the contestants.
-  const uint64_t clients = ctx.clients();
+  // The clients take batches of voters in turn, and the first done reads the contestants: clients
+  // of a CN that a fault schedule left down do not run.
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> tallied{false};
   const uint64_t batches = (p_.voters + kScanBatch - 1) / kScanBatch;
   std::atomic<uint64_t> votes{0}, tallies{0}, over{0};
   std::atomic<bool> failed{false};
@@ -202,8 +201,7 @@ Status VoterWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
     if (detail.empty()) detail = why;
   };
   cluster.Run(ctx.options().coros, [&](Session& s) -> Task<void> {
-    const uint64_t self = ctx.Client(s);
-    for (uint64_t b = self; b < batches && !failed; b += clients) {
+    for (uint64_t b = next++; b < batches && !failed; b = next++) {
       const uint64_t lo = b * kScanBatch, hi = std::min(p_.voters, lo + kScanBatch);
       uint64_t sum = 0, bad = 0;
       Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& t) -> Task<Status> {
@@ -213,7 +211,8 @@ Status VoterWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
         for (uint64_t v = lo; v < hi; v++) {
           Result<std::span<const std::byte>> row = t.Read(tvoter_, VoterKey(v));
           if (!row.ok()) co_return row.status();
-          if (Word(*row, 0) != v) co_return Internal(fmt::format("voter {}'s row names another", v));
+          if (Word(*row, 0) != v)
+            co_return Internal(fmt::format("voter {}'s row names another", v));
           sum += Word(*row, 1);
           bad += Word(*row, 1) > p_.max_votes ? 1 : 0;
         }
@@ -226,7 +225,7 @@ Status VoterWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
       votes += sum;
       over += bad;
     }
-    if (self != 0) co_return;
+    if (tallied.exchange(true)) co_return;
     uint64_t sum = 0;
     Status st = co_await s.RunTxn(TxnKind::kReadOnly, [&](Txn& t) -> Task<Status> {
       for (uint64_t k = 0; k < p_.contestants; k++) t.AddRO(tcontestant_, ContestantKey(k));
@@ -276,15 +275,14 @@ Status VoterWorkload::Finish(Cluster& cluster, RunContext& ctx, RunResult* r) {
   check.json_key = "vote_check";
   check.ok = why.empty();
   check.detail = why;
-  check.summary = fmt::format("{} votes counted: {} applied{}, {} declined at the limit", total,
-                              applied,
-                              in_doubt == 0 ? ""
-                                            : fmt::format(" (+ {} of {} caught mid-commit by a crash)",
-                                                          total > applied ? total - applied : 0,
-                                                          in_doubt),
-                              declined);
+  check.summary =
+      fmt::format("{} votes counted: {} applied{}, {} declined at the limit", total, applied,
+                  in_doubt == 0 ? ""
+                                : fmt::format(" (+ {} of {} caught mid-commit by a crash)",
+                                              total > applied ? total - applied : 0, in_doubt),
+                  declined);
   check.brief = fmt::format("{} votes, {} applied", total, applied);
-  check.json = {{"ok", check.ok},     {"votes", total},       {"applied", applied},
+  check.json = {{"ok", check.ok},       {"votes", total},       {"applied", applied},
                 {"in_doubt", in_doubt}, {"declined", declined}, {"detail", check.detail}};
   r->check = std::move(check);
   return Status::Ok();

@@ -29,7 +29,11 @@ void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   ASSERT_TRUE(r->check.has_value());
   EXPECT_TRUE(r->check->ok) << r->check->detail;
   EXPECT_GT(Committed(*r, VoterTxn::kVote), 0u);
-  EXPECT_GT(Committed(*r, VoterTxn::kLeaderboard), 0u);
+  // FORD's single versions: a leaderboard meets some tally locked by a vote and aborts, nearly
+  // always (docs/workloads.md "Voter"); the multi-version protocols read a snapshot.
+  if (protocol != "ford") {
+    EXPECT_GT(Committed(*r, VoterTxn::kLeaderboard), 0u);
+  }
   EXPECT_GT(Votes(*r), 0u);
 }
 

@@ -154,8 +154,9 @@ class VoterFlagSet : public WorkloadFlags {
                     prefix + "percent of calls that read every tally (the rest vote)")
         ->capture_default_str();
     cmd->add_option("--hot-share", p_.hot_share,
-                    prefix + "share of the votes for contestant 0 (a popular contestant); the "
-                             "rest uniform")
+                    prefix +
+                        "share of the votes for contestant 0 (a popular contestant); the "
+                        "rest uniform")
         ->capture_default_str();
   }
   std::unique_ptr<bench::Workload> Make() const override {
