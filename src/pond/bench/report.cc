@@ -142,6 +142,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
     result["committed_by_txn"] = by_txn;
   }
   if (r.declined) result["declined"] = *r.declined;
+  // Throughput over time: a shard move's dip and a crash's recovery show here.
+  if (!r.committed_per_ms.empty()) result["committed_per_ms"] = r.committed_per_ms;
   if (r.headline) {
     result[r.headline->json_key + "_committed"] = r.headline->committed;
     result[r.headline->json_key + "_per_sec"] = HeadlineThroughput(r);

@@ -204,13 +204,18 @@ void PrintStepCrashes(const FailoverStats& f) {
   }
 }
 
-// A run with a failure in it: commits per millisecond and recovery_ms.
-void PrintRecovery(const bench::RunResult& r) {
+// Commits in each millisecond of the run: throughput over time.
+void PrintPerMs(const bench::RunResult& r) {
   std::string series;
   for (size_t i = 0; i < r.committed_per_ms.size(); i++) {
     series += fmt::format("{}{}", i == 0 ? "" : " ", r.committed_per_ms[i]);
   }
   std::printf("per ms       %s (commits in each millisecond of the run)\n", series.c_str());
+}
+
+// A run with a failure in it: commits per millisecond and recovery_ms.
+void PrintRecovery(const bench::RunResult& r) {
+  PrintPerMs(r);
   std::optional<double> rec = bench::RecoveryMs(r);
   if (rec) {
     std::printf("recovery_ms  %.0f (throughput back within 5%% of its level before the crash)\n",
@@ -263,7 +268,11 @@ void PrintFailover(const bench::RunResult& r) {
     PrintStepCrashes(f);
     if (!f.failures.empty() || !f.mn_failures.empty() || !f.partitions.empty()) {
       PrintRecovery(r);
+    } else if (r.moves) {
+      PrintPerMs(r);
     }
+  } else if (r.moves) {
+    PrintPerMs(r);
   }
   if (r.replicas) PrintReplicas(*r.replicas);
 }
