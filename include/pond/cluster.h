@@ -418,7 +418,10 @@ struct FailoverStats {
   // given up (not drained within the bound), called off (the receiver failed first); and how
   // long the moved shards' locks were granted by nobody, in all and at most.
   uint64_t shard_moves = 0, moves_given_up = 0, moves_called_off = 0;
+  uint64_t shards_moved = 0;  // in the moves made
   uint64_t move_closed_ns_total = 0, move_closed_ns_max = 0;
+  // When each move was made, on clock(), in order (the first 4096 of each CN's).
+  std::vector<uint64_t> move_made_ns;
 };
 
 class Cluster {

@@ -158,10 +158,14 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
   }
   if (r.moves) {
     result["resharding"] = {{"moves", r.moves->made},
+                            {"shards", r.moves->shards},
                             {"given_up", r.moves->given_up},
                             {"called_off", r.moves->called_off},
                             {"closed_ns_total", r.moves->closed_ns_total},
                             {"closed_ns_max", r.moves->closed_ns_max}};
+    nlohmann::json made = nlohmann::json::array();
+    for (uint64_t ns : r.moves->made_ns) made.push_back(static_cast<double>(ns) / 1e6);
+    result["resharding"]["made_ms"] = std::move(made);
   }
   if (r.failover) {
     nlohmann::json failures = nlohmann::json::array();

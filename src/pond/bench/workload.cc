@@ -165,6 +165,7 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   POND_RETURN_IF_ERROR(w.Setup(cluster, ctx));
   result.load_s = static_cast<double>(wall.NowNs() - load_start) / 1e9;
   if (!o.faults.empty()) POND_RETURN_IF_ERROR(cluster.ScheduleFaults(o.node_faults));
+  const uint64_t run_start_ns = cluster.clock().NowNs();
   {
     MeasuredRun run(cluster, o.cluster, o.seconds, progress);
     ctx.run_ = &run;
@@ -180,8 +181,11 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   if (!o.faults.empty()) result.failover = cluster.GetFailoverStats();
   if (o.cluster.reshard.policy != ReshardConfig::Policy::kNone) {
     const FailoverStats f = cluster.GetFailoverStats();
-    result.moves = RunResult::Moves{f.shard_moves, f.moves_given_up, f.moves_called_off,
-                                    f.move_closed_ns_total, f.move_closed_ns_max};
+    result.moves = RunResult::Moves{f.shard_moves,  f.moves_given_up,       f.moves_called_off,
+                                    f.shards_moved, f.move_closed_ns_total, f.move_closed_ns_max};
+    for (uint64_t t : f.move_made_ns) {
+      if (t >= run_start_ns) result.moves->made_ns.push_back(t - run_start_ns);
+    }
   }
   // Every run, faults or not: a commit that let a backup fall behind its primary (or left a
   // cell INVISIBLE or a lock word held) shows in no answer until an MN fails, so it is looked for

@@ -131,7 +131,9 @@ struct RunResult : RunMeasures {
   // Runs with resharding on (docs/resharding.md): what the shard moves did, over every CN.
   struct Moves {
     uint64_t made = 0, given_up = 0, called_off = 0;
+    uint64_t shards = 0;                              // in the moves made
     uint64_t closed_ns_total = 0, closed_ns_max = 0;  // shards granted by nobody, per move
+    std::vector<uint64_t> made_ns;                    // when each was made, from the run's start
   };
   std::optional<Moves> moves;
 };

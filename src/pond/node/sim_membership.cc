@@ -514,12 +514,15 @@ FailoverStats SimMembership::Stats() const {
       if (n == nullptr) continue;
       const recovery::MoveCounts& m = n->machine->move_counts();
       s.shard_moves += m.made;
+      s.shards_moved += m.shards;
       s.moves_given_up += m.given_up;
       s.moves_called_off += m.cancelled;
       s.move_closed_ns_total += m.closed_ns_total;
       s.move_closed_ns_max = std::max(s.move_closed_ns_max, m.closed_ns_max);
+      s.move_made_ns.insert(s.move_made_ns.end(), m.made_ns.begin(), m.made_ns.end());
     }
   }
+  std::sort(s.move_made_ns.begin(), s.move_made_ns.end());
   return s;
 }
 

@@ -162,9 +162,9 @@ void CnMembership::Balance() {
   }
   latencies[o_.cn] = latency;
   if (!alive_.load() || moves_.Moving() || returns_.Returning()) return;
-  const std::optional<LoadPolicy::Move> m = load_policy_.Judge(o_.cn, latencies, [&](uint32_t s) {
-    return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s);
-  });
+  const std::optional<LoadPolicy::Move> m = load_policy_.Judge(
+      o_.cn, latencies, view_.tso_host,
+      [&](uint32_t s) { return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s); });
   if (!m.has_value()) return;
   const size_t n = m->shards.size();
   const Status st = StartMove(m->shards, m->to);

@@ -19,7 +19,7 @@ uint64_t LoadPolicy::EndInterval(const CnLoad& now) {
 
 std::optional<LoadPolicy::Move> LoadPolicy::Judge(
     uint16_t cn, const std::vector<std::optional<uint64_t>>& latency,
-    const std::function<bool(uint32_t)>& movable) {
+    std::optional<uint16_t> oracle, const std::function<bool(uint32_t)>& movable) {
   if (cn >= latency.size() || !latency[cn].has_value()) return std::nullopt;
   const uint64_t own = *latency[cn];
   double sum = 0;
@@ -29,7 +29,8 @@ std::optional<LoadPolicy::Move> LoadPolicy::Judge(
     if (!latency[c].has_value()) continue;
     sum += static_cast<double>(*latency[c]);
     known++;
-    if (c != cn && (!coolest.has_value() || *latency[c] < *latency[*coolest])) coolest = c;
+    if (c == cn || c == oracle) continue;
+    if (!coolest.has_value() || *latency[c] < *latency[*coolest]) coolest = c;
   }
   const double mean = sum / known;
   const bool overloaded = mean > 0 && static_cast<double>(own) > o_.over * mean;

@@ -9,6 +9,10 @@
 //     lock requests it took for each in the last interval — to the CN with the lowest latency
 //     (shard_move.h), as one range: the hottest first, until they carry the share of its
 //     requests that would even its latency and the receiver's, (own - theirs) / (2 * own).
+//   - The CN hosting the timestamp oracle is never the receiver. Its own transactions take their
+//     timestamps locally, so it looks the coolest; but every CN's transactions wait on its
+//     CPU for theirs, and hot shards given to it slowed the whole cluster (docs/resharding.md
+//     "The load policy"). Lotus's timestamp service is spread over the compute pool instead.
 //
 // The paper's numbers are the defaults: 100 ms intervals, 50% above the mean, three in a row.
 // The paper hands over its hottest shard alone; a hot set that spans many shards (SmallBank's
@@ -49,8 +53,10 @@ class LoadPolicy {
   // After EndInterval: `latency` holds, by CN, the newest latency each CN alive published (this
   // one's included), or nullopt for a CN down or not heard from lately. A move if this CN (`cn`)
   // has been overloaded long enough, of the hottest shards `movable` accepts that took requests
-  // (above), to a CN less loaded than this one; nullopt otherwise.
+  // (above), to a CN less loaded than this one and not `oracle` (the timestamp oracle's host, if
+  // known); nullopt otherwise.
   std::optional<Move> Judge(uint16_t cn, const std::vector<std::optional<uint64_t>>& latency,
+                            std::optional<uint16_t> oracle,
                             const std::function<bool(uint32_t)>& movable);
 
   const LoadPolicyOptions& options() const { return o_; }

@@ -47,11 +47,11 @@ TEST(LoadPolicyTest, AnOverloadedCnMovesItsHottestShardToTheCoolestAfterThreeInt
   for (int i = 1; i <= 2; i++) {
     l = After(l, 100, 3000, {5, 40, 7});
     p.EndInterval(l);
-    EXPECT_FALSE(p.Judge(0, lat, any).has_value()) << "interval " << i;
+    EXPECT_FALSE(p.Judge(0, lat, std::nullopt, any).has_value()) << "interval " << i;
   }
   l = After(l, 100, 3000, {5, 40, 7});
   p.EndInterval(l);
-  const std::optional<LoadPolicy::Move> m = p.Judge(0, lat, any);
+  const std::optional<LoadPolicy::Move> m = p.Judge(0, lat, std::nullopt, any);
   ASSERT_TRUE(m.has_value());
   // (3 - 0.5) / 6 of its 52 requests: the hottest alone carries them.
   EXPECT_EQ(m->shards, std::vector<uint32_t>{1});
@@ -67,7 +67,7 @@ TEST(LoadPolicyTest, AnOverloadedCnPassesTheRangeThatCarriesItsExcess) {
   // share of (4 - 1) / 8 = 37.5%, so shard 7 (30) and the next hottest, by id, shard 0 (10).
   p.EndInterval(After({}, 10, 1, {10, 10, 10, 10, 10, 10, 10, 30}));
   const std::optional<LoadPolicy::Move> m =
-      p.Judge(0, {4000, 1000, 1000}, [](uint32_t) { return true; });
+      p.Judge(0, {4000, 1000, 1000}, std::nullopt, [](uint32_t) { return true; });
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->shards, (std::vector<uint32_t>{0, 7}));
   EXPECT_EQ(m->to, 1);
@@ -81,7 +81,7 @@ TEST(LoadPolicyTest, OnlyAStreakOfOverloadedIntervalsCounts) {
   for (const auto* lat : {&hot, &hot, &even, &hot, &hot}) {
     l = After(l, 10, 1, {1});
     p.EndInterval(l);
-    EXPECT_FALSE(p.Judge(0, *lat, any).has_value());
+    EXPECT_FALSE(p.Judge(0, *lat, std::nullopt, any).has_value());
   }
   EXPECT_EQ(p.streak(), 2);
 }
@@ -92,23 +92,51 @@ TEST(LoadPolicyTest, NoMoveWithoutAMovableShardWithRequestsOrACoolerCn) {
   {
     LoadPolicy p(o);
     p.EndInterval(After({}, 10, 1, {0, 9, 0}));
-    EXPECT_FALSE(p.Judge(0, hot, [](uint32_t s) { return s != 1; }).has_value())
+    EXPECT_FALSE(p.Judge(0, hot, std::nullopt, [](uint32_t s) { return s != 1; }).has_value())
         << "the only shard with requests may not move";
   }
   {
     LoadPolicy p(o);
     p.EndInterval(After({}, 10, 1, {0, 9, 0}));
     EXPECT_FALSE(
-        p.Judge(0, {3000, std::nullopt, std::nullopt}, [](uint32_t) { return true; }).has_value())
+        p.Judge(0, {3000, std::nullopt, std::nullopt}, std::nullopt, [](uint32_t) { return true; })
+            .has_value())
         << "no other CN heard from";
   }
   {
     LoadPolicy p(o);
     p.EndInterval(After({}, 10, 1, {0, 9, 0}));
     const std::optional<LoadPolicy::Move> m =
-        p.Judge(2, {3000, std::nullopt, 10000}, [](uint32_t) { return true; });
+        p.Judge(2, {3000, std::nullopt, 10000}, std::nullopt, [](uint32_t) { return true; });
     ASSERT_TRUE(m.has_value()) << "10 us against a mean of 6.5 us";
     EXPECT_EQ(m->to, 0) << "CN 1, not heard from, is not a receiver";
+  }
+}
+
+// The oracle's CN looks the coolest (its timestamps are local) but serves every CN's: it is passed
+// over, and a cluster whose only cooler CN hosts it makes no move.
+TEST(LoadPolicyTest, TheTimestampOraclesCnIsNeverTheReceiver) {
+  const auto any = [](uint32_t) { return true; };
+  LoadPolicyOptions o{.on = true, .intervals = 1};
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    const std::optional<LoadPolicy::Move> m = p.Judge(2, {500, 1000, 4000}, 0, any);
+    ASSERT_TRUE(m.has_value());
+    EXPECT_EQ(m->to, 1) << "CN 0, the oracle's, is cooler but not a receiver";
+  }
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    EXPECT_FALSE(p.Judge(1, {500, 4000}, 0, any).has_value())
+        << "the only cooler CN is the oracle's";
+  }
+  {
+    LoadPolicy p(o);
+    p.EndInterval(After({}, 10, 1, {0, 9, 0}));
+    const std::optional<LoadPolicy::Move> m = p.Judge(0, {4000, 1000, 500}, 0, any);
+    ASSERT_TRUE(m.has_value()) << "the oracle's CN itself hands shards away";
+    EXPECT_EQ(m->to, 2);
   }
 }
 

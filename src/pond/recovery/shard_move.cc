@@ -77,8 +77,10 @@ void ShardMoves::Apply(const cluster::Configuration& next, const std::vector<uin
   if (m.said && next.cns[cn_].moves >= r.seq) {
     const uint64_t closed = now_ns - m.started_ns;
     counts_.made++;
+    counts_.shards += r.shards.size();
     counts_.closed_ns_total += closed;
     counts_.closed_ns_max = std::max(counts_.closed_ns_max, closed);
+    if (counts_.made_ns.size() < kMoveTimesMax) counts_.made_ns.push_back(now_ns);
     controls_.Event("moved " + std::to_string(r.shards.size()) + " shards to CN " +
                     std::to_string(r.to) + " (epoch " + std::to_string(next.epoch) + ")");
     move_.reset();

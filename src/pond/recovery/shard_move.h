@@ -40,12 +40,17 @@ namespace pond::recovery {
 // What this CN's moves did, as their holder.
 struct MoveCounts {
   uint64_t made = 0;       // an epoch gave the shards to the receiver
+  uint64_t shards = 0;     // in the moves made
   uint64_t given_up = 0;   // not drained within the bound: served here again
   uint64_t cancelled = 0;  // the receiver failed before the move was made
   // From Start to the epoch that made the move, as this CN applied it: how long the shards'
   // locks were granted by nobody.
   uint64_t closed_ns_total = 0, closed_ns_max = 0;
+  // When each move was made (the clock of Apply's now_ns), the first kMoveTimesMax of them: a
+  // daemon may move shards for days, and the times are for plotting a run.
+  std::vector<uint64_t> made_ns;
 };
+inline constexpr size_t kMoveTimesMax = 4096;
 
 class ShardMoves {
  public:

@@ -541,7 +541,7 @@ fi
 if "$pond" sim smallbank --cns 3 --workers 2 --coros 8 --accounts 20000 --virtual-seconds 0.01 \
      --reshard load --reshard-interval-ms 0.5 --reshard-over 1.1 --reshard-intervals 1 \
      --json "$tmp/rs.json" >"$tmp/out" 2>/dev/null &&
-   grep -qE '^resharding   [1-9][0-9]* shard moves made' "$tmp/out" &&
+   grep -qE '^resharding   [1-9][0-9]* shard moves made \([1-9][0-9]* shards\)' "$tmp/out" &&
    grep -q '^money check  ok' "$tmp/out" && grep -q '"resharding"' "$tmp/rs.json" &&
    grep -qE '^per ms       [0-9]+ [0-9]+' "$tmp/out" && grep -q '"committed_per_ms": \[' "$tmp/rs.json"; then
   echo "ok   sim smallbank --reshard load"

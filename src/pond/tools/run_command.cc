@@ -253,10 +253,11 @@ void PrintFailover(const bench::RunResult& r) {
   if (r.moves) {
     const bench::RunResult::Moves& m = *r.moves;
     std::printf(
-        "resharding   %lu shard moves made, %lu given up, %lu called off; shards closed %.3f ms "
-        "at most, %.3f ms a move\n",
-        static_cast<unsigned long>(m.made), static_cast<unsigned long>(m.given_up),
-        static_cast<unsigned long>(m.called_off), static_cast<double>(m.closed_ns_max) / 1e6,
+        "resharding   %lu shard moves made (%lu shards), %lu given up, %lu called off; shards "
+        "closed %.3f ms at most, %.3f ms a move\n",
+        static_cast<unsigned long>(m.made), static_cast<unsigned long>(m.shards),
+        static_cast<unsigned long>(m.given_up), static_cast<unsigned long>(m.called_off),
+        static_cast<double>(m.closed_ns_max) / 1e6,
         m.made == 0 ? 0.0
                     : static_cast<double>(m.closed_ns_total) / 1e6 / static_cast<double>(m.made));
   }
