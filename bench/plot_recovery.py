@@ -13,7 +13,7 @@ stderr, exit 2.
 
 import sys
 
-from plot_common import EXIT_BAD_INPUT, BadInput, Parser, load_json
+from plot_common import BadInput, load_json, runs_over_time
 
 
 def run_of(path):
@@ -45,20 +45,7 @@ def run_of(path):
 
 
 def main():
-    p = Parser(description=__doc__.splitlines()[0])
-    p.add_argument("json", nargs="+", help="result files of runs with --faults")
-    p.add_argument("-o", "--output", required=True, help="the PNG to write")
-    p.add_argument("--title", default=None, help="the figure's title")
-    p.add_argument("--label", action="append", default=None,
-                   help="a line's label, once per file, in order (default: the fault spec)")
-    args = p.parse_args()
-    try:
-        runs = [run_of(path) for path in args.json]
-        if args.label is not None and len(args.label) != len(runs):
-            raise BadInput(f"{len(args.label)} --label(s) for {len(runs)} file(s)")
-    except BadInput as e:
-        print(f"plot_recovery.py: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    args, runs = runs_over_time(__doc__, "result files of runs with --faults", "the fault spec", run_of)
 
     import matplotlib
     matplotlib.use("Agg")
