@@ -40,6 +40,10 @@ using Args = SmallBankArgs;
 // The process a tag's call came from.
 int64_t ProcessOf(uint64_t tag) { return static_cast<int64_t>(tag >> 32) - 1; }
 
+// `a + b` into `sum`, false if it leaves int64's range. A served client may deposit up to
+// kServedAmountMax again and again; a balance that would wrap is declined like an overdraft.
+bool Add(int64_t a, int64_t b, int64_t* sum) { return !__builtin_add_overflow(a, b, sum); }
+
 }  // namespace
 
 struct alignas(64) SmallBankCounters {
@@ -364,9 +368,13 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
         if (!s0.ok()) return s0.status();
         if (!c0.ok()) return c0.status();
         if (!c1.ok()) return c1.status();
+        int64_t a0_total = 0, to = 0;
+        if (!Add(*s0, *c0, &a0_total) || !Add(*c1, a0_total, &to)) {
+          return Outcome{.declined = true};
+        }
         POND_RETURN_IF_ERROR(Put(t, ts, a.a0, 0, h));
         POND_RETURN_IF_ERROR(Put(t, tc, a.a0, 0, h));
-        POND_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + *s0 + *c0, h));
+        POND_RETURN_IF_ERROR(Put(t, tc, a.a1, to, h));
         return Outcome{};
       });
   // Balance: the read-only one.
@@ -388,7 +396,9 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
       [=](Txn& t, const Args& a, TxnHistory* h) -> Result<Outcome> {
         Result<int64_t> c0 = Get(t, tc, a.a0, h);
         if (!c0.ok()) return c0.status();
-        POND_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 + a.amount, h));
+        int64_t c = 0;
+        if (!Add(*c0, a.amount, &c)) return Outcome{.declined = true};
+        POND_RETURN_IF_ERROR(Put(t, tc, a.a0, c, h));
         return Outcome{.net = a.amount};
       });
   // SendPayment: checking a0 -> checking a1, declined (committed, nothing written) if a0's
@@ -403,9 +413,10 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
         Result<int64_t> c0 = Get(t, tc, a.a0, h), c1 = Get(t, tc, a.a1, h);
         if (!c0.ok()) return c0.status();
         if (!c1.ok()) return c1.status();
-        if (*c0 < a.amount) return Outcome{.declined = true};
+        int64_t to = 0;
+        if (*c0 < a.amount || !Add(*c1, a.amount, &to)) return Outcome{.declined = true};
         POND_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - a.amount, h));
-        POND_RETURN_IF_ERROR(Put(t, tc, a.a1, *c1 + a.amount, h));
+        POND_RETURN_IF_ERROR(Put(t, tc, a.a1, to, h));
         return Outcome{};
       });
   // TransactSavings: a deposit (amount > 0) or withdrawal (< 0) on savings, declined if it
@@ -415,8 +426,9 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
       [=](Txn& t, const Args& a, TxnHistory* h) -> Result<Outcome> {
         Result<int64_t> s0 = Get(t, ts, a.a0, h);
         if (!s0.ok()) return s0.status();
-        if (*s0 + a.amount < 0) return Outcome{.declined = true};
-        POND_RETURN_IF_ERROR(Put(t, ts, a.a0, *s0 + a.amount, h));
+        int64_t s = 0;
+        if (!Add(*s0, a.amount, &s) || s < 0) return Outcome{.declined = true};
+        POND_RETURN_IF_ERROR(Put(t, ts, a.a0, s, h));
         return Outcome{.net = a.amount};
       });
   // WriteCheck: amount > 0 out of checking; one unit more as a penalty if savings + checking do
@@ -431,8 +443,11 @@ Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
         Result<int64_t> s0 = Get(t, ts, a.a0, h), c0 = Get(t, tc, a.a0, h);
         if (!s0.ok()) return s0.status();
         if (!c0.ok()) return c0.status();
-        int64_t out = *s0 + *c0 < a.amount ? a.amount + 1 : a.amount;
-        POND_RETURN_IF_ERROR(Put(t, tc, a.a0, *c0 - out, h));
+        int64_t total = 0, c = 0;
+        if (!Add(*s0, *c0, &total)) return Outcome{.declined = true};
+        const int64_t out = total < a.amount ? a.amount + 1 : a.amount;
+        if (!Add(*c0, -out, &c)) return Outcome{.declined = true};
+        POND_RETURN_IF_ERROR(Put(t, tc, a.a0, c, h));
         return Outcome{.net = -out};
       });
   return Status::Ok();
