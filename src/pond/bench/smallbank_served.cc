@@ -82,9 +82,12 @@ class SmallBankRemote final : public RemoteDriver {
         bad_replies_.fetch_add(1, std::memory_order_relaxed);
         return true;
       }
-      int64_t net;
-      std::memcpy(&net, reply.data(), sizeof(net));
-      net_.fetch_add(net, std::memory_order_relaxed);
+      // Balance answers the account's total, not a net deposit: it deposits nothing.
+      if (static_cast<SmallBankTxn>(call.kind) != SmallBankTxn::kBalance) {
+        int64_t net;
+        std::memcpy(&net, reply.data(), sizeof(net));
+        net_.fetch_add(net, std::memory_order_relaxed);
+      }
       if (reply[8] != 0) declined_.fetch_add(1, std::memory_order_relaxed);
     } else if (outcome == RemoteOutcome::kUnknown) {
       // It took effect or it did not; if it did, its net is the one its arguments name — or,

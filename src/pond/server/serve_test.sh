@@ -83,8 +83,8 @@ expect 3 "insert of a present key: ABORTED, exit 3" "duplicate key" client --con
 expect 0 "read-only txn" "^checking 4097 = hex:" client --connect "$addr" txn --read-only get:checking:4097 absent:kv:10
 expect 0 "call" "^reply hex:" client --connect "$addr" call smallbank.deposit_checking u64:3 u64:0 i64:25 u64:0
 # A deposit, payment or amalgamation that would take a balance past int64's range is declined
-# (reply: net 0, declined 1), and the balance stays; account 3's checking row (key 3 << 12 | 3) is put back as it was, so
-# that the money check of the run below still holds.
+# (reply: net 0, declined 1), and the balance stays. Account 3's rows (key 3 << 12 | 3) are put
+# back as they were at the end, so that the money check of the run below still holds.
 expect 0 "get account 3's checking" "^checking 12291 = hex:" client --connect "$addr" get checking 12291
 was=$(sed -n 's/^checking 12291 = \(hex:[0-9a-f]*\).*/\1/p' "$tmp/out")
 expect 0 "put a balance 7 below int64's largest" "^COMMITTED$" \
@@ -96,7 +96,15 @@ for call in "deposit_checking u64:3 u64:0" "send_payment u64:4 u64:3" "amalgamat
 done
 expect 0 "the balance stays" "^checking 12291 = hex:f8ffffffffffff7f" \
   client --connect "$addr" get checking 12291
-expect 0 "put the balance back" "^COMMITTED$" client --connect "$addr" put checking 12291 "$was"
+# Balance answers the account's total, savings plus checking.
+expect 0 "get account 3's savings" "^savings 12291 = hex:" client --connect "$addr" get savings 12291
+saved=$(sed -n 's/^savings 12291 = \(hex:[0-9a-f]*\).*/\1/p' "$tmp/out")
+expect 0 "put savings 1000" "^COMMITTED$" client --connect "$addr" put savings 12291 i64:1000
+expect 0 "put checking 234" "^COMMITTED$" client --connect "$addr" put checking 12291 i64:234
+expect 0 "balance answers the total" "^reply hex:d204000000000000.. (i64 1234)$" \
+  client --connect "$addr" call smallbank.balance u64:3 u64:0 i64:0 u64:0
+expect 0 "put the balances back" "^COMMITTED$" client --connect "$addr" txn \
+  "put:savings:12291:$saved" "put:checking:12291:$was"
 expect 4 "call with arguments of the wrong size: REJECTED, exit 4" "REJECTED: smallbank.amalgamate takes 32 bytes" \
   client --connect "$addr" call smallbank.amalgamate u64:1
 expect 4 "call the procedure refuses: REJECTED, exit 4" "a1 must be an account" \
