@@ -92,15 +92,22 @@ struct TransportConfig {
 // the numbers are Lotus's (§4.3).
 struct ReshardConfig {
   enum class Policy : uint8_t {
-    kNone,  // the shard map changes only by failures and restarts
-    kLoad,  // an overloaded CN hands its hottest shard to the least loaded (Lotus)
+    kNone,      // the shard map changes only by failures and restarts
+    kLoad,      // an overloaded CN hands its hottest shard to the least loaded (Lotus)
+    kLocality,  // a shard goes to the CN whose transactions make most of its requests (Zeus)
+    kBoth,      // load first; locality when no CN is overloaded
   };
   Policy policy = Policy::kNone;
   uint64_t interval_ns = 100'000'000;  // each CN measures and publishes its load this often
   double over = 1.5;                   // overloaded: latency above this times the CNs' mean...
-  int intervals = 3;                   // ...for this many intervals in a row
+  int intervals = 3;                   // ...for this many intervals in a row (and locality:
+                                       // one CN's majority of a shard's requests this many)
   uint64_t drain_ns = 10'000'000;      // a move not drained this long after it began is given up
 };
+
+// A policy's name as flags, cluster specs and reports spell it: none, load, locality, both.
+const char* ReshardPolicyName(ReshardConfig::Policy p);
+std::optional<ReshardConfig::Policy> ReshardPolicyByName(std::string_view name);
 
 struct ClusterConfig {
   ProtocolConfig protocol;

@@ -990,8 +990,9 @@ TEST(FaultSeedTest, AnMnTurnsReadableOnlyWhenNoCommitIsBetweenItsVisibleRounds) 
 // other check.
 // A load policy that moves shards all the time (docs/resharding.md): any CN above the mean by
 // 5% for one interval of 0.4 ms hands its hottest shard away, so that moves overlap the faults.
-ReshardConfig Restless() {
-  return ReshardConfig{.policy = ReshardConfig::Policy::kLoad,
+// Locality as restless: a shard goes to a CN that made half its requests in one interval.
+ReshardConfig Restless(ReshardConfig::Policy policy = ReshardConfig::Policy::kLoad) {
+  return ReshardConfig{.policy = policy,
                        .interval_ns = 400'000,
                        .over = 1.05,
                        .intervals = 1,
@@ -1017,12 +1018,14 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
     // As `pond sim smallbank --history` draws them: within the time the capped calls last.
     ASSERT_TRUE(ResolveFaultsFor(w, &o, "random").ok());
     Result<RunResult> run = RunWorkload(w, o, nullptr);
-    const std::string where = IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
-                              (reshard.has_value() ? ", shards moving (Restless)" : "") +
-                              ", faults " + o.faults + "\n" +
-                              Replay(protocol, iso, seed, "smallbank") +
-                              " (with --accounts 2000 "
-                              "--history FILE)";
+    const std::string where =
+        IsolationName(iso) + std::string(" seed ") + std::to_string(seed) +
+        (reshard.has_value()
+             ? std::string(", shards moving (Restless ") + ReshardPolicyName(reshard->policy) + ")"
+             : "") +
+        ", faults " + o.faults + "\n" + Replay(protocol, iso, seed, "smallbank") +
+        " (with --accounts 2000 "
+        "--history FILE)";
     ASSERT_TRUE(run.ok()) << where << ": " << run.status().ToString();
     ASSERT_TRUE(run->history.has_value()) << where;
     ASSERT_TRUE(run->history->ok) << where << ": " << run->history->detail;
@@ -1046,7 +1049,7 @@ void RunHistorySeeds(Isolation iso, uint64_t default_seeds,
   if (reshard.has_value()) {
     std::printf("%lu shard moves made, %lu given up or called off\n",
                 static_cast<unsigned long>(moves), static_cast<unsigned long>(moves_off));
-    EXPECT_GE(moves, r.count) << "the load policy was meant to move shards in every seed";
+    EXPECT_GE(moves, r.count) << "the policy was meant to move shards in every seed";
   }
   std::printf(
       "%s %s: %lu seeds judged by the isolation checker: %lu CN crashes (%lu restarted), "
@@ -1088,6 +1091,16 @@ TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsWithShardsMoving) {
 }
 TEST(FaultSeedTest, LotusSnapshotHistoriesUnderRandomFaultsWithShardsMoving) {
   RunHistorySeeds(Isolation::kSnapshot, 100, std::nullopt, "lotus", Restless());
+}
+// The same with shards moving for locality (a shard's accounts are mostly one account here, so
+// a CN that pays into it a few times in an interval takes it), and with both policies.
+TEST(FaultSeedTest, LotusHistoriesUnderRandomFaultsWithShardsMovingForLocality) {
+  RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "lotus",
+                  Restless(ReshardConfig::Policy::kLocality));
+}
+TEST(FaultSeedTest, LotusSnapshotHistoriesUnderRandomFaultsWithShardsMovingForBoth) {
+  RunHistorySeeds(Isolation::kSnapshot, 100, std::nullopt, "lotus",
+                  Restless(ReshardConfig::Policy::kBoth));
 }
 TEST(FaultSeedTest, MotorHistoriesUnderRandomFaultsSerializable) {
   RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "motor");

@@ -49,6 +49,26 @@ void CasSlot(std::atomic<uint64_t>& slot, uint64_t expected, uint64_t desired) {
   (void)swapped;
 }
 
+constexpr uint64_t kVoteCount = (uint64_t{1} << 48) - 1;
+
+// One request by CN `cn` in a Boyer–Moore vote: its own count up, another's down, a vote at 0
+// taken over.
+void Vote(std::atomic<uint64_t>& vote, uint16_t cn) {
+  uint64_t w = vote.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t count = w & kVoteCount;
+    uint64_t next = 0;
+    if (count == 0) {
+      next = uint64_t{cn} << 48 | 1;
+    } else if (w >> 48 == cn) {
+      next = count == kVoteCount ? w : w + 1;
+    } else {
+      next = w - 1;
+    }
+    if (vote.compare_exchange_weak(w, next, std::memory_order_relaxed)) return;
+  }
+}
+
 }  // namespace
 
 struct LockTable::Impl {
@@ -61,6 +81,8 @@ struct LockTable::Impl {
   // Requests per managed shard, while counted (CountShards): the load policy's heat.
   std::atomic<bool> counting{false};
   std::array<std::atomic<uint64_t>, kShards> requests{};
+  // Each shard's vote: the CN named in the top 16 bits, its count below (kVoteCount).
+  std::array<std::atomic<uint64_t>, kShards> votes{};
 
   // Bucket from a remix of the hash, fingerprint from its low 56 bits: the two are independent,
   // so keys that share a bucket still differ in all 56 fingerprint bits.
@@ -136,6 +158,15 @@ std::vector<uint64_t> LockTable::ShardRequests() const {
   return out;
 }
 
+std::vector<LockTable::Majority> LockTable::TakeShardMajorities() {
+  std::vector<Majority> out(kShards);
+  for (uint32_t s = 0; s < kShards; s++) {
+    const uint64_t w = impl_->votes[s].exchange(0, std::memory_order_relaxed);
+    out[s] = Majority{static_cast<uint16_t>(w >> 48), w & kVoteCount};
+  }
+  return out;
+}
+
 bool LockTable::Manages(uint32_t shard) const {
   POND_ASSERT(shard < kShards);
   return (impl_->managed[shard / 64].load(std::memory_order_acquire) >> (shard % 64)) & 1;
@@ -172,6 +203,7 @@ Status LockTable::Acquire(const LockKey& key, LockMode mode, const LockOwner& ow
   }
   if (impl_->counting.load(std::memory_order_relaxed)) {
     impl_->requests[key.shard()].fetch_add(1, std::memory_order_relaxed);
+    Vote(impl_->votes[key.shard()], owner.cn);
   }
 
   // Line 5 of Algorithm 1: does this owner already hold the key?

@@ -86,6 +86,14 @@ class LockTable {
   // every worker of a CN bumps on a hot shard costs), and the counts so far, by shard.
   void CountShards(bool on);
   std::vector<uint64_t> ShardRequests() const;
+  // While counted, also a majority vote per shard over the CNs of the owners that requested its
+  // locks (Boyer–Moore, one CAS a request; the locality policy's): by shard, the CN named and
+  // its count, since the last call. Each call starts every vote anew. A count of 0 names none.
+  struct Majority {
+    uint16_t cn = 0;
+    uint64_t count = 0;
+  };
+  std::vector<Majority> TakeShardMajorities();
 
   // Algorithm 1. Ok if the lock is now held by `owner` (including when it already was).
   // A read -> write upgrade succeeds only if `owner` is the sole reader.

@@ -82,6 +82,34 @@ TEST(LockTableTest, CountsRequestsPerShardOnlyWhileAskedTo) {
   EXPECT_EQ(t->ShardRequests(), n);
 }
 
+// The locality policy's vote: by shard, the CN whose owners made more than half the requests
+// is named, with a count no higher than its requests; each take starts the votes anew.
+TEST(LockTableTest, VotesForTheCnThatRequestsAShardMost) {
+  auto t = MakeTable();
+  ASSERT_TRUE(t->Acquire(K(1), R, O(1, 2)).ok());
+  EXPECT_EQ(t->TakeShardMajorities()[1].count, 0u) << "voted while not counting";
+  t->CountShards(true);
+  // Shard 1: CN 2 three times, CN 0 twice, CN 2 once more: CN 2's majority, counted 2.
+  uint64_t txn = 10;
+  for (uint16_t cn : {2, 0, 2, 0, 2, 2}) ASSERT_TRUE(t->Acquire(K(1), R, O(txn++, cn)).ok());
+  // Shard 2: CN 1 and CN 3 alike: the last named, with nothing to spare.
+  for (uint16_t cn : {1, 3, 1, 3}) ASSERT_TRUE(t->Acquire(K(2), R, O(txn++, cn)).ok());
+  // Shard 4: a refused request votes too (a conflict is a request all the same).
+  ASSERT_TRUE(t->Acquire(K(4), W, O(txn++, 5)).ok());
+  EXPECT_EQ(t->Acquire(K(4), W, O(txn++, 5)).code(), Code::kConflict);
+  const std::vector<LockTable::Majority> v = t->TakeShardMajorities();
+  EXPECT_EQ(v[1].cn, 2);
+  EXPECT_EQ(v[1].count, 2u);
+  EXPECT_EQ(v[2].count, 0u);
+  EXPECT_EQ(v[4].cn, 5);
+  EXPECT_EQ(v[4].count, 2u);
+  EXPECT_EQ(v[3].count, 0u);
+  ASSERT_TRUE(t->Acquire(K(1), R, O(txn++, 0)).ok());
+  const std::vector<LockTable::Majority> w = t->TakeShardMajorities();
+  EXPECT_EQ(w[1].cn, 0) << "the vote did not start anew";
+  EXPECT_EQ(w[1].count, 1u);
+}
+
 TEST(LockTableTest, RejectsConflictingWrite) {
   auto t = MakeTable();
   ASSERT_TRUE(t->Acquire(K(1), W, O(1)).ok());

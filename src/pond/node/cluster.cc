@@ -54,13 +54,35 @@ const char* IsolationName(Isolation i) {
   return i == Isolation::kSerializable ? "serializable" : "snapshot-isolation";
 }
 
+const char* ReshardPolicyName(ReshardConfig::Policy p) {
+  switch (p) {
+    case ReshardConfig::Policy::kNone:
+      return "none";
+    case ReshardConfig::Policy::kLoad:
+      return "load";
+    case ReshardConfig::Policy::kLocality:
+      return "locality";
+    case ReshardConfig::Policy::kBoth:
+      return "both";
+  }
+  return "?";
+}
+
+std::optional<ReshardConfig::Policy> ReshardPolicyByName(std::string_view name) {
+  for (auto p : {ReshardConfig::Policy::kNone, ReshardConfig::Policy::kLoad,
+                 ReshardConfig::Policy::kLocality, ReshardConfig::Policy::kBoth}) {
+    if (name == ReshardPolicyName(p)) return p;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 // The resharding settings (docs/resharding.md), where they are on.
 Status ValidateReshard(const ClusterConfig& c) {
   const ReshardConfig& r = c.reshard;
   if (r.policy == ReshardConfig::Policy::kNone) return Status::Ok();
-  if (r.policy != ReshardConfig::Policy::kLoad) {
+  if (std::string_view(ReshardPolicyName(r.policy)) == "?") {
     return InvalidArgument("ClusterConfig.reshard.policy is not a policy Pond knows");
   }
   if (!c.protocol.cn_locks) {

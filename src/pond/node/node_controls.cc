@@ -104,6 +104,9 @@ std::optional<recovery::CnLoad> NodeControls::Load() {
     load.latency_ns += w->stats().commit_latency_sum_ns.load();
   }
   load.shard_requests = me.locks.ShardRequests();
+  const std::vector<lock::LockTable::Majority> votes = me.locks.TakeShardMajorities();
+  load.majority.reserve(votes.size());
+  for (const auto& v : votes) load.majority.push_back({v.cn, v.count});
   return load;
 }
 

@@ -36,13 +36,16 @@ class CnContext;
 class WorkerContext;
 
 // The membership machine's options for the cluster's resharding settings (docs/resharding.md):
-// its load policy, and the drain bound of a move.
+// its load and locality policies, and the drain bound of a move.
 inline void SetReshardOptions(const ClusterConfig& c, recovery::MembershipOptions* o) {
   const ReshardConfig& r = c.reshard;
-  o->load = recovery::LoadPolicyOptions{.on = r.policy == ReshardConfig::Policy::kLoad,
-                                        .interval_ns = r.interval_ns,
-                                        .over = r.over,
-                                        .intervals = r.intervals};
+  using P = ReshardConfig::Policy;
+  o->load =
+      recovery::LoadPolicyOptions{.on = r.policy == P::kLoad || r.policy == P::kBoth,
+                                  .locality = r.policy == P::kLocality || r.policy == P::kBoth,
+                                  .interval_ns = r.interval_ns,
+                                  .over = r.over,
+                                  .intervals = r.intervals};
   o->move_drain_ns = r.drain_ns;
 }
 

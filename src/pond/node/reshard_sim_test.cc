@@ -16,11 +16,16 @@ namespace {
 
 constexpr int64_t kStart = 1000;
 // The hot shards: CN 0's (shard s starts on CN s * 3 / 4096), each with many accounts, so that
-// the hot calls load CN 0 more than they conflict.
-constexpr uint32_t kHotShards = 8;
+// the hot calls load CN 0 more than they conflict; and their partners, as many of CN 1's, that
+// the calls apart (below) pay into.
+constexpr uint32_t kHotShards = 8, kPartner = 1366;
 constexpr uint64_t kHotPerShard = 256, kColdPerShard = 2;
-constexpr uint64_t kAccounts = kHotShards * kHotPerShard + (4096 - kHotShards) * kColdPerShard;
-uint64_t PerShard(uint32_t shard) { return shard < kHotShards ? kHotPerShard : kColdPerShard; }
+constexpr uint64_t kAccounts =
+    2 * kHotShards * kHotPerShard + (4096 - 2 * kHotShards) * kColdPerShard;
+bool Partner(uint32_t shard) { return shard >= kPartner && shard < kPartner + kHotShards; }
+uint64_t PerShard(uint32_t shard) {
+  return shard < kHotShards || Partner(shard) ? kHotPerShard : kColdPerShard;
+}
 
 uint64_t Key(uint32_t shard, uint64_t i) { return (i << 12) | shard; }
 
@@ -43,13 +48,16 @@ ClusterConfig Config(uint64_t seed, ReshardConfig::Policy policy) {
 struct Outcome {
   uint64_t committed = 0;
   FailoverStats failover;
-  std::set<uint32_t> moved;  // shards not on the CN they started on, at the end
+  std::set<uint32_t> moved;     // shards not on the CN they started on, at the end
+  std::vector<uint16_t> owner;  // by shard, the CN managing it at the end
   int64_t total = 0;
 };
 
-// Transfers between accounts, 90% of them between two accounts of the hot shards, routed to the
-// CN that manages the first; for `virtual_ms`.
-Outcome RunTransfers(uint64_t seed, ReshardConfig::Policy policy, uint64_t virtual_ms) {
+// Transfers between accounts, 90% of them from an account of the hot shards, routed to the CN
+// that manages it, to another there, or `apart`, to one of its shard's partner; for
+// `virtual_ms`.
+Outcome RunTransfers(uint64_t seed, ReshardConfig::Policy policy, uint64_t virtual_ms,
+                     bool apart = false) {
   auto started = Cluster::StartSimulated(Config(seed, policy), Testbed{});
   POND_CHECK_MSG(started.ok(), started.status().ToString().c_str());
   Cluster& c = **started;
@@ -58,9 +66,11 @@ Outcome RunTransfers(uint64_t seed, ReshardConfig::Policy policy, uint64_t virtu
   // Every shard's first kColdPerShard accounts, then the hot shards' others.
   POND_CHECK(c.Load(t, kAccounts, [](uint64_t i, uint64_t* key, std::span<std::byte> v) {
                 const uint64_t cold = 4096 * kColdPerShard;
+                const uint64_t hot = (i - cold) % (2 * kHotShards);
                 *key = i < cold ? Key(static_cast<uint32_t>(i % 4096), i / 4096)
-                                : Key(static_cast<uint32_t>((i - cold) % kHotShards),
-                                      kColdPerShard + (i - cold) / kHotShards);
+                                : Key(static_cast<uint32_t>(
+                                          hot < kHotShards ? hot : kPartner + hot - kHotShards),
+                                      kColdPerShard + (i - cold) / (2 * kHotShards));
                 std::memcpy(v.data(), &kStart, 8);
               }).ok());
   const ProcedureId transfer =
@@ -97,6 +107,7 @@ Outcome RunTransfers(uint64_t seed, ReshardConfig::Policy policy, uint64_t virtu
       const uint64_t from = account();
       uint64_t to = from;
       while (to == from) to = account();
+      if (hot && apart) to = Key(kPartner + (from & 0xfff), s.rng().Uniform(kHotPerShard));
       uint64_t args[2] = {from, to};
       Status st = co_await s.Call(transfer, std::as_bytes(std::span(args)),
                                   RouteHint{TxnKind::kReadWrite, t, from});
@@ -107,7 +118,8 @@ Outcome RunTransfers(uint64_t seed, ReshardConfig::Policy policy, uint64_t virtu
   out.committed = committed;
   out.failover = c.GetFailoverStats();
   for (uint32_t s = 0; s < 4096; s++) {
-    if (c.ShardOwner(s) != s * 3 / 4096) out.moved.insert(s);
+    out.owner.push_back(c.ShardOwner(s));
+    if (out.owner[s] != s * 3 / 4096) out.moved.insert(s);
   }
   // Every balance read back, a shard at a time, by one client (nothing else runs).
   c.Run(1, [&](Session& s) -> Task<void> {
@@ -150,6 +162,30 @@ TEST(ReshardSimTest, AnOverloadedCnHandsItsHotShardsAwayAndEveryTransferAddsUp) 
               static_cast<unsigned long>(off.committed), static_cast<unsigned long>(on.committed),
               static_cast<unsigned long>(on.failover.shard_moves),
               static_cast<double>(on.failover.move_closed_ns_max) / 1e6);
+}
+
+// Zeus's locality: calls routed to CN 0 that lock a partner shard on CN 1 each make CN 1's
+// lock table hear mostly from CN 0 about those shards, which then move to CN 0 — and only they.
+TEST(ReshardSimTest, ShardsRequestedMostlyFromAnotherCnMoveThereAndEveryTransferAddsUp) {
+  const Outcome off = RunTransfers(2, ReshardConfig::Policy::kNone, 12, /*apart=*/true);
+  const Outcome on = RunTransfers(2, ReshardConfig::Policy::kLocality, 12, /*apart=*/true);
+  EXPECT_EQ(off.failover.shard_moves, 0u);
+  EXPECT_GE(on.failover.shard_moves, 1u);
+  int partners = 0;
+  for (uint32_t s : on.moved) partners += Partner(s);
+  EXPECT_EQ(partners, static_cast<int>(kHotShards)) << "not every partner shard moved to CN 0";
+  for (uint32_t s = kPartner; s < kPartner + kHotShards; s++) {
+    EXPECT_EQ(on.owner[s], 0) << "partner shard " << s << " is not on CN 0";
+  }
+  for (uint32_t s = 0; s < kHotShards; s++) EXPECT_EQ(on.moved.count(s), 0u) << "hot shard moved";
+  EXPECT_EQ(on.failover.moves_called_off, 0u);
+  for (const Outcome* o : {&off, &on}) {
+    EXPECT_EQ(o->total, int64_t{kAccounts} * kStart) << "money made or lost";
+    EXPECT_GT(o->committed, 1000u);
+  }
+  std::printf("committed apart: off %lu, locality %lu; %lu moves (%zu shards moved, %d partners)\n",
+              static_cast<unsigned long>(off.committed), static_cast<unsigned long>(on.committed),
+              static_cast<unsigned long>(on.failover.shard_moves), on.moved.size(), partners);
 }
 
 TEST(ReshardSimTest, ARunWithResharingReplaysExactly) {

@@ -39,11 +39,22 @@ struct CopyUnit {
   bool tree = false;
 };
 
+// The CN whose transactions made most of a shard's lock requests, by Boyer–Moore's majority
+// vote: `count` is at most the requests `cn` made, so a count of half the shard's requests or
+// more means `cn` made at least half; a CN that made more than half is always the one named.
+// A count of 0 names no CN.
+struct ShardMajority {
+  uint16_t cn = 0;
+  uint64_t count = 0;
+};
+
 // A CN's load since it started (load_policy.h): the transactions its workers committed and
-// their summed latency, and the lock requests its table took by shard.
+// their summed latency, and the lock requests its table took by shard; and by shard, whose
+// transactions made most of the requests since the last Load (each Load starts the vote anew).
 struct CnLoad {
   uint64_t txns = 0, latency_ns = 0;
   std::vector<uint64_t> shard_requests;
+  std::vector<ShardMajority> majority;
 };
 
 class CnControls {

@@ -130,7 +130,7 @@ void CnMembership::CoordTick() {
   }
   // The same for a move: its receiver opens what this CN drained, as a CN coming home does.
   moves_.Progress(clock_.NowNs(), all_opened && !moves_.Said() && !returns_.Said(), seq);
-  if (o_.load.on) Balance();
+  if (o_.load.on || o_.load.locality) Balance();
   rejoins_.Progress(view_);
 }
 
@@ -162,14 +162,37 @@ void CnMembership::Balance() {
   }
   latencies[o_.cn] = latency;
   if (!alive_.load() || moves_.Moving() || returns_.Returning()) return;
-  const std::optional<LoadPolicy::Move> m = load_policy_.Judge(
-      o_.cn, latencies, view_.tso_host,
-      [&](uint32_t s) { return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s); });
+  const auto movable = [&](uint32_t s) {
+    return shards_[s] == o_.cn && !Recovering(s) && !returns_.Returning(s);
+  };
+  std::optional<LoadPolicy::Move> m;
+  std::string why;
+  if (o_.load.on) {
+    m = load_policy_.Judge(o_.cn, latencies, view_.tso_host, movable);
+    why = "overloaded (" + std::to_string(latency) + " ns a transaction)";
+  }
+  if (o_.load.locality) {
+    // With the load policy on, only a CN at or below the mean latency receives for locality.
+    double sum = 0;
+    int known = 0;
+    for (const auto& l : latencies) {
+      if (l.has_value()) sum += static_cast<double>(*l), known++;
+    }
+    const auto receiver = [&](uint16_t c) {
+      if (c >= view_.cns.size() || !view_.cns[c].alive) return false;
+      return !o_.load.on ||
+             (latencies[c].has_value() && static_cast<double>(*latencies[c]) * known <= sum);
+    };
+    std::optional<LoadPolicy::Move> near = load_policy_.JudgeLocality(o_.cn, receiver, movable);
+    if (!m.has_value() && near.has_value()) {
+      m = std::move(near);
+      why = "requested mostly from CN " + std::to_string(m->to);
+    }
+  }
   if (!m.has_value()) return;
   const size_t n = m->shards.size();
   const Status st = StartMove(m->shards, m->to);
-  controls_.Event("overloaded (" + std::to_string(latency) + " ns a transaction): " +
-                  std::to_string(n) + (n == 1 ? " shard" : " shards") + " to CN " +
+  controls_.Event(why + ": " + std::to_string(n) + (n == 1 ? " shard" : " shards") + " to CN " +
                   std::to_string(m->to) + (st.ok() ? "" : ", not started: " + st.ToString()));
 }
 

@@ -83,7 +83,7 @@ struct MembershipOptions {
   // A shard move (shard_move.h) whose shards are not drained this long after it started is
   // given up (Lotus §4.3 waits 10 ms, then aborts the holders; a Pond CN serves them again).
   uint64_t move_drain_ns = 10'000'000;
-  // Whether and how this CN hands shards away for load (load_policy.h).
+  // Whether and how this CN hands shards away for load or locality (load_policy.h).
   LoadPolicyOptions load;
 };
 
@@ -206,8 +206,8 @@ class CnMembership {
   bool MnExpired(uint16_t mn) const;
   // renewed_ns_ = `from` if that is newer; resumed_ns_ if the gap since the last was long.
   void NoteRenewed(uint64_t from);
-  // Once an interval, with the load policy on: measures and publishes this CN's load, and
-  // starts a move if the policy says so.
+  // Once an interval, with the load or locality policy on: measures (and for load, publishes)
+  // this CN's load, and starts a move if a policy says so.
   void Balance();
   // The CM's work: declare what failed, let restarted CNs in.
   void Manage();

@@ -13,6 +13,7 @@ uint64_t LoadPolicy::EndInterval(const CnLoad& now) {
     const uint64_t before = s < last_.shard_requests.size() ? last_.shard_requests[s] : 0;
     interval_[s] = now.shard_requests[s] - before;
   }
+  majority_ = now.majority;
   last_ = now;
   return txns == 0 ? 0 : latency / txns;
 }
@@ -61,6 +62,40 @@ std::optional<LoadPolicy::Move> LoadPolicy::Judge(
   std::sort(m.shards.begin(), m.shards.end());
   // The next move waits for a streak of its own, measured with this one made.
   streak_ = 0;
+  return m;
+}
+
+std::optional<LoadPolicy::Move> LoadPolicy::JudgeLocality(
+    uint16_t cn, const std::function<bool(uint16_t)>& receiver,
+    const std::function<bool(uint32_t)>& movable) {
+  runs_.resize(interval_.size());
+  // Requests by the receiver each would go to, of the shards due to move.
+  std::vector<std::pair<uint16_t, uint64_t>> by_cn;
+  for (uint32_t s = 0; s < runs_.size(); s++) {
+    const ShardMajority m = s < majority_.size() ? majority_[s] : ShardMajority{};
+    Run& r = runs_[s];
+    if (m.count == 0 || m.cn == cn || 2 * m.count < interval_[s]) {
+      r = Run{};
+      continue;
+    }
+    r = Run{m.cn, r.cn == m.cn ? r.intervals + 1 : 1};
+    if (r.intervals < o_.intervals || !movable(s) || !receiver(m.cn)) continue;
+    auto it =
+        std::find_if(by_cn.begin(), by_cn.end(), [&](const auto& p) { return p.first == m.cn; });
+    if (it == by_cn.end()) it = by_cn.insert(by_cn.end(), {m.cn, 0});
+    it->second += interval_[s];
+  }
+  if (by_cn.empty()) return std::nullopt;
+  const auto most = std::min_element(by_cn.begin(), by_cn.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  Move m{.to = most->first};
+  for (uint32_t s = 0; s < runs_.size(); s++) {
+    if (runs_[s].cn != m.to || runs_[s].intervals < o_.intervals || !movable(s)) continue;
+    m.shards.push_back(s);
+    // Moved, it is measured anew where it lands; kept (the move refused), it needs a new run.
+    runs_[s] = Run{};
+  }
   return m;
 }
 

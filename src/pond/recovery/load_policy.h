@@ -14,6 +14,16 @@
 //     CPU for theirs, and hot shards given to it slowed the whole cluster (docs/resharding.md
 //     "The load policy"). Lotus's timestamp service is spread over the compute pool instead.
 //
+// Locality (Zeus's moves of ownership to where the transactions run), beside it or alone:
+//
+//   - The CN's lock table keeps, for each shard it manages, a majority vote of the CNs whose
+//     transactions requested its locks in the interval (ShardMajority).
+//   - A shard whose requests came at least half from one other CN X, in each of `intervals`
+//     intervals in a row, goes to X; the shards going to one CN go in one move, and of several
+//     such CNs the one with the most requests goes first. With both policies on, load goes
+//     first, and a CN above the mean latency receives nothing for locality: else the one
+//     policy would hand back what the other just moved away.
+//
 // The paper's numbers are the defaults: 100 ms intervals, 50% above the mean, three in a row.
 // The paper hands over its hottest shard alone; a hot set that spans many shards (SmallBank's
 // accounts are sharded by id) would then take as many moves, three intervals each, so Pond
@@ -32,7 +42,8 @@
 namespace pond::recovery {
 
 struct LoadPolicyOptions {
-  bool on = false;
+  bool on = false;        // the load policy
+  bool locality = false;  // the locality policy
   uint64_t interval_ns = 100'000'000;
   double over = 1.5;
   int intervals = 3;
@@ -59,6 +70,13 @@ class LoadPolicy {
                             std::optional<uint16_t> oracle,
                             const std::function<bool(uint32_t)>& movable);
 
+  // After EndInterval, every interval while locality is on (it counts the streaks): a move of
+  // the shards `movable` accepts whose requests came at least half from one other CN that
+  // `receiver` accepts, for `intervals` intervals in a row, to the CN that made the most of
+  // them; nullopt if there is none.
+  std::optional<Move> JudgeLocality(uint16_t cn, const std::function<bool(uint16_t)>& receiver,
+                                    const std::function<bool(uint32_t)>& movable);
+
   const LoadPolicyOptions& options() const { return o_; }
   int streak() const { return streak_; }
 
@@ -67,6 +85,14 @@ class LoadPolicy {
   CnLoad last_;                     // the counts at the last interval's end
   std::vector<uint64_t> interval_;  // lock requests by shard in the interval just ended
   int streak_ = 0;                  // intervals in a row this CN was overloaded
+  // Locality: the interval just ended's majorities, and by shard the CN that made at least half
+  // of its requests and for how many intervals in a row (0: none did, the last interval).
+  std::vector<ShardMajority> majority_;
+  struct Run {
+    uint16_t cn = 0;
+    int intervals = 0;
+  };
+  std::vector<Run> runs_;
 };
 
 }  // namespace pond::recovery

@@ -1,6 +1,7 @@
-// The load policy (load_policy.h): on its own, interval by interval, and in the membership
-// machine, where each CN's load goes through the lease pages and an overloaded CN's hottest
-// shard moves to the CN that published the lowest latency.
+// The load and locality policies (load_policy.h): on their own, interval by interval, and in
+// the membership machine, where each CN's load goes through the lease pages and an overloaded
+// CN's hottest shard moves to the CN that published the lowest latency, and a shard requested
+// mostly by another CN moves there.
 #include "pond/recovery/load_policy.h"
 
 #include <gtest/gtest.h>
@@ -140,6 +141,91 @@ TEST(LoadPolicyTest, TheTimestampOraclesCnIsNeverTheReceiver) {
   }
 }
 
+// Counts after an interval in which shard s took `requests[s]` requests, `votes[s]` naming
+// the CN that made most of them.
+CnLoad Voted(const CnLoad& before, const std::vector<uint64_t>& requests,
+             const std::vector<ShardMajority>& votes) {
+  CnLoad l = After(before, 10, 1000, requests);
+  l.majority = votes;
+  l.majority.resize(kTestShards);
+  return l;
+}
+
+TEST(LoadPolicyTest, AShardRequestedMostlyFromAnotherCnGoesThereAfterThreeIntervals) {
+  LoadPolicy p(LoadPolicyOptions{.locality = true});
+  const auto any_shard = [](uint32_t) { return true; };
+  const auto any_cn = [](uint16_t) { return true; };
+  CnLoad l;
+  // On CN 0: shard 1 requested 10 times, 6 by CN 2 at least; shard 2 10 times with CN 1 named
+  // but counted 4 (not half); shard 3 by CN 0 itself; shard 5 by CN 2 as shard 1.
+  const std::vector<uint64_t> requests = {0, 10, 10, 10, 0, 4};
+  const std::vector<ShardMajority> votes = {{}, {2, 6}, {1, 4}, {0, 10}, {}, {2, 2}};
+  for (int i = 1; i <= 2; i++) {
+    l = Voted(l, requests, votes);
+    p.EndInterval(l);
+    EXPECT_FALSE(p.JudgeLocality(0, any_cn, any_shard).has_value()) << "interval " << i;
+  }
+  l = Voted(l, requests, votes);
+  p.EndInterval(l);
+  const std::optional<LoadPolicy::Move> m = p.JudgeLocality(0, any_cn, any_shard);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->to, 2);
+  EXPECT_EQ(m->shards, (std::vector<uint32_t>{1, 5}));
+  l = Voted(l, requests, votes);
+  p.EndInterval(l);
+  EXPECT_FALSE(p.JudgeLocality(0, any_cn, any_shard).has_value())
+      << "the shards moved need a run of their own";
+}
+
+TEST(LoadPolicyTest, ALocalityRunBreaksWhenTheMajorityChangesOrFades) {
+  LoadPolicy p(LoadPolicyOptions{.locality = true, .intervals = 2});
+  const auto any_shard = [](uint32_t) { return true; };
+  const auto any_cn = [](uint16_t) { return true; };
+  CnLoad l;
+  // Shard 1: CN 1, then CN 2, then CN 2: a run of two for CN 2 only at the third interval.
+  // Shard 2: CN 1, then no request, then CN 1: never two in a row.
+  const std::vector<std::vector<ShardMajority>> votes = {
+      {{}, {1, 5}, {1, 5}}, {{}, {2, 5}, {}}, {{}, {2, 5}, {1, 5}}};
+  const std::vector<std::vector<uint64_t>> requests = {{0, 5, 5}, {0, 5, 0}, {0, 5, 5}};
+  for (int i = 0; i < 2; i++) {
+    l = Voted(l, requests[i], votes[i]);
+    p.EndInterval(l);
+    EXPECT_FALSE(p.JudgeLocality(0, any_cn, any_shard).has_value()) << "interval " << i;
+  }
+  l = Voted(l, requests[2], votes[2]);
+  p.EndInterval(l);
+  std::optional<LoadPolicy::Move> m = p.JudgeLocality(0, any_cn, any_shard);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->to, 2);
+  EXPECT_EQ(m->shards, std::vector<uint32_t>{1});
+}
+
+TEST(LoadPolicyTest, LocalityGoesToTheCnWithTheMostRequestsAndOnlyWhereAllowed) {
+  LoadPolicy p(LoadPolicyOptions{.locality = true, .intervals = 1});
+  CnLoad l;
+  // Shard 1 for CN 1 (8 requests), shards 2 and 3 for CN 2 (5 + 5), shard 4 for CN 3 (20).
+  l = Voted(l, {0, 8, 5, 5, 20}, {{}, {1, 8}, {2, 5}, {2, 5}, {3, 20}});
+  p.EndInterval(l);
+  // CN 3 is not a receiver (down, or too loaded), and shard 3 is not movable.
+  std::optional<LoadPolicy::Move> m = p.JudgeLocality(
+      0, [](uint16_t c) { return c != 3; }, [](uint32_t s) { return s != 3; });
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->to, 1) << "CN 2's movable shards carry 5 requests, CN 1's 8";
+  EXPECT_EQ(m->shards, std::vector<uint32_t>{1});
+  l = Voted(l, {0, 0, 5, 5, 20}, {{}, {}, {2, 5}, {2, 5}, {3, 20}});
+  p.EndInterval(l);
+  m = p.JudgeLocality(
+      0, [](uint16_t c) { return c != 3; }, [](uint32_t s) { return s != 3; });
+  ASSERT_TRUE(m.has_value()) << "shard 2's run went on while CN 1's shard moved";
+  EXPECT_EQ(m->to, 2);
+  EXPECT_EQ(m->shards, std::vector<uint32_t>{2});
+  l = Voted(l, {0, 0, 0, 0, 20}, {{}, {}, {}, {}, {3, 20}});
+  p.EndInterval(l);
+  EXPECT_FALSE(p.JudgeLocality(
+                    0, [](uint16_t c) { return c != 3; }, [](uint32_t) { return true; })
+                   .has_value());
+}
+
 class LoadMoveTest : public CnMembershipTest {
  protected:
   void SetUp() override {
@@ -180,6 +266,45 @@ TEST_F(LoadMoveTest, TheOverloadedCnHandsItsHottestShardToTheCoolestThroughTheLe
   Periods(2);
   EXPECT_EQ(node(2).controls->owners[3], 2);
   EXPECT_EQ(node(2).controls->opened.count(3), 1u);
+  EXPECT_EQ(node(0).machine->move_counts().made, 1u);
+}
+
+class LocalityMoveTest : public CnMembershipTest {
+ protected:
+  void SetUp() override {
+    load_ = LoadPolicyOptions{.locality = true, .interval_ns = kLeaseNs / 10};
+    CnMembershipTest::SetUp();
+  }
+  // An interval on CN 0: shard 0 requested by CN 0 itself, shard 3 mostly by CN `from`.
+  void Requests(uint16_t from) {
+    CnLoad& l = node(0).controls->load;
+    l.shard_requests.resize(kShards);
+    l.majority.assign(kShards, ShardMajority{});
+    l.shard_requests[0] += 10;
+    l.majority[0] = {0, 10};
+    l.shard_requests[3] += 10;
+    l.majority[3] = {from, 6};
+  }
+};
+
+TEST_F(LocalityMoveTest, AShardRequestedMostlyByAnotherCnMovesThereByAnEpoch) {
+  for (int i = 0; i < 4; i++) {
+    Requests(0);
+    Period();
+  }
+  EXPECT_EQ(store_.Config().epoch, 1u) << "shards requested at home moved";
+  int periods = 0;
+  while (node(0).controls->owners[3] != 1 && periods++ < 10) {
+    Requests(1);
+    Period();
+  }
+  ASSERT_LE(periods, 10) << "CN 0 never moved shard 3";
+  EXPECT_GE(periods, 3);
+  EXPECT_EQ(node(0).controls->Said("requested mostly from CN 1: 1 shard to CN 1"), 1u);
+  Periods(2);
+  EXPECT_EQ(node(1).controls->owners[3], 1);
+  EXPECT_EQ(node(1).controls->opened.count(3), 1u);
+  EXPECT_EQ(node(0).controls->owners[0], 0) << "a shard requested at home moved";
   EXPECT_EQ(node(0).machine->move_counts().made, 1u);
 }
 

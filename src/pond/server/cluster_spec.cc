@@ -22,7 +22,7 @@ std::string ClusterSpec::ToJson() const {
   };
   // Only when on, so that a spec without resharding reads as it always did.
   if (const ReshardConfig& r = c.reshard; r.policy != ReshardConfig::Policy::kNone) {
-    j["reshard"] = "load";
+    j["reshard"] = ReshardPolicyName(r.policy);
     j["reshard_interval_us"] = r.interval_ns / 1000;
     j["reshard_over"] = r.over;
     j["reshard_intervals"] = r.intervals;
@@ -90,11 +90,12 @@ Result<ClusterSpec> ClusterSpec::FromJson(std::string_view text) {
     } else if (key == "reshard") {
       std::string policy;
       st = string_field(&policy);
-      if (st.ok() && policy != "none" && policy != "load") {
-        st = InvalidArgument("cluster spec: \"reshard\" must be \"none\" or \"load\"");
+      const std::optional<ReshardConfig::Policy> p = ReshardPolicyByName(policy);
+      if (st.ok() && !p.has_value()) {
+        st = InvalidArgument(
+            "cluster spec: \"reshard\" must be \"none\", \"load\", \"locality\" or \"both\"");
       }
-      c.reshard.policy =
-          policy == "load" ? ReshardConfig::Policy::kLoad : ReshardConfig::Policy::kNone;
+      if (p.has_value()) c.reshard.policy = *p;
     } else if (key == "reshard_interval_us" || key == "reshard_drain_us") {
       uint64_t us = 0;
       st = int_field(&us, 100, 60'000'000);

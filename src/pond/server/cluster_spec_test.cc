@@ -49,6 +49,12 @@ TEST(ClusterSpecTest, CarriesResharding) {
   EXPECT_EQ(r.over, 1.25);
   EXPECT_EQ(r.intervals, 2);
   EXPECT_EQ(r.drain_ns, 3'000'000u);
+  for (auto p : {ReshardConfig::Policy::kLocality, ReshardConfig::Policy::kBoth}) {
+    s.config.reshard.policy = p;
+    back = ClusterSpec::FromJson(s.ToJson());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(back->config.reshard.policy, p) << ReshardPolicyName(p);
+  }
 }
 
 TEST(ClusterSpecTest, RefusesWhatIsNotASpecWithOneLine) {

@@ -548,6 +548,17 @@ if "$pond" sim smallbank --cns 3 --workers 2 --coros 8 --accounts 20000 --virtua
 else
   echo "FAIL sim smallbank --reshard load:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
+# Locality: transfers routed by their first account lock the second's shard on another CN,
+# which moves to the CN that requests it most.
+if "$pond" sim smallbank --cns 3 --workers 2 --coros 8 --accounts 20000 --virtual-seconds 0.01 \
+     --reshard locality --reshard-interval-ms 0.5 --reshard-intervals 1 >"$tmp/out" 2>/dev/null &&
+   grep -q '^resharding   locality: every 0.500 ms' "$tmp/out" &&
+   grep -qE '^resharding   [1-9][0-9]* shard moves made' "$tmp/out" &&
+   grep -q '^money check  ok' "$tmp/out"; then
+  echo "ok   sim smallbank --reshard locality"
+else
+  echo "FAIL sim smallbank --reshard locality:"; cat "$tmp/out"; failures=$((failures + 1))
+fi
 expect_error "reshard: unknown policy" "--reshard" sim smallbank --reshard bogus
 expect_error "reshard: threshold" "reshard.over" sim smallbank --reshard load --reshard-over 1
 expect_error "reshard: lock words on MNs" "resharding" sim smallbank --reshard load --protocol motor

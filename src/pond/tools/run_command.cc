@@ -288,10 +288,10 @@ void PrintRunHeader(const std::string& what, const bench::Workload& w, const ben
   if (!o.faults.empty()) std::printf("faults       %s\n", o.faults.c_str());
   if (const ReshardConfig& rs = o.cluster.reshard; rs.policy != ReshardConfig::Policy::kNone) {
     std::printf(
-        "resharding   load: every %.3f ms, over %.2fx the mean for %d intervals, drain "
+        "resharding   %s: every %.3f ms, over %.2fx the mean for %d intervals, drain "
         "%.3f ms\n",
-        static_cast<double>(rs.interval_ns) / 1e6, rs.over, rs.intervals,
-        static_cast<double>(rs.drain_ns) / 1e6);
+        ReshardPolicyName(rs.policy), static_cast<double>(rs.interval_ns) / 1e6, rs.over,
+        rs.intervals, static_cast<double>(rs.drain_ns) / 1e6);
   }
   if (!o.faults_horizon.empty()) std::printf("faults       %s\n", o.faults_horizon.c_str());
   if (bench::kAssertsOn) {

@@ -12,13 +12,12 @@
 namespace pond::tools {
 
 void AddReshardFlags(CLI::App* cmd, ReshardConfig* r) {
-  using Policy = ReshardConfig::Policy;
   cmd->add_option_function<std::string>(
-         "--reshard",
-         [r](const std::string& v) { r->policy = v == "load" ? Policy::kLoad : Policy::kNone; },
-         "move shards' lock management between CNs at run time (docs/resharding.md): none, or "
-         "load (an overloaded CN hands its hottest shards to the least loaded, Lotus 4.3)")
-      ->check(CLI::IsMember({"none", "load"}))
+         "--reshard", [r](const std::string& v) { r->policy = *ReshardPolicyByName(v); },
+         "move shards' lock management between CNs at run time (docs/resharding.md): none; load "
+         "(an overloaded CN hands its hottest shards to the least loaded, Lotus 4.3); locality "
+         "(a shard goes to the CN whose transactions request it most, Zeus); or both")
+      ->check(CLI::IsMember({"none", "load", "locality", "both"}))
       ->default_str("none");
   const auto ms = [](uint64_t* ns) {
     return [ns](double v) { *ns = v < 0 ? 0 : static_cast<uint64_t>(v * 1e6); };
@@ -31,7 +30,8 @@ void AddReshardFlags(CLI::App* cmd, ReshardConfig* r) {
                   "load policy: a CN is overloaded above this times the CNs' mean latency")
       ->capture_default_str();
   cmd->add_option("--reshard-intervals", r->intervals,
-                  "load policy: ...for this many intervals in a row")
+                  "load policy: ...for this many intervals in a row; locality: one CN's majority "
+                  "of a shard's requests this many in a row")
       ->capture_default_str();
   cmd->add_option_function<double>("--reshard-drain-ms", ms(&r->drain_ns),
                                    "a move whose shards are not drained this long after it began "
