@@ -30,7 +30,7 @@ def run_of(path):
     if len(per_ms) < 2:
         raise BadInput(f"{path}: the run is shorter than 2 ms")
     return {"per_ms": per_ms[:-1], "moves": moves, "jump_ms": jump_ms,
-            "policy": "load" if moving is not None else "none",
+            "policy": moving.get("policy", "load") if moving is not None else "none",
             "protocol": data.get("protocol", "?"), "bench": data.get("bench", "?")}
 
 

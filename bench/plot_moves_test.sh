@@ -24,7 +24,8 @@ import json, sys
 load = json.load(open(sys.argv[1]))
 r = load["result"]["resharding"]
 made = r["made_ms"]
-assert r["moves"] > 0 and len(made) == r["moves"] and r["shards"] >= r["moves"], r
+assert r["policy"] == "load" and r["moves"] > 0 and len(made) == r["moves"], r
+assert r["shards"] >= r["moves"], r
 assert made == sorted(made) and 0 < made[0] < 10.0, made
 assert load["settings"]["moving_hotspot_ms"] == 4.0
 none = json.load(open(sys.argv[2]))

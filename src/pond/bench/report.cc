@@ -157,7 +157,8 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                                {"detail", r.history->detail}};
   }
   if (r.moves) {
-    result["resharding"] = {{"moves", r.moves->made},
+    result["resharding"] = {{"policy", r.moves->policy},
+                            {"moves", r.moves->made},
                             {"shards", r.moves->shards},
                             {"given_up", r.moves->given_up},
                             {"called_off", r.moves->called_off},

@@ -181,8 +181,13 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
   if (!o.faults.empty()) result.failover = cluster.GetFailoverStats();
   if (o.cluster.reshard.policy != ReshardConfig::Policy::kNone) {
     const FailoverStats f = cluster.GetFailoverStats();
-    result.moves = RunResult::Moves{f.shard_moves,  f.moves_given_up,       f.moves_called_off,
-                                    f.shards_moved, f.move_closed_ns_total, f.move_closed_ns_max};
+    result.moves = RunResult::Moves{ReshardPolicyName(o.cluster.reshard.policy),
+                                    f.shard_moves,
+                                    f.moves_given_up,
+                                    f.moves_called_off,
+                                    f.shards_moved,
+                                    f.move_closed_ns_total,
+                                    f.move_closed_ns_max};
     for (uint64_t t : f.move_made_ns) {
       if (t >= run_start_ns) result.moves->made_ns.push_back(t - run_start_ns);
     }

@@ -130,6 +130,7 @@ struct RunResult : RunMeasures {
   std::optional<ReplicaCheck> replicas;
   // Runs with resharding on (docs/resharding.md): what the shard moves did, over every CN.
   struct Moves {
+    const char* policy = "none";  // ReshardPolicyName
     uint64_t made = 0, given_up = 0, called_off = 0;
     uint64_t shards = 0;                              // in the moves made
     uint64_t closed_ns_total = 0, closed_ns_max = 0;  // shards granted by nobody, per move
