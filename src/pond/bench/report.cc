@@ -91,6 +91,40 @@ std::string TransportLabel(const RunOptions& o) {
   return t.ucx_tls.empty() || t.kind != "ucx" ? t.kind : t.kind + " (" + t.ucx_tls + ")";
 }
 
+nlohmann::json MeasuresJson(const RunResult& r) {
+  nlohmann::json result = {{"elapsed_s", r.elapsed_s},
+                           {"committed", r.committed},
+                           {"committed_rw", r.committed_rw},
+                           {"aborted", r.aborted},
+                           {"txn_per_sec", Throughput(r)},
+                           {"abort_rate", AbortRate(r)},
+                           {"aborts", AbortsJson(r.stats.aborts)},
+                           {"latency_ns",
+                            {{"p50", r.latency_ns.Percentile(0.50)},
+                             {"p99", r.latency_ns.Percentile(0.99)},
+                             {"p999", r.latency_ns.Percentile(0.999)},
+                             {"mean", r.latency_ns.Mean()}}}};
+  if (!r.committed_by_txn.empty()) {
+    nlohmann::json by_txn;
+    for (const auto& [name, count] : r.committed_by_txn) by_txn[name] = count;
+    result["committed_by_txn"] = by_txn;
+  }
+  if (r.declined) result["declined"] = *r.declined;
+  if (r.headline) {
+    result[r.headline->json_key + "_committed"] = r.headline->committed;
+    result[r.headline->json_key + "_per_sec"] = HeadlineThroughput(r);
+  }
+  if (r.check) result[r.check->json_key] = r.check->json;
+  if (r.history) {
+    result["history_check"] = {{"ok", r.history->ok},
+                               {"infos", r.history->infos},
+                               {"model", r.history->model},
+                               {"txns", r.history->txns},
+                               {"detail", r.history->detail}};
+  }
+  return result;
+}
+
 nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunResult& r) {
   nlohmann::json j;
   const ClusterStats& s = r.stats;
@@ -111,51 +145,20 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                              {"seed", o.cluster.seed}};
   settings.update(w.SettingsJson());
   j["settings"] = settings;
-  nlohmann::json result = {
-      {"elapsed_s", r.elapsed_s},
-      {"committed", r.committed},
-      {"committed_rw", r.committed_rw},
-      {"aborted", r.aborted},
-      {"txn_per_sec", Throughput(r)},
-      {"abort_rate", AbortRate(r)},
-      {"aborts", AbortsJson(s.aborts)},
-      {"latency_ns",
-       {{"p50", r.latency_ns.Percentile(0.50)},
-        {"p99", r.latency_ns.Percentile(0.99)},
-        {"p999", r.latency_ns.Percentile(0.999)},
-        {"mean", r.latency_ns.Mean()}}},
-      {"per_committed_txn",
-       {{"read", static_cast<double>(s.reads) * per_txn},
-        {"write", static_cast<double>(s.writes) * per_txn},
-        {"cas", static_cast<double>(s.cas) * per_txn},
-        {"faa", static_cast<double>(s.faa) * per_txn},
-        {"doorbell_batches", static_cast<double>(s.batches) * per_txn},
-        {"messages", static_cast<double>(s.messages) * per_txn}}},
-      {"remote_calls", s.remote_calls},
-      {"vt_cache",
-       {{"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}}},
-      {"load_s", r.load_s},
-      {"wall_s", r.wall_s}};
-  if (!r.committed_by_txn.empty()) {
-    nlohmann::json by_txn;
-    for (const auto& [name, count] : r.committed_by_txn) by_txn[name] = count;
-    result["committed_by_txn"] = by_txn;
-  }
-  if (r.declined) result["declined"] = *r.declined;
+  nlohmann::json result = MeasuresJson(r);
+  result["per_committed_txn"] = {{"read", static_cast<double>(s.reads) * per_txn},
+                                 {"write", static_cast<double>(s.writes) * per_txn},
+                                 {"cas", static_cast<double>(s.cas) * per_txn},
+                                 {"faa", static_cast<double>(s.faa) * per_txn},
+                                 {"doorbell_batches", static_cast<double>(s.batches) * per_txn},
+                                 {"messages", static_cast<double>(s.messages) * per_txn}};
+  result["remote_calls"] = s.remote_calls;
+  result["vt_cache"] = {
+      {"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}};
+  result["load_s"] = r.load_s;
+  result["wall_s"] = r.wall_s;
   // Throughput over time: a shard move's dip and a crash's recovery show here.
   if (!r.committed_per_ms.empty()) result["committed_per_ms"] = r.committed_per_ms;
-  if (r.headline) {
-    result[r.headline->json_key + "_committed"] = r.headline->committed;
-    result[r.headline->json_key + "_per_sec"] = HeadlineThroughput(r);
-  }
-  if (r.check) result[r.check->json_key] = r.check->json;
-  if (r.history) {
-    result["history_check"] = {{"ok", r.history->ok},
-                               {"infos", r.history->infos},
-                               {"model", r.history->model},
-                               {"txns", r.history->txns},
-                               {"detail", r.history->detail}};
-  }
   if (r.moves) {
     result["resharding"] = {{"policy", r.moves->policy},
                             {"moves", r.moves->made},

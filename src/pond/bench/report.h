@@ -66,6 +66,10 @@ FaultsExercised CountExercised(const FailoverStats& f);
 // What a run's header names as its transport: "sim", "local", "ucx" or "ucx (shm)".
 std::string TransportLabel(const RunOptions& o);
 
+// What every run's JSON "result" holds, embedded or driven through the client API: commits,
+// aborts, latency, the mix, the headline, the workload's check and the history's verdict.
+nlohmann::json MeasuresJson(const RunResult& r);
+
 // The run as JSON: the workload, build, transport, protocol, the settings (the cluster's and the
 // workload's), every measure, the workload's counts and check, the history's verdict if it was
 // recorded, and the simulation's model and NICs if simulated.

@@ -134,35 +134,17 @@ bench::RemoteCaller MakeCaller(client::Client& c) {
   };
 }
 
+// The embedded runs' lines (PrintMeasures, PrintCheck), with the answers a client alone sees.
 void PrintResult(const bench::RunResult& r, const ClientTally& t) {
   std::printf("loaded       %s\n", r.loaded.c_str());
-  std::printf("throughput   %s txn/s (%lu committed in %.3f s; %lu %s%s)\n",
-              HumanRate(bench::Throughput(r)).c_str(), static_cast<unsigned long>(r.committed),
-              r.elapsed_s, static_cast<unsigned long>(r.committed_rw), r.rw_name.c_str(),
-              r.declined ? fmt::format(", {} declined", *r.declined).c_str() : "");
-  if (!r.committed_by_txn.empty()) {
-    std::string mix;
-    for (const auto& [name, count] : r.committed_by_txn) {
-      mix += fmt::format("{}{} {}", mix.empty() ? "" : ", ", name, count);
-    }
-    std::printf("committed    %s\n", mix.c_str());
-  }
-  std::printf("abort rate   %.2f%% (%s)\n", 100.0 * bench::AbortRate(r),
-              bench::AbortBreakdown(r.stats.aborts).c_str());
-  std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us (at the client)\n",
-              static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
-              static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
-              static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3);
+  PrintMeasures(r, "", " (at the client)");
   std::printf("answers      %lu unknown, %lu rejected, %lu aborted for other reasons%s\n",
               static_cast<unsigned long>(t.unknown), static_cast<unsigned long>(t.rejected),
               static_cast<unsigned long>(t.other),
               t.first_unknown.empty()
                   ? ""
                   : fmt::format(" (the first unknown: {})", t.first_unknown).c_str());
-  if (r.check) {
-    std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
-                r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
-  }
+  PrintCheck(r);
 }
 
 // Commits so far, every kTimelineStepNs from the start of the run.
@@ -175,30 +157,13 @@ struct Timeline {
 nlohmann::json ResultJson(const std::string& what, const std::string& address, int clients,
                           double seconds, uint64_t seed, const bench::RunResult& r,
                           const ClientTally& t, const Timeline& timeline) {
-  nlohmann::json result = {{"elapsed_s", r.elapsed_s},
-                           {"committed", r.committed},
-                           {"committed_rw", r.committed_rw},
-                           {"aborted", r.aborted},
-                           {"unknown", t.unknown},
-                           {"rejected", t.rejected},
-                           {"txn_per_sec", bench::Throughput(r)},
-                           {"abort_rate", bench::AbortRate(r)},
-                           {"aborts", bench::AbortsJson(r.stats.aborts)},
-                           {"latency_ns",
-                            {{"p50", r.latency_ns.Percentile(0.50)},
-                             {"p99", r.latency_ns.Percentile(0.99)},
-                             {"p999", r.latency_ns.Percentile(0.999)},
-                             {"mean", r.latency_ns.Mean()}}}};
-  if (!r.committed_by_txn.empty()) {
-    nlohmann::json by_txn;
-    for (const auto& [name, count] : r.committed_by_txn) by_txn[name] = count;
-    result["committed_by_txn"] = by_txn;
-  }
-  if (r.declined) result["declined"] = *r.declined;
+  // The embedded runs' measures (bench::MeasuresJson), with what a client alone sees.
+  nlohmann::json result = bench::MeasuresJson(r);
+  result["unknown"] = t.unknown;
+  result["rejected"] = t.rejected;
   result["timeline"] = {{"start_unix_ms", timeline.start_unix_ms},
                         {"step_ms", kTimelineStepNs / 1'000'000},
                         {"committed", timeline.committed}};
-  if (r.check) result[r.check->json_key] = r.check->json;
   return {{"bench", r.workload},
           {"command", what},
           {"build_type", bench::kBuildType},

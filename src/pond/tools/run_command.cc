@@ -20,11 +20,7 @@ std::string RunSettings(const bench::RunOptions& o, const bench::Workload& w) {
       o.sim ? "virtual " : "", o.cluster.seed);
 }
 
-void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
-  const ClusterStats& s = r.stats;
-  const double per = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
-  const char* unit = o.sim ? " (virtual)" : "";
-  if (!o.sim) std::printf("loaded %s in %.1f s\n", r.loaded.c_str(), r.load_s);
+void PrintMeasures(const bench::RunResult& r, const char* unit, const char* latency_unit) {
   std::printf("throughput   %s txn/s%s (%lu committed in %.3f s; %lu %s%s)\n",
               HumanRate(bench::Throughput(r)).c_str(), unit,
               static_cast<unsigned long>(r.committed), r.elapsed_s,
@@ -43,11 +39,26 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
     std::printf("committed    %s\n", mix.c_str());
   }
   std::printf("abort rate   %.2f%% (%s)\n", 100.0 * bench::AbortRate(r),
-              bench::AbortBreakdown(s.aborts).c_str());
+              bench::AbortBreakdown(r.stats.aborts).c_str());
   std::printf("latency      p50 %.1f us, p99 %.1f us, p999 %.1f us%s\n",
               static_cast<double>(r.latency_ns.Percentile(0.5)) / 1e3,
               static_cast<double>(r.latency_ns.Percentile(0.99)) / 1e3,
-              static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3, unit);
+              static_cast<double>(r.latency_ns.Percentile(0.999)) / 1e3, latency_unit);
+}
+
+void PrintCheck(const bench::RunResult& r) {
+  if (r.check) {
+    std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
+                r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
+  }
+}
+
+void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
+  const ClusterStats& s = r.stats;
+  const double per = r.committed > 0 ? 1.0 / static_cast<double>(r.committed) : 0;
+  const char* unit = o.sim ? " (virtual)" : "";
+  if (!o.sim) std::printf("loaded %s in %.1f s\n", r.loaded.c_str(), r.load_s);
+  PrintMeasures(r, unit, unit);
   std::string routed =
       fmt::format("{} calls routed to another CN", static_cast<unsigned long>(s.remote_calls));
   std::printf(
@@ -83,10 +94,7 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
       std::printf("MN %zu NIC     %s\n", mn, bench::NicLine(r.sim->mn_nics[mn], window).c_str());
     }
   }
-  if (r.check) {
-    std::printf("%-12s %s: %s%s%s\n", r.check->label.c_str(), r.check->ok ? "ok" : "FAILED",
-                r.check->summary.c_str(), r.check->ok ? "" : ": ", r.check->detail.c_str());
-  }
+  PrintCheck(r);
   PrintFailover(r);
 }
 

@@ -18,6 +18,12 @@ std::string RunSettings(const bench::RunOptions& o, const bench::Workload& w);
 // model's JSON (simulated), and a warning if asserts are on.
 void PrintRunHeader(const std::string& what, const bench::Workload& w, const bench::RunOptions& o);
 
+// The lines every run's report shares, embedded or driven through the client API (--connect):
+// throughput (`unit` after rates, " (virtual)" when simulated), the headline, the committed mix,
+// aborts by reason and latency (`latency_unit` after it); and the workload's check.
+void PrintMeasures(const bench::RunResult& r, const char* unit, const char* latency_unit);
+void PrintCheck(const bench::RunResult& r);
+
 // The report of a run, as lines on stdout: throughput, the committed mix, aborts by reason,
 // latency, operations per transaction, NICs (simulated), the workload's check.
 void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r);
