@@ -26,8 +26,11 @@ constexpr const char* kReasonWords[] = {
     "none",      "lock conflict",  "newer version",    "snapshot too old",
     "torn read", "invisible wait", "duplicate key",    "validation",
     "user",      "MN unreachable", "condition failed", "disconnected",
-    "stopping",  "other"};
-static_assert(std::size(kReasonWords) == static_cast<size_t>(AbortReason::kOther) + 1);
+    "stopping",  "other",          "table full",       "not sent"};
+static_assert(std::size(kReasonWords) == static_cast<size_t>(AbortReason::kNotSent) + 1);
+static_assert(static_cast<int>(AbortReason::kOther) == v1::OTHER &&
+              static_cast<int>(AbortReason::kTableFull) == v1::TABLE_FULL &&
+              static_cast<int>(AbortReason::kNotSent) == v1::NOT_SENT);
 
 Answer FromProto(const v1::Answer& a) {
   Answer out;
@@ -51,8 +54,9 @@ Answer FromProto(const v1::Answer& a) {
   }
   if (out.outcome == Outcome::kAborted) {
     const int r = static_cast<int>(a.reason());
-    out.reason = r > 0 && r <= static_cast<int>(AbortReason::kOther) ? static_cast<AbortReason>(r)
-                                                                     : AbortReason::kOther;
+    // A reason newer than this client is "other": the message still names it.
+    out.reason = r > 0 && r <= static_cast<int>(AbortReason::kNotSent) ? static_cast<AbortReason>(r)
+                                                                       : AbortReason::kOther;
   }
   out.message = a.message();
   return out;

@@ -63,6 +63,8 @@ enum class AbortReason : uint8_t {
   kDisconnected,
   kStopping,
   kOther,
+  kTableFull,
+  kNotSent,
 };
 // "lock conflict", ...: the words of AbortCounts for Pond's own reasons.
 const char* AbortReasonWords(AbortReason r);

@@ -164,7 +164,8 @@ void RoutedCalls::OnResult(const Message& m) {
 }
 
 Status RoutedCalls::FailedPeer(uint16_t cn) {
-  return Unavailable("CN " + std::to_string(cn) + " has failed; the call was not sent");
+  // Known not to have run: an abort, so that the caller retries (routing follows the failure).
+  return Aborted("not sent: CN " + std::to_string(cn) + " has failed");
 }
 
 size_t RoutedCalls::PeerFailed(uint16_t cn) {

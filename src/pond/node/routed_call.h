@@ -111,7 +111,7 @@ class RoutedCalls : public Alarm {
 
   // Membership: CN `cn` failed. Every call awaited from it ends with Unknown — the callee may
   // have run it, committed, and died before answering — and none is resent; a later call to it
-  // is refused with Unavailable without being sent.
+  // is refused without being sent, as an abort ("not sent: ...": known not to have run).
   // Returns how many calls ended Unknown.
   size_t PeerFailed(uint16_t cn);
   // CN `cn` came back as a new incarnation: calls to it are sent again.

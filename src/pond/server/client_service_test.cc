@@ -162,6 +162,33 @@ TEST_F(ClientServiceTest, OneShotReadsPutsInsertsAndDeletes) {
   EXPECT_TRUE(client_->Execute(Request().Delete("kv", 777)).answer.committed());
 }
 
+// Puts of new keys into kv (room for 1,024) until one request finds no room: it is ABORTED
+// (TABLE_FULL), not UNKNOWN, since a commit claims its new keys' room before it writes anything
+// — and indeed none of its keys is there afterwards, while the keys put before it are.
+TEST_F(ClientServiceTest, ATableFilledPastItsRoomAbortsTheRequestThatFindsNone) {
+  constexpr uint64_t kFirst = 10'000, kBatch = 64, kBatchesMax = 512;
+  client::Reply r;
+  uint64_t base = kFirst;
+  for (; base < kFirst + kBatch * kBatchesMax; base += kBatch) {
+    Request put;
+    for (uint64_t k = base; k < base + kBatch; k++) put.Put("kv", k, KvValue(k));
+    r = client_->Execute(put);
+    if (!r.answer.committed()) break;
+  }
+  ASSERT_EQ(r.answer.outcome, Outcome::kAborted) << r.answer.ToString();
+  EXPECT_EQ(r.answer.reason, AbortReason::kTableFull) << r.answer.ToString();
+  EXPECT_GT(base, kFirst) << "the first batch found no room in an empty table";
+  Request read(/*read_only=*/true);
+  for (uint64_t k = base; k < base + kBatch; k++) read.Read("kv", k);
+  read.Read("kv", base - 1);
+  const client::Reply after = client_->Execute(read);
+  ASSERT_TRUE(after.answer.committed()) << after.answer.ToString();
+  for (uint64_t i = 0; i < kBatch; i++) {
+    EXPECT_FALSE(after.values[i].found) << "key " << base + i << " of the aborted request";
+  }
+  EXPECT_EQ(after.values[kBatch].bytes, KvValue(base - 1)) << "a committed put went missing";
+}
+
 TEST_F(ClientServiceTest, ConditionsCommitOnlyWhenTheyHold) {
   // Compare-and-set: holds, so the put commits.
   client::Reply r =

@@ -19,7 +19,7 @@ constexpr Words kAbortWords[] = {
     {"newer version", v1::NEWER_VERSION},   {"snapshot too old", v1::SNAPSHOT_TOO_OLD},
     {"torn read", v1::TORN_READ},           {"invisible too long", v1::INVISIBLE_WAIT},
     {"validation", v1::VALIDATION},         {"changed since read", v1::VALIDATION},
-    {"MN unreachable", v1::MN_UNREACHABLE},
+    {"MN unreachable", v1::MN_UNREACHABLE}, {"not sent", v1::NOT_SENT},
 };
 
 }  // namespace
@@ -48,6 +48,11 @@ void Abort(v1::AbortReason reason, std::string_view why, v1::Answer* answer) {
 void SetAnswer(const Status& s, Phase phase, v1::Answer* answer) {
   answer->Clear();
   switch (s.code()) {
+    case Code::kOutOfSpace:
+      // From any phase: a commit claims its new keys' room before it writes anything (the
+      // transaction layer's PrepareWrites), and a commit that has begun to write never fails.
+      Abort(v1::TABLE_FULL, s.message(), answer);
+      return;
     case Code::kOk:
       answer->set_outcome(v1::COMMITTED);
       return;

@@ -18,8 +18,9 @@ enum class Phase {
   // Before Commit (Execute, reads, the service's own checks): nothing is written yet, so every
   // failure is an abort, or a rejection for misuse (InvalidArgument).
   kBeforeCommit,
-  // Txn::Commit: aborts (kAborted, kAlreadyExists, kConflict) and misuse are known to have
-  // written nothing; any other failure may have come after writes began: UNKNOWN.
+  // Txn::Commit: aborts (kAborted, kAlreadyExists, kConflict), a full table (kOutOfSpace: room
+  // is claimed before any write) and misuse are known to have written nothing; any other
+  // failure is UNKNOWN, the server being unable to prove otherwise.
   kCommit,
   // A stored procedure's Status, from wherever inside it: aborts and misuse are told apart as
   // above; a procedure's own refusal (kNotFound: "no account 42") is an abort by the user; any
