@@ -1,7 +1,7 @@
 # What the shell tests of local clusters share (sourced by daemons_test.sh, kill_test.sh,
-# kill_mn_locks_test.sh, kill_tpcc_test.sh, coord_kill_test.sh, stuck_stop_test.sh and metrics_test.sh; needs $pond
-# set): a temp dir that goes away with every cluster started under it, ok/FAIL lines with a
-# count, and how to find and watch the daemons.
+# kill_mn_locks_test.sh, kill_tpcc_test.sh, coord_kill_test.sh, stuck_stop_test.sh,
+# start_stop_test.sh and metrics_test.sh; needs $pond set): a temp dir that goes away with every
+# cluster started under it, ok/FAIL lines with a count, and how to find and watch the daemons.
 
 tmp=$(mktemp -d)
 dirs=()  # the --dir of every cluster started: each is stopped at exit

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -24,6 +25,27 @@ constexpr double kStopStuckS = 10;
 std::vector<std::byte> Text(const std::string& s) {
   const auto* p = reinterpret_cast<const std::byte*>(s.data());
   return {p, p + s.size()};
+}
+
+// Cluster::Start, obeying SIGTERM and SIGINT meanwhile. It may wait up to --wait for this id's
+// earlier process to be declared failed and for the peers to publish, and only WaitForStop takes
+// the stop signals; a stop asked in that wait ends the process at once. Nothing is served yet,
+// so what it leaves is what a crash while starting leaves, which the cluster recovers from.
+Result<std::unique_ptr<Cluster>> StartUnlessStopped(const ClusterConfig& config,
+                                                    const DaemonLog& log) {
+  std::atomic<bool> started{false};
+  std::thread watch([&started, &log] {
+    while (!started.load()) {
+      if (const int sig = WaitForStop(50); sig != 0) {
+        log("stopping ({}) while starting, before serving", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        _exit(0);
+      }
+    }
+  });
+  Result<std::unique_ptr<Cluster>> c = Cluster::Start(config);
+  started = true;
+  watch.join();
+  return c;
 }
 
 }  // namespace
@@ -85,7 +107,7 @@ int RunCnDaemon(CnDaemonOptions& o) {
     if (!awaited->has_value()) return 0;
   }
 
-  auto started = Cluster::Start(config);
+  auto started = StartUnlessStopped(config, log);
   if (!started.ok()) {
     log("cannot start: {}", started.status().message());
     return 1;

@@ -65,7 +65,7 @@ class Families {
 
 auto d(uint64_t v) { return static_cast<double>(v); }
 
-void AddCn(Families& f, const ClusterStats& s, const CnStats& c) {
+void AddCn(Families& f, const ClusterStats& s, const ClusterStats& before, const CnStats& c) {
   f.Family("pond_commits_total", MetricType::Counter,
            "Transactions committed by this CN's workers, by kind")
       .Sample(d(s.committed), {{"kind", "read_write"}})
@@ -84,15 +84,22 @@ void AddCn(Families& f, const ClusterStats& s, const CnStats& c) {
   f.Family("pond_commit_rounds_posted_again_total", MetricType::Counter,
            "Commit rounds posted again to an MN that had not answered them and was not declared")
       .Sample(d(s.commit_rounds_posted_again));
+  // By phase: "loading" until the CN served (CN 0 writes every table's rows then), "serving"
+  // since, so that operations per commit are read off the second alone.
+  const ClusterStats since = s.Since(before);
   f.Family("pond_one_sided_ops_total", MetricType::Counter,
-           "One-sided operations on the memory pool posted by this CN's workers, by verb")
-      .Sample(d(s.reads), {{"verb", "read"}})
-      .Sample(d(s.writes), {{"verb", "write"}})
-      .Sample(d(s.cas), {{"verb", "cas"}})
-      .Sample(d(s.faa), {{"verb", "faa"}});
+           "One-sided operations on the memory pool posted by this CN's workers, by verb and "
+           "phase (loading: before it served)");
+  for (const auto& [phase, n] : {std::pair{"loading", &before}, std::pair{"serving", &since}}) {
+    f.Sample(d(n->reads), {{"verb", "read"}, {"phase", phase}})
+        .Sample(d(n->writes), {{"verb", "write"}, {"phase", phase}})
+        .Sample(d(n->cas), {{"verb", "cas"}, {"phase", phase}})
+        .Sample(d(n->faa), {{"verb", "faa"}, {"phase", phase}});
+  }
   f.Family("pond_doorbell_batches_total", MetricType::Counter,
-           "Batches of one-sided operations sent, one per MN per flush")
-      .Sample(d(s.batches));
+           "Batches of one-sided operations sent, one per MN per flush, by phase")
+      .Sample(d(before.batches), {{"phase", "loading"}})
+      .Sample(d(since.batches), {{"phase", "serving"}});
   f.Family("pond_messages_sent_total", MetricType::Counter,
            "Messages to other CNs: lock, timestamp and routed-call requests and answers")
       .Sample(d(s.messages));
@@ -156,7 +163,7 @@ std::vector<MetricFamily> BuildFamilies(const DaemonMetrics& m) {
              "1 while this CN serves and no node is failed undeclared; 0 before it serves, as it "
              "stops, and while a failure cannot be declared")
         .Sample(m.totals.has_value() && whole ? 1 : 0);
-    if (m.totals.has_value() && m.cn.has_value()) AddCn(f, *m.totals, *m.cn);
+    if (m.totals.has_value() && m.cn.has_value()) AddCn(f, *m.totals, m.before_serving, *m.cn);
   } else {
     f.Family("pond_region_bytes", MetricType::Gauge, "Bytes of the region this MN serves")
         .Sample(d(m.region_bytes));
@@ -251,6 +258,7 @@ DaemonMetrics MetricsServer::Snapshot() const {
   if (attached_ != nullptr) {
     m.totals = attached_->Stats();
     m.cn = attached_->GetCnStats(cn_);
+    m.before_serving = attached_stats_;
   }
   return m;
 }
@@ -259,6 +267,7 @@ void MetricsServer::AttachCluster(const Cluster* cluster, uint16_t cn) {
   std::lock_guard lock(mu_);
   attached_ = cluster;
   cn_ = cn;
+  attached_stats_ = cluster->Stats();
 }
 
 void MetricsServer::DetachCluster() {

@@ -39,6 +39,9 @@ struct DaemonMetrics {
   // A CN, once it serves (else none of its transaction metrics are shown).
   std::optional<ClusterStats> totals;
   std::optional<CnStats> cn;
+  // Its counts when it began to serve: what making or joining the tables cost (CN 0 loads them),
+  // shown apart so that operations per commit read right.
+  ClusterStats before_serving;
   // An MN.
   uint64_t region_bytes = 0;
   uint64_t beats = 0;
@@ -92,6 +95,7 @@ class MetricsServer {
   mutable std::mutex mu_;  // held while a scrape reads the cluster, and to change it
   const Cluster* attached_ = nullptr;
   uint16_t cn_ = 0;
+  ClusterStats attached_stats_;  // the cluster's counts when it was attached
   std::atomic<uint64_t> region_bytes_{0};
   std::atomic<uint64_t> beats_{0};
   std::atomic<uint16_t> incarnation_{0};

@@ -50,13 +50,19 @@ DaemonMetrics ServingCn() {
   s.committed_read_only = 2;
   s.aborts.lock_conflict = 3;
   s.reads = 100;
+  s.writes = 2600;
   s.cas = 7;
+  s.batches = 90;
   // 15 us, 15 us, 3 ms and 2 s: buckets 20 us, 20 us, 5 ms and beyond every bound.
   for (uint64_t ns : {15'000ULL, 15'000ULL, 3'000'000ULL, 2'000'000'000ULL}) {
     s.commit_latency.counts[LatencyBuckets::BucketOf(ns)]++;
     s.commit_latency.sum_ns += ns;
   }
   m.totals = s;
+  // It loaded tables before it served: 2500 WRITEs, 30 READs and 40 batches of them.
+  m.before_serving.reads = 30;
+  m.before_serving.writes = 2500;
+  m.before_serving.batches = 40;
   CnStats c;
   c.lock_slots = 8192;
   c.locks_held = 4;
@@ -77,8 +83,16 @@ TEST(MetricsTest, ServingCnShowsItsCounts) {
   EXPECT_EQ(s["pond_commits_total{kind=\"read_only\"}"], 2);
   EXPECT_EQ(s["pond_aborts_total{reason=\"lock_conflict\"}"], 3);
   EXPECT_EQ(s["pond_aborts_total{reason=\"mn_unreachable\"}"], 0);
-  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"read\"}"], 100);
-  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"cas\"}"], 7);
+  // Loading apart from serving: operations per commit are read off the second.
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"read\",phase=\"loading\"}"], 30);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"read\",phase=\"serving\"}"], 70);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"write\",phase=\"loading\"}"], 2500);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"write\",phase=\"serving\"}"], 100);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"cas\",phase=\"loading\"}"], 0);
+  EXPECT_EQ(s["pond_one_sided_ops_total{verb=\"cas\",phase=\"serving\"}"], 7);
+  EXPECT_EQ(s["pond_doorbell_batches_total{phase=\"loading\"}"], 40);
+  EXPECT_EQ(s["pond_doorbell_batches_total{phase=\"serving\"}"], 50);
+  EXPECT_EQ(s.count("pond_one_sided_ops_total{verb=\"read\"}"), 0u) << "a sample without phase";
   EXPECT_EQ(s["pond_lock_slots"], 8192);
   EXPECT_EQ(s["pond_locks_held"], 4);
   EXPECT_EQ(s["pond_failures_declared_total{node=\"cn\"}"], 1);
