@@ -20,13 +20,17 @@ ok "pond up: 2 MNs and 2 CNs"
 addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
 [ -n "$addr" ] || { fail "no client address"; cat "$tmp/up.out"; exit 1; }
 
-# CN 1's command line, as `pond up` started it (cluster.json).
+# CN 1's command line, as `pond up` started it (cluster.json), but for its metrics port, which
+# the running CN 1 holds.
 mapfile -t argv < <(python3 - "$d/cluster.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-p = next(p for p in r["procs"] if p["role"] == "cn" and p["id"] == 1)
-print("\n".join(["cn", "--coord", r["coord"], "--cluster", r["cluster"], "--id", "1"]
-                + [a for a in p["args"]]))
+p = next(p for p in r["processes"] if p["role"] == "cn" and p["id"] == 1)
+args = list(p["args"])
+if "--metrics" in args:
+    i = args.index("--metrics")
+    del args[i:i + 2]
+print("\n".join(["cn", "--coord", r["coord"], "--cluster", r["cluster"], "--id", "1"] + args))
 PY
 )
 [ "${#argv[@]}" -gt 6 ] || { fail "cannot read CN 1's flags from cluster.json"; verdict; exit 1; }
