@@ -6,12 +6,12 @@
 # port 2181 at install, and Pond starts its own (cluster/local_zookeeper.h). iproute2 and nftables
 # make the hosts of scripts/hosts.sh (network namespaces) and cut their links. Idempotent: when
 # every package is already present it prints nothing and returns at once, so the Makefile calls
-# it on every run.
+# it on every run. toml++ reads the daemons' config files (tools/daemon_config.h).
 set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make pkg-config
-  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libtomlplusplus-dev
   clang-format
   python3-matplotlib
   postgresql-15 postgresql-client-15

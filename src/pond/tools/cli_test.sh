@@ -60,8 +60,24 @@ expect_error "config: unknown key" 'unknown key "bogus"' mn --config "$tmp/unkno
 expect_error "config: missing file" "nowhere.toml" cn --config "$tmp/nowhere.toml"
 printf 'coord = "127.0.0.1:1"\nid = 99\n' >"$tmp/range.toml"
 expect_error "config: value out of range" "--id" mn --config "$tmp/range.toml"
-printf 'coord = "127.0.0.1:1"\nid = 0\nwait = soon\n' >"$tmp/value.toml"
+printf 'coord = "127.0.0.1:1"\nid = 0\nwait = "soon"\n' >"$tmp/value.toml"
 expect_error "config: not a number" "--wait" cn --config "$tmp/value.toml"
+# What TOML refuses is refused, naming the line: an unterminated string, an unquoted address, a
+# key given twice.
+printf 'id = 0\ncoord = "127.0.0.1:44487\n' >"$tmp/unterminated.toml"
+expect_error "config: an unterminated string" "unterminated.toml:2:.*not TOML" \
+  cn --config "$tmp/unterminated.toml"
+printf 'id = 0\ncoord = 127.0.0.1:44487\n' >"$tmp/unquoted.toml"
+expect_error "config: an unquoted string" "unquoted.toml:2:.*not TOML" cn --config "$tmp/unquoted.toml"
+printf 'id = 0\nid = 1\ncoord = "127.0.0.1:1"\n' >"$tmp/twice.toml"
+expect_error "config: a key twice" "twice.toml:2:.*not TOML" cn --config "$tmp/twice.toml"
+# A flag of several values takes a list, and a flag of one value a scalar.
+printf 'id = 0\ncoord = "127.0.0.1:1"\nworkload = "smallbank"\n' >"$tmp/scalar.toml"
+expect_error "config: a scalar for a list" "workload takes a list" cn --config "$tmp/scalar.toml"
+printf 'id = [0]\ncoord = "127.0.0.1:1"\n' >"$tmp/list.toml"
+expect_error "config: a list for a scalar" "id takes one value" cn --config "$tmp/list.toml"
+printf 'id = 0\ncoord = "127.0.0.1:1"\nwait = { s = 1 }\n' >"$tmp/inline.toml"
+expect_error "config: an inline table" "wait.*not a table" cn --config "$tmp/inline.toml"
 printf '[mn]\ncoord = "127.0.0.1:1"\nid = 0\n' >"$tmp/section.toml"
 expect_error "config: a section" "sections" mn --config "$tmp/section.toml"
 printf 'id = 0\n' >"$tmp/partial.toml"
