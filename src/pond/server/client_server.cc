@@ -111,6 +111,7 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
   b.SetMaxSendMessageSize(static_cast<int>(options.message_bytes_max));
   grpc::ResourceQuota quota("pond-client-service");
   quota.SetMaxThreads(options.threads_max);
+  quota.Resize(options.buffer_bytes_max);
   b.SetResourceQuota(quota);
   // gRPC binds with SO_REUSEPORT by default, which would let a second server share the port and
   // take half the connections: a port in use must be an error.

@@ -4,6 +4,7 @@
 #include "pond/server/client_service.h"
 
 #include <fmt/core.h>
+#include <malloc.h>
 
 #include <future>
 #include <memory>
@@ -21,6 +22,8 @@ namespace {
 
 // How often the watchdog looks for idle interactive transactions.
 constexpr uint64_t kWatchdogPeriodMs = 100;
+// How often it gives the C library's free memory back to the system (malloc_trim).
+constexpr uint64_t kTrimPeriodMs = 1000;
 
 uint64_t NowMs() { return SystemClock::Get().NowNs() / 1'000'000; }
 
@@ -46,6 +49,8 @@ Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {
     return InvalidArgument("interactive_lifetime_ms must be at least interactive_idle_ms");
   if (o.message_bytes_max < 64 * 1024 || o.message_bytes_max > (256u << 20))
     return InvalidArgument("message_bytes_max must be 64 KiB to 256 MiB");
+  if (o.buffer_bytes_max < 8ull * o.message_bytes_max || o.buffer_bytes_max > (64ull << 30))
+    return InvalidArgument("buffer_bytes_max must be 8 x message_bytes_max to 64 GiB");
   if (o.threads_max < 2) return InvalidArgument("threads_max must be >= 2");
   if (static_cast<uint64_t>(o.threads_max) <= o.interactive_streams_max)
     return InvalidArgument("threads_max must exceed interactive_streams_max");
@@ -348,9 +353,20 @@ void ClientService::CancelStreams() {
 
 void ClientService::Watchdog() {
   std::unique_lock lock(mu_);
+  uint64_t trimmed_ms = NowMs();
   while (!stopping_) {
     watchdog_cv_.wait_for(lock, std::chrono::milliseconds(kWatchdogPeriodMs));
     const uint64_t now = NowMs();
+    if (now - trimmed_ms >= kTrimPeriodMs) {
+      // gRPC's buffers for a refused request are many small pieces on the threads' malloc
+      // arenas: freed, they stay in the process (tens of MiB a request) until trimmed. Outside
+      // the lock: a trim takes the arenas' locks, not the streams'.
+      trimmed_ms = now;
+      lock.unlock();
+      malloc_trim(0);
+      lock.lock();
+      if (stopping_) break;
+    }
     for (auto& [id, s] : streams_) {
       // Once: the handler deregisters the stream when it has aborted the transaction.
       if (!s.cancelled && (now - s.last_active_ms > o_.interactive_idle_ms ||

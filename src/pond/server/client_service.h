@@ -48,6 +48,12 @@ struct ClientServiceOptions {
   uint32_t interactive_lifetime_ms = 60'000;
   // Every gRPC message, either way.
   uint32_t message_bytes_max = 4 << 20;
+  // Memory gRPC may hold for messages on their way in and out (a grpc::ResourceQuota). gRPC
+  // checks message_bytes_max only once a message is whole, so without this a 100 MB request is
+  // buffered whole before it is refused; with it, gRPC stops reading past the quota and resets
+  // the stream (RESOURCE_EXHAUSTED), which the client answers REJECTED. Streams at work when the
+  // quota is reached may be reset too: it must hold many messages of the largest size.
+  uint64_t buffer_bytes_max = 64 << 20;
   // gRPC threads (grpc::ResourceQuota): each running request, and each open interactive
   // transaction, holds one.
   int threads_max = 256;

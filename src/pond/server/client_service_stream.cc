@@ -115,7 +115,7 @@ bool ClientService::StepBegin(StreamState& st, const v1::Begin& b, v1::Interacti
 }
 
 bool ClientService::StepAdd(StreamState& st, const v1::Add& add, v1::InteractiveResponse* resp) {
-  Result<PlannedAdd> plan = PlanAdd(add, st.read_only, dir_, o_);
+  Result<PlannedAdd> plan = PlanAdd(add, st.read_only, st.pending, dir_, o_);
   if (!plan.ok()) {
     Reject(plan.status().message(), resp->mutable_answer());
     return true;

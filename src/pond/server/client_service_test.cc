@@ -3,6 +3,7 @@
 // transactions, procedures by name, every kind of bad request, a client that vanishes with
 // locks held, an idle transaction, fail-over between two servers, and concurrent transfers
 // whose total must not change.
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -11,6 +12,7 @@
 
 #include "pond/base/loopback_port.h"
 #include "pond/server/client_testing.h"
+#include "pond/v1/pond.grpc.pb.h"
 
 namespace pond::server {
 namespace {
@@ -413,6 +415,66 @@ TEST_F(ClientServiceTest, EveryKindOfBadRequestIsRejectedWithAReason) {
   client::Reply r = client_->Execute(huge);
   EXPECT_EQ(r.answer.outcome, Outcome::kRejected) << r.answer.ToString();
   EXPECT_TRUE(client_->Describe().ok()) << "the server is still up";
+}
+
+// The message limit holds for each answer, not each step: an execute answers every key added
+// since the last one, so an add that would take that answer past the limit is refused, while the
+// same keys over two executes are not. Sent as raw steps: the client library merges adjacent adds.
+TEST_F(ClientServiceTest, AddsAnsweredByOneExecuteMustFitOneAnswer) {
+  server_->Stop();
+  bank_.cluster->StopServing();
+  ClientServiceOptions o = TestOptions();
+  o.message_bytes_max = 64 << 10;
+  o.keys_per_request_max = 1024;
+  o.interactive_keys_max = 4096;
+  Start(o);
+  auto stub = v1::Pond::NewStub(
+      grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
+  // 700 values of 16 bytes each fit a 64 KiB answer; 1,400 do not.
+  auto add = [](uint64_t first) {
+    v1::InteractiveRequest req;
+    for (uint64_t k = first; k < first + 700; k++) {
+      v1::Key* key = req.mutable_add()->add_read_only();
+      key->set_table("kv");
+      key->set_key(k % 1024);
+    }
+    return req;
+  };
+  v1::InteractiveRequest begin, execute, commit;
+  begin.mutable_begin()->set_read_only(true);
+  execute.mutable_execute();
+  commit.mutable_commit();
+  auto step = [](auto& stream, const v1::InteractiveRequest& req) {
+    v1::InteractiveResponse resp;
+    EXPECT_TRUE(stream->Write(req));
+    EXPECT_TRUE(stream->Read(&resp));
+    return resp;
+  };
+
+  grpc::ClientContext two_adds;
+  auto stream = stub->Interactive(&two_adds);
+  ASSERT_EQ(step(stream, begin).answer().outcome(), v1::OPEN);
+  ASSERT_EQ(step(stream, add(0)).answer().outcome(), v1::OPEN);
+  v1::InteractiveResponse refused = step(stream, add(700));
+  EXPECT_EQ(refused.answer().outcome(), v1::REJECTED) << refused.answer().message();
+  EXPECT_NE(refused.answer().message().find("an answer holds at most 65536"), std::string::npos)
+      << refused.answer().message();
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+
+  grpc::ClientContext two_executes;
+  stream = stub->Interactive(&two_executes);
+  ASSERT_EQ(step(stream, begin).answer().outcome(), v1::OPEN);
+  for (uint64_t first : {0, 700}) {
+    ASSERT_EQ(step(stream, add(first)).answer().outcome(), v1::OPEN);
+    v1::InteractiveResponse answered = step(stream, execute);
+    ASSERT_EQ(answered.answer().outcome(), v1::OPEN) << answered.answer().message();
+    EXPECT_EQ(answered.values_size(), 700);
+    EXPECT_LE(answered.ByteSizeLong(), o.message_bytes_max);
+  }
+  EXPECT_EQ(step(stream, commit).answer().outcome(), v1::COMMITTED);
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
 }
 
 // Transfers from four clients at once, by procedure, by interactive transaction and by

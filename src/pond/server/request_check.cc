@@ -147,7 +147,8 @@ Result<ExecutePlan> PlanExecute(const v1::ExecuteRequest& req, const ServiceDire
   return plan;
 }
 
-Result<PlannedAdd> PlanAdd(const v1::Add& add, bool read_only, const ServiceDirectory& dir,
+Result<PlannedAdd> PlanAdd(const v1::Add& add, bool read_only,
+                           const std::vector<PlannedAdd>& pending, const ServiceDirectory& dir,
                            const ClientServiceOptions& o) {
   const size_t keys = static_cast<size_t>(add.read_only_size()) + add.read_write_size() +
                       add.inserts_size() + add.deletes_size();
@@ -176,8 +177,13 @@ Result<PlannedAdd> PlanAdd(const v1::Add& add, bool read_only, const ServiceDire
     if (!p.ok()) return p.status();
     plan.deletes.push_back(*p);
   }
-  std::vector<PlannedKey> answered = plan.read_only;
-  answered.insert(answered.end(), plan.read_write.begin(), plan.read_write.end());
+  std::vector<PlannedKey> answered;
+  auto answers = [&answered](const PlannedAdd& a) {
+    answered.insert(answered.end(), a.read_only.begin(), a.read_only.end());
+    answered.insert(answered.end(), a.read_write.begin(), a.read_write.end());
+  };
+  for (const PlannedAdd& a : pending) answers(a);
+  answers(plan);
   POND_RETURN_IF_ERROR(CheckAnswerSize(answered, o));
   return plan;
 }

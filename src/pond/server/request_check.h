@@ -56,8 +56,11 @@ struct PlannedAdd {
 
 Result<ExecutePlan> PlanExecute(const v1::ExecuteRequest& req, const ServiceDirectory& dir,
                                 const ClientServiceOptions& o);
-// An add step of a transaction that is read-only or not: a read-only one may only read.
-Result<PlannedAdd> PlanAdd(const v1::Add& add, bool read_only, const ServiceDirectory& dir,
+// An add step of a transaction that is read-only or not: a read-only one may only read. `pending`
+// are the adds since the last execute: the next execute answers their values and this one's in
+// one message, so the message limit is checked over all of them.
+Result<PlannedAdd> PlanAdd(const v1::Add& add, bool read_only,
+                           const std::vector<PlannedAdd>& pending, const ServiceDirectory& dir,
                            const ClientServiceOptions& o);
 Result<std::vector<PlannedWrite>> PlanPuts(const v1::WriteStep& w, const ServiceDirectory& dir,
                                            const ClientServiceOptions& o);

@@ -58,7 +58,7 @@ expect() {
   fi
 }
 
-if ! start_serve main --cns 2 --workload smallbank --accounts 500 --table kv:16:1024 --table probe:8:8192; then
+if ! start_serve main --cns 2 --buffer-mib 32 --workload smallbank --accounts 500 --table kv:16:1024 --table probe:8:8192; then
   fail "pond serve did not start"; cat "$tmp/main.err"; exit 1
 fi
 ok "pond serve listens on $addr"
@@ -144,6 +144,15 @@ if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --t
   ok "the Python example: describe, put, get, an interactive transaction"
 else
   fail "the Python example"; cat "$tmp/py.out"
+fi
+
+# Requests of 100 MiB, 25 times the message limit, 8 at once: refused, the server answers on, its
+# peak stays near its buffer quota (--buffer-mib 32), and what they took is given back (oversized_test.py).
+if timeout 120 /usr/bin/python3 "$(dirname "$0")/oversized_test.py" "$stubs" "$addr" "$spid" \
+    >"$tmp/oversized.out" 2>&1; then
+  ok "oversized requests refused, memory given back: $(tail -1 "$tmp/oversized.out")"
+else
+  fail "oversized requests"; cat "$tmp/oversized.out"
 fi
 
 # TPC-C served: two runs of the remote terminals against one server (each its own run number, so

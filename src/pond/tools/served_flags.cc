@@ -85,6 +85,13 @@ void AddServedFlags(CLI::App* cmd, ServedFlags* f) {
                   "an interactive transaction idle this long is aborted")
       ->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
+  cmd->add_option_function<uint64_t>(
+         "--buffer-mib",
+         [f](uint64_t mib) { f->service.buffer_bytes_max = mib << 20; },
+         "memory gRPC may hold for messages in flight; a message too large is cut off once this "
+         "much of it is held, not taken whole (default 64)")
+      ->type_name("MIB")
+      ->check(CLI::Range(uint64_t{32}, uint64_t{65536}));
   cmd->add_option("--threads-max", f->service.threads_max,
                   "gRPC threads (each running request and open transaction holds one)")
       ->check(CLI::Range(2, 65536))
