@@ -51,9 +51,13 @@ nlohmann::json KvsWorkload::SettingsJson() const {
   return {{"keys", p_.keys}, {"rw_ratio", p_.rw_ratio}, {"theta", p_.theta}};
 }
 
+std::vector<TableNeed> KvsWorkload::ServedTables() const {
+  return {
+      {TableOptions{.name = "kvs", .value_bytes = p_.value_bytes, .capacity = p_.keys}, p_.keys}};
+}
+
 Status KvsWorkload::Setup(Cluster& cluster, RunContext&) {
-  Result<uint16_t> table = cluster.CreateTable(
-      TableOptions{.name = "kvs", .value_bytes = p_.value_bytes, .capacity = p_.keys});
+  Result<uint16_t> table = cluster.CreateTable(ServedTables()[0].options);
   if (!table.ok()) return table.status();
   const uint16_t t = table_ = *table;
   POND_RETURN_IF_ERROR(

@@ -39,6 +39,7 @@ class KvsWorkload : public Workload {
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
   // Served as kvs.update_one and kvs.read_one, each taking the 8-byte key (little-endian).
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  std::vector<TableNeed> ServedTables() const override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;
 

@@ -88,14 +88,28 @@ nlohmann::json ListAppendWorkload::SettingsJson() const {
                                  : "plain"}};
 }
 
+namespace {
+
+// User mode: two rows per key, and room for slots claimed by inserts that then aborted; every
+// slot may come to hold a record.
+TableNeed ListsTable(const ListAppendOptions& o) {
+  const uint64_t rows = o.user ? 4 * o.keys : o.keys;
+  return {TableOptions{.name = "lists", .value_bytes = ValueBytes(o), .capacity = rows}, rows};
+}
+
+}  // namespace
+
+std::vector<TableNeed> ListAppendWorkload::ServedTables() const {
+  ListAppendOptions served = o_;
+  served.user = true;  // as Serve sets it
+  return {ListsTable(served)};
+}
+
 Status ListAppendWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const ListAppendOptions& o = o_;
   shared_ = std::make_unique<ListAppendShared>();
   shared_->in_flight = std::vector<WorkerInFlight>(ctx.workers());
-  // User mode: two rows per key, and room for slots claimed by inserts that then aborted.
-  const uint64_t rows = o.user ? 4 * o.keys : o.keys;
-  Result<uint16_t> t = cluster.CreateTable(
-      TableOptions{.name = "lists", .value_bytes = ValueBytes(o), .capacity = rows});
+  Result<uint16_t> t = cluster.CreateTable(ListsTable(o).options);
   if (!t.ok()) return t.status();
   table_ = *t;
   const bool user = o.user;

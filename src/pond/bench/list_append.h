@@ -77,6 +77,7 @@ class ListAppendWorkload : public Workload {
   // read. The remote driver draws user-mode plans and records every call; its history is the
   // run's, judged by the checker like an embedded run's.
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  std::vector<TableNeed> ServedTables() const override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;
 

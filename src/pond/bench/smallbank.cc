@@ -242,20 +242,35 @@ nlohmann::json SmallBankWorkload::SettingsJson() const {
   return j;
 }
 
+namespace {
+
+// Savings, then checking. critical_field: the key's low 12 bits are the account's shard, so the
+// savings and checking rows of one account have their locks on one CN.
+std::vector<TableNeed> SmallBankTables(uint64_t accounts, uint32_t value_bytes) {
+  std::vector<TableNeed> tables;
+  for (const char* name : {"savings", "checking"}) {
+    tables.push_back({TableOptions{.name = name,
+                                   .value_bytes = value_bytes,
+                                   .capacity = accounts,
+                                   .critical_field = true},
+                      accounts});
+  }
+  return tables;
+}
+
+}  // namespace
+
+std::vector<TableNeed> SmallBankWorkload::ServedTables() const {
+  return SmallBankTables(p_.accounts, kValueBytes);
+}
+
 Status SmallBankWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const bool recording = ctx.recorder() != nullptr;
-  const uint32_t value_bytes = recording ? kRecordedValueBytes : kValueBytes;
-  // critical_field: the key's low 12 bits are the account's shard, so the savings and checking
-  // rows of one account have their locks on one CN.
-  Result<uint16_t> sav = cluster.CreateTable(TableOptions{.name = "savings",
-                                                          .value_bytes = value_bytes,
-                                                          .capacity = p_.accounts,
-                                                          .critical_field = true});
+  const std::vector<TableNeed> tables =
+      SmallBankTables(p_.accounts, recording ? kRecordedValueBytes : kValueBytes);
+  Result<uint16_t> sav = cluster.CreateTable(tables[0].options);
   if (!sav.ok()) return sav.status();
-  Result<uint16_t> chk = cluster.CreateTable(TableOptions{.name = "checking",
-                                                          .value_bytes = value_bytes,
-                                                          .capacity = p_.accounts,
-                                                          .critical_field = true});
+  Result<uint16_t> chk = cluster.CreateTable(tables[1].options);
   if (!chk.ok()) return chk.status();
   const uint16_t ts = ts_ = *sav, tc = tc_ = *chk;
   for (uint16_t t : {ts, tc}) {

@@ -78,6 +78,7 @@ class SmallBankWorkload : public Workload {
   Status Finish(Cluster& cluster, RunContext& ctx, RunResult* r) override;
   // smallbank_served.cc: procedures that reply with their net deposit and decline.
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  std::vector<TableNeed> ServedTables() const override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;
 

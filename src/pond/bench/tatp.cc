@@ -119,6 +119,53 @@ std::string TatpWorkload::Settings() const { return fmt::format("{} subscribers"
 
 nlohmann::json TatpWorkload::SettingsJson() const { return {{"subscribers", p_.subscribers}}; }
 
+namespace {
+
+// Subscriber, access_info, special_facility and call_forwarding, for `n` subscribers of whom the
+// load gives `ai` access_info and `sf` special_facility rows.
+std::vector<TableNeed> TatpTables(uint64_t n, uint64_t ai, uint64_t sf) {
+  // The load puts 3.75 call_forwarding rows per subscriber on average, and inserts and deletes
+  // of random rows keep it there (each possible row is present half the time); room for every
+  // possible row (12 per subscriber) would make the index of a 100 000-subscriber run overflow a
+  // 1 GiB MN. 6 per subscriber, or all 12 for small runs, where chance swings are large. A full
+  // table would fail the run loudly (OutOfSpace), not silently.
+  const uint64_t cf = std::min(12 * n, 6 * n + 4096);
+  return {
+      {{.name = "subscriber", .value_bytes = kSubBytes, .capacity = n, .critical_field = true}, n},
+      {{.name = "access_info", .value_bytes = kRowBytes, .capacity = ai, .critical_field = true},
+       ai},
+      {{.name = "special_facility",
+        .value_bytes = kRowBytes,
+        .capacity = sf,
+        .critical_field = true},
+       sf},
+      {{.name = "call_forwarding",
+        .value_bytes = kRowBytes,
+        .capacity = cf,
+        .critical_field = true},
+       cf},
+  };
+}
+
+// The access_info and special_facility rows the load gives `n` subscribers.
+std::pair<uint64_t, uint64_t> TatpLoadedRows(uint64_t n) {
+  uint64_t ai = 0, sf = 0;
+  for (uint64_t s = 0; s < n; s++) {
+    for (uint64_t t = 1; t <= 4; t++) {
+      ai += HasType(s, 0, t) ? 1 : 0;
+      sf += HasType(s, 4, t) ? 1 : 0;
+    }
+  }
+  return {ai, sf};
+}
+
+}  // namespace
+
+std::vector<TableNeed> TatpWorkload::ServedTables() const {
+  const auto [ai, sf] = TatpLoadedRows(p_.subscribers);
+  return TatpTables(p_.subscribers, ai, sf);
+}
+
 Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
   const uint64_t n = p_.subscribers;
   // The rows of the other tables, listed first: Load wants a count and an index, and
@@ -135,32 +182,13 @@ Status TatpWorkload::Setup(Cluster& cluster, RunContext& ctx) {
       }
     }
   }
+  const std::vector<TableNeed> specs = TatpTables(n, ai.size(), sf.size());
   uint16_t tid[4];
-  const TableOptions specs[4] = {
-      {.name = "subscriber", .value_bytes = kSubBytes, .capacity = n, .critical_field = true},
-      {.name = "access_info",
-       .value_bytes = kRowBytes,
-       .capacity = ai.size(),
-       .critical_field = true},
-      {.name = "special_facility",
-       .value_bytes = kRowBytes,
-       .capacity = sf.size(),
-       .critical_field = true},
-      // The load puts 3.75 rows per subscriber on average, and inserts and deletes of random
-      // rows keep it there (each possible row is present half the time); room for every
-      // possible row (12 per subscriber) would make the index of a 100 000-subscriber run
-      // overflow a 1 GiB MN. 6 per subscriber, or all 12 for small runs, where chance swings
-      // are large. A full table would fail the run loudly (OutOfSpace), not silently.
-      {.name = "call_forwarding",
-       .value_bytes = kRowBytes,
-       .capacity = std::min(12 * n, 6 * n + 4096),
-       .critical_field = true},
-  };
   for (int i = 0; i < 4; i++) {
-    Result<uint16_t> t = cluster.CreateTable(specs[i]);
+    Result<uint16_t> t = cluster.CreateTable(specs[static_cast<size_t>(i)].options);
     if (!t.ok()) return t.status();
     tid[i] = *t;
-    capacities_[static_cast<size_t>(i)] = specs[i].capacity;
+    capacities_[static_cast<size_t>(i)] = specs[static_cast<size_t>(i)].options.capacity;
   }
   const uint16_t tsub = tsub_ = tid[0], tai = tai_ = tid[1], tsf = tsf_ = tid[2],
                  tcf = tcf_ = tid[3];

@@ -63,6 +63,7 @@ class TatpWorkload : public Workload {
   // Served as tatp.get_subscriber_data ... tatp.delete_call_forwarding, each taking 40 bytes:
   // s_id, type, start_time, end_time, data (u64 each, little-endian; docs/formats.md).
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  std::vector<TableNeed> ServedTables() const override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;
 

@@ -106,6 +106,7 @@ class TpccWorkload : public Workload {
   // CheckTpccArgs), tpcc.start, tpcc.check_district and tpcc.check_warehouse (docs/formats.md
   // "Served procedures").
   Status Serve(Cluster& cluster, server::ServiceDirectory* dir) override;
+  std::vector<TableNeed> ServedTables() const override;
   Result<std::unique_ptr<RemoteDriver>> Remote(
       const std::vector<RemoteTable>& tables) const override;
 
@@ -134,6 +135,8 @@ inline uint32_t TpccOrderRoom(const TpccParams& p) {
 // heap (a quarter of the region) and their records, with room for a second version, in the
 // rest. The CLI gives a run this much when --region-mib is not given.
 uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c);
+// The tables CreateTables makes, with the rows the load puts in them.
+std::vector<TableNeed> TpccTableNeeds(const TpccParams& p);
 // The tables CreateTables makes, in its order.
 std::vector<TableOptions> TpccTableOptions(const TpccParams& p);
 // Undelivered orders per district at load: the last 30% (900 of the spec's 3000).

@@ -11,7 +11,6 @@
 #include "pond/bench/tpcc.h"
 #include "pond/bench/tpcc_schema.h"
 #include "pond/bench/tpcc_txns.h"
-#include "pond/store/layout.h"
 
 namespace pond::bench {
 
@@ -202,36 +201,14 @@ std::vector<TableOptions> TpccTableOptions(const TpccParams& p) {
   return o;
 }
 
+std::vector<TableNeed> TpccTableNeeds(const TpccParams& p) {
+  std::vector<TableNeed> needs;
+  for (const TableSpec& t : TableSpecs(p)) needs.push_back({t.o, t.rows});
+  return needs;
+}
+
 uint64_t TpccRegionMib(const TpccParams& p, const ClusterConfig& c) {
-  const double mns = c.mns, r = c.replication;
-  const bool sv = c.protocol.single_version;
-  // What the catalog carves for one table's hash index on one MN: R replica groups of buckets at
-  // a load factor of 0.6 (store/catalog.cc), and for an ordered table its tree space (R copies).
-  auto index = [&](uint64_t capacity, uint32_t value_bytes) {
-    const double slots = sv ? 22 : 4;
-    const double slot_bytes = sv ? store::SvSlotBytes(value_bytes) : store::CvtBytes(c.versions);
-    const double buckets = (static_cast<double>(capacity) / mns * 1.1 + 32) / 0.6 / slots + 1;
-    return r * buckets * slots * slot_bytes;
-  };
-  double heap = 0, lanes = 0;
-  for (const TableSpec& t : TableSpecs(p)) {
-    heap += index(t.o.capacity, t.o.value_bytes);
-    if (t.o.ordered) {
-      const double keys = static_cast<double>(t.o.capacity) / mns * 1.1 + 64;
-      heap += (keys / 27 * 1024 * 1.1 + double{3 << 20}) * r;  // R copies of the tree
-      heap += index(4096, 8);                                  // its stripe rows
-    }
-    // Records live outside the index, one per version: the loaded one and room for another.
-    if (!sv) {
-      lanes += static_cast<double>(t.rows) * r / mns * store::RecordStride(t.o.value_bytes) * 2;
-    }
-  }
-  // The general heap is a quarter of the region, three quarters under ford
-  // (store::GeneralHeapBytes); the lanes are the rest.
-  const double need =
-      (sv ? heap * 4 / 3 : std::max(heap * 4, lanes * 4 / 3)) * 1.1 + double{64 << 20};
-  const auto mib = static_cast<uint64_t>(need / (1 << 20));
-  return (mib + 255) / 256 * 256;
+  return RegionNeedFor(TpccTableNeeds(p), c).mib;
 }
 
 Status TpccWorkload::CreateTables(Cluster& cluster) {

@@ -33,6 +33,7 @@ constexpr const char* kCheckDistrictProcedure = "tpcc.check_district";
 constexpr const char* kCheckWarehouseProcedure = "tpcc.check_warehouse";
 // The table of driver runs: one row, key kRunsKey, the number of the last run started.
 constexpr const char* kRunsTable = "tpcc_runs";
+TableNeed RunsTable() { return {{.name = kRunsTable, .value_bytes = 8, .capacity = 1}, 1}; }
 constexpr uint64_t kRunsKey = 1;
 
 // A served call's history tag: run:12 client:12 call:24, below 2^48 as every tag is. Each run
@@ -171,12 +172,17 @@ Status CheckTpccArgs(TpccTxn kind, std::span<const std::byte> args, const TpccPa
   return InvalidArgument("no such TPC-C transaction");
 }
 
+std::vector<TableNeed> TpccWorkload::ServedTables() const {
+  std::vector<TableNeed> tables = TpccTableNeeds(p_);
+  tables.push_back(RunsTable());
+  return tables;
+}
+
 Status TpccWorkload::Serve(Cluster& cluster, server::ServiceDirectory* dir) {
   RunContext& ctx = ServingContext(cluster);
   POND_RETURN_IF_ERROR(Validate(ctx.options()));
   POND_RETURN_IF_ERROR(Setup(cluster, ctx));
-  Result<uint16_t> runs =
-      cluster.CreateTable({.name = kRunsTable, .value_bytes = 8, .capacity = 1});
+  Result<uint16_t> runs = cluster.CreateTable(RunsTable().options);
   if (!runs.ok()) return runs.status();
   const uint16_t runs_table = *runs;
   POND_RETURN_IF_ERROR(

@@ -75,6 +75,8 @@ Status Workload::Serve(Cluster&, server::ServiceDirectory*) {
   return InvalidArgument(fmt::format("{} cannot be served", title()));
 }
 
+std::vector<TableNeed> Workload::ServedTables() const { return {}; }
+
 Result<std::unique_ptr<RemoteDriver>> Workload::Remote(const std::vector<RemoteTable>&) const {
   return InvalidArgument(fmt::format("{} cannot be driven over the network", title()));
 }

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "pond/bench/measured_run.h"
+#include "pond/bench/region_size.h"
 #include "pond/bench/served.h"
 #include "pond/check/recorder.h"
 #include "pond/cluster.h"
@@ -218,6 +219,9 @@ class Workload {
   // Procedures answer what a remote driver books (SmallBank: the net deposit). InvalidArgument
   // if the workload cannot be served, or a name is served already.
   virtual Status Serve(Cluster& cluster, server::ServiceDirectory* dir);
+  // The tables Serve creates, with the rows it loads or its clients may insert: what each MN's
+  // region must hold (region_size.h), known before anything starts. Empty if it cannot be served.
+  virtual std::vector<TableNeed> ServedTables() const;
   // A driver of a served copy of this workload, fitted to the server's tables (their capacities
   // give the key ranges); InvalidArgument naming a table the server lacks.
   virtual Result<std::unique_ptr<RemoteDriver>> Remote(

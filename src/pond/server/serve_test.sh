@@ -185,7 +185,9 @@ else
   fail "pond serve --workload tpcc did not start"; cat "$tmp/tpcc.err"
 fi
 addr="$main_addr" spid="$main_spid"
-expect 1 "serve tpcc with too little memory: one line, exit 1" "more --region-mib" \
+# Too little memory for what is served: refused before anything starts, naming a size that fits.
+expect 2 "serve tpcc with too little memory: one line, exit 2" \
+  "region-mib 64 cannot hold the served tables.*give --region-mib [0-9]" \
   serve --workload tpcc --warehouses 2 --region-mib 64 --listen 127.0.0.1:0
 
 # A second server cannot take the same port: one line, exit 1.

@@ -49,6 +49,10 @@ expect_error "restart of nothing named" "say what to restart" restart --dir "$tm
 expect_error "restart of a CN and ZooKeeper at once" "excludes" restart --dir "$tmp" --cn 1 --coord
 expect_error "restart of a CN and an MN at once" "excludes" restart --dir "$tmp" --cn 1 --mn 1
 expect_error "probe without a table" "TABLE" client --connect 127.0.0.1:1 probe
+# Served tables that cannot fit the region given: refused at once, naming a size that fits,
+# not with OutOfSpace after the daemons have loaded for seconds.
+expect_error "up: tables past the region" "region-mib 64 cannot hold the served tables.*give --region-mib 512" \
+  up --dir "$tmp/small" --workload smallbank,list-append --table kv:16:100000 --region-mib 64
 expect_error "kvs bad isolation" "isolation" bench kvs --isolation rc
 expect_error "kvs bad rw ratio" "rw-ratio" bench kvs --rw-ratio 1.5
 expect_error "kvs replication above MNs" "replication" bench kvs --mns 2 --replication 3

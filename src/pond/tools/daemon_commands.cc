@@ -162,9 +162,8 @@ void AddUpCommand(CLI::App& root, CommandAction* action) {
     o->config.isolation = *isolation == "si" ? Isolation::kSnapshot : Isolation::kSerializable;
     // The spec's CN count is the daemons' when there are any.
     if (o->cn_daemons > 0) o->config.cns = o->cn_daemons;
-    if (cmd->count("--region-mib") == 0) {
-      o->config.region_mib = std::max(o->config.region_mib, ServedRegionMib(*served, o->config));
-    }
+    Status fits = FitRegion(**prepared, cmd->count("--region-mib") > 0, &o->config);
+    if (!fits.ok()) throw CLI::ValidationError(fits.message());
     *action = [o] { return server::Up(*o); };
   });
 }

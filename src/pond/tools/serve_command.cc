@@ -46,17 +46,15 @@ Result<std::unique_ptr<Served>> ResolveServe(ServeArgs& a) {
   Result<ProtocolConfig> p = ProtocolByName(a.protocol);
   if (!p.ok()) return p.status();
   a.cluster.protocol = *p;
-  if (!a.region_given) {
-    a.cluster.region_mib = std::max(a.cluster.region_mib, ServedRegionMib(a.served, a.cluster));
-  }
+  Result<std::unique_ptr<Served>> served = PrepareServed(a.served);
+  if (!served.ok()) return served.status();
+  POND_RETURN_IF_ERROR(FitRegion(**served, a.region_given, &a.cluster));
   POND_RETURN_IF_ERROR(ValidateConfig(a.cluster));
   std::string host;
   int port = 0;
   if (Status st = server::ParseListenAddress(a.listen, &host, &port); !st.ok()) {
     return InvalidArgument("--listen " + st.message());
   }
-  Result<std::unique_ptr<Served>> served = PrepareServed(a.served);
-  if (!served.ok()) return served.status();
   server::ClientServiceOptions& service = a.served.service;
   service.cns.clear();
   for (int cn = 0; cn < a.cluster.cns; cn++) service.cns.push_back(static_cast<uint16_t>(cn));

@@ -86,8 +86,7 @@ void AddServedFlags(CLI::App* cmd, ServedFlags* f) {
       ->check(CLI::Range(1, 3'600'000))
       ->capture_default_str();
   cmd->add_option_function<uint64_t>(
-         "--buffer-mib",
-         [f](uint64_t mib) { f->service.buffer_bytes_max = mib << 20; },
+         "--buffer-mib", [f](uint64_t mib) { f->service.buffer_bytes_max = mib << 20; },
          "memory gRPC may hold for messages in flight; a message too large is cut off once this "
          "much of it is held, not taken whole (default 64)")
       ->type_name("MIB")
@@ -145,9 +144,23 @@ Status SetUpServed(Cluster& cluster, Served& served, server::ServiceDirectory* d
   return Status::Ok();
 }
 
-uint64_t ServedRegionMib(const ServedFlags& f, const ClusterConfig& c) {
-  if (std::find(f.workloads.begin(), f.workloads.end(), "tpcc") == f.workloads.end()) return 0;
-  return bench::TpccRegionMib(f.tpcc, c);
+Status FitRegion(const Served& served, bool given, ClusterConfig* c) {
+  std::vector<bench::TableNeed> tables;
+  for (const auto& w : served.workloads) {
+    for (bench::TableNeed& t : w->ServedTables()) tables.push_back(std::move(t));
+  }
+  // A table a client fills may come to hold a record in every slot.
+  for (const TableOptions& t : served.tables) tables.push_back({t, t.capacity});
+  const bench::RegionNeed need = bench::RegionNeedFor(tables, *c);
+  if (!given) {
+    c->region_mib = std::max(c->region_mib, need.mib);
+    return Status::Ok();
+  }
+  if (c->region_mib >= need.least_mib) return Status::Ok();
+  return InvalidArgument(fmt::format(
+      "--region-mib {} cannot hold the served tables: on {} MN(s) with R={} they take at least {} "
+      "MiB per MN; give --region-mib {}, or leave it out to size it",
+      c->region_mib, c->mns, c->replication, need.least_mib, need.mib));
 }
 
 std::vector<std::string> ServedArgs(const ServedFlags& f) {

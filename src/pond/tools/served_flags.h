@@ -46,9 +46,11 @@ Result<std::unique_ptr<Served>> PrepareServed(const ServedFlags& f);
 // Kept alive as long as the cluster serves: the workloads' procedures use them.
 Status SetUpServed(Cluster& cluster, Served& served, server::ServiceDirectory* dir);
 
-// The MiB per MN the served workloads' tables need, for a cluster of shape `c` (TPC-C's: its tables
-// grow with --order-room); 0 if the usual default is enough. Used when --region-mib is not given.
-uint64_t ServedRegionMib(const ServedFlags& f, const ClusterConfig& c);
+// Fits c->region_mib to what `served` serves on a cluster of shape `c` (bench/region_size.h):
+// with --region-mib not `given`, raises it to what the tables need; given, refuses one below
+// what they take, naming --region-mib and a size that fits (InvalidArgument, one line), so that
+// a region too small fails before anything starts, not with OutOfSpace half-way through a load.
+Status FitRegion(const Served& served, bool given, ClusterConfig* c);
 
 // The same flags as arguments, every value spelt out: what `pond up` passes each `pond cn`.
 std::vector<std::string> ServedArgs(const ServedFlags& f);
