@@ -260,6 +260,12 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
     d = c->Describe();
   }
   if (!d.ok()) return d.status();
+  // gRPC refuses to send a message past the limit, before a byte of it leaves: a server cuts a
+  // large one off only after taking part of it, and may drop the connection with it.
+  if (d->message_bytes_max > 0) {
+    c->send_bytes_max_ = d->message_bytes_max;
+    c->channels_[c->current_].reset();  // made again, with the limit, at the next request
+  }
   if (options.follow_cns) {
     for (const std::string& a : d->cn_addresses) {
       if (std::find(c->addresses_.begin(), c->addresses_.end(), a) == c->addresses_.end()) {
@@ -278,6 +284,7 @@ Client::Channel& Client::Current() {
   if (ch == nullptr) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kReceiveBytesMax);
+    if (send_bytes_max_ > 0) args.SetMaxSendMessageSize(static_cast<int>(send_bytes_max_));
     // A connection of its own, not shared with other Clients of this process: clients on
     // separate threads then run in parallel, as separate client processes would.
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);

@@ -234,6 +234,9 @@ class Client {
   std::vector<std::unique_ptr<Channel>> channels_;  // by address, made on first use
   size_t current_ = 0;
   uint64_t failovers_ = 0;
+  // The servers' message limit (Describe at Connect; 0 before): a larger request is refused
+  // here, REJECTED, never sent, so that it is never UNKNOWN.
+  uint32_t send_bytes_max_ = 0;
   std::vector<std::string> read_only_procedures_;  // from the last Describe: safe to resend
 };
 

@@ -409,11 +409,14 @@ TEST_F(ClientServiceTest, EveryKindOfBadRequestIsRejectedWithAReason) {
   EXPECT_EQ(t->Execute().answer.outcome, Outcome::kRejected);
   EXPECT_TRUE(PutUntilCommitted(1, KvValue(1)).committed()) << "no lock left behind";
 
-  // Bigger than the server takes in one message: gRPC refuses it before the service sees it.
+  // Bigger than the server takes in one message: the client refuses to send it (it learnt the
+  // limit at Connect), so it is REJECTED, never UNKNOWN, however the server would cut it off.
   Request huge;
   huge.Put("kv", 1, std::string(5 << 20, 'x'));
   client::Reply r = client_->Execute(huge);
   EXPECT_EQ(r.answer.outcome, Outcome::kRejected) << r.answer.ToString();
+  EXPECT_NE(r.answer.message.find("Sent message larger than max"), std::string::npos)
+      << r.answer.message;
   EXPECT_TRUE(client_->Describe().ok()) << "the server is still up";
 }
 
