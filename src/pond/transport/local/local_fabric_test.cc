@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <iostream>
+
 #include <cstring>
 #include <thread>
 
@@ -21,6 +23,9 @@ std::unique_ptr<LocalFabric> MakeFabric(uint16_t mns = 2, uint64_t bytes = 1 << 
 
 std::unique_ptr<Fabric> MakeAny(uint16_t mns, uint64_t bytes) { return MakeFabric(mns, bytes); }
 
+TEST(LocalFabricTest, AReadThatSawPartOfAWriteSeesItsHead) {
+  std::cout << contract::AReadThatSawPartOfAWriteSeesItsHead(MakeAny, 200000) << " torn copies\n";
+}
 TEST(LocalFabricTest, ReadsBackWhatItWrote) { contract::ReadsBackWhatItWrote(MakeAny); }
 
 TEST(LocalFabricTest, BatchAppliesInPostingOrder) { contract::BatchAppliesInPostingOrder(MakeAny); }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pond/base/assert.h"
+#include "pond/transport/remote_copy.h"
 
 namespace pond::ucx {
 
@@ -215,6 +216,12 @@ class UcxEndpoint final : public Endpoint {
     ucp_ep_h ep = nullptr;  // nullptr: not connected (yet)
     ucp_rkey_h rkey = nullptr;
     uint64_t base = 0;
+    // The region mapped into this process (UCX over shared memory), or nullptr. Verbs on it are
+    // done here, with the local fabric's copies (remote_copy.h), not by UCX: UCX's shared-memory
+    // PUT and GET are memcpy, whose byte order is the C library's, and a GET that copied part
+    // of a concurrent PUT could lack the PUT's head version and be taken as whole
+    // (docs/formats.md "Cacheline versions"; contract::AReadThatSawPartOfAWriteSeesItsHead).
+    std::byte* mapped = nullptr;
     std::chrono::steady_clock::time_point last_try{};
     uint32_t generation = 0;  // of the descriptor it connected to (UcxFabric::ReplaceMn)
   };
@@ -319,8 +326,29 @@ class UcxEndpoint final : public Endpoint {
     }
   }
 
-  // Posts one op; its completion is learned from the flush that ends its segment.
+  // Posts one op; its completion is learned from the flush that ends its segment (on a mapped
+  // region the op is done here, and the flush still reports a peer UCX has found dead).
   Status PostOp(const Mn& m, Op& op) {
+    if (m.mapped != nullptr) {
+      std::byte* at = m.mapped + op.addr.offset();
+      uint64_t old = 0;
+      switch (op.verb) {
+        case Verb::kRead:
+          RemoteLoad(op.local, at, op.len);
+          return Status::Ok();
+        case Verb::kWrite:
+          RemoteStore(at, op.local, op.len);
+          return Status::Ok();
+        case Verb::kCas:
+          old = RemoteCas(at, op.arg0, op.arg1);
+          break;
+        case Verb::kFaa:
+          old = RemoteFaa(at, op.arg0);
+          break;
+      }
+      std::memcpy(op.local, &old, 8);
+      return Status::Ok();
+    }
     ucp_request_param_t p{};
     ucs_status_ptr_t r = nullptr;
     const uint64_t raddr = m.base + op.addr.offset();
@@ -540,6 +568,16 @@ class UcxEndpoint final : public Endpoint {
     }
     m.ep = ep;
     m.rkey = rkey;
+    m.mapped = nullptr;
+    void* first = nullptr;
+    void* last = nullptr;
+    const uint64_t size = fabric_.region_bytes();
+    // Mapped only if the whole region is, in one piece.
+    if (ucp_rkey_ptr(rkey, d.base, &first) == UCS_OK &&
+        ucp_rkey_ptr(rkey, d.base + size - 8, &last) == UCS_OK &&
+        static_cast<std::byte*>(last) == static_cast<std::byte*>(first) + size - 8) {
+      m.mapped = static_cast<std::byte*>(first);
+    }
     return Status::Ok();
   }
 

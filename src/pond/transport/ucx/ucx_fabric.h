@@ -13,9 +13,10 @@
 //   - A packet is one active message (eager, so it always arrives whole in the handler), copied
 //     into a buffer at arrival and delivered by Poll.
 //
-// On shared memory (UCX_TLS=shm) the regions are mapped into this process and every verb is a
-// load, store or CPU atomic; on TCP, UCX emulates the verbs with messages the MN's worker
-// answers; on RDMA the NIC does them.
+// On shared memory (UCX_TLS=shm) the regions are mapped into this process (ucp_rkey_ptr), and
+// every verb is done here as the local fabric does it (remote_copy.h): UCX's own PUT and GET
+// there are memcpy, whose byte order would let a torn READ pass the version check. On TCP, UCX
+// emulates the verbs with messages the MN's worker answers; on RDMA the NIC does them.
 //
 // Setup rules as for the local fabric: create every endpoint before workers start sending; each
 // endpoint then belongs to its worker's thread.
