@@ -193,13 +193,14 @@ inline void ConcurrentFaaAndCasAreAtomic(const MakeFabric& make, int threads, in
   EXPECT_EQ(cas, uint64_t(threads) * iters);
 }
 
-// A READ concurrent with WRITEs of one range: every copy whose bytes include any of a newer
-// WRITE also has that WRITE's first byte (docs/formats.md "Cacheline versions": a version at the
-// head of a range detects a concurrent writer only so). The writer fills the range with one
-// generation byte each time; a copy with a byte newer than its head is a torn copy no version
-// check could catch. Returns the copies that mixed generations at all, to show the two met.
+// A READ concurrent with WRITEs of one range: every copy that has any part of a newer WRITE also
+// has that WRITE's head (docs/formats.md "Cacheline versions": a version at the head of a range
+// detects a concurrent writer only so). The writer fills the range with its generation in every
+// 8-byte word, whole numbers so that a reader the writer laps cannot mistake an older word for a
+// newer one; a copy with a word newer than its head is a torn copy no version check could catch.
+// Returns the copies that mixed generations at all, to show the two met.
 inline uint64_t AReadThatSawPartOfAWriteSeesItsHead(const MakeFabric& make, int writes) {
-  constexpr size_t kLen = 512;
+  constexpr size_t kWords = 64;
   const GAddr range = GAddr::Make(0, 8192);
   auto f = make(1, 1 << 20);
   Worker writer(*f, {0, 0}), reader(*f, {1, 0});
@@ -208,15 +209,14 @@ inline uint64_t AReadThatSawPartOfAWriteSeesItsHead(const MakeFabric& make, int 
   std::thread reading([&] {
     reader.Run([](Endpoint* ep, GAddr range, std::atomic<bool>* done, uint64_t* mixed,
                   uint64_t* hidden) -> Task<void> {
-      std::vector<uint8_t> copy(kLen);
+      std::vector<uint64_t> copy(kWords);
       while (!done->load(std::memory_order_acquire)) {
-        ep->Read(range, copy.data(), kLen);
+        ep->Read(range, copy.data(), kWords * 8);
         EXPECT_TRUE((co_await ep->Flush()).ok());
         bool any_newer = false, any_other = false;
-        for (uint8_t b : copy) {
-          const auto ahead = static_cast<int8_t>(static_cast<uint8_t>(b - copy[0]));
-          any_newer |= ahead > 0;
-          any_other |= ahead != 0;
+        for (uint64_t g : copy) {
+          any_newer |= g > copy[0];
+          any_other |= g != copy[0];
         }
         *mixed += any_other ? 1 : 0;
         *hidden += any_newer ? 1 : 0;
@@ -224,16 +224,16 @@ inline uint64_t AReadThatSawPartOfAWriteSeesItsHead(const MakeFabric& make, int 
     }(reader.ep.get(), range, &done, &mixed, &hidden));
   });
   writer.Run([](Endpoint* ep, GAddr range, int writes) -> Task<void> {
-    std::vector<uint8_t> fill(kLen);
+    std::vector<uint64_t> fill(kWords);
     for (int i = 1; i <= writes; i++) {
-      std::fill(fill.begin(), fill.end(), static_cast<uint8_t>(i));
-      ep->Write(range, fill.data(), kLen);
+      std::fill(fill.begin(), fill.end(), static_cast<uint64_t>(i));
+      ep->Write(range, fill.data(), kWords * 8);
       EXPECT_TRUE((co_await ep->Flush()).ok());
     }
   }(writer.ep.get(), range, writes));
   done.store(true, std::memory_order_release);
   reading.join();
-  EXPECT_EQ(hidden, 0u) << "copies with bytes of a WRITE whose head they lack, of " << mixed
+  EXPECT_EQ(hidden, 0u) << "copies with words of a WRITE whose head they lack, of " << mixed
                         << " torn copies";
   return mixed;
 }
