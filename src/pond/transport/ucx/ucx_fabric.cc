@@ -308,6 +308,11 @@ class UcxEndpoint final : public Endpoint {
         Finish(std::move(b), UCS_OK);
         return;
       }
+      // On a mapped region the ops are done, in posting order, and there is nothing for UCX to
+      // flush: shared memory has no peer error handling (a dead MN is learnt when it is
+      // declared), and a flush left pending while the connection was still being set up could
+      // outlive it.
+      if (m.mapped != nullptr) continue;
       ucp_request_param_t fp{};
       fp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       fp.cb.send = &UcxEndpoint::OnFlushed;
@@ -327,7 +332,7 @@ class UcxEndpoint final : public Endpoint {
   }
 
   // Posts one op; its completion is learned from the flush that ends its segment (on a mapped
-  // region the op is done here, and the flush still reports a peer UCX has found dead).
+  // region the op is done here, and there is no flush).
   Status PostOp(const Mn& m, Op& op) {
     if (m.mapped != nullptr) {
       std::byte* at = m.mapped + op.addr.offset();
