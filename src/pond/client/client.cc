@@ -7,9 +7,15 @@
 #include <thread>
 #include <utility>
 
+#include "pond/client/client_internal.h"
 #include "pond/v1/pond.grpc.pb.h"
 
 namespace pond::client {
+
+using detail::FromProto;
+using detail::FromRpcFailure;
+using detail::Make;
+using detail::Values;
 
 namespace {
 
@@ -31,6 +37,25 @@ static_assert(std::size(kReasonWords) == static_cast<size_t>(AbortReason::kNotSe
 static_assert(static_cast<int>(AbortReason::kOther) == v1::OTHER &&
               static_cast<int>(AbortReason::kTableFull) == v1::TABLE_FULL &&
               static_cast<int>(AbortReason::kNotSent) == v1::NOT_SENT);
+
+std::chrono::system_clock::time_point Deadline(uint32_t ms) {
+  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
+}
+
+void SetKey(v1::Key* k, std::string_view table, uint64_t key) {
+  k->set_table(std::string(table));
+  k->set_key(key);
+}
+
+void SetKeyValue(v1::KeyValue* kv, std::string_view table, uint64_t key, std::string_view value) {
+  kv->set_table(std::string(table));
+  kv->set_key(key);
+  kv->set_value(std::string(value));
+}
+
+}  // namespace
+
+namespace detail {
 
 Answer FromProto(const v1::Answer& a) {
   Answer out;
@@ -70,9 +95,6 @@ Answer Make(Outcome o, AbortReason r, std::string message) {
   return a;
 }
 
-// The answer for a request that failed at the gRPC level. `may_have_run`: the server may have
-// carried it out (its answer was lost), so only UNKNOWN is honest; otherwise the failure is
-// one the server gives before running anything (a limit, a malformed message).
 Answer FromRpcFailure(const grpc::Status& s, const std::string& address, bool may_have_run) {
   const std::string why = address + ": " + s.error_message();
   switch (s.error_code()) {
@@ -87,10 +109,6 @@ Answer FromRpcFailure(const grpc::Status& s, const std::string& address, bool ma
   }
 }
 
-std::chrono::system_clock::time_point Deadline(uint32_t ms) {
-  return std::chrono::system_clock::now() + std::chrono::milliseconds(ms);
-}
-
 std::vector<Value> Values(const google::protobuf::RepeatedPtrField<v1::Value>& vs) {
   std::vector<Value> out;
   out.reserve(static_cast<size_t>(vs.size()));
@@ -98,18 +116,7 @@ std::vector<Value> Values(const google::protobuf::RepeatedPtrField<v1::Value>& v
   return out;
 }
 
-void SetKey(v1::Key* k, std::string_view table, uint64_t key) {
-  k->set_table(std::string(table));
-  k->set_key(key);
-}
-
-void SetKeyValue(v1::KeyValue* kv, std::string_view table, uint64_t key, std::string_view value) {
-  kv->set_table(std::string(table));
-  kv->set_key(key);
-  kv->set_value(std::string(value));
-}
-
-}  // namespace
+}  // namespace detail
 
 const char* OutcomeName(Outcome o) {
   switch (o) {
@@ -208,11 +215,6 @@ Request& Request::IfAbsent(std::string_view table, uint64_t key) {
 }
 
 // ---- Client ----------------------------------------------------------------------------------
-
-struct Client::Channel {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<v1::Pond::Stub> stub;
-};
 
 struct Transaction::Stream {
   grpc::ClientContext ctx;
@@ -334,6 +336,10 @@ Result<Description> Client::Describe() {
       }
       d.keys_per_request_max = resp.keys_per_request_max();
       d.message_bytes_max = resp.message_bytes_max();
+      d.pipeline_batch_max = resp.pipeline_batch_max();
+      d.pipeline_in_flight_max = resp.pipeline_in_flight_max();
+      pipeline_batch_max_ = std::max<uint32_t>(1, resp.pipeline_batch_max());
+      pipeline_in_flight_max_ = std::max<uint32_t>(1, resp.pipeline_in_flight_max());
       read_only_procedures_.clear();
       for (const ProcedureInfo& p : d.procedures) {
         if (p.read_only) read_only_procedures_.push_back(p.name);

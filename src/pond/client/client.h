@@ -21,12 +21,16 @@
 // never resent. An interactive transaction whose connection fails before its commit was sent is
 // ABORTED (reason DISCONNECTED): the server aborts a transaction whose stream ends.
 //
-// Thread rules: a Client, and a Transaction, are used by one thread at a time (one Client per
-// thread for concurrency: each has its own connection). A Transaction must not outlive its
-// Client.
+// Pipelines: Client::OpenPipeline gives a stream on which many one-shot requests go out without
+// waiting, several to a message, and come back as they finish (Pipeline below).
+//
+// Thread rules: a Client, and a Transaction or Pipeline, are used by one thread at a time (one
+// Client per thread for concurrency: each has its own connection). A Transaction must not outlive
+// its Client.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +43,8 @@ namespace pond::v1 {
 class Add;
 class ExecuteRequest;
 class InteractiveRequest;
+class PipelinedRequest;
+class PipelineResponse;
 }  // namespace pond::v1
 
 namespace pond::client {
@@ -116,7 +122,9 @@ struct Description {
   std::vector<ProcedureInfo> procedures;
   uint32_t keys_per_request_max = 0;
   uint32_t message_bytes_max = 0;
-  std::string isolation;  // "sr" or "si"
+  uint32_t pipeline_batch_max = 0;      // requests in one Pipeline message
+  uint32_t pipeline_in_flight_max = 0;  // a Pipeline's requests the server runs at once
+  std::string isolation;                // "sr" or "si"
   const TableInfo* Table(std::string_view name) const;
   const ProcedureInfo* Procedure(std::string_view name) const;
 };
@@ -143,6 +151,7 @@ class Request {
 
  private:
   friend class Client;
+  friend class Pipeline;
   std::unique_ptr<v1::ExecuteRequest> r_;
 };
 
@@ -153,6 +162,54 @@ struct ClientOptions {
 };
 
 class Client;
+
+// One answer of a Pipeline, under the id its request was given.
+struct PipelinedReply {
+  uint64_t id = 0;
+  Answer answer;
+  std::vector<Value> values;  // an Execute's: its reads' values, in order
+  std::string reply;          // a Call's: what the procedure answered
+};
+
+// Many one-shot requests on one stream: Execute and Call queue a request and name it by an id,
+// Flush sends what is queued (as few messages as the server's limits allow), and Receive waits
+// for answers, which come in the order the requests finish. Each answer is the one the unary
+// Client::Execute or Call would give, fail-over included: when the stream fails, a request in
+// flight that cannot have changed anything (read-only, a read-only procedure, or answered
+// STOPPING) is sent again on the next address, one that may have is answered UNKNOWN, and one
+// never sent goes out on the new stream. There is no deadline per request; the pipeline is
+// cancelled when dropped (the server still runs what it was sent).
+class Pipeline {
+ public:
+  ~Pipeline();
+  uint64_t Execute(const Request& r);
+  uint64_t Call(std::string_view procedure, std::string_view args,
+                std::optional<uint64_t> route_key = std::nullopt);
+  void Flush();
+  // Flushes, then returns every answer that has come, waiting for one if none has. Empty only
+  // when nothing is in flight.
+  std::vector<PipelinedReply> Receive();
+  // Requests queued or sent and not yet answered.
+  size_t in_flight() const { return requests_.size(); }
+
+ private:
+  friend class Client;
+  struct Stream;
+  struct Sent;
+  explicit Pipeline(Client* c);
+  uint64_t Queue(std::unique_ptr<v1::PipelinedRequest> r, bool safe);
+  // Ends the broken stream: answers or requeues its requests, and moves to the next address.
+  void Broke();
+  // Takes one message's answers into ready_.
+  void Take(v1::PipelineResponse& resp);
+
+  Client* c_;
+  std::unique_ptr<Stream> s_;  // null until the first Flush, and after the stream broke
+  std::map<uint64_t, std::unique_ptr<Sent>> requests_;  // unanswered, by id
+  std::vector<uint64_t> queued_;                        // not yet sent, in order
+  std::vector<PipelinedReply> ready_;                   // answered, not yet returned
+  uint64_t next_id_ = 1;
+};
 
 // One interactive transaction: one gRPC stream. Adds and writes are kept here and sent with the
 // next Execute or Commit, so a transaction costs one round trip per Execute and one for Commit;
@@ -210,6 +267,8 @@ class Client {
   CallReply Call(std::string_view procedure, std::string_view args,
                  std::optional<uint64_t> route_key = std::nullopt);
   std::unique_ptr<Transaction> Begin(bool read_only = false);
+  // A pipeline on this client's connection; it must not outlive the client.
+  std::unique_ptr<Pipeline> OpenPipeline();
 
   // The address in use, and every address known (the first one given first).
   const std::string& address() const;
@@ -219,6 +278,7 @@ class Client {
 
  private:
   friend class Transaction;
+  friend class Pipeline;
   struct Channel;
   Client(std::vector<std::string> addresses, ClientOptions o);
   Channel& Current();
@@ -237,6 +297,8 @@ class Client {
   // The servers' message limit (Describe at Connect; 0 before): a larger request is refused
   // here, REJECTED, never sent, so that it is never UNKNOWN.
   uint32_t send_bytes_max_ = 0;
+  uint32_t pipeline_batch_max_ = 1;                // from Describe
+  uint32_t pipeline_in_flight_max_ = 1;            // from Describe
   std::vector<std::string> read_only_procedures_;  // from the last Describe: safe to resend
 };
 

@@ -47,6 +47,10 @@ Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {
   if (o.interactive_idle_ms < 1) return InvalidArgument("interactive_idle_ms must be >= 1");
   if (o.interactive_lifetime_ms < o.interactive_idle_ms)
     return InvalidArgument("interactive_lifetime_ms must be at least interactive_idle_ms");
+  if (o.pipeline_batch_max < 1 || o.pipeline_batch_max > (1u << 16))
+    return InvalidArgument("pipeline_batch_max must be 1 to 65536");
+  if (o.pipeline_in_flight_max < o.pipeline_batch_max || o.pipeline_in_flight_max > (1u << 20))
+    return InvalidArgument("pipeline_in_flight_max must be pipeline_batch_max to 2^20");
   if (o.message_bytes_max < 64 * 1024 || o.message_bytes_max > (256u << 20))
     return InvalidArgument("message_bytes_max must be 64 KiB to 256 MiB");
   if (o.buffer_bytes_max < 8ull * o.message_bytes_max || o.buffer_bytes_max > (64ull << 30))
@@ -122,7 +126,7 @@ uint16_t ClientService::NextCn() {
 
 // The promise belongs to the call, not to this thread's stack: set_value may still be returning
 // on the worker when the future wakes this thread up.
-bool ClientService::RunOn(uint16_t cn, std::function<Task<void>(Session&)> body) {
+bool ClientService::RunOn(uint16_t cn, const Body& body) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> f = done->get_future();
   if (!cluster_.Submit(cn, [&body, done](Session& s) -> Task<void> {
@@ -135,8 +139,7 @@ bool ClientService::RunOn(uint16_t cn, std::function<Task<void>(Session&)> body)
   return true;
 }
 
-bool ClientService::RunOnPin(const Cluster::WorkerPin& pin,
-                             std::function<Task<void>(Session&)> body) {
+bool ClientService::RunOnPin(const Cluster::WorkerPin& pin, const Body& body) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> f = done->get_future();
   if (!cluster_.SubmitTo(pin, [&body, done](Session& s) -> Task<void> {
@@ -184,6 +187,8 @@ grpc::Status ClientService::Describe(grpc::ServerContext*, const v1::DescribeReq
   }
   resp->set_keys_per_request_max(o_.keys_per_request_max);
   resp->set_message_bytes_max(o_.message_bytes_max);
+  resp->set_pipeline_batch_max(o_.pipeline_batch_max);
+  resp->set_pipeline_in_flight_max(o_.pipeline_in_flight_max);
   return grpc::Status::OK;
 }
 
@@ -260,15 +265,19 @@ Task<void> RunExecute(Session& s, const ExecutePlan& plan, v1::ExecuteResponse* 
 
 }  // namespace
 
-grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteRequest* req,
-                                    v1::ExecuteResponse* resp) {
-  Result<ExecutePlan> plan = PlanExecute(*req, dir_, o_);
+ClientService::Body ClientService::PrepareExecute(const v1::ExecuteRequest& req,
+                                                  v1::ExecuteResponse* resp) const {
+  Result<ExecutePlan> plan = PlanExecute(req, dir_, o_);
   if (!plan.ok()) {
     Reject(plan.status().message(), resp->mutable_answer());
-  } else if (!RunOn(NextCn(), [&](Session& s) { return RunExecute(s, *plan, resp); })) {
-    // Said in the answer, not as a gRPC error: the client may then send it elsewhere.
-    Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
+    return {};
   }
+  return [plan = std::make_shared<const ExecutePlan>(std::move(plan).value()), resp](Session& s) {
+    return RunExecute(s, *plan, resp);
+  };
+}
+
+void ClientService::FinishExecute(v1::ExecuteResponse* resp) {
   // Values read are an answer only of a transaction that committed, or that a condition on
   // them stopped.
   const v1::Answer& a = resp->answer();
@@ -276,50 +285,59 @@ grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteReque
       !(a.outcome() == v1::ABORTED && a.reason() == v1::CONDITION_FAILED)) {
     resp->clear_values();
   }
-  Count(resp->answer());
+  Count(a);
+}
+
+ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req,
+                                               v1::CallResponse* resp) const {
+  v1::Answer* answer = resp->mutable_answer();
+  const ServedProcedure* p = dir_.Procedure(req.procedure());
+  const auto args = std::as_bytes(std::span(req.args().data(), req.args().size()));
+  if (p == nullptr) {
+    Reject(fmt::format("no procedure \"{}\" (Describe lists them)", Printable(req.procedure())),
+           answer);
+    return {};
+  }
+  if (p->args_bytes != 0 && args.size() != p->args_bytes) {
+    Reject(
+        fmt::format("{} takes {} bytes of arguments, not {}", p->name, p->args_bytes, args.size()),
+        answer);
+    return {};
+  }
+  if (args.size() > kReplyBytesMax) {
+    Reject(fmt::format("{} bytes of arguments; at most {}", args.size(), kReplyBytesMax), answer);
+    return {};
+  }
+  Result<RouteHint> hint = p->route(args);
+  if (!hint.ok()) {
+    Reject(fmt::format("{}: {}", p->name, hint.status().message()), answer);
+    return {};
+  }
+  if (req.has_route_key()) hint->first_key = req.route_key();
+  // `args` points into `req`, which the caller keeps until the body has run.
+  return [id = p->id, args, hint = *hint, resp](Session& s) -> Task<void> {
+    Result<std::vector<std::byte>> r = co_await s.CallWithReply(id, args, hint);
+    SetAnswer(r.status(), Phase::kProcedure, resp->mutable_answer());
+    if (r.ok()) resp->set_reply(reinterpret_cast<const char*>(r->data()), r->size());
+  };
+}
+
+grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteRequest* req,
+                                    v1::ExecuteResponse* resp) {
+  if (Body run = PrepareExecute(*req, resp); run && !RunOn(NextCn(), run)) {
+    // Said in the answer, not as a gRPC error: the client may then send it elsewhere.
+    Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
+  }
+  FinishExecute(resp);
   return grpc::Status::OK;
 }
 
 grpc::Status ClientService::Call(grpc::ServerContext*, const v1::CallRequest* req,
                                  v1::CallResponse* resp) {
-  v1::Answer* answer = resp->mutable_answer();
-  const ServedProcedure* p = dir_.Procedure(req->procedure());
-  const auto args = std::as_bytes(std::span(req->args().data(), req->args().size()));
-  std::optional<RouteHint> hint;
-  if (p == nullptr) {
-    Reject(fmt::format("no procedure \"{}\" (Describe lists them)", Printable(req->procedure())),
-           answer);
-  } else if (p->args_bytes != 0 && args.size() != p->args_bytes) {
-    Reject(
-        fmt::format("{} takes {} bytes of arguments, not {}", p->name, p->args_bytes, args.size()),
-        answer);
-  } else if (args.size() > kReplyBytesMax) {
-    Reject(fmt::format("{} bytes of arguments; at most {}", args.size(), kReplyBytesMax), answer);
-  } else if (Result<RouteHint> h = p->route(args); !h.ok()) {
-    Reject(fmt::format("{}: {}", p->name, h.status().message()), answer);
-  } else {
-    hint = *h;
-    if (req->has_route_key()) hint->first_key = req->route_key();
+  if (Body run = PrepareCall(*req, resp); run && !RunOn(NextCn(), run)) {
+    Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
-  if (hint) {
-    Status st;
-    std::vector<std::byte> reply;
-    const bool ran = RunOn(NextCn(), [&](Session& s) -> Task<void> {
-      Result<std::vector<std::byte>> r = co_await s.CallWithReply(p->id, args, *hint);
-      if (r.ok()) {
-        reply = std::move(r).value();
-      } else {
-        st = r.status();
-      }
-    });
-    if (!ran) {
-      Abort(v1::STOPPING, kStoppingNothingRan, answer);
-    } else {
-      SetAnswer(st, Phase::kProcedure, answer);
-      if (st.ok()) resp->set_reply(reinterpret_cast<const char*>(reply.data()), reply.size());
-    }
-  }
-  Count(*answer);
+  Count(resp->answer());
   return grpc::Status::OK;
 }
 
@@ -349,6 +367,8 @@ void ClientService::CancelStreams() {
   stopping_ = true;
   // A cancelled stream's pending Read returns false; its handler then aborts the transaction.
   for (auto& [id, s] : streams_) s.ctx->TryCancel();
+  // A pipeline ends once it owes no answer.
+  for (PipelineReactor* p : pipelines_) StopPipeline(p);
 }
 
 void ClientService::Watchdog() {

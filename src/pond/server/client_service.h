@@ -22,6 +22,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,6 +47,11 @@ struct ClientServiceOptions {
   // one open for longer than interactive_lifetime_ms however busy: locks are not held forever.
   uint32_t interactive_idle_ms = 10'000;
   uint32_t interactive_lifetime_ms = 60'000;
+  // Pipeline: requests in one message (more ends the stream INVALID_ARGUMENT), and requests of
+  // one stream unanswered at once, past which the server reads no more of that stream until some
+  // are answered (one message may take it past by up to pipeline_batch_max - 1).
+  uint32_t pipeline_batch_max = 1024;
+  uint32_t pipeline_in_flight_max = 4096;
   // Every gRPC message, either way.
   uint32_t message_bytes_max = 4 << 20;
   // Memory gRPC may hold for messages on their way in and out (a grpc::ResourceQuota). gRPC
@@ -71,7 +77,9 @@ struct ServiceCounters {
   uint64_t streams_refused = 0;    // refused at the limit or while stopping
 };
 
-class ClientService final : public v1::Pond::Service {
+// The unary methods and Interactive run on gRPC's threads (the synchronous API); Pipeline is a
+// reactor (gRPC's callback API), so that one stream holds no thread while its requests run.
+class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pond::Service> {
  public:
   // REQUIRES: ValidateServiceOptions(options, cluster.config().cns) is OK.
   ClientService(Cluster& cluster, ServiceDirectory directory, ClientServiceOptions options);
@@ -102,9 +110,14 @@ class ClientService final : public v1::Pond::Service {
       grpc::ServerReaderWriter<v1::InteractiveResponse, v1::InteractiveRequest>* stream) override;
   grpc::Status Call(grpc::ServerContext* ctx, const v1::CallRequest* req,
                     v1::CallResponse* resp) override;
+  grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(
+      grpc::CallbackServerContext* ctx) override;
 
  private:
-  struct StreamState;  // client_service_stream.cc
+  struct StreamState;     // client_service_stream.cc
+  class PipelineReactor;  // client_service_pipeline.cc
+  // What a request runs on a worker: it fills the answer the caller gave it.
+  using Body = std::function<Task<void>(Session&)>;
   struct OpenStream {
     grpc::ServerContext* ctx;
     uint64_t opened_ms;
@@ -115,10 +128,23 @@ class ClientService final : public v1::Pond::Service {
   uint16_t NextCn();
   // Runs `body` as a call on CN `cn` and waits until it has returned; false if the cluster
   // refused it (stopping). What `body` answers it writes where the caller can read it after.
-  bool RunOn(uint16_t cn, std::function<Task<void>(Session&)> body);
+  bool RunOn(uint16_t cn, const Body& body);
   // The same on a pinned worker.
-  bool RunOnPin(const Cluster::WorkerPin& pin, std::function<Task<void>(Session&)> body);
+  bool RunOnPin(const Cluster::WorkerPin& pin, const Body& body);
   void Count(const v1::Answer& a);
+
+  // A one-shot request checked: what to run, or nothing if it was refused (REJECTED, said in
+  // `resp`). `req` and `resp` must outlive the body. FinishExecute trims an Execute's answer to
+  // what its outcome allows and counts it.
+  Body PrepareExecute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp) const;
+  Body PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp) const;
+  void FinishExecute(v1::ExecuteResponse* resp);
+
+  // Pipelines: registered while open, so that CancelStreams can end them.
+  void RegisterPipeline(PipelineReactor* p);
+  void DeregisterPipeline(PipelineReactor* p);
+  // Makes `p` read no more and end once it owes no answer. Called under mu_.
+  static void StopPipeline(PipelineReactor* p);
 
   // Interactive steps (client_service_stream.cc); each fills `resp` and returns whether the
   // transaction has ended.
@@ -146,6 +172,7 @@ class ClientService final : public v1::Pond::Service {
   std::vector<std::string> cn_addresses_;  // guarded by mu_; from the directory at first
   std::function<std::vector<std::string>()> cn_address_source_;  // guarded by mu_
   std::map<uint64_t, OpenStream> streams_;                       // guarded by mu_
+  std::set<PipelineReactor*> pipelines_;                         // guarded by mu_
   uint64_t next_stream_id_ = 0;                                  // guarded by mu_
   bool stopping_ = false;                                        // guarded by mu_
   std::condition_variable watchdog_cv_;

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "pond/base/loopback_port.h"
-#include "pond/server/client_testing.h"
+#include "pond/server/client_fixture.h"
 #include "pond/v1/pond.grpc.pb.h"
 
 namespace pond::server {
@@ -22,40 +22,8 @@ using client::Outcome;
 using client::Request;
 using namespace testing;  // NOLINT: the bank's helpers
 
-class ClientServiceTest : public ::testing::Test {
+class ClientServiceTest : public ServiceFixture {
  protected:
-  void SetUp() override { Start(TestOptions()); }
-
-  void Start(const ClientServiceOptions& o) {
-    bank_ = StartBank();
-    auto s = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-    client_ = Connect();
-  }
-
-  std::unique_ptr<client::Client> Connect() {
-    auto c = client::Client::Connect(server_->address());
-    POND_CHECK_MSG(c.ok(), c.status().ToString().c_str());
-    return std::move(c).value();
-  }
-
-  int64_t Balance(uint64_t account) {
-    client::Reply r = client_->Execute(Request(/*read_only=*/true).Read("acct", account));
-    EXPECT_TRUE(r.answer.committed()) << r.answer.ToString();
-    return r.values.empty() ? 0 : AsI64(r.values[0].bytes);
-  }
-
-  int64_t Total() {
-    Request r(/*read_only=*/true);
-    for (uint64_t a = 0; a < kAccounts; a++) r.Read("acct", a);
-    client::Reply reply = client_->Execute(r);
-    EXPECT_TRUE(reply.answer.committed()) << reply.answer.ToString();
-    int64_t sum = 0;
-    for (const client::Value& v : reply.values) sum += AsI64(v.bytes);
-    return sum;
-  }
-
   // Puts kv `key` until it commits (another transaction may still hold its lock); the outcome
   // of the last attempt.
   client::Answer PutUntilCommitted(uint64_t key, const std::string& value) {
@@ -67,16 +35,6 @@ class ClientServiceTest : public ::testing::Test {
     }
     return a;
   }
-
-  void TearDown() override {
-    client_.reset();
-    if (server_) server_->Stop();
-    bank_.cluster->StopServing();
-  }
-
-  Bank bank_;
-  std::unique_ptr<ClientServer> server_;
-  std::unique_ptr<client::Client> client_;
 };
 
 TEST_F(ClientServiceTest, DescribeNamesTheServerTablesAndProcedures) {
@@ -292,11 +250,9 @@ TEST_F(ClientServiceTest, AClientThatDisconnectsMidTransactionReleasesItsLocks) 
 }
 
 TEST_F(ClientServiceTest, AnIdleTransactionIsAbortedAndItsLocksReleased) {
-  server_->Stop();
-  bank_.cluster->StopServing();
   ClientServiceOptions o = TestOptions();
   o.interactive_idle_ms = 200;
-  Start(o);
+  Restart(o);
   auto t = client_->Begin();
   t->AddRW("kv", 12);
   ASSERT_EQ(t->Execute().answer.outcome, Outcome::kOpen);
@@ -311,12 +267,10 @@ TEST_F(ClientServiceTest, AnIdleTransactionIsAbortedAndItsLocksReleased) {
 
 // However busy, a transaction is not kept open past the lifetime limit: its locks go with it.
 TEST_F(ClientServiceTest, ATransactionOpenTooLongIsAborted) {
-  server_->Stop();
-  bank_.cluster->StopServing();
   ClientServiceOptions o = TestOptions();
   o.interactive_idle_ms = 250;
   o.interactive_lifetime_ms = 300;
-  Start(o);
+  Restart(o);
   auto t = client_->Begin();
   client::Reply e;
   int steps = 0;
@@ -424,13 +378,11 @@ TEST_F(ClientServiceTest, EveryKindOfBadRequestIsRejectedWithAReason) {
 // since the last one, so an add that would take that answer past the limit is refused, while the
 // same keys over two executes are not. Sent as raw steps: the client library merges adjacent adds.
 TEST_F(ClientServiceTest, AddsAnsweredByOneExecuteMustFitOneAnswer) {
-  server_->Stop();
-  bank_.cluster->StopServing();
   ClientServiceOptions o = TestOptions();
   o.message_bytes_max = 64 << 10;
   o.keys_per_request_max = 1024;
   o.interactive_keys_max = 4096;
-  Start(o);
+  Restart(o);
   auto stub = v1::Pond::NewStub(
       grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials()));
   // 700 values of 16 bytes each fit a 64 KiB answer; 1,400 do not.

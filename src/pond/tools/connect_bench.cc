@@ -8,8 +8,10 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "pond/base/assert.h"
 #include "pond/base/histogram.h"
 #include "pond/bench/build_info.h"
 #include "pond/bench/report.h"
@@ -24,6 +26,10 @@ namespace pond::tools {
 namespace {
 
 constexpr int kClientsMax = 1024;
+// Calls one client keeps in flight, and calls in flight over all clients: each is a client of
+// its own to the workload's driver, which tells at most 4096 apart (TPC-C's terminals).
+constexpr int kPipelineMax = 1024;
+constexpr int kCallersMax = 4096;
 // Attempts of one read or call of the check (a request may abort: a snapshot too old, a torn
 // read while a writer finishes).
 constexpr int kReadAttemptsMax = 20;
@@ -155,7 +161,7 @@ struct Timeline {
 };
 
 nlohmann::json ResultJson(const std::string& what, const std::string& address, int clients,
-                          double seconds, uint64_t seed, const bench::RunResult& r,
+                          int pipeline, double seconds, uint64_t seed, const bench::RunResult& r,
                           const ClientTally& t, const Timeline& timeline) {
   // The embedded runs' measures (bench::MeasuresJson), with what a client alone sees.
   nlohmann::json result = bench::MeasuresJson(r);
@@ -169,7 +175,8 @@ nlohmann::json ResultJson(const std::string& what, const std::string& address, i
           {"build_type", bench::kBuildType},
           {"transport", "grpc"},
           {"connect", address},
-          {"settings", {{"clients", clients}, {"seconds", seconds}, {"seed", seed}}},
+          {"settings",
+           {{"clients", clients}, {"pipeline", pipeline}, {"seconds", seconds}, {"seed", seed}}},
           {"result", result}};
 }
 
@@ -230,30 +237,85 @@ void TallyCall(ClientPool& pool, ClientTally& t, const bench::RemoteCall& call,
   }
 }
 
+// Books one answered call into client `t`'s tally, stamped `done_ns`.
+void BookCall(ClientPool& pool, ClientTally& t, bench::RemoteCall& call,
+              const client::Answer& answer, std::string_view reply, uint64_t done_ns) {
+  call.done_ns = done_ns;
+  const bench::RemoteOutcome o = OutcomeOf(answer);
+  if (!pool.dr.Book(call, o, reply)) return;
+  TallyCall(pool, t, call, o, answer, done_ns - call.invoke_ns);
+}
+
+bool KeepCalling(ClientPool& pool) {
+  return !pool.stop.load(std::memory_order_relaxed) && pool.clock.NowNs() < pool.deadline &&
+         !pool.dr.Done();
+}
+
+// One unary call at a time, each answered before the next is drawn.
+void CallOneByOne(ClientPool& pool, int i, client::Client& c) {
+  ClientTally& t = pool.tallies[static_cast<size_t>(i)];
+  Rng rng(pool.seed * 1'000'003 + static_cast<uint64_t>(i));
+  for (uint64_t n = 1; KeepCalling(pool); n++) {
+    bench::RemoteCall call = pool.dr.Next(rng, static_cast<uint64_t>(i), n);
+    call.invoke_ns = pool.clock.NowNs();
+    client::CallReply reply = c.Call(call.procedure, call.args);
+    BookCall(pool, t, call, reply.answer, reply.reply, pool.clock.NowNs());
+  }
+}
+
+// `depth` calls in flight on one pipeline. Slot k of client i is the driver's client
+// i * depth + k: it draws with its own stream of randomness and has one call in flight at a
+// time, so that what the driver knows of a client (a TPC-C terminal, a list-append process)
+// stays one sequence of calls.
+void CallPipelined(ClientPool& pool, int i, int depth, client::Client& c) {
+  ClientTally& t = pool.tallies[static_cast<size_t>(i)];
+  struct Slot {
+    Rng rng;
+    uint64_t n = 0;
+    bench::RemoteCall call;
+  };
+  std::vector<Slot> slots;
+  for (int k = 0; k < depth; k++) {
+    const uint64_t caller =
+        static_cast<uint64_t>(i) * static_cast<uint64_t>(depth) + static_cast<uint64_t>(k);
+    slots.push_back(Slot{Rng(pool.seed * 1'000'003 + caller), 0, {}});
+  }
+  std::unique_ptr<client::Pipeline> p = c.OpenPipeline();
+  std::unordered_map<uint64_t, size_t> slot_of;  // by request id
+  auto issue = [&](size_t k) {
+    Slot& s = slots[k];
+    s.call =
+        pool.dr.Next(s.rng, static_cast<uint64_t>(i) * static_cast<uint64_t>(depth) + k, ++s.n);
+    s.call.invoke_ns = pool.clock.NowNs();
+    slot_of[p->Call(s.call.procedure, s.call.args)] = k;
+  };
+  for (size_t k = 0; k < slots.size() && KeepCalling(pool); k++) issue(k);
+  while (!slot_of.empty()) {
+    for (client::PipelinedReply& r : p->Receive()) {
+      const auto it = slot_of.find(r.id);
+      POND_CHECK_MSG(it != slot_of.end(), "an answer to a call this client did not make");
+      const size_t k = it->second;
+      slot_of.erase(it);
+      BookCall(pool, t, slots[k].call, r.answer, r.reply, pool.clock.NowNs());
+      if (KeepCalling(pool)) issue(k);
+    }
+  }
+}
+
 // Client i's thread: connects to `addresses` and calls until the deadline, a stop or the
 // driver's end.
-void RunClientThread(ClientPool& pool, int i, const std::vector<std::string>& addresses) {
-  ClientTally& t = pool.tallies[static_cast<size_t>(i)];
+void RunClientThread(ClientPool& pool, int i, int depth,
+                     const std::vector<std::string>& addresses) {
   auto c = client::Client::Connect(addresses);
   if (!c.ok()) {
     std::lock_guard lock(pool.fail_mu);
     pool.connect_failure = c.status().message();
     return;
   }
-  Rng rng(pool.seed * 1'000'003 + static_cast<uint64_t>(i));
-  Clock& clock = pool.clock;
-  for (uint64_t n = 1; !pool.stop.load(std::memory_order_relaxed) && clock.NowNs() < pool.deadline;
-       n++) {
-    if (pool.dr.Done()) break;
-    bench::RemoteCall call = pool.dr.Next(rng, static_cast<uint64_t>(i), n);
-    const uint64_t t0 = clock.NowNs();
-    client::CallReply reply = (*c)->Call(call.procedure, call.args);
-    const uint64_t t1 = clock.NowNs();
-    call.invoke_ns = t0;
-    call.done_ns = t1;
-    const bench::RemoteOutcome o = OutcomeOf(reply.answer);
-    if (!pool.dr.Book(call, o, reply.reply)) continue;
-    TallyCall(pool, t, call, o, reply.answer, t1 - t0);
+  if (depth == 1) {
+    CallOneByOne(pool, i, **c);
+  } else {
+    CallPipelined(pool, i, depth, **c);
   }
 }
 
@@ -327,9 +389,10 @@ int ReportConnected(const std::string& what, const ConnectFlags& f, double secon
                     const std::string& json_path, const std::string& history_path) {
   PrintResult(r, all);
   if (!json_path.empty()) {
-    if (!WriteFile(json_path,
-                   ResultJson(what, f.address, f.clients, seconds, seed, r, all, timeline).dump(2) +
-                       "\n")) {
+    if (!WriteFile(json_path, ResultJson(what, f.address, f.clients, f.pipeline, seconds, seed, r,
+                                         all, timeline)
+                                      .dump(2) +
+                                  "\n")) {
       return Fail(what, "cannot write " + json_path);
     }
     std::printf("results written to %s\n", json_path.c_str());
@@ -360,9 +423,10 @@ Timeline RunClients(ClientPool& pool, const client::Description& d, const Connec
                     uint64_t start) {
   std::vector<std::thread> threads;
   for (int i = 0; i < f.clients; i++) {
-    threads.emplace_back([&pool, i, addresses = ClientAddresses(d, f.address, i)] {
-      RunClientThread(pool, i, addresses);
-    });
+    threads.emplace_back(
+        [&pool, i, depth = f.pipeline, addresses = ClientAddresses(d, f.address, i)] {
+          RunClientThread(pool, i, depth, addresses);
+        });
   }
   Timeline timeline = WatchRun(pool, start);
   for (std::thread& t : threads) t.join();
@@ -374,9 +438,12 @@ void PrintConnectedHeader(const std::string& what, const ConnectFlags& f,
                           double seconds, uint64_t seed) {
   std::printf(
       "pond %s: build %s, transport grpc, connected to %s (cluster %s, %zu CN "
-      "address(es), the clients spread over them), %d client(s), %s, %g s, seed %lu\n",
+      "address(es), the clients spread over them), %d client(s), %s, %s, %g s, seed %lu\n",
       what.c_str(), bench::kBuildType, f.address.c_str(), d.cluster.c_str(), d.cn_addresses.size(),
-      f.clients, dr.Settings().c_str(), seconds, static_cast<unsigned long>(seed));
+      f.clients,
+      f.pipeline == 1 ? "one call at a time each"
+                      : fmt::format("{} calls in flight each (pipelined)", f.pipeline).c_str(),
+      dr.Settings().c_str(), seconds, static_cast<unsigned long>(seed));
   if (bench::kAssertsOn) {
     std::printf("warning: asserts are on; numbers are not comparable with Release\n");
   }
@@ -392,14 +459,26 @@ void AddConnectFlags(CLI::App* cmd, ConnectFlags* f) {
   cmd->add_option("--clients", f->clients, "with --connect: client threads, one connection each")
       ->check(CLI::Range(1, kClientsMax))
       ->capture_default_str();
+  cmd->add_option("--pipeline", f->pipeline,
+                  "with --connect: calls each client keeps in flight on one stream (1: one "
+                  "unary call at a time)")
+      ->check(CLI::Range(1, kPipelineMax))
+      ->capture_default_str();
 }
 
 Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f) {
   if (f.address.empty()) {
-    if (cmd.get_option_no_throw("--clients") != nullptr && cmd.count("--clients") > 0) {
-      return InvalidArgument("--clients goes with --connect");
+    for (const char* flag : {"--clients", "--pipeline"}) {
+      if (cmd.get_option_no_throw(flag) != nullptr && cmd.count(flag) > 0) {
+        return InvalidArgument(std::string(flag) + " goes with --connect");
+      }
     }
     return Status::Ok();
+  }
+  if (f.clients * f.pipeline > kCallersMax) {
+    return InvalidArgument(
+        fmt::format("--clients {} x --pipeline {} is {} calls in flight; at most {}", f.clients,
+                    f.pipeline, f.clients * f.pipeline, kCallersMax));
   }
   for (const char* flag : kEmbeddedOnly) {
     if (cmd.get_option_no_throw(flag) != nullptr && cmd.count(flag) > 0) {

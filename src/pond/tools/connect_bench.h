@@ -1,10 +1,11 @@
 // `pond bench smallbank|kvs|tatp --connect ADDR`: a workload driven from this process through
 // the client API against a cluster that serves it (`pond serve --workload W`, docs/clients.md).
 // --clients threads, each with its own connection to one of the CNs the server names (spread
-// over them in turn), call the workload's procedures by name for
-// --seconds; the report has the embedded run's lines that a client can see — throughput, the
-// committed mix, aborts by reason, latency — and the workload's check, done through reads
-// (SmallBank's money check). Called from the CLI's thread only.
+// over them in turn), call the workload's procedures by name for --seconds, each keeping
+// --pipeline calls in flight (each slot of a pipeline draws its calls as a client of its own); the
+// report has the embedded run's lines that a client can see — throughput, the committed mix, aborts
+// by reason, latency — and the workload's check, done through reads (SmallBank's money check).
+// Called from the CLI's thread only.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,9 +19,12 @@ namespace pond::tools {
 struct ConnectFlags {
   std::string address;  // empty: an embedded run
   int clients = 4;
+  // Calls each client keeps in flight on one pipeline (client::Pipeline); 1: one unary call at a
+  // time, waiting for each answer.
+  int pipeline = 16;
 };
 
-// Registers --connect and --clients on a bench command; `f` must outlive the parse.
+// Registers --connect, --clients and --pipeline on a bench command; `f` must outlive the parse.
 void AddConnectFlags(CLI::App* cmd, ConnectFlags* f);
 // With --connect, the flags that shape an embedded cluster or its data must not be given (the
 // server's cluster and tables decide them): InvalidArgument naming the first one given.

@@ -1,0 +1,279 @@
+// Pipelines end to end (the Pipeline call, client::Pipeline): many requests on one stream, each
+// answered once with the answer its unary call would give; the server's rules for a message
+// that breaks them, checked with raw gRPC (the client library never breaks them); a stream cut
+// with requests in flight; a server that stops, and fail-over to another.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "pond/server/client_fixture.h"
+#include "pond/v1/pond.grpc.pb.h"
+
+namespace pond::server {
+namespace {
+
+using client::AbortReason;
+using client::Outcome;
+using client::PipelinedReply;
+using client::Request;
+using namespace testing;  // NOLINT: the bank's helpers
+
+using PipelineTest = ServiceFixture;
+
+// Every answer until nothing is in flight, by id; fails the test on an id answered twice.
+std::map<uint64_t, PipelinedReply> Drain(client::Pipeline& p) {
+  std::map<uint64_t, PipelinedReply> all;
+  while (p.in_flight() > 0) {
+    for (PipelinedReply& r : p.Receive()) {
+      const uint64_t id = r.id;
+      EXPECT_TRUE(all.emplace(id, std::move(r)).second) << "request " << id << " answered twice";
+    }
+  }
+  return all;
+}
+
+// Transfers, reads, a procedure that does not exist and a condition that fails, all in flight at
+// once: each answered once, as the unary call answers it, and no money made or lost.
+TEST_F(PipelineTest, EveryRequestIsAnsweredOnceAsItsUnaryCallWouldBe) {
+  auto p = client_->OpenPipeline();
+  std::set<uint64_t> transfers, reads;
+  Rng rng(static_cast<uint64_t>(::testing::UnitTest::GetInstance()->random_seed()));
+  for (int i = 0; i < 300; i++) {
+    const uint64_t from = rng.Uniform(kAccounts), to = (from + 1 + rng.Uniform(7)) % kAccounts;
+    transfers.insert(p->Call("bank.transfer", TransferArgs(from, to, 1 + i % 5)));
+    if (i % 10 == 0) reads.insert(p->Execute(Request(true).Read("kv", 7).Read("kv", 8)));
+  }
+  const uint64_t no_such = p->Call("bank.nothing", "");
+  const uint64_t condition =
+      p->Execute(Request().IfEquals("kv", 9, KvValue(10)).Put("kv", 9, KvValue(1)));
+  const uint64_t balance = p->Call("bank.balance", I64(3));
+  EXPECT_EQ(p->in_flight(), transfers.size() + reads.size() + 3);
+
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  ASSERT_EQ(all.size(), transfers.size() + reads.size() + 3);
+  int committed = 0;
+  for (uint64_t id : transfers) {
+    const client::Answer& a = all.at(id).answer;
+    EXPECT_TRUE(a.committed() || a.outcome == Outcome::kAborted) << a.ToString();
+    if (a.committed()) {
+      committed++;
+      EXPECT_EQ(all.at(id).reply.size(), 8u);
+    }
+  }
+  EXPECT_GT(committed, 0);
+  for (uint64_t id : reads) {
+    const PipelinedReply& r = all.at(id);
+    ASSERT_TRUE(r.answer.committed()) << r.answer.ToString();
+    ASSERT_EQ(r.values.size(), 2u);
+    EXPECT_EQ(r.values[0].bytes, KvValue(7));
+    EXPECT_EQ(r.values[1].bytes, KvValue(8));
+  }
+  EXPECT_EQ(all.at(no_such).answer.outcome, Outcome::kRejected);
+  EXPECT_NE(all.at(no_such).answer.message.find("no procedure \"bank.nothing\""), std::string::npos)
+      << all.at(no_such).answer.ToString();
+  EXPECT_EQ(all.at(condition).answer.outcome, Outcome::kAborted);
+  EXPECT_EQ(all.at(condition).answer.reason, AbortReason::kConditionFailed);
+  EXPECT_EQ(all.at(condition).values.size(), 0u) << "a request with no reads answers no values";
+  EXPECT_TRUE(all.at(balance).answer.committed()) << all.at(balance).answer.ToString();
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
+  EXPECT_EQ(p->Receive().size(), 0u) << "nothing in flight: Receive returns at once";
+}
+
+// Limits far below the requests sent: the client sends no more than the server takes, the
+// server reads no more than it may run, and every request is answered.
+TEST_F(PipelineTest, SmallLimitsHoldBackTheClientWithoutLosingARequest) {
+  ClientServiceOptions o = TestOptions();
+  o.pipeline_batch_max = 3;
+  o.pipeline_in_flight_max = 5;
+  Restart(o);
+  auto p = client_->OpenPipeline();
+  for (int i = 0; i < 200; i++) p->Call("bank.balance", I64(i % kAccounts));
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  ASSERT_EQ(all.size(), 200u);
+  for (const auto& [id, r] : all) {
+    EXPECT_TRUE(r.answer.committed()) << id << ": " << r.answer.ToString();
+    EXPECT_EQ(AsI64(r.reply), kInitialBalance);
+  }
+}
+
+// Raw gRPC: the client library never breaks the rules, so these are sent by hand.
+class RawPipeline {
+ public:
+  explicit RawPipeline(const std::string& address)
+      : stub_(v1::Pond::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {
+    ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    rw_ = stub_->Pipeline(&ctx_);
+  }
+  static v1::PipelinedRequest Balance(uint64_t id) {
+    v1::PipelinedRequest r;
+    r.set_id(id);
+    r.mutable_call()->set_procedure("bank.balance");
+    r.mutable_call()->set_args(I64(1));
+    return r;
+  }
+  bool Send(const std::vector<v1::PipelinedRequest>& requests) {
+    v1::PipelineRequest m;
+    for (const v1::PipelinedRequest& r : requests) *m.add_requests() = r;
+    return rw_->Write(m);
+  }
+  // Reads until the stream ends: the ids answered, the messages they came in, the status.
+  grpc::Status ReadToEnd(std::multiset<uint64_t>* ids, int* messages) {
+    v1::PipelineResponse m;
+    while (rw_->Read(&m)) {
+      (*messages)++;
+      for (const v1::PipelinedResponse& r : m.responses()) {
+        ids->insert(r.id());
+        EXPECT_EQ(r.call().answer().outcome(), v1::COMMITTED) << r.call().answer().message();
+      }
+    }
+    return rw_->Finish();
+  }
+  grpc::ClientReaderWriter<v1::PipelineRequest, v1::PipelineResponse>& rw() { return *rw_; }
+
+ private:
+  std::unique_ptr<v1::Pond::Stub> stub_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::PipelineRequest, v1::PipelineResponse>> rw_;
+};
+
+// A message that breaks a rule is refused whole and ends the stream INVALID_ARGUMENT, naming
+// the rule; what came before it is answered, and the server goes on serving.
+TEST_F(PipelineTest, AMessageThatBreaksARuleIsRefusedWholeAndEndsTheStream) {
+  ClientServiceOptions o = TestOptions();
+  o.pipeline_batch_max = 4;
+  o.pipeline_in_flight_max = 8;
+  Restart(o);
+  struct Case {
+    const char* what;
+    std::vector<v1::PipelinedRequest> second;
+    const char* says;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"too many",
+                   {RawPipeline::Balance(10), RawPipeline::Balance(11), RawPipeline::Balance(12),
+                    RawPipeline::Balance(13), RawPipeline::Balance(14)},
+                   "5 requests in one message; at most 4"});
+  cases.push_back({"a duplicate id",
+                   {RawPipeline::Balance(20), RawPipeline::Balance(20)},
+                   "request id 20 is already in flight on this stream"});
+  v1::PipelinedRequest empty;
+  empty.set_id(31);
+  cases.push_back(
+      {"no body", {RawPipeline::Balance(30), empty}, "request 31 has no body (execute or call)"});
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    RawPipeline raw(server_->address());
+    ASSERT_TRUE(raw.Send({RawPipeline::Balance(1), RawPipeline::Balance(2)}));
+    raw.Send(c.second);  // may fail once the server has ended the stream
+    std::multiset<uint64_t> ids;
+    int messages = 0;
+    const grpc::Status st = raw.ReadToEnd(&ids, &messages);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << st.error_message();
+    EXPECT_EQ(st.error_message(), c.says);
+    EXPECT_EQ(ids, (std::multiset<uint64_t>{1, 2})) << "the first message answered, none after";
+  }
+  EXPECT_EQ(Balance(1), kInitialBalance);
+}
+
+// Answers that finish while one is being written go out together.
+TEST_F(PipelineTest, AnswersThatFinishTogetherShareAMessage) {
+  RawPipeline raw(server_->address());
+  constexpr uint64_t kRequests = 1000;
+  for (uint64_t first = 0; first < kRequests; first += 100) {
+    std::vector<v1::PipelinedRequest> m;
+    for (uint64_t id = first; id < first + 100; id++) m.push_back(RawPipeline::Balance(id));
+    ASSERT_TRUE(raw.Send(m));
+  }
+  raw.rw().WritesDone();
+  std::multiset<uint64_t> ids;
+  int messages = 0;
+  const grpc::Status st = raw.ReadToEnd(&ids, &messages);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(ids.size(), kRequests);
+  EXPECT_EQ(std::set<uint64_t>(ids.begin(), ids.end()).size(), kRequests);
+  EXPECT_LT(messages, static_cast<int>(kRequests)) << "no two answers shared a message";
+}
+
+// A client that goes away with transfers in flight: they run or ran (none half-done), the
+// server's stream ends, and a new pipeline works.
+TEST_F(PipelineTest, AStreamCutWithRequestsInFlightLosesNoMoney) {
+  for (int round = 0; round < 5; round++) {
+    auto c = Connect();
+    auto p = c->OpenPipeline();
+    for (int i = 0; i < 200; i++) {
+      p->Call("bank.transfer", TransferArgs(i % 8, (i + 3) % 8, 1));
+    }
+    p->Flush();
+    if (round % 2 == 1) p->Receive();  // some answered, the rest cut
+  }
+  // Every transfer sent has finished once its locks are free again: a transfer through them
+  // commits.
+  client::Answer a;
+  for (int i = 0; i < 200 && !a.committed(); i++) {
+    a = client_->Call("bank.transfer", TransferArgs(0, 1, 0)).answer;
+    if (!a.committed()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(a.committed()) << a.ToString();
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
+  auto p = client_->OpenPipeline();
+  const uint64_t id = p->Call("bank.balance", I64(5));
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  EXPECT_TRUE(all.at(id).answer.committed()) << all.at(id).answer.ToString();
+}
+
+// A request larger than the server's message limit is refused by the client, never sent.
+TEST_F(PipelineTest, ARequestPastTheMessageLimitIsRefusedUnsent) {
+  ClientServiceOptions o = TestOptions();
+  o.message_bytes_max = 64 << 10;
+  Restart(o);
+  auto p = client_->OpenPipeline();
+  const uint64_t big = p->Call("bank.balance", std::string(100 << 10, 'x'));
+  const uint64_t fine = p->Call("bank.balance", I64(2));
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  EXPECT_EQ(all.at(big).answer.outcome, Outcome::kRejected) << all.at(big).answer.ToString();
+  EXPECT_TRUE(all.at(fine).answer.committed()) << all.at(fine).answer.ToString();
+}
+
+// An open pipeline does not hold up the server's stop, and its client goes on at the other
+// server: reads sent again there, writes in flight UNKNOWN or committed, never lost silently.
+TEST_F(PipelineTest, AStoppingServerEndsItsPipelinesAndTheClientFailsOver) {
+  ClientServiceOptions o = TestOptions();
+  o.cns = {1};
+  auto second = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o).value();
+  const std::vector<std::string> both = {server_->address(), second->address()};
+  server_->service().SetCnAddresses(both);
+  second->service().SetCnAddresses(both);
+  client_ = Connect();
+  auto p = client_->OpenPipeline();
+  const uint64_t before = p->Call("bank.balance", I64(4));
+  EXPECT_TRUE(Drain(*p).at(before).answer.committed());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  server_->Stop(/*grace_ms=*/5000);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3))
+      << "an idle pipeline held the stop for its grace";
+  std::set<uint64_t> reads, writes;
+  for (int i = 0; i < 20; i++) {
+    reads.insert(p->Call("bank.balance", I64(i)));
+    writes.insert(p->Call("bank.transfer", TransferArgs(i % 8, (i + 1) % 8, 1)));
+  }
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  ASSERT_EQ(all.size(), reads.size() + writes.size());
+  for (uint64_t id : reads)
+    EXPECT_TRUE(all.at(id).answer.committed()) << all.at(id).answer.ToString();
+  for (uint64_t id : writes) {
+    const client::Answer& a = all.at(id).answer;
+    EXPECT_TRUE(a.committed() || a.outcome == Outcome::kAborted || a.outcome == Outcome::kUnknown)
+        << a.ToString();
+  }
+  EXPECT_EQ(client_->address(), second->address());
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
+  second->Stop();
+}
+
+}  // namespace
+}  // namespace pond::server

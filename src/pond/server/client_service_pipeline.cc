@@ -1,0 +1,279 @@
+// The client service's pipelines: one stream carries many one-shot requests, each run as soon as
+// it arrives and answered as soon as it finishes. A stream is a reactor of gRPC's callback API,
+// not a thread: its reads and writes complete on gRPC's threads, its requests run on the CN's
+// workers, and the worker that finishes a request hands the answer to the stream itself.
+//
+// Answers are batched where they queue: one write is in flight at a time, and the answers that
+// finish meanwhile go out together in the next message, as many as fit the message limit. So a
+// busy stream costs one message for many answers, an idle one a message per answer.
+//
+// The stream reads one message at a time, and reads the next only while fewer than
+// pipeline_in_flight_max of its requests are unanswered or their answers unwritten: a client that
+// sends faster than the CN runs, or reads slower, is held back by gRPC's flow control, not
+// buffered here. It ends (Finish) when the client
+// has closed its side or a message broke the rules, and every request it took has been answered
+// — or, if the client went away, has finished running (its answer then goes nowhere). Only then
+// may gRPC destroy it (OnDone), so a worker never answers into a freed stream.
+#include <fmt/core.h>
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+
+#include "pond/server/client_service.h"
+#include "pond/server/outcome.h"
+
+namespace pond::server {
+
+namespace {
+
+// What one answer adds to a PipelineResponse beyond its own bytes: the field's tag and length,
+// the id, the body's tag and length (at most 1 + 5 + 1 + 10 + 1 + 5).
+constexpr size_t kAnswerFramingBytes = 32;
+
+}  // namespace
+
+class ClientService::PipelineReactor final
+    : public grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse> {
+ public:
+  PipelineReactor(ClientService& service, grpc::CallbackServerContext* ctx)
+      : service_(service), ctx_(ctx) {
+    service_.RegisterPipeline(this);
+    Step();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (ok) {
+      Take();
+    } else {
+      std::lock_guard lock(mu_);
+      read_closed_ = true;
+    }
+    {
+      std::lock_guard lock(mu_);
+      reading_ = false;
+    }
+    Step();
+  }
+
+  void OnWriteDone(bool ok) override {
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      out_.pop_front();
+      out_bytes_.pop_front();
+      if (!ok) {
+        // The client is gone: what it is still owed goes nowhere; what runs still finishes.
+        broken_ = true;
+        out_.clear();
+        out_bytes_.clear();
+      }
+    }
+    Step();
+  }
+
+  void OnDone() override {
+    service_.DeregisterPipeline(this);
+    delete this;
+  }
+
+  // The server is stopping: read no more, and end once nothing is owed. A read may be pending
+  // on a client that sends nothing more, which only a cancel ends: done here if nothing is owed,
+  // else by the Step of the last answer. Never finishes the stream itself: the service's lock
+  // is held, and OnDone takes it.
+  void Stop() {
+    bool cancel = false;
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      if (reading_ && !Owes() && !cancelled_ && !finished_) cancelled_ = cancel = true;
+    }
+    if (cancel) ctx_->TryCancel();
+  }
+
+ private:
+  // One request, from its arrival until its answer is queued: the request stays here because a
+  // body reads it (a Call's arguments) while it runs.
+  struct Pending {
+    v1::PipelinedRequest req;
+    v1::PipelinedResponse resp;
+  };
+
+  // Takes the message just read: checks it whole, then hands each request to a CN. A message
+  // that breaks a rule is refused whole — none of its requests runs — and ends the stream.
+  void Take() {
+    std::string broke = Check();
+    if (!broke.empty()) {
+      in_.Clear();
+      std::lock_guard lock(mu_);
+      if (!error_) error_ = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, broke);
+      return;
+    }
+    for (v1::PipelinedRequest& r : *in_.mutable_requests()) {
+      auto p = std::make_unique<Pending>();
+      p->req.Swap(&r);
+      Run(std::move(p));
+    }
+    in_.Clear();
+  }
+
+  // Why the message just read breaks the rules, or "". If it does not, its ids are taken.
+  std::string Check() {
+    const uint32_t n = static_cast<uint32_t>(in_.requests_size());
+    if (n > service_.o_.pipeline_batch_max) {
+      return fmt::format("{} requests in one message; at most {}", n,
+                         service_.o_.pipeline_batch_max);
+    }
+    for (const v1::PipelinedRequest& r : in_.requests()) {
+      if (r.body_case() == v1::PipelinedRequest::BODY_NOT_SET) {
+        return fmt::format("request {} has no body (execute or call)", r.id());
+      }
+    }
+    std::lock_guard lock(mu_);
+    for (uint32_t i = 0; i < n; i++) {
+      const uint64_t id = in_.requests(static_cast<int>(i)).id();
+      if (!ids_.insert(id).second) {
+        for (uint32_t j = 0; j < i; j++) ids_.erase(in_.requests(static_cast<int>(j)).id());
+        return fmt::format("request id {} is already in flight on this stream", id);
+      }
+    }
+    return "";
+  }
+
+  // Runs one request on a CN; its answer comes back through Answer, from the worker. A request
+  // refused by its checks, or by a stopping cluster, is answered here at once.
+  void Run(std::unique_ptr<Pending> p) {
+    const uint64_t id = p->req.id();
+    p->resp.set_id(id);
+    const bool execute = p->req.has_execute();
+    Body run = execute ? service_.PrepareExecute(p->req.execute(), p->resp.mutable_execute())
+                       : service_.PrepareCall(p->req.call(), p->resp.mutable_call());
+    bool stopping;
+    {
+      std::lock_guard lock(mu_);
+      stopping = stopping_;
+    }
+    if (run && !stopping) {
+      Pending* raw = p.release();
+      if (service_.cluster_.Submit(service_.NextCn(),
+                                   [this, raw, run = std::move(run)](Session& s) -> Task<void> {
+                                     co_await run(s);
+                                     Answer(std::unique_ptr<Pending>(raw));
+                                   })) {
+        return;
+      }
+      p.reset(raw);
+    }
+    if (run) {  // it was not taken: the cluster is stopping
+      v1::Answer* a = execute ? p->resp.mutable_execute()->mutable_answer()
+                              : p->resp.mutable_call()->mutable_answer();
+      Abort(v1::STOPPING, "the server is stopping; nothing ran", a);
+    }
+    Answer(std::move(p));
+  }
+
+  // Queues `p`'s answer: into the message waiting to be written, if it fits, else a new one.
+  void Answer(std::unique_ptr<Pending> p) {
+    if (p->resp.has_execute()) {
+      service_.FinishExecute(p->resp.mutable_execute());
+    } else {
+      service_.Count(p->resp.call().answer());
+    }
+    const size_t bytes = p->resp.ByteSizeLong() + kAnswerFramingBytes;
+    {
+      std::lock_guard lock(mu_);
+      ids_.erase(p->req.id());
+      if (!broken_) {
+        // The first message is being written while writing_: it takes no more answers.
+        const bool open = out_.size() > (writing_ ? 1u : 0u);
+        if (!open || out_bytes_.back() + bytes > service_.o_.message_bytes_max) {
+          out_.emplace_back();
+          out_bytes_.push_back(0);
+        }
+        out_.back().add_responses()->Swap(&p->resp);
+        out_bytes_.back() += bytes;
+      }
+    }
+    Step();
+  }
+
+  // Starts what can start now — a write, a read, the stream's end — each outside the lock:
+  // gRPC may run a reaction before the call that started it returns.
+  void Step() {
+    bool write = false, read = false, cancel = false;
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      if (!writing_ && !out_.empty()) writing_ = write = true;
+      const bool ending = read_closed_ || error_ || stopping_ || broken_;
+      if (!reading_ && !ending && ids_.size() + Queued() < service_.o_.pipeline_in_flight_max) {
+        reading_ = read = true;
+      }
+      if (!Owes() && ending) {
+        if (!reading_) {
+          finished_ = true;
+          finish = error_ ? *error_ : grpc::Status::OK;
+          if (stopping_ && !error_) {
+            finish = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
+          }
+        } else if (!cancelled_) {
+          // A read is pending and will not end by itself: cancelling fails it (OnReadDone).
+          cancelled_ = cancel = true;
+        }
+      }
+    }
+    if (write) StartWrite(&out_.front());
+    if (read) StartRead(&in_);
+    if (cancel) ctx_->TryCancel();
+    // Last: once finished, gRPC may destroy this at any moment.
+    if (finish) Finish(*finish);
+  }
+
+  // Whether an answer is still to be given or sent. REQUIRES: mu_ held.
+  bool Owes() const { return !ids_.empty() || writing_ || !out_.empty(); }
+  // Answers given, not yet written: they count against the in-flight limit too, so that a
+  // client that sends and never reads is not answered into this process's memory without end.
+  // REQUIRES: mu_ held.
+  size_t Queued() const {
+    size_t n = 0;
+    for (const v1::PipelineResponse& m : out_) n += static_cast<size_t>(m.responses_size());
+    return n;
+  }
+
+  ClientService& service_;
+  grpc::CallbackServerContext* const ctx_;
+  v1::PipelineRequest in_;  // the message being read; only the read's reaction touches it
+
+  std::mutex mu_;
+  std::unordered_set<uint64_t> ids_;      // guarded by mu_: requests taken, not yet answered
+  std::deque<v1::PipelineResponse> out_;  // guarded by mu_: the first is being written if writing_
+  std::deque<size_t> out_bytes_;          // guarded by mu_: bytes of each message of out_
+  bool reading_ = false, writing_ = false;     // guarded by mu_
+  bool read_closed_ = false, broken_ = false;  // guarded by mu_
+  bool stopping_ = false, cancelled_ = false;  // guarded by mu_
+  bool finished_ = false;                      // guarded by mu_
+  std::optional<grpc::Status> error_;          // guarded by mu_
+};
+
+grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* ClientService::Pipeline(
+    grpc::CallbackServerContext* ctx) {
+  return new PipelineReactor(*this, ctx);
+}
+
+void ClientService::RegisterPipeline(PipelineReactor* p) {
+  std::lock_guard lock(mu_);
+  pipelines_.insert(p);
+  if (stopping_) StopPipeline(p);
+}
+
+void ClientService::DeregisterPipeline(PipelineReactor* p) {
+  std::lock_guard lock(mu_);
+  pipelines_.erase(p);
+}
+
+void ClientService::StopPipeline(PipelineReactor* p) { p->Stop(); }
+
+}  // namespace pond::server
