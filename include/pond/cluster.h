@@ -479,6 +479,11 @@ class Cluster {
   void SetEventLog(std::function<void(const std::string&)> log);
   Status StartServing();
   bool Submit(uint16_t cn, std::function<Task<void>(Session&)> call);
+  // The CN a procedure called on CN `cn` with `hint` runs on (hybrid routing, by CN `cn`'s
+  // shard map as it is now): a front end that fronts that CN too submits the call there and
+  // saves the hop. Only a hint: the call routes itself again where it runs. Any thread, while
+  // serving; `cn` if the cluster does not run it.
+  uint16_t CallCn(uint16_t cn, const RouteHint& hint) const;
   void StopServing(uint64_t grace_ms = 2'000);
   bool serving() const;
 

@@ -156,6 +156,13 @@ bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
   return true;
 }
 
+uint16_t Cluster::CallCn(uint16_t cn, const RouteHint& hint) const {
+  const ClusterImpl& cl = *impl_;
+  if (cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return cn;
+  // A worker's shard map is atomics, read from any thread.
+  return node::CallTarget(*cl.cns_[cn]->workers[0], hint);
+}
+
 std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
   ClusterImpl& cl = *impl_;
   node::Serving* sv = cl.serving_.get();

@@ -35,22 +35,17 @@ Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> bod
   co_return last;
 }
 
-namespace {
+namespace node {
 
-// The CN a call runs on. Read-only calls need no locks and stay where they are made: Lotus's
-// second level sends them to any CN to spread load, and a client's own CN is such a CN when
-// clients are spread over CNs evenly, as in every Pond workload — without a message hop that
-// would buy nothing. Without hybrid routing (motor, ford, the first ablation steps) every call
-// stays.
-uint16_t CallTarget(WorkerContext& w, const RouteHint& hint) {
+// Read-only calls need no locks and stay where they are made: Lotus's second level sends them
+// to any CN to spread load, and a client's own CN is such a CN when clients are spread over CNs
+// evenly, as in every Pond workload — without a message hop that would buy nothing. Without
+// hybrid routing (motor, ford, the first ablation steps) every call stays.
+uint16_t CallTarget(const WorkerContext& w, const RouteHint& hint) {
   const ClusterImpl& cl = w.cluster();
   if (!cl.config().protocol.hybrid_routing || hint.kind == TxnKind::kReadOnly) return w.cn_id();
   return w.shard_map().CnOf(lock::LockKey::Record(hint.table, hint.first_key));
 }
-
-}  // namespace
-
-namespace node {
 
 Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
                             std::vector<std::byte>* reply) {
@@ -68,7 +63,7 @@ Task<Status> Session::Call(ProcedureId proc, std::span<const std::byte> args,
   // An unknown procedure is refused here as the callee would refuse it.
   const node::ProcedureEntry* p = w_->cluster().Procedure(proc);
   if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
-  uint16_t target = CallTarget(*w_, hint);
+  uint16_t target = node::CallTarget(*w_, hint);
   if (target == w_->cn_id()) co_return co_await node::RunProcedureAs(*this, *p, args, nullptr);
   w_->stats().remote_calls++;
   co_return co_await w_->calls().Call(WorkerAddr{target, w_->index()}, proc, args);
@@ -79,7 +74,7 @@ Task<Result<std::vector<std::byte>>> Session::CallWithReply(ProcedureId proc,
                                                             const RouteHint& hint) {
   const node::ProcedureEntry* p = w_->cluster().Procedure(proc);
   if (p == nullptr) co_return InvalidArgument("no procedure " + std::to_string(proc));
-  uint16_t target = CallTarget(*w_, hint);
+  uint16_t target = node::CallTarget(*w_, hint);
   if (target == w_->cn_id()) {
     std::vector<std::byte> reply;
     Status st = co_await node::RunProcedureAs(*this, *p, args, &reply);

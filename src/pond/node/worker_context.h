@@ -120,6 +120,8 @@ struct ProcedureEntry {
   Procedure plain;
   ReplyProcedure replying;
 };
+// The CN a call made on `w` with `hint` runs on (hybrid routing, by `w`'s shard map).
+uint16_t CallTarget(const WorkerContext& w, const RouteHint& hint);
 // Runs `p` as `s`; what a reply procedure answers goes to *reply (dropped if null).
 Task<Status> RunProcedureAs(Session& s, const ProcedureEntry& p, std::span<const std::byte> args,
                             std::vector<std::byte>* reply);

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <malloc.h>
 
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <optional>
@@ -266,7 +267,8 @@ Task<void> RunExecute(Session& s, const ExecutePlan& plan, v1::ExecuteResponse* 
 }  // namespace
 
 ClientService::Body ClientService::PrepareExecute(const v1::ExecuteRequest& req,
-                                                  v1::ExecuteResponse* resp) const {
+                                                  v1::ExecuteResponse* resp, uint16_t* cn) {
+  *cn = NextCn();
   Result<ExecutePlan> plan = PlanExecute(req, dir_, o_);
   if (!plan.ok()) {
     Reject(plan.status().message(), resp->mutable_answer());
@@ -288,8 +290,9 @@ void ClientService::FinishExecute(v1::ExecuteResponse* resp) {
   Count(a);
 }
 
-ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req,
-                                               v1::CallResponse* resp) const {
+ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp,
+                                               uint16_t* cn) {
+  *cn = NextCn();
   v1::Answer* answer = resp->mutable_answer();
   const ServedProcedure* p = dir_.Procedure(req.procedure());
   const auto args = std::as_bytes(std::span(req.args().data(), req.args().size()));
@@ -314,6 +317,10 @@ ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req,
     return {};
   }
   if (req.has_route_key()) hint->first_key = req.route_key();
+  if (const uint16_t home = cluster_.CallCn(*cn, *hint);
+      home != *cn && std::find(o_.cns.begin(), o_.cns.end(), home) != o_.cns.end()) {
+    *cn = home;
+  }
   // `args` points into `req`, which the caller keeps until the body has run.
   return [id = p->id, args, hint = *hint, resp](Session& s) -> Task<void> {
     Result<std::vector<std::byte>> r = co_await s.CallWithReply(id, args, hint);
@@ -324,7 +331,8 @@ ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req,
 
 grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteRequest* req,
                                     v1::ExecuteResponse* resp) {
-  if (Body run = PrepareExecute(*req, resp); run && !RunOn(NextCn(), run)) {
+  uint16_t cn = 0;
+  if (Body run = PrepareExecute(*req, resp, &cn); run && !RunOn(cn, run)) {
     // Said in the answer, not as a gRPC error: the client may then send it elsewhere.
     Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
@@ -334,7 +342,8 @@ grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteReque
 
 grpc::Status ClientService::Call(grpc::ServerContext*, const v1::CallRequest* req,
                                  v1::CallResponse* resp) {
-  if (Body run = PrepareCall(*req, resp); run && !RunOn(NextCn(), run)) {
+  uint16_t cn = 0;
+  if (Body run = PrepareCall(*req, resp, &cn); run && !RunOn(cn, run)) {
     Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
   Count(resp->answer());

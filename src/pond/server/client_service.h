@@ -133,11 +133,12 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
   bool RunOnPin(const Cluster::WorkerPin& pin, const Body& body);
   void Count(const v1::Answer& a);
 
-  // A one-shot request checked: what to run, or nothing if it was refused (REJECTED, said in
-  // `resp`). `req` and `resp` must outlive the body. FinishExecute trims an Execute's answer to
-  // what its outcome allows and counts it.
-  Body PrepareExecute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp) const;
-  Body PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp) const;
+  // A one-shot request checked: what to run and on which CN (*cn), or nothing if it was refused
+  // (REJECTED, said in `resp`). `req` and `resp` must outlive the body. A procedure goes to the
+  // CN it would be routed to, if this service fronts it. FinishExecute trims an Execute's answer
+  // to what its outcome allows and counts it.
+  Body PrepareExecute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, uint16_t* cn);
+  Body PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp, uint16_t* cn);
   void FinishExecute(v1::ExecuteResponse* resp);
 
   // Pipelines: registered while open, so that CancelStreams can end them.

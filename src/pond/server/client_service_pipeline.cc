@@ -148,8 +148,9 @@ class ClientService::PipelineReactor final
     const uint64_t id = p->req.id();
     p->resp.set_id(id);
     const bool execute = p->req.has_execute();
-    Body run = execute ? service_.PrepareExecute(p->req.execute(), p->resp.mutable_execute())
-                       : service_.PrepareCall(p->req.call(), p->resp.mutable_call());
+    uint16_t cn = 0;
+    Body run = execute ? service_.PrepareExecute(p->req.execute(), p->resp.mutable_execute(), &cn)
+                       : service_.PrepareCall(p->req.call(), p->resp.mutable_call(), &cn);
     bool stopping;
     {
       std::lock_guard lock(mu_);
@@ -157,11 +158,10 @@ class ClientService::PipelineReactor final
     }
     if (run && !stopping) {
       Pending* raw = p.release();
-      if (service_.cluster_.Submit(service_.NextCn(),
-                                   [this, raw, run = std::move(run)](Session& s) -> Task<void> {
-                                     co_await run(s);
-                                     Answer(std::unique_ptr<Pending>(raw));
-                                   })) {
+      if (service_.cluster_.Submit(cn, [this, raw, run = std::move(run)](Session& s) -> Task<void> {
+            co_await run(s);
+            Answer(std::unique_ptr<Pending>(raw));
+          })) {
         return;
       }
       p.reset(raw);
