@@ -83,6 +83,22 @@ TEST_F(PipelineTest, EveryRequestIsAnsweredOnceAsItsUnaryCallWouldBe) {
   EXPECT_EQ(p->Receive().size(), 0u) << "nothing in flight: Receive returns at once";
 }
 
+// A read-write procedure is run where it would be routed (the CN managing its first key's
+// shard) when the service fronts that CN, as this one fronts both: no call hops between CNs.
+// Without that, half would (the service takes its CNs in turn).
+TEST_F(PipelineTest, ProceduresRunWhereTheyAreRoutedWithoutAHop) {
+  const uint64_t hops = bank_.cluster->Stats().remote_calls;
+  auto p = client_->OpenPipeline();
+  for (uint64_t i = 0; i < 64; i++)
+    p->Call("bank.transfer", TransferArgs(i, (i + 1) % kAccounts, 1));
+  for (const auto& [id, r] : Drain(*p)) {
+    EXPECT_TRUE(r.answer.committed() || r.answer.outcome == Outcome::kAborted)
+        << r.answer.ToString();
+  }
+  for (uint64_t i = 0; i < 8; i++) client_->Call("bank.transfer", TransferArgs(i, i + 8, 1));
+  EXPECT_EQ(bank_.cluster->Stats().remote_calls, hops);
+}
+
 // Limits far below the requests sent: the client sends no more than the server takes, the
 // server reads no more than it may run, and every request is answered.
 TEST_F(PipelineTest, SmallLimitsHoldBackTheClientWithoutLosingARequest) {
