@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Pond's client API from Python (docs/clients.md): describe a cluster, put a key, get it back,
-and one interactive transaction that increments a counter.
+one interactive transaction that increments a counter, and a pipeline of many reads and puts.
 
     /usr/bin/python3 examples/python/pond_client.py --stubs build/release/python \
         --connect 127.0.0.1:7400 --table kv
@@ -96,6 +96,49 @@ def main():
     if c.answer.outcome != pb.COMMITTED:
         fail(f"commit: {pb.Outcome.Name(c.answer.outcome)}: {c.answer.message}")
     print(f"interactive: COMMITTED, counter 43 is {counter + 1}")
+
+    # Pipelined: many one-shot requests on one stream, several to a message, answered as they
+    # finish (in any order) and matched by id. Puts of keys 100..199, then gets of them. New keys
+    # put at once may abort on each other (lock conflicts on their buckets): what aborted is sent
+    # again, as a client of any transactional store does.
+    n = 100
+    batch = max(1, d.pipeline_batch_max)
+
+    def pipeline(requests):
+        """Sends `requests` on one stream; each one's answer body by id."""
+        answered = {}
+        messages = [pb.PipelineRequest(requests=requests[i:i + batch])
+                    for i in range(0, len(requests), batch)]
+        for m in stub.Pipeline(iter(messages), timeout=10):
+            for r in m.responses:
+                if r.id in answered:
+                    fail(f"pipeline: request {r.id} answered twice")
+                answered[r.id] = r.execute
+        return answered
+
+    def until_committed(requests):
+        answered = {}
+        for _ in range(20):
+            answered.update(pipeline(requests))
+            requests = [q for q in requests if answered[q.id].answer.outcome == pb.ABORTED]
+            if not requests:
+                break
+        return answered
+
+    puts = until_committed([pb.PipelinedRequest(id=k, execute=pb.ExecuteRequest(writes=[pb.Write(
+        kind=pb.Write.PUT, table=args.table, key=k, value=struct.pack("<q", k).ljust(size, b"\0"))]))
+        for k in range(100, 100 + n)])
+    gets = until_committed([pb.PipelinedRequest(id=k, execute=pb.ExecuteRequest(
+        read_only=True, reads=[pb.Key(table=args.table, key=k)])) for k in range(100, 100 + n)])
+    for k in range(100, 100 + n):
+        put, get = puts.get(k), gets.get(k)
+        if put is None or put.answer.outcome != pb.COMMITTED:
+            fail(f"pipelined put {k}: {put and pb.Outcome.Name(put.answer.outcome)}: "
+                 f"{put and put.answer.message}")
+        if get is None or get.answer.outcome != pb.COMMITTED or \
+                struct.unpack_from("<q", get.values[0].value)[0] != k:
+            fail(f"pipelined get {k}: {get and pb.Outcome.Name(get.answer.outcome)}")
+    print(f"pipeline: {n} puts and {n} gets COMMITTED, each read back as written")
 
 
 if __name__ == "__main__":

@@ -140,8 +140,9 @@ expect 2 "bench tpcc --connect to a server without TPC-C" 'no table "tpcc_runs"'
   bench tpcc --connect "$addr" --seconds 1
 
 if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --table kv >"$tmp/py.out" 2>&1 &&
-   grep -q "^interactive: COMMITTED, counter 43 is 1$" "$tmp/py.out" && grep -q "^get 42: py!$" "$tmp/py.out"; then
-  ok "the Python example: describe, put, get, an interactive transaction"
+   grep -q "^interactive: COMMITTED, counter 43 is 1$" "$tmp/py.out" && grep -q "^get 42: py!$" "$tmp/py.out" &&
+   grep -q "^pipeline: 100 puts and 100 gets COMMITTED" "$tmp/py.out"; then
+  ok "the Python example: describe, put, get, an interactive transaction, a pipeline"
 else
   fail "the Python example"; cat "$tmp/py.out"
 fi
