@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "pond/server/client_testing.h"
 
@@ -27,6 +29,19 @@ class ServiceFixture : public ::testing::Test {
     server_->Stop();
     bank_.cluster->StopServing();
     Start(o);
+  }
+
+  // A second server over the same cluster, fronting CN 1 (the first fronts both, or what its
+  // options say); both servers name both addresses, and client_ connects again to learn them.
+  std::unique_ptr<ClientServer> StartSecondServer() {
+    ClientServiceOptions o = TestOptions();
+    o.cns = {1};
+    auto second = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o).value();
+    const std::vector<std::string> both = {server_->address(), second->address()};
+    server_->service().SetCnAddresses(both);
+    second->service().SetCnAddresses(both);
+    client_ = Connect();
+    return second;
   }
 
   std::unique_ptr<client::Client> Connect() {

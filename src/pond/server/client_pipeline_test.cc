@@ -257,13 +257,7 @@ TEST_F(PipelineTest, ARequestPastTheMessageLimitIsRefusedUnsent) {
 // An open pipeline does not hold up the server's stop, and its client goes on at the other
 // server: reads sent again there, writes in flight UNKNOWN or committed, never lost silently.
 TEST_F(PipelineTest, AStoppingServerEndsItsPipelinesAndTheClientFailsOver) {
-  ClientServiceOptions o = TestOptions();
-  o.cns = {1};
-  auto second = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o).value();
-  const std::vector<std::string> both = {server_->address(), second->address()};
-  server_->service().SetCnAddresses(both);
-  second->service().SetCnAddresses(both);
-  client_ = Connect();
+  std::unique_ptr<ClientServer> second = StartSecondServer();
   auto p = client_->OpenPipeline();
   const uint64_t before = p->Call("bank.balance", I64(4));
   EXPECT_TRUE(Drain(*p).at(before).answer.committed());

@@ -74,9 +74,16 @@ class ClientService::PipelineReactor final
     Step();
   }
 
+  // gRPC is done with the stream; it is freed once no thread is inside it (Hold).
   void OnDone() override {
     service_.DeregisterPipeline(this);
-    delete this;
+    bool free;
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+      free = holds_ == 0;
+    }
+    if (free) delete this;
   }
 
   // The server is stopping: read no more, and end once nothing is owed. A read may be pending
@@ -94,6 +101,31 @@ class ClientService::PipelineReactor final
   }
 
  private:
+  // Keeps the stream from being freed while a thread that is not one of gRPC's reactions is
+  // inside it: a worker answering. Its answer may be the last one owed, after which another
+  // thread's Step may finish the stream, and gRPC then calls OnDone, before this thread has
+  // left. Reactions need none: gRPC calls OnDone only once they have all returned.
+  class Hold {
+   public:
+    explicit Hold(PipelineReactor* r) : r_(r) {
+      std::lock_guard lock(r_->mu_);
+      r_->holds_++;
+    }
+    ~Hold() {
+      bool free;
+      {
+        std::lock_guard lock(r_->mu_);
+        free = --r_->holds_ == 0 && r_->done_;
+      }
+      if (free) delete r_;
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    PipelineReactor* const r_;
+  };
+
   // One request, from its arrival until its answer is queued: the request stays here because a
   // body reads it (a Call's arguments) while it runs.
   struct Pending {
@@ -176,6 +208,7 @@ class ClientService::PipelineReactor final
 
   // Queues `p`'s answer: into the message waiting to be written, if it fits, else a new one.
   void Answer(std::unique_ptr<Pending> p) {
+    Hold hold(this);
     if (p->resp.has_execute()) {
       service_.FinishExecute(p->resp.mutable_execute());
     } else {
@@ -202,12 +235,16 @@ class ClientService::PipelineReactor final
   // Starts what can start now — a write, a read, the stream's end — each outside the lock:
   // gRPC may run a reaction before the call that started it returns.
   void Step() {
-    bool write = false, read = false, cancel = false;
+    v1::PipelineResponse* write = nullptr;  // out_'s first; a deque's push_back moves no element
+    bool read = false, cancel = false;
     std::optional<grpc::Status> finish;
     {
       std::lock_guard lock(mu_);
       if (finished_) return;
-      if (!writing_ && !out_.empty()) writing_ = write = true;
+      if (!writing_ && !out_.empty()) {
+        writing_ = true;
+        write = &out_.front();
+      }
       const bool ending = read_closed_ || error_ || stopping_ || broken_;
       if (!reading_ && !ending && ids_.size() + Queued() < service_.o_.pipeline_in_flight_max) {
         reading_ = read = true;
@@ -225,7 +262,7 @@ class ClientService::PipelineReactor final
         }
       }
     }
-    if (write) StartWrite(&out_.front());
+    if (write != nullptr) StartWrite(write);
     if (read) StartRead(&in_);
     if (cancel) ctx_->TryCancel();
     // Last: once finished, gRPC may destroy this at any moment.
@@ -255,6 +292,8 @@ class ClientService::PipelineReactor final
   bool read_closed_ = false, broken_ = false;  // guarded by mu_
   bool stopping_ = false, cancelled_ = false;  // guarded by mu_
   bool finished_ = false;                      // guarded by mu_
+  int holds_ = 0;                              // guarded by mu_: threads inside (Hold)
+  bool done_ = false;                          // guarded by mu_: OnDone was called
   std::optional<grpc::Status> error_;          // guarded by mu_
 };
 

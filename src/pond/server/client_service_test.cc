@@ -504,14 +504,9 @@ TEST_F(ClientServiceTest, StoppingTheServerAbortsOpenTransactions) {
 // uses stops, it goes on with the other. A read is sent again there; a write in flight would be
 // UNKNOWN, never answered wrongly, and the next write commits.
 TEST_F(ClientServiceTest, TheClientFailsOverToAnotherCn) {
-  ClientServiceOptions o = TestOptions();
-  o.cns = {1};
-  auto second = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o).value();
-  const std::vector<std::string> both = {server_->address(), second->address()};
-  server_->service().SetCnAddresses(both);
-  second->service().SetCnAddresses(both);
-  client_ = Connect();
-  ASSERT_EQ(client_->addresses(), both);
+  std::unique_ptr<ClientServer> second = StartSecondServer();
+  ASSERT_EQ(client_->addresses(),
+            (std::vector<std::string>{server_->address(), second->address()}));
   EXPECT_TRUE(client_->Execute(Request().Put("kv", 20, KvValue(20))).answer.committed());
 
   server_->Stop();
