@@ -10,10 +10,10 @@
 // The stream reads one message at a time, and reads the next only while fewer than
 // pipeline_in_flight_max of its requests are unanswered or their answers unwritten: a client that
 // sends faster than the CN runs, or reads slower, is held back by gRPC's flow control, not
-// buffered here. It ends (Finish) when the client
-// has closed its side or a message broke the rules, and every request it took has been answered
-// — or, if the client went away, has finished running (its answer then goes nowhere). Only then
-// may gRPC destroy it (OnDone), so a worker never answers into a freed stream.
+// buffered here. It ends (Finish) when the client has closed its side, a message broke the
+// rules or the server stops, once every request it took has been answered — or, if the client
+// went away, has finished running (its answer then goes nowhere). gRPC calls OnDone after that,
+// and the stream is freed once no worker is still inside it (Hold).
 #include <fmt/core.h>
 
 #include <deque>
