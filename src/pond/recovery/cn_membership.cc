@@ -56,6 +56,8 @@ void CnMembership::Resumed() {
 void CnMembership::BeatTick() {
   if (fenced_.load()) return;
   const uint64_t now = clock_.NowNs();
+  const uint64_t ticked = ticked_ns_ == 0 ? now : ticked_ns_;
+  ticked_ns_ = now;
   // A CN that has not renewed for its own lease can no longer know whether it was declared
   // failed: it stops before the CM, which counts a whole lease from its last beat it saw.
   NoteRenewed(LeaseFrom());
@@ -72,7 +74,8 @@ void CnMembership::BeatTick() {
           std::to_string((now - renewed) / 1'000'000) + " ms (the configuration last read " +
           (fresh == 0 ? std::string("never")
                       : std::to_string((now - fresh) / 1'000'000) + " ms ago") +
-          ")" + per_mn);
+          "; the beat thread's previous tick " + std::to_string((now - ticked) / 1'000'000) +
+          " ms ago, one due every " + std::to_string(period_ns() / 1'000'000) + " ms)" + per_mn);
     return;
   }
   // The MNs this CN owes a beat that none has reached for a lease: a cut between its host and

@@ -274,6 +274,9 @@ class CnMembership {
   };
   std::vector<MnBusy> mn_busy_;
   std::atomic<uint64_t> renewed_ns_{0};  // LeaseFrom, the newest yet
+  // When BeatTick last ran (its thread's alone): a fence says how long its own thread was not
+  // run, which tells a stalled host or process from MNs that answered late.
+  uint64_t ticked_ns_ = 0;
   // When this CN renewed after a gap of more than a quarter lease (NoteRenewed): from then on, not
   // before, an MN's beat unmoved counts (MnExpired).
   std::atomic<uint64_t> resumed_ns_{0};

@@ -51,8 +51,11 @@ cleanup() {
 trap cleanup EXIT
 at() { bash "$hosts" exec "$tmp/h" "$@"; }  # at HOST CMD...
 
+# Leases of 2 s where a case needs a CN to fence: at 1 s, a stall of about 0.9 s of every process
+# at once (a shared CI machine's, under load) fenced all three CNs in case 1.
+lease_ms=2000
 # Each host's interface named its own way (ethH): its daemons are told theirs, over the spec's.
-if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms 1000 --vary-ifnames -- \
+if ! timeout 120 bash "$hosts" up "$tmp/h" --pond "$pond" --lease-ms $lease_ms --vary-ifnames -- \
     --workload smallbank,list-append --accounts 2000 --lists 2000 --table probe:8:16384 >"$tmp/up.out" 2>&1; then
   fail "hosts.sh up"; cat "$tmp/up.out"; exit 1
 fi
@@ -73,6 +76,7 @@ if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run1.out"; then
   ok "clients on host 0 commit through CN 1 on host 1 ($(sed -n 's/^throughput *//p' "$tmp/run1.out"))"
 else
   fail "clients on host 0 through CN 1 (exit $rc)"; cat "$tmp/run1.out"
+  grep -h "lease lost" "$tmp"/h/cn-*.log | cut -c1-400
 fi
 
 # timeline JSON CUT_MS HEAL_MS [AFTER_MS]: from a bench's --json timeline (commits every 100 ms),
@@ -111,7 +115,7 @@ uc_aborted() {  # $1: a cluster's directory; prints the logs of daemons UCX abor
     2>/dev/null | xargs -r -n1 basename | paste -sd ' '
 }
 
-# 2. Host 2 cut off for 5 leases, under load. An MN daemon that had been answering CN 2 over
+# 2. Host 2 cut off for 4 leases, under load. An MN daemon that had been answering CN 2 over
 #    UCX's TCP transport may abort inside UCX: at the heal, Debian's 1.13 asserts "got REP
 #    message" in ucp_request_send_state_ff as it drops the dead CN's connection (UCX itself
 #    removed that assertion as wrong, openucx/ucx pull request 8175); and a READ's reply to CN 2
@@ -137,18 +141,18 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
   # insert of a key whose primary is down (docs/deploy.md "Several hosts").
   probe_cns "$d" "before the cut"
   timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
-    --clients 4 --seconds 15 --json "$tmp/long.json" >"$tmp/run2.out" 2>&1 &
+    --clients 4 --seconds 20 --json "$tmp/long.json" >"$tmp/run2.out" 2>&1 &
   local bench=$!
   # List-append clients beside them, each transaction recorded and the history judged.
   timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench list-append --connect 10.77.0.10:7400 \
-    --clients 2 --seconds 15 --history "$tmp/long.history" >"$tmp/append.out" 2>&1 &
+    --clients 2 --seconds 20 --history "$tmp/long.history" >"$tmp/append.out" 2>&1 &
   local appends=$!
   sleep 3
   local cut_at healed_at cut_ms heal_ms
   cut_ms=$(now_ms)
   cut_at=$(date -u -d "@${cut_ms:0:-3}.${cut_ms: -3}" +%Y-%m-%dT%H:%M:%S.%3NZ)
   bash "$hosts" cut "$d" 2
-  sleep 5
+  sleep 8
   bash "$hosts" heal "$d" 2
   heal_ms=$(now_ms)
   healed_at=$(date -u -d "@${heal_ms:0:-3}.${heal_ms: -3}" +%Y-%m-%dT%H:%M:%S.%3NZ)
@@ -182,13 +186,13 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
     fail "CN 2's log was recovered at ${recovered:-never}, not during the cut"
   fi
   # The majority commits on during the cut, once MN 2 and CN 2 are declared (two leases): from
-  # 3 s into it, at a quarter of the rate before it at least.
+  # 5 s into it, at a quarter of the rate before it at least.
   local before during
-  read -r _ before during < <(timeline "$tmp/long.json" "$cut_ms" "$heal_ms" 3000)
-  if [ "$during" -ge $((before / 4)) ] && [ "$during" -gt 0 ]; then
-    ok "the clients on host 0 commit $during/s from 3 s into the cut to the heal ($before/s before it)"
+  read -r _ before during < <(timeline "$tmp/long.json" "$cut_ms" "$heal_ms" 5000)
+  if [ "${during:-0}" -ge $((${before:-0} / 4)) ] && [ "${during:-0}" -gt 0 ]; then
+    ok "the clients on host 0 commit $during/s from 5 s into the cut to the heal ($before/s before it)"
   else
-    fail "the clients on host 0 commit $during/s from 3 s into the cut ($before/s before it)"
+    fail "the clients on host 0 commit ${during:-no}/s from 5 s into the cut (${before:-?}/s before it)"
     cat "$tmp/run2.out"
   fi
   grep -q "lease lost (no beat a configuration manager would see" "$d/cn-2.log" &&
@@ -196,6 +200,7 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
     fail "CN 2's log does not say why it stopped"
   if grep -q "lease lost" "$d/cn-0.log" "$d/cn-1.log"; then
     fail "a CN on the majority side lost its lease"
+    grep -h "lease lost" "$d/cn-0.log" "$d/cn-1.log" | cut -c1-400
   else
     ok "CNs 0 and 1 kept their leases"
   fi
@@ -209,9 +214,9 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
   else
     fail "the list-append clients' history (exit $append_rc)"; cat "$tmp/append.out"
   fi
-  # The clients commit on after the heal (second 8 of the run): the last three seconds.
+  # The clients commit on after the heal (second 11 of the run): the last four seconds.
   local low
-  low=$(awk '$2 == "s" && $1 + 0 > 12 { r = $3 + 0; if (min == "" || r < min) min = r }
+  low=$(awk '$2 == "s" && $1 + 0 > 16 { r = $3 + 0; if (min == "" || r < min) min = r }
     END { print (min == "" ? -1 : min) }' "$tmp/run2.out")
   [ "$low" -gt 0 ] && ok "clients commit again after the heal (at least $low/s)" ||
     { fail "a second without commits after the heal"; cat "$tmp/run2.out"; }
@@ -239,7 +244,7 @@ for attempt in 1 2 3; do
   d="$tmp/h"
   if [ "$attempt" -gt 1 ]; then
     d="$tmp/h2.$attempt"
-    if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms 1000 -- \
+    if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms $lease_ms -- \
         --workload smallbank,list-append --accounts 2000 --lists 2000 --table probe:8:16384 >"$tmp/up2.out" 2>&1; then
       fail "hosts.sh up (attempt $attempt)"; cat "$tmp/up2.out"; break
     fi
@@ -340,7 +345,7 @@ else
   fail "CN 1, stopped by SIGTERM: left ${left:-never}, declared ${declared:-never}"
 fi
 
-# 6. Hosts 1 and 2 cut apart (lease 1 s) on a cluster of its own, under load through CN 0, the cut
+# 6. Hosts 1 and 2 cut apart (lease 2 s) on a cluster of its own, under load through CN 0, the cut
 #    lasting past the clients' run and their final scan. Healed, the MNs meet the connections of
 #    the CNs that fenced, and Debian's UCX 1.13 aborts an MN there ("Endpoint timeout", as in
 #    case 2: MN 1 and MN 2 both, in every attempt of one fresh-clone run): so the case is judged
@@ -349,7 +354,7 @@ fi
 apart_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
   local d=$1
   timeout 60 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
-    --clients 4 --seconds 10 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
+    --clients 4 --seconds 15 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
   local bench=$!
   sleep 2.5
   local apart_cut apart_heal rc aborted
@@ -380,13 +385,13 @@ apart_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UC
     ok "CN 0, which reaches every MN, kept its lease"
   fi
   # Once CNs 1 and 2 are declared (a lease and a half to fence, a lease more), CN 0 serves their
-  # shards: from 3.5 s into the cut to the end of the run, the clients commit.
+  # shards: from 7 s into the cut to the end of the run, the clients commit.
   local before during
-  read -r _ before during < <(timeline "$tmp/apart.json" "$apart_cut" "$apart_heal" 3500)
+  read -r _ before during < <(timeline "$tmp/apart.json" "$apart_cut" "$apart_heal" 7000)
   if [ "${during:-0}" -gt 0 ]; then
-    ok "the clients commit $during/s through CN 0 from 3.5 s into the cut to the end of their run ($before/s before it)"
+    ok "the clients commit $during/s through CN 0 from 7 s into the cut to the end of their run ($before/s before it)"
   else
-    fail "the clients committed nothing from 3.5 s into the cut between hosts 1 and 2 (${before:-?}/s before it)"
+    fail "the clients committed nothing from 7 s into the cut between hosts 1 and 2 (${before:-?}/s before it)"
     cat "$tmp/apart.out"
   fi
   if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/apart.out"; then
@@ -401,7 +406,7 @@ bash "$hosts" down "$tmp/h3" >/dev/null 2>&1
 judged=0
 for attempt in 1 2 3 4 5; do
   d="$tmp/h4.$attempt"
-  if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms 1000 -- \
+  if ! timeout 120 bash "$hosts" up "$d" --pond "$pond" --lease-ms $lease_ms -- \
       --workload smallbank --accounts 2000 >"$tmp/up4.out" 2>&1; then
     fail "hosts.sh up (for the cut between two hosts, attempt $attempt)"; cat "$tmp/up4.out"; break
   fi
