@@ -111,6 +111,28 @@ expect 4 "call the procedure refuses: REJECTED, exit 4" "a1 must be an account" 
   client --connect "$addr" call smallbank.send_payment u64:3 u64:3 i64:5 u64:0
 expect 0 "probe: every shard commits" "^$addr: 4096 of 4096 shards committed in" \
   client --connect "$addr" probe probe --within-ms 30000
+# pond client batch: many lines on one pipeline, each answered behind its number.
+for k in $(seq 500 799); do echo "txn put:kv:$k:b$k"; done >"$tmp/batch.txt"
+printf '# a comment, then a blank line\n\nro get:kv:650 absent:kv:1000\n' >>"$tmp/batch.txt"
+expect 0 "batch: 301 lines, 16 in flight" '^303 kv 650 = hex:62363530' \
+  client --connect "$addr" batch "$tmp/batch.txt" --in-flight 16
+[ "$(grep -c ' COMMITTED$' "$tmp/out")" -eq 301 ] && grep -q "301 transaction(s): 301 committed" "$tmp/err" &&
+  ok "batch: every line COMMITTED, and counted" || { fail "batch's answers"; cat "$tmp/out" "$tmp/err"; }
+expect 0 "a batch's last put landed" '^kv 799 = hex:62373939' client --connect "$addr" get kv 799
+printf 'txn put:kv:1000:x\ntxn put:kv\n' >"$tmp/batch.txt"
+expect 2 "batch with a malformed line: exit 2" 'line 2: "put:kv" is not OP:TABLE:KEY' \
+  client --connect "$addr" batch "$tmp/batch.txt"
+"$pond" client --connect "$addr" get kv 1000 >"$tmp/out" 2>&1
+[ $? -eq 1 ] && grep -q "^kv 1000: not found$" "$tmp/out" && ok "nothing of a refused batch was sent" ||
+  { fail "a refused batch's first line landed"; cat "$tmp/out"; }
+printf 'txn put:kv:801:y\ntxn insert:kv:7:z\n' | timeout 60 "$pond" client --connect "$addr" batch \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 3 ] && grep -q "^1 COMMITTED$" "$tmp/out" && grep -q "^2 ABORTED (duplicate key)" "$tmp/out" &&
+  ok "batch from standard input: an insert of a present key ABORTED, exit 3, the other line committed" ||
+  { fail "batch from standard input (exit $rc)"; cat "$tmp/out" "$tmp/err"; }
+expect 2 "batch of a file that is not there: exit 2" "cannot read" \
+  client --connect "$addr" batch "$tmp/no-such-file"
 expect 2 "probe of a table too small for it: exit 2" "table kv holds 1024 keys; the probe writes keys up to 8191" \
   client --connect "$addr" probe kv
 expect 2 "probe of a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" probe nope
