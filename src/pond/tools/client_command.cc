@@ -55,7 +55,7 @@ void PrintDescription(const client::Description& d) {
               d.message_bytes_max);
 }
 
-int RunClient(const ClientArgs& a, const std::string& sub) {
+int RunClient(ClientArgs a, const std::string& sub) {
   const std::string what = "client " + sub;
   QuietGrpcLog();
   client::ClientOptions o;
@@ -76,9 +76,8 @@ int RunClient(const ClientArgs& a, const std::string& sub) {
     return 0;
   }
   if (sub == "probe") {
-    ProbeArgs p = a.probe;
-    p.timeout_ms = a.timeout_ms;
-    return RunProbe(*d, p);
+    a.probe.timeout_ms = a.timeout_ms;
+    return RunProbe(*d, a.probe);
   }
   if (sub == "batch") return RunBatch(c, *d, a.batch);
   client::Request r(sub == "get" || (sub == "txn" && a.read_only));
@@ -125,6 +124,44 @@ int RunClient(const ClientArgs& a, const std::string& sub) {
   const int rc = Report(reply.answer);
   PrintValues(reply.values);
   return rc;
+}
+
+// The subcommands that send many requests: batch and probe.
+template <typename On>
+void AddManyCommands(CLI::App* cmd, ClientArgs* a, const On& on) {
+  CLI::App* batch = cmd->add_subcommand(
+      "batch",
+      "Run many transactions and calls, one a line (txn OP..., ro OP..., call PROC ARGS...; # "
+      "starts a comment), pipelined; each answer behind its line's number");
+  batch->add_option("FILE", a->batch.file, "the lines; - for standard input")
+      ->capture_default_str();
+  batch->add_option("--in-flight", a->batch.in_flight, "requests sent and not yet answered")
+      ->check(CLI::Range(1u, 4096u))
+      ->capture_default_str();
+  batch
+      ->add_option("--retries", a->batch.retries,
+                   "a line aborted by a conflict (it changed nothing) is sent again up to this "
+                   "many times")
+      ->check(CLI::Range(0u, 1000u))
+      ->capture_default_str();
+  batch->callback(on("batch"));
+  CLI::App* probe = cmd->add_subcommand(
+      "probe",
+      "Through every CN, commit a put in every one of the 4096 shards (key (CN + 1) * 4096 + "
+      "shard of TABLE, which must hold that many keys): is every shard writable everywhere?");
+  probe->add_option("TABLE", a->probe.table, "a table the probe may write")->required();
+  probe
+      ->add_option("--within-ms", a->probe.within_ms,
+                   "each CN's shards all commit within this, retried until then")
+      ->check(CLI::Range(1u, 3'600'000u))
+      ->capture_default_str();
+  probe->add_option("--cn", a->probe.cns,
+                    "through this CN's client address, HOST:PORT (repeatable; default: every CN "
+                    "the server names)");
+  probe->add_option("--threads", a->probe.threads, "connections per CN, each a thread")
+      ->check(CLI::Range(1u, 64u))
+      ->capture_default_str();
+  probe->callback(on("probe"));
 }
 
 }  // namespace
@@ -174,39 +211,7 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
   call->add_option("ARGS", a->args, "argument bytes, concatenated in order");
   call->add_option("--route-key", a->route_key, "run it where this key's shard is managed");
   call->callback(on("call"));
-  CLI::App* batch = cmd->add_subcommand(
-      "batch",
-      "Run many transactions and calls, one a line (txn OP..., ro OP..., call PROC ARGS...; # "
-      "starts a comment), pipelined; each answer behind its line's number");
-  batch->add_option("FILE", a->batch.file, "the lines; - for standard input")
-      ->capture_default_str();
-  batch->add_option("--in-flight", a->batch.in_flight, "requests sent and not yet answered")
-      ->check(CLI::Range(1u, 4096u))
-      ->capture_default_str();
-  batch
-      ->add_option("--retries", a->batch.retries,
-                   "a line aborted by a conflict (it changed nothing) is sent again up to this "
-                   "many times")
-      ->check(CLI::Range(0u, 1000u))
-      ->capture_default_str();
-  batch->callback(on("batch"));
-  CLI::App* probe = cmd->add_subcommand(
-      "probe",
-      "Through every CN, commit a put in every one of the 4096 shards (key (CN + 1) * 4096 + "
-      "shard of TABLE, which must hold that many keys): is every shard writable everywhere?");
-  probe->add_option("TABLE", a->probe.table, "a table the probe may write")->required();
-  probe
-      ->add_option("--within-ms", a->probe.within_ms,
-                   "each CN's shards all commit within this, retried until then")
-      ->check(CLI::Range(1u, 3'600'000u))
-      ->capture_default_str();
-  probe->add_option("--cn", a->probe.cns,
-                    "through this CN's client address, HOST:PORT (repeatable; default: every CN "
-                    "the server names)");
-  probe->add_option("--threads", a->probe.threads, "connections per CN, each a thread")
-      ->check(CLI::Range(1u, 64u))
-      ->capture_default_str();
-  probe->callback(on("probe"));
+  AddManyCommands(cmd, a.get(), on);
 }
 
 }  // namespace pond::tools
