@@ -60,6 +60,11 @@ fail() {
   exit 1
 }
 progress() { echo "$prog: $*" >&2; }
+# busy_ticks: the CPU time every process on the machine has had since boot (/proc/stat: user,
+# nice, system, irq, softirq, steal), in clock ticks; its change over pgbench's run is the CPU
+# the server's backends, pgbench and the kernel's work for them cost.
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+tick_hz=$(getconf CLK_TCK)
 
 accounts=100000
 seconds=10
@@ -385,6 +390,7 @@ for row in "${rows[@]}"; do
   # The log (-l) gives every transaction's latency, for percentiles pgbench does not report.
   # Serialization failures come by the thousand and are retried; logging each would cost the
   # server writes that are no part of the workload, so pgbench's sessions do not log them.
+  busy_before=$(busy_ticks)
   if ! as_pg env PGOPTIONS="-c log_min_messages=fatal" "$pg_bin/pgbench" -n -M prepared \
     -c "$clients" -j "$threads" -T "$seconds" --max-tries="$max_tries" --failures-detailed \
     -l --log-prefix="$dir/txn" -h "$host" -p "$port" -U smallbank \
@@ -393,6 +399,7 @@ for row in "${rows[@]}"; do
     tail -n 20 "$dir/pgbench.err" >&2
     fail "pgbench failed ($label)"
   fi
+  pg_cpu_s=$(awk -v a="$busy_before" -v b="$(busy_ticks)" -v hz="$tick_hz" 'BEGIN { printf "%.2f", (b - a) / hz }')
   total_after=$(psql_q smallbank -c "$sql_total")
   ledger=$(psql_q smallbank -c "SELECT coalesce(sum(net), 0) FROM ledger")
   stop_server
@@ -435,7 +442,7 @@ for row in "${rows[@]}"; do
 
   fields=("$row" "$label" "$iso" "$sync" "$pg_tps" "$pg_p50" "$pg_p99" "$pg_txns" "$pg_retried"
     "$pg_retries" "$pg_failed" "$total_before" "$total_after" "$ledger" "$money" "$pond_iso"
-    "$pond_tps" "$pond_p50" "$pond_p99" "$pond_aborted" "$pond_build")
+    "$pond_tps" "$pond_p50" "$pond_p99" "$pond_aborted" "$pond_build" "$pg_cpu_s")
   (
     IFS=$'\t'
     echo "${fields[*]}"
@@ -464,6 +471,9 @@ for line in open(sys.argv[1]):
             "retries": int(f[9]), "failed": int(f[10]),
             "total_before": int(f[11]), "total_after": int(f[12]),
             "ledger_net": int(f[13]), "money_check": f[14],
+            # Every process's CPU over pgbench's run (/proc/stat), and per committed transaction.
+            "cpu_s": float(f[21]),
+            "cpu_us_per_txn": float(f[21]) * 1e6 / int(f[7]) if int(f[7]) > 0 else None,
         },
         "pond": {
             "isolation": f[15], "txn_per_sec": float(f[16]),
@@ -502,6 +512,10 @@ print()
 for r in rows:
     print(f"money check {r['setting']}: PostgreSQL {r['postgres']['money_check']}; "
           f"Pond ok (it checks its own and exits 1 otherwise)")
+print("CPU of every process over pgbench's run (/proc/stat): "
+      + ", ".join(f"{r['setting']} {r['postgres']['cpu_s']:.1f} s, "
+                  f"{r['postgres']['cpu_us_per_txn'] or 0:.1f} µs per transaction" for r in rows)
+      + ".")
 print("PostgreSQL's latency includes its retries; Pond does not retry (aborts: "
       + ", ".join(f"{r['setting']} {r['pond']['aborted']}" for r in rows) + ").")
 

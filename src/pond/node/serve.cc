@@ -54,14 +54,13 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     } else if (++idle_rounds <= kSpinRounds) {
       std::this_thread::yield();
     } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
-      // nothing to do: sleep, longer and longer
-      std::this_thread::sleep_for(
-          std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
+      // nothing to do: sleep, longer and longer, unless a call arrives
+      inbox.Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
     } else {
       // Coroutines wait (an answer, a timer) and nothing moves: a long wait spins no more than
       // it must, so that a busy host still schedules every process's other threads (a CN's
-      // beats must not starve behind its own workers).
-      std::this_thread::sleep_for(kIdleSleepMin);
+      // beats must not starve behind its own workers). A new call still starts at once.
+      inbox.Wait(kIdleSleepMin);
     }
     const auto now = static_cast<int64_t>(w.Awaiting());
     if (now != awaiting) {

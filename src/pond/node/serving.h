@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,9 +24,24 @@ using ServedCall = std::function<Task<void>(Session&)>;
 class ServingInbox {
  public:
   void Push(ServedCall call) {
-    std::lock_guard lock(mu_);
-    calls_.push_back(std::move(call));
-    nonempty_.store(true, std::memory_order_release);
+    bool wake = false;
+    {
+      std::lock_guard lock(mu_);
+      calls_.push_back(std::move(call));
+      nonempty_.store(true, std::memory_order_release);
+      wake = sleeping_;
+    }
+    if (wake) arrived_.notify_one();
+  }
+  // Returns once a call is waiting or `most` has passed. A worker with nothing to do sleeps here
+  // rather than for a fixed time, so a call to an idle server starts at once, not after the
+  // sleep and the timer slack the kernel adds to it; only a sleeping worker costs Push a wake.
+  void Wait(std::chrono::microseconds most) {
+    std::unique_lock lock(mu_);
+    if (!calls_.empty()) return;
+    sleeping_ = true;
+    arrived_.wait_for(lock, most, [this] { return !calls_.empty(); });
+    sleeping_ = false;
   }
   // Moves every waiting call to `out` (empty on entry); an empty inbox costs one load.
   void TakeAll(std::vector<ServedCall>* out) {
@@ -38,6 +54,8 @@ class ServingInbox {
  private:
   std::atomic<bool> nonempty_{false};
   std::mutex mu_;
+  std::condition_variable arrived_;
+  bool sleeping_ = false;  // under mu_: a worker waits in Wait
   std::vector<ServedCall> calls_;
 };
 
