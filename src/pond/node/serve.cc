@@ -54,13 +54,13 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     } else if (++idle_rounds <= kSpinRounds) {
       std::this_thread::yield();
     } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
-      // nothing to do: sleep, longer and longer, unless a call arrives
-      inbox.Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
+      // nothing to do: sleep, longer and longer, unless a call or a message arrives
+      inbox.doorbell().Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
     } else {
       // Coroutines wait (an answer, a timer) and nothing moves: a long wait spins no more than
       // it must, so that a busy host still schedules every process's other threads (a CN's
-      // beats must not starve behind its own workers). A new call still starts at once.
-      inbox.Wait(kIdleSleepMin);
+      // beats must not starve behind its own workers). What arrives still wakes it at once.
+      inbox.doorbell().Wait(kIdleSleepMin);
     }
     const auto now = static_cast<int64_t>(w.Awaiting());
     if (now != awaiting) {
@@ -127,6 +127,7 @@ Status Cluster::StartServing() {
   node::Serving* s = sv.get();
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
+    w->ep().SetDoorbell(&inbox->doorbell());
     s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
   }
   if (cl.process_ != nullptr) {
@@ -207,6 +208,10 @@ void Cluster::StopServing(uint64_t grace_ms) {
   cl.serving_->stop_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   cl.serving_->stopping = true;
   for (std::thread& t : cl.serving_->threads) t.join();
+  // The doorbells go with the inboxes: no packet may ring one after.
+  for (auto& cn : cl.cns_) {
+    for (auto& w : cn->workers) w->ep().SetDoorbell(nullptr);
+  }
   cl.serving_.reset();
   if (cl.process_ != nullptr) {
     cl.process_->Leave();

@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/runtime/doorbell.h"
 
 namespace pond::node {
 
@@ -24,25 +24,17 @@ using ServedCall = std::function<Task<void>(Session&)>;
 class ServingInbox {
  public:
   void Push(ServedCall call) {
-    bool wake = false;
     {
       std::lock_guard lock(mu_);
       calls_.push_back(std::move(call));
       nonempty_.store(true, std::memory_order_release);
-      wake = sleeping_;
     }
-    if (wake) arrived_.notify_one();
+    doorbell_.Ring();
   }
-  // Returns once a call is waiting or `most` has passed. A worker with nothing to do sleeps here
-  // rather than for a fixed time, so a call to an idle server starts at once, not after the
-  // sleep and the timer slack the kernel adds to it; only a sleeping worker costs Push a wake.
-  void Wait(std::chrono::microseconds most) {
-    std::unique_lock lock(mu_);
-    if (!calls_.empty()) return;
-    sleeping_ = true;
-    arrived_.wait_for(lock, most, [this] { return !calls_.empty(); });
-    sleeping_ = false;
-  }
+  // Rung by a call pushed here and by a message for the worker's endpoint (Endpoint::SetDoorbell):
+  // a worker with nothing to do sleeps on it rather than for a fixed time, so what arrives for an
+  // idle worker starts at once, not after the sleep and the timer slack the kernel adds to it.
+  Doorbell& doorbell() { return doorbell_; }
   // Moves every waiting call to `out` (empty on entry); an empty inbox costs one load.
   void TakeAll(std::vector<ServedCall>* out) {
     if (!nonempty_.load(std::memory_order_acquire)) return;
@@ -54,9 +46,8 @@ class ServingInbox {
  private:
   std::atomic<bool> nonempty_{false};
   std::mutex mu_;
-  std::condition_variable arrived_;
-  bool sleeping_ = false;  // under mu_: a worker waits in Wait
   std::vector<ServedCall> calls_;
+  Doorbell doorbell_;
 };
 
 struct Serving {

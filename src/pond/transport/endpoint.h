@@ -31,6 +31,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/base/relaxed_counter.h"
+#include "pond/runtime/doorbell.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/status.h"
 #include "pond/transport/gaddr.h"
@@ -180,6 +181,11 @@ class Endpoint : public Poller {
   // Poller: flush buffered messages at the end of a round; deliver completions and packets.
   void EndRound() override;
   bool Poll() override;
+
+  // A doorbell this endpoint's packets ring as they arrive, for a worker that sleeps while idle
+  // (node::ServingInbox); null for none. A backend whose arrivals the worker must poll for (UCX,
+  // the simulator) has nothing to ring, and the worker's sleep stays bounded.
+  virtual void SetDoorbell(Doorbell* /*bell*/) {}
 
   WorkerAddr self() const { return self_; }
   Scheduler& scheduler() { return sched_; }

@@ -59,9 +59,16 @@ class LocalEndpoint final : public Endpoint {
     LocalFabric::Mailbox* box = fabric_.FindMailbox(to);
     POND_CHECK_MSG(box != nullptr, "message to a worker that has no endpoint");
     fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
-    std::lock_guard lock(box->mu);
-    box->packets.push_back(std::move(packet));
-    box->nonempty.store(true, std::memory_order_release);
+    {
+      std::lock_guard lock(box->mu);
+      box->packets.push_back(std::move(packet));
+      box->nonempty.store(true, std::memory_order_release);
+    }
+    if (Doorbell* bell = box->doorbell.load(std::memory_order_acquire)) bell->Ring();
+  }
+
+  void SetDoorbell(Doorbell* bell) override {
+    inbox_->doorbell.store(bell, std::memory_order_release);
   }
 
   void EndRound() override {

@@ -46,6 +46,7 @@ class LocalFabric final : public Fabric {
     std::atomic<bool> nonempty{false};
     std::mutex mu;
     std::vector<PacketBuffer> packets;
+    std::atomic<Doorbell*> doorbell{nullptr};  // rung by each packet put here (SetDoorbell)
   };
 
   LocalFabric(std::vector<std::byte*> regions, uint64_t region_bytes)
