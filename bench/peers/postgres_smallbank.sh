@@ -51,20 +51,8 @@ Exit status: 0 on success, 1 if PostgreSQL, pgbench or Pond fails or a check doe
 EOF
 }
 
-bad_usage() {
-  echo "$prog: $*" >&2
-  exit 2
-}
-fail() {
-  echo "$prog: $*" >&2
-  exit 1
-}
-progress() { echo "$prog: $*" >&2; }
-# busy_ticks: the CPU time every process on the machine has had since boot (/proc/stat: user,
-# nice, system, irq, softirq, steal), in clock ticks; its change over pgbench's run is the CPU
-# the server's backends, pgbench and the kernel's work for them cost.
-busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-tick_hz=$(getconf CLK_TCK)
+# shellcheck source=bench/peers/peers_lib.sh
+. "$here/peers_lib.sh"
 
 accounts=100000
 seconds=10

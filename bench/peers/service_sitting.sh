@@ -36,15 +36,8 @@ Exit status: 0 on success, 1 if a run fails or a check does not hold, 2 on bad f
 EOF
 }
 
-bad_usage() {
-  echo "$prog: $*" >&2
-  exit 2
-}
-fail() {
-  echo "$prog: $*" >&2
-  exit 1
-}
-progress() { echo "$prog: $*" >&2; }
+# shellcheck source=bench/peers/peers_lib.sh
+. "$here/peers_lib.sh"
 
 accounts=100000
 seconds=10
@@ -103,10 +96,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 # proc_ticks PID: the process's user + system time so far, in clock ticks (/proc/PID/stat).
 proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
-tick_hz=$(getconf CLK_TCK)
 secs() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
 
 # start NAME COMMAND...: starts a server in the background that prints "listening HOST:PORT";

@@ -183,9 +183,9 @@ class Endpoint : public Poller {
   bool Poll() override;
 
   // A doorbell this endpoint's packets ring as they arrive, for a worker that sleeps while idle
-  // (node::ServingInbox); null for none. A backend whose arrivals the worker must poll for (UCX,
-  // the simulator) has nothing to ring, and the worker's sleep stays bounded.
-  virtual void SetDoorbell(Doorbell* /*bell*/) {}
+  // (node::ServingInbox); null for none. True if the backend rings it; a backend whose arrivals
+  // the worker must poll for (UCX, the simulator) has nothing to ring, and says false.
+  virtual bool SetDoorbell(Doorbell* /*bell*/) { return false; }
 
   WorkerAddr self() const { return self_; }
   Scheduler& scheduler() { return sched_; }

@@ -67,8 +67,9 @@ class LocalEndpoint final : public Endpoint {
     if (Doorbell* bell = box->doorbell.load(std::memory_order_acquire)) bell->Ring();
   }
 
-  void SetDoorbell(Doorbell* bell) override {
+  bool SetDoorbell(Doorbell* bell) override {
     inbox_->doorbell.store(bell, std::memory_order_release);
+    return true;
   }
 
   void EndRound() override {

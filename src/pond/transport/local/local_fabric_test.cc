@@ -4,6 +4,8 @@
 
 #include <iostream>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -113,6 +115,33 @@ TEST(LocalFabricTest, APacketFilterDropsADeadIncarnationsPackets) {
   b.ep->EndRound();
   EXPECT_EQ(delivered, 1);
   EXPECT_EQ(f->packets_in_flight(), 0u) << "a refused packet is not left in flight";
+}
+
+// A serving worker sleeps on a doorbell while idle: a packet for it rings the bell, so the
+// sleeper is woken at once, not at the end of its bound.
+TEST(LocalFabricTest, APacketRingsItsReceiversDoorbell) {
+  auto f = MakeFabric(1);
+  Worker a(*f, {0, 0});
+  Worker b(*f, {1, 0});
+  b.ep->OnMessage(1, [](const Message&) {});
+  Doorbell bell;
+  EXPECT_TRUE(b.ep->SetDoorbell(&bell)) << "the local transport rings what arrives";
+  std::atomic<bool> woke{false};
+  std::thread sleeper([&] {
+    bell.Wait(std::chrono::seconds(60));
+    woke = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(woke.load()) << "woken with nothing sent";
+  std::byte x{7};
+  a.ep->Send({1, 0}, 1, std::span(&x, 1));
+  a.ep->EndRound();
+  const auto sent = std::chrono::steady_clock::now();
+  sleeper.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(10));
+  EXPECT_TRUE(b.ep->Poll());
+  b.ep->EndRound();
+  b.ep->SetDoorbell(nullptr);
 }
 
 }  // namespace
