@@ -38,6 +38,7 @@ Result<Item> ParseLine(size_t number, const std::string& text, const client::Des
   std::istringstream in(text);
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
+  if (words.empty()) return InvalidArgument("line " + std::to_string(number) + " is blank");
   auto bad = [&](const std::string& why) {
     return InvalidArgument("line " + std::to_string(number) + ": " + why);
   };
@@ -82,7 +83,7 @@ int RunBatch(client::Client& c, const client::Description& d, const BatchArgs& a
   size_t number = 0;
   for (std::string text; std::getline(in, text);) {
     number++;
-    const size_t first = text.find_first_not_of(" \t\r");
+    const size_t first = text.find_first_not_of(" \t\r\v\f");
     if (first == std::string::npos || text[first] == '#') continue;
     Result<Item> item = ParseLine(number, text, d);
     if (!item.ok()) return Fail(what, item.status().message());
