@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pond's service beside its peers in one sitting: PostgreSQL 15 (SERIALIZABLE, fsync on and off,
 # through postgres_smallbank.sh), a no-op RPC server that answers every request at once over the
-# same gRPC transport and messages (noop_rpc), `pond serve` driven through the client API, and
-# the embedded run, all SmallBank on the same accounts. One table of throughputs, their ratios
+# same gRPC transport and messages (noop_rpc), `pond serve` and a `pond up` cluster of processes
+# (3 MN and 3 CN daemons over UCX shared memory, with ZooKeeper) driven through the client API,
+# and the embedded run, all SmallBank on the same accounts. One table of throughputs, their ratios
 # and the CPU every process spent (from /proc), a JSON of it and a plot. docs/peers.md says what
 # each row measures; --help lists the flags.
 set -euo pipefail
@@ -17,7 +18,8 @@ Usage: $prog [flags]
 
 Runs, in one sitting and in this order: PostgreSQL SERIALIZABLE with fsync on and off
 (postgres_smallbank.sh), the embedded 'pond bench smallbank', 'pond serve' driven by
-'pond bench smallbank --connect', and the no-op RPC server driven the same way. Prints one
+'pond bench smallbank --connect', the no-op RPC server driven the same way, and a 'pond up'
+cluster (3 MN and 3 CN daemons, UCX shared memory, ZooKeeper) driven the same way. Prints one
 table: throughput, its ratio to PostgreSQL and to the no-op RPC, and the CPU of every process
 over each run (/proc/stat), per committed transaction.
 
@@ -30,6 +32,7 @@ over each run (/proc/stat), per committed transaction.
   --pg-bin DIR      PostgreSQL's programs (default /usr/lib/postgresql/15/bin)
   --json FILE       also write the rows as JSON
   --plot FILE       also draw them to this PNG (python3-matplotlib)
+  --no-up           leave out the 'pond up' run
   -h, --help        this text
 
 Exit status: 0 on success, 1 if a run fails or a check does not hold, 2 on bad flags.
@@ -48,12 +51,14 @@ noop=
 pg_bin=/usr/lib/postgresql/15/bin
 json=
 plot=
+up=1
 while (($# > 0)); do
   case "$1" in
     -h | --help)
       usage
       exit 0
       ;;
+    --no-up) up=0 ;;
     --accounts | --seconds | --clients | --pipeline | --pond | --noop | --pg-bin | --json | --plot)
       (($# >= 2)) || bad_usage "$1 needs a value"
       case "$1" in
@@ -98,6 +103,11 @@ trap cleanup EXIT
 
 # proc_ticks PID: the process's user + system time so far, in clock ticks (/proc/PID/stat).
 proc_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+sum_ticks() {
+  local p t=0
+  for p in $1; do t=$((t + $(proc_ticks "$p"))); done
+  echo "$t"
+}
 secs() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
 
 # start NAME COMMAND...: starts a server in the background that prints "listening HOST:PORT";
@@ -120,15 +130,16 @@ start() {
 }
 stop() { kill "$1" && wait "$1" 2>/dev/null || true; }
 
-# drive NAME ADDR SERVER_PID: a --connect run against ADDR; appends its row (the server's and
-# the client's CPU from /proc, every process's from /proc/stat).
+# drive NAME ADDR SERVER_PIDS: a --connect run against ADDR; appends its row (the servers' and
+# the client's CPU from /proc, every process's from /proc/stat). SERVER_PIDS: one pid, or
+# several separated by spaces (a cluster of processes).
 rows=$tmp/rows.tsv
 : >"$rows"
 drive() {
   local name=$1 at=$2 server=$3 busy0 server0 tps committed client_s server_s all_s
   progress "$name: pond bench smallbank --connect, $clients clients x $pipeline in flight, $seconds s"
   busy0=$(busy_ticks)
-  server0=$(proc_ticks "$server")
+  server0=$(sum_ticks "$server")
   if ! /usr/bin/time -f "%U %S" -o "$tmp/$name.time" "$pond" bench smallbank --connect "$at" \
     --clients "$clients" --pipeline "$pipeline" --seconds "$seconds" --json "$tmp/$name.json" \
     >"$tmp/$name.bench" 2>&1; then
@@ -136,7 +147,7 @@ drive() {
     fail "the run against $name failed"
   fi
   all_s=$(secs $(($(busy_ticks) - busy0)))
-  server_s=$(secs $(($(proc_ticks "$server") - server0)))
+  server_s=$(secs $(($(sum_ticks "$server") - server0)))
   client_s=$(awk '{ printf "%.2f", $1 + $2 }' "$tmp/$name.time")
   read -r tps committed < <(/usr/bin/python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["result"]
@@ -173,6 +184,19 @@ stop "$serve_pid"
 drive noop "$addr" "$noop_pid"
 stop "$noop_pid"
 
+if [ "$up" -eq 1 ]; then
+  progress "pond up: 3 MN and 3 CN daemons over UCX shared memory, loading $accounts accounts"
+  trap '"$pond" down --dir "$tmp/up" >/dev/null 2>&1 || true; cleanup' EXIT
+  "$pond" up --dir "$tmp/up" --workload smallbank --accounts "$accounts" --ucx-tls shm \
+    --ucx-net-devices lo >"$tmp/up.out" 2>&1 || { tail -n 5 "$tmp/up.out" >&2; fail "pond up failed"; }
+  up_addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
+  up_pids=$(/usr/bin/python3 -c 'import json, sys
+print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' \
+    "$tmp/up/cluster.json")
+  drive up "$up_addr" "$up_pids"
+  "$pond" down --dir "$tmp/up" >/dev/null 2>&1 || fail "pond down failed"
+fi
+
 export json plot accounts seconds clients pipeline
 /usr/bin/python3 - "$rows" "$tmp/pg.json" <<'EOF'
 import datetime, json, os, sys
@@ -187,7 +211,9 @@ for r in pg["rows"]:
                  "cpu_s": p["cpu_s"], "server_cpu_s": None, "client_cpu_s": None})
 names = {"embedded": "Pond embedded (pond bench smallbank)",
          "serve": f"pond serve, {e['clients']} clients x {e['pipeline']} pipelined",
-         "noop": f"no-op RPC (noop_rpc), {e['clients']} clients x {e['pipeline']} pipelined"}
+         "noop": f"no-op RPC (noop_rpc), {e['clients']} clients x {e['pipeline']} pipelined",
+         "up": f"pond up (3 MN + 3 CN daemons, UCX shm), {e['clients']} clients x "
+               f"{e['pipeline']} pipelined"}
 for line in open(sys.argv[1]):
     name, tps, committed, all_s, server_s, client_s = line.split("\t")
     rows.append({"run": names[name], "key": name, "txn_per_sec": float(tps),

@@ -286,6 +286,10 @@ class Session {
   Task<void> SleepFor(uint64_t ns);
   // co_await Yield(): lets the worker's other ready coroutines run first.
   Task<void> Yield();
+  // Runs `fn` on this worker's thread at the end of the worker's current round: what many
+  // calls finishing in one round leave to do for one front end (a message of answers to write)
+  // is then done once. `fn` must not block.
+  void AtRoundEnd(std::function<void()> fn);
 
   uint16_t cn() const;
   uint16_t worker() const;

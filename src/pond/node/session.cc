@@ -88,6 +88,7 @@ Task<Result<std::vector<std::byte>>> Session::CallWithReply(ProcedureId proc,
 
 Task<void> Session::SleepFor(uint64_t ns) { co_await w_->sched().SleepFor(ns); }
 Task<void> Session::Yield() { co_await w_->sched().Yield(); }
+void Session::AtRoundEnd(std::function<void()> fn) { w_->sched().AtRoundEnd(std::move(fn)); }
 
 uint16_t Session::cn() const { return w_->cn_id(); }
 uint16_t Session::worker() const { return w_->index(); }

@@ -112,6 +112,12 @@ bool Scheduler::RunOnce() {
   // Poll before EndRound, so that replies a message handler produces leave in this round.
   for (Poller* p : pollers_) progress |= p->Poll();
   for (auto it = pollers_.rbegin(); it != pollers_.rend(); ++it) (*it)->EndRound();
+  if (!round_end_.empty()) {
+    ending_.swap(round_end_);
+    for (auto& fn : ending_) fn();
+    ending_.clear();
+    progress = true;
+  }
   return progress;
 }
 

@@ -128,6 +128,12 @@ class Scheduler {
   }
   void CancelAlarms(const Alarm* a);
 
+  // Calls `fn` once at the end of the current round, after the pollers' EndRound (or of the next
+  // round, if called between rounds or from such a call): work that many coroutines of one round
+  // leave behind for another thread — answers to write to one client — is then done once for
+  // them all rather than once each.
+  void AtRoundEnd(std::function<void()> fn) { round_end_.push_back(std::move(fn)); }
+
   // Earliest pending timer, or UINT64_MAX; lets a simulated clock jump ahead.
   uint64_t NextTimerNs() const { return timers_.empty() ? UINT64_MAX : timers_.top().deadline; }
 
@@ -152,6 +158,7 @@ class Scheduler {
   std::vector<std::coroutine_handle<>> ready_;
   std::vector<std::coroutine_handle<>> running_;
   std::vector<Poller*> pollers_;
+  std::vector<std::function<void()>> round_end_, ending_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   RootLink roots_;  // sentinel of the circular list of unfinished roots, freed in ~Scheduler
   size_t live_ = 0;

@@ -54,6 +54,31 @@ TEST(SchedulerTest, YieldInterleavesCoroutines) {
   EXPECT_EQ(trace, "ababab");
 }
 
+// What coroutines leave for the end of their round runs once, after every coroutine of the
+// round, in the order it was left; one left by such a call waits for the next round.
+TEST(SchedulerTest, WhatARoundLeavesForItsEndRunsAfterAllItsCoroutines) {
+  ManualClock clock;
+  Scheduler s(clock);
+  std::string trace;
+  auto step = [](Scheduler* s, std::string* t, char c) -> Task<void> {
+    t->push_back(c);
+    s->AtRoundEnd([s, t, c] {
+      t->push_back(static_cast<char>(c - 'a' + 'A'));
+      if (c == 'a') s->AtRoundEnd([t] { t->push_back('!'); });
+    });
+    co_await s->Yield();
+    t->push_back(c);
+  };
+  s.Spawn(step(&s, &trace, 'a'));
+  s.Spawn(step(&s, &trace, 'b'));
+  EXPECT_TRUE(s.RunOnce());
+  EXPECT_EQ(trace, "abAB");
+  EXPECT_TRUE(s.RunOnce());
+  EXPECT_EQ(trace, "abABab!");
+  EXPECT_FALSE(s.RunOnce());
+  EXPECT_EQ(s.live(), 0u);
+}
+
 TEST(SchedulerTest, SleepWakesInDeadlineOrderAndNotBefore) {
   ManualClock clock;
   Scheduler s(clock);

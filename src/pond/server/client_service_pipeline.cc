@@ -4,8 +4,12 @@
 // workers, and the worker that finishes a request hands the answer to the stream itself.
 //
 // Answers are batched where they queue: one write is in flight at a time, and the answers that
-// finish meanwhile go out together in the next message, as many as fit the message limit. So a
-// busy stream costs one message for many answers, an idle one a message per answer.
+// finish meanwhile go out together in the next message, as many as fit the message limit. A
+// worker does not start a write for each answer it gives: it starts one at the end of its round
+// (Session::AtRoundEnd), for every answer its round finished. gRPC writes on the thread that
+// starts the write, so a write per answer cost the worker a system call per transaction (half a
+// CN daemon's worker's time, sampled). So a busy stream costs one message for many answers, an
+// idle one a message per answer.
 //
 // The stream reads one message at a time, and reads the next only while fewer than
 // pipeline_in_flight_max of its requests are unanswered or their answers unwritten: a client that
@@ -192,7 +196,7 @@ class ClientService::PipelineReactor final
       Pending* raw = p.release();
       if (service_.cluster_.Submit(cn, [this, raw, run = std::move(run)](Session& s) -> Task<void> {
             co_await run(s);
-            Answer(std::unique_ptr<Pending>(raw));
+            Answer(std::unique_ptr<Pending>(raw), &s);
           })) {
         return;
       }
@@ -207,7 +211,8 @@ class ClientService::PipelineReactor final
   }
 
   // Queues `p`'s answer: into the message waiting to be written, if it fits, else a new one.
-  void Answer(std::unique_ptr<Pending> p) {
+  // From a worker (`worker` set), the write starts at the end of the worker's round.
+  void Answer(std::unique_ptr<Pending> p, Session* worker = nullptr) {
     Hold hold(this);
     if (p->resp.has_execute()) {
       service_.FinishExecute(p->resp.mutable_execute());
@@ -228,8 +233,31 @@ class ClientService::PipelineReactor final
         out_.back().add_responses()->Swap(&p->resp);
         out_bytes_.back() += bytes;
       }
+      if (worker != nullptr) {
+        if (!step_at_round_end_) {
+          step_at_round_end_ = true;
+          holds_++;  // let go by the Step below
+          worker->AtRoundEnd([this] { StepAtRoundEnd(); });
+        }
+        return;
+      }
     }
     Step();
+  }
+
+  // The Step a worker put off to the end of its round; it held the stream until now.
+  void StepAtRoundEnd() {
+    {
+      std::lock_guard lock(mu_);
+      step_at_round_end_ = false;
+    }
+    Step();
+    bool free;
+    {
+      std::lock_guard lock(mu_);
+      free = --holds_ == 0 && done_;
+    }
+    if (free) delete this;
   }
 
   // Starts what can start now — a write, a read, the stream's end — each outside the lock:
@@ -292,9 +320,10 @@ class ClientService::PipelineReactor final
   bool read_closed_ = false, broken_ = false;  // guarded by mu_
   bool stopping_ = false, cancelled_ = false;  // guarded by mu_
   bool finished_ = false;                      // guarded by mu_
-  int holds_ = 0;                              // guarded by mu_: threads inside (Hold)
-  bool done_ = false;                          // guarded by mu_: OnDone was called
-  std::optional<grpc::Status> error_;          // guarded by mu_
+  int holds_ = 0;  // guarded by mu_: threads inside (Hold), and a Step put off to a round's end
+  bool step_at_round_end_ = false;     // guarded by mu_: a worker will Step
+  bool done_ = false;                  // guarded by mu_: OnDone was called
+  std::optional<grpc::Status> error_;  // guarded by mu_
 };
 
 grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* ClientService::Pipeline(
