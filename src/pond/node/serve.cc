@@ -16,17 +16,12 @@ namespace node {
 namespace {
 
 // Idle rounds a serving worker spins (yielding) before it sleeps between rounds, and how long
-// it then sleeps: growing from the least to the most. A worker whose packets ring its doorbell,
-// or whose transport signals them on a descriptor it sleeps on too (UCX), spins a few rounds
-// only: all it awaits wakes it (pond serve, 2 clients x 64 pipelined, SmallBank: 37.1 K txn/s at
-// 66 us of CPU each, against 32.7 K at 77 us spinning 256).
+// it then sleeps: growing from the least to the most. A worker whose packets ring its doorbell
+// spins a few rounds only: all it awaits wakes it (pond serve, 2 clients x 64 pipelined,
+// SmallBank: 37.1 K txn/s at 66 us of CPU each, against 32.7 K at 77 us spinning 256).
 constexpr int64_t kSpinRounds = 256, kSpinRoundsRung = 8;
 constexpr auto kIdleSleepMin = std::chrono::microseconds(5);
 constexpr auto kIdleSleepMax = std::chrono::microseconds(100);
-// A worker whose arrivals wake it need not wake to poll for them: it sleeps up to this long, or
-// until its next alarm (an idle `pond up` cluster's CN workers: 47 ticks of CPU each per 5 s
-// waking every 100 us).
-constexpr auto kIdleSleepWoken = std::chrono::microseconds(2000);
 
 }  // namespace
 
@@ -40,11 +35,7 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   int64_t awaiting = 0;  // this worker's share of awaiting_
   int session_id = 0;
   int64_t idle_rounds = 0;
-  // A transport that signals arrivals on a descriptor (ArmWake) wakes its worker as one that
-  // rings the doorbell does.
-  int probe_fd = -1;
-  const bool woken = inbox.packets_ring || (w.ep().ArmWake(&probe_fd) && probe_fd >= 0);
-  const int64_t spin_rounds = woken ? kSpinRoundsRung : kSpinRounds;
+  const int64_t spin_rounds = inbox.packets_ring ? kSpinRoundsRung : kSpinRounds;
   bool gave_up = false;  // on the other CNs, once the stop's grace is over
   for (;;) {
     inbox.TakeAll(&arrived);
@@ -61,29 +52,18 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     // (no coroutine, nothing awaited) for a while sleeps briefly between rounds instead, so that
     // an idle server does not keep its cores busy. Its rounds still come every kIdleSleepMax,
     // so a peer's request waits at most that long for it.
-    int wake_fd = -1;
     if (w.sched().RunOnce()) {
       idle_rounds = 0;
     } else if (++idle_rounds <= spin_rounds) {
       std::this_thread::yield();
-    } else if (!inbox.packets_ring && !w.ep().ArmWake(&wake_fd)) {
-      // something arrived as the transport's signal was armed: another round
     } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
-      // nothing to do: sleep, longer and longer, unless a call or a message arrives — up to
-      // kIdleSleepMax while a peer's message must be polled for, else until the next alarm
-      const auto most = woken ? kIdleSleepWoken : kIdleSleepMax;
-      auto sleep = std::min(most, kIdleSleepMin * (idle_rounds - spin_rounds));
-      if (const uint64_t next = w.sched().NextTimerNs(); next != UINT64_MAX) {
-        const uint64_t now = w.sched().clock().NowNs();
-        const auto until = std::chrono::microseconds(next > now ? (next - now) / 1000 : 0);
-        sleep = std::max(kIdleSleepMin, std::min(sleep, until));
-      }
-      inbox.doorbell().Wait(sleep, wake_fd);
+      // nothing to do: sleep, longer and longer, unless a call or a message arrives
+      inbox.doorbell().Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - spin_rounds)));
     } else {
       // Coroutines wait (an answer, a timer) and nothing moves: a long wait spins no more than
       // it must, so that a busy host still schedules every process's other threads (a CN's
       // beats must not starve behind its own workers). What arrives still wakes it at once.
-      inbox.doorbell().Wait(kIdleSleepMin, wake_fd);
+      inbox.doorbell().Wait(kIdleSleepMin);
     }
     const auto now = static_cast<int64_t>(w.Awaiting());
     if (now != awaiting) {

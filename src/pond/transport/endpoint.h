@@ -186,14 +186,6 @@ class Endpoint : public Poller {
   // (node::ServingInbox); null for none. True if the backend rings it; a backend whose arrivals
   // the worker must poll for (UCX, the simulator) has nothing to ring, and says false.
   virtual bool SetDoorbell(Doorbell* /*bell*/) { return false; }
-  // For a backend whose arrivals the worker polls for but which can signal them on a file
-  // descriptor (UCX): before the worker sleeps, arms that signal and sets `fd` to the descriptor
-  // that becomes readable when something arrives (-1: there is none; sleep for the bound).
-  // False if something arrived meanwhile: poll again rather than sleep.
-  virtual bool ArmWake(int* fd) {
-    *fd = -1;
-    return true;
-  }
 
   WorkerAddr self() const { return self_; }
   Scheduler& scheduler() { return sched_; }

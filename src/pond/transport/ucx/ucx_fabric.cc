@@ -186,19 +186,6 @@ class UcxEndpoint final : public Endpoint {
     }
   }
 
-  // UCX's event descriptor, armed (the MN daemon's loop does the same). BUSY: events came since
-  // the last progress. Another failure to arm leaves the worker to sleep for its bound only.
-  bool ArmWake(int* fd) override {
-    *fd = -1;
-    ucp_worker_h w = worker_->get();
-    if (event_fd_ < 0 && ucp_worker_get_efd(w, &event_fd_) != UCS_OK) event_fd_ = -1;
-    if (event_fd_ < 0) return true;
-    const ucs_status_t s = ucp_worker_arm(w);
-    if (s == UCS_ERR_BUSY) return false;
-    if (s == UCS_OK) *fd = event_fd_;
-    return true;
-  }
-
   bool PollBackend() override {
     progressed_ = false;
     ucp_worker_h w = worker_->get();
@@ -647,7 +634,6 @@ class UcxEndpoint final : public Endpoint {
   uint64_t consumed_ = 0;
   uint64_t counted_arrivals_ = 0;  // arrived this poll from workers of this process
   bool progressed_ = false;
-  int event_fd_ = -1;  // UCX's, once ArmWake asked for it; the worker owns it
 };
 
 Result<std::unique_ptr<UcxFabric>> UcxFabric::CreateWithLocalMns(uint16_t num_mns,

@@ -7,8 +7,6 @@
 
 #include <iostream>
 
-#include <poll.h>
-
 #include <cstring>
 #include <thread>
 
@@ -76,39 +74,6 @@ TEST_P(UcxFabricTest, ALargePacketArrivesWhole) {
     a.sched.RunOnce();
     return same;
   }));
-}
-
-// A serving worker with nothing to do sleeps on UCX's armed event descriptor (ArmWake): a packet
-// sent to it must make the descriptor readable, or the worker would sleep through it.
-TEST_P(UcxFabricTest, APacketWakesAWorkerSleepingOnItsArmedDescriptor) {
-  auto f = Make()(1, 1 << 20);
-  contract::Worker a(*f, {0, 0});
-  contract::Worker b(*f, {1, 0});
-  int got = 0;
-  b.ep->OnMessage(3, [&](const Message&) { got++; });
-  const std::vector<std::byte> payload(64, std::byte{7});
-  for (int round = 0; round < 20; round++) {
-    int fd = -1;
-    for (int tries = 0; !b.ep->ArmWake(&fd); tries++) {
-      ASSERT_LT(tries, 1000) << "UCX stayed busy";
-      b.sched.RunOnce();
-    }
-    ASSERT_GE(fd, 0) << "no descriptor to sleep on";
-    a.ep->Send({1, 0}, 3, payload);
-    a.ep->EndRound();
-    pollfd p{fd, POLLIN, 0};
-    int n = 0;
-    // The sender's side may need progress of its own to put the packet on the wire (TCP).
-    for (int i = 0; i < 500 && n == 0; i++) {
-      a.sched.RunOnce();
-      n = poll(&p, 1, 10);
-    }
-    ASSERT_EQ(n, 1) << "round " << round << ": the packet did not make the descriptor readable";
-    ASSERT_TRUE(b.RunUntil([&] {
-      a.sched.RunOnce();
-      return got == round + 1;
-    }));
-  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Tls, UcxFabricTest, ::testing::Values("shm", "tcp"),
