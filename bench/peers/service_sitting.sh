@@ -187,8 +187,10 @@ stop "$noop_pid"
 if [ "$up" -eq 1 ]; then
   progress "pond up: 3 MN and 3 CN daemons over UCX shared memory, loading $accounts accounts"
   trap '"$pond" down --dir "$tmp/up" >/dev/null 2>&1 || true; cleanup' EXIT
-  "$pond" up --dir "$tmp/up" --workload smallbank --accounts "$accounts" --ucx-tls shm \
-    --ucx-net-devices lo >"$tmp/up.out" 2>&1 || { tail -n 5 "$tmp/up.out" >&2; fail "pond up failed"; }
+  # A cluster name of its own: its daemons can be told from any other cluster's on this host.
+  "$pond" up --dir "$tmp/up" --cluster service-sitting --workload smallbank \
+    --accounts "$accounts" --ucx-tls shm --ucx-net-devices lo >"$tmp/up.out" 2>&1 ||
+    { tail -n 5 "$tmp/up.out" >&2; fail "pond up failed"; }
   up_addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
   up_pids=$(/usr/bin/python3 -c 'import json, sys
 print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' \

@@ -45,7 +45,7 @@ assert len(d["rows"]) == 6 and all(r["cpu_us_per_txn"] > 0 for r in d["rows"])' 
     ok "the JSON has the six rows" || fail "the JSON"
   [ -s "$out/s.png" ] && ok "the plot was drawn" || fail "no plot"
 fi
-if pgrep -f "noop_rpc --like" >/dev/null || pgrep -f "$pond (mn|cn) --coord" >/dev/null || pgrep -f "pond serve --listen 127.0.0.1:0 --workload smallbank --accounts 1000" >/dev/null; then
+if pgrep -f "noop_rpc --like" >/dev/null || pgrep -f -- "--cluster service-sitting" >/dev/null || pgrep -f "pond serve --listen 127.0.0.1:0 --workload smallbank --accounts 1000" >/dev/null; then
   fail "a server was left running"
 else
   ok "no server left behind"
