@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "pond/base/assert.h"
+#include "pond/base/thread_name.h"
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/lock/lock_key.h"
@@ -70,8 +71,14 @@ void ProcessMembership::Start() {
                  }
                  wake->cv.notify_all();
                });
-  thread_ = std::thread([this] { Loop(); });
-  coord_thread_ = std::thread([this] { CoordLoop(); });
+  thread_ = std::thread([this] {
+    NameThisThread("pond-beat");
+    Loop();
+  });
+  coord_thread_ = std::thread([this] {
+    NameThisThread("pond-coord");
+    CoordLoop();
+  });
 }
 
 void ProcessMembership::PauseCoordination() {

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "pond/base/assert.h"
+#include "pond/base/thread_name.h"
 #include "pond/node/serving.h"
 #include "pond/node/worker_context.h"
 
@@ -131,7 +132,10 @@ Status Cluster::StartServing() {
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
     inbox->packets_ring = w->ep().SetDoorbell(&inbox->doorbell());
-    s->threads.emplace_back([&cl, w, inbox] { cl.ServeWorker(*w, *inbox); });
+    s->threads.emplace_back([&cl, w, inbox] {
+      NameThisThread("pond-w" + std::to_string(w->ep().self().worker));
+      cl.ServeWorker(*w, *inbox);
+    });
   }
   if (cl.process_ != nullptr) {
     if (Status s = cl.process_->StartMembership(); !s.ok()) {

@@ -4,6 +4,12 @@
 # cluster started under it, ok/FAIL lines with a count, and how to find and watch the daemons.
 
 tmp=$(mktemp -d)
+# The lease of the clusters that faults are dealt to under load. These tests put ZooKeeper, six
+# daemons and a client that keeps them busy on two cores: there a thread that sleeps 10 ms woke
+# up to 0.45 s late (runnable, waiting for a core), and a CN's beat thread once did not run for
+# 0.94 s. With a 1 s lease, such waits had live nodes declared failed or fenced in 3 of 5 runs
+# of kill_test over TCP; a lease of twice that leaves them room.
+kill_lease_ms=2000
 dirs=()  # the --dir of every cluster started: each is stopped at exit
 failures=0
 # POND_TEST_KEEP=DIR: a test that failed leaves its daemons' logs, cluster files and recorded

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "pond/cluster/directory.h"
+#include "pond/cluster/membership.h"
 #include "pond/cluster/zk_config_store.h"
 #include "pond/server/daemon_common.h"
 #include "pond/server/daemon_log.h"
@@ -46,6 +47,41 @@ Result<std::unique_ptr<Cluster>> StartUnlessStopped(const ClusterConfig& config,
   started = true;
   watch.join();
   return c;
+}
+
+// Waits until every MN of the configuration is up and read like any replica (neither down nor
+// rejoining), for up to `wait_s`; false if a stop signal came first. A CN loads the tables'
+// catalog from every MN at its start, and each MN's own catalog alone says where that MN's index
+// areas lie: a restarted MN holds none until the CNs lay it out again late in its rejoin, and a
+// down MN answers nothing. Started before then, the CN would exit ("catalogs of MN 0 and MN 2
+// disagree"); kill_test over TCP met that when a CN restarted while an MN rejoined.
+Result<bool> AwaitMnsReadable(cluster::ConfigStore& store, const std::string& name, double wait_s,
+                              const DaemonLog& log) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(wait_s * 1e3));
+  std::string said;
+  for (;;) {
+    Result<cluster::Versioned> v = store.Get(cluster::ConfigKey(name));
+    if (!v.ok()) return v.status();
+    if (v->value.empty()) return true;  // the first start: no epoch yet, every MN is up
+    Result<cluster::Configuration> c = cluster::Configuration::Decode(v->value);
+    if (!c.ok()) return c.status();
+    std::string waiting;
+    for (size_t mn = 0; mn < c->mns.size(); mn++) {
+      const cluster::MnStatus& m = c->mns[mn];
+      if (m.alive && !m.leaving && m.rejoin == cluster::MnStatus::Rejoin::kNone) continue;
+      waiting += (waiting.empty() ? "MN " : ", MN ") + std::to_string(mn) +
+                 (m.alive && !m.leaving ? " (rejoining)" : " (down)");
+    }
+    if (waiting.empty()) return true;
+    if (waiting != said) log("waiting for {} to be read like any replica", waiting);
+    said = waiting;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return Unavailable(waiting + " not read like any replica after " +
+                         fmt::format("{:g}", wait_s) + " s: a CN loads every MN's catalog");
+    }
+    if (WaitForStop(100) != 0) return false;
+  }
 }
 
 }  // namespace
@@ -107,6 +143,12 @@ int RunCnDaemon(CnDaemonOptions& o) {
     if (!awaited->has_value()) return 0;
   }
 
+  Result<bool> readable = AwaitMnsReadable(**store, o.cluster, o.wait_s, log);
+  if (!readable.ok()) {
+    log("cannot start: {}", readable.status().message());
+    return 1;
+  }
+  if (!*readable) return 0;  // stopped while waiting
   auto started = StartUnlessStopped(config, log);
   if (!started.ok()) {
     log("cannot start: {}", started.status().message());

@@ -37,7 +37,7 @@ struct CnDaemonOptions {
   std::string coord;             // ZooKeeper: "HOST:PORT[,HOST:PORT...]"
   std::string cluster = "pond";  // the cluster's name: its keys are under /pond/<cluster>
   int id = -1;                   // this CN's id, 0 .. cns-1
-  double wait_s = 30;            // for the spec, CN 0's tables and the other CNs to appear
+  double wait_s = 30;            // for the spec, CN 0's tables, every MN read, the other CNs
   double grace_s = 2;            // at a stop, for answers other CNs still owe this one
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
   // This host's UCX_NET_DEVICES, in place of the spec's (hosts whose interfaces are named

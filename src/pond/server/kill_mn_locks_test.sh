@@ -16,22 +16,22 @@ for protocol in motor ford; do
   dirs+=("$d")
   if ! "$pond" up --dir "$d" --protocol "$protocol" --mns 3 --replication 2 --cns 3 \
       --region-mib 64 --ucx-tls shm --workload smallbank --accounts 2000 \
-      --table probe:8:16384 --lease-ms 1000 --timeout 60 >"$tmp/up.out" 2>&1; then
+      --table probe:8:16384 --lease-ms "$kill_lease_ms" --timeout 60 >"$tmp/up.out" 2>&1; then
     fail "$protocol: pond up"; cat "$tmp/up.out"; continue
   fi
   ok "$protocol: pond up: 3 MNs and 3 CNs"
   addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
   [ -n "$addr" ] || { fail "$protocol: no client address"; cat "$tmp/up.out"; continue; }
 
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 9 >"$tmp/run.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 10 >"$tmp/run.out" 2>&1 &
   bench=$!
   sleep 3
   kill_cn2_and_restart "$protocol" "$d"
   wait "$bench"
   money_adds_up "$protocol" "after the kill" "$tmp/run.out" $?
-  # Commits went on: after the recovery (well within 4 s of the kill at second 3), no second of
+  # Commits went on: after the recovery (within 5 s of the kill at second 3), no second of
   # the run without them.
-  low=$(min_rate_after "$tmp/run.out" 7)
+  low=$(min_rate_after "$tmp/run.out" 8)
   [ "$low" -gt 0 ] && ok "$protocol: clients committed every second after the recovery (at least $low/s)" ||
     { fail "$protocol: a second without commits after the recovery"; cat "$tmp/run.out"; }
   probe "$protocol: CN 2 killed and restarted" "$addr"

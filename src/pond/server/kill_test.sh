@@ -25,11 +25,11 @@ source "$(dirname "$0")/cluster_test_lib.sh"
 for tls in ${POND_KILL_TLS:-shm tcp}; do
   d="$tmp/$tls"
   dirs+=("$d")
-  # A lease a loaded 2-core machine keeps: no CN misses it for want of a core.
+  # A lease a loaded 2-core machine keeps (kill_lease_ms, cluster_test_lib.sh).
   if ! "$pond" up --dir "$d" --mns 3 --replication 2 --cns 3 --region-mib 64 --ucx-tls "$tls" \
       --ucx-net-devices lo --workload smallbank,list-append --accounts 2000 --lists 4000 \
       --table probe:8:16384 --table inserts:8:16384 \
-      --lease-ms 1000 --timeout 60 \
+      --lease-ms "$kill_lease_ms" --timeout 60 \
       >"$tmp/up.out" 2>&1; then
     fail "$tls: pond up"; cat "$tmp/up.out"; continue
   fi
@@ -38,7 +38,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   [ -n "$addr" ] && ok "$tls: CN 0 takes clients at $addr" || { fail "$tls: no client address"; cat "$tmp/up.out"; continue; }
 
   # 1. A CN killed under load, then restarted.
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 9 >"$tmp/run1.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
   bench=$!
   sleep 3
   kill_cn2_and_restart "$tls" "$d"
@@ -49,9 +49,9 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     { fail "$tls: CN 2's shards did not come home"; tail -n 5 "$d"/cn-*.log; }
   wait "$bench"
   money_adds_up "$tls" "after the kill" "$tmp/run1.out" $?
-  # The clients kept committing: after the failure was recovered (well within 4 s of the kill at
+  # The clients kept committing: after the failure was recovered (within 5 s of the kill at
   # second 3), no second of the run without commits.
-  low=$(min_rate_after "$tmp/run1.out" 7)
+  low=$(min_rate_after "$tmp/run1.out" 8)
   [ "$low" -gt 0 ] && ok "$tls: clients committed every second after the recovery (at least $low/s)" ||
     { fail "$tls: a second without commits after the recovery"; cat "$tmp/run1.out"; }
   probe "$tls: CN 2 killed and restarted" "$addr"
@@ -136,7 +136,7 @@ done
 d="$tmp/down-mid-copy"
 dirs+=("$d")
 if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls shm --region-mib 256 --workload smallbank \
-    --accounts 50000 --lease-ms 1000 --timeout 60 >"$tmp/up4.out" 2>&1; then
+    --accounts 50000 --lease-ms "$kill_lease_ms" --timeout 60 >"$tmp/up4.out" 2>&1; then
   kill -9 "$(pid_of "$d/cluster.json" mn 1)"
   await_line "$d/cn-0.log" "MN 1 is down (epoch" 30 || fail "down mid-copy: MN 1 was not declared"
   timeout 60 "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart4.out" 2>&1 &

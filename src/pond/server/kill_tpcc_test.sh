@@ -33,7 +33,7 @@ d="$tmp/tpcc"
 dirs+=("$d")
 if ! "$pond" up --dir "$d" --mns 3 --replication 2 --cns 3 --ucx-tls shm --workload tpcc \
     --warehouses 3 --customers 30 --items 1000 --order-room 4000 --table probe:8:16384 \
-    --table inserts:8:16384 --lease-ms 1000 --timeout 60 >"$tmp/up.out" 2>&1; then
+    --table inserts:8:16384 --lease-ms "$kill_lease_ms" --timeout 60 >"$tmp/up.out" 2>&1; then
   fail "pond up --workload tpcc"; cat "$tmp/up.out"; exit 1
 fi
 ok "pond up: 3 MNs and 3 CNs serving TPC-C"
@@ -41,13 +41,13 @@ addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
 [ -n "$addr" ] || { fail "no client address"; cat "$tmp/up.out"; exit 1; }
 
 # 1. A CN killed under TPC-C, then restarted.
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 9 >"$tmp/run1.out" 2>&1 &
+timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
 bench=$!
 sleep 3
 kill_cn2_and_restart "tpcc" "$d"
 wait "$bench"
 consistent "after CN 2's kill" "$tmp/run1.out" $?
-low=$(min_rate_after "$tmp/run1.out" 7)
+low=$(min_rate_after "$tmp/run1.out" 8)
 [ "$low" -gt 0 ] && ok "clients committed every second after the recovery (at least $low/s)" ||
   { fail "a second without commits after CN 2's recovery"; cat "$tmp/run1.out"; }
 probe "CN 2 killed and restarted" "$addr"
@@ -55,7 +55,7 @@ probe "CN 2 killed and restarted" "$addr"
 # 2. An MN killed under TPC-C: the copies serve. New keys whose primary was MN 1 cannot be
 # inserted until it is back, so New-Orders (a dozen new keys each) nearly all abort meanwhile;
 # the rest of the mix commits.
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 8 >"$tmp/run2.out" 2>&1 &
+timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 9 >"$tmp/run2.out" 2>&1 &
 bench=$!
 sleep 2
 kill -9 "$(pid_of "$d/cluster.json" mn 1)"
@@ -63,7 +63,7 @@ await_line "$d/cn-0.log" "MN 1 is down (epoch" 30 && ok "MN 1 killed; it was dec
   { fail "MN 1's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
 wait "$bench"
 consistent "after MN 1's kill" "$tmp/run2.out" $?
-low=$(min_rate_after "$tmp/run2.out" 6)
+low=$(min_rate_after "$tmp/run2.out" 7)
 [ "$low" -gt 0 ] && ok "clients committed every second once MN 1 was declared (at least $low/s)" ||
   { fail "a second without commits after MN 1 was declared"; cat "$tmp/run2.out"; }
 probe "MN 1 killed" "$addr"

@@ -30,9 +30,20 @@ constexpr int kClientsMax = 1024;
 // its own to the workload's driver, which tells at most 4096 apart (TPC-C's terminals).
 constexpr int kPipelineMax = 1024;
 constexpr int kCallersMax = 4096;
-// Attempts of one read or call of the check (a request may abort: a snapshot too old, a torn
-// read while a writer finishes).
-constexpr int kReadAttemptsMax = 20;
+// How long one read or call of the check is tried again while it aborts (a snapshot too old, a
+// torn read while a writer finishes, an MN that died and is not declared yet: reads of its keys
+// abort until its failure is, a lease and a few periods after the kill), waiting up to 64 ms
+// between attempts.
+constexpr auto kCheckRetryFor = std::chrono::seconds(15);
+
+// Runs `once` until it says it is done (an answer other than ABORTED) or kCheckRetryFor passes.
+template <typename Attempt>
+void RetryAborted(Attempt once) {
+  const auto until = std::chrono::steady_clock::now() + kCheckRetryFor;
+  for (int attempt = 0; !once() && std::chrono::steady_clock::now() < until; attempt++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
+  }
+}
 
 // The flags an embedded run takes that a connected one must not be given.
 constexpr const char* kEmbeddedOnly[] = {"--moving-hotspot-ms",  // the served driver keeps it still
@@ -109,11 +120,10 @@ bench::RemoteReader MakeReader(client::Client& c) {
         client::Request r(/*read_only=*/true);
         for (uint64_t k : keys) r.Read(table, k);
         client::Reply reply;
-        for (int attempt = 0; attempt < kReadAttemptsMax; attempt++) {
+        RetryAborted([&] {
           reply = c.Execute(r);
-          if (reply.answer.outcome != client::Outcome::kAborted) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
-        }
+          return reply.answer.outcome != client::Outcome::kAborted;
+        });
         if (!reply.answer.committed()) return Unavailable(reply.answer.ToString());
         std::vector<std::optional<std::string>> out;
         for (client::Value& v : reply.values) {
@@ -128,11 +138,10 @@ bench::RemoteReader MakeReader(client::Client& c) {
 bench::RemoteCaller MakeCaller(client::Client& c) {
   return [&c](std::string_view procedure, std::string_view args) -> Result<std::string> {
     client::CallReply reply;
-    for (int attempt = 0; attempt < kReadAttemptsMax; attempt++) {
+    RetryAborted([&] {
       reply = c.Call(procedure, args);
-      if (reply.answer.outcome != client::Outcome::kAborted) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1 << std::min(attempt, 6)));
-    }
+      return reply.answer.outcome != client::Outcome::kAborted;
+    });
     if (!reply.answer.committed()) {
       return Unavailable(fmt::format("{}: {}", procedure, reply.answer.ToString()));
     }

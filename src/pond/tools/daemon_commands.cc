@@ -68,7 +68,7 @@ void AddCnCommand(CLI::App& root, CommandAction* action) {
       ->required()
       ->check(CLI::Range(0, 63));
   cmd->add_option("--wait", o->wait_s,
-                  "seconds to wait for the spec, CN 0's tables and the other CNs")
+                  "seconds to wait for the spec, CN 0's tables, every MN read and the other CNs")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   cmd->add_option("--grace", o->grace_s,

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "pond/base/assert.h"
+#include "pond/base/thread_name.h"
 
 namespace pond::ucx {
 
@@ -64,7 +65,10 @@ Result<std::unique_ptr<UcxMemoryNode>> UcxMemoryNode::Start(MnId mn, uint64_t by
   int efd = -1;
   s = ucp_worker_get_efd(n->worker_->get(), &efd);
   if (s != UCS_OK) return FromUcs(s, "cannot get the MN worker's event descriptor");
-  n->thread_ = std::thread([m = n.get()] { m->Serve(); });
+  n->thread_ = std::thread([m = n.get()] {
+    NameThisThread("pond-mn");
+    m->Serve();
+  });
   return n;
 }
 
