@@ -98,7 +98,10 @@ class UcxEndpoint final : public Endpoint {
     SetPacketHandler(&UcxEndpoint::DropPacket, nullptr);
     const auto until = std::chrono::steady_clock::now() + kCloseWait;
     while (requests_ > 0 && std::chrono::steady_clock::now() < until) ucp_worker_progress(w);
-    if (requests_ > 0) ForceClose();
+    if (requests_ > 0 && !ForceClose()) {
+      Abandon();
+      return;
+    }
     // Closes of a down MN's connections still under way: UCX releases them once done.
     for (Closing& c : closing_) {
       ucp_request_free(c.request);
@@ -457,8 +460,11 @@ class UcxEndpoint final : public Endpoint {
   }
 
   // Closes every connection of this endpoint at once, cancelling what is in flight on them (its
-  // callbacks run here), and leaves none for the fabric to close.
-  void ForceClose() {
+  // callbacks run here), and leaves none for the fabric to close. False if some request is still
+  // in flight after kCloseWait: over shared memory a send that a peer never takes (it exited, or
+  // stopped progressing, and its queue is full) outlives even a forced close, as UCX cancels
+  // requests only on endpoints with peer error handling.
+  bool ForceClose() {
     std::vector<ucs_status_ptr_t> closing;
     ucp_request_param_t p{};
     p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -488,7 +494,21 @@ class UcxEndpoint final : public Endpoint {
         }
       }
     }
-    POND_CHECK_MSG(requests_ == 0, "UCX requests still in flight after their connections closed");
+    POND_CHECK_MSG(requests_ == 0 || !fabric_.peer_errors_,
+                   "UCX requests still in flight after their connections closed");
+    return requests_ == 0;
+  }
+
+  // What ForceClose could not cancel may still call back into this endpoint, but only from this
+  // worker's progress: the worker (and its connections) is handed to the fabric, which never
+  // progresses or destroys it, with the connections, remote keys and batches those requests
+  // use, and this endpoint goes. The process leaks them; it is ending, or its peer is.
+  void Abandon() {
+    std::fprintf(stderr,
+                 "pond: worker %u.%u: %d UCX sends were never taken by their peer over shared "
+                 "memory; leaving its UCX worker as it is\n",
+                 self().cn, self().worker, requests_);
+    fabric_.Abandon(std::move(worker_));
   }
 
   static ucs_status_t OnPacket(void* arg, const void* header, size_t header_length, void* data,
@@ -679,6 +699,11 @@ void UcxFabric::Retire(Retired r) {
   retired_.push_back(std::move(r));
 }
 
+void UcxFabric::Abandon(std::unique_ptr<Worker> w) {
+  std::lock_guard lock(directory_mu_);
+  abandoned_.push_back(std::move(w));
+}
+
 UcxFabric::~UcxFabric() {
   // Every endpoint is gone (they are destroyed before their fabric): close all their UCP
   // endpoints at once and progress every worker until the closes are done, then destroy the
@@ -706,6 +731,12 @@ UcxFabric::~UcxFabric() {
     if (req != nullptr && !UCS_PTR_IS_ERR(req)) ucp_request_free(req);
   }
   retired_.clear();
+  // An abandoned worker is never destroyed, nor the context it lives in (UCX has no cleanup of a
+  // context whose workers remain).
+  if (!abandoned_.empty()) {
+    for (std::unique_ptr<Worker>& w : abandoned_) static_cast<void>(w.release());
+    static_cast<void>(ctx_.release());
+  }
 }
 
 std::byte* UcxFabric::region(MnId mn) {

@@ -98,6 +98,9 @@ class UcxFabric final : public Fabric {
     std::vector<ucp_ep_h> eps;
   };
   void Retire(Retired r);
+  // A worker with requests UCX could not cancel (UcxEndpoint::Abandon): never progressed again,
+  // never destroyed.
+  void Abandon(std::unique_ptr<Worker> w);
   uint32_t generation(uint16_t cn) const {
     return cn < generations_.size() ? generations_[cn].load(std::memory_order_acquire) : 0;
   }
@@ -117,6 +120,7 @@ class UcxFabric final : public Fabric {
   std::mutex directory_mu_;
   std::unordered_map<uint32_t, WorkerEntry> workers_;  // by WorkerAddr::Packed()
   std::vector<Retired> retired_;                       // guarded by directory_mu_
+  std::vector<std::unique_ptr<Worker>> abandoned_;     // guarded by directory_mu_
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<bool> open_{false};
   bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)

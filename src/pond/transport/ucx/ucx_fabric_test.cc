@@ -76,6 +76,34 @@ TEST_P(UcxFabricTest, ALargePacketArrivesWhole) {
   }));
 }
 
+// Sends to a peer that never takes them (a process that exited, or stopped) fill its queue, and
+// closing the sender then must neither hang nor abort the process: over TCP the forced close
+// cancels them; over shared memory nothing can, and the sender's UCX worker is left behind.
+TEST_P(UcxFabricTest, ClosingAWorkerWhosePeerStoppedTakingItsSendsEndsInSeconds) {
+  auto f = Make()(1, 1 << 20);
+  auto a = std::make_unique<contract::Worker>(*f, WorkerAddr{0, 0});
+  contract::Worker b(*f, {1, 0});  // never run: takes nothing
+  const std::vector<std::byte> payload(8000);
+  for (int i = 0; i < 2000; i++) {
+    a->ep->Send({1, 0}, 3, payload);
+    a->ep->EndRound();
+    a->sched.RunOnce();
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  a.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  // The fabric goes on: a new worker reaches the MN.
+  contract::Worker c(*f, {2, 0});
+  c.Run([](Endpoint* ep) -> Task<void> {
+    char out[5] = "fine", in[5] = {};
+    ep->Write(GAddr::Make(0, 64), out, sizeof(out));
+    EXPECT_TRUE((co_await ep->Flush()).ok());
+    ep->Read(GAddr::Make(0, 64), in, sizeof(in));
+    EXPECT_TRUE((co_await ep->Flush()).ok());
+    EXPECT_STREQ(in, "fine");
+  }(c.ep.get()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Tls, UcxFabricTest, ::testing::Values("shm", "tcp"),
                          [](const auto& info) { return info.param; });
 
