@@ -25,6 +25,12 @@ constexpr int kReceiveBytesMax = 64 << 20;
 // A channel whose server went away tries again soon: fail-over back to a restarted server must
 // not wait for gRPC's default backoff (up to two minutes).
 constexpr int kReconnectBackoffMs = 100, kReconnectBackoffMaxMs = 1000;
+// A server that goes silent without closing its connection (its host cut off, its process
+// stopped) is noticed by a ping it does not answer: within kKeepaliveTimeMs + kKeepaliveTimeoutMs
+// the channel fails, and a pipeline waiting on it (which has no deadline) fails over as after a
+// reset. Pings go only while a call is open, and go on without data: a pipeline waiting for a
+// slow answer sends none. The server accepts pings this often (client_server.cc).
+constexpr int kKeepaliveTimeMs = 2000, kKeepaliveTimeoutMs = 3000;
 // How long Connect keeps asking a cluster that does not answer yet (Client::Connect).
 constexpr uint32_t kConnectRetryMs = 2000;
 
@@ -293,6 +299,10 @@ Client::Channel& Client::Current() {
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kReconnectBackoffMs);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kReconnectBackoffMaxMs);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     ch = std::make_unique<Channel>();
     ch->channel =
         grpc::CreateCustomChannel(addresses_[current_], grpc::InsecureChannelCredentials(), args);

@@ -1,14 +1,22 @@
 // Pipelines end to end (the Pipeline call, client::Pipeline): many requests on one stream, each
 // answered once with the answer its unary call would give; the server's rules for a message
 // that breaks them, checked with raw gRPC (the client library never breaks them); a stream cut
-// with requests in flight; a server that stops, and fail-over to another.
+// with requests in flight; a server that stops, and fail-over to another; a server gone silent.
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "pond/server/client_fixture.h"
 #include "pond/v1/pond.grpc.pb.h"
@@ -23,6 +31,89 @@ using client::Request;
 using namespace testing;  // NOLINT: the bank's helpers
 
 using PipelineTest = ServiceFixture;
+
+// Forwards TCP connections on loopback to `target_port` until silenced; silenced, it forwards
+// nothing either way and closes nothing, so that to each end the other has gone silent, as when
+// a host is cut off or a process stopped: no reset, no answer, not even to a ping.
+class SilenceableProxy {
+ public:
+  explicit SilenceableProxy(int target_port) : target_port_(target_port) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = Loopback(0);
+    POND_CHECK(bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    POND_CHECK(listen(listen_fd_, 16) == 0);
+    socklen_t len = sizeof a;
+    POND_CHECK(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~SilenceableProxy() {
+    stop_ = true;
+    thread_.join();
+    for (auto [a, b] : pairs_) close(a), close(b);
+    close(listen_fd_);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  void Silence() { silent_ = true; }
+  // Resets every connection: what a test does so that, should it fail, it does not hang.
+  void Reset() { reset_ = true; }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+  }
+
+  // Copies what `from` has to `to`; false once `from` has ended.
+  static bool Copy(int from, int to) {
+    char buf[64 << 10];
+    const ssize_t n = read(from, buf, sizeof buf);
+    if (n <= 0) return false;
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = write(to, buf + done, static_cast<size_t>(n - done));
+      if (w <= 0) return false;
+      done += w;
+    }
+    return true;
+  }
+
+  void Run() {
+    while (!stop_) {
+      if (reset_.exchange(false)) {
+        for (auto [a, b] : pairs_) shutdown(a, SHUT_RDWR), shutdown(b, SHUT_RDWR);
+      }
+      std::vector<pollfd> fds = {{listen_fd_, POLLIN, 0}};
+      if (!silent_) {
+        for (auto [a, b] : pairs_) fds.push_back({a, POLLIN, 0}), fds.push_back({b, POLLIN, 0});
+      }
+      if (poll(fds.data(), fds.size(), /*timeout_ms=*/20) <= 0) continue;
+      if (fds[0].revents & POLLIN) {
+        const int in = accept(listen_fd_, nullptr, nullptr);
+        const int out = socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in t = Loopback(target_port_);
+        POND_CHECK(connect(out, reinterpret_cast<sockaddr*>(&t), sizeof t) == 0);
+        pairs_.emplace_back(in, out);
+        continue;  // fds no longer matches pairs_
+      }
+      for (size_t i = 0; i + 1 < fds.size(); i++) {
+        if (fds[i + 1].revents == 0) continue;
+        auto [a, b] = pairs_[i / 2];
+        const bool from_a = i % 2 == 0;
+        if (!Copy(from_a ? a : b, from_a ? b : a)) shutdown(from_a ? b : a, SHUT_WR);
+      }
+    }
+  }
+
+  const int target_port_;
+  int listen_fd_ = -1;
+  int port_ = 0;
+  std::vector<std::pair<int, int>> pairs_;  // (accepted, toward the target)
+  std::atomic<bool> silent_{false}, reset_{false}, stop_{false};
+  std::thread thread_;
+};
 
 // Every answer until nothing is in flight, by id; fails the test on an id answered twice.
 std::map<uint64_t, PipelinedReply> Drain(client::Pipeline& p) {
@@ -283,6 +374,40 @@ TEST_F(PipelineTest, AStoppingServerEndsItsPipelinesAndTheClientFailsOver) {
   EXPECT_EQ(client_->address(), second->address());
   EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
   second->Stop();
+}
+
+// A server gone silent with requests in flight (its host cut off: no reset, no answer) holds a
+// pipeline only until a keepalive ping goes unanswered, not forever: its reads are then sent again
+// at the next address and its writes are UNKNOWN, as after a reset.
+TEST_F(PipelineTest, AServerGoneSilentIsLeftWithinSecondsNotWaitedOnForever) {
+  SilenceableProxy proxy(server_->port());
+  auto c = client::Client::Connect(proxy.address());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto p = (*c)->OpenPipeline();
+  const uint64_t before = p->Call("bank.balance", I64(4));
+  EXPECT_TRUE(Drain(*p).at(before).answer.committed());
+  ASSERT_EQ((*c)->address(), proxy.address());
+
+  proxy.Silence();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::atomic<bool> drained{false};
+  std::thread watchdog([&] {
+    while (!drained && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    proxy.Reset();
+  });
+  const uint64_t read = p->Call("bank.balance", I64(5));
+  const uint64_t write = p->Call("bank.transfer", TransferArgs(1, 2, 1));
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  drained = true;
+  watchdog.join();
+  EXPECT_LT(waited, std::chrono::seconds(15)) << "the client waited on a silent server";
+  EXPECT_TRUE(all.at(read).answer.committed()) << all.at(read).answer.ToString();
+  EXPECT_EQ(all.at(write).answer.outcome, Outcome::kUnknown) << all.at(write).answer.ToString();
+  EXPECT_EQ((*c)->address(), server_->address());
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
 }
 
 }  // namespace

@@ -21,6 +21,10 @@ namespace {
 // noticed within about this long, and its open transaction aborted.
 constexpr int kKeepaliveTimeMs = 10'000;
 constexpr int kKeepaliveTimeoutMs = 5'000;
+// Clients ping a server with a call open every 2 s, data or not, to notice one gone silent
+// (client.cc); pings closer than this count as abuse and, past gRPC's two strikes, close the
+// connection with 'too_many_pings'.
+constexpr int kClientPingIntervalMinMs = 1'000;
 
 }  // namespace
 
@@ -118,6 +122,8 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kKeepaliveTimeMs);
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
+  b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
+                       kClientPingIntervalMinMs);
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr || bound == 0) {
     if (s->server_ != nullptr) s->server_->Shutdown();
