@@ -123,11 +123,13 @@ uc_aborted() {  # $1: a cluster's directory; prints the logs of daemons UCX abor
 #    survive yet"; one run in seven here). Such a run proves nothing either way about Pond, so it
 #    is said and run again on a fresh cluster, up to three times; any other failure fails the
 #    test.
-# probe_cns DIR WHAT: a put into every shard through CNs 0 and 1 commits within 20 s (the probe
-# table's keys: inserts the first time, writes after).
+# probe_cns DIR WHAT: a put into every shard through CNs 0 and 1 commits within 45 s (the probe
+# table's keys: inserts the first time, writes after). Each CN's 4096 puts take about 9.5 s here
+# alone; beside a build, 3812 of CN 1's were done at 20 s, so the bound says "none is stuck",
+# with room for a busy machine, not how fast.
 probe_cns() {
   if bash "$hosts" exec "$1" 0 "$pond" client --connect 10.77.0.10:7400 --timeout-ms 5000 \
-      probe probe --within-ms 20000 --cn 10.77.0.10:7400 --cn 10.77.0.11:7400 \
+      probe probe --within-ms 45000 --cn 10.77.0.10:7400 --cn 10.77.0.11:7400 \
       >"$tmp/probe.out" 2>&1; then
     ok "$2: every shard commits through CNs 0 and 1 ($(paste -sd ';' "$tmp/probe.out"))"
   else
