@@ -87,8 +87,11 @@ Result<std::unique_ptr<LocalZooKeeper>> LocalZooKeeper::Start(const std::string&
       dup2(fd, STDERR_FILENO);
       close(fd);
     }
-    // A small heap: the configuration is a few hundred bytes.
-    setenv("SERVER_JVMFLAGS", "-Xmx128m", 1);
+    // A small heap: the configuration is a few hundred bytes. The JVM's optimising compiler
+    // (C2) and its parallel collector are for long, hot programs: started beside a cluster on a
+    // small host, C2 alone took ~1 s of a core in the first seconds of a run (bench/up_threads.sh).
+    // ZooKeeper's load here is a few reads a second, which the quick compiler serves.
+    setenv("SERVER_JVMFLAGS", "-Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC", 1);
     setenv("ZOO_LOG_DIR", dir.c_str(), 1);
     execl(kServerScript, kServerScript, "start-foreground", cfg.c_str(), nullptr);
     _exit(127);
