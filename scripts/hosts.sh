@@ -147,7 +147,8 @@ clientPortAddress=$(addr_of 0)
 admin.enableServer=false
 maxClientCnxns=200
 EOF
-  start_in 0 "$dir/zookeeper-0.log" zookeeper_0 env SERVER_JVMFLAGS=-Xmx128m \
+  start_in 0 "$dir/zookeeper-0.log" zookeeper_0 \
+    env SERVER_JVMFLAGS="-Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC" \
     ZOO_LOG_DIR="$dir/zookeeper" /usr/share/zookeeper/bin/zkServer.sh start-foreground \
     "$dir/zookeeper/zoo.cfg"
   local i
