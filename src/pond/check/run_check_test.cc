@@ -1,6 +1,7 @@
 #include "pond/check/run_check.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -11,8 +12,12 @@
 namespace pond::check {
 namespace {
 
+// The file is this test's and this process's: ctest runs each test as a process of its own,
+// several at once, and with one shared name a test read a file another was rewriting.
 std::string WriteFile(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + "/" + name;
+  const ::testing::TestInfo* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string path =
+      testing::TempDir() + "/" + test->name() + "-" + std::to_string(getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
 }
