@@ -488,6 +488,16 @@ class Cluster {
   // saves the hop. Only a hint: the call routes itself again where it runs. Any thread, while
   // serving; `cn` if the cluster does not run it.
   uint16_t CallCn(uint16_t cn, const RouteHint& hint) const;
+  // The same map whole, for a client that routes calls itself (a client service's Describe):
+  // shard s (a route key's low `shard_bits` bits) is managed by CN owners[s], as CN `cn` sees it
+  // now. `owners` is empty when calls are not routed (the protocol has no hybrid routing) or `cn`
+  // is not run here. Any thread, while serving.
+  struct CallShards {
+    int shard_bits = 0;
+    uint64_t version = 0;  // the map's; grows with each change
+    std::vector<uint16_t> owners;
+  };
+  CallShards CallShardMap(uint16_t cn) const;
   void StopServing(uint64_t grace_ms = 2'000);
   bool serving() const;
 

@@ -160,8 +160,10 @@ class KvsRemote final : public RemoteDriver {
   RemoteCall Next(Rng& rng, uint64_t, uint64_t) override {
     const uint64_t key = KeyOfRank(zipf_.Next(rng), p_.keys);
     const bool rw = rng.Chance(p_.rw_ratio);
-    return RemoteCall{rw ? size_t{0} : size_t{1}, rw ? "kvs.update_one" : "kvs.read_one",
-                      std::string(reinterpret_cast<const char*>(&key), 8), rw};
+    RemoteCall call{rw ? size_t{0} : size_t{1}, rw ? "kvs.update_one" : "kvs.read_one",
+                    std::string(reinterpret_cast<const char*>(&key), 8), rw};
+    if (rw) call.route_key = key;  // where Serve's route sends it
+    return call;
   }
   bool Book(const RemoteCall& call, RemoteOutcome outcome, std::string_view) override {
     if (outcome == RemoteOutcome::kCommitted) by_txn_[call.kind].fetch_add(1);

@@ -142,6 +142,8 @@ class ListAppendRemote final : public RemoteDriver {
     const std::vector<std::byte> args = EncodePlan(plan);
     call.args.assign(reinterpret_cast<const char*>(args.data()), args.size());
     call.read_write = !plan.read_only;
+    // Where Serve's route sends it: the first list's row.
+    if (!plan.read_only) call.route_key = LiveRow(plan.mops[0].key);
     call.client = client;
     return call;
   }

@@ -72,6 +72,8 @@ class SmallBankRemote final : public RemoteDriver {
     call.procedure = kSmallBankProcedureNames[call.kind];
     call.args.assign(reinterpret_cast<const char*>(&c.args), sizeof(c.args));
     call.read_write = c.kind != SmallBankTxn::kBalance;
+    // Where Serve's route sends it: a0's shard.
+    if (call.read_write) call.route_key = SmallBankKey(c.args.a0);
     return call;
   }
 

@@ -510,8 +510,10 @@ class TatpRemote final : public RemoteDriver {
   Status Start(const RemoteStore&) override { return Status::Ok(); }
   RemoteCall Next(Rng& rng, uint64_t, uint64_t) override {
     const TatpCall c = DrawCall(rng, p_.subscribers);
-    return RemoteCall{static_cast<size_t>(c.kind), kProcedureNames[static_cast<size_t>(c.kind)],
-                      std::string(reinterpret_cast<const char*>(&c.a), sizeof(c.a)), !c.ro};
+    RemoteCall call{static_cast<size_t>(c.kind), kProcedureNames[static_cast<size_t>(c.kind)],
+                    std::string(reinterpret_cast<const char*>(&c.a), sizeof(c.a)), !c.ro};
+    if (!c.ro) call.route_key = TatpKey(c.a.s, 0);  // where Serve's route sends it
+    return call;
   }
   bool Book(const RemoteCall& call, RemoteOutcome outcome, std::string_view) override {
     if (outcome == RemoteOutcome::kDuplicateKey &&

@@ -162,6 +162,39 @@ const ProcedureInfo* Description::Procedure(std::string_view name) const {
   return nullptr;
 }
 
+const std::string& Routing::AddressOf(uint64_t route_key) const {
+  static const std::string kNone;
+  const uint64_t shard = route_key & ((uint64_t{1} << shard_bits) - 1);
+  if (shard >= shard_cns.size() || shard_cns[shard] >= cn_address_by_id.size()) return kNone;
+  return cn_address_by_id[shard_cns[shard]];
+}
+
+namespace {
+
+// A server's map, if it holds together: every shard named, every CN it names listed. A map that
+// does not is not used (calls then go through the address in use, as without one); a client
+// must not fail, or index past a vector, on what a server sent.
+std::optional<Routing> RoutingOf(const v1::DescribeResponse& resp) {
+  if (!resp.has_routing()) return std::nullopt;
+  const v1::Routing& r = resp.routing();
+  if (r.shard_bits() == 0 || r.shard_bits() > 16 ||
+      static_cast<uint64_t>(r.shard_cns_size()) != (uint64_t{1} << r.shard_bits())) {
+    return std::nullopt;
+  }
+  Routing out;
+  out.shard_bits = static_cast<int>(r.shard_bits());
+  out.version = r.version();
+  out.cn_address_by_id.assign(r.cn_address_by_id().begin(), r.cn_address_by_id().end());
+  out.shard_cns.reserve(static_cast<size_t>(r.shard_cns_size()));
+  for (uint32_t cn : r.shard_cns()) {
+    if (cn >= out.cn_address_by_id.size()) return std::nullopt;
+    out.shard_cns.push_back(static_cast<uint16_t>(cn));
+  }
+  return out;
+}
+
+}  // namespace
+
 // ---- Request ---------------------------------------------------------------------------------
 
 Request::Request(bool read_only) : r_(std::make_unique<v1::ExecuteRequest>()) {
@@ -287,8 +320,17 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
 
 const std::string& Client::address() const { return addresses_[current_]; }
 
-Client::Channel& Client::Current() {
-  std::unique_ptr<Channel>& ch = channels_[current_];
+std::optional<size_t> Client::RouteAddress(uint64_t route_key) const {
+  if (!routing_) return std::nullopt;
+  const std::string& a = routing_->AddressOf(route_key);
+  if (a.empty()) return std::nullopt;
+  const auto it = std::find(addresses_.begin(), addresses_.end(), a);
+  if (it == addresses_.end()) return std::nullopt;
+  return static_cast<size_t>(it - addresses_.begin());
+}
+
+Client::Channel& Client::ChannelAt(size_t address) {
+  std::unique_ptr<Channel>& ch = channels_[address];
   if (ch == nullptr) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(kReceiveBytesMax);
@@ -305,7 +347,7 @@ Client::Channel& Client::Current() {
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     ch = std::make_unique<Channel>();
     ch->channel =
-        grpc::CreateCustomChannel(addresses_[current_], grpc::InsecureChannelCredentials(), args);
+        grpc::CreateCustomChannel(addresses_[address], grpc::InsecureChannelCredentials(), args);
     ch->stub = v1::Pond::NewStub(ch->channel);
   }
   return *ch;
@@ -348,6 +390,10 @@ Result<Description> Client::Describe() {
       d.message_bytes_max = resp.message_bytes_max();
       d.pipeline_batch_max = resp.pipeline_batch_max();
       d.pipeline_in_flight_max = resp.pipeline_in_flight_max();
+      d.routing = RoutingOf(resp);
+      // Routing sends calls to other CNs' addresses, which a client told to keep to one does
+      // not go to.
+      routing_ = o_.follow_cns ? d.routing : std::nullopt;
       pipeline_batch_max_ = std::max<uint32_t>(1, resp.pipeline_batch_max());
       pipeline_in_flight_max_ = std::max<uint32_t>(1, resp.pipeline_in_flight_max());
       read_only_procedures_.clear();

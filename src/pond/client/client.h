@@ -22,7 +22,10 @@
 // ABORTED (reason DISCONNECTED): the server aborts a transaction whose stream ends.
 //
 // Pipelines: Client::OpenPipeline gives a stream on which many one-shot requests go out without
-// waiting, several to a message, and come back as they finish (Pipeline below).
+// waiting, several to a message, and come back as they finish (Pipeline below). A cluster of CN
+// daemons also says which CN manages each shard (Describe's routing), and a pipeline then sends
+// a read-write call with a route key straight to that CN, on a stream of its own, rather than
+// through the CN it reached, which would send it on.
 //
 // Thread rules: a Client, and a Transaction or Pipeline, are used by one thread at a time (one
 // Client per thread for concurrency: each has its own connection). A Transaction must not outlive
@@ -115,6 +118,16 @@ struct ProcedureInfo {
   uint32_t args_bytes = 0;  // 0: any size
 };
 
+// Which CN manages each shard, and where clients reach it (pond.v1.Routing).
+struct Routing {
+  int shard_bits = 0;
+  std::vector<uint16_t> shard_cns;            // 1 << shard_bits of them
+  std::vector<std::string> cn_address_by_id;  // "" for a CN taking no clients
+  uint64_t version = 0;
+  // The client address of the CN managing `route_key`'s shard; "" if none is known.
+  const std::string& AddressOf(uint64_t route_key) const;
+};
+
 struct Description {
   std::string cluster;
   std::vector<std::string> cn_addresses;
@@ -125,6 +138,9 @@ struct Description {
   uint32_t pipeline_batch_max = 0;      // requests in one Pipeline message
   uint32_t pipeline_in_flight_max = 0;  // a Pipeline's requests the server runs at once
   std::string isolation;                // "sr" or "si"
+  // Absent when calls are not routed by clients (one server fronts every CN, or the protocol
+  // does not route), or when the server's map did not hold together (then it is not used).
+  std::optional<Routing> routing;
   const TableInfo* Table(std::string_view name) const;
   const ProcedureInfo* Procedure(std::string_view name) const;
 };
@@ -179,6 +195,11 @@ struct PipelinedReply {
 // STOPPING) is sent again on the next address, one that may have is answered UNKNOWN, and one
 // never sent goes out on the new stream. There is no deadline per request; the pipeline is
 // cancelled when dropped (the server still runs what it was sent).
+//
+// Routed calls (a read-write Call with a route key, when the client has a routing map) go on a
+// stream to the CN managing the key's shard, one stream per such CN. When one of those streams
+// fails, the same rules hold for what it carried, and the pipeline sends that CN's calls
+// through the address in use from then on, as an unrouted client would.
 class Pipeline {
  public:
   ~Pipeline();
@@ -196,19 +217,34 @@ class Pipeline {
   friend class Client;
   struct Stream;
   struct Sent;
+  struct Completions;
   explicit Pipeline(Client* c);
-  uint64_t Queue(std::unique_ptr<v1::PipelinedRequest> r, bool safe);
-  // Ends the broken stream: answers or requeues its requests, and moves to the next address.
-  void Broke();
+  // `home`: the address a routed call goes to (an index into the client's addresses).
+  uint64_t Queue(std::unique_ptr<v1::PipelinedRequest> r, bool safe,
+                 std::optional<size_t> home = std::nullopt);
+  // Where a request goes now: its home, unless that CN's stream failed, else the address in use.
+  size_t Target(const Sent& s) const;
+  // Puts request `id` on the stream to its target (opened if there is none).
+  void Enqueue(uint64_t id);
+  Stream& StreamTo(size_t address);
+  // Writes what `s` has queued, one message at a time, as far as the server's limits allow.
+  void Send(Stream& s);
+  // Handles one completion of any stream; waits for it.
+  void Next();
   // Takes one message's answers into ready_.
-  void Take(v1::PipelineResponse& resp);
+  void Take(Stream& s, v1::PipelineResponse& resp);
+  // Ends a stream that has finished: answers or requeues its requests, and moves on from its
+  // address (the next one, if it was the address in use; that CN's calls unrouted, if not).
+  void Broke(size_t address);
 
   Client* c_;
-  std::unique_ptr<Stream> s_;  // null until the first Flush, and after the stream broke
+  std::unique_ptr<Completions> cq_;
+  std::map<size_t, std::unique_ptr<Stream>> streams_;   // by address index
   std::map<uint64_t, std::unique_ptr<Sent>> requests_;  // unanswered, by id
-  std::vector<uint64_t> queued_;                        // not yet sent, in order
+  std::vector<bool> unrouted_;                          // by address: its routed stream failed
   std::vector<PipelinedReply> ready_;                   // answered, not yet returned
   uint64_t next_id_ = 1;
+  bool dropping_ = false;  // being destroyed: streams are only wound down
 };
 
 // One interactive transaction: one gRPC stream. Adds and writes are kept here and sent with the
@@ -281,7 +317,11 @@ class Client {
   friend class Pipeline;
   struct Channel;
   Client(std::vector<std::string> addresses, ClientOptions o);
-  Channel& Current();
+  Channel& Current() { return ChannelAt(current_); }
+  Channel& ChannelAt(size_t address);
+  // The index of the address of the CN managing `route_key`'s shard, if routing is on and it
+  // is known.
+  std::optional<size_t> RouteAddress(uint64_t route_key) const;
   // Moves to the next address (after a failure on the current one).
   void FailOver();
   // Before a request: skips addresses whose channel is known to be down, one round at most.
@@ -300,6 +340,7 @@ class Client {
   uint32_t pipeline_batch_max_ = 1;                // from Describe
   uint32_t pipeline_in_flight_max_ = 1;            // from Describe
   std::vector<std::string> read_only_procedures_;  // from the last Describe: safe to resend
+  std::optional<Routing> routing_;                 // from the last Describe
 };
 
 }  // namespace pond::client

@@ -170,6 +170,21 @@ uint16_t Cluster::CallCn(uint16_t cn, const RouteHint& hint) const {
   return node::CallTarget(*cl.cns_[cn]->workers[0], hint);
 }
 
+Cluster::CallShards Cluster::CallShardMap(uint16_t cn) const {
+  const ClusterImpl& cl = *impl_;
+  CallShards out;
+  if (!cl.config().protocol.hybrid_routing || cn >= cl.cns_.size() ||
+      cl.cns_[cn]->workers.empty()) {
+    return out;
+  }
+  const lock::ShardMap& map = cl.cns_[cn]->workers[0]->shard_map();
+  out.shard_bits = lock::kShardBits;
+  out.version = map.version();
+  out.owners.reserve(lock::kShards);
+  for (uint32_t s = 0; s < lock::kShards; s++) out.owners.push_back(map.CnOf(s));
+  return out;
+}
+
 std::optional<Cluster::WorkerPin> Cluster::Pin(uint16_t cn) {
   ClusterImpl& cl = *impl_;
   node::Serving* sv = cl.serving_.get();

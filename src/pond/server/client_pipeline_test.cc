@@ -190,6 +190,120 @@ TEST_F(PipelineTest, ProceduresRunWhereTheyAreRoutedWithoutAHop) {
   EXPECT_EQ(bank_.cluster->Stats().remote_calls, hops);
 }
 
+// Two servers, each fronting one CN and naming both by id, as CN daemons do (cn_daemon.cc).
+class RoutedPipelineTest : public ServiceFixture {
+ protected:
+  void SetUp() override {
+    ClientServiceOptions o = TestOptions();
+    o.cns = {0};
+    Start(o);
+    o.cns = {1};
+    second_ = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o).value();
+    const std::vector<std::string> by_id = {server_->address(), second_->address()};
+    server_->service().SetCnAddressSource([by_id] { return by_id; });
+    second_->service().SetCnAddressSource([by_id] { return by_id; });
+    client_ = Connect();
+  }
+  void TearDown() override {
+    if (second_) second_->Stop();
+    ServiceFixture::TearDown();
+  }
+  // A route key whose shard CN `cn` manages (the shard map's first split: the lower half of the
+  // shards to CN 0, the upper to CN 1), for a call whose first account is `account`.
+  static uint64_t RouteTo(uint16_t cn, uint64_t account) {
+    return cn == 0 ? account : account | 0x800;
+  }
+
+  std::unique_ptr<ClientServer> second_;
+};
+
+// Describe gives the shard map, and a pipeline sends each read-write call with a route key to
+// the server of the CN managing its shard: no call hops between CNs (each server would send a
+// call of the other's CN on), and each server runs exactly its own CN's calls.
+TEST_F(RoutedPipelineTest, EachCallGoesStraightToItsShardsCn) {
+  Result<client::Description> d = client_->Describe();
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  ASSERT_TRUE(d->routing.has_value()) << "two servers of one CN each, named by id: a map is due";
+  EXPECT_EQ(d->routing->shard_cns.size(), size_t{1} << d->routing->shard_bits);
+  EXPECT_EQ(d->routing->AddressOf(RouteTo(1, 5)), second_->address());
+  const uint64_t hops = bank_.cluster->Stats().remote_calls;
+  const uint64_t first_before = server_->service().counters().requests;
+  const uint64_t second_before = second_->service().counters().requests;
+  auto p = client_->OpenPipeline();
+  constexpr uint64_t kCalls = 64;
+  for (uint64_t i = 0; i < kCalls; i++) {
+    const uint64_t from = i % kAccounts;
+    p->Call("bank.transfer", TransferArgs(from, (from + 1) % kAccounts, 1),
+            RouteTo(static_cast<uint16_t>(i % 2), from));
+  }
+  for (const auto& [id, r] : Drain(*p)) {
+    EXPECT_TRUE(r.answer.committed() || r.answer.outcome == Outcome::kAborted)
+        << r.answer.ToString();
+  }
+  EXPECT_EQ(bank_.cluster->Stats().remote_calls, hops) << "a routed call hopped between CNs";
+  EXPECT_EQ(server_->service().counters().requests - first_before, kCalls / 2);
+  EXPECT_EQ(second_->service().counters().requests - second_before, kCalls / 2);
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
+}
+
+// Without a route key, or read-only, a call goes to the address in use, and the CN there sends
+// a read-write one on to its shard's CN: the hop routing saves, counted.
+TEST_F(RoutedPipelineTest, UnroutedCallsGoThroughTheAddressInUse) {
+  const uint64_t hops = bank_.cluster->Stats().remote_calls;
+  const uint64_t second_before = second_->service().counters().requests;
+  auto p = client_->OpenPipeline();
+  for (uint64_t i = 0; i < 8; i++) {
+    p->Call("bank.balance", I64(i), RouteTo(1, i));
+    p->Call("bank.transfer", TransferArgs(i, i + 8, 1));
+  }
+  p->Call("bank.transfer", TransferArgs(1, 2, 1), RouteTo(1, 1));
+  Drain(*p);
+  EXPECT_EQ(second_->service().counters().requests - second_before, 1u);
+  EXPECT_EQ(bank_.cluster->Stats().remote_calls - hops, 0u)
+      << "calls routed by their first account (CN 0's shards) ran at CN 0";
+  // The server in use fronts CN 0; a route key of CN 1 sent there hops.
+  client::ClientOptions one;
+  one.follow_cns = false;
+  auto pinned = client::Client::Connect(server_->address(), one).value();
+  auto r = pinned->OpenPipeline();
+  r->Call("bank.transfer", TransferArgs(3, 4, 1), RouteTo(1, 3));
+  Drain(*r);
+  EXPECT_EQ(bank_.cluster->Stats().remote_calls - hops, 1u)
+      << "a client kept to one address routes nothing itself";
+}
+
+// The server of a routed stream stops with calls on it: they are answered as on any stream that
+// fails (reads sent again, writes committed, aborted or UNKNOWN, none lost), and that CN's calls
+// go through the address in use from then on — and commit there.
+TEST_F(RoutedPipelineTest, ARoutedStreamThatEndsSendsItsCnsCallsThroughTheAddressInUse) {
+  auto p = client_->OpenPipeline();
+  const uint64_t warm = p->Call("bank.transfer", TransferArgs(1, 2, 1), RouteTo(1, 1));
+  ASSERT_TRUE(Drain(*p).at(warm).answer.committed());
+  std::set<uint64_t> during;
+  for (uint64_t i = 0; i < 32; i++) {
+    during.insert(p->Call("bank.transfer", TransferArgs(i % 8, i % 8 + 8, 1), RouteTo(1, i % 8)));
+  }
+  p->Flush();
+  second_->Stop(/*grace_ms=*/2000);
+  second_.reset();
+  std::set<uint64_t> after;
+  for (uint64_t i = 0; i < 16; i++) {
+    after.insert(p->Call("bank.transfer", TransferArgs(i % 8, i % 8 + 8, 1), RouteTo(1, i % 8)));
+  }
+  std::map<uint64_t, PipelinedReply> all = Drain(*p);
+  ASSERT_EQ(all.size(), during.size() + after.size());
+  for (uint64_t id : during) {
+    const client::Answer& a = all.at(id).answer;
+    EXPECT_TRUE(a.committed() || a.outcome == Outcome::kAborted || a.outcome == Outcome::kUnknown)
+        << a.ToString();
+  }
+  int committed_after = 0;
+  for (uint64_t id : after) committed_after += all.at(id).answer.committed() ? 1 : 0;
+  EXPECT_GT(committed_after, 0) << "no call of CN 1 committed through the address in use";
+  EXPECT_EQ(client_->address(), server_->address()) << "the address in use did not fail";
+  EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
+}
+
 // Limits far below the requests sent: the client sends no more than the server takes, the
 // server reads no more than it may run, and every request is answered.
 TEST_F(PipelineTest, SmallLimitsHoldBackTheClientWithoutLosingARequest) {

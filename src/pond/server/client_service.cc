@@ -162,9 +162,23 @@ grpc::Status ClientService::Describe(grpc::ServerContext*, const v1::DescribeReq
     std::lock_guard lock(mu_);
     source = cn_address_source_;
   }
-  std::vector<std::string> live = source ? source() : std::vector<std::string>{};
-  if (!live.empty()) {
-    for (const std::string& a : live) resp->add_cn_addresses(a);
+  const std::vector<std::string> by_id = source ? source() : std::vector<std::string>{};
+  const bool any =
+      std::any_of(by_id.begin(), by_id.end(), [](const std::string& a) { return !a.empty(); });
+  if (any) {
+    for (const std::string& a : by_id) {
+      if (!a.empty()) resp->add_cn_addresses(a);
+    }
+    // Calls are routed by the map of the CN this service fronts; a client that reached another
+    // CN gets that CN's, which agrees but for changes on their way.
+    const Cluster::CallShards shards = cluster_.CallShardMap(o_.cns.front());
+    if (!shards.owners.empty()) {
+      v1::Routing* r = resp->mutable_routing();
+      r->set_shard_bits(static_cast<uint32_t>(shards.shard_bits));
+      r->set_version(shards.version);
+      for (uint16_t cn : shards.owners) r->add_shard_cns(cn);
+      for (const std::string& a : by_id) r->add_cn_address_by_id(a);
+    }
   } else {
     std::lock_guard lock(mu_);
     if (cn_addresses_.empty()) {

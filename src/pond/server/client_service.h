@@ -92,7 +92,9 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
   // Replaces the directory's CN addresses (known only once every server has bound its port).
   void SetCnAddresses(std::vector<std::string> addresses);
   // Where Describe learns the CN addresses at every call instead (a CN daemon's: what the
-  // coordination service holds now); empty answers fall back to the addresses set above.
+  // coordination service holds now), indexed by CN id, "" for a CN that takes no clients; with
+  // them Describe gives clients the shard map to route calls by. An answer with no address
+  // falls back to the addresses set above.
   void SetCnAddressSource(std::function<std::vector<std::string>()> source);
   // Refuses new interactive transactions and cancels every open one (each then aborts): the
   // first step of stopping, before the gRPC server shuts down.

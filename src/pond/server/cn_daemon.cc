@@ -202,21 +202,22 @@ int RunCnDaemon(CnDaemonOptions& o) {
   }
 
   if (o.frontend != nullptr) {
-    // Describe names every CN that takes clients now, read at each call (clients ask rarely:
-    // when they connect and when their CN fails).
+    // Describe names every CN that takes clients now, by id, read at each call (clients ask
+    // rarely: when they connect and when their CN fails).
     cluster::ZkConfigStore* zk = store->get();
     const int cns = config.cns;
     const std::string name = o.cluster;
     o.frontend->SetCnAddressSource([zk, cns, name] {
-      std::vector<std::string> now;
+      std::vector<std::string> by_id(static_cast<size_t>(cns));
       for (int peer = 0; peer < cns; peer++) {
         Result<cluster::Versioned> v =
             zk->Get(cluster::ClientKey(name, static_cast<uint16_t>(peer)));
-        if (v.ok() && !v->value.empty()) {
-          now.emplace_back(reinterpret_cast<const char*>(v->value.data()), v->value.size());
+        if (v.ok()) {
+          by_id[static_cast<size_t>(peer)].assign(reinterpret_cast<const char*>(v->value.data()),
+                                                  v->value.size());
         }
       }
-      return now;
+      return by_id;
     });
   }
   const int sig = WaitForStop(-1);

@@ -28,8 +28,8 @@ class CnFrontend {
   virtual Result<std::string> Start(Cluster& cluster, uint16_t cn) = 0;
   // Stops taking clients and waits for the calls under way to be answered.
   virtual void Stop() = 0;
-  // Where the client addresses of every CN that takes clients now come from, in CN order (for
-  // Describe).
+  // Where the client addresses of the CNs come from, indexed by CN id, "" for a CN that takes no
+  // clients now (for Describe, which also routes by them).
   virtual void SetCnAddressSource(std::function<std::vector<std::string>()> source) = 0;
 };
 

@@ -53,6 +53,17 @@ void PrintDescription(const client::Description& d) {
   }
   std::printf("limits keys_per_request %u message_bytes %u\n", d.keys_per_request_max,
               d.message_bytes_max);
+  if (d.routing) {
+    // Shards per CN id: how the map splits the keys, in one line.
+    std::vector<size_t> per_cn(d.routing->cn_address_by_id.size());
+    for (uint16_t cn : d.routing->shard_cns) per_cn[cn]++;
+    std::string split;
+    for (size_t cn = 0; cn < per_cn.size(); cn++) {
+      split += (cn == 0 ? "" : " ") + std::to_string(cn) + ":" + std::to_string(per_cn[cn]);
+    }
+    std::printf("routing %zu shards version %lu shards_by_cn %s\n", d.routing->shard_cns.size(),
+                static_cast<unsigned long>(d.routing->version), split.c_str());
+  }
 }
 
 int RunClient(ClientArgs a, const std::string& sub) {

@@ -267,7 +267,7 @@ void CallOneByOne(ClientPool& pool, int i, client::Client& c) {
   for (uint64_t n = 1; KeepCalling(pool); n++) {
     bench::RemoteCall call = pool.dr.Next(rng, static_cast<uint64_t>(i), n);
     call.invoke_ns = pool.clock.NowNs();
-    client::CallReply reply = c.Call(call.procedure, call.args);
+    client::CallReply reply = c.Call(call.procedure, call.args, call.route_key);
     BookCall(pool, t, call, reply.answer, reply.reply, pool.clock.NowNs());
   }
 }
@@ -296,7 +296,7 @@ void CallPipelined(ClientPool& pool, int i, int depth, client::Client& c) {
     s.call =
         pool.dr.Next(s.rng, static_cast<uint64_t>(i) * static_cast<uint64_t>(depth) + k, ++s.n);
     s.call.invoke_ns = pool.clock.NowNs();
-    slot_of[p->Call(s.call.procedure, s.call.args)] = k;
+    slot_of[p->Call(s.call.procedure, s.call.args, s.call.route_key)] = k;
   };
   for (size_t k = 0; k < slots.size() && KeepCalling(pool); k++) issue(k);
   while (!slot_of.empty()) {
