@@ -39,13 +39,14 @@ struct RemoteCall {
   const char* procedure = "";  // "smallbank.amalgamate"
   std::string args;            // the procedure's argument bytes
   bool read_write = true;
-  // The key whose shard's CN should run it, as the procedure's own route would say: a client
-  // with the cluster's shard map sends it there directly (client.h, Pipeline).
-  std::optional<uint64_t> route_key;
   uint64_t client = 0;  // the client that makes it (Next's `client`)
   // Set by the caller around the call, on its clock: when it was sent and when it was answered
   // (a recorded history's times).
   uint64_t invoke_ns = 0, done_ns = 0;
+  // The key whose shard's CN should run it, as the procedure's own route would say: a client
+  // with the cluster's shard map sends it there directly (client.h, Pipeline). Last, so that
+  // no initialiser by position can fill it with what was meant for another field.
+  std::optional<uint64_t> route_key;
 };
 
 // What the server answered (the client library's outcome, and the one abort reason a workload

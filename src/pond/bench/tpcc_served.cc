@@ -364,9 +364,12 @@ class TpccRemote final : public RemoteDriver {
     const TpccArgs a = DrawTpccArgs(rng, env_, kind, w, d, tag);
     const std::span<const std::byte> bytes = TpccArgsBytes(a);
     me.attempts = 0;
-    return RemoteCall{static_cast<size_t>(kind), kTpccProcedureNames[static_cast<size_t>(kind)],
-                      std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-                      kind != TpccTxn::kOrderStatus && kind != TpccTxn::kStockLevel, client};
+    return RemoteCall{
+        .kind = static_cast<size_t>(kind),
+        .procedure = kTpccProcedureNames[static_cast<size_t>(kind)],
+        .args = std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+        .read_write = kind != TpccTxn::kOrderStatus && kind != TpccTxn::kStockLevel,
+        .client = client};
   }
 
   bool Book(const RemoteCall& call, RemoteOutcome outcome, std::string_view reply) override {
