@@ -84,6 +84,115 @@ Result<bool> AwaitMnsReadable(cluster::ConfigStore& store, const std::string& na
   }
 }
 
+// The configuration this CN runs: the cluster's, as its first CN published it, over UCX with this
+// daemon's id, devices and patience.
+Result<ClusterConfig> ConfigFor(const CnDaemonOptions& o, ClusterConfig config) {
+  if (o.id < 0 || o.id >= config.cns) {
+    return InvalidArgument(fmt::format("--id {} is not a CN of cluster {} (it has CNs 0 to {})",
+                                       o.id, o.cluster, config.cns - 1));
+  }
+  if (!o.ucx_net_devices.empty()) config.transport.ucx_net_devices = o.ucx_net_devices;
+  config.transport.kind = "ucx";
+  config.transport.coord = o.coord;
+  config.transport.cluster = o.cluster;
+  config.transport.cn = o.id;
+  config.transport.peers_wait_ms = static_cast<int>(o.wait_s * 1e3);
+  return config;
+}
+
+// Waits for this CN's turn to start and says whether it makes the tables (true) or joins them.
+// CN 0 makes them once; every later start of any CN waits for word that they are made, then for
+// every MN to be read like any replica. nullopt: a stop signal came first.
+Result<std::optional<bool>> AwaitTurn(cluster::ConfigStore& store, const CnDaemonOptions& o,
+                                      const DaemonLog& log) {
+  const std::string ready_key = cluster::ReadyKey(o.cluster);
+  Result<cluster::Versioned> ready = store.Get(ready_key);
+  if (!ready.ok()) {
+    return Unavailable(fmt::format("cannot read {}: {}", ready_key, ready.status().ToString()));
+  }
+  const bool create = ready->value.empty() && o.id == 0;
+  if (!create && ready->value.empty()) {
+    log("waiting for CN 0 to make the tables ({})", ready_key);
+    auto awaited = AwaitKey(store, ready_key, o.wait_s, "word from CN 0 that the tables are made");
+    if (!awaited.ok()) return awaited.status();
+    if (!awaited->has_value()) return std::optional<bool>();
+  }
+  Result<bool> readable = AwaitMnsReadable(store, o.cluster, o.wait_s, log);
+  if (!readable.ok()) return Unavailable("cannot start: " + readable.status().message());
+  if (!*readable) return std::optional<bool>();
+  return std::optional<bool>(create);
+}
+
+// Makes the tables (create) or joins them, and on making them tells the other CNs they may join.
+Status SetUpTables(CnDaemonOptions& o, Cluster& c, cluster::ConfigStore& store, bool create,
+                   const DaemonLog& log) {
+  if (o.setup) {
+    Status s = o.setup(c, create);
+    if (!s.ok()) {
+      return Status(s.code(),
+                    fmt::format("cannot {} the tables: {}", create ? "make" : "join", s.message()));
+    }
+  }
+  if (!create) return Status::Ok();
+  const std::string ready_key = cluster::ReadyKey(o.cluster);
+  Status s = cluster::PutOwned(store, ready_key, Text("tables made by CN 0"));
+  if (!s.ok()) {
+    return Unavailable(
+        fmt::format("cannot say the tables are made at {}: {}", ready_key, s.ToString()));
+  }
+  log("made the tables; the other CNs may join");
+  return Status::Ok();
+}
+
+// Starts the client front end and publishes its address, so that clients (and the other CNs'
+// Describe) find it.
+Status TakeClients(CnDaemonOptions& o, Cluster& c, cluster::ZkConfigStore& zk,
+                   const DaemonLog& log) {
+  const auto cn = static_cast<uint16_t>(o.id);
+  Result<std::string> address = o.frontend->Start(c, cn);
+  if (!address.ok()) return Unavailable("cannot take clients: " + address.status().message());
+  const std::string client_key = cluster::ClientKey(o.cluster, cn);
+  Status s = cluster::PutOwned(zk, client_key, Text(*address));
+  if (!s.ok()) log("cannot publish the client address at {}: {}", client_key, s.ToString());
+  log("serving; clients at {}", *address);
+  // Describe names every CN that takes clients now, by id, read at each call (clients ask
+  // rarely: when they connect and when their CN fails).
+  o.frontend->SetCnAddressSource([&zk, cns = c.config().cns, name = o.cluster] {
+    std::vector<std::string> by_id(static_cast<size_t>(cns));
+    for (int peer = 0; peer < cns; peer++) {
+      Result<cluster::Versioned> v = zk.Get(cluster::ClientKey(name, static_cast<uint16_t>(peer)));
+      if (v.ok()) {
+        by_id[static_cast<size_t>(peer)].assign(reinterpret_cast<const char*>(v->value.data()),
+                                                v->value.size());
+      }
+    }
+    return by_id;
+  });
+  return Status::Ok();
+}
+
+// Stops serving on a stop signal, within the grace; past it and kStopStuckS more, it exits as is.
+void ServeUntilStopped(CnDaemonOptions& o, Cluster& c, cluster::ZkConfigStore& zk,
+                       MetricsServer* metrics, const DaemonLog& log) {
+  const int sig = WaitForStop(-1);
+  log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::thread([log, limit_s = o.grace_s + kStopStuckS] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
+    log("stopping took more than {:.0f} s (calls still wait on a silent peer); exiting as is",
+        limit_s);
+    _exit(1);
+  }).detach();
+  // A scrape from now on says it no longer serves.
+  if (metrics != nullptr) metrics->DetachCluster();
+  if (o.frontend != nullptr) {
+    // Withdrawn first: a client looking now moves to another CN.
+    (void)cluster::PutOwned(zk, cluster::ClientKey(o.cluster, static_cast<uint16_t>(o.id)), {});
+    o.frontend->Stop();
+  }
+  c.StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
+  log("stopped");
+}
+
 }  // namespace
 
 int RunCnDaemon(CnDaemonOptions& o) {
@@ -111,45 +220,16 @@ int RunCnDaemon(CnDaemonOptions& o) {
     return 1;
   }
   if (!spec->has_value()) return 0;  // stopped while waiting
-  ClusterConfig config = (*spec)->config;
-  if (!o.ucx_net_devices.empty()) config.transport.ucx_net_devices = o.ucx_net_devices;
-  if (o.id < 0 || o.id >= config.cns) {
-    log("--id {} is not a CN of cluster {} (it has CNs 0 to {})", o.id, o.cluster, config.cns - 1);
+  Result<ClusterConfig> config = ConfigFor(o, (*spec)->config);
+  Result<std::optional<bool>> turn =
+      config.ok() ? AwaitTurn(**store, o, log) : Result<std::optional<bool>>(config.status());
+  if (!turn.ok()) {
+    log("{}", turn.status().message());
     return 1;
   }
-  config.transport.kind = "ucx";
-  config.transport.coord = o.coord;
-  config.transport.cluster = o.cluster;
-  config.transport.cn = o.id;
-  config.transport.peers_wait_ms = static_cast<int>(o.wait_s * 1e3);
-  const auto cn = static_cast<uint16_t>(o.id);
-
-  // CN 0 makes the tables once; every later start of any CN joins them.
-  const std::string ready_key = cluster::ReadyKey(o.cluster);
-  Result<cluster::Versioned> ready = (*store)->Get(ready_key);
-  if (!ready.ok()) {
-    log("cannot read {}: {}", ready_key, ready.status().ToString());
-    return 1;
-  }
-  const bool create = ready->value.empty() && o.id == 0;
-  if (!create && ready->value.empty()) {
-    log("waiting for CN 0 to make the tables ({})", ready_key);
-    auto awaited =
-        AwaitKey(**store, ready_key, o.wait_s, "word from CN 0 that the tables are made");
-    if (!awaited.ok()) {
-      log("{}", awaited.status().message());
-      return 1;
-    }
-    if (!awaited->has_value()) return 0;
-  }
-
-  Result<bool> readable = AwaitMnsReadable(**store, o.cluster, o.wait_s, log);
-  if (!readable.ok()) {
-    log("cannot start: {}", readable.status().message());
-    return 1;
-  }
-  if (!*readable) return 0;  // stopped while waiting
-  auto started = StartUnlessStopped(config, log);
+  if (!turn->has_value()) return 0;  // stopped while waiting
+  const bool create = **turn;
+  auto started = StartUnlessStopped(*config, log);
   if (!started.ok()) {
     log("cannot start: {}", started.status().message());
     return 1;
@@ -162,22 +242,11 @@ int RunCnDaemon(CnDaemonOptions& o) {
       if (m != nullptr) m->DetachCluster();
     }
   } detach{metrics.get()};
-  log("joined cluster {}: {} MNs, {} CNs, {} workers here, protocol {}, {}", o.cluster, config.mns,
-      config.cns, config.workers_per_cn, config.protocol.name, IsolationName(config.isolation));
-  if (o.setup) {
-    Status s = o.setup(*c, create);
-    if (!s.ok()) {
-      log("cannot {} the tables: {}", create ? "make" : "join", s.message());
-      return 1;
-    }
-  }
-  if (create) {
-    Status s = cluster::PutOwned(**store, ready_key, Text("tables made by CN 0"));
-    if (!s.ok()) {
-      log("cannot say the tables are made at {}: {}", ready_key, s.ToString());
-      return 1;
-    }
-    log("made the tables; the other CNs may join");
+  log("joined cluster {}: {} MNs, {} CNs, {} workers here, protocol {}, {}", o.cluster, config->mns,
+      config->cns, config->workers_per_cn, config->protocol.name, IsolationName(config->isolation));
+  if (Status s = SetUpTables(o, *c, **store, create, log); !s.ok()) {
+    log("{}", s.message());
+    return 1;
   }
   c->SetEventLog([&log](const std::string& line) { log.Write(line); });
   Status serving = c->StartServing();
@@ -185,58 +254,15 @@ int RunCnDaemon(CnDaemonOptions& o) {
     log("cannot serve: {}", serving.message());
     return 1;
   }
-  if (metrics != nullptr) metrics->AttachCluster(c.get(), cn);
-  const std::string client_key = cluster::ClientKey(o.cluster, cn);
-  if (o.frontend != nullptr) {
-    Result<std::string> address = o.frontend->Start(*c, cn);
-    if (!address.ok()) {
-      log("cannot take clients: {}", address.status().message());
-      c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
-      return 1;
-    }
-    Status s = cluster::PutOwned(**store, client_key, Text(*address));
-    if (!s.ok()) log("cannot publish the client address at {}: {}", client_key, s.ToString());
-    log("serving; clients at {}", *address);
-  } else {
+  if (metrics != nullptr) metrics->AttachCluster(c.get(), static_cast<uint16_t>(o.id));
+  if (o.frontend == nullptr) {
     log("serving the other CNs (no client front end)");
+  } else if (Status s = TakeClients(o, *c, **store, log); !s.ok()) {
+    log("{}", s.message());
+    c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
+    return 1;
   }
-
-  if (o.frontend != nullptr) {
-    // Describe names every CN that takes clients now, by id, read at each call (clients ask
-    // rarely: when they connect and when their CN fails).
-    cluster::ZkConfigStore* zk = store->get();
-    const int cns = config.cns;
-    const std::string name = o.cluster;
-    o.frontend->SetCnAddressSource([zk, cns, name] {
-      std::vector<std::string> by_id(static_cast<size_t>(cns));
-      for (int peer = 0; peer < cns; peer++) {
-        Result<cluster::Versioned> v =
-            zk->Get(cluster::ClientKey(name, static_cast<uint16_t>(peer)));
-        if (v.ok()) {
-          by_id[static_cast<size_t>(peer)].assign(reinterpret_cast<const char*>(v->value.data()),
-                                                  v->value.size());
-        }
-      }
-      return by_id;
-    });
-  }
-  const int sig = WaitForStop(-1);
-  log("stopping ({})", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  std::thread([log, limit_s = o.grace_s + kStopStuckS] {
-    std::this_thread::sleep_for(std::chrono::duration<double>(limit_s));
-    log("stopping took more than {:.0f} s (calls still wait on a silent peer); exiting as is",
-        limit_s);
-    _exit(1);
-  }).detach();
-  // A scrape from now on says it no longer serves.
-  if (metrics != nullptr) metrics->DetachCluster();
-  if (o.frontend != nullptr) {
-    // Withdrawn first: a client looking now moves to another CN.
-    (void)cluster::PutOwned(**store, client_key, {});
-    o.frontend->Stop();
-  }
-  c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
-  log("stopped");
+  ServeUntilStopped(o, *c, **store, metrics.get(), log);
   return 0;
 }
 
