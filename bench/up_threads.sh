@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Where a `pond up` cluster's CPU goes, thread by thread: starts 3 MN + 3 CN daemons over UCX
-# shared memory with SmallBank, drives them with `pond bench smallbank --connect`, and reads every
+# Where a `pond up` cluster's CPU goes, thread by thread: starts 3 MN + 3 CN daemons (or as many
+# CNs, with the protocol, as --cns and --protocol say) over UCX shared memory with SmallBank,
+# drives them with `pond bench smallbank --connect`, and reads every
 # thread's /proc/PID/task/TID/schedstat 2 s into the clients' run and 6 s later: time on a core, time
 # runnable but waiting for one, and times scheduled (docs/perf.md, "The beat thread stops
 # polling"). Stops the cluster on every exit.
@@ -9,11 +10,14 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: bench/up_threads.sh [--pond PATH] [--accounts N] [--clients N] [--pipeline N]
+                           [--cns N] [--protocol P]
 
   --pond PATH     the pond binary (default: build/release/pond)
   --accounts N    SmallBank accounts (default 100000)
   --clients N     client threads of the driver (default 2)
   --pipeline N    calls in flight per client (default 64)
+  --cns N         CN daemons (default 3; 1 makes every lock request local)
+  --protocol P    the cluster's protocol (default lotus; `pond up --help`)
 
 Prints the driver's throughput, then each thread with 20 ms or more on or waiting for a core
 over the 6 s or so measured: ms on a core, ms waiting for one, times scheduled, its process and name.
@@ -24,12 +28,16 @@ pond=build/release/pond
 accounts=100000
 clients=2
 pipeline=64
+cns=3
+protocol=lotus
 while [ $# -gt 0 ]; do
   case "$1" in
     --pond) pond="$2"; shift 2 ;;
     --accounts) accounts="$2"; shift 2 ;;
     --clients) clients="$2"; shift 2 ;;
     --pipeline) pipeline="$2"; shift 2 ;;
+    --cns) cns="$2"; shift 2 ;;
+    --protocol) protocol="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "up_threads.sh: unknown argument '$1' (--help lists them)" >&2; exit 2 ;;
   esac
@@ -41,7 +49,8 @@ cleanup() { "$pond" down --dir "$d/up" >/dev/null 2>&1 || true; rm -rf "$d"; }
 trap cleanup EXIT
 
 "$pond" up --dir "$d/up" --cluster up-threads --workload smallbank --accounts "$accounts" \
-  --ucx-tls shm --ucx-net-devices lo >"$d/up.out" 2>&1 || { tail -5 "$d/up.out" >&2; exit 1; }
+  --cns "$cns" --protocol "$protocol" --ucx-tls shm --ucx-net-devices lo >"$d/up.out" 2>&1 ||
+  { tail -5 "$d/up.out" >&2; exit 1; }
 addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$d/up.out")
 pids=$(python3 -c "import json,sys; print(' '.join(str(p['pid']) for p in \
 json.load(open(sys.argv[1]))['processes']))" "$d/up/cluster.json")

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Pond's service beside its peers in one sitting: PostgreSQL 15 (SERIALIZABLE, fsync on and off,
 # through postgres_smallbank.sh), a no-op RPC server that answers every request at once over the
-# same gRPC transport and messages (noop_rpc), `pond serve` and a `pond up` cluster of processes
-# (3 MN and 3 CN daemons over UCX shared memory, with ZooKeeper) driven through the client API,
+# same gRPC transport and messages (noop_rpc), `pond serve` and `pond up` clusters of processes
+# (3 MN daemons and 3, then 1 CN daemons over UCX shared memory, with ZooKeeper) driven through
+# the client API,
 # and the embedded run, all SmallBank on the same accounts. One table of throughputs, their ratios
 # and the CPU every process spent (from /proc), a JSON of it and a plot. docs/peers.md says what
 # each row measures; --help lists the flags.
@@ -18,8 +19,9 @@ Usage: $prog [flags]
 
 Runs, in one sitting and in this order: PostgreSQL SERIALIZABLE with fsync on and off
 (postgres_smallbank.sh), the embedded 'pond bench smallbank', 'pond serve' driven by
-'pond bench smallbank --connect', the no-op RPC server driven the same way, and a 'pond up'
-cluster (3 MN and 3 CN daemons, UCX shared memory, ZooKeeper) driven the same way. Prints one
+'pond bench smallbank --connect', the no-op RPC server driven the same way, and 'pond up'
+clusters (3 MN daemons and --up-cns CN daemons, UCX shared memory, ZooKeeper) driven the same
+way. Prints one
 table: throughput, its ratio to PostgreSQL and to the no-op RPC, and the CPU of every process
 over each run (/proc/stat), per committed transaction.
 
@@ -32,7 +34,9 @@ over each run (/proc/stat), per committed transaction.
   --pg-bin DIR      PostgreSQL's programs (default /usr/lib/postgresql/15/bin)
   --json FILE       also write the rows as JSON
   --plot FILE       also draw them to this PNG (python3-matplotlib)
-  --no-up           leave out the 'pond up' run
+  --up-cns LIST     a 'pond up' run for each CN count listed (default 3,1: with one CN daemon
+                    every lock request is local; with 3, two in three go to another daemon)
+  --no-up           leave out the 'pond up' runs
   -h, --help        this text
 
 Exit status: 0 on success, 1 if a run fails or a check does not hold, 2 on bad flags.
@@ -51,15 +55,16 @@ noop=
 pg_bin=/usr/lib/postgresql/15/bin
 json=
 plot=
-up=1
+up_cns=3,1
 while (($# > 0)); do
   case "$1" in
     -h | --help)
       usage
       exit 0
       ;;
-    --no-up) up=0 ;;
-    --accounts | --seconds | --clients | --pipeline | --pond | --noop | --pg-bin | --json | --plot)
+    --no-up) up_cns= ;;
+    --accounts | --seconds | --clients | --pipeline | --pond | --noop | --pg-bin | --json | --plot | \
+      --up-cns)
       (($# >= 2)) || bad_usage "$1 needs a value"
       case "$1" in
         --accounts) accounts=$2 ;;
@@ -71,6 +76,7 @@ while (($# > 0)); do
         --pg-bin) pg_bin=$2 ;;
         --json) json=$2 ;;
         --plot) plot=$2 ;;
+        --up-cns) up_cns=$2 ;;
       esac
       shift 2
       ;;
@@ -80,6 +86,8 @@ done
 for n in accounts seconds clients pipeline; do
   [[ ${!n} =~ ^[1-9][0-9]*$ ]] || bad_usage "--$n must be a positive whole number, not '${!n}'"
 done
+[ -z "$up_cns" ] || [[ $up_cns =~ ^[1-9][0-9]?(,[1-9][0-9]?)*$ ]] ||
+  bad_usage "--up-cns must list CN counts from 1 to 64 separated by commas, not '$up_cns'"
 [ -x "$pond" ] || bad_usage "no pond binary at $pond (build it, or pass --pond)"
 pond=$(cd "$(dirname "$pond")" && pwd)/$(basename "$pond")
 noop=${noop:-$(dirname "$pond")/noop_rpc}
@@ -184,20 +192,22 @@ stop "$serve_pid"
 drive noop "$addr" "$noop_pid"
 stop "$noop_pid"
 
-if [ "$up" -eq 1 ]; then
-  progress "pond up: 3 MN and 3 CN daemons over UCX shared memory, loading $accounts accounts"
-  trap '"$pond" down --dir "$tmp/up" >/dev/null 2>&1 || true; cleanup' EXIT
+# Each cluster in a directory of its own, stopped on every exit.
+trap 'for u in "$tmp"/cluster-*; do "$pond" down --dir "$u" >/dev/null 2>&1 || true; done
+      cleanup' EXIT
+for cns in ${up_cns//,/ }; do
+  progress "pond up: 3 MN and $cns CN daemons over UCX shared memory, loading $accounts accounts"
   # A cluster name of its own: its daemons can be told from any other cluster's on this host.
-  "$pond" up --dir "$tmp/up" --cluster service-sitting --workload smallbank \
-    --accounts "$accounts" --ucx-tls shm --ucx-net-devices lo >"$tmp/up.out" 2>&1 ||
-    { tail -n 5 "$tmp/up.out" >&2; fail "pond up failed"; }
-  up_addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
+  "$pond" up --dir "$tmp/cluster-$cns" --cluster service-sitting --workload smallbank \
+    --accounts "$accounts" --cns "$cns" --ucx-tls shm --ucx-net-devices lo >"$tmp/up$cns.out" 2>&1 ||
+    { tail -n 5 "$tmp/up$cns.out" >&2; fail "pond up --cns $cns failed"; }
+  up_addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up$cns.out")
   up_pids=$(/usr/bin/python3 -c 'import json, sys
 print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' \
-    "$tmp/up/cluster.json")
-  drive up "$up_addr" "$up_pids"
-  "$pond" down --dir "$tmp/up" >/dev/null 2>&1 || fail "pond down failed"
-fi
+    "$tmp/cluster-$cns/cluster.json")
+  drive "up$cns" "$up_addr" "$up_pids"
+  "$pond" down --dir "$tmp/cluster-$cns" >/dev/null 2>&1 || fail "pond down failed"
+done
 
 export json plot accounts seconds clients pipeline
 /usr/bin/python3 - "$rows" "$tmp/pg.json" <<'EOF'
@@ -213,12 +223,20 @@ for r in pg["rows"]:
                  "cpu_s": p["cpu_s"], "server_cpu_s": None, "client_cpu_s": None})
 names = {"embedded": "Pond embedded (pond bench smallbank)",
          "serve": f"pond serve, {e['clients']} clients x {e['pipeline']} pipelined",
-         "noop": f"no-op RPC (noop_rpc), {e['clients']} clients x {e['pipeline']} pipelined",
-         "up": f"pond up (3 MN + 3 CN daemons, UCX shm), {e['clients']} clients x "
-               f"{e['pipeline']} pipelined"}
+         "noop": f"no-op RPC (noop_rpc), {e['clients']} clients x {e['pipeline']} pipelined"}
+
+
+def name_of(key):
+    if key.startswith("up"):
+        cns = int(key[2:])
+        return (f"pond up (3 MN + {cns} CN daemon{'s' if cns > 1 else ''}, UCX shm), "
+                f"{e['clients']} clients x {e['pipeline']} pipelined")
+    return names[key]
+
+
 for line in open(sys.argv[1]):
     name, tps, committed, all_s, server_s, client_s = line.split("\t")
-    rows.append({"run": names[name], "key": name, "txn_per_sec": float(tps),
+    rows.append({"run": name_of(name), "key": name, "txn_per_sec": float(tps),
                  "committed": int(committed), "cpu_s": float(all_s),
                  "server_cpu_s": float(server_s), "client_cpu_s": float(client_s)})
 by = {r["key"]: r for r in rows}

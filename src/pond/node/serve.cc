@@ -17,10 +17,12 @@ namespace node {
 namespace {
 
 // Idle rounds a serving worker spins (yielding) before it sleeps between rounds, and how long
-// it then sleeps: growing from the least to the most. A worker whose packets ring its doorbell
-// spins a few rounds only: all it awaits wakes it (pond serve, 2 clients x 64 pipelined,
-// SmallBank: 37.1 K txn/s at 66 us of CPU each, against 32.7 K at 77 us spinning 256).
-constexpr int64_t kSpinRounds = 256, kSpinRoundsRung = 8;
+// it then sleeps: growing from the least to the most. Few: a worker that spins while it awaits a
+// peer keeps that peer (or its clients) off the core it needs to answer. Measured on 2 cores:
+// pond serve, 2 clients x 64 pipelined, SmallBank: 37.1 K txn/s at 66 us of CPU each against
+// 32.7 K at 77 us spinning 256; pond up (3 CN daemons, UCX shm, whose packets do not ring the
+// doorbell): 6.1 and 7.0 K txn/s at 8 rounds, 5.0-5.5 K at 0, 5.7-6.0 K at 32, 2.5-2.8 K at 256.
+constexpr int64_t kSpinRounds = 8;
 constexpr auto kIdleSleepMin = std::chrono::microseconds(5);
 constexpr auto kIdleSleepMax = std::chrono::microseconds(100);
 
@@ -36,7 +38,6 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   int64_t awaiting = 0;  // this worker's share of awaiting_
   int session_id = 0;
   int64_t idle_rounds = 0;
-  const int64_t spin_rounds = inbox.packets_ring ? kSpinRoundsRung : kSpinRounds;
   bool gave_up = false;  // on the other CNs, once the stop's grace is over
   for (;;) {
     inbox.TakeAll(&arrived);
@@ -55,11 +56,11 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     // so a peer's request waits at most that long for it.
     if (w.sched().RunOnce()) {
       idle_rounds = 0;
-    } else if (++idle_rounds <= spin_rounds) {
+    } else if (++idle_rounds <= kSpinRounds) {
       std::this_thread::yield();
     } else if (w.sched().live() == 0 && w.Awaiting() == 0) {
       // nothing to do: sleep, longer and longer, unless a call or a message arrives
-      inbox.doorbell().Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - spin_rounds)));
+      inbox.doorbell().Wait(std::min(kIdleSleepMax, kIdleSleepMin * (idle_rounds - kSpinRounds)));
     } else {
       // Coroutines wait (an answer, a timer) and nothing moves: a long wait spins no more than
       // it must, so that a busy host still schedules every process's other threads (a CN's
@@ -131,7 +132,7 @@ Status Cluster::StartServing() {
   node::Serving* s = sv.get();
   cl.serving_ = std::move(sv);
   for (auto [w, inbox] : workers) {
-    inbox->packets_ring = w->ep().SetDoorbell(&inbox->doorbell());
+    w->ep().SetDoorbell(&inbox->doorbell());
     s->threads.emplace_back([&cl, w, inbox] {
       NameThisThread("pond-w" + std::to_string(w->ep().self().worker));
       cl.ServeWorker(*w, *inbox);

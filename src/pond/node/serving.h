@@ -35,9 +35,6 @@ class ServingInbox {
   // a worker with nothing to do sleeps on it rather than for a fixed time, so what arrives for an
   // idle worker starts at once, not after the sleep and the timer slack the kernel adds to it.
   Doorbell& doorbell() { return doorbell_; }
-  // Set before the worker starts: its endpoint's packets ring the doorbell too, so nothing it
-  // awaits needs it to spin.
-  bool packets_ring = false;
   // Moves every waiting call to `out` (empty on entry); an empty inbox costs one load.
   void TakeAll(std::vector<ServedCall>* out) {
     if (!nonempty_.load(std::memory_order_acquire)) return;
