@@ -3,8 +3,8 @@
 # CNs, with the protocol, as --cns and --protocol say) over UCX shared memory with SmallBank,
 # drives them with `pond bench smallbank --connect`, and reads every
 # thread's /proc/PID/task/TID/schedstat 2 s into the clients' run and 6 s later: time on a core, time
-# runnable but waiting for one, and times scheduled (docs/perf.md, "The beat thread stops
-# polling"). Stops the cluster on every exit.
+# runnable but waiting for one, and times scheduled (docs/perf_service.md, "Two idle costs of
+# `pond up`", "What holds `pond up` back"). Stops the cluster on every exit.
 set -euo pipefail
 
 usage() {
