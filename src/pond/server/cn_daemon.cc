@@ -101,8 +101,8 @@ Result<ClusterConfig> ConfigFor(const CnDaemonOptions& o, ClusterConfig config) 
 }
 
 // Waits for this CN's turn to start and says whether it makes the tables (true) or joins them.
-// CN 0 makes them once; every later start of any CN waits for word that they are made, then for
-// every MN to be read like any replica. nullopt: a stop signal came first.
+// CN 0 makes them once, and every later start of any CN waits for word that they are made; every
+// start then waits for every MN to be read like any replica. nullopt: a stop signal came first.
 Result<std::optional<bool>> AwaitTurn(cluster::ConfigStore& store, const CnDaemonOptions& o,
                                       const DaemonLog& log) {
   const std::string ready_key = cluster::ReadyKey(o.cluster);
