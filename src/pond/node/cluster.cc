@@ -531,7 +531,7 @@ Status Cluster::Load(
   WorkerContext& w = cl.SetupWorker();
   // Loaded data is committed "before time": every timestamp granted later is larger.
   uint64_t ts = cl.cns_[cl.tso_cn_]->oracle->Grant(1);
-  if (!t->single_version && !t->ordered) {
+  if (!t->ordered) {
     // A few large ops per replica group (store/bulk_load.h): over TCP, where each op is a
     // message an MN's thread answers, key by key took a minute for SmallBank.
     std::vector<uint64_t> keys(count);

@@ -2,7 +2,8 @@
 # Pond as processes, end to end: `pond up --cns 0` starts ZooKeeper and three `pond mn` daemons, an
 # embedded SmallBank runs against them (money checked, history judged), the MNs refuse a second
 # run, and `pond down` leaves no process behind — over UCX shared memory and over TCP on
-# loopback. Usage: daemons_test.sh PATH_TO_POND
+# loopback; then CN daemons over TCP load SmallBank's 100,000 accounts in time and serve.
+# Usage: daemons_test.sh PATH_TO_POND
 set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
@@ -53,6 +54,26 @@ for tls in shm tcp; do
     fail "$tls: $left process(es) left after pond down"
   grep -q "stopped" "$d/mn-0.log" && ok "$tls: MN 0 logged a clean stop" || fail "$tls: MN 0 did not log its stop"
 done
+
+# CN daemons over TCP with SmallBank's default 100,000 accounts: CN 0 loads 200,000 rows, which
+# one-sided op by one took over a minute over TCP and now (store/bulk_load.h) takes about a second;
+# `pond up` waits 60 s for it. Calls through a CN then commit and the money adds up.
+d="$tmp/tcp-cns"
+dirs+=("$d")
+if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls tcp --ucx-net-devices lo --workload smallbank \
+    --timeout 60 >"$tmp/up.out" 2>&1; then
+  ok "tcp: pond up with 3 CN daemons loads 100,000 accounts within its 60 s"
+  addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
+  timeout 120 "$pond" bench smallbank --connect "$addr" --seconds 1 >"$tmp/run.out" 2>&1
+  rc=$?
+  committed=$(sed -n 's/^throughput .*(\([0-9]*\) committed.*/\1/p' "$tmp/run.out")
+  [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run.out" && [ "${committed:-0}" -gt 0 ] &&
+    ok "tcp: calls through the CNs commit ($committed); money adds up" ||
+    { fail "tcp: SmallBank through the CNs (exit $rc)"; cat "$tmp/run.out"; }
+  "$pond" down --dir "$d" >/dev/null 2>&1 || fail "tcp: pond down of the CN daemons"
+else
+  fail "tcp: pond up with 3 CN daemons and 100,000 accounts"; cat "$tmp/up.out"; tail -3 "$d/cn-0.log"
+fi
 
 # Bad input: one line, non-zero.
 "$pond" up --dir "$tmp/bad" --mns 2 --replication 3 >/dev/null 2>"$tmp/err"

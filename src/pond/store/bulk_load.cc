@@ -8,9 +8,16 @@
 #include "pond/store/hash_index.h"
 #include "pond/store/layout.h"
 #include "pond/store/record.h"
+#include "pond/store/sv_slot.h"
 
 namespace pond::store {
 namespace {
+
+// What meta says of a live slot of table t (Insert's, SvInsert's).
+uint64_t LiveMeta(const TableInfo& t) {
+  return PackMeta(kSlotLive, t.id, static_cast<uint8_t>(t.single_version ? 1 : t.versions),
+                  t.value_bytes);
+}
 
 // Posts the ops that move bytes [from, to) of a group's sub-index copy `image` between it and
 // replica `r` on MN `mn`, a MiB at most each. READ or WRITE as `read` says.
@@ -39,7 +46,7 @@ struct Placed {
 // live there so that a later row sees it taken and a key given twice is refused.
 Status PlaceRows(const TableInfo& t, std::span<const uint64_t> keys, std::vector<std::byte>& image,
                  std::vector<Placed>& placed) {
-  const uint64_t live = PackMeta(kSlotLive, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
+  const uint64_t live = LiveMeta(t);
   const uint32_t bb = t.bucket_bytes();
   for (Placed& p : placed) {
     const uint64_t key = keys[p.row];
@@ -83,6 +90,28 @@ void PostRecords(Endpoint& ep, const TableInfo& t, const PoolLayout& layout, MnI
   }
 }
 
+// Writes into `slot`, replica r's copy of a placed row's slot, what Insert or SvInsert leaves
+// there. A CVT: key, meta live, and the first cell, pointing at the record in that replica's
+// lane; the rest (lock word, later cells) as it was. A single-version slot: all of it, encoded
+// as claimed, then meta live, as SvInsert's two WRITEs leave it.
+void FillSlot(const TableInfo& t, const PoolLayout& layout, int r, const Placed& pl, uint64_t key,
+              std::span<const std::byte> value, uint64_t commit_ts, std::span<std::byte> slot) {
+  const uint64_t live = LiveMeta(t);
+  if (t.single_version) {
+    SvHeader h{};
+    h.key = key;
+    h.meta = PackMeta(kSlotClaimed, t.id, 1, t.value_bytes);
+    h.version = 1;
+    EncodeSvSlot(t, h, value, slot);
+  } else {
+    const CvtCell cell = EncodeCell(Cell{
+        .cv = 1, .valid = true, .commit_ts = commit_ts, .record = layout.RecordOffset(r, pl.lane)});
+    std::memcpy(slot.data() + sizeof(CvtHeader), &cell, sizeof(cell));
+    std::memcpy(slot.data() + offsetof(CvtHeader, key), &key, sizeof(key));
+  }
+  std::memcpy(slot.data() + offsetof(CvtHeader, meta), &live, sizeof(live));
+}
+
 // Loads the rows whose primary is MN `p` (placed[].row): copies the group's sub-index from
 // every replica, places the rows, writes their records, then the changed part of each copy.
 Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
@@ -102,39 +131,35 @@ Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layou
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   if (Status s = PlaceRows(t, keys, images[0], placed); !s.ok()) co_return s;
 
-  // Records first: once a slot is live, its record must be there (as in Insert).
-  const uint64_t stride = t.record_stride;
-  std::vector<std::byte> records(placed.size() * stride);
-  for (size_t i = 0; i < placed.size(); i++) {
-    Result<uint64_t> lane = co_await alloc.Alloc(ep, p, t.record_stride);
-    if (!lane.ok()) co_return lane.status();
-    placed[i].lane = *lane;
-    EncodeRecord(values.subspan(placed[i].row * t.value_bytes, t.value_bytes), 1,
-                 std::span<std::byte>(records.data() + i * stride, stride));
+  // Records first: once a slot is live, its record must be there (as in Insert). A
+  // single-version slot holds its value itself.
+  if (!t.single_version) {
+    const uint64_t stride = t.record_stride;
+    std::vector<std::byte> records(placed.size() * stride);
+    for (size_t i = 0; i < placed.size(); i++) {
+      Result<uint64_t> lane = co_await alloc.Alloc(ep, p, t.record_stride);
+      if (!lane.ok()) co_return lane.status();
+      placed[i].lane = *lane;
+      EncodeRecord(values.subspan(placed[i].row * t.value_bytes, t.value_bytes), 1,
+                   std::span<std::byte>(records.data() + i * stride, stride));
+    }
+    for (int r = 0; r < replicas; r++) PostRecords(ep, t, layout, mn_of(r), r, placed, records);
+    if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   }
-  for (int r = 0; r < replicas; r++) PostRecords(ep, t, layout, mn_of(r), r, placed, records);
-  if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
 
-  // Then every replica's slots: key, meta live, and the first cell, pointing at the record in
-  // that replica's lane; the rest of each slot (lock word, later cells) as it was.
-  const uint64_t live = PackMeta(kSlotLive, t.id, static_cast<uint8_t>(t.versions), t.value_bytes);
+  // Then every replica's slots, the changed range of buckets.
   const uint32_t bb = t.bucket_bytes();
   uint64_t lo = t.bucket_count;
   uint64_t hi = 0;
   for (const Placed& pl : placed) {
     lo = std::min(lo, pl.bucket);
     hi = std::max(hi, pl.bucket);
-    const uint64_t key = keys[pl.row];
     for (int r = 0; r < replicas; r++) {
-      std::byte* slot =
-          images[r].data() + pl.bucket * bb + static_cast<size_t>(pl.slot) * t.cvt_bytes;
-      const CvtCell cell = EncodeCell(Cell{.cv = 1,
-                                           .valid = true,
-                                           .commit_ts = commit_ts,
-                                           .record = layout.RecordOffset(r, pl.lane)});
-      std::memcpy(slot + sizeof(CvtHeader), &cell, sizeof(cell));
-      std::memcpy(slot + offsetof(CvtHeader, key), &key, sizeof(key));
-      std::memcpy(slot + offsetof(CvtHeader, meta), &live, sizeof(live));
+      std::span<std::byte> slot(
+          images[r].data() + pl.bucket * bb + static_cast<size_t>(pl.slot) * t.cvt_bytes,
+          t.cvt_bytes);
+      FillSlot(t, layout, r, pl, keys[pl.row],
+               values.subspan(pl.row * t.value_bytes, t.value_bytes), commit_ts, slot);
     }
   }
   for (int r = 0; r < replicas; r++) {
@@ -148,10 +173,7 @@ Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layou
 Task<Status> BulkLoad(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
                       const Placement& placement, Allocator& alloc, std::span<const uint64_t> keys,
                       std::span<const std::byte> values, uint64_t commit_ts) {
-  if (t.single_version || t.ordered) {
-    co_return InvalidArgument("table " + t.name + " is " +
-                              (t.ordered ? "ordered" : "single-version") + ": load it key by key");
-  }
+  if (t.ordered) co_return InvalidArgument("table " + t.name + " is ordered: load it key by key");
   if (values.size() != keys.size() * t.value_bytes) {
     co_return InvalidArgument(std::to_string(values.size()) + " value bytes for " +
                               std::to_string(keys.size()) + " keys of table " + t.name + " (" +

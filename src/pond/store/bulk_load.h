@@ -1,14 +1,14 @@
 // BulkLoad: puts many new keys into a hash table before transactions run, with a few large
 // READs and WRITEs per replica group instead of a dozen small ops per key.
 //
-// Insert (hash_index.h) costs a key four round trips and 4R+R+1 one-sided ops. Over RDMA or
-// shared memory that is cheap; over TCP every op is a message an MN daemon's thread answers, and
-// a 100,000-account SmallBank took a minute to load. BulkLoad instead copies each group's
-// sub-index from every replica (one READ per MiB), places the keys in the copies by the same
-// linear probing Insert's CAS follows, carves their records with the same Allocator, and writes
-// records and changed slots back in runs of up to a MiB, records first. The table it leaves is
-// what the same keys inserted one by one would leave, up to which free slot of a probe path each
-// key took — which nothing depends on: a lookup scans a key's probe path.
+// Insert (hash_index.h) costs a key four round trips and 5R+1 one-sided ops (SvInsert, for
+// FORD's single-version slots, 3R+1). Over RDMA or shared memory that is cheap; over TCP every op
+// is a message an MN daemon's thread answers, and a 100,000-account SmallBank took over a minute
+// to load. BulkLoad instead copies each group's sub-index from every replica (one READ per MiB),
+// places the keys in the copies by the same linear probing Insert's CAS follows, carves their
+// records with the same Allocator, and writes records and then the changed slots back in runs of
+// up to a MiB. Every MN then holds byte for byte what inserting the same keys one by one, in the
+// same order, leaves (bulk_load_test.cc checks it).
 //
 // It relies on nothing else writing the table meanwhile (a load runs before serving, on one
 // worker): a concurrent Insert's slot could be overwritten by the copy written back.
@@ -30,8 +30,8 @@ namespace pond::store {
 inline constexpr uint32_t kBulkOpBytesMax = 1 << 20;
 
 // Inserts keys[i] with value values[i * t.value_bytes, +t.value_bytes), committed at
-// `commit_ts`, on every replica. A multi-version, unordered table only (InvalidArgument
-// otherwise; ordered and single-version tables go through Insert and SvInsert). Goes group by
+// `commit_ts` (a single-version table: at version 1), on every replica. Not an ordered table
+// (InvalidArgument: its B+Tree takes its keys one by one). Goes group by
 // group (the keys of one primary MN), and checks a group's keys before it writes any of them:
 // AlreadyExists if one is live already or given twice, OutOfSpace if one finds no free slot
 // within kProbeBucketsMax buckets. The groups before it stay loaded, as keys inserted one by one
