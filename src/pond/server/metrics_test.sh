@@ -100,14 +100,17 @@ else
   fail "CN 0's metrics do not parse: $(cat "$tmp/err")"
 fi
 
-# A client that connects and sends nothing does not keep the metrics from a scraper.
+# A client that connects and sends nothing does not keep the metrics from a scraper. A server
+# that waited for it would hold the first scrape for its 2 s request timeout
+# (kMetricsRequestTimeoutMs); the bound leaves the two Python scrapes 1.8 s, as on a loaded host
+# they took just over 1 s.
 exec 3<>"/dev/tcp/${cn0%:*}/${cn0##*:}"
 start=$(date +%s%N)
 scrape "$cn0" >/dev/null 2>"$tmp/err" && scrape "$cn0" >/dev/null 2>>"$tmp/err"
 rc=$?
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 exec 3<&-
-[ "$rc" -eq 0 ] && [ "$ms" -lt 1000 ] &&
+[ "$rc" -eq 0 ] && [ "$ms" -lt 1800 ] &&
   ok "two scrapes of CN 0 beside an idle connection to its metrics port ($ms ms)" ||
   { fail "a scrape beside an idle connection: exit $rc after $ms ms"; cat "$tmp/err"; }
 
