@@ -49,6 +49,13 @@ class ClientService::PipelineReactor final
   }
 
   void OnReadDone(bool ok) override {
+    {
+      // The read has ended, though reading_ stays set until its message is taken (no new read
+      // may fill in_ meanwhile): a worker's Step must not cancel it — that would end the stream
+      // CANCELLED, not with the error Take may be about to set.
+      std::lock_guard lock(mu_);
+      taking_ = true;
+    }
     if (ok) {
       Take();
     } else {
@@ -57,7 +64,7 @@ class ClientService::PipelineReactor final
     }
     {
       std::lock_guard lock(mu_);
-      reading_ = false;
+      reading_ = taking_ = false;
     }
     Step();
   }
@@ -99,7 +106,7 @@ class ClientService::PipelineReactor final
     {
       std::lock_guard lock(mu_);
       stopping_ = true;
-      if (reading_ && !Owes() && !cancelled_ && !finished_) cancelled_ = cancel = true;
+      if (reading_ && !taking_ && !Owes() && !cancelled_ && !finished_) cancelled_ = cancel = true;
     }
     if (cancel) ctx_->TryCancel();
   }
@@ -284,7 +291,7 @@ class ClientService::PipelineReactor final
           if (stopping_ && !error_) {
             finish = grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is stopping");
           }
-        } else if (!cancelled_) {
+        } else if (!cancelled_ && !taking_) {
           // A read is pending and will not end by itself: cancelling fails it (OnReadDone).
           cancelled_ = cancel = true;
         }
@@ -317,6 +324,7 @@ class ClientService::PipelineReactor final
   std::deque<v1::PipelineResponse> out_;  // guarded by mu_: the first is being written if writing_
   std::deque<size_t> out_bytes_;          // guarded by mu_: bytes of each message of out_
   bool reading_ = false, writing_ = false;     // guarded by mu_
+  bool taking_ = false;                        // guarded by mu_: OnReadDone is under way
   bool read_closed_ = false, broken_ = false;  // guarded by mu_
   bool stopping_ = false, cancelled_ = false;  // guarded by mu_
   bool finished_ = false;                      // guarded by mu_
