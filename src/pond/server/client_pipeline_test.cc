@@ -286,9 +286,12 @@ TEST_F(RoutedPipelineTest, ARoutedStreamThatEndsSendsItsCnsCallsThroughTheAddres
   p->Flush();
   second_->Stop(/*grace_ms=*/2000);
   second_.reset();
+  // Accounts of their own, each in one call: the calls of before the stop may hold their locks
+  // still (CN 1 runs them on), and calls that shared accounts with them, or with each other,
+  // could all abort on lock conflicts (a loaded host saw 16 of 16 do so).
   std::set<uint64_t> after;
-  for (uint64_t i = 0; i < 16; i++) {
-    after.insert(p->Call("bank.transfer", TransferArgs(i % 8, i % 8 + 8, 1), RouteTo(1, i % 8)));
+  for (uint64_t i = 0; i < 8; i++) {
+    after.insert(p->Call("bank.transfer", TransferArgs(16 + i, 24 + i, 1), RouteTo(1, 16 + i)));
   }
   std::map<uint64_t, PipelinedReply> all = Drain(*p);
   ASSERT_EQ(all.size(), during.size() + after.size());
@@ -299,7 +302,10 @@ TEST_F(RoutedPipelineTest, ARoutedStreamThatEndsSendsItsCnsCallsThroughTheAddres
   }
   int committed_after = 0;
   for (uint64_t id : after) committed_after += all.at(id).answer.committed() ? 1 : 0;
-  EXPECT_GT(committed_after, 0) << "no call of CN 1 committed through the address in use";
+  std::string outcomes;
+  for (uint64_t id : after) outcomes += " " + all.at(id).answer.ToString();
+  EXPECT_GT(committed_after, 0) << "no call of CN 1 committed through the address in use:"
+                                << outcomes;
   EXPECT_EQ(client_->address(), server_->address()) << "the address in use did not fail";
   EXPECT_EQ(Total(), static_cast<int64_t>(kAccounts) * kInitialBalance);
 }
