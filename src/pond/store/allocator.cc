@@ -7,19 +7,13 @@ namespace pond::store {
 Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes, uint64_t down_mns,
                                         bool carve_frozen) {
   POND_ASSERT(mn < cursors_.size());
-  bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
+  bytes = Rounded(bytes);
   if (bytes == 0 || bytes > layout_.chunk_bytes) {
     co_return InvalidArgument("allocation of " + std::to_string(bytes) +
                               " bytes does not fit in one chunk");
   }
+  if (std::optional<uint64_t> off = TakeInHand(mn, bytes)) co_return *off;
   stats_.allocations++;
-  auto it = free_.find(FreeKey(mn, bytes));
-  if (it != free_.end() && !it->second.empty()) {
-    uint64_t off = it->second.back();
-    it->second.pop_back();
-    stats_.reused++;
-    co_return off;
-  }
   Cursor& c = cursors_[mn];
   // At most one chunk FAA per group is in flight: coroutines that find the cursor empty while
   // one is wait for it, instead of each carving (and wasting) a chunk of their own.
@@ -63,8 +57,28 @@ Task<Result<uint64_t>> Allocator::Alloc(Endpoint& ep, MnId mn, uint32_t bytes, u
   co_return off;
 }
 
+std::optional<uint64_t> Allocator::TakeInHand(MnId mn, uint32_t bytes) {
+  POND_ASSERT(mn < cursors_.size());
+  bytes = Rounded(bytes);
+  if (bytes == 0) return std::nullopt;
+  auto it = free_.find(FreeKey(mn, bytes));
+  if (it != free_.end() && !it->second.empty()) {
+    uint64_t off = it->second.back();
+    it->second.pop_back();
+    stats_.allocations++;
+    stats_.reused++;
+    return off;
+  }
+  Cursor& c = cursors_[mn];
+  if (c.end - c.next < bytes) return std::nullopt;
+  stats_.allocations++;
+  uint64_t off = c.next;
+  c.next += bytes;
+  return off;
+}
+
 void Allocator::Free(MnId mn, uint64_t offset, uint32_t bytes) {
-  bytes = (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
+  bytes = Rounded(bytes);
   free_[FreeKey(mn, bytes)].push_back(offset);
 }
 

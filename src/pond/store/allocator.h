@@ -11,6 +11,7 @@
 
 #include <coroutine>
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -51,6 +52,11 @@ class Allocator {
   // MN's cursors are being brought into step, docs/recovery.md "MN restart").
   Task<Result<uint64_t>> Alloc(Endpoint& ep, MnId primary, uint32_t bytes, uint64_t down_mns = 0,
                                bool carve_frozen = false);
+  // The same, from space already in hand only — a free piece of that size or room in the group's
+  // current chunk — or nullopt, with no I/O. For callers that take many pieces in a loop: at -O1,
+  // as the sanitizer trees compile, each awaited Task that completes at once is a nested call, not
+  // a jump, and BulkLoad awaiting Alloc once per row overflowed the stack under ASan.
+  std::optional<uint64_t> TakeInHand(MnId primary, uint32_t bytes);
   // Returns a piece to this allocator's free list (it never goes back to the MN).
   void Free(MnId primary, uint64_t lane_offset, uint32_t bytes);
   // A restarted worker goes on in the chunks its dead incarnation carved: their unused ends and
@@ -70,6 +76,9 @@ class Allocator {
     uint64_t end = 0;
   };
   static uint64_t FreeKey(MnId mn, uint32_t bytes) { return (uint64_t{mn} << 32) | bytes; }
+  static uint32_t Rounded(uint32_t bytes) {
+    return (bytes + static_cast<uint32_t>(kHeapAlign) - 1) & ~static_cast<uint32_t>(kHeapAlign - 1);
+  }
 
   PoolLayout layout_;
   std::vector<Cursor> cursors_;  // per primary MN (replica group)

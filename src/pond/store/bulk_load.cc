@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,9 +138,13 @@ Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layou
     const uint64_t stride = t.record_stride;
     std::vector<std::byte> records(placed.size() * stride);
     for (size_t i = 0; i < placed.size(); i++) {
-      Result<uint64_t> lane = co_await alloc.Alloc(ep, p, t.record_stride);
-      if (!lane.ok()) co_return lane.status();
-      placed[i].lane = *lane;
+      if (std::optional<uint64_t> lane = alloc.TakeInHand(p, t.record_stride)) {
+        placed[i].lane = *lane;
+      } else {
+        Result<uint64_t> carved = co_await alloc.Alloc(ep, p, t.record_stride);
+        if (!carved.ok()) co_return carved.status();
+        placed[i].lane = *carved;
+      }
       EncodeRecord(values.subspan(placed[i].row * t.value_bytes, t.value_bytes), 1,
                    std::span<std::byte>(records.data() + i * stride, stride));
     }
