@@ -15,7 +15,8 @@ pond_test(list_append_served_test SOURCES bench/list_append_served_test.cc LIBS 
 pond_test(btree_bench_test SOURCES bench/btree_bench_test.cc LIBS pond_bench LABELS fast)
 pond_test(region_size_test SOURCES bench/region_size_test.cc LIBS pond_bench LABELS fast)
 pond_test(sim_seed_test SOURCES bench/sim_seed_test.cc LIBS pond_bench LABELS stress)
-pond_test(fault_seed_test SOURCES bench/fault_seed_test.cc LIBS pond_bench LABELS stress)
+pond_test(fault_seed_test SOURCES bench/fault_seed_test.cc bench/fault_cn_test.cc
+          bench/fault_mn_host_test.cc bench/fault_workload_test.cc bench/fault_seed_common.cc LIBS pond_bench LABELS stress)
 pond_test(list_append_fault_test SOURCES bench/list_append_fault_test.cc LIBS pond_bench LABELS stress)
 pond_test(smallbank_test SOURCES bench/smallbank_test.cc LIBS pond_bench LABELS concurrent)
 pond_test(ucx_run_test SOURCES bench/ucx_run_test.cc LIBS pond_bench LABELS ucx)
