@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "pond/base/assert.h"
 #include "pond/store/hash_index.h"
 #include "pond/store/layout.h"
 #include "pond/store/record.h"
@@ -20,18 +21,38 @@ uint64_t LiveMeta(const TableInfo& t) {
                   t.value_bytes);
 }
 
-// Posts the ops that move bytes [from, to) of a group's sub-index copy `image` between it and
-// replica `r` on MN `mn`, a MiB at most each. READ or WRITE as `read` says.
-void PostIndexRange(Endpoint& ep, const TableInfo& t, MnId mn, int r, std::vector<std::byte>& image,
-                    uint64_t from, uint64_t to, bool read) {
-  const GAddr base = t.BucketAddr(mn, r, 0);
-  for (uint64_t at = from; at < to; at += kBulkOpBytesMax) {
-    const auto len = static_cast<uint32_t>(std::min<uint64_t>(kBulkOpBytesMax, to - at));
-    if (read) {
-      ep.Read(base + at, image.data() + at, len);
-    } else {
-      ep.Write(base + at, image.data() + at, len);
+// The part of a group's sub-index one pass works on: `count` buckets from bucket `first`, taken
+// modulo the table's buckets (a probe path runs on from the last bucket to the first). `image` is
+// each replica's copy of them.
+struct Window {
+  uint64_t first = 0;
+  uint64_t count = 0;
+  // Bucket `bucket`'s place in the window (it must be in it).
+  uint64_t Rel(const TableInfo& t, uint64_t bucket) const {
+    return (bucket + t.bucket_count - first) % t.bucket_count;
+  }
+};
+
+// Posts the ops that move the window's buckets [from, to) (window-relative) between `image` and
+// replica `r` on MN `mn`, a MiB at most each, split where they run past the table's last bucket.
+// READ or WRITE as `read` says.
+void PostBuckets(Endpoint& ep, const TableInfo& t, MnId mn, int r, const Window& w,
+                 std::vector<std::byte>& image, uint64_t from, uint64_t to, bool read) {
+  const uint32_t bb = t.bucket_bytes();
+  while (from < to) {
+    const uint64_t bucket = (w.first + from) % t.bucket_count;
+    const uint64_t run = std::min(to - from, t.bucket_count - bucket);  // up to the wrap
+    const GAddr base = t.BucketAddr(mn, r, bucket);
+    for (uint64_t at = 0; at < run * bb; at += kBulkOpBytesMax) {
+      const auto len = static_cast<uint32_t>(std::min<uint64_t>(kBulkOpBytesMax, run * bb - at));
+      std::byte* local = image.data() + from * bb + at;
+      if (read) {
+        ep.Read(base + at, local, len);
+      } else {
+        ep.Write(base + at, local, len);
+      }
     }
+    from += run;
   }
 }
 
@@ -45,8 +66,8 @@ struct Placed {
 
 // Finds each row a free slot in the primary's copy by Insert's probing (ClaimSlot), marking it
 // live there so that a later row sees it taken and a key given twice is refused.
-Status PlaceRows(const TableInfo& t, std::span<const uint64_t> keys, std::vector<std::byte>& image,
-                 std::vector<Placed>& placed) {
+Status PlaceRows(const TableInfo& t, std::span<const uint64_t> keys, const Window& w,
+                 std::vector<std::byte>& image, std::span<Placed> placed) {
   const uint64_t live = LiveMeta(t);
   const uint32_t bb = t.bucket_bytes();
   for (Placed& p : placed) {
@@ -54,7 +75,8 @@ Status PlaceRows(const TableInfo& t, std::span<const uint64_t> keys, std::vector
     uint64_t bucket = HomeBucket(t, key);
     int probe = 0;
     for (;;) {
-      std::span<std::byte> b(image.data() + bucket * bb, bb);
+      POND_ASSERT(w.Rel(t, bucket) < w.count);
+      std::span<std::byte> b(image.data() + w.Rel(t, bucket) * bb, bb);
       const BucketScan s = ScanBucket(t, b, key);
       if (s.match >= 0) return AlreadyExists("key " + std::to_string(key) + " exists");
       if (s.first_empty >= 0) {
@@ -78,7 +100,7 @@ Status PlaceRows(const TableInfo& t, std::span<const uint64_t> keys, std::vector
 // Posts the WRITEs of the group's records to replica `r` on MN `mn`: rows whose records the
 // allocator handed out back to back (all of a chunk) go in one WRITE, up to a MiB.
 void PostRecords(Endpoint& ep, const TableInfo& t, const PoolLayout& layout, MnId mn, int r,
-                 const std::vector<Placed>& placed, const std::vector<std::byte>& records) {
+                 std::span<const Placed> placed, const std::vector<std::byte>& records) {
   const uint64_t stride = t.record_stride;
   size_t first = 0;
   for (size_t i = 1; i <= placed.size(); i++) {
@@ -113,24 +135,25 @@ void FillSlot(const TableInfo& t, const PoolLayout& layout, int r, const Placed&
   std::memcpy(slot.data() + offsetof(CvtHeader, meta), &live, sizeof(live));
 }
 
-// Loads the rows whose primary is MN `p` (placed[].row): copies the group's sub-index from
-// every replica, places the rows, writes their records, then the changed part of each copy.
-Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
-                       const Placement& placement, Allocator& alloc, MnId p,
-                       std::span<const uint64_t> keys, std::span<const std::byte> values,
-                       uint64_t commit_ts, std::vector<Placed> placed) {
+// Loads `placed`, rows whose primary is MN `p` and whose home buckets are in window `w`: copies
+// the window from every replica, places the rows, writes their records, then the changed part of
+// each copy.
+Task<Status> LoadWindow(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
+                        const Placement& placement, Allocator& alloc, MnId p, Window w,
+                        std::span<const uint64_t> keys, std::span<const std::byte> values,
+                        uint64_t commit_ts, std::span<Placed> placed) {
   const int replicas = placement.replication();
-  const uint64_t group_bytes = t.group_bytes();
+  const uint32_t bb = t.bucket_bytes();
   std::vector<std::vector<std::byte>> images(static_cast<size_t>(replicas));
   auto mn_of = [&](int r) {
     return static_cast<MnId>((p + static_cast<unsigned>(r)) % placement.num_mns());
   };
   for (int r = 0; r < replicas; r++) {
-    images[r].resize(group_bytes);
-    PostIndexRange(ep, t, mn_of(r), r, images[r], 0, group_bytes, /*read=*/true);
+    images[r].resize(w.count * bb);
+    PostBuckets(ep, t, mn_of(r), r, w, images[r], 0, w.count, /*read=*/true);
   }
   if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
-  if (Status s = PlaceRows(t, keys, images[0], placed); !s.ok()) co_return s;
+  if (Status s = PlaceRows(t, keys, w, images[0], placed); !s.ok()) co_return s;
 
   // Records first: once a slot is live, its record must be there (as in Insert). A
   // single-version slot holds its value itself.
@@ -152,32 +175,66 @@ Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layou
     if (Status s = co_await ep.Flush(); !s.ok()) co_return s;
   }
 
-  // Then every replica's slots, the changed range of buckets.
-  const uint32_t bb = t.bucket_bytes();
-  uint64_t lo = t.bucket_count;
+  // Then every replica's slots, the changed range of the window's buckets.
+  uint64_t lo = w.count;
   uint64_t hi = 0;
   for (const Placed& pl : placed) {
-    lo = std::min(lo, pl.bucket);
-    hi = std::max(hi, pl.bucket);
+    const uint64_t rel = w.Rel(t, pl.bucket);
+    lo = std::min(lo, rel);
+    hi = std::max(hi, rel);
     for (int r = 0; r < replicas; r++) {
       std::span<std::byte> slot(
-          images[r].data() + pl.bucket * bb + static_cast<size_t>(pl.slot) * t.cvt_bytes,
-          t.cvt_bytes);
+          images[r].data() + rel * bb + static_cast<size_t>(pl.slot) * t.cvt_bytes, t.cvt_bytes);
       FillSlot(t, layout, r, pl, keys[pl.row],
                values.subspan(pl.row * t.value_bytes, t.value_bytes), commit_ts, slot);
     }
   }
   for (int r = 0; r < replicas; r++) {
-    PostIndexRange(ep, t, mn_of(r), r, images[r], lo * bb, (hi + 1) * bb, /*read=*/false);
+    PostBuckets(ep, t, mn_of(r), r, w, images[r], lo, hi + 1, /*read=*/false);
   }
   co_return co_await ep.Flush();
+}
+
+// Loads the rows whose primary is MN `p` (placed[].row), a window of the group's buckets at a
+// time: the rows whose home buckets are in it, with the kProbeBucketsMax - 1 buckets after it that
+// their probe paths may reach. A window read after the one before it was written sees that one's
+// rows in the buckets they share. A group that fits in one window is read whole, once.
+Task<Status> LoadGroup(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
+                       const Placement& placement, Allocator& alloc, MnId p,
+                       std::span<const uint64_t> keys, std::span<const std::byte> values,
+                       uint64_t commit_ts, std::vector<Placed> placed, uint64_t window_bytes) {
+  const uint64_t n = t.bucket_count;
+  const uint64_t window = std::max<uint64_t>(1, window_bytes / t.bucket_bytes());
+  if (window >= n) {
+    co_return co_await LoadWindow(ep, t, layout, placement, alloc, p, Window{0, n}, keys, values,
+                                  commit_ts, placed);
+  }
+  // Rows by window, each window's in the order given.
+  for (Placed& pl : placed) pl.bucket = HomeBucket(t, keys[pl.row]) / window;
+  std::stable_sort(placed.begin(), placed.end(),
+                   [](const Placed& a, const Placed& b) { return a.bucket < b.bucket; });
+  size_t begin = 0;
+  while (begin < placed.size()) {
+    const uint64_t index = placed[begin].bucket;
+    size_t end = begin;
+    while (end < placed.size() && placed[end].bucket == index) end++;
+    const uint64_t first = index * window;
+    const uint64_t span = std::min(n, std::min(window, n - first) + kProbeBucketsMax - 1);
+    Status s =
+        co_await LoadWindow(ep, t, layout, placement, alloc, p, Window{first, span}, keys, values,
+                            commit_ts, std::span<Placed>(placed.data() + begin, end - begin));
+    if (!s.ok()) co_return s;
+    begin = end;
+  }
+  co_return Status::Ok();
 }
 
 }  // namespace
 
 Task<Status> BulkLoad(Endpoint& ep, const TableInfo& t, const PoolLayout& layout,
                       const Placement& placement, Allocator& alloc, std::span<const uint64_t> keys,
-                      std::span<const std::byte> values, uint64_t commit_ts) {
+                      std::span<const std::byte> values, uint64_t commit_ts,
+                      BulkLoadOptions options) {
   if (t.ordered) co_return InvalidArgument("table " + t.name + " is ordered: load it key by key");
   if (values.size() != keys.size() * t.value_bytes) {
     co_return InvalidArgument(std::to_string(values.size()) + " value bytes for " +
@@ -189,7 +246,7 @@ Task<Status> BulkLoad(Endpoint& ep, const TableInfo& t, const PoolLayout& layout
   for (MnId p = 0; p < placement.num_mns(); p++) {
     if (groups[p].empty()) continue;
     Status s = co_await LoadGroup(ep, t, layout, placement, alloc, p, keys, values, commit_ts,
-                                  std::move(groups[p]));
+                                  std::move(groups[p]), options.window_bytes);
     if (!s.ok()) co_return s;
   }
   co_return Status::Ok();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -38,13 +39,13 @@ struct Fixture {
     table = catalog.Find(spec.id);
   }
 
-  Status Load(const std::vector<uint64_t>& keys, uint64_t ts = 3) {
+  Status Load(const std::vector<uint64_t>& keys, uint64_t ts = 3, BulkLoadOptions o = {}) {
     std::vector<std::byte> values;
     for (uint64_t k : keys) {
       std::vector<std::byte> v = ValueOf(k);
       values.insert(values.end(), v.begin(), v.end());
     }
-    return w->Run(BulkLoad(*w->ep, *table, pool.layout, placement, alloc, keys, values, ts));
+    return w->Run(BulkLoad(*w->ep, *table, pool.layout, placement, alloc, keys, values, ts, o));
   }
   Status InsertOne(uint64_t key, uint64_t ts = 3) {
     std::vector<std::byte> v = ValueOf(key);
@@ -140,6 +141,44 @@ TEST(BulkLoadTest, LeavesEveryMnAsSvInsertingOneByOneDoes) {
       EXPECT_EQ(value, bulk.ValueOf(k));
     }
   }
+}
+
+// A load that goes window by window — eight buckets each here, so that rows probe past their
+// window, and the last window's probe paths run on into the first buckets — leaves what inserting
+// one by one in its order leaves: by window of the home bucket, each window's in the order given.
+void ExpectWindowsLeaveWhatOneByOneLeaves(TableSpec spec, int replication, uint64_t count) {
+  const std::vector<uint64_t> keys = Keys(0, count);
+  Fixture bulk(3, replication, spec);
+  Fixture one(3, replication, spec);
+  const TableInfo& t = *bulk.table;
+  const uint64_t window = 8;
+  ASSERT_GT(t.bucket_count, 4 * window) << "too few windows to test";
+  Status loaded = bulk.Load(keys, 3, BulkLoadOptions{.window_bytes = window * t.bucket_bytes()});
+  ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+  std::vector<uint64_t> order = keys;
+  std::stable_sort(order.begin(), order.end(), [&](uint64_t a, uint64_t b) {
+    return HomeBucket(t, a) / window < HomeBucket(t, b) / window;
+  });
+  ASSERT_NE(order, keys) << "the windows should reorder the keys";
+  for (uint64_t k : order) ASSERT_TRUE(one.InsertOne(k).ok()) << k;
+  for (MnId mn = 0; mn < 3; mn++) {
+    EXPECT_EQ(std::memcmp(bulk.pool->region(mn), one.pool->region(mn), kRegion), 0) << "MN " << mn;
+  }
+  if (!t.single_version) {
+    for (uint64_t k : Keys(0, 200)) bulk.ExpectLoaded(k);
+  }
+}
+
+TEST(BulkLoadTest, WindowByWindowLeavesEveryMnAsInsertingInItsOrderDoes) {
+  // One slot a bucket, 80% full: long probe paths, many of them past their window.
+  ExpectWindowsLeaveWhatOneByOneLeaves(Spec(1000, 1), 2, 1300);
+}
+
+TEST(BulkLoadTest, WindowByWindowLeavesEveryMnAsSvInsertingInItsOrderDoes) {
+  TableSpec spec = Spec(4000, 22);
+  spec.versions = 1;
+  spec.single_version = true;
+  ExpectWindowsLeaveWhatOneByOneLeaves(spec, 3, 3000);
 }
 
 TEST(BulkLoadTest, KeysInsertedBeforeStayAndInsertsAfterItWork) {
