@@ -10,6 +10,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/base/thread_name.h"
+#include "pond/transport/ucx/batch_message.h"
 
 namespace pond::ucx {
 
@@ -60,6 +61,16 @@ Result<std::unique_ptr<UcxMemoryNode>> UcxMemoryNode::Start(MnId mn, uint64_t by
   n->descriptor_.bytes = bytes;
   n->descriptor_.worker_address = n->worker_->address();
 
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = kBatchAmId;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  hp.cb = &UcxMemoryNode::OnBatch;
+  hp.arg = n.get();
+  s = ucp_worker_set_am_recv_handler(n->worker_->get(), &hp);
+  if (s != UCS_OK) return FromUcs(s, "cannot set the MN's batch handler");
+
   n->stop_fd_ = eventfd(0, EFD_CLOEXEC);
   if (n->stop_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
   int efd = -1;
@@ -97,6 +108,48 @@ void UcxMemoryNode::Serve() {
     POND_CHECK_MSG(n >= 0, "poll on the MN worker failed");
     if (fds[1].revents != 0) return;
   }
+}
+
+namespace {
+
+struct ReplySlot {
+  uint64_t tag;  // the reply's UCX header, which must outlive the send
+  std::vector<std::byte> bytes;
+};
+
+void OnReplySent(void* request, ucs_status_t /*status*/, void* user_data) {
+  // A reply that could not leave (its CN died) is lost with the CN: nothing waits for it.
+  delete static_cast<ReplySlot*>(user_data);
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+ucs_status_t UcxMemoryNode::OnBatch(void* arg, const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxMemoryNode*>(arg);
+  // A CN sends batches eagerly and asks for a reply: anything else is not a Pond CN's, and is
+  // dropped unapplied (its sender, if any, learns nothing and fails the batch as it would for a
+  // dead MN).
+  if (header_length != sizeof(uint64_t) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ||
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
+    return UCS_OK;
+  }
+  auto* slot = new ReplySlot{};
+  std::memcpy(&slot->tag, header, sizeof(slot->tag));
+  ApplyBatch(self->region_, self->descriptor_.bytes,
+             std::span(static_cast<const std::byte*>(data), length), &slot->bytes);
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = &OnReplySent;
+  p.user_data = slot;
+  p.flags = UCP_AM_SEND_FLAG_EAGER;  // so it arrives whole in the CN's handler
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(param->reply_ep, kBatchReplyAmId, &slot->tag, sizeof(slot->tag),
+                      slot->bytes.data(), slot->bytes.size(), &p);
+  if (r == nullptr || UCS_PTR_IS_ERR(r)) delete slot;
+  return UCS_OK;
 }
 
 UcxMemoryNode::~UcxMemoryNode() {

@@ -4,6 +4,9 @@
 // logic: with shared memory or RDMA the CNs' operations never reach its CPU; with TCP, UCX
 // carries them out in software on this worker, which is why it must progress.
 //
+// Over TCP a CN sends a whole doorbell batch as one message instead (batch_message.h), which this
+// MN's thread applies to the region and answers.
+//
 // The thread sleeps on the worker's event descriptor when nothing arrives, so an idle MN costs
 // no CPU. `pond mn` is this class plus a config, and the embedded cluster on UCX starts one per
 // MN in its own process.
@@ -36,6 +39,9 @@ class UcxMemoryNode {
  private:
   UcxMemoryNode() = default;
   void Serve();
+  // A CN's batch message (kBatchAmId): applied and answered at once, on the serving thread.
+  static ucs_status_t OnBatch(void* arg, const void* header, size_t header_length, void* data,
+                              size_t length, const ucp_am_recv_param_t* param);
 
   std::unique_ptr<Context> ctx_;
   std::unique_ptr<Worker> worker_;

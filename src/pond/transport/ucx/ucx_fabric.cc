@@ -8,6 +8,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/transport/remote_copy.h"
+#include "pond/transport/ucx/batch_message.h"
 
 namespace pond::ucx {
 
@@ -24,7 +25,9 @@ constexpr uint8_t kNotCounted = 0;
 constexpr auto kCloseWait = std::chrono::seconds(2);
 
 // A peer's failure (a daemon killed) must fail the operations on its endpoint, not the process:
-// UCX's peer error handling reports it to the operations' callbacks.
+// UCX's peer error handling reports it to the operations' callbacks. A batch sent as a message
+// has no operation left to fail once sent, so an MN's connection also reports the failure to its
+// endpoint (UcxEndpoint::OnMnError).
 void OnEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
 
 // UCX's shared-memory transports have no peer error handling (a dead peer's memory stays
@@ -45,16 +48,38 @@ bool PeerErrorsHandled(const std::string& tls) {
   return true;
 }
 
+// Whether one-sided ops go to an MN whose region is not mapped here as batch messages
+// (batch_message.h): when UCX can reach it only by TCP, where UCX would emulate them with
+// messages anyway. With an RDMA transport possible the NIC does them, without the MN's CPU.
+bool VerbsByMessage(const std::string& tls) {
+  bool tcp = false;
+  size_t at = 0;
+  while (at <= tls.size()) {
+    size_t end = tls.find(',', at);
+    if (end == std::string::npos) end = tls.size();
+    const std::string t = tls.substr(at, end - at);
+    bool known = t == "tcp";
+    tcp |= known;
+    for (const char* local : {"sm", "shm", "posix", "sysv", "cma", "xpmem", "knem", "self"}) {
+      known |= t == local;
+    }
+    if (!known) return false;
+    at = end + 1;
+  }
+  return tcp;
+}
+
 ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
-                  Status* status) {
+                  Status* status, ucp_err_handler_cb_t on_error = &OnEpError,
+                  void* error_arg = nullptr) {
   ucp_ep_params_t p{};
   p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
   p.address = reinterpret_cast<const ucp_address_t*>(address.data());
   if (peer_errors) {
     p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
     p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    p.err_handler.cb = &OnEpError;
-    p.err_handler.arg = nullptr;
+    p.err_handler.cb = on_error;
+    p.err_handler.arg = error_arg;
   }
   ucp_ep_h ep = nullptr;
   ucs_status_t s = ucp_ep_create(w, &p, &ep);
@@ -74,8 +99,9 @@ class UcxEndpoint final : public Endpoint {
   // as its batches go, and the connection is tried again at its next batch, at most once per
   // kReconnectEvery.
   Status Init() {
-    ucs_status_t s = SetPacketHandler(&UcxEndpoint::OnPacket, this);
-    if (s != UCS_OK) return FromUcs(s, "cannot set the UCX packet handler");
+    ucs_status_t s = SetHandler(kPacketAmId, &UcxEndpoint::OnPacket, this);
+    if (s == UCS_OK) s = SetHandler(kBatchReplyAmId, &UcxEndpoint::OnBatchReply, this);
+    if (s != UCS_OK) return FromUcs(s, "cannot set the UCX message handlers");
     mns_.resize(fabric_.mns_.size());
     for (MnId mn = 0; mn < mns_.size(); mn++) {
       Status st = Connect(mn);
@@ -95,7 +121,8 @@ class UcxEndpoint final : public Endpoint {
     // progresses the worker once more as it closes every connection, would hand them to freed
     // memory.
     ucp_worker_h w = worker_->get();
-    SetPacketHandler(&UcxEndpoint::DropPacket, nullptr);
+    SetHandler(kPacketAmId, &UcxEndpoint::DropPacket, nullptr);
+    SetHandler(kBatchReplyAmId, &UcxEndpoint::DropPacket, nullptr);
     const auto until = std::chrono::steady_clock::now() + kCloseWait;
     while (requests_ > 0 && std::chrono::steady_clock::now() < until) ucp_worker_progress(w);
     if (requests_ > 0 && !ForceClose()) {
@@ -110,6 +137,8 @@ class UcxEndpoint final : public Endpoint {
     closing_.clear();
     for (Batch* b : flushed_) delete b;
     flushed_.clear();
+    for (Batch* b : awaiting_) delete b;
+    awaiting_.clear();
     UcxFabric::Retired r;
     for (Mn& mn : mns_) {
       if (mn.rkey != nullptr) ucp_rkey_destroy(mn.rkey);
@@ -118,6 +147,7 @@ class UcxEndpoint final : public Endpoint {
     for (auto& [addr, peer] : peers_) r.eps.push_back(peer.ep);
     r.eps.insert(r.eps.end(), stale_.begin(), stale_.end());
     r.worker = std::move(worker_);
+    r.errors = std::move(errors_);
     fabric_.Retire(std::move(r));
   }
 
@@ -160,7 +190,7 @@ class UcxEndpoint final : public Endpoint {
     // packet to another process is counted off there, never here.
     const uint8_t* counted = peer->remote ? &kNotCounted : &kCounted;
     if (!peer->remote) fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
-    auto* slot = new SendSlot{this, std::move(packet), !peer->remote};
+    auto* slot = new SendSlot{this, std::move(packet), !peer->remote, 0};
     ucp_request_param_t p{};
     p.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -195,8 +225,15 @@ class UcxEndpoint final : public Endpoint {
     for (int i = 0; i < kProgressMax && ucp_worker_progress(w) != 0; i++) {
     }
     if (down_seen_ != fabric_.mn_down_changes()) CloseDownMns();
+    if (!errors_->failed.empty()) FailAwaitingOnFailedEps();
     if (!closing_.empty()) ReleaseClosed();
-    // Batches whose flush completed go on here, outside UCX's callbacks.
+    // Batches whose flush completed go on here, outside UCX's callbacks, and those answered (or
+    // failed) as messages finish.
+    while (!answered_.empty()) {
+      std::unique_ptr<Batch> b(answered_.back());
+      answered_.pop_back();
+      Finish(std::move(b), UCS_OK);
+    }
     if (!flushed_.empty()) progressed_ = true;
     while (!flushed_.empty()) {
       std::unique_ptr<Batch> b(flushed_.back());
@@ -237,6 +274,11 @@ class UcxEndpoint final : public Endpoint {
     bool unreachable = false;
     size_t next = 0;  // ops before it are posted
     std::vector<Op> ops;
+    // Sent as a message (SendAsMessage): its tag, the connection it went by, and how many of its
+    // ops it carried (those before one that failed the CN's own checks).
+    uint64_t tag = 0;
+    ucp_ep_h sent_on = nullptr;
+    size_t carried = 0;
   };
   struct Closing {  // a down MN's connection, closed by force (CloseDownMns)
     ucs_status_ptr_t request;
@@ -246,6 +288,8 @@ class UcxEndpoint final : public Endpoint {
     UcxEndpoint* ep;
     PacketBuffer bytes;
     bool counted;  // in the fabric's packets in flight
+    uint64_t
+        tag;  // a batch message's (also its UCX header, which must outlive the send); 0: a packet
   };
   struct Peer {
     ucp_ep_h ep = nullptr;
@@ -279,7 +323,9 @@ class UcxEndpoint final : public Endpoint {
       Finish(std::move(b), UCS_OK);
       return;
     }
-    const uint64_t size = fabric_.region_bytes();
+    if (fabric_.verbs_by_message_ && m.mapped == nullptr && b->next == 0 && SendAsMessage(b, m)) {
+      return;
+    }
     for (;;) {
       bool segment_writes = false;
       size_t posted = 0;
@@ -287,16 +333,8 @@ class UcxEndpoint final : public Endpoint {
         Op& op = b->ops[b->next];
         const bool writes = op.verb != Verb::kRead;
         if (posted > 0 && (segment_writes || writes)) break;
-        const uint64_t off = op.addr.offset();
-        if (off > size || op.len > size - off) {
-          b->status =
-              InvalidArgument("remote access outside MN " + std::to_string(b->mn) + " region");
-          break;
-        }
-        if (writes && op.verb != Verb::kWrite && (off & 7) != 0) {
-          b->status = InvalidArgument("atomic on unaligned remote address");
-          break;
-        }
+        b->status = Check(b->mn, op);
+        if (!b->status.ok()) break;
         Status st = PostOp(m, op);
         if (!st.ok()) {
           b->unreachable = st.code() == Code::kUnavailable;
@@ -332,6 +370,118 @@ class UcxEndpoint final : public Endpoint {
       }
       // Done at once (shared memory): post the next segment now.
     }
+  }
+
+  // UCX checks nothing: an op outside the region, or an unaligned atomic, fails its batch here
+  // from that op on, as the local fabric's does.
+  Status Check(MnId mn, const Op& op) const {
+    const uint64_t size = fabric_.region_bytes();
+    const uint64_t off = op.addr.offset();
+    if (off > size || op.len > size - off) {
+      return InvalidArgument("remote access outside MN " + std::to_string(mn) + " region");
+    }
+    if (op.verb != Verb::kRead && op.verb != Verb::kWrite && (off & 7) != 0) {
+      return InvalidArgument("atomic on unaligned remote address");
+    }
+    return Status::Ok();
+  }
+
+  // Sends the batch's ops (those before one that fails Check) as one message to its MN, which
+  // applies them in order and answers (OnBatchReply); false, having changed nothing, when the
+  // request or its reply would pass kBatchMessageMax.
+  bool SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m) {
+    size_t carried = 0;
+    Status refused;
+    for (; carried < b->ops.size(); carried++) {
+      refused = Check(b->mn, b->ops[carried]);
+      if (!refused.ok()) break;
+    }
+    const std::span<const Op> ops(b->ops.data(), carried);
+    if (BatchRequestBytes(ops) > kBatchMessageMax || BatchReplyBytes(ops) > kBatchMessageMax) {
+      return false;
+    }
+    b->status = std::move(refused);
+    if (carried == 0) {
+      Finish(std::move(b), UCS_OK);
+      return true;
+    }
+    b->tag = next_tag_++;
+    b->sent_on = m.ep;
+    b->carried = carried;
+    auto* slot = new SendSlot{this, TakeBuffer(), false, b->tag};
+    EncodeBatch(ops, &slot->bytes);
+    awaiting_.push_back(b.release());
+    ucp_request_param_t p{};
+    p.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    p.cb.send = &UcxEndpoint::OnSent;
+    p.user_data = slot;
+    // Eager, so that it arrives whole in the MN's handler; REPLY, so that the MN can answer on
+    // the connection it came by.
+    p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
+    ucs_status_ptr_t r = ucp_am_send_nbx(m.ep, kBatchAmId, &slot->tag, sizeof(slot->tag),
+                                         slot->bytes.data(), slot->bytes.size(), &p);
+    if (r == nullptr) {
+      Sent(slot, UCS_OK);
+    } else if (UCS_PTR_IS_ERR(r)) {
+      Sent(slot, UCS_PTR_STATUS(r));
+    } else {
+      requests_++;  // OnSent finishes it
+    }
+    return true;
+  }
+
+  // Ends every awaiting batch that `which` selects with `why` (unreachable if it says so): its
+  // ops may or may not have been applied, as after an RDMA queue pair's retry timeout.
+  template <typename Pred>
+  void FailAwaiting(Pred which, const Status& why) {
+    for (size_t i = 0; i < awaiting_.size();) {
+      Batch* b = awaiting_[i];
+      if (!which(*b)) {
+        i++;
+        continue;
+      }
+      b->status = why;
+      b->unreachable = why.code() == Code::kUnavailable;
+      answered_.push_back(b);
+      awaiting_[i] = awaiting_.back();
+      awaiting_.pop_back();
+    }
+  }
+
+  static void OnMnError(void* arg, ucp_ep_h ep, ucs_status_t /*status*/) {
+    static_cast<UcxFabric::EpErrors*>(arg)->failed.push_back(ep);
+  }
+
+  void FailAwaitingOnFailedEps() {
+    for (ucp_ep_h ep : errors_->failed) {
+      FailAwaiting([ep](const Batch& b) { return b.sent_on == ep; },
+                   Unavailable("the connection to an MN failed"));
+    }
+    errors_->failed.clear();
+  }
+
+  static ucs_status_t OnBatchReply(void* arg, const void* header, size_t header_length, void* data,
+                                   size_t length, const ucp_am_recv_param_t* param) {
+    auto* self = static_cast<UcxEndpoint*>(arg);
+    POND_CHECK_MSG(
+        header_length == sizeof(uint64_t) && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0,
+        "a batch reply that Pond's MN did not send");
+    uint64_t tag = 0;
+    std::memcpy(&tag, header, sizeof(tag));
+    for (size_t i = 0; i < self->awaiting_.size(); i++) {
+      Batch* b = self->awaiting_[i];
+      if (b->tag != tag) continue;
+      Status st = TakeBatchReply(std::span<const Op>(b->ops.data(), b->carried),
+                                 std::span(static_cast<const std::byte*>(data), length));
+      // The CN's own refusal of a later op stands if the MN applied what it was sent.
+      if (!st.ok()) b->status = std::move(st);
+      self->answered_.push_back(b);
+      self->awaiting_[i] = self->awaiting_.back();
+      self->awaiting_.pop_back();
+      return UCS_OK;
+    }
+    return UCS_OK;  // its batch failed before the answer came (the MN was declared down)
   }
 
   // Posts one op; its completion is learned from the flush that ends its segment (on a mapped
@@ -413,6 +563,9 @@ class UcxEndpoint final : public Endpoint {
     b->unreachable = false;
     b->next = 0;
     b->ops.clear();
+    b->tag = 0;
+    b->sent_on = nullptr;
+    b->carried = 0;
     if (spare_batches_.size() < kSpareBatchesMax) spare_batches_.push_back(std::move(b));
   }
 
@@ -431,6 +584,11 @@ class UcxEndpoint final : public Endpoint {
     // A packet that could not leave is lost, as on any network: the sender's resend covers it.
     if (status != UCS_OK && slot->counted)
       fabric_.in_flight_.fetch_sub(1, std::memory_order_acq_rel);
+    // A batch message that could not leave fails its batch (its MN is unreachable).
+    if (status != UCS_OK && slot->tag != 0) {
+      Status st = FromUcs(status, "batch message");
+      FailAwaiting([tag = slot->tag](const Batch& b) { return b.tag == tag; }, st);
+    }
     RecycleBuffer(std::move(slot->bytes));
     delete slot;
   }
@@ -442,12 +600,13 @@ class UcxEndpoint final : public Endpoint {
     ucp_request_free(request);
   }
 
-  // Who takes this worker's packets (whole messages only: Pond sends them eagerly).
-  ucs_status_t SetPacketHandler(ucp_am_recv_callback_t cb, void* arg) {
+  // Who takes this worker's packets or batch replies (whole messages only: Pond sends them
+  // eagerly).
+  ucs_status_t SetHandler(unsigned id, ucp_am_recv_callback_t cb, void* arg) {
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                     UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-    hp.id = kPacketAmId;
+    hp.id = id;
     hp.flags = UCP_AM_FLAG_WHOLE_MSG;
     hp.cb = cb;
     hp.arg = arg;
@@ -508,7 +667,7 @@ class UcxEndpoint final : public Endpoint {
                  "pond: worker %u.%u: %d UCX sends were never taken by their peer over shared "
                  "memory; leaving its UCX worker as it is\n",
                  self().cn, self().worker, requests_);
-    fabric_.Abandon(std::move(worker_));
+    fabric_.Abandon(std::move(worker_), std::move(errors_));
   }
 
   static ucs_status_t OnPacket(void* arg, const void* header, size_t header_length, void* data,
@@ -548,6 +707,8 @@ class UcxEndpoint final : public Endpoint {
       }
       std::fprintf(stderr, "pond: worker %u.%u closed its connection to MN %u, declared down\n",
                    self().cn, self().worker, mn);
+      FailAwaiting([mn](const Batch& b) { return b.mn == mn; },
+                   Unavailable("MN " + std::to_string(mn) + " was declared down"));
       m = Mn{};
       progressed_ = true;
     }
@@ -572,6 +733,8 @@ class UcxEndpoint final : public Endpoint {
     Mn& m = mns_[mn];
     if (m.rkey != nullptr) ucp_rkey_destroy(m.rkey);
     if (m.ep != nullptr) stale_.push_back(m.ep);
+    FailAwaiting([mn](const Batch& b) { return b.mn == mn; },
+                 Unavailable("MN " + std::to_string(mn) + " restarted"));
     m = Mn{};
   }
 
@@ -583,7 +746,8 @@ class UcxEndpoint final : public Endpoint {
     m.base = d.base;
     m.last_try = std::chrono::steady_clock::now();
     Status st;
-    ucp_ep_h ep = CreateEp(worker_->get(), d.worker_address, fabric_.peer_errors_, &st);
+    ucp_ep_h ep = CreateEp(worker_->get(), d.worker_address, fabric_.peer_errors_, &st,
+                           &UcxEndpoint::OnMnError, errors_.get());
     if (!st.ok()) return Unavailable("MN " + std::to_string(mn) + ": " + std::string(st.message()));
     ucp_rkey_h rkey = nullptr;
     ucs_status_t s = ucp_ep_rkey_unpack(ep, d.rkey.data(), &rkey);
@@ -641,12 +805,17 @@ class UcxEndpoint final : public Endpoint {
   }
 
   UcxFabric& fabric_;
+  // Outlives the worker (handed to the fabric with it): its MN connections report to it.
+  std::unique_ptr<UcxFabric::EpErrors> errors_ = std::make_unique<UcxFabric::EpErrors>();
   std::unique_ptr<Worker> worker_;  // destroyed last: the endpoints below live on it
   std::vector<Mn> mns_;
   std::unordered_map<uint32_t, Peer> peers_;
   std::vector<ucp_ep_h> stale_;  // to workers of a CN's earlier process: closed with the rest
   std::vector<std::unique_ptr<Batch>> spare_batches_;
-  std::vector<Batch*> flushed_;  // a segment's flush completed: post the next or finish
+  std::vector<Batch*> flushed_;   // a segment's flush completed: post the next or finish
+  std::vector<Batch*> awaiting_;  // sent as messages, not answered yet (a handful: linear search)
+  std::vector<Batch*> answered_;  // answered, or failed, while awaiting: to finish
+  uint64_t next_tag_ = 1;
   std::vector<Closing> closing_;
   uint32_t down_seen_ = 0;  // the fabric's mn_down_changes() CloseDownMns last acted on
   int requests_ = 0;        // sends and flushes in flight, which call back into this
@@ -691,6 +860,7 @@ Status UcxFabric::Init(const UcxOptions& options) {
   if (!ctx.ok()) return ctx.status();
   ctx_ = std::move(ctx).value();
   peer_errors_ = PeerErrorsHandled(options.tls);
+  verbs_by_message_ = peer_errors_ && VerbsByMessage(options.tls);
   return Status::Ok();
 }
 
@@ -699,9 +869,10 @@ void UcxFabric::Retire(Retired r) {
   retired_.push_back(std::move(r));
 }
 
-void UcxFabric::Abandon(std::unique_ptr<Worker> w) {
+void UcxFabric::Abandon(std::unique_ptr<Worker> w, std::unique_ptr<EpErrors> errors) {
   std::lock_guard lock(directory_mu_);
   abandoned_.push_back(std::move(w));
+  static_cast<void>(errors.release());  // its worker may still report to it
 }
 
 UcxFabric::~UcxFabric() {

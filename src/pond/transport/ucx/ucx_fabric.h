@@ -10,6 +10,10 @@
 //     UCP_ATOMIC_OP_ADD with a reply buffer (ucp_atomic_op_nbx), all on the MN's packed rkey.
 //   - An op outside the MN's region, or an unaligned atomic, fails its batch from that op on
 //     (checked here: UCX checks nothing); an MN whose endpoint fails answers Unavailable.
+//   - Over TCP alone (no RDMA transport named), a batch to an MN goes instead as one active
+//     message that the MN's thread applies and answers (batch_message.h); one whose request or
+//     reply would pass kBatchMessageMax goes as RMA. An MN whose connection fails, is declared
+//     down or is replaced fails the batches awaiting its answer as unreachable.
 //   - A packet is one active message (eager, so it always arrives whole in the handler), copied
 //     into a buffer at arrival and delivered by Poll.
 //
@@ -93,14 +97,21 @@ class UcxFabric final : public Fabric {
   // What a destroyed endpoint leaves: its worker and the UCP endpoints on it. They are closed
   // with everyone else's when the fabric goes, while every peer's worker still exists: an
   // endpoint closed after its peer's worker is gone waits out a timeout and logs an error.
+  // Where a CN worker's MN connections report that they failed (UcxEndpoint::OnMnError). It
+  // lives as long as the worker, for UCX may report while the fabric closes a retired worker's
+  // connections.
+  struct EpErrors {
+    std::vector<ucp_ep_h> failed;
+  };
   struct Retired {
+    std::unique_ptr<EpErrors> errors;  // first, so that it goes last
     std::unique_ptr<Worker> worker;
     std::vector<ucp_ep_h> eps;
   };
   void Retire(Retired r);
   // A worker with requests UCX could not cancel (UcxEndpoint::Abandon): never progressed again,
   // never destroyed.
-  void Abandon(std::unique_ptr<Worker> w);
+  void Abandon(std::unique_ptr<Worker> w, std::unique_ptr<EpErrors> errors);
   uint32_t generation(uint16_t cn) const {
     return cn < generations_.size() ? generations_[cn].load(std::memory_order_acquire) : 0;
   }
@@ -123,7 +134,8 @@ class UcxFabric final : public Fabric {
   std::vector<std::unique_ptr<Worker>> abandoned_;     // guarded by directory_mu_
   std::atomic<uint64_t> in_flight_{0};
   std::atomic<bool> open_{false};
-  bool peer_errors_ = false;  // endpoints ask UCX to report a peer's failure (not on shm)
+  bool peer_errors_ = false;       // endpoints ask UCX to report a peer's failure (not on shm)
+  bool verbs_by_message_ = false;  // batches to unmapped MNs go as messages (batch_message.h)
   std::array<std::atomic<uint32_t>, 64> generations_{};     // by CN: AddRemoteCn calls
   std::array<std::atomic<uint32_t>, 64> mn_generations_{};  // by MN: ReplaceMn calls
   std::array<std::atomic<bool>, 64> mn_down_{};             // by MN: SetMnDown

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "pond/transport/endpoint_contract.h"
+#include "pond/transport/ucx/batch_message.h"
 #include "pond/transport/ucx/memory_node.h"
 
 namespace pond::ucx {
@@ -164,6 +165,66 @@ TEST(UcxFabricTest, AnMnDeadAtStartIsDownNotFatal) {
       EXPECT_EQ(r1.status.code(), Code::kUnavailable) << r1.status.ToString();
       EXPECT_EQ(r1.unreachable, uint64_t{1} << 1);
     }
+  }(w.ep.get()));
+}
+
+// Over TCP a batch goes to its MN as one message the MN answers (batch_message.h), so an MN that
+// dies after the message left must still end the batch: as unreachable, never by waiting for an
+// answer that cannot come.
+TEST(UcxFabricTest, AnMnThatDiesFailsItsBatchesAsUnreachable) {
+  const UcxOptions o = OptionsFor("tcp");
+  std::vector<MnDescriptor> mns;
+  std::vector<std::unique_ptr<UcxMemoryNode>> nodes;
+  for (MnId i = 0; i < 2; i++) {
+    auto mn = UcxMemoryNode::Start(i, 1 << 20, o);
+    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
+    mns.push_back((*mn)->descriptor());
+    nodes.push_back(std::move(mn).value());
+  }
+  auto f = UcxFabric::Connect(mns, o);
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  contract::Worker w(**f, {0, 0});
+  w.Run([](std::vector<std::unique_ptr<UcxMemoryNode>>* nodes, Endpoint* ep) -> Task<void> {
+    uint64_t v = 42, back = 0;
+    ep->Write(GAddr::Make(1, 64), &v, sizeof(v));
+    ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+    Status st = co_await ep->Flush();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(back, 42u) << "answered in one message";
+    (*nodes)[1].reset();  // MN 1's process dies, its connections with it
+    for (int i = 0; i < 3; i++) {
+      ep->Read(GAddr::Make(0, 64), &back, sizeof(back));
+      ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+      Endpoint::FlushResult r = co_await ep->FlushReporting();
+      EXPECT_EQ(r.status.code(), Code::kUnavailable) << r.status.ToString();
+      EXPECT_EQ(r.unreachable, uint64_t{1} << 1) << "MN 0 answers; only MN 1 is gone";
+    }
+  }(&nodes, w.ep.get()));
+}
+
+// A batch whose request would not fit one message (a bulk load's large WRITEs) goes as UCX RMA
+// instead, in posting order like any other.
+TEST(UcxFabricTest, ABatchTooLargeForOneMessageGoesAsRma) {
+  std::unique_ptr<Fabric> f = [] {
+    auto made = UcxFabric::CreateWithLocalMns(1, 4 << 20, OptionsFor("tcp"));
+    EXPECT_TRUE(made.ok()) << made.status().ToString();
+    return std::unique_ptr<Fabric>(std::move(made).value());
+  }();
+  contract::Worker w(*f, {0, 0});
+  w.Run([](Endpoint* ep) -> Task<void> {
+    std::vector<uint8_t> big(kBatchMessageMax + 4096), back(big.size());
+    for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<uint8_t>(i * 7 + 1);
+    uint64_t old = 0;
+    ep->Write(GAddr::Make(0, 4096), big.data(), static_cast<uint32_t>(big.size()));
+    ep->Faa(GAddr::Make(0, 4096), 1, &old);
+    ep->Read(GAddr::Make(0, 4096), back.data(), static_cast<uint32_t>(back.size()));
+    Status st = co_await ep->Flush();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    uint64_t first = 0;
+    std::memcpy(&first, big.data(), 8);
+    EXPECT_EQ(old, first) << "the FAA comes after the WRITE";
+    big[0] = static_cast<uint8_t>(big[0] + 1);  // what the FAA added to the low byte
+    EXPECT_EQ(back, big) << "and the READ after both";
   }(w.ep.get()));
 }
 
