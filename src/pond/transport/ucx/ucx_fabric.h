@@ -10,7 +10,7 @@
 //     UCP_ATOMIC_OP_ADD with a reply buffer (ucp_atomic_op_nbx), all on the MN's packed rkey.
 //   - An op outside the MN's region, or an unaligned atomic, fails its batch from that op on
 //     (checked here: UCX checks nothing); an MN whose endpoint fails answers Unavailable.
-//   - Over TCP alone (no RDMA transport named), a batch to an MN goes instead as one active
+//   - Over TCP alone (UCX_TLS "tcp"), a batch to an MN goes instead as one active
 //     message that the MN's thread applies and answers (batch_message.h); one whose request or
 //     reply would pass kBatchMessageMax goes as RMA. An MN whose connection fails, is declared
 //     down or is replaced fails the batches awaiting its answer as unreachable.
