@@ -138,22 +138,8 @@ void UcxEndpoint::SendPacket(WorkerAddr to, PacketBuffer packet) {
   const uint8_t* counted = peer->remote ? &kNotCounted : &kCounted;
   if (!peer->remote) fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
   auto* slot = new SendSlot{this, std::move(packet), !peer->remote, 0};
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::OnSent;
-  p.user_data = slot;
   // Eager only: the receiver then always has the whole packet in its handler.
-  p.flags = UCP_AM_SEND_FLAG_EAGER;
-  ucs_status_ptr_t r = ucp_am_send_nbx(peer->ep, kPacketAmId, counted, sizeof(*counted),
-                                       slot->bytes.data(), slot->bytes.size(), &p);
-  if (r == nullptr) {
-    Sent(slot, UCS_OK);
-  } else if (UCS_PTR_IS_ERR(r)) {
-    Sent(slot, UCS_PTR_STATUS(r));
-  } else {
-    requests_++;  // OnSent finishes it
-  }
+  SendAm(peer->ep, kPacketAmId, counted, sizeof(*counted), slot, UCP_AM_SEND_FLAG_EAGER);
 }
 
 void UcxEndpoint::EndRound() {
@@ -291,23 +277,10 @@ bool UcxEndpoint::SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m) {
   auto* slot = new SendSlot{this, TakeBuffer(), false, b->tag};
   EncodeBatch(ops, &slot->bytes);
   awaiting_.push_back(b.release());
-  ucp_request_param_t p{};
-  p.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
-  p.cb.send = &UcxEndpoint::OnSent;
-  p.user_data = slot;
-  // Eager, so that it arrives whole in the MN's handler; REPLY, so that the MN can answer on
-  // the connection it came by.
-  p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
-  ucs_status_ptr_t r = ucp_am_send_nbx(m.ep, kBatchAmId, &slot->tag, sizeof(slot->tag),
-                                       slot->bytes.data(), slot->bytes.size(), &p);
-  if (r == nullptr) {
-    Sent(slot, UCS_OK);
-  } else if (UCS_PTR_IS_ERR(r)) {
-    Sent(slot, UCS_PTR_STATUS(r));
-  } else {
-    requests_++;  // OnSent finishes it
-  }
+  // Eager, so that it arrives whole in the MN's handler; REPLY, so that the MN can answer on the
+  // connection it came by.
+  SendAm(m.ep, kBatchAmId, &slot->tag, sizeof(slot->tag), slot,
+         UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY);
   return true;
 }
 
@@ -455,6 +428,25 @@ void UcxEndpoint::OnFlushed(void* request, ucs_status_t status, void* user_data)
   }
   b->ep->flushed_.push_back(b);
   ucp_request_free(request);
+}
+
+void UcxEndpoint::SendAm(ucp_ep_h ep, unsigned id, const void* header, size_t header_length,
+                         SendSlot* slot, uint32_t flags) {
+  ucp_request_param_t p{};
+  p.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+  p.cb.send = &UcxEndpoint::OnSent;
+  p.user_data = slot;
+  p.flags = flags;
+  ucs_status_ptr_t r =
+      ucp_am_send_nbx(ep, id, header, header_length, slot->bytes.data(), slot->bytes.size(), &p);
+  if (r == nullptr) {
+    Sent(slot, UCS_OK);
+  } else if (UCS_PTR_IS_ERR(r)) {
+    Sent(slot, UCS_PTR_STATUS(r));
+  } else {
+    requests_++;  // OnSent finishes it
+  }
 }
 
 void UcxEndpoint::Sent(SendSlot* slot, ucs_status_t status) {

@@ -136,6 +136,10 @@ class UcxEndpoint final : public Endpoint {
 
   static void OnFlushed(void* request, ucs_status_t status, void* user_data);
 
+  // Sends `slot`'s bytes as active message `id` (the header must outlive the send: it lives in
+  // the slot or is static); Sent finishes the slot, now or from OnSent.
+  void SendAm(ucp_ep_h ep, unsigned id, const void* header, size_t header_length, SendSlot* slot,
+              uint32_t flags);
   void Sent(SendSlot* slot, ucs_status_t status);
 
   static void OnSent(void* request, ucs_status_t status, void* user_data);

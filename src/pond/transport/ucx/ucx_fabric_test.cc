@@ -24,6 +24,17 @@ UcxOptions OptionsFor(const std::string& tls) {
   return o;
 }
 
+// MNs as daemons would serve them, each on a thread of its own, and their descriptors.
+void StartMns(MnId n, const UcxOptions& o, std::vector<MnDescriptor>* mns,
+              std::vector<std::unique_ptr<UcxMemoryNode>>* nodes) {
+  for (MnId i = 0; i < n; i++) {
+    auto mn = UcxMemoryNode::Start(i, 1 << 20, o);
+    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
+    mns->push_back((*mn)->descriptor());
+    nodes->push_back(std::move(mn).value());
+  }
+}
+
 class UcxFabricTest : public ::testing::TestWithParam<std::string> {
  protected:
   contract::MakeFabric Make() {
@@ -142,12 +153,7 @@ TEST(UcxFabricTest, AnMnDeadAtStartIsDownNotFatal) {
   const UcxOptions o = OptionsFor("tcp");
   std::vector<MnDescriptor> mns;
   std::vector<std::unique_ptr<UcxMemoryNode>> nodes;
-  for (MnId i = 0; i < 2; i++) {
-    auto mn = UcxMemoryNode::Start(i, 1 << 20, o);
-    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
-    mns.push_back((*mn)->descriptor());
-    nodes.push_back(std::move(mn).value());
-  }
+  ASSERT_NO_FATAL_FAILURE(StartMns(2, o, &mns, &nodes));
   nodes[1].reset();  // MN 1's daemon dies before the CN starts
   auto f = UcxFabric::Connect(mns, o);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
@@ -175,12 +181,7 @@ TEST(UcxFabricTest, AnMnThatDiesFailsItsBatchesAsUnreachable) {
   const UcxOptions o = OptionsFor("tcp");
   std::vector<MnDescriptor> mns;
   std::vector<std::unique_ptr<UcxMemoryNode>> nodes;
-  for (MnId i = 0; i < 2; i++) {
-    auto mn = UcxMemoryNode::Start(i, 1 << 20, o);
-    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
-    mns.push_back((*mn)->descriptor());
-    nodes.push_back(std::move(mn).value());
-  }
+  ASSERT_NO_FATAL_FAILURE(StartMns(2, o, &mns, &nodes));
   auto f = UcxFabric::Connect(mns, o);
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   contract::Worker w(**f, {0, 0});
