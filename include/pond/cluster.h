@@ -518,6 +518,26 @@ class Cluster {
   bool SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)> call);
   void Unpin(const WorkerPin& pin);
 
+  // A front end's requests taken by the worker that runs them, with no thread between: a source
+  // attached to a worker is polled on that worker's thread at the top of every round (a network
+  // front end's completion queue), and what it takes it submits to the same worker
+  // (SubmitToWorker), whose call then starts in that round; a worker may poll several (one per
+  // front end). Workers of CN `cn`: WorkersOf(cn), 0 if this cluster does not run it.
+  // AttachSource: InvalidArgument if the cluster is not serving, names no worker, or the worker
+  // polls `source` already. DetachSource returns once the worker polls `source` no more; the
+  // source may then go. SubmitToWorker is Submit to one given worker; false as Submit's. Any
+  // thread, while serving.
+  class WorkerSource {
+   public:
+    virtual ~WorkerSource() = default;
+    // Takes what has arrived; true if anything had.
+    virtual bool Poll() = 0;
+  };
+  int WorkersOf(uint16_t cn) const;
+  Status AttachSource(uint16_t cn, uint16_t worker, WorkerSource* source);
+  void DetachSource(uint16_t cn, uint16_t worker, WorkerSource* source);
+  bool SubmitToWorker(uint16_t cn, uint16_t worker, std::function<Task<void>(Session&)> call);
+
   // Simulated clusters only: node faults for the next Run (times count from its start). Refused
   // with InvalidArgument, naming the fault and why, if this cluster cannot survive one: today
   // CN crashes are survived under the lotus protocol with at least 2 CNs alive throughout,

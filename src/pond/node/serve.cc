@@ -40,6 +40,9 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
   int64_t idle_rounds = 0;
   bool gave_up = false;  // on the other CNs, once the stop's grace is over
   for (;;) {
+    // A front end's source first, so that what it takes (submitted to this worker) starts in
+    // this round.
+    const bool took = inbox.PollSources();
     inbox.TakeAll(&arrived);
     for (ServedCall& call : arrived) {
       auto session = std::unique_ptr<Session>(new Session(&w, session_id++));
@@ -54,7 +57,7 @@ void ClusterImpl::ServeWorker(WorkerContext& w, ServingInbox& inbox) {
     // (no coroutine, nothing awaited) for a while sleeps briefly between rounds instead, so that
     // an idle server does not keep its cores busy. Its rounds still come every kIdleSleepMax,
     // so a peer's request waits at most that long for it.
-    if (w.sched().RunOnce()) {
+    if (w.sched().RunOnce() || took) {
       idle_rounds = 0;
     } else if (++idle_rounds <= kSpinRounds) {
       std::this_thread::yield();
@@ -211,6 +214,48 @@ bool Cluster::SubmitTo(const WorkerPin& pin, std::function<Task<void>(Session&)>
   // No `stopping` check: the pin's own count keeps every worker running until Unpin.
   sv->calls_running++;
   sv->inboxes[sv->first_inbox[pin.cn] + pin.worker]->Push(std::move(call));
+  return true;
+}
+
+int Cluster::WorkersOf(uint16_t cn) const {
+  const ClusterImpl& cl = *impl_;
+  return cn < cl.cns_.size() ? static_cast<int>(cl.cns_[cn]->workers.size()) : 0;
+}
+
+Status Cluster::AttachSource(uint16_t cn, uint16_t worker, WorkerSource* source) {
+  ClusterImpl& cl = *impl_;
+  node::Serving* sv = cl.serving_.get();
+  if (sv == nullptr) return InvalidArgument("the cluster is not serving");
+  if (worker >= WorkersOf(cn)) {
+    return InvalidArgument("CN " + std::to_string(cn) + " has no worker " + std::to_string(worker) +
+                           " here");
+  }
+  if (!sv->inboxes[sv->first_inbox[cn] + worker]->AddSource(source)) {
+    return InvalidArgument("worker " + std::to_string(worker) + " of CN " + std::to_string(cn) +
+                           " polls this source already");
+  }
+  return Status::Ok();
+}
+
+void Cluster::DetachSource(uint16_t cn, uint16_t worker, WorkerSource* source) {
+  ClusterImpl& cl = *impl_;
+  node::Serving* sv = cl.serving_.get();
+  if (sv == nullptr || worker >= WorkersOf(cn)) return;
+  sv->inboxes[sv->first_inbox[cn] + worker]->RemoveSource(source);
+}
+
+bool Cluster::SubmitToWorker(uint16_t cn, uint16_t worker,
+                             std::function<Task<void>(Session&)> call) {
+  ClusterImpl& cl = *impl_;
+  node::Serving* sv = cl.serving_.get();
+  if (sv == nullptr || worker >= WorkersOf(cn)) return false;
+  // As in Submit: counted before the check.
+  sv->calls_running++;
+  if (sv->stopping.load()) {
+    sv->calls_running--;
+    return false;
+  }
+  sv->inboxes[sv->first_inbox[cn] + worker]->Push(std::move(call));
   return true;
 }
 

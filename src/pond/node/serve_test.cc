@@ -262,5 +262,64 @@ TEST(ServeTest, StopServingWaitsForPinsThatStillTakeCalls) {
   EXPECT_EQ(Sum(*c, table), kKeys + 1);
 }
 
+// A front end's source polled by one worker on its own thread: what it takes, submitted to that
+// worker, runs there (Cluster::AttachSource, SubmitToWorker); once detached it is polled no more.
+class CountingSource : public Cluster::WorkerSource {
+ public:
+  CountingSource(Cluster& c, uint16_t table) : c_(c), table_(table) {}
+  bool Poll() override {
+    polls_++;
+    if (submitted_) return false;
+    submitted_ = true;
+    poller_ = std::this_thread::get_id();
+    // Taken from "the network": run it on this very worker.
+    EXPECT_TRUE(c_.SubmitToWorker(1, 1, [this](Session& s) -> Task<void> {
+      ran_on_ = std::this_thread::get_id();
+      ran_cn_ = s.cn();
+      ran_worker_ = s.worker();
+      co_await Increment(table_, 2, 1, &done_, &wrong_)(s);
+    }));
+    return true;
+  }
+  Cluster& c_;
+  const uint16_t table_;
+  std::atomic<uint64_t> polls_{0};
+  bool submitted_ = false;
+  std::thread::id poller_, ran_on_;
+  uint16_t ran_cn_ = 99, ran_worker_ = 99;
+  std::promise<Status> done_;
+  std::atomic<int> wrong_{0};
+};
+
+TEST(ServeTest, AnAttachedSourceIsPolledByItsWorkerWhichRunsWhatItTakes) {
+  ClusterConfig config = testing_cluster::Config("lotus");
+  config.workers_per_cn = 2;
+  uint16_t table = 0;
+  testing_cluster::TestCluster c = testing_cluster::StartLoaded(config, &table, kKeys, 1);
+  CountingSource source(*c, table);
+  EXPECT_EQ(c->AttachSource(1, 1, &source).code(), Code::kInvalidArgument) << "not serving";
+  ASSERT_TRUE(c->StartServing().ok());
+  EXPECT_EQ(c->WorkersOf(1), 2);
+  EXPECT_EQ(c->AttachSource(1, 2, &source).code(), Code::kInvalidArgument) << "no worker 2";
+  ASSERT_TRUE(c->AttachSource(1, 1, &source).ok());
+  EXPECT_EQ(c->AttachSource(1, 1, &source).code(), Code::kInvalidArgument) << "attached twice";
+  std::future<Status> done = source.done_.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "the worker never polled its source, or never ran what it took";
+  EXPECT_TRUE(done.get().ok());
+  EXPECT_EQ(source.poller_, source.ran_on_) << "what the source took ran on another thread";
+  EXPECT_EQ(source.ran_cn_, 1);
+  EXPECT_EQ(source.ran_worker_, 1);
+  EXPECT_EQ(source.wrong_.load(), 0);
+
+  c->DetachSource(1, 1, &source);
+  const uint64_t polls = source.polls_.load();
+  EXPECT_GT(polls, 1u) << "polled every round";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(source.polls_.load(), polls) << "polled after DetachSource returned";
+  c->StopServing();
+  EXPECT_EQ(Sum(*c, table), kKeys + 1);
+}
+
 }  // namespace
 }  // namespace pond

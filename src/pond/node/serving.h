@@ -4,6 +4,7 @@
 // Session of its own on that worker.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,32 @@ class ServingInbox {
   // a worker with nothing to do sleeps on it rather than for a fixed time, so what arrives for an
   // idle worker starts at once, not after the sleep and the timer slack the kernel adds to it.
   Doorbell& doorbell() { return doorbell_; }
+  // Polls the worker's sources (Cluster::AttachSource); true if any took anything. Under
+  // source_mu_, so that DetachSource, which removes one under the same lock, returns with no poll
+  // of it under way; a worker with no source pays one load.
+  bool PollSources() {
+    if (!has_sources_.load(std::memory_order_acquire)) return false;
+    std::lock_guard lock(source_mu_);
+    bool took = false;
+    for (Cluster::WorkerSource* s : sources_) took |= s->Poll();
+    return took;
+  }
+  // Adds `s`, or removes it; false if it is there already, or not there to remove.
+  bool AddSource(Cluster::WorkerSource* s) {
+    std::lock_guard lock(source_mu_);
+    if (std::find(sources_.begin(), sources_.end(), s) != sources_.end()) return false;
+    sources_.push_back(s);
+    has_sources_.store(true, std::memory_order_release);
+    return true;
+  }
+  bool RemoveSource(Cluster::WorkerSource* s) {
+    std::lock_guard lock(source_mu_);
+    auto it = std::find(sources_.begin(), sources_.end(), s);
+    if (it == sources_.end()) return false;
+    sources_.erase(it);
+    has_sources_.store(!sources_.empty(), std::memory_order_release);
+    return true;
+  }
   // Moves every waiting call to `out` (empty on entry); an empty inbox costs one load.
   void TakeAll(std::vector<ServedCall>* out) {
     if (!nonempty_.load(std::memory_order_acquire)) return;
@@ -48,6 +75,9 @@ class ServingInbox {
   std::mutex mu_;
   std::vector<ServedCall> calls_;
   Doorbell doorbell_;
+  std::atomic<bool> has_sources_{false};
+  std::mutex source_mu_;
+  std::vector<Cluster::WorkerSource*> sources_;  // guarded by source_mu_
 };
 
 struct Serving {

@@ -124,11 +124,17 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
   b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kKeepaliveTimeoutMs);
   b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS,
                        kClientPingIntervalMinMs);
+  s->service_->AddPipelineQueues(b);
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr || bound == 0) {
     if (s->server_ != nullptr) s->server_->Shutdown();
+    s->service_->StopPipelines();
     s->stopped_ = true;
     return Unavailable("cannot listen on " + listen + " (address in use, or not this host's?)");
+  }
+  if (Status st = s->service_->StartPipelines(); !st.ok()) {
+    s->Stop(0);
+    return st;
   }
   s->port_ = bound;
   s->address_ = told_host + ":" + std::to_string(told_port < 0 ? bound : told_port);
@@ -144,6 +150,7 @@ void ClientServer::Stop(uint32_t grace_ms) {
   service_->CancelStreams();
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(grace_ms));
   server_->Wait();
+  service_->StopPipelines();
 }
 
 }  // namespace pond::server

@@ -71,6 +71,7 @@ ClientService::ClientService(Cluster& cluster, ServiceDirectory directory,
       watchdog_([this] { Watchdog(); }) {}
 
 ClientService::~ClientService() {
+  StopPipelines();
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -391,7 +392,7 @@ void ClientService::CancelStreams() {
   // A cancelled stream's pending Read returns false; its handler then aborts the transaction.
   for (auto& [id, s] : streams_) s.ctx->TryCancel();
   // A pipeline ends once it owes no answer.
-  for (PipelineReactor* p : pipelines_) StopPipeline(p);
+  for (PipelineStream* p : pipelines_) StopPipeline(p);
 }
 
 void ClientService::Watchdog() {

@@ -77,9 +77,11 @@ struct ServiceCounters {
   uint64_t streams_refused = 0;    // refused at the limit or while stopping
 };
 
-// The unary methods and Interactive run on gRPC's threads (the synchronous API); Pipeline is a
-// reactor (gRPC's callback API), so that one stream holds no thread while its requests run.
-class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pond::Service> {
+// The unary methods and Interactive run on gRPC's threads (the synchronous API). Pipeline uses
+// gRPC's asynchronous API, on a completion queue per CN worker that the worker polls itself, so
+// that a pipelined request goes from the network to the worker that runs it with no thread
+// between (client_service_pipeline.cc).
+class ClientService final : public v1::Pond::WithAsyncMethod_Pipeline<v1::Pond::Service> {
  public:
   // REQUIRES: ValidateServiceOptions(options, cluster.config().cns) is OK.
   ClientService(Cluster& cluster, ServiceDirectory directory, ClientServiceOptions options);
@@ -100,6 +102,15 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
   // first step of stopping, before the gRPC server shuts down.
   void CancelStreams();
 
+  // Pipelines, around the gRPC server's life: AddPipelineQueues before it is built (a completion
+  // queue for every worker of every CN the service fronts); StartPipelines once it has started
+  // (each worker polls its queue from then on); StopPipelines once it has shut down and Wait has
+  // returned (the workers let go, and what is left on the queues is handled). The cluster serves
+  // throughout.
+  void AddPipelineQueues(grpc::ServerBuilder& builder);
+  Status StartPipelines();
+  void StopPipelines();
+
   const ClientServiceOptions& options() const { return o_; }
   ServiceCounters counters() const;
 
@@ -112,12 +123,12 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
       grpc::ServerReaderWriter<v1::InteractiveResponse, v1::InteractiveRequest>* stream) override;
   grpc::Status Call(grpc::ServerContext* ctx, const v1::CallRequest* req,
                     v1::CallResponse* resp) override;
-  grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* Pipeline(
-      grpc::CallbackServerContext* ctx) override;
 
  private:
-  struct StreamState;     // client_service_stream.cc
-  class PipelineReactor;  // client_service_pipeline.cc
+  struct StreamState;    // client_service_stream.cc
+  struct PipelineTag;    // client_service_pipeline.cc
+  class PipelineQueue;   // client_service_pipeline.cc
+  class PipelineStream;  // client_service_pipeline.cc
   // What a request runs on a worker: it fills the answer the caller gave it.
   using Body = std::function<Task<void>(Session&)>;
   struct OpenStream {
@@ -144,10 +155,10 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
   void FinishExecute(v1::ExecuteResponse* resp);
 
   // Pipelines: registered while open, so that CancelStreams can end them.
-  void RegisterPipeline(PipelineReactor* p);
-  void DeregisterPipeline(PipelineReactor* p);
+  void RegisterPipeline(PipelineStream* p);
+  void DeregisterPipeline(PipelineStream* p);
   // Makes `p` read no more and end once it owes no answer. Called under mu_.
-  static void StopPipeline(PipelineReactor* p);
+  static void StopPipeline(PipelineStream* p);
 
   // Interactive steps (client_service_stream.cc); each fills `resp` and returns whether the
   // transaction has ended.
@@ -175,7 +186,7 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
   std::vector<std::string> cn_addresses_;  // guarded by mu_; from the directory at first
   std::function<std::vector<std::string>()> cn_address_source_;  // guarded by mu_
   std::map<uint64_t, OpenStream> streams_;                       // guarded by mu_
-  std::set<PipelineReactor*> pipelines_;                         // guarded by mu_
+  std::set<PipelineStream*> pipelines_;                          // guarded by mu_
   uint64_t next_stream_id_ = 0;                                  // guarded by mu_
   bool stopping_ = false;                                        // guarded by mu_
   std::condition_variable watchdog_cv_;
@@ -184,6 +195,9 @@ class ClientService final : public v1::Pond::WithCallbackMethod_Pipeline<v1::Pon
     std::atomic<uint64_t> requests{0}, committed{0}, aborted{0}, unknown{0}, rejected{0};
     std::atomic<uint64_t> streams{0}, streams_abandoned{0}, streams_refused{0};
   } counters_;
+
+  // The controlling thread's; owned, freed by StopPipelines (which the destructor calls).
+  std::vector<PipelineQueue*> queues_;
 
   std::thread watchdog_;  // last: starts when everything above is set
 };

@@ -1,7 +1,10 @@
 // The client service's pipelines: one stream carries many one-shot requests, each run as soon as
-// it arrives and answered as soon as it finishes. A stream is a reactor of gRPC's callback API,
-// not a thread: its reads and writes complete on gRPC's threads, its requests run on the CN's
-// workers, and the worker that finishes a request hands the answer to the stream itself.
+// it arrives and answered as soon as it finishes. A stream belongs to one CN worker: it is
+// accepted on that worker's completion queue (gRPC's asynchronous API), which the worker polls at
+// the top of every round (Cluster::AttachSource), so its reads complete on the worker, its
+// requests start on it in the same round (SubmitToWorker), and its answers are written from it.
+// No thread hands a request to the worker. A request routed to another CN (a `pond serve` that
+// fronts several) runs there, and that CN's worker queues its answer on the stream.
 //
 // Answers are batched where they queue: one write is in flight at a time, and the answers that
 // finish meanwhile go out together in the next message, as many as fit the message limit. A
@@ -16,16 +19,19 @@
 // sends faster than the CN runs, or reads slower, is held back by gRPC's flow control, not
 // buffered here. It ends (Finish) when the client has closed its side, a message broke the
 // rules or the server stops, once every request it took has been answered — or, if the client
-// went away, has finished running (its answer then goes nowhere). gRPC calls OnDone after that,
-// and the stream is freed once no worker is still inside it (Hold).
+// went away, has finished running (its answer then goes nowhere). Its Finish completing is its
+// end on gRPC's side, and the stream is freed once no worker is still inside it (Hold).
 #include <fmt/core.h>
+#include <grpcpp/server_builder.h>
 
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
 
+#include "pond/base/assert.h"
 #include "pond/server/client_service.h"
 #include "pond/server/outcome.h"
 
@@ -39,16 +45,79 @@ constexpr size_t kAnswerFramingBytes = 32;
 
 }  // namespace
 
-class ClientService::PipelineReactor final
-    : public grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse> {
+// A tag on a pipeline queue: what completed, and for which stream.
+struct ClientService::PipelineTag {
+  enum Kind : uint8_t { kAccept, kRead, kWrite, kFinish };
+  PipelineStream* stream;
+  Kind kind;
+};
+
+// One worker's completion queue for pipelines, polled by that worker (or, once detached, drained
+// by the thread that stops the service).
+class ClientService::PipelineQueue final : public Cluster::WorkerSource {
  public:
-  PipelineReactor(ClientService& service, grpc::CallbackServerContext* ctx)
-      : service_(service), ctx_(ctx) {
+  PipelineQueue(ClientService& service, uint16_t cn, uint16_t worker,
+                std::unique_ptr<grpc::ServerCompletionQueue> cq)
+      : service_(service), cn_(cn), worker_(worker), cq_(std::move(cq)) {}
+
+  // Asks gRPC for the next stream on this queue, unless the service is stopping.
+  void Accept();
+
+  bool Poll() override {
+    void* tag = nullptr;
+    bool ok = false;
+    bool took = false;
+    // Bounded, so that a flood of completions still leaves the worker its rounds.
+    for (int i = 0; i < kEventsPerPoll; i++) {
+      if (cq_->AsyncNext(&tag, &ok, gpr_time_0(GPR_CLOCK_MONOTONIC)) !=
+          grpc::CompletionQueue::GOT_EVENT) {
+        break;
+      }
+      Dispatch(static_cast<PipelineTag*>(tag), ok);
+      took = true;
+    }
+    return took;
+  }
+
+  // Once the worker has let go (StopPipelines): handles what completes within `most` on this
+  // thread.
+  void PollFor(std::chrono::milliseconds most) {
+    void* tag = nullptr;
+    bool ok = false;
+    if (cq_->AsyncNext(&tag, &ok, std::chrono::system_clock::now() + most) ==
+        grpc::CompletionQueue::GOT_EVENT) {
+      Dispatch(static_cast<PipelineTag*>(tag), ok);
+    }
+  }
+
+  // Once every stream has ended: ends the queue and frees what is left on it — the request for
+  // a next stream, failed by the server's shutdown, or a stream accepted just before it, never
+  // started (freeing its context cancels it).
+  void ShutDownAndDrain();
+
+  uint16_t cn() const { return cn_; }
+  uint16_t worker() const { return worker_; }
+
+ private:
+  static constexpr int kEventsPerPoll = 64;
+  void Dispatch(PipelineTag* tag, bool ok);
+
+  ClientService& service_;
+  const uint16_t cn_, worker_;
+  const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+};
+
+class ClientService::PipelineStream final {
+ public:
+  PipelineStream(ClientService& service, PipelineQueue& queue)
+      : service_(service), queue_(queue), stream_(&ctx_) {}
+
+  void OnAccepted() {
     service_.RegisterPipeline(this);
     Step();
   }
 
-  void OnReadDone(bool ok) override {
+  void OnReadDone(bool ok) {
     {
       // The read has ended, though reading_ stays set until its message is taken (no new read
       // may fill in_ meanwhile): a worker's Step must not cancel it — that would end the stream
@@ -69,7 +138,7 @@ class ClientService::PipelineReactor final
     Step();
   }
 
-  void OnWriteDone(bool ok) override {
+  void OnWriteDone(bool ok) {
     {
       std::lock_guard lock(mu_);
       writing_ = false;
@@ -85,8 +154,9 @@ class ClientService::PipelineReactor final
     Step();
   }
 
-  // gRPC is done with the stream; it is freed once no thread is inside it (Hold).
-  void OnDone() override {
+  // The stream's Finish has completed: gRPC is done with it. It is freed once no thread is
+  // inside it (Hold).
+  void OnFinished() {
     service_.DeregisterPipeline(this);
     bool free;
     {
@@ -100,7 +170,7 @@ class ClientService::PipelineReactor final
   // The server is stopping: read no more, and end once nothing is owed. A read may be pending
   // on a client that sends nothing more, which only a cancel ends: done here if nothing is owed,
   // else by the Step of the last answer. Never finishes the stream itself: the service's lock
-  // is held, and OnDone takes it.
+  // is held.
   void Stop() {
     bool cancel = false;
     {
@@ -108,17 +178,20 @@ class ClientService::PipelineReactor final
       stopping_ = true;
       if (reading_ && !taking_ && !Owes() && !cancelled_ && !finished_) cancelled_ = cancel = true;
     }
-    if (cancel) ctx_->TryCancel();
+    if (cancel) ctx_.TryCancel();
   }
 
+  PipelineTag accept_tag_{this, PipelineTag::kAccept};
+
  private:
-  // Keeps the stream from being freed while a thread that is not one of gRPC's reactions is
-  // inside it: a worker answering. Its answer may be the last one owed, after which another
-  // thread's Step may finish the stream, and gRPC then calls OnDone, before this thread has
-  // left. Reactions need none: gRPC calls OnDone only once they have all returned.
+  friend class PipelineQueue;
+  // Keeps the stream from being freed while a thread other than its queue's poller is inside
+  // it: a worker of another CN answering. Its answer may be the last one owed, after which
+  // another thread's Step may finish the stream, and the Finish complete, before this thread
+  // has left. The poller needs none: it frees the stream itself, on the Finish's completion.
   class Hold {
    public:
-    explicit Hold(PipelineReactor* r) : r_(r) {
+    explicit Hold(PipelineStream* r) : r_(r) {
       std::lock_guard lock(r_->mu_);
       r_->holds_++;
     }
@@ -134,7 +207,7 @@ class ClientService::PipelineReactor final
     Hold& operator=(const Hold&) = delete;
 
    private:
-    PipelineReactor* const r_;
+    PipelineStream* const r_;
   };
 
   // One request, from its arrival until its answer is queued: the request stays here because a
@@ -201,12 +274,15 @@ class ClientService::PipelineReactor final
     }
     if (run && !stopping) {
       Pending* raw = p.release();
-      if (service_.cluster_.Submit(cn, [this, raw, run = std::move(run)](Session& s) -> Task<void> {
-            co_await run(s);
-            Answer(std::unique_ptr<Pending>(raw), &s);
-          })) {
-        return;
-      }
+      auto call = [this, raw, run = std::move(run)](Session& s) -> Task<void> {
+        co_await run(s);
+        Answer(std::unique_ptr<Pending>(raw), &s);
+      };
+      // On this stream's own worker when it runs the CN, so the request starts in this round.
+      const bool taken = cn == queue_.cn()
+                             ? service_.cluster_.SubmitToWorker(cn, queue_.worker(), std::move(call))
+                             : service_.cluster_.Submit(cn, std::move(call));
+      if (taken) return;
       p.reset(raw);
     }
     if (run) {  // it was not taken: the cluster is stopping
@@ -268,7 +344,7 @@ class ClientService::PipelineReactor final
   }
 
   // Starts what can start now — a write, a read, the stream's end — each outside the lock:
-  // gRPC may run a reaction before the call that started it returns.
+  // its completion may be handled on the queue's poller before the call that started it returns.
   void Step() {
     v1::PipelineResponse* write = nullptr;  // out_'s first; a deque's push_back moves no element
     bool read = false, cancel = false;
@@ -297,11 +373,11 @@ class ClientService::PipelineReactor final
         }
       }
     }
-    if (write != nullptr) StartWrite(write);
-    if (read) StartRead(&in_);
-    if (cancel) ctx_->TryCancel();
-    // Last: once finished, gRPC may destroy this at any moment.
-    if (finish) Finish(*finish);
+    if (write != nullptr) stream_.Write(*write, &write_tag_);
+    if (read) stream_.Read(&in_, &read_tag_);
+    if (cancel) ctx_.TryCancel();
+    // Last: once finished, the poller may free this at any moment.
+    if (finish) stream_.Finish(*finish, &finish_tag_);
   }
 
   // Whether an answer is still to be given or sent. REQUIRES: mu_ held.
@@ -316,8 +392,13 @@ class ClientService::PipelineReactor final
   }
 
   ClientService& service_;
-  grpc::CallbackServerContext* const ctx_;
-  v1::PipelineRequest in_;  // the message being read; only the read's reaction touches it
+  PipelineQueue& queue_;
+  grpc::ServerContext ctx_;
+  grpc::ServerAsyncReaderWriter<v1::PipelineResponse, v1::PipelineRequest> stream_;
+  PipelineTag read_tag_{this, PipelineTag::kRead};
+  PipelineTag write_tag_{this, PipelineTag::kWrite};
+  PipelineTag finish_tag_{this, PipelineTag::kFinish};
+  v1::PipelineRequest in_;  // the message being read; only the read's completion touches it
 
   std::mutex mu_;
   std::unordered_set<uint64_t> ids_;      // guarded by mu_: requests taken, not yet answered
@@ -330,26 +411,101 @@ class ClientService::PipelineReactor final
   bool finished_ = false;                      // guarded by mu_
   int holds_ = 0;  // guarded by mu_: threads inside (Hold), and a Step put off to a round's end
   bool step_at_round_end_ = false;     // guarded by mu_: a worker will Step
-  bool done_ = false;                  // guarded by mu_: OnDone was called
+  bool done_ = false;                  // guarded by mu_: the Finish has completed
   std::optional<grpc::Status> error_;  // guarded by mu_
 };
 
-grpc::ServerBidiReactor<v1::PipelineRequest, v1::PipelineResponse>* ClientService::Pipeline(
-    grpc::CallbackServerContext* ctx) {
-  return new PipelineReactor(*this, ctx);
+void ClientService::PipelineQueue::Accept() {
+  {
+    std::lock_guard lock(service_.mu_);
+    if (service_.stopping_) return;
+  }
+  auto* s = new PipelineStream(service_, *this);
+  service_.RequestPipeline(&s->ctx_, &s->stream_, cq_.get(), cq_.get(), &s->accept_tag_);
 }
 
-void ClientService::RegisterPipeline(PipelineReactor* p) {
+void ClientService::PipelineQueue::ShutDownAndDrain() {
+  cq_->Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq_->Next(&tag, &ok)) {
+    auto* t = static_cast<PipelineTag*>(tag);
+    POND_CHECK_MSG(t->kind == PipelineTag::kAccept, "a pipeline outlived the service's stop");
+    delete t->stream;
+  }
+}
+
+void ClientService::PipelineQueue::Dispatch(PipelineTag* tag, bool ok) {
+  PipelineStream* s = tag->stream;
+  switch (tag->kind) {
+    case PipelineTag::kAccept:
+      if (!ok) {  // the server is shutting down: no stream came
+        delete s;
+        return;
+      }
+      Accept();
+      s->OnAccepted();
+      return;
+    case PipelineTag::kRead:
+      s->OnReadDone(ok);
+      return;
+    case PipelineTag::kWrite:
+      s->OnWriteDone(ok);
+      return;
+    case PipelineTag::kFinish:
+      s->OnFinished();
+      return;
+  }
+}
+
+void ClientService::AddPipelineQueues(grpc::ServerBuilder& builder) {
+  for (uint16_t cn : o_.cns) {
+    for (int w = 0; w < cluster_.WorkersOf(cn); w++) {
+      queues_.push_back(new PipelineQueue(*this, cn, static_cast<uint16_t>(w),
+                                          builder.AddCompletionQueue()));
+    }
+  }
+}
+
+Status ClientService::StartPipelines() {
+  for (PipelineQueue* q : queues_) {
+    POND_RETURN_IF_ERROR(cluster_.AttachSource(q->cn(), q->worker(), q));
+    q->Accept();
+  }
+  return Status::Ok();
+}
+
+void ClientService::StopPipelines() {
+  // The gRPC server's shutdown does not wait for a stream of the asynchronous API to end: it
+  // fails its pending read, and the stream ends once it has answered what it owes. Those last
+  // completions are handled here, on this thread, before the queues close: an operation started
+  // on a closed queue is fatal.
+  for (PipelineQueue* q : queues_) cluster_.DetachSource(q->cn(), q->worker(), q);
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (pipelines_.empty()) break;
+    }
+    for (PipelineQueue* q : queues_) q->PollFor(std::chrono::milliseconds(1));
+  }
+  for (PipelineQueue* q : queues_) {
+    q->ShutDownAndDrain();
+    delete q;
+  }
+  queues_.clear();
+}
+
+void ClientService::RegisterPipeline(PipelineStream* p) {
   std::lock_guard lock(mu_);
   pipelines_.insert(p);
   if (stopping_) StopPipeline(p);
 }
 
-void ClientService::DeregisterPipeline(PipelineReactor* p) {
+void ClientService::DeregisterPipeline(PipelineStream* p) {
   std::lock_guard lock(mu_);
   pipelines_.erase(p);
 }
 
-void ClientService::StopPipeline(PipelineReactor* p) { p->Stop(); }
+void ClientService::StopPipeline(PipelineStream* p) { p->Stop(); }
 
 }  // namespace pond::server
