@@ -153,18 +153,11 @@ Status Cluster::StartServing() {
 bool Cluster::Submit(uint16_t cn, std::function<Task<void>(Session&)> call) {
   ClusterImpl& cl = *impl_;
   node::Serving* sv = cl.serving_.get();
-  if (sv == nullptr || cn >= cl.cns_.size() || cl.cns_[cn]->workers.empty()) return false;
-  // Counted before the check: a worker that has seen `stopping` then also sees this call (both
-  // are sequentially consistent), so it cannot leave with the call still in an inbox.
-  sv->calls_running++;
-  if (sv->stopping.load()) {
-    sv->calls_running--;
-    return false;
-  }
-  const uint32_t workers = static_cast<uint32_t>(cl.cns_[cn]->workers.size());
-  const uint32_t pick = sv->next[cn].fetch_add(1, std::memory_order_relaxed) % workers;
-  sv->inboxes[sv->first_inbox[cn] + pick]->Push(std::move(call));
-  return true;
+  const int workers = WorkersOf(cn);
+  if (sv == nullptr || workers == 0) return false;
+  const uint32_t pick =
+      sv->next[cn].fetch_add(1, std::memory_order_relaxed) % static_cast<uint32_t>(workers);
+  return SubmitToWorker(cn, static_cast<uint16_t>(pick), std::move(call));
 }
 
 uint16_t Cluster::CallCn(uint16_t cn, const RouteHint& hint) const {
@@ -249,7 +242,8 @@ bool Cluster::SubmitToWorker(uint16_t cn, uint16_t worker,
   ClusterImpl& cl = *impl_;
   node::Serving* sv = cl.serving_.get();
   if (sv == nullptr || worker >= WorkersOf(cn)) return false;
-  // As in Submit: counted before the check.
+  // Counted before the check: a worker that has seen `stopping` then also sees this call (both
+  // are sequentially consistent), so it cannot leave with the call still in an inbox.
   sv->calls_running++;
   if (sv->stopping.load()) {
     sv->calls_running--;

@@ -185,10 +185,11 @@ class ClientService::PipelineStream final {
 
  private:
   friend class PipelineQueue;
-  // Keeps the stream from being freed while a thread other than its queue's poller is inside
-  // it: a worker of another CN answering. Its answer may be the last one owed, after which
-  // another thread's Step may finish the stream, and the Finish complete, before this thread
-  // has left. The poller needs none: it frees the stream itself, on the Finish's completion.
+  // Keeps the stream from being freed while a thread is inside it other than to handle one of
+  // its completions: a worker answering (its own, from a request's coroutine, or another CN's).
+  // Its answer may be the last one owed, after which another thread's Step may finish the
+  // stream, and the Finish complete, before this thread has left. Handling a completion needs
+  // none: the poller frees the stream itself, on the Finish's completion.
   class Hold {
    public:
     explicit Hold(PipelineStream* r) : r_(r) {
