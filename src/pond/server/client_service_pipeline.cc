@@ -280,9 +280,9 @@ class ClientService::PipelineStream final {
         Answer(std::unique_ptr<Pending>(raw), &s);
       };
       // On this stream's own worker when it runs the CN, so the request starts in this round.
-      const bool taken = cn == queue_.cn()
-                             ? service_.cluster_.SubmitToWorker(cn, queue_.worker(), std::move(call))
-                             : service_.cluster_.Submit(cn, std::move(call));
+      const bool taken =
+          cn == queue_.cn() ? service_.cluster_.SubmitToWorker(cn, queue_.worker(), std::move(call))
+                            : service_.cluster_.Submit(cn, std::move(call));
       if (taken) return;
       p.reset(raw);
     }
@@ -462,8 +462,8 @@ void ClientService::PipelineQueue::Dispatch(PipelineTag* tag, bool ok) {
 void ClientService::AddPipelineQueues(grpc::ServerBuilder& builder) {
   for (uint16_t cn : o_.cns) {
     for (int w = 0; w < cluster_.WorkersOf(cn); w++) {
-      queues_.push_back(new PipelineQueue(*this, cn, static_cast<uint16_t>(w),
-                                          builder.AddCompletionQueue()));
+      queues_.push_back(
+          new PipelineQueue(*this, cn, static_cast<uint16_t>(w), builder.AddCompletionQueue()));
     }
   }
 }
