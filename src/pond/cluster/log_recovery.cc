@@ -77,9 +77,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   for (size_t a = 0; a < areas.size(); a++) {
     // Its copies are gone, or may be (leaving: perhaps crashed, and not declared down before
     // this recovery ends under MN lock words); the others have them.
-    if (placement.IsDown(areas[a].mn()) || ((placement.leaving_mask() >> areas[a].mn()) & 1) != 0) {
-      continue;
-    }
+    if (placement.IsDown(areas[a].mn()) || placement.IsLeaving(areas[a].mn())) continue;
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Read(areas[a] + off, copies[a].data() + off, n);
@@ -282,7 +280,7 @@ Task<Result<LogRecoveryStats>> RecoverCommitLog(Endpoint& ep, const store::Catal
   const std::vector<std::byte> zeros(std::min<uint64_t>(kZeroChunk, bytes));
   for (const GAddr& area : areas) {
     // A leaving MN's ring is left as it is: it comes back, if ever, blank.
-    if (placement.IsDown(area.mn()) || ((placement.leaving_mask() >> area.mn()) & 1) != 0) continue;
+    if (placement.IsDown(area.mn()) || placement.IsLeaving(area.mn())) continue;
     for (uint64_t off = 0; off < bytes; off += kZeroChunk) {
       uint32_t n = static_cast<uint32_t>(std::min<uint64_t>(kZeroChunk, bytes - off));
       ep.Write(area + off, zeros.data(), n);

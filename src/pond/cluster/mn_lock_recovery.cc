@@ -52,7 +52,7 @@ struct RecordState {
 
 // Out of reach: down, or leaving (crashed, perhaps, and not yet declared down).
 bool OutOfReach(const store::Placement& placement, MnId mn) {
-  return placement.IsDown(mn) || ((placement.leaving_mask() >> mn) & 1) != 0;
+  return placement.IsDown(mn) || placement.IsLeaving(mn);
 }
 
 std::string Describe(const RecordState& r, uint16_t cn) {
@@ -410,7 +410,7 @@ Task<Status> RecoverMnLockRecords(Endpoint& ep, const store::Catalog& catalog,
       bool leaving = false;
       for (int rep = 0; rep < placement.replication(); rep++) {
         const MnId mn = placement.Replica(it.li->key, rep);
-        if (((placement.leaving_mask() >> mn) & 1) != 0) leaving = true;
+        if (placement.IsLeaving(mn)) leaving = true;
         if (OutOfReach(placement, mn)) continue;
         if (it.slot_seen[rep] == r.owner || it.bucket_seen[rep] == r.owner) it.held_at = rep;
       }

@@ -57,7 +57,7 @@ LockClient::LockClient(uint16_t cn, Endpoint& ep, LockTable& local, const ShardM
       pending_mask_((map.num_cns() + 63) / 64),
       heard_ns_(map.num_cns(), 0) {
   POND_CHECK_MSG(cn < map.num_cns(), "CN id outside the shard map");
-  POND_CHECK_MSG(map.num_cns() <= 64, "a transaction's CNs are a 64-bit mask");
+  POND_CHECK_MSG(map.num_cns() <= kNodeSetBits, "a transaction's CNs are a NodeSet");
   POND_CHECK_MSG(ep.self().cn == cn, "lock client on another CN's endpoint");
   ep_.scheduler().AddPoller(this);
   ep_.OnMessage(kMsgLockReplies, [this](const Message& m) { OnReplies(m); });
@@ -88,8 +88,8 @@ void LockClient::Finish(const LockOwner& owner, std::span<const LockRequest> req
   if (live_.erase(owner.txn_id) == 0) return;
   auto c = contacted_.find(owner.txn_id);
   if (c == contacted_.end()) return;
-  for (uint64_t bits = c->second; bits != 0; bits &= bits - 1) {
-    const auto dest = static_cast<uint16_t>(std::countr_zero(bits));
+  for (const size_t d : c->second) {
+    const auto dest = static_cast<uint16_t>(d);
     if (IsFailed(dest)) continue;  // its lock table is gone, and with it what the end would end
     LockRequestEntry e{};
     e.txn_id = owner.txn_id;
@@ -163,7 +163,7 @@ void LockClient::Route(AcquireState& st, uint32_t index) {
       item.req_id = NewReqId();
       const uint64_t now = ep_.scheduler().clock().NowNs();
       outstanding_.emplace(item.req_id, Outstanding{&st, index, now, now});
-      contacted_[st.owner.txn_id] |= uint64_t{1} << dest;
+      contacted_[st.owner.txn_id].Add(dest);
       st.remaining++;
       LockRequestEntry e{};
       e.txn_id = st.owner.txn_id;
@@ -358,8 +358,8 @@ void LockClient::OnReplies(const Message& m) {
 }
 
 void LockClient::PeerFailed(uint16_t cn) {
-  POND_CHECK(cn < 64 && cn != cn_);
-  failed_mask_ |= uint64_t{1} << cn;
+  POND_CHECK(cn < kNodeSetBits && cn != cn_);
+  failed_.Add(cn);
   // Requests it will never answer are refused now, in req_id order (a simulated run replays).
   std::vector<uint32_t> lost;
   for (const auto& [id, o] : outstanding_) {
@@ -387,6 +387,7 @@ uint64_t LockClient::Silent(uint64_t for_ns) const {
   uint64_t silent = 0;
   auto waited = [&](uint16_t dest, uint64_t first_ns) {
     if (first_ns + for_ns <= now && heard_ns_[dest] + for_ns <= now) {
+      POND_CHECK_MSG(dest < 64, "Silent reports CNs below 64, as the lease page holds them");
       silent |= uint64_t{1} << dest;
     }
   };
@@ -416,7 +417,7 @@ void LockClient::Probe(uint16_t dest, uint64_t quiet_ns) {
 
 size_t LockClient::LiveContacting(uint16_t cn) const {
   size_t n = 0;
-  for (const auto& [txn, mask] : contacted_) n += (mask >> cn) & 1;
+  for (const auto& [txn, cns] : contacted_) n += cns.Has(cn) ? 1 : 0;
   return n;
 }
 

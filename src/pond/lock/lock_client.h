@@ -47,6 +47,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pond/base/node_set.h"
 #include "pond/lock/lock_key.h"
 #include "pond/lock/lock_messages.h"
 #include "pond/lock/lock_table.h"
@@ -114,14 +115,16 @@ class LockClient : public Poller, public Alarm {
   void PeerFailed(uint16_t cn);
   // CN `cn` came back as a new incarnation (empty lock table): it may be asked again, once the
   // shard map names it for a shard.
-  void PeerRestarted(uint16_t cn) { failed_mask_ &= ~(uint64_t{1} << cn); }
+  void PeerRestarted(uint16_t cn) { failed_.Remove(cn); }
   // Live transactions of this worker that asked CN `cn` for a lock and may still hold one there.
   // After `cn` failed, its shards may be served again only once this is 0 on every worker.
   size_t LiveContacting(uint16_t cn) const;
   // The CNs this worker has heard nothing from for `for_ns` while a lock or end request to them
   // has waited at least that long (bit c for CN c): a peer it cannot reach, cut off or dead
   // (docs/recovery.md "Partitions and fencing"). Requests resend every kResendAfterNs, so a lost
-  // message or two does not make a peer silent for a lease.
+  // message or two does not make a peer silent for a lease. A 64-bit mask, as the lease page's
+  // report holds it: only the membership machine asks, which runs on at most
+  // kMembershipNodesMax CNs (include/pond/cluster.h).
   uint64_t Silent(uint64_t for_ns) const;
   // Asks CN `dest` for an answer, so that Silent says within a lease whether it can be heard
   // even when nothing else waits on it: an end request of no transaction (txn 0, never a real
@@ -171,11 +174,11 @@ class LockClient : public Poller, public Alarm {
   std::unordered_map<uint32_t, Outstanding> outstanding_;  // remote lock requests by req_id
   std::map<uint32_t, EndRequest> ends_;                    // end requests not answered yet
   std::set<uint64_t> live_;                                // txns Started, not Finished
-  std::unordered_map<uint64_t, uint64_t> contacted_;       // live txn -> mask of CNs it asked
+  std::unordered_map<uint64_t, NodeSet> contacted_;        // live txn -> the CNs it asked
   uint64_t next_floor_ = 0;                                // one above every txn Started
   bool alarm_set_ = false;
-  bool IsFailed(uint16_t dest) const { return (failed_mask_ >> dest) & 1; }
-  uint64_t failed_mask_ = 0;        // CNs declared failed
+  bool IsFailed(uint16_t dest) const { return failed_.Has(dest); }
+  NodeSet failed_;                  // CNs declared failed
   std::vector<uint64_t> heard_ns_;  // by CN: when a reply from it last came
   uint32_t next_req_id_ = 1;
   std::vector<std::byte> buf_;  // reused message buffer

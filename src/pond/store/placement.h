@@ -9,6 +9,7 @@
 
 #include "pond/base/assert.h"
 #include "pond/base/hash.h"
+#include "pond/base/node_set.h"
 #include "pond/transport/gaddr.h"
 
 namespace pond::store {
@@ -27,6 +28,9 @@ inline constexpr uint64_t kPostAgainEveryNs = 1'000'000;
 // A mask of MNs that one thread changes while the workers of a CN of a cluster of processes read
 // it (its membership thread hears an MN's failure): relaxed atomics, for a change needs no order
 // with anything else — an MN is declared only once nobody may still count on it.
+// 64 bits: only the membership machine declares MNs down, joining or frozen, and it runs on at
+// most kMembershipNodesMax (64) MNs (include/pond/cluster.h; the lease page's masks). A larger
+// cluster has every MN up for good, and its MNs at 64 and above read as up (Has).
 class MnMask {
  public:
   MnMask() = default;
@@ -78,7 +82,7 @@ class Placement {
     rejoining_ &= ~Bit(mn);
     Changed();
   }
-  bool IsDown(MnId mn) const { return (down_.get() >> mn) & 1; }
+  bool IsDown(MnId mn) const { return Has(down_.get(), mn); }
   uint64_t down_mask() const { return down_.get(); }
 
   // A restarted MN (docs/recovery.md "MN restart"): while it joins, writes go to it as to any
@@ -111,12 +115,13 @@ class Placement {
   // later knows no MN went down or came back between): a B+Tree lock holder that sees it moved
   // releases its words by CAS, as one of them may be on an MN that came back blank meanwhile.
   uint64_t generation() const { return generation_.load(std::memory_order_seq_cst); }
-  bool IsJoining(MnId mn) const { return (joining_.get() >> mn) & 1; }
-  bool IsRejoining(MnId mn) const { return (rejoining_.get() >> mn) & 1; }
-  bool Readable(MnId mn) const { return ((down_.get() | joining_.get()) >> mn) & 1 ? false : true; }
+  bool IsJoining(MnId mn) const { return Has(joining_.get(), mn); }
+  bool IsRejoining(MnId mn) const { return Has(rejoining_.get(), mn); }
+  bool Readable(MnId mn) const { return !Has(down_.get() | joining_.get(), mn); }
   uint64_t joining_mask() const { return joining_.get(); }
   // Declared failed, written still and read no more (joining, and not as a restarted MN).
   uint64_t leaving_mask() const { return joining_.get() & ~rejoining_.get(); }
+  bool IsLeaving(MnId mn) const { return Has(leaving_mask(), mn); }
   // The cursors a carve uses: those of MNs up and not joining.
   uint64_t carve_skip_mask() const { return down_.get() | joining_.get(); }
   // Whether carves for the group whose primary is `primary` are refused now.
@@ -124,7 +129,8 @@ class Placement {
     const uint64_t frozen = frozen_.get();
     if (frozen == 0) return false;
     for (int i = 0; i < replication_; i++) {
-      if ((frozen >> ((primary + static_cast<unsigned>(i)) % num_mns_)) & 1) return true;
+      if (Has(frozen, static_cast<MnId>((primary + static_cast<unsigned>(i)) % num_mns_)))
+        return true;
     }
     return false;
   }
@@ -135,11 +141,11 @@ class Placement {
   // replica up has it, and a joining MN becomes readable only once it holds a copy of all.
   int ReadReplica(uint64_t key) const {
     const uint64_t unreadable = down_.get() | joining_.get();
-    if (unreadable == 0 || ((unreadable >> Primary(key)) & 1) == 0) return 0;
+    if (unreadable == 0 || !Has(unreadable, Primary(key))) return 0;
     int up[kReplicationMax];
     int n = 0;
     for (int i = 1; i < replication_; i++) {
-      if (((unreadable >> Replica(key, i)) & 1) == 0) up[n++] = i;
+      if (!Has(unreadable, Replica(key, i))) up[n++] = i;
     }
     POND_CHECK_MSG(n > 0, "no replica of a key is readable");
     return up[(HashKey(key, HashUse::kPlacement) >> 32) % static_cast<unsigned>(n)];
@@ -156,11 +162,11 @@ class Placement {
   // where they were has ended). A primary that is readable keeps its words.
   int LockReplica(uint64_t key) const {
     const uint64_t unreadable = down_.get() | joining_.get();
-    if (unreadable == 0 || ((unreadable >> Primary(key)) & 1) == 0) return 0;
+    if (unreadable == 0 || !Has(unreadable, Primary(key))) return 0;
     const uint64_t rejoining = rejoining_.get();
     const uint64_t handing = (joining_.get() & ~rejoining) | (rejoining & frozen_.get());
     for (int i = 0; i < replication_; i++) {
-      if ((handing >> Replica(key, i)) & 1) return -1;
+      if (Has(handing, Replica(key, i))) return -1;
     }
     return ReadReplica(key);
   }
@@ -168,7 +174,11 @@ class Placement {
  private:
   uint16_t num_mns_;
   int replication_;
-  static uint64_t Bit(MnId mn) { return uint64_t{1} << mn; }
+  static uint64_t Bit(MnId mn) {
+    POND_CHECK_MSG(mn < 64, "MN masks hold 64 MNs: the membership machine's limit");
+    return uint64_t{1} << mn;
+  }
+  static bool Has(uint64_t mask, MnId mn) { return mn < 64 && ((mask >> mn) & 1) != 0; }
   void Changed() { generation_.fetch_add(1, std::memory_order_seq_cst); }
   // Copyable as the masks are (a snapshot of the count).
   struct Generation : std::atomic<uint64_t> {

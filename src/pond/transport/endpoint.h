@@ -98,7 +98,10 @@ class Endpoint : public Poller {
     std::coroutine_handle<> waiter;
     Status status;
     int outstanding = 0;
-    uint64_t unreachable = 0;  // bit i: MN i did not answer (it is down); status is Unavailable
+    // bit i: MN i did not answer (it is down); status is Unavailable. 64 bits: MNs fail to
+    // answer only in clusters that run the membership machine, of at most 64 MNs
+    // (kMembershipNodesMax, include/pond/cluster.h).
+    uint64_t unreachable = 0;
   };
   // A Flush's outcome, with which MNs could not be reached (see FlushReporting).
   struct FlushResult {

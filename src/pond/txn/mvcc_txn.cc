@@ -215,14 +215,14 @@ void MvccTxn::PostLogRecord(const std::vector<size_t>& writes, uint32_t magic) {
   // primaries get theirs in the backups' round, ahead of their cells: on the backups' MNs alone
   // the record would be lost with them, and a dead CN's commit left half-landed on the
   // primaries with nothing to finish it (docs/recovery.md, "Lock words on MNs").
-  uint64_t mns = 0;
+  NodeSet mns;
   for (size_t i : writes) {
     for (int r = 0; r < w_.placement().replication(); r++) {
-      mns |= uint64_t{1} << w_.placement().Replica(items_[i].lk.key, r);
+      mns.Add(w_.placement().Replica(items_[i].lk.key, r));
     }
   }
-  for (mns &= ~w_.placement().down_mask(); mns != 0; mns &= mns - 1) {
-    const auto mn = static_cast<MnId>(std::countr_zero(mns));
+  for (const size_t m : mns.Without(NodeSet::FromWord(w_.placement().down_mask()))) {
+    const auto mn = static_cast<MnId>(m);
     w_.ep().Write(w_.log().Reserve(mn, log_buf_.size()), log_buf_.data(),
                   static_cast<uint32_t>(log_buf_.size()));
   }

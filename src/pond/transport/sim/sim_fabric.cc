@@ -326,6 +326,8 @@ class SimEndpoint final : public Endpoint {
     for (Batch* r = first; r != nullptr; r = r->next) {
       if (r->unreachable || fabric_.IsMnDown(r->mn) ||
           fabric_.MnGeneration(r->mn) != r->mn_generation || !fabric_.Reaches(self().cn, r->mn)) {
+        // MNs go down only by the membership machine's faults, on at most 64 MNs (the mask).
+        POND_CHECK_MSG(r->mn < 64, "an unreachable MN above the Flush mask's 64");
         unreachable |= uint64_t{1} << r->mn;
       }
       free_batches_.push_back(r);
