@@ -202,31 +202,46 @@ static_assert(offsetof(CvtCell, record) == 16 && offsetof(CvtCell, tail_cv) == 2
 // left alone. 56 bits: CN (8) | worker (8) | the low 40 bits of the worker's transaction
 // sequence, whose top 8 bits are the CN's incarnation (docs/formats.md "Cell"), so a tag is
 // unique over 2^32 transactions of one worker in one incarnation and never recurs in another.
-// Requires cn, worker < 256 (ValidateConfig: <= 64).
+// Requires cn, worker < 256 (ValidateConfig: cns <= kCnsMax = 256, workers <= 64): CN 255 fits
+// the 8 bits, so 256 CNs need no wider tag.
 inline constexpr uint64_t kWriterSeqBits = 40;
 inline constexpr uint64_t kSeqIncarnationShift = 32;  // seq := incarnation:8 n:32
 static_assert(kSeqIncarnationShift + 8 == kWriterSeqBits);
+inline constexpr uint64_t kWriterCnsMax = 256;
 constexpr uint64_t WriterTag(uint16_t cn, uint16_t worker, uint64_t seq) {
   return (uint64_t{cn} & 0xff) << 48 | (uint64_t{worker} & 0xff) << kWriterSeqBits |
          (seq & ((uint64_t{1} << kWriterSeqBits) - 1));
 }
 
 // The word a transaction stores in the MN lock words it takes (protocols with locks on MNs:
-// motor, ford, the first ablation steps): its CN + 1 in the top 8 bits (so it is never 0), then
-// the low 56 bits of its transaction id (worker:8 | incarnation:8 | n:32, as in the writer tag).
+// motor, ford, the first ablation steps): its CN + 1 in the top 16 bits (so it is never 0), then
+// the low 8 bits of its worker, then the low 40 bits of its transaction id (incarnation:8 |
+// n:32, the writer tag's seq). The CN took 8 bits until clusters passed 255 CNs (CN 255 + 1
+// needs 9); the 8 it gained are the transaction sequence's bits 40..47, which only a worker's
+// 2^32nd transaction in one incarnation sets — past where its writer tags already repeat, so
+// the word is unique exactly as long as the tag is.
 // Unique per transaction, and it names the CN incarnation that holds the word: once that
 // incarnation has failed and its log has been recovered, the word is free to whoever meets it
 // (docs/recovery.md "Lock words on MNs").
+inline constexpr uint64_t kOwnerCnShift = 48;
 constexpr uint64_t LockOwnerWord(uint16_t cn, uint64_t txn_id) {
-  return (uint64_t{cn} + 1) << 56 | (txn_id & ((uint64_t{1} << 56) - 1));
+  return (uint64_t{cn} + 1) << kOwnerCnShift | ((txn_id >> 48) & 0xff) << kWriterSeqBits |
+         (txn_id & ((uint64_t{1} << kWriterSeqBits) - 1));
 }
-constexpr uint16_t LockOwnerCn(uint64_t word) { return static_cast<uint16_t>((word >> 56) - 1); }
+constexpr uint16_t LockOwnerCn(uint64_t word) {
+  return static_cast<uint16_t>((word >> kOwnerCnShift) - 1);
+}
 constexpr uint16_t LockOwnerIncarnation(uint64_t word) {
   return static_cast<uint16_t>((word >> kSeqIncarnationShift) & 0xff);
 }
 static_assert(LockOwnerCn(LockOwnerWord(5, uint64_t{3} << 48 | uint64_t{7} << 32 | 9)) == 5);
 static_assert(LockOwnerIncarnation(LockOwnerWord(5, uint64_t{3} << 48 | uint64_t{7} << 32 | 9)) ==
               7);
+static_assert(LockOwnerWord(5, uint64_t{3} << 48 | uint64_t{7} << 32 | 9) ==
+              (uint64_t{6} << 48 | uint64_t{3} << 40 | uint64_t{7} << 32 | 9));
+static_assert(LockOwnerCn(LockOwnerWord(255, uint64_t{63} << 48 | uint64_t{255} << 32 | 9)) == 255);
+static_assert(LockOwnerWord(0, 0) != 0, "never the free word");
+static_assert(LockOwnerWord(254, 0) != LockOwnerWord(255, 0));
 
 constexpr uint32_t CvtBytes(int versions) {
   return static_cast<uint32_t>(sizeof(CvtHeader) + sizeof(CvtCell) * versions);
