@@ -126,8 +126,21 @@ struct ClusterConfig {
   ReshardConfig reshard;
 };
 
+// The largest cluster: node ids go in NodeSets (src/pond/base/node_set.h, 256 bits), a cell's
+// writer tag holds the CN in 8 bits and an MN lock word's owner word CN + 1 in 16
+// (docs/formats.md "Cell", "Lock owner word").
+inline constexpr int kCnsMax = 256;
+inline constexpr int kMnsMax = 256;
+// What runs the membership and recovery machine — node faults and resharding in the simulator,
+// clusters of processes — keeps every CN's beat, report and load in each MN's lease page, which
+// holds 64 CNs and masks of 64 CNs and 64 MNs (docs/formats.md "Lease page").
+inline constexpr int kMembershipNodesMax = 64;
+
 // Checks a config; InvalidArgument with a one-line reason.
 Status ValidateConfig(const ClusterConfig& c);
+// OK if a cluster of `c`'s size can run the membership machine; else InvalidArgument naming
+// `what` (e.g. "node faults"), the flags and the limit.
+Status CheckMembershipScale(const ClusterConfig& c, const std::string& what);
 // Whether a simulated cluster with config `c` survives `faults` (in time order): the check of
 // Cluster::ScheduleFaults. InvalidArgument with one line naming the fault and why.
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults);

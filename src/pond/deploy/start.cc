@@ -37,9 +37,18 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
         "sim) and CN daemons (pond up) run; an embedded cluster does not");
   }
   uint64_t region_bytes = config.region_mib * kMiB;
+  // MN daemons format their regions with the fixed chunk (store::kChunkBytes); a cluster that
+  // formats its own sizes chunks and log rings for its workers (node::OwnPoolLayout).
+  store::WorkerSpace space;
   auto layout = store::MakeLayout(
       static_cast<uint16_t>(config.mns), config.replication, region_bytes, store::kChunkBytes,
       store::GeneralHeapBytes(region_bytes, config.protocol.single_version));
+  if (config.transport.coord.empty()) {
+    auto own = node::OwnPoolLayout(config);
+    if (!own.ok()) return own.status();
+    layout = own->first;
+    space = own->second;
+  }
   if (!layout.ok()) return layout.status();
   std::unique_ptr<Fabric> fabric;
   // The coordination service, when the MNs are daemons: a CN process keeps it for its membership;
@@ -58,6 +67,7 @@ Result<std::unique_ptr<Cluster>> Cluster::Start(const ClusterConfig& config) {
   }
   auto impl = std::make_unique<node::ClusterImpl>(config, nullptr, std::move(fabric),
                                                   SystemClock::Get(), *layout);
+  impl->space_ = space;
   if (config.transport.cn >= 0) {
     Result<recovery::CnStart> start = deploy::ReadStart(*coord, config);
     if (!start.ok()) return start.status();

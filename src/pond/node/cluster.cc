@@ -27,7 +27,6 @@ using node::WorkerContext;
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kLogBytes = 256 << 10;  // per worker and MN
 constexpr int kLoadCoroutines = 32;
 // How long, in virtual time, a simulated run may take to recover from its faults once its
 // clients ended (restarted MNs copied onto, failures recovered): far past any recovery a
@@ -92,6 +91,7 @@ Status ValidateReshard(const ClusterConfig& c) {
         "protocol keeps its locks in the memory pool");
   }
   if (c.cns < 2) return InvalidArgument("resharding needs at least 2 CNs");
+  POND_RETURN_IF_ERROR(CheckMembershipScale(c, "resharding"));
   if (r.interval_ns < 100'000 || r.interval_ns > 60'000'000'000) {
     return InvalidArgument("ClusterConfig.reshard.interval_ns must be 0.1 ms to 60 s");
   }
@@ -109,9 +109,25 @@ Status ValidateReshard(const ClusterConfig& c) {
 
 }  // namespace
 
+Status CheckMembershipScale(const ClusterConfig& c, const std::string& what) {
+  if (c.cns <= kMembershipNodesMax && c.mns <= kMembershipNodesMax) return Status::Ok();
+  return InvalidArgument(what + " run the membership machine, whose lease page holds at most " +
+                         std::to_string(kMembershipNodesMax) + " CNs and " +
+                         std::to_string(kMembershipNodesMax) + " MNs (--cns " +
+                         std::to_string(c.cns) + ", --mns " + std::to_string(c.mns) + ")");
+}
+
 Status ValidateConfig(const ClusterConfig& c) {
-  if (c.mns < 1 || c.mns > 64) return InvalidArgument("ClusterConfig.mns must be 1 to 64");
-  if (c.cns < 1 || c.cns > 64) return InvalidArgument("ClusterConfig.cns must be 1 to 64");
+  if (c.mns < 1 || c.mns > kMnsMax) {
+    return InvalidArgument("ClusterConfig.mns (--mns) must be 1 to " + std::to_string(kMnsMax));
+  }
+  if (c.cns < 1 || c.cns > kCnsMax) {
+    return InvalidArgument("ClusterConfig.cns (--cns) must be 1 to " + std::to_string(kCnsMax));
+  }
+  // A cluster of processes runs the membership machine in every CN (docs/recovery.md).
+  if (!c.transport.coord.empty() || c.transport.cn >= 0) {
+    POND_RETURN_IF_ERROR(CheckMembershipScale(c, "CN processes"));
+  }
   if (c.workers_per_cn < 1 || c.workers_per_cn > 64) {
     return InvalidArgument("ClusterConfig.workers_per_cn must be 1 to 64");
   }
@@ -166,6 +182,33 @@ Status ValidateConfig(const ClusterConfig& c) {
 
 namespace node {
 
+Result<std::pair<store::PoolLayout, store::WorkerSpace>> OwnPoolLayout(const ClusterConfig& c) {
+  const uint64_t workers = static_cast<uint64_t>(c.cns) * static_cast<uint64_t>(c.workers_per_cn);
+  const bool sv = c.protocol.single_version;
+  auto fits = [&](uint64_t mib, store::WorkerSpace* space) {
+    const uint64_t bytes = mib * kMiB, heap = store::GeneralHeapBytes(bytes, sv);
+    *space = store::WorkerSpaceFor(bytes, heap, c.replication, workers);
+    return store::WorkerSpaceFits(bytes, heap, c.replication, workers, *space);
+  };
+  store::WorkerSpace space;
+  if (!fits(c.region_mib, &space)) {
+    uint64_t least = c.region_mib;
+    store::WorkerSpace s;
+    while (least < (uint64_t{1} << 20) && !fits(least, &s)) least *= 2;
+    return InvalidArgument("--region-mib " + std::to_string(c.region_mib) + " is too small for " +
+                           std::to_string(workers) +
+                           " workers (--cns x --workers): each MN holds a record chunk per lane "
+                           "and a log ring for every worker; give at least " +
+                           std::to_string(least));
+  }
+  const uint64_t region_bytes = c.region_mib * kMiB;
+  Result<store::PoolLayout> layout =
+      store::MakeLayout(static_cast<uint16_t>(c.mns), c.replication, region_bytes,
+                        space.chunk_bytes, store::GeneralHeapBytes(region_bytes, sv));
+  if (!layout.ok()) return layout.status();
+  return std::make_pair(*layout, space);
+}
+
 WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64_t seed,
                              uint16_t incarnation)
     : txn::TxnContext(cl.config_, cl.layout_, cl.catalog_, c.Parts(), idx, cl.clock_,
@@ -219,13 +262,13 @@ Status WorkerContext::Init() {
   // A ring on every MN (store/commit_log.h: a record goes ahead of its cells on each MN).
   std::vector<GAddr> areas;
   for (int mn = 0; mn < config.mns; mn++) {
-    Result<uint64_t> area =
-        RunOn(cluster_, *this,
-              store::CarveHeap(*ep_, cluster_.layout_, static_cast<MnId>(mn), kLogBytes));
+    Result<uint64_t> area = RunOn(
+        cluster_, *this,
+        store::CarveHeap(*ep_, cluster_.layout_, static_cast<MnId>(mn), cluster_.space_.log_bytes));
     if (!area.ok()) return area.status();
     areas.push_back(GAddr::Make(static_cast<MnId>(mn), *area));
   }
-  log_ = std::make_unique<store::CommitLog>(std::move(areas), kLogBytes);
+  log_ = std::make_unique<store::CommitLog>(std::move(areas), cluster_.space_.log_bytes);
   return Status::Ok();
 }
 
@@ -437,10 +480,9 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   POND_RETURN_IF_ERROR(ValidateConfig(config));
   POND_RETURN_IF_ERROR(testbed.Validate());
   uint64_t region_bytes = config.region_mib * kMiB;
-  auto layout = store::MakeLayout(
-      static_cast<uint16_t>(config.mns), config.replication, region_bytes, store::kChunkBytes,
-      store::GeneralHeapBytes(region_bytes, config.protocol.single_version));
-  if (!layout.ok()) return layout.status();
+  auto own = node::OwnPoolLayout(config);
+  if (!own.ok()) return own.status();
+  auto [layout, space] = *own;
   auto engine = std::make_unique<sim::Engine>(config.seed);
   sim::Engine* e = engine.get();
   auto fabric = SimFabric::Create(*e, testbed, static_cast<uint16_t>(config.mns), region_bytes);
@@ -448,7 +490,8 @@ Result<std::unique_ptr<Cluster>> Cluster::StartSimulated(const ClusterConfig& co
   SimFabric* sf = fabric->get();
   sf->set_cut_dying_batches(config.protocol.cn_locks);
   auto impl = std::make_unique<ClusterImpl>(config, std::move(engine), std::move(fabric).value(),
-                                            e->clock(), *layout);
+                                            e->clock(), layout);
+  impl->space_ = space;
   impl->sim_fabric_ = sf;
   impl->driver_ = std::make_unique<node::SimDriver>(*e, *sf);
   POND_RETURN_IF_ERROR(impl->Build());

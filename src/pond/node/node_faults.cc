@@ -12,6 +12,7 @@
 namespace pond {
 
 Status ValidateNodeFaults(const ClusterConfig& c, const std::vector<NodeFault>& faults) {
+  if (!faults.empty()) POND_RETURN_IF_ERROR(CheckMembershipScale(c, "node faults"));
   int alive = c.cns;
   int mns_down = 0;
   int mns_out = 0;   // while the service is down: MNs down, and those restarted since it went

@@ -51,6 +51,12 @@ class SimFabric;
 
 namespace pond::node {
 
+// The layout of a cluster that formats its own MN regions (simulated, or embedded without MN
+// daemons), with the record chunk and log ring sizes store::WorkerSpaceFor gives its workers
+// (config.cns x config.workers_per_cn); InvalidArgument naming --region-mib if the region
+// cannot hold them beside the tables.
+Result<std::pair<store::PoolLayout, store::WorkerSpace>> OwnPoolLayout(const ClusterConfig& c);
+
 class ClusterImpl;
 class ServingInbox;
 struct Serving;
@@ -284,6 +290,9 @@ class ClusterImpl {
   std::vector<NodeFault> scheduled_faults_;  // for the next Run
   Clock& clock_;  // real time on the local transport, virtual time in the simulator
   const store::PoolLayout layout_;
+  // Each worker's log ring bytes (and the layout's chunk): store::WorkerSpaceFor for a cluster
+  // that formats its own regions (OwnPoolLayout), the fixed sizes for MN daemons'.
+  store::WorkerSpace space_;
   store::Placement placement_;  // its down MNs change with the epoch (ProcessMembership)
   store::Catalog catalog_;
   lock::ShardMap shard_map_;

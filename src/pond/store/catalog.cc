@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "pond/base/assert.h"
 #include "pond/store/placement.h"
@@ -71,6 +72,34 @@ Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region
                            " bytes cannot hold one record chunk per lane");
   }
   return l;
+}
+
+namespace {
+
+// The lane and general-heap bytes MakeLayout would give (0 and 0 if it would refuse).
+std::pair<uint64_t, uint64_t> LaneAndHeap(uint64_t region_bytes, uint64_t general_heap_bytes,
+                                          int replication) {
+  Result<PoolLayout> l = MakeLayout(static_cast<uint16_t>(replication), replication, region_bytes,
+                                    kHeapAlign, general_heap_bytes);
+  if (!l.ok()) return {0, 0};
+  return {l->lane_bytes, l->heap_end - l->heap_begin};
+}
+
+}  // namespace
+
+WorkerSpace WorkerSpaceFor(uint64_t region_bytes, uint64_t general_heap_bytes, int replication,
+                           uint64_t workers) {
+  const auto [lane, heap] = LaneAndHeap(region_bytes, general_heap_bytes, replication);
+  WorkerSpace s;
+  while (s.chunk_bytes > kChunkBytesMin && workers * s.chunk_bytes > lane / 2) s.chunk_bytes /= 2;
+  while (s.log_bytes > kLogBytesMin && workers * s.log_bytes > heap / 2) s.log_bytes /= 2;
+  return s;
+}
+
+bool WorkerSpaceFits(uint64_t region_bytes, uint64_t general_heap_bytes, int replication,
+                     uint64_t workers, const WorkerSpace& space) {
+  const auto [lane, heap] = LaneAndHeap(region_bytes, general_heap_bytes, replication);
+  return workers * space.chunk_bytes <= lane / 4 * 3 && workers * space.log_bytes <= heap / 4 * 3;
 }
 
 void FormatRegion(std::byte* base, const PoolLayout& l, MnId mn) {

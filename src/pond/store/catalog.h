@@ -98,6 +98,31 @@ struct PoolLayout {
 // region with it, and the CNs that reach that region must agree.
 inline constexpr uint64_t kChunkBytes = 1 << 20;
 
+// What a pool gives every worker of the cluster beside its tables: a record chunk of each replica
+// group it writes to (Allocator: so up to one per worker in every lane), and a commit log ring
+// on every MN (CommitLog, carved from each MN's general heap). Both grow with the cluster's
+// workers, not with its data: 504 workers' 1 MiB chunks overran the 256 MiB lanes of the default
+// 1 GiB region (OutOfSpace in the middle of a run). A cluster that formats its own regions scales
+// them down as it grows (WorkerSpaceFor); MN daemons format with kChunkBytes, and CNs of a cluster
+// of processes keep kLogBytes.
+inline constexpr uint64_t kLogBytes = 256 << 10;      // per worker and MN
+inline constexpr uint64_t kChunkBytesMin = 64 << 10;  // records up to ~63 KiB of value fit
+inline constexpr uint64_t kLogBytesMin = 64 << 10;    // hundreds of records of a worker's rounds
+struct WorkerSpace {
+  uint64_t chunk_bytes = kChunkBytes;
+  uint64_t log_bytes = kLogBytes;
+};
+// kChunkBytes and kLogBytes, each halved while `workers` of them would take more than half a
+// lane (chunks) or half the general heap (rings), down to their minimums; a cluster whose
+// workers' fixed sizes take at most half (9 CNs x 8 workers in 1 GiB regions) keeps them. The
+// general heap's bytes are `general_heap_bytes` (0: a quarter of the region), as for MakeLayout.
+WorkerSpace WorkerSpaceFor(uint64_t region_bytes, uint64_t general_heap_bytes, int replication,
+                           uint64_t workers);
+// Whether `space` leaves the tables room: `workers` chunks at most 3/4 of a lane and rings at
+// most 3/4 of the general heap.
+bool WorkerSpaceFits(uint64_t region_bytes, uint64_t general_heap_bytes, int replication,
+                     uint64_t workers, const WorkerSpace& space);
+
 // Checks the numbers and places the general heap (`general_heap_bytes`, or a quarter of the
 // region if 0) and R record lanes in the rest.
 Result<PoolLayout> MakeLayout(uint16_t num_mns, int replication, uint64_t region_bytes,
