@@ -37,9 +37,8 @@ uint64_t Committed(const RunResult& r, SmallBankTxn t) {
   return r.committed_by_txn.at(static_cast<size_t>(t)).second;
 }
 
-void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
-  SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
-  Result<RunResult> r = RunSmall(Small(protocol, iso, simulate));
+void RunAndCheckOptions(const SmallRun& o) {
+  Result<RunResult> r = RunSmall(o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_TRUE(r->check.has_value());
   EXPECT_TRUE(r->check->ok) << r->check->detail;
@@ -51,6 +50,11 @@ void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
   // Money moved: some deposits or withdrawals committed.
   EXPECT_GT(
       Committed(*r, SmallBankTxn::kDepositChecking) + Committed(*r, SmallBankTxn::kWriteCheck), 0u);
+}
+
+void RunAndCheck(const std::string& protocol, Isolation iso, bool simulate) {
+  SCOPED_TRACE(protocol + " " + IsolationName(iso) + (simulate ? " sim" : " local"));
+  RunAndCheckOptions(Small(protocol, iso, simulate));
 }
 
 // A recorded run: its history is judged by the checker under the model the isolation promises.
@@ -135,6 +139,69 @@ TEST(SmallBankSimTest, SameSeedSameRun) {
   EXPECT_EQ(a->committed, b->committed);
   EXPECT_EQ(a->aborted, b->aborted);
   EXPECT_EQ(a->check->json, b->check->json);
+}
+
+// Scale-out (docs/simulator.md "Scale-out"): 256 CNs and 86 MNs, past the 64 that uint64_t masks
+// of CNs and MNs and the owner word's 8-bit CN + 1 once allowed. One worker of two coroutines
+// per CN keeps the test short; the accounts spread over every MN, transactions lock keys of
+// CNs above 64 (lotus) and take MN lock words with the owner words of CNs up to 255 (motor), and
+// each commit's log record goes to MNs above 64.
+class SmallBankScaleTest : public testing::TestWithParam<std::string> {};
+
+TEST_P(SmallBankScaleTest, MoneyAddsUpOn256Cns) {
+  SmallRun o = Small(GetParam(), Isolation::kSerializable, true);
+  o.run.cluster.cns = 256;
+  o.run.cluster.mns = 86;
+  o.run.cluster.replication = 3;
+  o.run.cluster.workers_per_cn = 1;
+  o.run.cluster.region_mib = 256;
+  o.run.coros = 2;
+  o.run.seconds = 0.0003;
+  o.p.accounts = 20000;
+  o.p.hot_fraction = 0.05;
+  RunAndCheckOptions(o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, SmallBankScaleTest, testing::Values("lotus", "motor"),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// The limits of a cluster's size: one line naming the flag and the limit.
+TEST(SmallBankScaleTest, RefusesClustersPastTheLimits) {
+  ClusterConfig c;
+  c.cns = kCnsMax + 1;
+  EXPECT_EQ(ValidateConfig(c).message(), "ClusterConfig.cns (--cns) must be 1 to 256");
+  c.cns = kCnsMax;
+  c.mns = kMnsMax + 1;
+  EXPECT_EQ(ValidateConfig(c).message(), "ClusterConfig.mns (--mns) must be 1 to 256");
+  c.mns = 86;
+  EXPECT_TRUE(ValidateConfig(c).ok());
+  // The membership machine's lease page holds 64 CNs: node faults and resharding need no more.
+  Status faults = ValidateNodeFaults(c, {NodeFault{}});
+  EXPECT_EQ(faults.code(), Code::kInvalidArgument);
+  EXPECT_NE(faults.message().find("at most 64 CNs and 64 MNs (--cns 256, --mns 86)"),
+            std::string::npos)
+      << faults.message();
+  c.reshard.policy = ReshardConfig::Policy::kLoad;
+  EXPECT_NE(ValidateConfig(c).message().find("resharding moves need the membership machine"),
+            std::string::npos)
+      << ValidateConfig(c).message();
+}
+
+// 504 workers in the default 1 GiB region once ran out of lane space mid-run (each carves a
+// record chunk in every lane); now their chunks shrink to fit, and a region too small even for
+// the smallest is refused before anything runs, naming --region-mib.
+TEST(SmallBankScaleTest, RefusesARegionTooSmallForItsWorkersUpFront) {
+  SmallRun o = Small("lotus", Isolation::kSerializable, true);
+  o.run.cluster.cns = 256;
+  o.run.cluster.mns = 4;
+  o.run.cluster.workers_per_cn = 8;
+  o.run.cluster.region_mib = 64;
+  Result<RunResult> r = RunSmall(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("--region-mib 64 is too small for 2048 workers"),
+            std::string::npos)
+      << r.status().message();
 }
 
 // The money check's allowance for calls heard of only as unknown: each was taken or not, and a

@@ -91,7 +91,7 @@ Status ValidateReshard(const ClusterConfig& c) {
         "protocol keeps its locks in the memory pool");
   }
   if (c.cns < 2) return InvalidArgument("resharding needs at least 2 CNs");
-  POND_RETURN_IF_ERROR(CheckMembershipScale(c, "resharding"));
+  POND_RETURN_IF_ERROR(CheckMembershipScale(c, "resharding moves"));
   if (r.interval_ns < 100'000 || r.interval_ns > 60'000'000'000) {
     return InvalidArgument("ClusterConfig.reshard.interval_ns must be 0.1 ms to 60 s");
   }
@@ -111,7 +111,7 @@ Status ValidateReshard(const ClusterConfig& c) {
 
 Status CheckMembershipScale(const ClusterConfig& c, const std::string& what) {
   if (c.cns <= kMembershipNodesMax && c.mns <= kMembershipNodesMax) return Status::Ok();
-  return InvalidArgument(what + " run the membership machine, whose lease page holds at most " +
+  return InvalidArgument(what + " need the membership machine, whose lease page holds at most " +
                          std::to_string(kMembershipNodesMax) + " CNs and " +
                          std::to_string(kMembershipNodesMax) + " MNs (--cns " +
                          std::to_string(c.cns) + ", --mns " + std::to_string(c.mns) + ")");
