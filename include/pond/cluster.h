@@ -51,14 +51,29 @@ struct ProtocolConfig {
   bool cn_locks = true;           // locks on CN lock tables (else CAS on the MN lock word)
   bool hybrid_routing = true;     // run read-write calls on the CN that manages their locks
   bool vt_cache = true;           // version table cache (needs cn_locks)
+  // Pond's own steps past Lotus (docs/protocols.md "pond"), each needing cn_locks and
+  // log_and_visible:
+  // no start timestamp where none is needed: read-write transactions under SR lock every item
+  // they read, so they read its newest version, which the lock keeps newest until their commit
+  // timestamp; a read-only transaction's first Execute of one key reads it at its newest (a
+  // snapshot of its own), and takes a snapshot only if it executes more;
+  bool latest_reads = false;
+  // a commit answers once its timestamp is on every backup (durable: recovery rolls it forward),
+  // and writes the primaries and unlocks after the answer.
+  bool early_ack = false;
 };
 
-// "lotus", "motor", "ford", or an ablation step: "+full-record", "+log-visible",
-// "+lock-sharding", "+load-balancing", "+vt-cache" (= lotus); InvalidArgument otherwise.
+// "lotus", "motor", "ford", "pond" (lotus with every step of PondSteps), lotus with one of them
+// ("lotus+latest-reads", "lotus+early-ack": each measured alone), or an ablation step:
+// "+full-record", "+log-visible", "+lock-sharding", "+load-balancing", "+vt-cache" (= lotus);
+// InvalidArgument otherwise.
 Result<ProtocolConfig> ProtocolByName(std::string_view name);
-// The three protocols, and the ablation steps from motor to lotus, in order.
+// The four protocols; those that run under snapshot isolation too (ford has no snapshots); the
+// ablation steps from motor to lotus, in order; Pond's steps past lotus ("latest-reads", ...).
 const std::vector<std::string>& ProtocolNames();
+const std::vector<std::string>& SnapshotProtocolNames();
 const std::vector<std::string>& AblationSteps();
+const std::vector<std::string>& PondSteps();
 
 // How Cluster::Start reaches its memory nodes (docs/transports.md). The simulated cluster
 // (StartSimulated) ignores it.
@@ -317,6 +332,9 @@ class Session {
   Session(node::WorkerContext* w, int client) : w_(w), client_(client) {}
   node::WorkerContext* w_;
   int client_;
+  // The transaction begun last, which may still be publishing a commit answered early: the next
+  // one waits for that before it executes keys it wrote (TxnState::After).
+  std::weak_ptr<txn::TxnState> last_;
 };
 
 // What a simulated cluster's hardware did (StartSimulated only).

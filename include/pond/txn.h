@@ -108,8 +108,8 @@ class Txn {
 
  private:
   friend class Session;
-  explicit Txn(std::unique_ptr<txn::TxnState> s);
-  std::unique_ptr<txn::TxnState> s_;
+  explicit Txn(std::shared_ptr<txn::TxnState> s);
+  std::shared_ptr<txn::TxnState> s_;
 };
 
 }  // namespace pond

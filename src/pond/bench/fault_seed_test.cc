@@ -176,12 +176,13 @@ void RunSmallBankSeeds(const std::string& protocol, Isolation iso, uint64_t defa
   EXPECT_GT(t.fenced, 0u) << "no partition lasted until the CN was singled out";
   EXPECT_GT(t.kept_lease, 0u) << "no partition healed before the CN was singled out";
   EXPECT_GT(t.coord_outages, t.seeds / 4) << "random schedules were meant to stop the service";
-  if (protocol == "lotus") {
+  const bool lotus_like = protocol == "lotus" || protocol == "pond";
+  if (lotus_like) {
     // (Motor and FORD route no calls: a client's transaction runs where it is sent.)
     EXPECT_GT(t.unknown, 0u) << "no call was caught by a crash";
   }
   // Half the crashes are aimed at a step drawn evenly: every step the protocol has is entered.
-  const std::vector<int> steps = protocol == "lotus"   ? std::vector<int>{1, 2, 3, 4, 5, 6}
+  const std::vector<int> steps = lotus_like            ? std::vector<int>{1, 2, 3, 4, 5, 6}
                                  : protocol == "motor" ? std::vector<int>{2, 3, 4, 6}
                                                        : std::vector<int>{2, 3, 5, 6};
   for (int i : steps) {
@@ -204,6 +205,12 @@ TEST(FaultSeedTest, LotusSerializable) {
   RunSmallBankSeeds("lotus", Isolation::kSerializable, 200, true);
 }
 TEST(FaultSeedTest, LotusSnapshot) { RunSmallBankSeeds("lotus", Isolation::kSnapshot, 200, true); }
+// Pond answers a commit once its backups hold the timestamp: crashes aimed at every step, the
+// one between the answer and the unlock among them, must lose nothing answered.
+TEST(FaultSeedTest, PondSerializable) {
+  RunSmallBankSeeds("pond", Isolation::kSerializable, 200, true);
+}
+TEST(FaultSeedTest, PondSnapshot) { RunSmallBankSeeds("pond", Isolation::kSnapshot, 200, true); }
 // Motor and FORD recover crashed and fenced CNs (cluster/mn_lock_recovery.h); they survive MN
 // crashes only without CN faults yet (LockWordsOnMnsMoveToABackupWhenTheirMnCrashes):
 // random schedules, which draw both, draw no MN crash for them.
@@ -337,6 +344,12 @@ TEST(FaultSeedTest, MotorHistoriesUnderRandomFaultsSerializable) {
 }
 TEST(FaultSeedTest, MotorHistoriesUnderRandomFaultsSnapshot) {
   RunHistorySeeds(Isolation::kSnapshot, 100, std::nullopt, "motor");
+}
+TEST(FaultSeedTest, PondHistoriesUnderRandomFaultsSerializable) {
+  RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "pond");
+}
+TEST(FaultSeedTest, PondHistoriesUnderRandomFaultsSnapshot) {
+  RunHistorySeeds(Isolation::kSnapshot, 100, std::nullopt, "pond");
 }
 TEST(FaultSeedTest, FordHistoriesUnderRandomFaultsSerializable) {
   RunHistorySeeds(Isolation::kSerializable, 100, std::nullopt, "ford");

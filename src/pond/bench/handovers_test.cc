@@ -56,7 +56,8 @@ TEST_P(HandoversTestSnapshot, EveryPhoneStaysOnOneCellSimulatedSnapshot) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, HandoversTest, testing::ValuesIn(ProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Protocols, HandoversTestSnapshot, testing::Values("lotus", "motor"),
+INSTANTIATE_TEST_SUITE_P(Protocols, HandoversTestSnapshot,
+                         testing::ValuesIn(SnapshotProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // CN and MN crashes, restarts and partitions drawn from each seed: every phone stays on one

@@ -165,7 +165,7 @@ TEST(SimSeedTest, LostMessagesSerializable) {
   for (const std::string& p : ProtocolNames()) RunSeeds(p, Isolation::kSerializable, 30, 0.01);
 }
 TEST(SimSeedTest, LostMessagesSnapshot) {
-  for (const char* p : {"lotus", "motor"}) RunSeeds(p, Isolation::kSnapshot, 30, 0.01);
+  for (const std::string& p : SnapshotProtocolNames()) RunSeeds(p, Isolation::kSnapshot, 30, 0.01);
 }
 TEST(SimSeedTest, TenPercentOfMessagesLost) {
   for (const std::string& p : ProtocolNames()) RunSeeds(p, Isolation::kSerializable, 5, 0.10);
@@ -232,7 +232,7 @@ TEST(SimSeedTest, SmallBankSerializableIsStrictlySerializable) {
 }
 
 TEST(SimSeedTest, SmallBankSnapshotIsSnapshotIsolated) {
-  for (const char* p : {"lotus", "motor"}) {
+  for (const std::string& p : SnapshotProtocolNames()) {
     RunSmallBankSeeds(p, Isolation::kSnapshot, check::Model::kSnapshotIsolation, 20);
   }
 }

@@ -128,7 +128,8 @@ TEST_P(SmallBankTestSnapshot, RecordedHistoryIsSnapshotIsolatedOnThreads) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, SmallBankTest, testing::ValuesIn(ProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Protocols, SmallBankTestSnapshot, testing::Values("lotus", "motor"),
+INSTANTIATE_TEST_SUITE_P(Protocols, SmallBankTestSnapshot,
+                         testing::ValuesIn(SnapshotProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // One seed, one simulated run: the same counts and totals twice.

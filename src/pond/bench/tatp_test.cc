@@ -65,7 +65,7 @@ TEST_P(TatpTestSnapshot, RowsStayConsistentSimulatedSnapshot) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, TatpTest, testing::ValuesIn(ProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Protocols, TatpTestSnapshot, testing::Values("lotus", "motor"),
+INSTANTIATE_TEST_SUITE_P(Protocols, TatpTestSnapshot, testing::ValuesIn(SnapshotProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // A longer simulated run on few subscribers: the inserts and deletes really change rows.

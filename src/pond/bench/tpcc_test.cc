@@ -85,9 +85,9 @@ TEST_P(TpccTestSnapshot, ConsistentSimulatedSnapshot) {
   RunAndCheck(GetParam(), Isolation::kSnapshot, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, TpccTest, testing::Values("lotus", "motor", "ford"),
+INSTANTIATE_TEST_SUITE_P(Protocols, TpccTest, testing::ValuesIn(ProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Protocols, TpccTestSnapshot, testing::Values("lotus", "motor"),
+INSTANTIATE_TEST_SUITE_P(Protocols, TpccTestSnapshot, testing::ValuesIn(SnapshotProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // The check must be able to fail: each corruption below, written through a transaction, breaks

@@ -55,7 +55,7 @@ TEST_P(VoterTestSnapshot, EveryVoteIsCountedOnceSimulatedSnapshot) {
 
 INSTANTIATE_TEST_SUITE_P(Protocols, VoterTest, testing::ValuesIn(ProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
-INSTANTIATE_TEST_SUITE_P(Protocols, VoterTestSnapshot, testing::Values("lotus", "motor"),
+INSTANTIATE_TEST_SUITE_P(Protocols, VoterTestSnapshot, testing::ValuesIn(SnapshotProtocolNames()),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
 
 // Ten voters with two votes each and a run long enough to spend them all: every later vote is

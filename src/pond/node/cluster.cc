@@ -174,6 +174,10 @@ Status ValidateConfig(const ClusterConfig& c) {
     // Readers cannot see CN locks, so only INVISIBLE cells keep them from missing a version.
     return InvalidArgument("CN lock tables need the commit log and write-invisible steps");
   }
+  if ((c.protocol.latest_reads || c.protocol.early_ack) &&
+      (!c.protocol.cn_locks || c.protocol.single_version)) {
+    return InvalidArgument("latest-reads and early-ack need CN lock tables (protocol.cn_locks)");
+  }
   if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
     return InvalidArgument("ford is single-version and runs only under SR");
   }

@@ -16,7 +16,11 @@ using node::WorkerContext;
 
 // ---- Session --------------------------------------------------------------------------------
 
-Txn Session::Begin(TxnKind kind) { return Txn(txn::NewTxnState(*w_, kind)); }
+Txn Session::Begin(TxnKind kind) {
+  std::shared_ptr<txn::TxnState> t = txn::NewTxnState(*w_, kind);
+  t->After(std::exchange(last_, t));
+  return Txn(std::move(t));
+}
 
 Task<Status> Session::RunTxn(TxnKind kind, std::function<Task<Status>(Txn&)> body, int attempts) {
   Status last = Aborted("no attempt");

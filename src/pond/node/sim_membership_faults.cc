@@ -457,7 +457,11 @@ bool SimMembership::Survives(int mns_out, bool cn_away) const {
   // nowhere, and another key's perhaps seen. So R - 2 until every CN failure is recovered
   // (docs/recovery.md "Lock words on MNs, and an MN crash"; ford fault seed 155: a host cut's MN
   // and a crashed one, beside its fenced CN's half-done commit).
-  if (!c.protocol.cn_locks && CnFailureOpen()) most = std::min(most, c.replication - 2);
+  // The same holds for a commit answered early (early_ack): its timestamp is on the backups
+  // alone until its last round.
+  if ((!c.protocol.cn_locks || c.protocol.early_ack) && CnFailureOpen()) {
+    most = std::min(most, c.replication - 2);
+  }
   return mns_out <= most;
 }
 

@@ -74,8 +74,29 @@ Task<Status> MvccTxn::LockOnCns(std::vector<size_t>& todo) {
 
 Task<Status> MvccTxn::Execute() {
   if (Status s = BeginExecute(); !s.ok()) co_return s;
-  if (start_ts_ == 0) start_ts_ = co_await w_.tso().Get();
   std::vector<size_t> todo = Unexecuted();
+  if (start_ts_ == 0) {
+    if (MayReadLatest(todo)) {
+      reads_latest_ = true;
+    } else {
+      if (reads_latest_) {
+        // A read-only transaction that read one key at its newest executes more: that key is
+        // read again at the snapshot, and must not have changed (as a promoted key: CheckRead).
+        for (size_t i = 0; i < items_.size(); i++) {
+          Item& it = items_[i];
+          if (!it.executed) continue;
+          it.executed = false;
+          it.reread = true;
+          it.first_exists = it.exists();
+          it.first_version = it.read_ts;
+          todo.push_back(i);
+        }
+        std::sort(todo.begin(), todo.end());
+        reads_latest_ = false;
+      }
+      start_ts_ = co_await w_.tso().Get();
+    }
+  }
   if (todo.empty()) co_return Status::Ok();
   if (kind_ == TxnKind::kReadWrite && protocol().cn_locks) {
     Status s = co_await LockOnCns(todo);
@@ -99,19 +120,21 @@ Status MvccTxn::ChooseVersion(Item& it) {
   it.read_ts = 0;
   uint64_t best = 0, newest = 0;
   int valid = 0;
+  // Reading the newest version: every cell is older than a snapshot that has not begun.
+  const uint64_t snapshot = reads_latest_ ? kInvisible : start_ts_;
   for (int c = 0; c < it.cvt.versions; c++) {
     const Cell& cell = it.cvt.cells[c];
     if (!cell.valid) continue;
     valid++;
     newest = std::max(newest, cell.commit_ts);
-    if (cell.commit_ts < start_ts_ && cell.commit_ts >= best) {
+    if (cell.commit_ts < snapshot && cell.commit_ts >= best) {
       best = cell.commit_ts;
       it.read_cell = c;
     }
   }
   // A locked item must not have changed since the snapshot: its lock keeps it unchanged from
   // now to commit, so the transaction then reads as of its commit timestamp (docs/protocol.md).
-  if (it.locked && newest > start_ts_) {
+  if (it.locked && newest > snapshot) {
     return Fail(AbortedBecause("newer version"), &w_.stats().aborts.newer_version);
   }
   if (it.read_cell < 0 && valid > 0) {

@@ -68,6 +68,20 @@ void MvccTxn::PostVisible(const std::vector<size_t>& writes, bool read_replica) 
   }
 }
 
+bool MvccTxn::BackupsHoldTimestamp(const std::vector<size_t>& writes) const {
+  const store::Placement& placement = w_.placement();
+  for (size_t i : writes) {
+    const Item& it = items_[i];
+    bool held = false;
+    for (int r = 0; r < placement.replication() && !held; r++) {
+      held = r != it.visible_read_rep && (it.invisible_reps & (uint32_t{1} << r)) != 0 &&
+             !placement.IsDown(placement.Replica(it.lk.key, r));
+    }
+    if (!held) return false;
+  }
+  return true;
+}
+
 bool MvccTxn::AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const {
   for (size_t i : writes) {
     if (ReaderReplica(items_[i]) != items_[i].lock_rep) return true;
@@ -389,15 +403,16 @@ Task<Status> MvccTxn::Commit() {
     PostVisible(writes, false);
     co_await CommitFlush();
     w_.Reached(CommitStep::kVisible);
-    BeginRound();
-    PostVisible(writes, true);
-    UpdateVtCache(writes);
-    // With MN lock words (+log-visible) the round just posted may share a batch with their
-    // release only if it goes to the words' MNs, the primaries (PostUnlocks).
-    if (!mn_held_.empty() && AnyReadReplicaOffPrimary(writes)) co_await CommitFlush();
-    // Taking deleted keys out of trees flushes by itself, and frees the node locks it takes:
-    // the round that holds their commit timestamps is carried out whole before it.
-    if (DeletesIndexedKeys(writes)) co_await CommitFlush();
+    if (protocol().early_ack && !writes.empty() && BackupsHoldTimestamp(writes)) {
+      // Every backup has the timestamp: recovery of this CN would roll the commit forward
+      // (cluster/log_recovery.h), so it can be answered now. Readers of the primaries wait on
+      // INVISIBLE and the locks stay held until the tail has published and unlocked, so no
+      // reader or writer can tell the answer came early (docs/protocols.md "pond").
+      Answer(writes);
+      tail_ = true;
+      w_.sched().Spawn(Publish(shared_from_this(), std::move(writes)));
+      co_return Status::Ok();
+    }
   } else {
     // Motor: committed cells directly. The backups first and complete, then the primary in the
     // batch that frees its lock word: the next writer, who locks at the primary, can then never
@@ -420,6 +435,35 @@ Task<Status> MvccTxn::Commit() {
     // Only a primary showing the write makes recovery finish this commit rather than undo it.
     if (DeletesIndexedKeys(writes)) co_await CommitFlush();
   }
+  co_await Finish(writes);
+  Answer(writes);
+  co_return Status::Ok();
+}
+
+void MvccTxn::Answer(const std::vector<size_t>& writes) {
+  finished_ = true;
+  CountCommit();
+  for (size_t i : writes) w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, commit_ts_);
+}
+
+Task<void> MvccTxn::Publish(std::shared_ptr<TxnState> self, std::vector<size_t> writes) {
+  auto& t = static_cast<MvccTxn&>(*self);
+  co_await t.Finish(writes);
+  t.tail_ = false;
+}
+
+Task<void> MvccTxn::Finish(const std::vector<size_t>& writes) {
+  if (protocol().log_and_visible) {
+    BeginRound();
+    PostVisible(writes, true);
+    UpdateVtCache(writes);
+    // With MN lock words (+log-visible) the round just posted may share a batch with their
+    // release only if it goes to the words' MNs, the primaries (PostUnlocks).
+    if (!mn_held_.empty() && AnyReadReplicaOffPrimary(writes)) co_await CommitFlush();
+    // Taking deleted keys out of trees flushes by itself, and frees the node locks it takes:
+    // the round that holds their commit timestamps is carried out whole before it.
+    if (DeletesIndexedKeys(writes)) co_await CommitFlush();
+  }
   // The commit stands from here: deleted keys leave their trees, under their locks.
   if (DeletesIndexedKeys(writes)) co_await UnindexDeletes(writes, commit_ts_);
   // MN lock words go free after the writes to the same MN (the batch keeps posting order);
@@ -436,13 +480,10 @@ Task<Status> MvccTxn::Commit() {
   EndLocks(held_);
   held_.clear();
   w_.Reached(CommitStep::kUnlocked);
-  finished_ = true;
-  CountCommit();
-  for (size_t i : writes) w_.Acknowledged(items_[i].lk.table, items_[i].lk.key, commit_ts_);
-  co_return Status::Ok();
 }
 
 void MvccTxn::Abort() {
+  if (tail_) return;  // answered: the tail publishes and unlocks
   EndLocks(held_);
   held_.clear();
   ReleaseMnLocksDetached();

@@ -9,7 +9,10 @@
 //   log_and_visible    write INVISIBLE + commit log, then write visible (lotus), or write
 //                      committed cells directly, behind a record of them (motor);
 //   full_record_store  one READ/WRITE per version (lotus), or two (motor's value + delta);
-//   vt_cache           serve locally managed CVTs from the VT cache.
+//   vt_cache           serve locally managed CVTs from the VT cache;
+//   latest_reads       read-write transactions under SR read the newest versions, with no start
+//                      timestamp (pond);
+//   early_ack          answer once the backups have the commit timestamp (pond).
 // hybrid_routing acts in Session::Call, not here.
 #pragma once
 
@@ -25,6 +28,7 @@ class MvccTxn final : public TxnState {
   Task<Status> Execute() override;
   Task<Status> Commit() override;
   void Abort() override;
+  bool publishing() const override { return tail_; }
 
  private:
   // Whether this CN's VT cache covers the item's key: this CN manages the key's shard.
@@ -83,6 +87,9 @@ class MvccTxn final : public TxnState {
   // Write-visible (the commit timestamp into the written cells) on the replica readers use, or
   // on every other replica up.
   void PostVisible(const std::vector<size_t>& writes, bool read_replica);
+  // After the first write-visible round: whether every written key's timestamp is on a backup
+  // up (with one replica, or every backup of a key down, there is none, and the answer waits).
+  bool BackupsHoldTimestamp(const std::vector<size_t>& writes) const;
   // Whether some written key's readers use another replica than its primary (one is down): the
   // last write-visible round then reaches an MN other than the lock word's.
   bool AnyReadReplicaOffPrimary(const std::vector<size_t>& writes) const;
@@ -94,6 +101,13 @@ class MvccTxn final : public TxnState {
     return protocol().cn_locks ? w_.placement().ReadReplica(it.lk.key) : it.lock_rep;
   }
   void UpdateVtCache(const std::vector<size_t>& writes);
+  // The commit is durable: counted, and what it wrote noted as acknowledged.
+  void Answer(const std::vector<size_t>& writes);
+  // After the first write-visible round: the one to the replicas readers use (lotus), deleted
+  // keys out of their trees, and the unlocks.
+  Task<void> Finish(const std::vector<size_t>& writes);
+  // early_ack: Finish, run by a task of its own that keeps the transaction alive.
+  static Task<void> Publish(std::shared_ptr<TxnState> self, std::vector<size_t> writes);
   // MNs down (docs/recovery.md "MN crash"). Cells name their record on their own replica's lane;
   // an Item's CVT always names it on the primary's (replica 0), whichever replica it came from.
   void ToPrimaryLane(store::Cvt& cvt, int rep) const;
@@ -102,6 +116,7 @@ class MvccTxn final : public TxnState {
   std::vector<lock::LockRequest> held_;  // CN locks
   std::vector<std::byte> log_buf_;
   bool mid_visible_ = false;  // counted in the worker's commits_mid_visible()
+  bool tail_ = false;         // answered early; Publish has not finished
 };
 
 }  // namespace pond::txn

@@ -92,7 +92,22 @@ Task<void> TxnState::UnindexDeletes(const std::vector<size_t>& writes, uint64_t 
   }
 }
 
+Task<void> TxnState::AwaitPredecessor() {
+  std::shared_ptr<TxnState> prev = prev_.lock();
+  if (prev == nullptr || !prev->publishing()) {
+    prev_.reset();
+    co_return;
+  }
+  bool shares = false;
+  for (const Item& it : items_) {
+    const Item* p = prev->Find(it.lk.table, it.lk.key);
+    shares = shares || (p != nullptr && p->pending != Pending::kNone);
+  }
+  while (shares && prev->publishing()) co_await w_.sched().SleepFor(kVisibleGatePollNs);
+}
+
 Task<Status> TxnState::ExecuteAll() {
+  co_await AwaitPredecessor();
   // At most two rounds: a stripe with no row yet is inserted by a second Execute.
   while (true) {
     if (Status s = co_await Execute(); !s.ok()) co_return s;

@@ -1,4 +1,5 @@
-// The named protocol configurations: lotus, motor, ford, and the steps of the Lotus ablation.
+// The named protocol configurations: lotus, motor, ford, pond, and the steps of the Lotus
+// ablation and of Pond's past it.
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,11 +24,33 @@ ProtocolConfig Motor() {
   return p;
 }
 
+// Turns on Pond's step `step` (PondSteps) in `p`; false if there is none by that name.
+bool SetPondStep(std::string_view step, ProtocolConfig* p) {
+  if (step == "latest-reads") {
+    p->latest_reads = true;
+  } else if (step == "early-ack") {
+    p->early_ack = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 const std::vector<std::string>& ProtocolNames() {
-  static const std::vector<std::string> names = {"lotus", "motor", "ford"};
+  static const std::vector<std::string> names = {"lotus", "motor", "ford", "pond"};
   return names;
+}
+
+const std::vector<std::string>& SnapshotProtocolNames() {
+  static const std::vector<std::string> names = {"lotus", "motor", "pond"};
+  return names;
+}
+
+const std::vector<std::string>& PondSteps() {
+  static const std::vector<std::string> steps = {"latest-reads", "early-ack"};
+  return steps;
 }
 
 const std::vector<std::string>& AblationSteps() {
@@ -38,6 +61,17 @@ const std::vector<std::string>& AblationSteps() {
 
 Result<ProtocolConfig> ProtocolByName(std::string_view name) {
   if (name == "lotus") return ProtocolConfig{};
+  if (name == "pond") {
+    ProtocolConfig p;
+    p.name = "pond";
+    for (const std::string& step : PondSteps()) SetPondStep(step, &p);
+    return p;
+  }
+  if (name.starts_with("lotus+")) {
+    ProtocolConfig p;
+    p.name = std::string(name);
+    if (SetPondStep(name.substr(6), &p)) return p;
+  }
   if (name == "ford") {
     ProtocolConfig p = Motor();
     p.name = "ford";
@@ -74,8 +108,9 @@ Result<ProtocolConfig> ProtocolByName(std::string_view name) {
     }
   }
   return InvalidArgument("unknown protocol '" + std::string(name) +
-                         "' (lotus, motor, ford, or an ablation step: +full-record, "
-                         "+log-visible, +lock-sharding, +load-balancing, +vt-cache)");
+                         "' (lotus, motor, ford, pond, lotus+latest-reads, lotus+early-ack, or "
+                         "an ablation step: +full-record, +log-visible, +lock-sharding, "
+                         "+load-balancing, +vt-cache)");
 }
 
 }  // namespace pond

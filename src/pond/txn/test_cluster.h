@@ -15,12 +15,13 @@
 
 namespace pond::testing_cluster {
 
-// The three protocols and every ablation step (motor once).
+// The four protocols, every ablation step (motor once) and each of Pond's steps on lotus alone.
 inline std::vector<std::string> AllConfigurations() {
   std::vector<std::string> names = ProtocolNames();
   for (const auto& s : AblationSteps()) {
     if (s != "motor") names.push_back(s);
   }
+  for (const auto& s : PondSteps()) names.push_back("lotus+" + s);
   return names;
 }
 

@@ -7,7 +7,7 @@
 
 namespace pond {
 
-Txn::Txn(std::unique_ptr<txn::TxnState> s) : s_(std::move(s)) {}
+Txn::Txn(std::shared_ptr<txn::TxnState> s) : s_(std::move(s)) {}
 Txn::Txn(Txn&&) noexcept = default;
 Txn& Txn::operator=(Txn&&) noexcept = default;
 Txn::~Txn() = default;

@@ -7,9 +7,9 @@
 
 namespace pond::txn {
 
-std::unique_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind) {
-  if (w.config().protocol.single_version) return std::make_unique<SvTxn>(w, kind);
-  return std::make_unique<MvccTxn>(w, kind);
+std::shared_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind) {
+  if (w.config().protocol.single_version) return std::make_shared<SvTxn>(w, kind);
+  return std::make_shared<MvccTxn>(w, kind);
 }
 
 TxnState::TxnState(TxnContext& w, TxnKind kind)

@@ -117,7 +117,7 @@ struct Item {
   }
 };
 
-class TxnState {
+class TxnState : public std::enable_shared_from_this<TxnState> {
  public:
   TxnState(TxnContext& w, TxnKind kind);
   // Ends the transaction at the lock client if Commit or Abort has not (see EndLocks).
@@ -136,6 +136,14 @@ class TxnState {
   Status Write(uint16_t table, uint64_t key, std::span<const std::byte> value);
   virtual Task<Status> Commit() = 0;
   virtual void Abort() = 0;
+
+  // `prev` is the transaction its session began before this one. A commit answered early
+  // (ProtocolConfig::early_ack) keeps its locks until it has published; the session's next
+  // transaction would find its own last write locked and abort, so it waits instead, if it
+  // executes a key that one wrote (a client's dependent writes, back to back).
+  void After(std::weak_ptr<TxnState> prev) { prev_ = std::move(prev); }
+  // Answered, and still publishing and unlocking (early_ack).
+  virtual bool publishing() const { return false; }
 
   TxnKind kind() const { return kind_; }
   uint64_t start_ts() const { return start_ts_; }
@@ -163,6 +171,9 @@ class TxnState {
   // its commit. An entry that cannot be removed now stays: the tree is a superset index.
   Task<void> UnindexDeletes(const std::vector<size_t>& writes, uint64_t removed_at);
   Status FailDeferred();
+  // Waits until the session's previous transaction has published, if it is and it wrote a key
+  // this one has (After).
+  Task<void> AwaitPredecessor();
   // What every Execute checks first: the transaction is open and nothing was refused.
   Status BeginExecute();
   // After an item was read: a promoted item's second read must match its first (else abort);
@@ -187,6 +198,15 @@ class TxnState {
   // Items whose read no lock protects until commit (motor and ford validate them).
   std::vector<size_t> Unprotected() const;
   const ProtocolConfig& protocol() const { return w_.config().protocol; }
+  // latest_reads: whether the Execute about to read `todo` (no start timestamp taken yet) may
+  // read the newest versions instead of a snapshot (docs/protocol.md "Reading the newest"): a
+  // read-write transaction under SR, which locks every key it reads (CN locks), and a read-only
+  // transaction's first Execute of a single key, which is a snapshot of its own.
+  bool MayReadLatest(const std::vector<size_t>& todo) const {
+    if (!protocol().latest_reads) return false;
+    if (kind_ == TxnKind::kReadWrite) return isolation_ == Isolation::kSerializable;
+    return todo.size() == 1 && items_.size() == 1;
+  }
 
   // A read batch an MN did not answer: the transaction aborts (it retries in the new epoch).
   Status FailUnreachable(const Status& s);
@@ -239,6 +259,9 @@ class TxnState {
   lock::LockOwner owner_;
   uint64_t begin_ns_;  // by the worker's clock, for the commit latency
   uint64_t start_ts_ = 0;
+  // Reads choose the newest version (MayReadLatest), not the newest below start_ts_.
+  bool reads_latest_ = false;
+  std::weak_ptr<TxnState> prev_;  // see After
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
   bool locks_ended_ = false;  // see EndLocks
@@ -280,7 +303,8 @@ class TxnState {
   mutable std::unordered_map<ItemKey, uint32_t, ItemKeyHash> index_;  // position in items_
 };
 
-// The transaction object of the cluster's protocol.
-std::unique_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind);
+// The transaction object of the cluster's protocol. Shared: a commit answered early
+// (ProtocolConfig::early_ack) keeps it alive in a task of its own until it has unlocked.
+std::shared_ptr<TxnState> NewTxnState(TxnContext& w, TxnKind kind);
 
 }  // namespace pond::txn
