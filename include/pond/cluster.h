@@ -59,12 +59,16 @@ struct ProtocolConfig {
   // snapshot of its own), and takes a snapshot only if it executes more;
   bool latest_reads = false;
   // a commit answers once its timestamp is on every backup (durable: recovery rolls it forward),
-  // and writes the primaries and unlocks after the answer.
+  // and writes the primaries and unlocks after the answer;
   bool early_ack = false;
+  // the VT cache keeps the newest version's value beside its CVT (values up to 128 bytes), so a
+  // reader of a locally managed key needs no record READ (needs vt_cache).
+  bool value_cache = false;
 };
 
 // "lotus", "motor", "ford", "pond" (lotus with every step of PondSteps), lotus with one of them
-// ("lotus+latest-reads", "lotus+early-ack": each measured alone), or an ablation step:
+// ("lotus+latest-reads", "lotus+early-ack", "lotus+value-cache": each measured alone), or an
+// ablation step:
 // "+full-record", "+log-visible", "+lock-sharding", "+load-balancing", "+vt-cache" (= lotus);
 // InvalidArgument otherwise.
 Result<ProtocolConfig> ProtocolByName(std::string_view name);

@@ -12,6 +12,9 @@
 // Thread rules: safe from any of the CN's worker threads.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 
 #include "pond/cache/lru_cache.h"
@@ -20,9 +23,20 @@
 
 namespace pond::cache {
 
+// A value this small rides in its CVT's entry (ProtocolConfig::value_cache).
+inline constexpr uint32_t kCachedValueBytesMax = 128;
+
 struct CachedCvt {
   store::SlotRef ref;
   store::Cvt cvt;
+  // With the value cache: the value of cell `value_cell` (-1: none) as of that cell's `value_cv`,
+  // which is the newest committed version. The same three rules keep it exact: its filler holds
+  // the key's lock, a local writer replaces it when it makes its version visible, and the entry
+  // goes whole when another CN's writer is granted the key.
+  int value_cell = -1;
+  uint8_t value_cv = 0;
+  uint32_t value_bytes = 0;
+  std::array<std::byte, kCachedValueBytesMax> value;
 };
 
 struct LockKeyHash {

@@ -178,6 +178,9 @@ Status ValidateConfig(const ClusterConfig& c) {
       (!c.protocol.cn_locks || c.protocol.single_version)) {
     return InvalidArgument("latest-reads and early-ack need CN lock tables (protocol.cn_locks)");
   }
+  if (c.protocol.value_cache && !c.protocol.vt_cache) {
+    return InvalidArgument("the value cache needs the VT cache (protocol.vt_cache)");
+  }
   if (c.protocol.single_version && c.isolation != Isolation::kSerializable) {
     return InvalidArgument("ford is single-version and runs only under SR");
   }

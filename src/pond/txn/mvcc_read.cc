@@ -227,6 +227,7 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
     r.read_cvt = false;
     r.cas_posted = false;
     r.lock_seen = 0;
+    r.cached_cell = -1;
     // With MN locks (motor) every access goes to the replica of the key's lock words; lotus
     // reads the first replica up.
     r.rep = protocol().cn_locks ? w_.placement().ReadReplica(it.lk.key) : it.lock_rep;
@@ -236,6 +237,11 @@ void MvccTxn::PostCvtReads(const std::vector<size_t>& todo, ReadPass& p) {
         it.have_slot = true;
         it.ref = hit->ref;
         it.cvt = hit->cvt;
+        if (hit->value_cell >= 0 && hit->value_bytes == it.table->value_bytes) {
+          it.value.assign(hit->value.begin(), hit->value.begin() + hit->value_bytes);
+          r.cached_cell = hit->value_cell;
+          r.cached_cv = hit->value_cv;
+        }
         continue;
       }
     }
@@ -427,8 +433,9 @@ Status MvccTxn::ChooseVersions(ReadPass& p) {
       continue;
     }
     if (Status s = ChooseVersion(it); !s.ok()) return s;
-    // Rule 1 of the VT cache: only a lock holder fills it.
-    if (vt() != nullptr && it.locked && LocalShard(it)) {
+    // Rule 1 of the VT cache: only a lock holder fills it (from a CVT it READ: one the cache
+    // gave is there already, perhaps with its value).
+    if (vt() != nullptr && it.locked && r.read_cvt && LocalShard(it)) {
       vt()->Put(it.lk, cache::CachedCvt{it.ref, it.cvt});
     }
     if (it.exists()) p.fetch.push_back(i);
@@ -448,9 +455,16 @@ Task<Status> MvccTxn::ReadRecords(ReadPass& p) {
     for (size_t i : p.fetch) need = std::max<size_t>(need, items_[i].table->record_stride);
     if (p.delta_buf.size() < need) p.delta_buf.resize(need);
   }
+  size_t posted = 0;
   for (size_t i : p.fetch) {
     Item& it = items_[i];
     ItemRead& r = p.items[i];
+    if (r.cached_cell >= 0 && r.cached_cell == it.read_cell &&
+        r.cached_cv == it.cvt.cells[it.read_cell].cv) {
+      continue;  // the VT cache gave this version's value (value_cache)
+    }
+    r.cached_cell = -1;
+    posted++;
     const GAddr rec = RecordAddr(it, it.cvt.cells[it.read_cell]);
     r.buf.resize(it.table->record_stride);
     if (!protocol().full_record_store) {
@@ -458,10 +472,11 @@ Task<Status> MvccTxn::ReadRecords(ReadPass& p) {
     }
     ep.Read(rec, r.buf.data(), it.table->record_stride);
   }
-  if (p.fetch.empty()) co_return Status::Ok();
+  if (posted == 0) co_return Status::Ok();
   if (Status s = co_await ep.Flush(); !s.ok()) co_return FailUnreachable(s);
   for (size_t i : p.fetch) {
     Item& it = items_[i];
+    if (p.items[i].cached_cell >= 0) continue;
     it.value.resize(it.table->value_bytes);
     if (!store::DecodeRecord(p.items[i].buf, it.cvt.cells[it.read_cell].cv, it.value).ok()) {
       // The version was overwritten while we read it (its cell recycled): read the CVT again;
@@ -469,9 +484,24 @@ Task<Status> MvccTxn::ReadRecords(ReadPass& p) {
       if (vt() != nullptr) vt()->Invalidate(it.lk);
       p.retry.push_back(i);
       p.failed = true;
+      continue;
     }
+    CacheValue(it);
   }
   co_return Status::Ok();
+}
+
+void MvccTxn::CacheValue(const Item& it) {
+  if (!protocol().value_cache || vt() == nullptr || !it.locked || !LocalShard(it)) return;
+  if (it.table->value_bytes > cache::kCachedValueBytesMax) return;
+  // A locked key's chosen version is its newest (ChooseVersion aborts otherwise): the one the
+  // lock keeps newest, and the one the next holder will choose.
+  cache::CachedCvt e{it.ref, it.cvt};
+  e.value_cell = it.read_cell;
+  e.value_cv = it.cvt.cells[it.read_cell].cv;
+  e.value_bytes = it.table->value_bytes;
+  std::copy(it.value.begin(), it.value.end(), e.value.begin());
+  vt()->Put(it.lk, e);
 }
 
 }  // namespace pond::txn

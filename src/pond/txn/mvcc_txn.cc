@@ -332,7 +332,18 @@ void MvccTxn::UpdateVtCache(const std::vector<size_t>& writes) {
     if (!LocalShard(it)) continue;
     it.cvt.state = store::kSlotLive;
     it.cvt.cells[it.write_cell] = it.new_cell;
-    vt()->Put(it.lk, cache::CachedCvt{it.ref, it.cvt});
+    cache::CachedCvt e{it.ref, it.cvt};
+    // Once the version has its timestamp it is the newest, and its value is what this
+    // transaction wrote (value_cache); while INVISIBLE no reader gets past the cell anyway.
+    if (protocol().value_cache && it.new_cell.commit_ts != kInvisible && !it.new_cell.tombstone &&
+        it.new_value.size() == it.table->value_bytes &&
+        it.table->value_bytes <= cache::kCachedValueBytesMax) {
+      e.value_cell = it.write_cell;
+      e.value_cv = it.new_cell.cv;
+      e.value_bytes = it.table->value_bytes;
+      std::copy(it.new_value.begin(), it.new_value.end(), e.value.begin());
+    }
+    vt()->Put(it.lk, e);
   }
 }
 

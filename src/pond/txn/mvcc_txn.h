@@ -47,6 +47,10 @@ class MvccTxn final : public TxnState {
     bool cas_posted = false;
     bool guard_absent = false;  // found absent: read the bucket's insert lock word first
     int rep = 0;                // the replica the CVT or bucket was READ from
+    // The VT cache gave the value of this cell at this cv (value_cache; -1: none) into the
+    // item's value: no record READ if that is the version chosen.
+    int cached_cell = -1;
+    uint8_t cached_cv = 0;
   };
   // One ReadItems call: its settings, the items' state, and the lists of the round under way.
   struct ReadPass {
@@ -101,6 +105,9 @@ class MvccTxn final : public TxnState {
     return protocol().cn_locks ? w_.placement().ReadReplica(it.lk.key) : it.lock_rep;
   }
   void UpdateVtCache(const std::vector<size_t>& writes);
+  // value_cache: after `it`'s record was read at its newest version, under its lock, on a key
+  // this CN manages: the VT cache keeps the value beside the CVT.
+  void CacheValue(const Item& it);
   // The commit is durable: counted, and what it wrote noted as acknowledged.
   void Answer(const std::vector<size_t>& writes);
   // After the first write-visible round: the one to the replicas readers use (lotus), deleted

@@ -30,6 +30,8 @@ bool SetPondStep(std::string_view step, ProtocolConfig* p) {
     p->latest_reads = true;
   } else if (step == "early-ack") {
     p->early_ack = true;
+  } else if (step == "value-cache") {
+    p->value_cache = true;
   } else {
     return false;
   }
@@ -49,7 +51,7 @@ const std::vector<std::string>& SnapshotProtocolNames() {
 }
 
 const std::vector<std::string>& PondSteps() {
-  static const std::vector<std::string> steps = {"latest-reads", "early-ack"};
+  static const std::vector<std::string> steps = {"latest-reads", "early-ack", "value-cache"};
   return steps;
 }
 
@@ -108,7 +110,8 @@ Result<ProtocolConfig> ProtocolByName(std::string_view name) {
     }
   }
   return InvalidArgument("unknown protocol '" + std::string(name) +
-                         "' (lotus, motor, ford, pond, lotus+latest-reads, lotus+early-ack, or "
+                         "' (lotus, motor, ford, pond, lotus+latest-reads, lotus+early-ack, "
+                         "lotus+value-cache, or "
                          "an ablation step: +full-record, +log-visible, +lock-sharding, "
                          "+load-balancing, +vt-cache)");
 }
