@@ -158,6 +158,17 @@ TEST(SimSeedTest, LotusSnapshot) { RunSeeds("lotus", Isolation::kSnapshot, 100);
 TEST(SimSeedTest, MotorSerializable) { RunSeeds("motor", Isolation::kSerializable, 100); }
 TEST(SimSeedTest, MotorSnapshot) { RunSeeds("motor", Isolation::kSnapshot, 100); }
 TEST(SimSeedTest, FordSerializable) { RunSeeds("ford", Isolation::kSerializable, 100); }
+TEST(SimSeedTest, PondSerializable) { RunSeeds("pond", Isolation::kSerializable, 100); }
+TEST(SimSeedTest, PondSnapshot) { RunSeeds("pond", Isolation::kSnapshot, 100); }
+// Each of pond's steps alone on lotus, as the ablation steps.
+TEST(SimSeedTest, PondStepsSerializable) {
+  for (const std::string& step : PondSteps()) {
+    RunSeeds("lotus+" + step, Isolation::kSerializable, 40);
+  }
+}
+TEST(SimSeedTest, PondStepsSnapshot) {
+  for (const std::string& step : PondSteps()) RunSeeds("lotus+" + step, Isolation::kSnapshot, 40);
+}
 
 // Messages lost besides: every request (lock, end, timestamp, routed call) is sent again until
 // answered, and late copies take nothing.
