@@ -6,12 +6,14 @@
 # words left on the MNs go free to whoever meets them; everyone keeps committing; `pond restart`
 # brings it back. Afterwards the money adds up (every acknowledged commit is there, each unknown
 # outcome taken or not), and `pond client probe` commits in every shard through every live CN.
-# Then `pond down` leaves no process behind. Usage: kill_mn_locks_test.sh PATH_TO_POND
+# Then `pond down` leaves no process behind. The same for pond (docs/protocols.md "pond"), whose
+# locks are on the CNs as lotus's but whose commits are answered before their last round: an
+# answered commit of the killed CN must be there too. Usage: kill_mn_locks_test.sh PATH_TO_POND
 set -u
 pond="$1"
 source "$(dirname "$0")/cluster_test_lib.sh"
 
-for protocol in motor ford; do
+for protocol in ${PROTOCOLS:-motor ford pond}; do
   d="$tmp/$protocol"
   dirs+=("$d")
   if ! "$pond" up --dir "$d" --protocol "$protocol" --mns 3 --replication 2 --cns 3 \
