@@ -153,6 +153,7 @@ expect_error "sim sweep point invalid" "sweep point coros=0" sim kvs --sweep cor
 # --protocol: passed through to the cluster, named in the header and the JSON.
 expect_error "kvs unknown protocol" "unknown protocol 'paxos'" bench kvs --protocol paxos
 expect_error "sim unknown protocol" "unknown protocol" sim kvs --protocol LOTUS
+expect_error "kvs unknown pond step" "unknown protocol 'lotus+fast'" bench kvs --protocol lotus+fast
 if "$pond" $sim_args --protocol +vt-cache --json "$tmp/p.json" >"$tmp/out" 2>/dev/null &&
    grep -q '^pond sim kvs: .*, protocol +vt-cache, ' "$tmp/out" &&
    grep -q '"protocol": "+vt-cache"' "$tmp/p.json"; then

@@ -512,7 +512,7 @@ void AddCompareCommand(CLI::App& parent, CommandAction* action, bool simulate) {
   workloads->Add(cmd);
   CLI::Option* protocols = cmd->add_option(
       "--protocols", a->protocols,
-      "comma-separated rows (default: lotus,motor,ford); each is " + ProtocolChoices());
+      "comma-separated rows (default: lotus,motor,ford,pond); each is " + ProtocolChoices());
   CLI::Option* ablation =
       cmd->add_flag("--ablation", a->ablation,
                     "rows are the Lotus ablation steps instead: motor, +full-record, +log-visible, "

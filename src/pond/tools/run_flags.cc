@@ -199,6 +199,7 @@ std::function<void(const bench::KvsProgress&)> KvsProgressPrinter(FILE* out, boo
 std::string ProtocolChoices() {
   std::string s;
   for (const std::string& p : ProtocolNames()) s += p + ", ";
+  for (const std::string& step : PondSteps()) s += "lotus+" + step + ", ";
   s += "or an ablation step:";
   for (const std::string& step : AblationSteps()) {
     if (step.starts_with("+")) s += " " + step;
