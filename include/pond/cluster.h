@@ -336,9 +336,10 @@ class Session {
   Session(node::WorkerContext* w, int client) : w_(w), client_(client) {}
   node::WorkerContext* w_;
   int client_;
-  // The transaction begun last, which may still be publishing a commit answered early: the next
-  // one waits for that before it executes keys it wrote (TxnState::After).
-  std::weak_ptr<txn::TxnState> last_;
+  // The transaction of this session answered early last, which may still be publishing: the
+  // session's next ones wait for that before they execute a key it wrote (TxnState::After).
+  std::shared_ptr<std::weak_ptr<txn::TxnState>> answered_early_ =
+      std::make_shared<std::weak_ptr<txn::TxnState>>();
 };
 
 // What a simulated cluster's hardware did (StartSimulated only).

@@ -18,7 +18,7 @@ using node::WorkerContext;
 
 Txn Session::Begin(TxnKind kind) {
   std::shared_ptr<txn::TxnState> t = txn::NewTxnState(*w_, kind);
-  t->After(std::exchange(last_, t));
+  t->After(answered_early_);
   return Txn(std::move(t));
 }
 

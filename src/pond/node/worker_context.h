@@ -96,9 +96,12 @@ class WorkerContext : public txn::TxnContext {
   // CN takes them away).
   int64_t& clients_running() { return clients_running_; }
   // Requests this worker sent to other CNs and awaits answers for (locks, ends, timestamps,
-  // routed calls). A run is over only when no worker awaits one: a request may be resent, and
-  // its peer must still be there to answer.
-  size_t Awaiting() const { return locks_->awaiting() + tso_->awaiting() + calls_->awaited(); }
+  // routed calls), and commits answered early that have yet to send their unlocks. A run is over
+  // only when no worker awaits one: a request may be resent, and its peer must still be there to
+  // answer.
+  size_t Awaiting() const {
+    return locks_->awaiting() + tso_->awaiting() + calls_->awaited() + commits_publishing();
+  }
 
   // The membership this worker's endpoint filters packets by: its CN's view, copied in when it
   // changes (SimMembership, ProcessMembership: the CN's controls), on this worker's thread.

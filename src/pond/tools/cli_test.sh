@@ -180,17 +180,18 @@ expect_error "model file unknown key" "unknown field 'one_way_nz'" sim kvs --mod
 # compare: every row on one workload and seed, one table, a history check per row; stdout is
 # one seed's (the wall-clock line aside).
 cmp_args="sim compare --cns 3 --workers 2 --coros 2 --keys 5000 --region-mib 64 --virtual-seconds 0.001 --check-txns 500"
-# The default rows are the three protocols, with motor as the baseline.
+# The default rows are the four protocols, with motor as the baseline.
 "$pond" $cmp_args --seed 11 --json "$tmp/c.json" 2>/dev/null | grep -v '^wall clock' >"$tmp/c1"
 rc1=${PIPESTATUS[0]}
 "$pond" $cmp_args --seed 11 2>/dev/null | grep -v '^wall clock' >"$tmp/c2"
 if [ "$rc1" -eq 0 ] && grep -v '^results written' "$tmp/c1" | cmp -s - "$tmp/c2" &&
    grep -qE '^protocol +txn/s +vs motor +abort% +p50 us +p99 us +atomics/txn +READ%' "$tmp/c1" &&
    grep -qE '^lotus +[0-9]+ +[0-9.]+ ' "$tmp/c1" && grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/c1" &&
-   grep -qE '^ford +[0-9]+ +[0-9.]+ ' "$tmp/c1" &&
+   grep -qE '^ford +[0-9]+ +[0-9.]+ ' "$tmp/c1" && grep -qE '^pond +[0-9]+ +[0-9.]+ ' "$tmp/c1" &&
    grep -q '^history check lotus: ok ([0-9]* txns, model strict-serializable)' "$tmp/c1" &&
    grep -q '^history check motor: ok ' "$tmp/c1" && grep -q '^history check ford: ok ' "$tmp/c1" &&
-   [ "$(grep -c '"throughput_vs_baseline"' "$tmp/c.json")" -eq 3 ]; then
+   grep -q '^history check pond: ok ' "$tmp/c1" &&
+   [ "$(grep -c '"throughput_vs_baseline"' "$tmp/c.json")" -eq 4 ]; then
   echo "ok   sim compare: table, checks, JSON, deterministic"
 else
   echo "FAIL sim compare:"; cat "$tmp/c1"; diff "$tmp/c1" "$tmp/c2"; failures=$((failures + 1))
@@ -212,7 +213,7 @@ else
 fi
 if "$pond" bench compare --cns 2 --mns 3 --keys 2000 --region-mib 64 --seconds 0.2 \
      --check-txns 300 >"$tmp/out" 2>&1 && grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&
-   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ]; then
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 4 ]; then
   echo "ok   bench compare"
 else
   echo "FAIL bench compare:"; cat "$tmp/out"; failures=$((failures + 1))
@@ -229,11 +230,11 @@ fi
 if "$pond" $cmp_args --workload smallbank --accounts 2000 --json "$tmp/cs.json" >"$tmp/out" \
      2>/dev/null && grep -q '^pond sim compare: .*, workload smallbank, ' "$tmp/out" &&
    grep -qE '^motor +[0-9]+ +1\.00 ' "$tmp/out" &&
-   [ "$(grep -c '^money check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
-   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ] &&
-   [ "$(grep -c '^history check [a-z]* (smallbank): ok' "$tmp/out")" -eq 3 ] &&
-   [ "$(grep -c '"money_check"' "$tmp/cs.json")" -eq 3 ] &&
-   [ "$(grep -c '"smallbank_history_check"' "$tmp/cs.json")" -eq 3 ]; then
+   [ "$(grep -c '^money check [a-z]*: ok' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '^history check [a-z]* (smallbank): ok' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '"money_check"' "$tmp/cs.json")" -eq 4 ] &&
+   [ "$(grep -c '"smallbank_history_check"' "$tmp/cs.json")" -eq 4 ]; then
   echo "ok   sim compare --workload smallbank"
 else
   echo "FAIL sim compare --workload smallbank:"; cat "$tmp/out"; failures=$((failures + 1))
@@ -330,8 +331,8 @@ fi
 if "$pond" sim compare --workload smallbank --model "$tmp/drop.json" --cns 3 --workers 2 \
      --coros 3 --accounts 2000 --region-mib 64 --virtual-seconds 0.002 --check-txns 400 \
      >"$tmp/out" 2>/dev/null &&
-   [ "$(grep -c '^history check .*: ok' "$tmp/out")" -eq 6 ]; then
-  echo "ok   sim compare, lotus motor ford, with 1% of messages lost"
+   [ "$(grep -c '^history check .*: ok' "$tmp/out")" -eq 8 ]; then
+  echo "ok   sim compare, lotus motor ford pond, with 1% of messages lost"
 else
   echo "FAIL sim compare (protocols) with lost messages:"; cat "$tmp/out"; failures=$((failures + 1))
 fi
@@ -412,8 +413,8 @@ fi
 if "$pond" sim compare --workload tpcc --cns 2 --workers 1 --coros 2 $tp_small \
      --virtual-seconds 0.001 --check-txns 200 >"$tmp/out" 2>/dev/null &&
    grep -q '^protocol .* txn/s  *New-Order/s ' "$tmp/out" &&
-   [ "$(grep -c '^consistency check [a-z]*: ok (conditions 1-4 hold in 2 warehouses' "$tmp/out")" -eq 3 ] &&
-   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 3 ]; then
+   [ "$(grep -c '^consistency check [a-z]*: ok (conditions 1-4 hold in 2 warehouses' "$tmp/out")" -eq 4 ] &&
+   [ "$(grep -c '^history check [a-z]*: ok' "$tmp/out")" -eq 4 ]; then
   echo "ok   sim compare --workload tpcc"
 else
   echo "FAIL sim compare --workload tpcc:"; cat "$tmp/out"; failures=$((failures + 1))

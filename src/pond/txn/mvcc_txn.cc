@@ -421,6 +421,8 @@ Task<Status> MvccTxn::Commit() {
       // reader or writer can tell the answer came early (docs/protocols.md "pond").
       Answer(writes);
       tail_ = true;
+      w_.commits_publishing()++;
+      if (answered_early_ != nullptr) *answered_early_ = weak_from_this();
       w_.sched().Spawn(Publish(shared_from_this(), std::move(writes)));
       co_return Status::Ok();
     }
@@ -461,6 +463,7 @@ Task<void> MvccTxn::Publish(std::shared_ptr<TxnState> self, std::vector<size_t> 
   auto& t = static_cast<MvccTxn&>(*self);
   co_await t.Finish(writes);
   t.tail_ = false;
+  t.w_.commits_publishing()--;
 }
 
 Task<void> MvccTxn::Finish(const std::vector<size_t>& writes) {

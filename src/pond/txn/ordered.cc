@@ -93,11 +93,9 @@ Task<void> TxnState::UnindexDeletes(const std::vector<size_t>& writes, uint64_t 
 }
 
 Task<void> TxnState::AwaitPredecessor() {
-  std::shared_ptr<TxnState> prev = prev_.lock();
-  if (prev == nullptr || !prev->publishing()) {
-    prev_.reset();
-    co_return;
-  }
+  if (answered_early_ == nullptr) co_return;
+  std::shared_ptr<TxnState> prev = answered_early_->lock();
+  if (prev == nullptr || prev.get() == this || !prev->publishing()) co_return;
   bool shares = false;
   for (const Item& it : items_) {
     const Item* p = prev->Find(it.lk.table, it.lk.key);

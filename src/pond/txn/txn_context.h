@@ -136,6 +136,11 @@ class TxnContext {
   // Commits of this worker between the start of their first write-visible round and the end of
   // their second: a rejoining MN turns readable only when this is 0 on every worker.
   int64_t& commits_mid_visible() { return mid_visible_; }
+  // Commits of this worker answered early and still publishing (ProtocolConfig::early_ack): each
+  // will send unlocks to other CNs, so a run is not over, nor is serving, while one is left
+  // (WorkerContext::Awaiting).
+  size_t& commits_publishing() { return publishing_; }
+  size_t commits_publishing() const { return publishing_; }
   // A transaction of this worker reached `step` of its commit path: a simulated run may crash
   // the CN right there (the runtime's step probe). One test when no probe is set.
   void Reached(CommitStep step) {
@@ -190,6 +195,7 @@ class TxnContext {
   uint64_t next_txn_id_;
   uint64_t discard_ = 0;
   int64_t mid_visible_ = 0;
+  size_t publishing_ = 0;
   const StepProbe* step_probe_;
   bool track_acked_ = false;
   std::vector<std::unordered_map<uint64_t, uint64_t>> acked_;  // by table: key -> commit ts

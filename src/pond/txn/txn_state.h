@@ -137,11 +137,14 @@ class TxnState : public std::enable_shared_from_this<TxnState> {
   virtual Task<Status> Commit() = 0;
   virtual void Abort() = 0;
 
-  // `prev` is the transaction its session began before this one. A commit answered early
-  // (ProtocolConfig::early_ack) keeps its locks until it has published; the session's next
-  // transaction would find its own last write locked and abort, so it waits instead, if it
-  // executes a key that one wrote (a client's dependent writes, back to back).
-  void After(std::weak_ptr<TxnState> prev) { prev_ = std::move(prev); }
+  // `answered_early` is where its session keeps the transaction it saw answered early last. Such
+  // a commit (ProtocolConfig::early_ack) keeps its locks until it has published; the session's
+  // next transactions would find their own client's last write locked and abort, so they wait
+  // instead, if they execute a key it wrote (a client's dependent writes, back to back). A
+  // transaction answered early puts itself there.
+  void After(std::shared_ptr<std::weak_ptr<TxnState>> answered_early) {
+    answered_early_ = std::move(answered_early);
+  }
   // Answered, and still publishing and unlocking (early_ack).
   virtual bool publishing() const { return false; }
 
@@ -171,8 +174,8 @@ class TxnState : public std::enable_shared_from_this<TxnState> {
   // its commit. An entry that cannot be removed now stays: the tree is a superset index.
   Task<void> UnindexDeletes(const std::vector<size_t>& writes, uint64_t removed_at);
   Status FailDeferred();
-  // Waits until the session's previous transaction has published, if it is and it wrote a key
-  // this one has (After).
+  // Waits until the session's transaction answered early last has published, if it has not and
+  // it wrote a key this one has (After).
   Task<void> AwaitPredecessor();
   // What every Execute checks first: the transaction is open and nothing was refused.
   Status BeginExecute();
@@ -261,7 +264,7 @@ class TxnState : public std::enable_shared_from_this<TxnState> {
   uint64_t start_ts_ = 0;
   // Reads choose the newest version (MayReadLatest), not the newest below start_ts_.
   bool reads_latest_ = false;
-  std::weak_ptr<TxnState> prev_;  // see After
+  std::shared_ptr<std::weak_ptr<TxnState>> answered_early_;  // see After
   uint64_t commit_ts_ = 0;
   bool finished_ = false;
   bool locks_ended_ = false;  // see EndLocks
