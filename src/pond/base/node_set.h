@@ -30,6 +30,10 @@ namespace pond {
 
 inline constexpr size_t kNodeSetBits = 256;
 
+// Whether 64-bit mask `mask` (of the membership machine, which knows at most 64 nodes: a Flush's
+// unreachable MNs, the placement's down MNs) has node `id`; ids from 64 up never are in one.
+constexpr bool MaskHas(uint64_t mask, size_t id) { return id < 64 && ((mask >> id) & 1) != 0; }
+
 class NodeSet {
  public:
   static constexpr size_t kWords = kNodeSetBits / 64;

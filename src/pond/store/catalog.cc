@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "pond/base/assert.h"
+#include "pond/base/node_set.h"
 #include "pond/store/placement.h"
 #include "pond/transport/remote_copy.h"
 
@@ -206,7 +207,7 @@ Task<Result<uint64_t>> CarveLane(Endpoint& ep, const PoolLayout& l, MnId primary
   std::optional<Result<uint64_t>> got;
   for (int i = mirrors; i >= 0; i--) {
     const auto mn = static_cast<MnId>((primary + static_cast<unsigned>(i)) % l.num_mns);
-    if ((down_mns >> mn) & 1) continue;
+    if (MaskHas(down_mns, mn)) continue;
     const uint64_t cursor = i == 0 ? offsetof(Superblock, lane_cursor)
                                    : offsetof(Superblock, lane_mirror) + (i - 1) * sizeof(uint64_t);
     got = co_await Carve(ep, mn, cursor, bytes, l.lane_bytes, "record lanes");

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "pond/base/assert.h"
+#include "pond/base/node_set.h"
 #include "pond/store/record.h"
 
 namespace pond::txn {
@@ -187,7 +188,7 @@ Task<Status> MvccTxn::ReadItems(std::vector<size_t> todo) {
         for (size_t i : p.need_cvt) {
           const ItemRead& r = p.items[i];
           if (!r.cas_posted) continue;
-          if ((f.unreachable >> r.cas_word.mn()) & 1) {
+          if (MaskHas(f.unreachable, r.cas_word.mn())) {
             mn_unknown_.push_back(r.cas_word);
           } else if (r.cas_old == 0) {
             mn_held_.push_back(r.cas_word);

@@ -1,6 +1,7 @@
 #include "pond/txn/txn_state.h"
 
 #include "pond/base/assert.h"
+#include "pond/base/node_set.h"
 #include "pond/txn/mvcc_txn.h"
 #include "pond/txn/ordered.h"
 #include "pond/txn/sv_txn.h"
@@ -281,7 +282,7 @@ Task<void> ReleaseWords(TxnContext* w, std::vector<GAddr> words, uint64_t owner)
                    r.status.ToString().c_str());
     const store::Placement& p = w->placement();
     silent &= r.unreachable & ~(p.down_mask() | p.joining_mask() | p.leaving_mask());
-    std::erase_if(words, [silent](GAddr a) { return ((silent >> a.mn()) & 1) == 0; });
+    std::erase_if(words, [silent](GAddr a) { return !MaskHas(silent, a.mn()); });
     if (words.empty()) co_return;
     co_await w->sched().SleepFor(kPostAgainEveryNs);
   }
@@ -353,7 +354,7 @@ Task<void> TxnState::CommitFlush() {
     }
     w_.ep().PostAgain(round_, answered & ~landed);
     for (GAddr a : released_) {
-      if ((answered >> a.mn()) & 1) w_.ep().Cas(a, self, 0, w_.discard_word());
+      if (MaskHas(answered, a.mn())) w_.ep().Cas(a, self, 0, w_.discard_word());
     }
     w_.stats().commit_rounds_posted_again++;
     Endpoint::FlushResult again = co_await w_.ep().FlushReporting();
