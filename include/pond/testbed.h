@@ -7,9 +7,11 @@
 //   auto cluster = Cluster::StartSimulated(config, t);
 //
 // Every value has a source (docs/simulator.md "Network, NIC and CPU model"). The presets are
-// `cx3` (the Lotus testbed, ConnectX-3 NICs; the defaults below) and `cx5`; a JSON model file
-// names a preset as its base and overrides any field (models/cx3.json and models/cx5.json hold
-// the presets with the source of every value beside it).
+// `cx3` (the Lotus testbed's NICs, ConnectX-3, with CPU costs fitted to this machine; the
+// defaults below), `cx5` (ConnectX-5, Sherman's testbed) and `lotus-testbed` (cx3 with CPU costs
+// and the atomic rate fitted to the Lotus paper's own absolute throughputs); a JSON model file
+// names a preset as its base and overrides any field (models/<preset>.json hold the presets with
+// the source of every value beside it).
 //
 // Thread rules: a Testbed is a plain value; copy it freely. The static functions may be called
 // from any thread.
@@ -138,6 +140,15 @@ struct Testbed {
   // fabric marks, SimFabric::MarkDeviceMemory): no PCIe round trip to host memory, so far more of
   // them per second (Sherman §4.3: ~110 M CAS/s). A NIC without it (cx3) has the host rate.
   double mn_device_atomic_mops = 2.5;
+  // Atomics to one address do not overlap: a NIC keeps 4096 lock buckets, chosen by an address's
+  // 12 low bits, and an atomic waits until the one before it in its bucket has done its
+  // read-modify-write of memory (Sherman §2.3). Each holds its bucket this long — the two PCIe
+  // transactions of host memory, less on the NIC's own — so ops to one hot word complete at most
+  // one per this long, however idle the rest of the NIC. 0: no such limit. In cx3 it is the
+  // atomic's whole service time (1 / mn_atomic_mops), which the FIFO NIC already spaces atomics
+  // by, so it changes nothing there.
+  uint64_t mn_atomic_serial_ns = 400;
+  uint64_t mn_device_atomic_serial_ns = 400;
 
   // CN CPU: a worker is one core. A scheduling round costs cpu_round_ns, plus per coroutine
   // resumed, per one-sided op posted, per doorbell batch, and per CN message sent or received.
@@ -153,15 +164,16 @@ struct Testbed {
   // InvalidArgument naming the first bad field; StartSimulated refuses such a testbed.
   Status Validate() const;
 
-  // "cx3" or "cx5"; InvalidArgument otherwise.
+  // "cx3", "cx5" or "lotus-testbed"; InvalidArgument otherwise.
   static Result<Testbed> Preset(const std::string& name);
   // A preset (the file's "base", default cx3) with the file's fields applied; the testbed's
   // name is the path. Besides fields, a file may hold notes, which are ignored: "<field>_source"
   // (a string: where the field's value comes from; models/cx3.json) and any key starting with
   // "_". InvalidArgument, naming the file and the key, on a bad value or an unknown key.
   static Result<Testbed> Load(const std::string& path);
-  // A preset's name ("cx3", "cx5") or a model file's path.
+  // A preset's name (PresetNames()) or a model file's path.
   static Result<Testbed> FromName(const std::string& preset_or_path);
+  static const std::vector<std::string>& PresetNames();
   // The names of every field a file may set and ToJson() prints (besides "name"), in order.
   static const std::vector<std::string>& FieldNames();
   // One line of JSON: the name and every field.

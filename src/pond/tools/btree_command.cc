@@ -228,7 +228,7 @@ void AddBtreeCommand(CLI::App& parent, CommandAction* action, bool simulate) {
                 "run Sherman's breakdown: baseline, +combine, +on-chip, +hierarchical, "
                 "+two-level, each step beside the baseline");
   if (simulate) {
-    cmd->add_option("--model", a->model, "cx3, cx5 or a JSON model file")->capture_default_str();
+    cmd->add_option("--model", a->model, "cx3, cx5, lotus-testbed or a JSON model file")->capture_default_str();
     cmd->add_flag("--host-locks", a->host_locks,
                   "keep the lock words in host memory, not the NIC's (on-chip) memory");
   }

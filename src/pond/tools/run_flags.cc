@@ -98,7 +98,7 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
   }
   if (simulate) {
     cmd->add_option("--model", *model,
-                    "cx3, cx5 or a JSON model file (models/cx3.json shows every field)")
+                    "cx3, cx5, lotus-testbed or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
   }
 }

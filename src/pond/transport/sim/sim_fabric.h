@@ -165,6 +165,11 @@ class SimFabric final : public Fabric {
     return false;
   }
   uint64_t device_atomics() const { return device_atomics_; }
+  // Atomics that waited for an earlier one in their NIC lock bucket (Testbed::mn_atomic_serial_ns),
+  // and the virtual time they waited, in all.
+  uint64_t serialized_atomics() const { return serialized_atomics_; }
+  uint64_t serialized_wait_ns() const { return serialized_wait_ns_; }
+  static constexpr uint64_t kAtomicBuckets = 4096;  // by an address's 12 low bits (Sherman §2.3)
 
   const sim::Server& nic(MnId mn) const { return nics_[mn]; }
   void ResetNicStats();
@@ -186,6 +191,9 @@ class SimFabric final : public Fabric {
     if (ns == kUnknown) ns = pond::NicServiceNs(testbed_, verb_kind, bytes);
     return ns;
   }
+  // When an atomic the NIC served at `served_ns` completes: not before the last one in its lock
+  // bucket has held it for the testbed's serial time.
+  uint64_t AtomicDoneNs(MnId mn, uint64_t offset, bool device, uint64_t served_ns);
   static constexpr uint32_t kNicServiceMemoBytes = 512;
   static constexpr uint64_t kUnknown = UINT64_MAX;
 
@@ -220,6 +228,10 @@ class SimFabric final : public Fabric {
   uint64_t cut_packets_ = 0;
   std::vector<std::vector<std::pair<uint64_t, uint64_t>>> device_ranges_;  // by MN
   uint64_t device_atomics_ = 0;
+  // [mn * kAtomicBuckets + bucket]: when the bucket's last atomic completes.
+  std::vector<uint64_t> bucket_free_ns_;
+  uint64_t serialized_atomics_ = 0;
+  uint64_t serialized_wait_ns_ = 0;
 };
 
 }  // namespace pond

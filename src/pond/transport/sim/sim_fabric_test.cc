@@ -459,6 +459,65 @@ TEST(SimFabricTest, AtomicsOnDeviceMemoryAreServedAtTheDeviceRate) {
   EXPECT_FALSE(c.fabric->IsDeviceMemory(0, 8192 + 4096));
 }
 
+// Atomics whose addresses share their 12 low bits take turns in the NIC's lock bucket: eight
+// CASes to one word complete one serial time apart however fast the NIC is otherwise; eight to
+// eight buckets, and a word 4096 bytes on (the same bucket), show which is which. READs and
+// WRITEs to the word never wait for the bucket.
+TEST(SimFabricTest, AtomicsToOneLockBucketTakeTurns) {
+  Testbed m = Testbed::Preset("cx5").value();
+  m.mn_atomic_serial_ns = 1000;  // well above cx5's 125 ns per atomic
+  Cluster c(1, m);
+  uint64_t spread = 0, one_word = 0, aliased = 0, write_after = 0;
+  c.workers[0].sched->Spawn([](Cluster* c, uint64_t* spread, uint64_t* one_word, uint64_t* aliased,
+                               uint64_t* write_after) -> Task<void> {
+    Endpoint& ep = *c->workers[0].ep;
+    uint64_t old[8], x = 7;
+    uint64_t t0 = c->engine.now();
+    for (int k = 0; k < 8; k++) ep.Cas(GAddr::Make(0, 4096 + 8 * k), 0, 1, &old[k]);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *spread = c->engine.now() - t0;
+    t0 = c->engine.now();
+    for (int k = 0; k < 8; k++) ep.Faa(GAddr::Make(0, 8192), 1, &old[k]);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *one_word = c->engine.now() - t0;
+    for (int k = 0; k < 8; k++) EXPECT_EQ(old[k], uint64_t(k));  // applied in posting order
+    t0 = c->engine.now();
+    ep.Cas(GAddr::Make(0, 16384), 0, 1, &old[0]);
+    ep.Cas(GAddr::Make(0, 16384 + 4096), 0, 1, &old[1]);  // same 12 low bits: same bucket
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *aliased = c->engine.now() - t0;
+    t0 = c->engine.now();
+    ep.Cas(GAddr::Make(0, 24576), 0, 1, &old[0]);
+    ep.Cas(GAddr::Make(1, 24576), 0, 1, &old[1]);  // another MN's NIC: its own buckets
+    ep.Write(GAddr::Make(0, 24576 + 8), &x, 8);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *write_after = c->engine.now() - t0;
+  }(&c, &spread, &one_word, &aliased, &write_after));
+  c.Run();
+  uint64_t cas_ns = NicServiceNs(m, 2, 8);
+  EXPECT_EQ(spread, 2 * m.one_way_ns + 8 * cas_ns);  // eight buckets: the NIC's rate alone
+  // The first FAA completes as served; each later one a serial time after the one before.
+  EXPECT_EQ(one_word, 2 * m.one_way_ns + cas_ns + 7 * m.mn_atomic_serial_ns);
+  EXPECT_EQ(aliased, 2 * m.one_way_ns + cas_ns + m.mn_atomic_serial_ns);
+  EXPECT_EQ(write_after, 2 * m.one_way_ns + cas_ns + NicServiceNs(m, 1, 8));
+  EXPECT_EQ(c.fabric->serialized_atomics(), 8u);  // 7 FAAs and the aliased CAS
+  // Off (0), one word's atomics come at the NIC's rate again.
+  m.mn_atomic_serial_ns = 0;
+  Cluster d(1, m);
+  uint64_t off = 0;
+  d.workers[0].sched->Spawn([](Cluster* d, uint64_t* off) -> Task<void> {
+    Endpoint& ep = *d->workers[0].ep;
+    uint64_t old[8];
+    uint64_t t0 = d->engine.now();
+    for (int k = 0; k < 8; k++) ep.Faa(GAddr::Make(0, 8192), 1, &old[k]);
+    EXPECT_TRUE((co_await ep.Flush()).ok());
+    *off = d->engine.now() - t0;
+  }(&d, &off));
+  d.Run();
+  EXPECT_EQ(off, 2 * m.one_way_ns + 8 * cas_ns);
+  EXPECT_EQ(d.fabric->serialized_atomics(), 0u);
+}
+
 TEST(SimFabricTest, MessagesOfOneRoundTravelAsOnePacket) {
   Cluster c(2);
   uint64_t arrived_at = 0;

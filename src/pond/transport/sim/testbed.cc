@@ -23,6 +23,9 @@ Status Testbed::Validate() const {
   for (uint64_t c : {cpu_round_ns, cpu_resume_ns, cpu_op_ns, cpu_batch_ns, cpu_message_ns}) {
     if (c > 1'000'000) return InvalidArgument("CPU costs must be at most 1 ms");
   }
+  if (mn_atomic_serial_ns > 1'000'000 || mn_device_atomic_serial_ns > 1'000'000) {
+    return InvalidArgument("atomic serialization times must be at most 1 ms");
+  }
   if (faults.delay_distribution != DelayDistribution::kUniform &&
       faults.delay_distribution != DelayDistribution::kExponential) {
     return InvalidArgument("unknown delay_distribution");
@@ -41,9 +44,31 @@ Result<Testbed> Testbed::Preset(const std::string& name) {
     m.mn_write_mops = 110;
     m.mn_atomic_mops = 8;
     m.mn_device_atomic_mops = 110;
+    m.mn_atomic_serial_ns = 1000;
+    m.mn_device_atomic_serial_ns = 10;
     return m;
   }
-  return InvalidArgument("unknown model '" + name + "' (cx3, cx5 or a JSON file)");
+  if (name == "lotus-testbed") {
+    // The fit and its sources: models/lotus-testbed.json, docs/simulator.md "The lotus-testbed
+    // preset".
+    m.name = "lotus-testbed";
+    m.cpu_round_ns = 192;
+    m.cpu_resume_ns = 1184;
+    m.cpu_op_ns = 192;
+    m.cpu_batch_ns = 384;
+    m.cpu_message_ns = 1184;
+    m.mn_atomic_mops = 0.9;
+    m.mn_device_atomic_mops = 0.9;
+    m.mn_atomic_serial_ns = 1111;
+    m.mn_device_atomic_serial_ns = 1111;
+    return m;
+  }
+  return InvalidArgument("unknown model '" + name + "' (cx3, cx5, lotus-testbed or a JSON file)");
+}
+
+const std::vector<std::string>& Testbed::PresetNames() {
+  static const std::vector<std::string> names = {"cx3", "cx5", "lotus-testbed"};
+  return names;
 }
 
 namespace {
@@ -64,6 +89,8 @@ std::vector<FieldRef> Fields(Testbed& m) {
           {"mn_write_mops", nullptr, &m.mn_write_mops},
           {"mn_atomic_mops", nullptr, &m.mn_atomic_mops},
           {"mn_device_atomic_mops", nullptr, &m.mn_device_atomic_mops},
+          {"mn_atomic_serial_ns", &m.mn_atomic_serial_ns, nullptr},
+          {"mn_device_atomic_serial_ns", &m.mn_device_atomic_serial_ns, nullptr},
           {"cpu_round_ns", &m.cpu_round_ns, nullptr},
           {"cpu_resume_ns", &m.cpu_resume_ns, nullptr},
           {"cpu_op_ns", &m.cpu_op_ns, nullptr},
@@ -112,7 +139,7 @@ Result<Testbed> Testbed::Load(const std::string& path) {
   if (j.is_discarded() || !j.is_object()) return InvalidArgument(path + ": not a JSON object");
   std::string base = "cx3";
   if (j.contains("base")) {
-    if (!j["base"].is_string()) return InvalidArgument(path + ": base must be \"cx3\" or \"cx5\"");
+    if (!j["base"].is_string()) return InvalidArgument(path + ": base must be a preset's name");
     base = j["base"].get<std::string>();
   }
   Result<Testbed> r = Preset(base);
@@ -166,7 +193,8 @@ Result<Testbed> Testbed::Load(const std::string& path) {
 }
 
 Result<Testbed> Testbed::FromName(const std::string& flag) {
-  if (flag == "cx3" || flag == "cx5") return Preset(flag);
+  const auto& presets = PresetNames();
+  if (std::find(presets.begin(), presets.end(), flag) != presets.end()) return Preset(flag);
   return Load(flag);
 }
 

@@ -1,6 +1,6 @@
-// Testbed presets and model files: the checked-in files models/cx3.json and models/cx5.json
-// must load to exactly the presets in code and give a source for every field, and the loader
-// takes notes but refuses unknown keys and bad values with one line naming them.
+// Testbed presets and model files: the checked-in files models/<preset>.json must load to exactly
+// the presets in code and give a source for every field, and the loader takes notes but refuses
+// unknown keys and bad values with one line naming them.
 #include "pond/testbed.h"
 
 #include <gtest/gtest.h>
@@ -70,10 +70,21 @@ TEST_P(ModelFileTest, ListsEveryFieldWithItsSource) {
   EXPECT_EQ(printed, fields);
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, ModelFileTest, ::testing::Values("cx3", "cx5"));
+INSTANTIATE_TEST_SUITE_P(Presets, ModelFileTest, ::testing::Values("cx3", "cx5", "lotus-testbed"));
 
-TEST(TestbedTest, PresetsDiffer) {
-  EXPECT_NE(FieldsOf(*Testbed::Preset("cx3")), FieldsOf(*Testbed::Preset("cx5")));
+TEST(TestbedTest, PresetsDifferAndAreAllListed) {
+  const auto& names = Testbed::PresetNames();
+  ASSERT_EQ(names.size(), 3u);
+  for (size_t a = 0; a < names.size(); a++) {
+    ASSERT_TRUE(Testbed::FromName(names[a]).ok()) << names[a];
+    EXPECT_EQ(Testbed::Preset(names[a])->name, names[a]);
+    for (size_t b = a + 1; b < names.size(); b++) {
+      EXPECT_NE(FieldsOf(*Testbed::Preset(names[a])), FieldsOf(*Testbed::Preset(names[b])));
+    }
+  }
+  Result<Testbed> unknown = Testbed::FromName("cx4");  // not a preset, so a file that is not there
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("cx4"), std::string::npos);
 }
 
 TEST(TestbedTest, LoadAppliesFieldsOverTheBaseAndIgnoresNotes) {
