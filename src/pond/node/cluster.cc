@@ -14,6 +14,7 @@
 #include "pond/node/sim_membership.h"
 #include "pond/node/worker_context.h"
 #include "pond/runtime/clocks.h"
+#include "pond/sim/alloc_cache.h"
 #include "pond/store/bulk_load.h"
 #include "pond/store/sv_slot.h"
 #include "pond/txn/ordered.h"
@@ -703,6 +704,11 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
   std::vector<std::thread> threads;
   for (WorkerContext* w : workers) {
     threads.emplace_back([&cl, w, clients, &client] {
+      // Each transaction allocates and frees its small objects (coroutine frames, items,
+      // buffers) at a high rate; glibc's malloc and free were a fifth of a read-only KVS
+      // transaction's instructions here (docs/perf.md "The embedded path"). The simulator's
+      // per-thread cache serves them on this thread too; a no-op where the program has no cache.
+      const void* alloc_cache = sim::AllocCache::Enable();
       int done = 0;
       std::vector<std::unique_ptr<Session>> sessions;
       for (int c = 0; c < clients; c++) {
@@ -738,6 +744,8 @@ void Cluster::Run(int clients, const std::function<Task<void>(Session&)>& client
           break;
         }
       }
+      sessions.clear();
+      sim::AllocCache::Disable(alloc_cache);
     });
   }
   for (auto& t : threads) t.join();

@@ -1,5 +1,5 @@
 // AllocCache: a per-thread cache of freed heap blocks in front of malloc, switched on while a
-// simulation runs on the thread.
+// simulation, or an embedded cluster's worker, runs on the thread.
 //
 // The simulator runs a whole cluster's protocol code in one thread, and that code allocates and
 // frees small objects (per-transaction state, vectors, hash-map nodes) at a high rate: glibc's
@@ -15,7 +15,8 @@
 // rounding.
 //
 // Who switches it on: sim::Engine, for the thread that constructs it, for the engine's life
-// (calls nest). It takes effect only in a program that chooses it by linking the replacement
+// (calls nest); and an embedded cluster's worker threads while they run clients
+// (Cluster::RunClients on the `local` transport), whose transactions allocate alike. It takes effect only in a program that chooses it by linking the replacement
 // operator new/delete (sim/alloc_cache_new.cc, the CMake object library pond_alloc_cache): the
 // `pond` binary and the simulator's benchmarks do. Linking the Pond library alone replaces
 // nothing, so a program that embeds Pond keeps its own allocator (docs/api.md "Memory"). Under
