@@ -77,7 +77,7 @@ for p in sys.argv[1:]:
 }
 
 # Line-buffered: its lines a second must reach the file as they are printed.
-stdbuf -oL "$pond" bench smallbank --connect "$addr" --clients "$clients" \
+stdbuf -oL "$pond" bench smallbank --dir "$d/up" --connect "$addr" --clients "$clients" \
   --pipeline "$pipeline" --seconds 10 >"$d/bench.out" 2>&1 &
 bench=$!
 # The driver first reads every balance (its check's starting total) and only then runs its

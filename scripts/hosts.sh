@@ -19,7 +19,8 @@
 #   hosts.sh pid DIR ROLE H     the pid of `pond ROLE` on host H (ROLE: mn, cn, zookeeper)
 #   hosts.sh sweep              remove what runs of this script left behind whose owner is gone
 #
-# `up` prints each CN's client address. Every process's log is DIR/ROLE-H.log; DIR/hosts.env
+# `up` prints each CN's client address; the CNs serve TLS with DIR/certs (`pond client --certs-dir
+# DIR/certs`). Every process's log is DIR/ROLE-H.log; DIR/hosts.env
 # says what `up` made, and `down` (or `sweep`) removes all of it whatever state it is in. Needs
 # root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) and Debian's iproute2, nftables and zookeeper.
 set -euo pipefail
@@ -181,9 +182,14 @@ EOF
   for ((h = 0; h < hosts; h++)); do
     await_line "$dir/mn-$h.log" "serving" 30 || { tail -n 3 "$dir/mn-$h.log" >&2; false; }
   done
+  # The CNs' TLS material (docs/deploy.md "Security"): one CA, and a node certificate good for
+  # every host's address, which is what clients dial.
+  local sans=()
+  for ((h = 0; h < hosts; h++)); do sans+=(--host "$(addr_of "$h")"); done
+  "$pond" certs --certs-dir "$dir/certs" --host localhost --host 127.0.0.1 "${sans[@]}" >/dev/null
   for ((h = 0; h < hosts; h++)); do
     start_in "$h" "$dir/cn-$h.log" "cn_$h" "$pond" cn --coord "$coord" --id "$h" --wait 60 \
-      --listen 0.0.0.0:7400 --metrics "$(addr_of "$h"):9401" \
+      --listen 0.0.0.0:7400 --metrics "$(addr_of "$h"):9401" --certs-dir "$dir/certs" \
       --ucx-net-devices "$(ifname_of "$h")" "${cn_flags[@]}"
     # CN 0 makes the tables; the others open them.
     [ "$h" -gt 0 ] || await_line "$dir/cn-0.log" "made the tables" 60 ||

@@ -11,7 +11,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build make pkg-config
-  libcli11-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libtomlplusplus-dev
+  libcli11-dev libssl-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libgtest-dev libtomlplusplus-dev
   clang-format
   python3-matplotlib
   postgresql-15 postgresql-client-15

@@ -138,17 +138,19 @@ start() {
 }
 stop() { kill "$1" && wait "$1" 2>/dev/null || true; }
 
-# drive NAME ADDR SERVER_PIDS: a --connect run against ADDR; appends its row (the servers' and
+# drive NAME ADDR SERVER_PIDS SECURITY...: a --connect run against ADDR, with the client flags
+# SECURITY (--insecure, or --certs-dir DIR / --dir DIR for TLS); appends its row (the servers' and
 # the client's CPU from /proc, every process's from /proc/stat). SERVER_PIDS: one pid, or
 # several separated by spaces (a cluster of processes).
 rows=$tmp/rows.tsv
 : >"$rows"
 drive() {
   local name=$1 at=$2 server=$3 busy0 server0 tps committed client_s server_s all_s
+  local security=("${@:4}")
   progress "$name: pond bench smallbank --connect, $clients clients x $pipeline in flight, $seconds s"
   busy0=$(busy_ticks)
   server0=$(sum_ticks "$server")
-  if ! /usr/bin/time -f "%U %S" -o "$tmp/$name.time" "$pond" bench smallbank --connect "$at" \
+  if ! /usr/bin/time -f "%U %S" -o "$tmp/$name.time" "$pond" bench smallbank "${security[@]}" --connect "$at" \
     --clients "$clients" --pipeline "$pipeline" --seconds "$seconds" --json "$tmp/$name.json" \
     >"$tmp/$name.bench" 2>&1; then
     tail -n 5 "$tmp/$name.bench" >&2
@@ -181,16 +183,23 @@ printf '%s\t%s\t%s\t%s\t%s\t%s\n' embedded "$tps" "$committed" "$all_s" \
   "$(awk '{ printf "%.2f", $1 + $2 }' "$tmp/embedded.time")" 0 >>"$rows"
 
 progress "pond serve: loading $accounts accounts"
-start serve "$pond" serve --listen 127.0.0.1:0 --workload smallbank --accounts "$accounts"
+start serve "$pond" serve --insecure --listen 127.0.0.1:0 --workload smallbank --accounts "$accounts"
 serve_pid=$pid serve_addr=$addr
-drive serve "$serve_addr" "$serve_pid"
+drive serve "$serve_addr" "$serve_pid" --insecure
 # The no-op server describes itself as pond serve does, so the same driver runs against it
 # unchanged; SmallBank's procedures reply 9 bytes.
 start noop "$noop" --like "$serve_addr" --reply-bytes 9
 noop_pid=$pid
 stop "$serve_pid"
-drive noop "$addr" "$noop_pid"
+drive noop "$addr" "$noop_pid" --insecure
 stop "$noop_pid"
+# The same server over TLS (mutual, ECDSA P-256 certificates from pond certs): what TLS costs.
+progress "pond serve over TLS: loading $accounts accounts"
+"$pond" certs --certs-dir "$tmp/certs" >/dev/null || fail "pond certs failed"
+start serve-tls "$pond" serve --certs-dir "$tmp/certs" --listen 127.0.0.1:0 --workload smallbank \
+  --accounts "$accounts"
+drive serve-tls "$addr" "$pid" --certs-dir "$tmp/certs"
+stop "$pid"
 
 # Each cluster in a directory of its own, stopped on every exit.
 trap 'for u in "$tmp"/cluster-*; do "$pond" down --dir "$u" >/dev/null 2>&1 || true; done
@@ -205,7 +214,7 @@ for cns in ${up_cns//,/ }; do
   up_pids=$(/usr/bin/python3 -c 'import json, sys
 print(" ".join(str(p["pid"]) for p in json.load(open(sys.argv[1]))["processes"]))' \
     "$tmp/cluster-$cns/cluster.json")
-  drive "up$cns" "$up_addr" "$up_pids"
+  drive "up$cns" "$up_addr" "$up_pids" --dir "$tmp/cluster-$cns"
   "$pond" down --dir "$tmp/cluster-$cns" >/dev/null 2>&1 || fail "pond down failed"
 done
 
@@ -222,14 +231,16 @@ for r in pg["rows"]:
                  "txn_per_sec": p["txn_per_sec"], "committed": p["transactions"],
                  "cpu_s": p["cpu_s"], "server_cpu_s": None, "client_cpu_s": None})
 names = {"embedded": "Pond embedded (pond bench smallbank)",
-         "serve": f"pond serve, {e['clients']} clients x {e['pipeline']} pipelined",
+         "serve": f"pond serve --insecure, {e['clients']} clients x {e['pipeline']} pipelined",
+         "serve-tls": f"pond serve over mutual TLS, {e['clients']} clients x {e['pipeline']} "
+                      "pipelined",
          "noop": f"no-op RPC (noop_rpc), {e['clients']} clients x {e['pipeline']} pipelined"}
 
 
 def name_of(key):
     if key.startswith("up"):
         cns = int(key[2:])
-        return (f"pond up (3 MN + {cns} CN daemon{'s' if cns > 1 else ''}, UCX shm), "
+        return (f"pond up (3 MN + {cns} CN daemon{'s' if cns > 1 else ''}, UCX shm, TLS), "
                 f"{e['clients']} clients x {e['pipeline']} pipelined")
     return names[key]
 

@@ -3,7 +3,11 @@
 one interactive transaction that increments a counter, and a pipeline of many reads and puts.
 
     /usr/bin/python3 examples/python/pond_client.py --stubs build/release/python \
-        --connect 127.0.0.1:7400 --table kv
+        --certs-dir /tmp/pond1/certs --connect 127.0.0.1:7400 --table kv
+
+Over TLS with the cluster's certificates (`pond up` makes them in DIR/certs, `pond certs` by
+hand): the CA in ca.crt and the client certificate client.USER.crt with its key; or, against a
+server started with --insecure, in plaintext with --insecure.
 
 It talks to `pond serve` (any server of the client API) through stubs generated from
 proto/pond/v1/pond.proto: the build makes them in BUILD_DIR/python (CMake target
@@ -33,13 +37,31 @@ def main():
     ap.add_argument("--stubs", required=True, help="directory holding pond/v1/pond_pb2*.py")
     ap.add_argument("--connect", required=True, help="the server, HOST:PORT")
     ap.add_argument("--table", default="kv", help="a table to write keys 42 and 43 of")
+    how = ap.add_mutually_exclusive_group(required=True)
+    how.add_argument("--certs-dir", help="TLS: ca.crt and client.USER.crt/.key (pond certs)")
+    how.add_argument("--insecure", action="store_true", help="plaintext, for --insecure servers")
+    ap.add_argument("--user", default="root", help="the client certificate to show")
     args = ap.parse_args()
     sys.path.insert(0, args.stubs)
     import grpc  # noqa: E402 (the stubs import it too)
     from pond.v1 import pond_pb2 as pb  # noqa: E402
     from pond.v1 import pond_pb2_grpc as rpc  # noqa: E402
 
-    stub = rpc.PondStub(grpc.insecure_channel(args.connect))
+    if args.insecure:
+        channel = grpc.insecure_channel(args.connect)
+    else:
+        def read(name):
+            try:
+                with open(f"{args.certs_dir}/{name}", "rb") as f:
+                    return f.read()
+            except OSError as e:
+                fail(f"{args.certs_dir}/{name}: {e.strerror}")
+        creds = grpc.ssl_channel_credentials(
+            root_certificates=read("ca.crt"),
+            private_key=read(f"client.{args.user}.key"),
+            certificate_chain=read(f"client.{args.user}.crt"))
+        channel = grpc.secure_channel(args.connect, creds)
+    stub = rpc.PondStub(channel)
     try:
         d = stub.Describe(pb.DescribeRequest(), timeout=10)
     except grpc.RpcError as e:

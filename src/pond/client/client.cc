@@ -277,6 +277,21 @@ Client::Client(std::vector<std::string> addresses, ClientOptions o)
 
 Client::~Client() = default;
 
+std::shared_ptr<grpc::ChannelCredentials> Client::Credentials() {
+  if (creds_ == nullptr) {
+    if (o_.insecure) {
+      creds_ = grpc::InsecureChannelCredentials();
+    } else {
+      grpc::SslCredentialsOptions ssl;
+      ssl.pem_root_certs = o_.tls->ca_pem;
+      ssl.pem_private_key = o_.tls->key_pem;
+      ssl.pem_cert_chain = o_.tls->cert_pem;
+      creds_ = grpc::SslCredentials(ssl);
+    }
+  }
+  return creds_;
+}
+
 Result<std::unique_ptr<Client>> Client::Connect(const std::string& address, ClientOptions options) {
   return Connect(std::vector<std::string>{address}, options);
 }
@@ -285,6 +300,12 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
                                                 ClientOptions options) {
   std::erase(addresses, std::string());
   if (addresses.empty()) return InvalidArgument("no address to connect to");
+  if (options.tls.has_value() == options.insecure) {
+    return InvalidArgument(options.insecure
+                               ? "both TLS credentials and insecure (plaintext) given: pick one"
+                               : "no TLS credentials: give the cluster's CA and a client "
+                                 "certificate, or ask for plaintext by name (insecure)");
+  }
   std::unique_ptr<Client> c(new Client(std::move(addresses), options));
   // The first request may meet a server still starting, or a first connection attempt that
   // failed for a moment (a loaded machine): Connect asks again, with backoff, for up to
@@ -299,6 +320,13 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
     std::this_thread::sleep_for(backoff);
     backoff = std::min(2 * backoff, std::chrono::milliseconds(kReconnectBackoffMaxMs));
     d = c->Describe();
+  }
+  if (d.status().code() == Code::kUnavailable) {
+    // A TLS handshake that fails looks like a server that is not there; say which to check.
+    return Unavailable(d.status().message() +
+                       (options.insecure ? " (is it up, and does it take plaintext clients?)"
+                                         : " (is it up, and does it take TLS with this "
+                                           "client's certificate and CA?)"));
   }
   if (!d.ok()) return d.status();
   // gRPC refuses to send a message past the limit, before a byte of it leaves: a server cuts a
@@ -346,8 +374,7 @@ Client::Channel& Client::ChannelAt(size_t address) {
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     ch = std::make_unique<Channel>();
-    ch->channel =
-        grpc::CreateCustomChannel(addresses_[address], grpc::InsecureChannelCredentials(), args);
+    ch->channel = grpc::CreateCustomChannel(addresses_[address], Credentials(), args);
     ch->stub = v1::Pond::NewStub(ch->channel);
   }
   return *ch;

@@ -42,6 +42,10 @@
 
 #include "pond/status.h"
 
+namespace grpc {
+class ChannelCredentials;
+}
+
 namespace pond::v1 {
 class Add;
 class ExecuteRequest;
@@ -171,10 +175,20 @@ class Request {
   std::unique_ptr<v1::ExecuteRequest> r_;
 };
 
+// TLS toward the CNs (docs/clients.md "Security"), as PEM text: the library reads no files.
+struct ClientTls {
+  std::string ca_pem;             // the cluster's CA: a CN must show a certificate it signed
+  std::string cert_pem, key_pem;  // this client's certificate and key, which the CN checks
+};
+
 struct ClientOptions {
   uint32_t timeout_ms = 10'000;  // each request's deadline
   // Learn every CN's address from Describe and fail over to them; else only the one given.
   bool follow_cns = true;
+  // TLS with these credentials; or plaintext, only when `insecure` says so by name. Connect
+  // refuses options with neither (InvalidArgument), as a CN refuses to serve plaintext unasked.
+  std::optional<ClientTls> tls;
+  bool insecure = false;
 };
 
 class Client;
@@ -319,6 +333,8 @@ class Client {
   Client(std::vector<std::string> addresses, ClientOptions o);
   Channel& Current() { return ChannelAt(current_); }
   Channel& ChannelAt(size_t address);
+  // The credentials every channel is made with, from o_ (made once).
+  std::shared_ptr<grpc::ChannelCredentials> Credentials();
   // The index of the address of the CN managing `route_key`'s shard, if routing is on and it
   // is known.
   std::optional<size_t> RouteAddress(uint64_t route_key) const;
@@ -330,6 +346,7 @@ class Client {
   R Unary(bool safe, const Rpc& rpc);
 
   ClientOptions o_;
+  std::shared_ptr<grpc::ChannelCredentials> creds_;
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<Channel>> channels_;  // by address, made on first use
   size_t current_ = 0;

@@ -45,7 +45,7 @@ class ServiceFixture : public ::testing::Test {
   }
 
   std::unique_ptr<client::Client> Connect() {
-    auto c = client::Client::Connect(server_->address());
+    auto c = client::Client::Connect(server_->address(), PlainClient());
     POND_CHECK_MSG(c.ok(), c.status().ToString().c_str());
     return std::move(c).value();
   }

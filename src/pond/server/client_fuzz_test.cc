@@ -39,7 +39,7 @@ class ClientFuzzTest : public ::testing::Test {
   void TearDown() override {
     // The server is up and the money is all there; nothing holds a lock (a transfer over every
     // account commits), and nothing was answered UNKNOWN.
-    auto c = client::Client::Connect(server_->address()).value();
+    auto c = client::Client::Connect(server_->address(), PlainClient()).value();
     client::Request all(/*read_only=*/true);
     for (uint64_t a = 0; a < kAccounts; a++) all.Read("acct", a);
     client::Reply r = c->Execute(all);

@@ -262,7 +262,7 @@ TEST_F(RoutedPipelineTest, UnroutedCallsGoThroughTheAddressInUse) {
   EXPECT_EQ(bank_.cluster->Stats().remote_calls - hops, 0u)
       << "calls routed by their first account (CN 0's shards) ran at CN 0";
   // The server in use fronts CN 0; a route key of CN 1 sent there hops.
-  client::ClientOptions one;
+  client::ClientOptions one = PlainClient();
   one.follow_cns = false;
   auto pinned = client::Client::Connect(server_->address(), one).value();
   auto r = pinned->OpenPipeline();
@@ -501,7 +501,7 @@ TEST_F(PipelineTest, AStoppingServerEndsItsPipelinesAndTheClientFailsOver) {
 // at the next address and its writes are UNKNOWN, as after a reset.
 TEST_F(PipelineTest, AServerGoneSilentIsLeftWithinSecondsNotWaitedOnForever) {
   SilenceableProxy proxy(server_->port());
-  auto c = client::Client::Connect(proxy.address());
+  auto c = client::Client::Connect(proxy.address(), PlainClient());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto p = (*c)->OpenPipeline();
   const uint64_t before = p->Call("bank.balance", I64(4));

@@ -26,6 +26,16 @@ constexpr int kKeepaliveTimeoutMs = 5'000;
 // connection with 'too_many_pings'.
 constexpr int kClientPingIntervalMinMs = 1'000;
 
+std::shared_ptr<grpc::ServerCredentials> Credentials(const ClientServiceOptions& o) {
+  if (o.insecure) return grpc::InsecureServerCredentials();
+  // Mutual TLS: a client that shows no certificate, or one the cluster's CA did not sign, fails
+  // the handshake and sends nothing.
+  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  ssl.pem_root_certs = o.tls->ca_pem;
+  ssl.pem_key_cert_pairs.push_back({o.tls->key_pem, o.tls->cert_pem});
+  return grpc::SslServerCredentials(ssl);
+}
+
 }  // namespace
 
 bool IsWildcardHost(const std::string& host) {
@@ -103,13 +113,19 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
     }
   }
   POND_RETURN_IF_ERROR(ValidateServiceOptions(options, cluster.config().cns));
+  if (options.tls.has_value() == options.insecure) {
+    return InvalidArgument(options.insecure
+                               ? "both TLS credentials and insecure (plaintext) given: pick one"
+                               : "no TLS credentials: give a certificate, its key and the CA of "
+                                 "the clients, or ask for plaintext by name (insecure)");
+  }
   if (!cluster.serving()) return InvalidArgument("the cluster is not serving (StartServing)");
   std::unique_ptr<ClientServer> s(new ClientServer());
   s->service_ = std::make_unique<ClientService>(cluster, std::move(directory), options);
 
   grpc::ServerBuilder b;
   int bound = 0;
-  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &bound);
+  b.AddListeningPort(listen, Credentials(options), &bound);
   b.RegisterService(s->service_.get());
   b.SetMaxReceiveMessageSize(static_cast<int>(options.message_bytes_max));
   b.SetMaxSendMessageSize(static_cast<int>(options.message_bytes_max));

@@ -22,12 +22,14 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/server/certs.h"
 #include "pond/server/service_directory.h"
 #include "pond/v1/pond.grpc.pb.h"
 
@@ -63,6 +65,11 @@ struct ClientServiceOptions {
   // gRPC threads (grpc::ResourceQuota): each running request, and each open interactive
   // transaction, holds one.
   int threads_max = 256;
+  // TLS with this certificate, taking only clients that show a certificate its CA signed; or
+  // plaintext, only when `insecure` says so by name. ClientServer::Start refuses neither or both
+  // (docs/clients.md "Security").
+  std::optional<ServerTls> tls;
+  bool insecure = false;
 };
 
 // InvalidArgument naming the field, or OK, for a cluster of `cns` CNs.

@@ -56,16 +56,17 @@ TEST_F(ClientServiceTest, DescribeNamesTheServerTablesAndProcedures) {
 // A client placed on a CN that is already down starts on the next address it was given.
 TEST_F(ClientServiceTest, ConnectTriesTheAddressesInOrder) {
   const std::string dead = "127.0.0.1:1";  // nothing listens on port 1
-  auto c = client::Client::Connect(std::vector<std::string>{dead, server_->address()});
+  auto c =
+      client::Client::Connect(std::vector<std::string>{dead, server_->address()}, PlainClient());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ((*c)->address(), server_->address());
   EXPECT_TRUE((*c)->Execute(Request().Put("kv", 30, KvValue(30))).answer.committed());
 
-  auto none = client::Client::Connect(std::vector<std::string>{dead, dead});
+  auto none = client::Client::Connect(std::vector<std::string>{dead, dead}, PlainClient());
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("cannot reach"), std::string::npos)
       << none.status().ToString();
-  EXPECT_FALSE(client::Client::Connect(std::vector<std::string>{}).ok());
+  EXPECT_FALSE(client::Client::Connect(std::vector<std::string>{}, PlainClient()).ok());
 }
 
 // A client that starts before its server (or whose first connection attempt fails for a moment)
@@ -80,7 +81,7 @@ TEST_F(ClientServiceTest, ConnectWaitsBrieflyForAServerStillStarting) {
     auto s = ClientServer::Start(*bank_.cluster, bank_.dir, address, TestOptions());
     if (s.ok()) late = std::move(s).value();
   });
-  auto c = client::Client::Connect(address);
+  auto c = client::Client::Connect(address, PlainClient());
   starter.join();
   ASSERT_NE(late, nullptr) << "port " << port << " was taken before the server bound it";
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -151,6 +151,14 @@ inline ClientServiceOptions TestOptions() {
   o.interactive_keys_max = 256;
   o.interactive_streams_max = 8;
   o.threads_max = 32;
+  o.insecure = true;  // the TLS tests (client_tls_test.cc) set tls instead
+  return o;
+}
+
+// A client of a TestOptions server: plaintext.
+inline client::ClientOptions PlainClient() {
+  client::ClientOptions o;
+  o.insecure = true;
   return o;
 }
 

@@ -100,7 +100,7 @@ probe() {
   local through=()
   for c in "$@"; do through+=(--cn "$c"); done
   # PROBE_TABLE: another table (a fresh one: every put is an insert); PROBE_WITHIN_MS: its bound.
-  if "$pond" client --connect "$addr" --timeout-ms 5000 probe "${PROBE_TABLE:-probe}" \
+  if "$pond" client --dir "$d" --connect "$addr" --timeout-ms 5000 probe "${PROBE_TABLE:-probe}" \
       --within-ms "${PROBE_WITHIN_MS:-20000}" \
       "${through[@]}" >"$tmp/probe.out" 2>&1; then
     ok "$what: every shard commits through every CN ($(awk '{ printf "%s%s", (NR > 1 ? "; " : ""), $0 }' "$tmp/probe.out"))"

@@ -26,12 +26,12 @@ if ! "$pond" up --dir "$d" --mns 3 --replication 2 --cns 3 --region-mib 64 --ucx
 fi
 ok "pond up: 3 MNs and 3 CNs"
 addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
-mapfile -t cn_addr < <("$pond" client --connect "$addr" describe | sed -n 's/^cn //p')
+mapfile -t cn_addr < <("$pond" client --dir "$d" --connect "$addr" describe | sed -n 's/^cn //p')
 [ "${#cn_addr[@]}" -eq 3 ] && ok "three CNs take clients" || { fail "describe: ${cn_addr[*]}"; exit 1; }
 [ "$(metric "$d" cn 0 pond_coordination_up)" = "1" ] && [ "$(metric "$d" cn 0 pond_serving)" = "1" ] &&
   ok "CN 0: coordination up, serving" || fail "CN 0's metrics before the faults"
 
-timeout 120 "$pond" bench smallbank --connect "$addr" --clients 4 --seconds 16 >"$tmp/run.out" 2>&1 &
+timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 4 --seconds 16 >"$tmp/run.out" 2>&1 &
 bench=$!
 sleep 2
 

@@ -64,7 +64,7 @@ if "$pond" up --dir "$d" --mns 3 --cns 3 --ucx-tls tcp --ucx-net-devices lo --wo
     --timeout 60 >"$tmp/up.out" 2>&1; then
   ok "tcp: pond up with 3 CN daemons loads 100,000 accounts within its 60 s"
   addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
-  timeout 120 "$pond" bench smallbank --connect "$addr" --seconds 1 >"$tmp/run.out" 2>&1
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --seconds 1 >"$tmp/run.out" 2>&1
   rc=$?
   committed=$(sed -n 's/^throughput .*(\([0-9]*\) committed.*/\1/p' "$tmp/run.out")
   [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run.out" && [ "${committed:-0}" -gt 0 ] &&

@@ -62,14 +62,14 @@ fi
 ok "3 hosts up: ZooKeeper on host 0, an MN and a CN on each, UCX over TCP on eth0, eth1, eth2"
 
 # 1. Advertised addresses.
-at 0 "$pond" client --connect 10.77.0.10:7400 describe >"$tmp/describe.out" 2>&1
+at 0 "$pond" client --certs-dir "$tmp/h/certs" --connect 10.77.0.10:7400 describe >"$tmp/describe.out" 2>&1
 if [ "$(sed -n 's/^cn //p' "$tmp/describe.out" | paste -sd ' ')" = \
      "10.77.0.10:7400 10.77.0.11:7400 10.77.0.12:7400" ]; then
   ok "Describe names each CN at its host's address (it listens on 0.0.0.0)"
 else
   fail "Describe does not name the CNs' hosts"; cat "$tmp/describe.out"
 fi
-timeout 60 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --connect 10.77.0.11:7400 \
+timeout 60 bash "$hosts" exec "$tmp/h" 0 "$pond" bench smallbank --certs-dir "$tmp/h/certs" --connect 10.77.0.11:7400 \
   --clients 4 --seconds 2 >"$tmp/run1.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run1.out"; then
@@ -128,7 +128,7 @@ uc_aborted() {  # $1: a cluster's directory; prints the logs of daemons UCX abor
 # alone; beside a build, 3812 of CN 1's were done at 20 s, so the bound says "none is stuck",
 # with room for a busy machine, not how fast.
 probe_cns() {
-  if bash "$hosts" exec "$1" 0 "$pond" client --connect 10.77.0.10:7400 --timeout-ms 5000 \
+  if bash "$hosts" exec "$1" 0 "$pond" client --certs-dir "$1/certs" --connect 10.77.0.10:7400 --timeout-ms 5000 \
       probe probe --within-ms 45000 --cn 10.77.0.10:7400 --cn 10.77.0.11:7400 \
       >"$tmp/probe.out" 2>&1; then
     ok "$2: every shard commits through CNs 0 and 1 ($(paste -sd ';' "$tmp/probe.out"))"
@@ -142,11 +142,11 @@ cut_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX 
   # Every shard's probe key exists before the cut: after it, MN 2 stays down, and Pond takes no
   # insert of a key whose primary is down (docs/deploy.md "Several hosts").
   probe_cns "$d" "before the cut"
-  timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+  timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --certs-dir "$d/certs" --connect 10.77.0.10:7400 \
     --clients 4 --seconds 20 --json "$tmp/long.json" >"$tmp/run2.out" 2>&1 &
   local bench=$!
   # List-append clients beside them, each transaction recorded and the history judged.
-  timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench list-append --connect 10.77.0.10:7400 \
+  timeout 90 bash "$hosts" exec "$d" 0 "$pond" bench list-append --certs-dir "$d/certs" --connect 10.77.0.10:7400 \
     --clients 2 --seconds 20 --history "$tmp/long.history" >"$tmp/append.out" 2>&1 &
   local appends=$!
   sleep 3
@@ -270,7 +270,7 @@ fi
 #    0.2, 0.6, 1.4 s... after it first sent it, so a beat lands up to about twice the cut late:
 #    the lease must be over twice the longest cut to be ridden out (docs/deploy.md "Several
 #    hosts"; at a lease of 1 s, a cut of 0.4 s already fenced CN 2 here).
-timeout 60 bash "$hosts" exec "$tmp/h3" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+timeout 60 bash "$hosts" exec "$tmp/h3" 0 "$pond" bench smallbank --certs-dir "$tmp/h3/certs" --connect 10.77.0.10:7400 \
   --clients 6 --seconds 7 --json "$tmp/short.json" >"$tmp/short.out" 2>&1 &
 bench=$!
 sleep 2.5
@@ -355,7 +355,7 @@ fi
 #    to five times.
 apart_case() {  # $1: the cluster's directory (already up); 0 if judged, 2 if UCX aborted
   local d=$1
-  timeout 60 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --connect 10.77.0.10:7400 \
+  timeout 60 bash "$hosts" exec "$d" 0 "$pond" bench smallbank --certs-dir "$d/certs" --connect 10.77.0.10:7400 \
     --clients 4 --seconds 15 --json "$tmp/apart.json" >"$tmp/apart.out" 2>&1 &
   local bench=$!
   sleep 2.5

@@ -25,7 +25,7 @@ for protocol in ${PROTOCOLS:-motor ford pond}; do
   addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
   [ -n "$addr" ] || { fail "$protocol: no client address"; cat "$tmp/up.out"; continue; }
 
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 10 >"$tmp/run.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 10 >"$tmp/run.out" 2>&1 &
   bench=$!
   sleep 3
   kill_cn2_and_restart "$protocol" "$d"

@@ -38,7 +38,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   [ -n "$addr" ] && ok "$tls: CN 0 takes clients at $addr" || { fail "$tls: no client address"; cat "$tmp/up.out"; continue; }
 
   # 1. A CN killed under load, then restarted.
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
   bench=$!
   sleep 3
   kill_cn2_and_restart "$tls" "$d"
@@ -56,10 +56,10 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     { fail "$tls: a second without commits after the recovery"; cat "$tmp/run1.out"; }
   probe "$tls: CN 2 killed and restarted" "$addr"
   # The CNs' client addresses now (CN 2's is new), in the order of their ids.
-  mapfile -t cn_addr < <("$pond" client --connect "$addr" describe | sed -n 's/^cn //p')
+  mapfile -t cn_addr < <("$pond" client --dir "$d" --connect "$addr" describe | sed -n 's/^cn //p')
 
   # 2. An MN killed under load: its backups serve.
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2.out" 2>&1 &
   bench=$!
   sleep 2
   kill -9 "$(pid_of "$d/cluster.json" mn 1)"
@@ -77,7 +77,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   # 2b. MN 1 restarted under load: blank, it rejoins and the CNs copy its replicas back. Then MN 2
   # is killed: with R = 2 the keys it shared with MN 1 are read from MN 1's copy alone, and the
   # money adds up only if that copy holds every balance.
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2b.out" 2>&1 &
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 6 >"$tmp/run2b.out" 2>&1 &
   bench=$!
   sleep 1
   "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart-mn.out" 2>&1 &&
@@ -92,7 +92,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
   kill -9 "$(pid_of "$d/cluster.json" mn 2)"
   await_line "$d/cn-0.log" "MN 2 is down (epoch" 30 && ok "$tls: MN 2 killed; it was declared" ||
     { fail "$tls: MN 2's failure was not declared"; tail -n 5 "$d"/cn-*.log; }
-  timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 3 >"$tmp/run2c.out" 2>&1
+  timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 3 >"$tmp/run2c.out" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run2c.out"; then
     ok "$tls: with MN 2 gone, MN 1's copies hold every balance ($(sed -n 's/^money check  ok: //p' "$tmp/run2c.out"))"
@@ -108,7 +108,7 @@ for tls in ${POND_KILL_TLS:-shm tcp}; do
     { fail "$tls: pond restart --mn 2"; cat "$tmp/restart-mn2.out"; tail -n 5 "$d"/cn-*.log; }
 
   # 3. The isolation checker on a history recorded by client processes, across a CN kill.
-  timeout 120 "$pond" bench list-append --connect "$addr" --clients 4 --seconds 6 \
+  timeout 120 "$pond" bench list-append --dir "$d" --connect "$addr" --clients 4 --seconds 6 \
     --history "$tmp/lists-$tls.jsonl" >"$tmp/run3.out" 2>&1 &
   bench=$!
   sleep 2

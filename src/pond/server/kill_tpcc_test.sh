@@ -41,7 +41,7 @@ addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
 [ -n "$addr" ] || { fail "no client address"; cat "$tmp/up.out"; exit 1; }
 
 # 1. A CN killed under TPC-C, then restarted.
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
+timeout 120 "$pond" bench tpcc --dir "$d" --connect "$addr" --clients 6 --seconds 10 >"$tmp/run1.out" 2>&1 &
 bench=$!
 sleep 3
 kill_cn2_and_restart "tpcc" "$d"
@@ -55,7 +55,7 @@ probe "CN 2 killed and restarted" "$addr"
 # 2. An MN killed under TPC-C: the copies serve. New keys whose primary was MN 1 cannot be
 # inserted until it is back, so New-Orders (a dozen new keys each) nearly all abort meanwhile;
 # the rest of the mix commits.
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 9 >"$tmp/run2.out" 2>&1 &
+timeout 120 "$pond" bench tpcc --dir "$d" --connect "$addr" --clients 6 --seconds 9 >"$tmp/run2.out" 2>&1 &
 bench=$!
 sleep 2
 kill -9 "$(pid_of "$d/cluster.json" mn 1)"
@@ -69,7 +69,7 @@ low=$(min_rate_after "$tmp/run2.out" 7)
 probe "MN 1 killed" "$addr"
 
 # 3. MN 1 restarted under TPC-C: it gets its copies back, records and tree nodes.
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 6 >"$tmp/run3.out" 2>&1 &
+timeout 120 "$pond" bench tpcc --dir "$d" --connect "$addr" --clients 6 --seconds 6 >"$tmp/run3.out" 2>&1 &
 bench=$!
 sleep 1
 "$pond" restart --dir "$d" --mn 1 --timeout 60 >"$tmp/restart-mn.out" 2>&1 &&
@@ -78,7 +78,7 @@ sleep 1
   { fail "pond restart --mn 1"; cat "$tmp/restart-mn.out"; tail -n 5 "$d"/cn-*.log "$d/mn-1.log"; }
 wait "$bench"
 consistent "across MN 1's restart" "$tmp/run3.out" $?
-timeout 120 "$pond" bench tpcc --connect "$addr" --clients 6 --seconds 3 >"$tmp/run4.out" 2>&1
+timeout 120 "$pond" bench tpcc --dir "$d" --connect "$addr" --clients 6 --seconds 3 >"$tmp/run4.out" 2>&1
 consistent "with MN 1 back" "$tmp/run4.out" $?
 first=$(new_orders "$tmp/run1.out")
 after=$(new_orders "$tmp/run4.out")

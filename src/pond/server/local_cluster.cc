@@ -15,6 +15,7 @@
 #include "pond/cluster/directory.h"
 #include "pond/cluster/local_zookeeper.h"
 #include "pond/cluster/zk_config_store.h"
+#include "pond/server/certs.h"
 #include "pond/server/cluster_spec.h"
 #include "pond/server/process.h"
 
@@ -253,6 +254,15 @@ int Up(const UpOptions& o) {
                                deadline, o.timeout_s, procs);
     if (!up.ok()) return abandon(up.message());
   }
+  // The CNs' TLS material, made once per DIR and kept: a client holding DIR/certs/client.root.*
+  // reaches every cluster started there.
+  std::vector<std::string> security = {"--insecure"};
+  if (!o.insecure && o.cn_clients && o.cn_daemons > 0) {
+    const std::string certs = dir + "/certs";
+    Status made = MakeCerts(certs, CertsOptions{});
+    if (!made.ok()) return abandon("certificates in " + certs + ": " + made.message());
+    security = {"--certs-dir", certs};
+  }
   // CN 0 first: it makes the tables the others join.
   const size_t first_cn = procs.size();
   for (int cn = 0; cn < o.cn_daemons; cn++) {
@@ -262,6 +272,7 @@ int Up(const UpOptions& o) {
     // waits for it.
     std::vector<std::string> args = o.cn_args;
     args.insert(args.end(), {"--wait", fmt::format("{:g}", o.timeout_s)});
+    if (o.cn_clients) args.insert(args.end(), security.begin(), security.end());
     Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, args, o.metrics);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
@@ -309,7 +320,8 @@ int Up(const UpOptions& o) {
     std::printf("metrics http://%s/metrics (%s)\n", p.metrics.c_str(), Describe(p).c_str());
   }
   if (!first.empty()) {
-    std::printf("try:  pond client --connect %s describe\n", first.c_str());
+    std::printf("try:  pond client %s --connect %s describe\n",
+                o.insecure ? "--insecure" : ("--dir " + o.dir).c_str(), first.c_str());
   }
   std::printf("stop: pond down --dir %s\n", o.dir.c_str());
   return 0;

@@ -25,6 +25,9 @@ struct UpOptions {
   bool cn_clients = false;           // the CNs take clients: wait for their client addresses
   double timeout_s = 60;             // for ZooKeeper and every daemon to come up
   bool metrics = true;               // each daemon serves its metrics on a free loopback port
+  // The CNs serve clients in plaintext; by default over TLS, with what MakeCerts makes in
+  // DIR/certs (a CA, the node certificate, a root client certificate; server/certs.h).
+  bool insecure = false;
 };
 
 // Starts the cluster and prints where it is; the exit status: 0 up, 1 it did not come up

@@ -115,7 +115,7 @@ exec 3<&-
   { fail "a scrape beside an idle connection: exit $rc after $ms ms"; cat "$tmp/err"; }
 
 # Every client starts at CN 0: its commits are CN 0's unless routed elsewhere.
-timeout 120 "$pond" bench smallbank --connect "$client" --clients 2 --seconds 1 >"$tmp/run.out" 2>&1
+timeout 120 "$pond" bench smallbank --dir "$d" --connect "$client" --clients 2 --seconds 1 >"$tmp/run.out" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] && ok "a SmallBank run against the CNs" || { fail "SmallBank run (exit $rc)"; cat "$tmp/run.out"; }
 total() { awk '/^pond_commits_total/ { n += $2 } END { print n + 0 }' "$1"; }

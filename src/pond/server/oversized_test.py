@@ -2,7 +2,7 @@
 server goes on answering, it never holds much more than its buffer quota for them, and the memory
 they took goes back to the system within seconds (docs/clients.md "Limits").
 
-Usage: oversized_test.py STUBS_DIR HOST:PORT SERVER_PID
+Usage: oversized_test.py STUBS_DIR HOST:PORT SERVER_PID CERTS_DIR (TLS as client.root)
 Exits 0 when every check holds; else prints what failed and exits 1.
 """
 import sys
@@ -30,10 +30,17 @@ def memory_mib(pid):
 
 
 def main():
-    stubs, addr, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    stubs, addr, pid, certs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     sys.path.insert(0, stubs)
     import grpc
     from pond.v1 import pond_pb2, pond_pb2_grpc
+
+    def read(name):
+        with open(f"{certs}/{name}", "rb") as f:
+            return f.read()
+    creds = grpc.ssl_channel_credentials(root_certificates=read("ca.crt"),
+                                         private_key=read("client.root.key"),
+                                         certificate_chain=read("client.root.crt"))
 
     failures = []
     before, _ = memory_mib(pid)
@@ -43,7 +50,8 @@ def main():
     codes = []
 
     def send():
-        channel = grpc.insecure_channel(addr, options=[("grpc.max_send_message_length", -1)])
+        channel = grpc.secure_channel(addr, creds,
+                                      options=[("grpc.max_send_message_length", -1)])
         try:
             pond_pb2_grpc.PondStub(channel).Execute(huge, timeout=60)
             codes.append(grpc.StatusCode.OK)
@@ -67,7 +75,7 @@ def main():
     if peak - before > PEAK_GROWTH_MIB:
         failures.append(f"the server's peak grew {peak - before} MiB, more than {PEAK_GROWTH_MIB}")
 
-    channel = grpc.insecure_channel(addr)
+    channel = grpc.secure_channel(addr, creds)
     small = pond_pb2.ExecuteRequest(read_only=True)
     small.reads.add(table="kv", key=1)
     answer = pond_pb2_grpc.PondStub(channel).Execute(small, timeout=10).answer

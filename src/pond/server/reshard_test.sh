@@ -24,7 +24,7 @@ ok "pond up: 3 MNs and 3 CNs, resharding on"
 addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
 [ -n "$addr" ] || { fail "no client address"; cat "$tmp/up.out"; exit 1; }
 
-timeout 120 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 8 >"$tmp/run.out" 2>&1
+timeout 120 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 8 >"$tmp/run.out" 2>&1
 money_adds_up "shm" "while shards moved" "$tmp/run.out" $?
 made=$(cat "$d"/cn-*.log | grep -c "shards move from CN")
 opened=$(cat "$d"/cn-*.log | grep -c "of this CN's shards came home")

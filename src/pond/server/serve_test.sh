@@ -58,7 +58,10 @@ expect() {
   fi
 }
 
-if ! start_serve main --cns 2 --buffer-mib 32 --workload smallbank --accounts 500 --table kv:16:1024 --table probe:8:8192; then
+# TLS, as a user would set it up by hand: the cluster's certificates first.
+"$pond" certs --certs-dir "$tmp/certs" >"$tmp/out" 2>&1 && [ -f "$tmp/certs/client.root.key" ] &&
+  ok "pond certs makes a CA, a node and a root client certificate" || { fail "pond certs"; cat "$tmp/out"; }
+if ! start_serve main --certs-dir "$tmp/certs" --cns 2 --buffer-mib 32 --workload smallbank --accounts 500 --table kv:16:1024 --table probe:8:8192; then
   fail "pond serve did not start"; cat "$tmp/main.err"; exit 1
 fi
 ok "pond serve listens on $addr"
@@ -66,85 +69,93 @@ grep -q "tables savings (8 B x 500), checking (8 B x 500), kv (16 B x 1024), pro
   "$tmp/main.err" && ok "pond serve says what it serves" || { fail "serve's header"; cat "$tmp/main.err"; }
 
 expect 0 "describe" "procedure smallbank.send_payment args_bytes 32 read-write" \
-  client --connect "$addr" describe
+  client --certs-dir "$tmp/certs" --connect "$addr" describe
 grep -q "^cn $addr$" "$tmp/out" && grep -q "^table kv id 2 value_bytes 16 capacity 1024$" "$tmp/out" &&
   ok "describe names this server and every table" || { fail "describe"; cat "$tmp/out"; }
-expect 0 "put" "^COMMITTED$" client --connect "$addr" put kv 7 hello
-expect 0 "get" '^kv 7 = hex:68656c6c6f0000000000000000000000 ("hello")$' client --connect "$addr" get kv 7
-"$pond" client --connect "$addr" get kv 8 >"$tmp/out" 2>"$tmp/err"
+# Every other way in is refused before a request runs (server/client_tls_test.cc has the rest).
+expect 2 "a client that says nothing of TLS: exit 2" "say how to reach the server" \
+  client --connect "$addr" describe
+expect 6 "a plaintext client to the TLS port: unreachable, exit 6" "$addr" \
+  client --insecure --timeout-ms 2000 --connect "$addr" describe
+"$pond" certs --certs-dir "$tmp/other" >/dev/null 2>&1
+expect 6 "a client of another cluster's CA: unreachable, exit 6" "$addr" \
+  client --certs-dir "$tmp/other" --timeout-ms 2000 --connect "$addr" describe
+expect 0 "put" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" put kv 7 hello
+expect 0 "get" '^kv 7 = hex:68656c6c6f0000000000000000000000 ("hello")$' client --certs-dir "$tmp/certs" --connect "$addr" get kv 7
+"$pond" client --certs-dir "$tmp/certs" --connect "$addr" get kv 8 >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 1 ] && grep -q "^kv 8: not found$" "$tmp/out" && [ ! -s "$tmp/err" ] &&
   ok "get of an absent key: not found, exit 1" || fail "get absent: exit $rc, $(cat "$tmp/out" "$tmp/err")"
-expect 0 "txn with a condition that holds" "^kv 7 = " client --connect "$addr" txn get:kv:7 \
+expect 0 "txn with a condition that holds" "^kv 7 = " client --certs-dir "$tmp/certs" --connect "$addr" txn get:kv:7 \
   if:kv:7:hello put:kv:7:i64:99 insert:kv:9:x
 expect 3 "txn whose condition fails: ABORTED, exit 3" "ABORTED (condition failed): kv 7 has another value" \
-  client --connect "$addr" txn if:kv:7:hello put:kv:7:y
-expect 3 "insert of a present key: ABORTED, exit 3" "duplicate key" client --connect "$addr" txn insert:kv:9:z
-expect 0 "read-only txn" "^checking 4097 = hex:" client --connect "$addr" txn --read-only get:checking:4097 absent:kv:10
-expect 0 "call" "^reply hex:" client --connect "$addr" call smallbank.deposit_checking u64:3 u64:0 i64:25 u64:0
+  client --certs-dir "$tmp/certs" --connect "$addr" txn if:kv:7:hello put:kv:7:y
+expect 3 "insert of a present key: ABORTED, exit 3" "duplicate key" client --certs-dir "$tmp/certs" --connect "$addr" txn insert:kv:9:z
+expect 0 "read-only txn" "^checking 4097 = hex:" client --certs-dir "$tmp/certs" --connect "$addr" txn --read-only get:checking:4097 absent:kv:10
+expect 0 "call" "^reply hex:" client --certs-dir "$tmp/certs" --connect "$addr" call smallbank.deposit_checking u64:3 u64:0 i64:25 u64:0
 # A deposit, payment or amalgamation that would take a balance past int64's range is declined
 # (reply: net 0, declined 1), and the balance stays. Account 3's rows (key 3 << 12 | 3) are put
 # back as they were at the end, so that the money check of the run below still holds.
-expect 0 "get account 3's checking" "^checking 12291 = hex:" client --connect "$addr" get checking 12291
+expect 0 "get account 3's checking" "^checking 12291 = hex:" client --certs-dir "$tmp/certs" --connect "$addr" get checking 12291
 was=$(sed -n 's/^checking 12291 = \(hex:[0-9a-f]*\).*/\1/p' "$tmp/out")
 expect 0 "put a balance 7 below int64's largest" "^COMMITTED$" \
-  client --connect "$addr" put checking 12291 i64:9223372036854775800
+  client --certs-dir "$tmp/certs" --connect "$addr" put checking 12291 i64:9223372036854775800
 for call in "deposit_checking u64:3 u64:0" "send_payment u64:4 u64:3" "amalgamate u64:4 u64:3"; do
   # shellcheck disable=SC2086  # the procedure and its accounts, as words
   expect 0 "$call that would overflow the balance: declined" "^reply hex:000000000000000001 " \
-    client --connect "$addr" call smallbank.$call i64:25 u64:0
+    client --certs-dir "$tmp/certs" --connect "$addr" call smallbank.$call i64:25 u64:0
 done
 expect 0 "the balance stays" "^checking 12291 = hex:f8ffffffffffff7f" \
-  client --connect "$addr" get checking 12291
+  client --certs-dir "$tmp/certs" --connect "$addr" get checking 12291
 # Balance answers the account's total, savings plus checking.
-expect 0 "get account 3's savings" "^savings 12291 = hex:" client --connect "$addr" get savings 12291
+expect 0 "get account 3's savings" "^savings 12291 = hex:" client --certs-dir "$tmp/certs" --connect "$addr" get savings 12291
 saved=$(sed -n 's/^savings 12291 = \(hex:[0-9a-f]*\).*/\1/p' "$tmp/out")
-expect 0 "put savings 1000" "^COMMITTED$" client --connect "$addr" put savings 12291 i64:1000
-expect 0 "put checking 234" "^COMMITTED$" client --connect "$addr" put checking 12291 i64:234
+expect 0 "put savings 1000" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" put savings 12291 i64:1000
+expect 0 "put checking 234" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" put checking 12291 i64:234
 expect 0 "balance answers the total" "^reply hex:d204000000000000.. (i64 1234)$" \
-  client --connect "$addr" call smallbank.balance u64:3 u64:0 i64:0 u64:0
-expect 0 "put the balances back" "^COMMITTED$" client --connect "$addr" txn \
+  client --certs-dir "$tmp/certs" --connect "$addr" call smallbank.balance u64:3 u64:0 i64:0 u64:0
+expect 0 "put the balances back" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" txn \
   "put:savings:12291:$saved" "put:checking:12291:$was"
 expect 4 "call with arguments of the wrong size: REJECTED, exit 4" "REJECTED: smallbank.amalgamate takes 32 bytes" \
-  client --connect "$addr" call smallbank.amalgamate u64:1
+  client --certs-dir "$tmp/certs" --connect "$addr" call smallbank.amalgamate u64:1
 expect 4 "call the procedure refuses: REJECTED, exit 4" "a1 must be an account" \
-  client --connect "$addr" call smallbank.send_payment u64:3 u64:3 i64:5 u64:0
+  client --certs-dir "$tmp/certs" --connect "$addr" call smallbank.send_payment u64:3 u64:3 i64:5 u64:0
 expect 0 "probe: every shard commits" "^$addr: 4096 of 4096 shards committed in" \
-  client --connect "$addr" probe probe --within-ms 30000
+  client --certs-dir "$tmp/certs" --connect "$addr" probe probe --within-ms 30000
 # pond client batch: many lines on one pipeline, each answered behind its number.
 for k in $(seq 500 799); do echo "txn put:kv:$k:b$k"; done >"$tmp/batch.txt"
 printf '# a comment, then a blank line\n\nro get:kv:650 absent:kv:1000\n' >>"$tmp/batch.txt"
 expect 0 "batch: 301 lines, 16 in flight" '^303 kv 650 = hex:62363530' \
-  client --connect "$addr" batch "$tmp/batch.txt" --in-flight 16
+  client --certs-dir "$tmp/certs" --connect "$addr" batch "$tmp/batch.txt" --in-flight 16
 [ "$(grep -c ' COMMITTED$' "$tmp/out")" -eq 301 ] && grep -q "301 transaction(s): 301 committed" "$tmp/err" &&
   ok "batch: every line COMMITTED, and counted" || { fail "batch's answers"; cat "$tmp/out" "$tmp/err"; }
-expect 0 "a batch's last put landed" '^kv 799 = hex:62373939' client --connect "$addr" get kv 799
+expect 0 "a batch's last put landed" '^kv 799 = hex:62373939' client --certs-dir "$tmp/certs" --connect "$addr" get kv 799
 printf 'txn put:kv:1000:x\ntxn put:kv\n' >"$tmp/batch.txt"
 expect 2 "batch with a malformed line: exit 2" 'line 2: "put:kv" is not OP:TABLE:KEY' \
-  client --connect "$addr" batch "$tmp/batch.txt"
-"$pond" client --connect "$addr" get kv 1000 >"$tmp/out" 2>&1
+  client --certs-dir "$tmp/certs" --connect "$addr" batch "$tmp/batch.txt"
+"$pond" client --certs-dir "$tmp/certs" --connect "$addr" get kv 1000 >"$tmp/out" 2>&1
 [ $? -eq 1 ] && grep -q "^kv 1000: not found$" "$tmp/out" && ok "nothing of a refused batch was sent" ||
   { fail "a refused batch's first line landed"; cat "$tmp/out"; }
-printf 'txn put:kv:801:y\ntxn insert:kv:7:z\n' | timeout 60 "$pond" client --connect "$addr" batch \
+printf 'txn put:kv:801:y\ntxn insert:kv:7:z\n' | timeout 60 "$pond" client --certs-dir "$tmp/certs" --connect "$addr" batch \
   >"$tmp/out" 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 3 ] && grep -q "^1 COMMITTED$" "$tmp/out" && grep -q "^2 ABORTED (duplicate key)" "$tmp/out" &&
   ok "batch from standard input: an insert of a present key ABORTED, exit 3, the other line committed" ||
   { fail "batch from standard input (exit $rc)"; cat "$tmp/out" "$tmp/err"; }
 expect 2 "batch of a file that is not there: exit 2" "cannot read" \
-  client --connect "$addr" batch "$tmp/no-such-file"
+  client --certs-dir "$tmp/certs" --connect "$addr" batch "$tmp/no-such-file"
 expect 2 "probe of a table too small for it: exit 2" "table kv holds 1024 keys; the probe writes keys up to 8191" \
-  client --connect "$addr" probe kv
-expect 2 "probe of a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" probe nope
-expect 2 "put to a table the server lacks: exit 2" 'no table "nope"' client --connect "$addr" put nope 1 x
+  client --certs-dir "$tmp/certs" --connect "$addr" probe kv
+expect 2 "probe of a table the server lacks: exit 2" 'no table "nope"' client --certs-dir "$tmp/certs" --connect "$addr" probe nope
+expect 2 "put to a table the server lacks: exit 2" 'no table "nope"' client --certs-dir "$tmp/certs" --connect "$addr" put nope 1 x
 expect 2 "value longer than the table's" "17 bytes; table kv holds 16" \
-  client --connect "$addr" put kv 1 hex:0000000000000000000000000000000000
-expect 2 "malformed key" "not a number" client --connect "$addr" get kv seven
-expect 2 "malformed txn op" "OP:TABLE:KEY" client --connect "$addr" txn put:kv
+  client --certs-dir "$tmp/certs" --connect "$addr" put kv 1 hex:0000000000000000000000000000000000
+expect 2 "malformed key" "not a number" client --certs-dir "$tmp/certs" --connect "$addr" get kv seven
+expect 2 "malformed txn op" "OP:TABLE:KEY" client --certs-dir "$tmp/certs" --connect "$addr" txn put:kv
 expect 2 "client without --connect" "connect" client describe
-expect 6 "no server there: exit 6" "cannot reach 127.0.0.1:1" client --connect 127.0.0.1:1 --timeout-ms 2000 describe
+expect 6 "no server there: exit 6" "cannot reach 127.0.0.1:1" client --insecure --connect 127.0.0.1:1 --timeout-ms 2000 describe
 
-timeout 120 "$pond" bench smallbank --connect "$addr" --seconds 2 --clients 3 --json "$tmp/sb.json" \
+timeout 120 "$pond" bench smallbank --certs-dir "$tmp/certs" --connect "$addr" --seconds 2 --clients 3 --json "$tmp/sb.json" \
   >"$tmp/bench.out" 2>&1
 rc=$?
 if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/bench.out" && grep -q "transport grpc" "$tmp/bench.out" &&
@@ -154,14 +165,14 @@ else
   fail "bench smallbank --connect (exit $rc)"; cat "$tmp/bench.out"
 fi
 expect 2 "bench --connect with an embedded cluster's flag" "--cns shapes an embedded cluster" \
-  bench smallbank --connect "$addr" --cns 4
+  bench smallbank --certs-dir "$tmp/certs" --connect "$addr" --cns 4
 expect 2 "bench tatp --connect to a server without TATP" 'no table "subscriber"' \
-  bench tatp --connect "$addr" --seconds 1
+  bench tatp --certs-dir "$tmp/certs" --connect "$addr" --seconds 1
 expect 2 "--clients without --connect" "goes with --connect" bench kvs --clients 2
 expect 2 "bench tpcc --connect to a server without TPC-C" 'no table "tpcc_runs"' \
-  bench tpcc --connect "$addr" --seconds 1
+  bench tpcc --certs-dir "$tmp/certs" --connect "$addr" --seconds 1
 
-if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --connect "$addr" --table kv >"$tmp/py.out" 2>&1 &&
+if timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --certs-dir "$tmp/certs" --connect "$addr" --table kv >"$tmp/py.out" 2>&1 &&
    grep -q "^interactive: COMMITTED, counter 43 is 1$" "$tmp/py.out" && grep -q "^get 42: py!$" "$tmp/py.out" &&
    grep -q "^pipeline: 100 puts and 100 gets COMMITTED" "$tmp/py.out"; then
   ok "the Python example: describe, put, get, an interactive transaction, a pipeline"
@@ -171,7 +182,7 @@ fi
 
 # Requests of 100 MiB, 25 times the message limit, 8 at once: refused, the server answers on, its
 # peak stays near its buffer quota (--buffer-mib 32), and what they took is given back (oversized_test.py).
-if timeout 120 /usr/bin/python3 "$(dirname "$0")/oversized_test.py" "$stubs" "$addr" "$spid" \
+if timeout 120 /usr/bin/python3 "$(dirname "$0")/oversized_test.py" "$stubs" "$addr" "$spid" "$tmp/certs" \
     >"$tmp/oversized.out" 2>&1; then
   ok "oversized requests refused, memory given back: $(tail -1 "$tmp/oversized.out")"
 else
@@ -182,11 +193,11 @@ fi
 # their Payments' history keys differ), the consistency conditions read back on the server after
 # each, and inputs out of range refused before they run.
 main_addr="$addr" main_spid="$spid"
-if SERVE_REGION="" start_serve tpcc --workload tpcc --warehouses 2 --items 200 --customers 30 \
+if SERVE_REGION="" start_serve tpcc --insecure --workload tpcc --warehouses 2 --items 200 --customers 30 \
     --order-room 2000; then
   taddr="$addr"
   for run in 1 2; do
-    timeout 120 "$pond" bench tpcc --connect "$taddr" --seconds 1 --clients 4 >"$tmp/tpcc.out" 2>&1
+    timeout 120 "$pond" bench tpcc --insecure --connect "$taddr" --seconds 1 --clients 4 >"$tmp/tpcc.out" 2>&1
     rc=$?
     if [ "$rc" -eq 0 ] && grep -q "^consistency  ok" "$tmp/tpcc.out" &&
        grep -q "served (run $run)" "$tmp/tpcc.out" && grep -q "duplicate key 0," "$tmp/tpcc.out" &&
@@ -197,10 +208,10 @@ if SERVE_REGION="" start_serve tpcc --workload tpcc --warehouses 2 --items 200 -
     fi
   done
   expect 4 "tpcc call with a short input: REJECTED, exit 4" "TPC-C's are at least 36" \
-    client --connect "$taddr" call tpcc.payment u64:1
+    client --insecure --connect "$taddr" call tpcc.payment u64:1
   # A Payment of warehouse 9 of 2 (36 bytes: tag, amount, c_id, w=9, d, c_w, c_d, last, kind=1).
   expect 4 "tpcc call of a warehouse the server lacks: REJECTED, exit 4" "w 9 is not 1 to 2" \
-    client --connect "$taddr" call tpcc.payment \
+    client --insecure --connect "$taddr" call tpcc.payment \
     hex:0100000000000000e8030000000000000100000009000100010001000000010000000000
   kill -TERM "$spid"
   wait "$spid"
@@ -214,7 +225,7 @@ expect 2 "serve tpcc with too little memory: one line, exit 2" \
   serve --workload tpcc --warehouses 2 --region-mib 64 --listen 127.0.0.1:0
 
 # A second server cannot take the same port: one line, exit 1.
-expect 1 "serve on a port in use: exit 1" "cannot listen on $addr" serve --listen "$addr" --region-mib 64
+expect 1 "serve on a port in use: exit 1" "cannot listen on $addr" serve --insecure --listen "$addr" --region-mib 64
 
 kill -TERM "$spid"
 for _ in $(seq 100); do kill -0 "$spid" 2>/dev/null || break; sleep 0.1; done
@@ -226,7 +237,7 @@ else
   [ "$rc" -eq 0 ] && grep -q "stopping (SIGTERM)" "$tmp/main.err" && grep -q "^pond serve: stopped; answered" "$tmp/main.err" &&
     ok "SIGTERM: pond serve stops cleanly, exit 0" || { fail "SIGTERM: exit $rc"; cat "$tmp/main.err"; }
 fi
-expect 6 "the stopped server is gone" "cannot reach" client --connect "$addr" --timeout-ms 2000 describe
+expect 6 "the stopped server is gone" "cannot reach" client --certs-dir "$tmp/certs" --connect "$addr" --timeout-ms 2000 describe
 
 # Bad flags: one line, exit 2, before anything starts.
 expect 2 "serve --listen without a port" "not HOST:PORT" serve --listen localhost
@@ -235,7 +246,10 @@ expect 2 "serve --table of 0-byte values" "value bytes must be" serve --table kv
 expect 2 "serve --table malformed" "NAME:VALUE_BYTES:CAPACITY" serve --table kv
 expect 2 "serve --workload unknown" "workload" serve --workload tpch
 expect 2 "serve --replication above the MNs" "replication" serve --mns 2 --replication 3
-expect 2 "serve --threads-max at or below --interactive-max" "threads_max" serve --threads-max 8 --interactive-max 8
+expect 2 "serve --threads-max at or below --interactive-max" "threads_max" serve --insecure --threads-max 8 --interactive-max 8
+expect 2 "serve with neither --certs-dir nor --insecure" "serves clients over TLS" serve --region-mib 64
+expect 2 "serve with a certs dir that has no certificates" "ca.crt: No such file" \
+  serve --region-mib 64 --certs-dir "$tmp"
 "$pond" serve --help >"$tmp/out" 2>&1 && grep -q -- "--listen" "$tmp/out" && ok "serve --help" || fail "serve --help"
 "$pond" client --help >"$tmp/out" 2>&1 && grep -q "Exit codes" "$tmp/out" && ok "client --help lists exit codes" ||
   fail "client --help"

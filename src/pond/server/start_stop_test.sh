@@ -58,7 +58,7 @@ else
 fi
 wait "$second" 2>/dev/null
 
-timeout 60 "$pond" bench smallbank --connect "$addr" --clients 4 --seconds 2 >"$tmp/run.out" 2>&1
+timeout 60 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 4 --seconds 2 >"$tmp/run.out" 2>&1
 money_adds_up "shm" "after the second CN 1 stopped" "$tmp/run.out" $?
 down_leaves_nothing "$d"
 verdict

@@ -24,7 +24,7 @@ addr=$(sed -n 's/^client \([^ ]*\) (CN 0)$/\1/p' "$tmp/up.out")
 cn0=$(pid_of "$d/cluster.json" cn 0)
 mn1=$(pid_of "$d/cluster.json" mn 1)
 
-timeout 60 "$pond" bench smallbank --connect "$addr" --clients 6 --seconds 20 \
+timeout 60 "$pond" bench smallbank --dir "$d" --connect "$addr" --clients 6 --seconds 20 \
   --timeout-ms 30000 >"$tmp/run.out" 2>&1 &
 bench=$!
 sleep 2

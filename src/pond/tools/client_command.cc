@@ -17,6 +17,7 @@
 #include "pond/tools/client_batch.h"
 #include "pond/tools/client_ops.h"
 #include "pond/tools/client_probe.h"
+#include "pond/tools/client_security.h"
 #include "pond/tools/command.h"
 #include "pond/tools/grpc_log.h"
 #include "pond/tools/tool_util.h"
@@ -36,6 +37,7 @@ struct ClientArgs {
   std::string route_key;          // call
   ProbeArgs probe;
   BatchArgs batch;
+  ClientSecurityFlags security;
 };
 
 // `pond client describe`: what the server serves, one line per item.
@@ -71,6 +73,10 @@ int RunClient(ClientArgs a, const std::string& sub) {
   QuietGrpcLog();
   client::ClientOptions o;
   o.timeout_ms = a.timeout_ms;
+  if (Status st = ApplyClientSecurity(a.security, &o); !st.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.message().c_str());
+    return 2;
+  }
   auto connected = client::Client::Connect(a.address, o);
   if (!connected.ok()) {
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), connected.status().message().c_str());
@@ -88,6 +94,7 @@ int RunClient(ClientArgs a, const std::string& sub) {
   }
   if (sub == "probe") {
     a.probe.timeout_ms = a.timeout_ms;
+    a.probe.security = o;
     return RunProbe(*d, a.probe);
   }
   if (sub == "batch") return RunBatch(c, *d, a.batch);
@@ -189,6 +196,7 @@ void AddClientCommand(CLI::App& root, CommandAction* action) {
   cmd->add_option("--timeout-ms", a->timeout_ms, "each request's deadline")
       ->check(CLI::Range(1u, 3'600'000u))
       ->capture_default_str();
+  AddClientSecurityFlags(cmd, &a->security);
   cmd->footer(
       "VALUE and ARGS: hex:HEX, i64:N or u64:N (8 bytes, little-endian), or text; a value is "
       "zero-padded to its table's size. KEY: decimal, or hex after 0x.\n"

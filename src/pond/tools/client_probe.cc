@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -31,10 +32,10 @@ struct ShardResult {
 // Probes `shards` (every `stride`-th from `first`) through `address`, on one connection.
 void ProbeSome(const std::string& address, uint16_t cn, const std::string& table,
                const std::string& value, uint32_t first, uint32_t stride,
-               SteadyClock::time_point start, SteadyClock::time_point deadline, uint32_t timeout_ms,
+               SteadyClock::time_point start, SteadyClock::time_point deadline, const ProbeArgs& a,
                std::vector<ShardResult>* out) {
-  client::ClientOptions o;
-  o.timeout_ms = timeout_ms;
+  client::ClientOptions o = a.security;
+  o.timeout_ms = a.timeout_ms;
   o.follow_cns = false;  // through this CN, or not at all: failing over would hide it
   std::unique_ptr<client::Client> c;
   // Pass after pass over the shards not committed yet, so that one shard that never commits
@@ -100,7 +101,7 @@ int RunProbe(const client::Description& d, const ProbeArgs& a) {
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < a.threads; i++) {
       threads.emplace_back(ProbeSome, address, static_cast<uint16_t>(cn), a.table, value, i,
-                           a.threads, start, deadline, a.timeout_ms, &results);
+                           a.threads, start, deadline, std::cref(a), &results);
     }
     for (std::thread& th : threads) th.join();
     const uint64_t elapsed =

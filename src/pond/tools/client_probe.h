@@ -12,11 +12,12 @@
 namespace pond::tools {
 
 struct ProbeArgs {
-  std::string table;             // a table of the server's that the probe may write
-  std::vector<std::string> cns;  // the CNs' client addresses; empty: every one `d` names
-  uint32_t within_ms = 10'000;   // every shard commits through a CN within this, or it fails
-  uint32_t threads = 4;          // clients per CN, each with its own connection
-  uint32_t timeout_ms = 10'000;  // each request's deadline
+  std::string table;               // a table of the server's that the probe may write
+  std::vector<std::string> cns;    // the CNs' client addresses; empty: every one `d` names
+  uint32_t within_ms = 10'000;     // every shard commits through a CN within this, or it fails
+  uint32_t threads = 4;            // clients per CN, each with its own connection
+  uint32_t timeout_ms = 10'000;    // each request's deadline
+  client::ClientOptions security;  // its tls or insecure: how each probing client connects
 };
 
 // Through each CN in turn (the i-th of a.cns, else of `d`), one put in every shard: key

@@ -201,7 +201,8 @@ struct ClientPool {
   std::atomic<uint64_t> committed{0}, aborted{0};
   std::atomic<bool> stop{false};
   std::mutex fail_mu;
-  std::string connect_failure;  // guarded by fail_mu
+  std::string connect_failure;    // guarded by fail_mu
+  client::ClientOptions options;  // how every client connects (its TLS, or plaintext)
 };
 
 bench::RemoteOutcome OutcomeOf(const client::Answer& a) {
@@ -315,7 +316,7 @@ void CallPipelined(ClientPool& pool, int i, int depth, client::Client& c) {
 // driver's end.
 void RunClientThread(ClientPool& pool, int i, int depth,
                      const std::vector<std::string>& addresses) {
-  auto c = client::Client::Connect(addresses);
+  auto c = client::Client::Connect(addresses, pool.options);
   if (!c.ok()) {
     std::lock_guard lock(pool.fail_mu);
     pool.connect_failure = c.status().message();
@@ -473,11 +474,13 @@ void AddConnectFlags(CLI::App* cmd, ConnectFlags* f) {
                   "unary call at a time)")
       ->check(CLI::Range(1, kPipelineMax))
       ->capture_default_str();
+  AddClientSecurityFlags(cmd, &f->security, "with --connect: ");
 }
 
 Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f) {
   if (f.address.empty()) {
-    for (const char* flag : {"--clients", "--pipeline"}) {
+    for (const char* flag :
+         {"--clients", "--pipeline", "--certs-dir", "--dir", "--user", "--insecure"}) {
       if (cmd.get_option_no_throw(flag) != nullptr && cmd.count(flag) > 0) {
         return InvalidArgument(std::string(flag) + " goes with --connect");
       }
@@ -503,7 +506,11 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
                  double seconds, uint64_t seed, const std::string& json_path,
                  const std::string& history_path) {
   if (!(seconds > 0) || seconds > 86400) return Fail(what, "--seconds must be in (0, 86400]");
-  auto control = client::Client::Connect(f.address);
+  client::ClientOptions options;
+  if (Status st = ApplyClientSecurity(f.security, &options); !st.ok()) {
+    return Fail(what, st.message());
+  }
+  auto control = client::Client::Connect(f.address, options);
   if (!control.ok()) {
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), control.status().message().c_str());
     return 1;
@@ -533,6 +540,7 @@ int RunConnected(const std::string& what, const bench::Workload& w, const Connec
 
   const uint64_t start = SystemClock::Get().NowNs();
   ClientPool pool(dr, seed, start + static_cast<uint64_t>(seconds * 1e9), f.clients);
+  pool.options = options;
   const Timeline timeline = RunClients(pool, *d, f, start);
   const double elapsed = static_cast<double>(pool.clock.NowNs() - start) / 1e9;
   if (!pool.connect_failure.empty()) {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "pond/bench/workload.h"
+#include "pond/tools/client_security.h"
 
 namespace pond::tools {
 
@@ -22,9 +23,11 @@ struct ConnectFlags {
   // Calls each client keeps in flight on one pipeline (client::Pipeline); 1: one unary call at a
   // time, waiting for each answer.
   int pipeline = 16;
+  ClientSecurityFlags security;  // TLS from a certs directory, or --insecure
 };
 
-// Registers --connect, --clients and --pipeline on a bench command; `f` must outlive the parse.
+// Registers --connect, --clients, --pipeline and the client security flags on a bench command; `f`
+// must outlive the parse.
 void AddConnectFlags(CLI::App* cmd, ConnectFlags* f);
 // With --connect, the flags that shape an embedded cluster or its data must not be given (the
 // server's cluster and tables decide them): InvalidArgument naming the first one given.

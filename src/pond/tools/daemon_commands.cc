@@ -2,10 +2,12 @@
 #include <memory>
 #include <string>
 
+#include "pond/server/certs.h"
 #include "pond/server/cn_daemon.h"
 #include "pond/server/cn_frontend.h"
 #include "pond/server/local_cluster.h"
 #include "pond/server/mn_daemon.h"
+#include "pond/tools/client_security.h"
 #include "pond/tools/command.h"
 #include "pond/tools/daemon_config.h"
 #include "pond/tools/grpc_log.h"
@@ -84,7 +86,11 @@ void AddCnCommand(CLI::App& root, CommandAction* action) {
   AddMetricsFlag(cmd, &o->metrics);
   AddNetDevicesFlag(cmd, &o->ucx_net_devices);
   AddServedFlags(cmd, served.get());
-  cmd->callback([o, served, listen, advertise, action] {
+  auto security = std::make_shared<ServerSecurityFlags>();
+  AddServerSecurityFlags(cmd, security.get());
+  cmd->callback([o, served, listen, advertise, security, action] {
+    Status secured = ApplyServerSecurity(*security, "pond cn", &served->service);
+    if (!secured.ok()) throw CLI::ValidationError(secured.message());
     Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
     if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());
     std::shared_ptr<Served> what(std::move(prepared).value());
@@ -145,6 +151,9 @@ void AddUpCommand(CLI::App& root, CommandAction* action) {
   AddReshardFlags(cmd, &o->config.reshard);
   auto served = std::make_shared<ServedFlags>();
   AddServedFlags(cmd, served.get());
+  cmd->add_flag("--insecure", o->insecure,
+                "CNs serve clients in plaintext (by default over TLS, with a CA, a node "
+                "certificate and a root client certificate made in DIR/certs)");
   cmd->add_flag("!--no-metrics", o->metrics,
                 "start the daemons without metrics (by default each serves them on a free "
                 "loopback port, which cluster.json records)");
@@ -218,6 +227,42 @@ void AddDownCommand(CLI::App& root, CommandAction* action) {
   cmd->callback(
       [dir, grace, action] { *action = [dir, grace] { return server::Down(*dir, *grace); }; });
 }
+// `pond certs`: a cluster's TLS material, made or added to.
+void AddCertsCommand(CLI::App& root, CommandAction* action) {
+  auto dir = std::make_shared<std::string>();
+  auto o = std::make_shared<server::CertsOptions>();
+  auto hosts = std::make_shared<std::vector<std::string>>();
+  auto clients = std::make_shared<std::vector<std::string>>();
+  CLI::App* cmd = root.add_subcommand(
+      "certs",
+      "Make a cluster's TLS certificates in DIR — its CA, the CNs' node certificate and client "
+      "certificates — keeping every file already there (docs/deploy.md \"Security\")");
+  cmd->add_option("--certs-dir", *dir, "the directory (made if absent)")->required();
+  cmd->add_option("--host", *hosts,
+                  "a name or address clients reach the CNs at (repeat; default: localhost, "
+                  "127.0.0.1 and ::1); only for a node certificate not made yet");
+  cmd->add_option("--client", *clients,
+                  "a client certificate to make, for this identity (repeat; default: root)");
+  cmd->add_option("--days", o->days, "how long the certificates are good for")
+      ->check(CLI::Range(1, 36500))
+      ->capture_default_str();
+  cmd->callback([dir, o, hosts, clients, action] {
+    if (!hosts->empty()) o->hosts = *hosts;
+    if (!clients->empty()) o->clients = *clients;
+    *action = [dir, o] {
+      Status made = server::MakeCerts(*dir, *o);
+      if (!made.ok()) {
+        std::fprintf(stderr, "pond certs: %s\n", made.message().c_str());
+        return made.code() == Code::kInvalidArgument ? 2 : 1;
+      }
+      std::printf("pond certs: %s holds %s, %s, %s and client certificates for", dir->c_str(),
+                  server::kCaCert, server::kNodeCert, server::kNodeKey);
+      for (const std::string& c : o->clients) std::printf(" %s", c.c_str());
+      std::printf("\n");
+      return 0;
+    };
+  });
+}
 }  // namespace
 
 void AddDaemonCommands(CLI::App& root, CommandAction* action) {
@@ -227,6 +272,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
   AddUpCommand(root, action);
   AddRestartCommand(root, action);
   AddDownCommand(root, action);
+  AddCertsCommand(root, action);
 }
 
 }  // namespace pond::tools

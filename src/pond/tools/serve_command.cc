@@ -18,6 +18,7 @@
 
 #include "pond/bench/build_info.h"
 #include "pond/server/client_server.h"
+#include "pond/tools/client_security.h"
 #include "pond/tools/command.h"
 #include "pond/tools/grpc_log.h"
 #include "pond/tools/run_flags.h"
@@ -34,6 +35,7 @@ struct ServeArgs {
   std::string protocol = "lotus";
   std::string listen = "127.0.0.1:7400";
   ServedFlags served;
+  ServerSecurityFlags security;
   bool region_given = false;  // --region-mib: else what the served tables need, if more
 };
 
@@ -56,6 +58,7 @@ Result<std::unique_ptr<Served>> ResolveServe(ServeArgs& a) {
     return InvalidArgument("--listen " + st.message());
   }
   server::ClientServiceOptions& service = a.served.service;
+  POND_RETURN_IF_ERROR(ApplyServerSecurity(a.security, "pond serve", &service));
   service.cns.clear();
   for (int cn = 0; cn < a.cluster.cns; cn++) service.cns.push_back(static_cast<uint16_t>(cn));
   POND_RETURN_IF_ERROR(server::ValidateServiceOptions(service, a.cluster.cns));
@@ -132,6 +135,7 @@ void AddServeCommand(CLI::App& root, CommandAction* action) {
   cmd->add_option("--listen", a->listen, "HOST:PORT to serve clients on (port 0: any free one)")
       ->capture_default_str();
   AddServedFlags(cmd, &a->served);
+  AddServerSecurityFlags(cmd, &a->security);
   cmd->get_option("--region-mib")
       ->description("MiB of memory per MN (default: 1024, or what TPC-C's tables need if more)");
   cmd->callback([a, action, cmd] {

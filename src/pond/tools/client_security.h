@@ -1,0 +1,41 @@
+// How a client command (`pond client`, `pond bench --connect`) and a serving one (`pond cn`,
+// `pond serve`) say how they are secured — TLS from a certs directory, or plaintext asked for by
+// name — as flags (docs/clients.md "Security", docs/deploy.md "Security").
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "pond/client/client.h"
+#include "pond/server/client_service.h"
+
+namespace pond::tools {
+
+struct ClientSecurityFlags {
+  std::string certs_dir;  // ca.crt and client.USER.crt/.key (server/certs.h)
+  std::string dir;        // a `pond up` directory: its certs/ is the certs directory
+  std::string user = server::kRootUser;
+  bool insecure = false;
+};
+
+// --certs-dir, --dir, --user and --insecure on `cmd`; `f` must outlive the parse. `what` says
+// what the flags are for in their help ("" for a client command, "with --connect: " for bench).
+void AddClientSecurityFlags(CLI::App* cmd, ClientSecurityFlags* f, const std::string& what = "");
+// Sets o->tls from the certs directory (read now) or o->insecure: InvalidArgument, one line,
+// when neither or both are asked for, NotFound naming a missing file.
+Status ApplyClientSecurity(const ClientSecurityFlags& f, client::ClientOptions* o);
+
+struct ServerSecurityFlags {
+  std::string certs_dir;  // ca.crt, node.crt and node.key
+  bool insecure = false;
+};
+void AddServerSecurityFlags(CLI::App* cmd, ServerSecurityFlags* f);
+// Sets o->tls from the certs directory (read now, so a missing file fails before anything
+// starts) or o->insecure; the errors as ApplyClientSecurity's. `command` names it in them.
+Status ApplyServerSecurity(const ServerSecurityFlags& f, const std::string& command,
+                           server::ClientServiceOptions* o);
+
+// The certs directory of the `pond up` cluster in `dir`.
+std::string UpCertsDir(const std::string& dir);
+
+}  // namespace pond::tools
