@@ -21,19 +21,20 @@ namespace pond {
 
 enum class Code : unsigned char {
   kOk = 0,
-  kInvalidArgument,  // the caller passed something malformed or out of range
-  kNotFound,         // the key or object does not exist
-  kAlreadyExists,    // insert of a key that is present
-  kAborted,          // a transaction aborted; the message says why
-  kConflict,         // a lock or CAS lost against a concurrent holder; retrying may succeed
-  kTornRead,         // cacheline versions disagreed: a concurrent writer was caught mid-write
-  kOutOfSpace,       // an allocator, bucket or table is full
-  kWrongShard,       // a lock request reached a CN that does not manage the shard
-  kUnavailable,      // a node or resource cannot be reached now
-  kCorruption,       // remote memory does not parse as the format says
-  kInternal,         // a bug surfaced as a value (e.g. from a layer that cannot assert)
-  kUnknown,          // the outcome is not known: the node running it failed, and the work may
-                     // or may not have taken effect (a history records it as `info`)
+  kInvalidArgument,   // the caller passed something malformed or out of range
+  kNotFound,          // the key or object does not exist
+  kAlreadyExists,     // insert of a key that is present
+  kAborted,           // a transaction aborted; the message says why
+  kConflict,          // a lock or CAS lost against a concurrent holder; retrying may succeed
+  kTornRead,          // cacheline versions disagreed: a concurrent writer was caught mid-write
+  kOutOfSpace,        // an allocator, bucket or table is full
+  kWrongShard,        // a lock request reached a CN that does not manage the shard
+  kUnavailable,       // a node or resource cannot be reached now
+  kCorruption,        // remote memory does not parse as the format says
+  kInternal,          // a bug surfaced as a value (e.g. from a layer that cannot assert)
+  kUnknown,           // the outcome is not known: the node running it failed, and the work may
+                      // or may not have taken effect (a history records it as `info`)
+  kPermissionDenied,  // the caller is not who it must be, or may not do this
 };
 
 std::string_view CodeName(Code code);
@@ -68,6 +69,7 @@ inline Status Unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
 inline Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status Unknown(std::string m) { return {Code::kUnknown, std::move(m)}; }
+inline Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
 
 namespace detail {
 // value() of a Result that holds an error is a bug in every build: say so and stop, rather than

@@ -30,6 +30,8 @@ std::string_view CodeName(Code code) {
       return "Unknown";
     case Code::kInternal:
       return "Internal";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
   }
   return "BadCode";
 }

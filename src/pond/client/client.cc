@@ -287,6 +287,10 @@ std::shared_ptr<grpc::ChannelCredentials> Client::Credentials() {
       ssl.pem_private_key = o_.tls->key_pem;
       ssl.pem_cert_chain = o_.tls->cert_pem;
       creds_ = grpc::SslCredentials(ssl);
+      if (!o_.bearer_token.empty()) {
+        creds_ = grpc::CompositeChannelCredentials(creds_,
+                                                   grpc::AccessTokenCredentials(o_.bearer_token));
+      }
     }
   }
   return creds_;
@@ -300,6 +304,9 @@ Result<std::unique_ptr<Client>> Client::Connect(std::vector<std::string> address
                                                 ClientOptions options) {
   std::erase(addresses, std::string());
   if (addresses.empty()) return InvalidArgument("no address to connect to");
+  if (options.insecure && !options.bearer_token.empty()) {
+    return InvalidArgument("a bearer token goes only over TLS, never in plaintext");
+  }
   if (options.tls.has_value() == options.insecure) {
     return InvalidArgument(options.insecure
                                ? "both TLS credentials and insecure (plaintext) given: pick one"
@@ -430,6 +437,10 @@ Result<Description> Client::Describe() {
       return d;
     }
     last = address() + ": " + s.error_message();
+    if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+        s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {
+      return PermissionDenied(last);  // the server is there and said no: no other CN says yes
+    }
     if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return Unavailable(last);
     FailOver();
   }

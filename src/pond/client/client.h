@@ -177,8 +177,10 @@ class Request {
 
 // TLS toward the CNs (docs/clients.md "Security"), as PEM text: the library reads no files.
 struct ClientTls {
-  std::string ca_pem;             // the cluster's CA: a CN must show a certificate it signed
-  std::string cert_pem, key_pem;  // this client's certificate and key, which the CN checks
+  std::string ca_pem;  // the cluster's CA: a CN must show a certificate it signed
+  // This client's certificate and key, which the CN checks; empty for a client that proves who
+  // it is with a bearer token instead (ClientOptions::bearer_token).
+  std::string cert_pem, key_pem;
 };
 
 struct ClientOptions {
@@ -189,6 +191,9 @@ struct ClientOptions {
   // refuses options with neither (InvalidArgument), as a CN refuses to serve plaintext unasked.
   std::optional<ClientTls> tls;
   bool insecure = false;
+  // Sent as `authorization: Bearer TOKEN` with every call (over TLS only): who this client is,
+  // for a CN whose access rules name the token (docs/clients.md "Roles").
+  std::string bearer_token;
 };
 
 class Client;

@@ -30,7 +30,11 @@ std::shared_ptr<grpc::ServerCredentials> Credentials(const ClientServiceOptions&
   if (o.insecure) return grpc::InsecureServerCredentials();
   // Mutual TLS: a client that shows no certificate, or one the cluster's CA did not sign, fails
   // the handshake and sends nothing.
-  grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  // With bearer tokens in the access rules a client may come without a certificate (a token
+  // stands for it); one it shows is still verified against the CA.
+  grpc::SslServerCredentialsOptions ssl(
+      o.access.has_tokens() ? GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY
+                            : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
   ssl.pem_root_certs = o.tls->ca_pem;
   ssl.pem_key_cert_pairs.push_back({o.tls->key_pem, o.tls->cert_pem});
   return grpc::SslServerCredentials(ssl);
@@ -118,6 +122,11 @@ Result<std::unique_ptr<ClientServer>> ClientServer::Start(Cluster& cluster,
                                ? "both TLS credentials and insecure (plaintext) given: pick one"
                                : "no TLS credentials: give a certificate, its key and the CA of "
                                  "the clients, or ask for plaintext by name (insecure)");
+  }
+  if (options.insecure && !options.access.open()) {
+    return InvalidArgument(
+        "access rules over plaintext: certificates cannot be checked and tokens would travel in "
+        "the clear; serve TLS");
   }
   if (!cluster.serving()) return InvalidArgument("the cluster is not serving (StartServing)");
   std::unique_ptr<ClientServer> s(new ClientServer());

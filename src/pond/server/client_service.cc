@@ -97,9 +97,41 @@ void ClientService::SetCnAddressSource(std::function<std::vector<std::string>()>
 
 ServiceCounters ClientService::counters() const {
   const AtomicCounters& c = counters_;
-  return ServiceCounters{c.requests.load(),          c.committed.load(),      c.aborted.load(),
-                         c.unknown.load(),           c.rejected.load(),       c.streams.load(),
-                         c.streams_abandoned.load(), c.streams_refused.load()};
+  return ServiceCounters{
+      c.requests.load(),          c.committed.load(),       c.aborted.load(),
+      c.unknown.load(),           c.rejected.load(),        c.streams.load(),
+      c.streams_abandoned.load(), c.streams_refused.load(), c.refused_unauthenticated.load(),
+      c.refused_role.load()};
+}
+
+Grant ClientService::Authorize(const grpc::ServerContext& ctx) const {
+  Caller c;
+  if (const std::shared_ptr<const grpc::AuthContext> auth = ctx.auth_context(); auth) {
+    // Mutual TLS verified the certificate against the cluster's CA before this runs.
+    const std::vector<grpc::string_ref> cn = auth->FindPropertyValues("x509_common_name");
+    if (!cn.empty()) c.certificate_identity.assign(cn.front().data(), cn.front().size());
+  }
+  const auto& md = ctx.client_metadata();
+  if (const auto it = md.find("authorization"); it != md.end()) {
+    const std::string value(it->second.data(), it->second.size());
+    constexpr std::string_view kBearer = "Bearer ";
+    if (value.starts_with(kBearer)) c.bearer_token = value.substr(kBearer.size());
+  }
+  return o_.access.Identify(c, static_cast<int64_t>(std::time(nullptr)));
+}
+
+bool ClientService::RefuseBeyondRole(const Grant& g, bool writes, v1::Answer* answer) {
+  if (g.role == Role::kNone) {
+    counters_.refused_unauthenticated.fetch_add(1, std::memory_order_relaxed);
+    Reject("not authenticated: " + g.why_not, answer);
+    return true;
+  }
+  if (writes && g.role < Role::kReadWrite) {
+    counters_.refused_role.fetch_add(1, std::memory_order_relaxed);
+    Reject(g.identity + " is " + RoleName(g.role) + ": it may only read", answer);
+    return true;
+  }
+  return false;
 }
 
 void ClientService::Count(const v1::Answer& a) {
@@ -154,8 +186,13 @@ bool ClientService::RunOnPin(const Cluster::WorkerPin& pin, const Body& body) {
   return true;
 }
 
-grpc::Status ClientService::Describe(grpc::ServerContext*, const v1::DescribeRequest*,
+grpc::Status ClientService::Describe(grpc::ServerContext* ctx, const v1::DescribeRequest*,
                                      v1::DescribeResponse* resp) {
+  // Every role may Describe: a client needs the CNs' addresses and the limits to connect at all.
+  if (const Grant g = Authorize(*ctx); g.role == Role::kNone) {
+    counters_.refused_unauthenticated.fetch_add(1, std::memory_order_relaxed);
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, g.why_not);
+  }
   resp->set_cluster(dir_.cluster);
   resp->set_isolation(cluster_.config().isolation == Isolation::kSnapshot ? "si" : "sr");
   std::function<std::vector<std::string>()> source;
@@ -282,8 +319,10 @@ Task<void> RunExecute(Session& s, const ExecutePlan& plan, v1::ExecuteResponse* 
 }  // namespace
 
 ClientService::Body ClientService::PrepareExecute(const v1::ExecuteRequest& req,
-                                                  v1::ExecuteResponse* resp, uint16_t* cn) {
+                                                  v1::ExecuteResponse* resp, uint16_t* cn,
+                                                  const Grant& g) {
   *cn = NextCn();
+  if (RefuseBeyondRole(g, !req.read_only(), resp->mutable_answer())) return {};
   Result<ExecutePlan> plan = PlanExecute(req, dir_, o_);
   if (!plan.ok()) {
     Reject(plan.status().message(), resp->mutable_answer());
@@ -306,9 +345,11 @@ void ClientService::FinishExecute(v1::ExecuteResponse* resp) {
 }
 
 ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp,
-                                               uint16_t* cn) {
+                                               uint16_t* cn, const Grant& g) {
   *cn = NextCn();
   v1::Answer* answer = resp->mutable_answer();
+  // A stranger learns nothing, not even which procedures there are.
+  if (g.role == Role::kNone && RefuseBeyondRole(g, false, answer)) return {};
   const ServedProcedure* p = dir_.Procedure(req.procedure());
   const auto args = std::as_bytes(std::span(req.args().data(), req.args().size()));
   if (p == nullptr) {
@@ -316,6 +357,7 @@ ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req, v1::C
            answer);
     return {};
   }
+  if (RefuseBeyondRole(g, !p->read_only, answer)) return {};
   if (p->args_bytes != 0 && args.size() != p->args_bytes) {
     Reject(
         fmt::format("{} takes {} bytes of arguments, not {}", p->name, p->args_bytes, args.size()),
@@ -344,10 +386,10 @@ ClientService::Body ClientService::PrepareCall(const v1::CallRequest& req, v1::C
   };
 }
 
-grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteRequest* req,
+grpc::Status ClientService::Execute(grpc::ServerContext* ctx, const v1::ExecuteRequest* req,
                                     v1::ExecuteResponse* resp) {
   uint16_t cn = 0;
-  if (Body run = PrepareExecute(*req, resp, &cn); run && !RunOn(cn, run)) {
+  if (Body run = PrepareExecute(*req, resp, &cn, Authorize(*ctx)); run && !RunOn(cn, run)) {
     // Said in the answer, not as a gRPC error: the client may then send it elsewhere.
     Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
@@ -355,10 +397,10 @@ grpc::Status ClientService::Execute(grpc::ServerContext*, const v1::ExecuteReque
   return grpc::Status::OK;
 }
 
-grpc::Status ClientService::Call(grpc::ServerContext*, const v1::CallRequest* req,
+grpc::Status ClientService::Call(grpc::ServerContext* ctx, const v1::CallRequest* req,
                                  v1::CallResponse* resp) {
   uint16_t cn = 0;
-  if (Body run = PrepareCall(*req, resp, &cn); run && !RunOn(cn, run)) {
+  if (Body run = PrepareCall(*req, resp, &cn, Authorize(*ctx)); run && !RunOn(cn, run)) {
     Abort(v1::STOPPING, kStoppingNothingRan, resp->mutable_answer());
   }
   Count(resp->answer());

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/server/access.h"
 #include "pond/server/certs.h"
 #include "pond/server/service_directory.h"
 #include "pond/v1/pond.grpc.pb.h"
@@ -70,6 +71,9 @@ struct ClientServiceOptions {
   // (docs/clients.md "Security").
   std::optional<ServerTls> tls;
   bool insecure = false;
+  // Who may do what (access.h): every caller is admin unless an access file gives rules. Rules
+  // with tokens make a client certificate optional at the TLS handshake (a token stands for it).
+  Access access = Access::Open();
 };
 
 // InvalidArgument naming the field, or OK, for a cluster of `cns` CNs.
@@ -82,6 +86,9 @@ struct ServiceCounters {
   uint64_t streams = 0;            // interactive transactions begun
   uint64_t streams_abandoned = 0;  // of them, aborted because the client went away or idled
   uint64_t streams_refused = 0;    // refused at the limit or while stopping
+  // Requests and streams refused because the caller is unknown to the access rules, or asked
+  // beyond its role (also counted among `rejected` when answered REJECTED).
+  uint64_t refused_unauthenticated = 0, refused_role = 0;
 };
 
 // The unary methods and Interactive run on gRPC's threads (the synchronous API). Pipeline uses
@@ -152,13 +159,21 @@ class ClientService final : public v1::Pond::WithAsyncMethod_Pipeline<v1::Pond::
   // The same on a pinned worker.
   bool RunOnPin(const Cluster::WorkerPin& pin, const Body& body);
   void Count(const v1::Answer& a);
+  // Who calls through `ctx` and what it may do, by the access rules (access.h).
+  Grant Authorize(const grpc::ServerContext& ctx) const;
+  // Whether `g` may not run a request that `writes` or not: if so `answer` is REJECTED saying why,
+  // and the refusal is counted.
+  bool RefuseBeyondRole(const Grant& g, bool writes, v1::Answer* answer);
 
   // A one-shot request checked: what to run and on which CN (*cn), or nothing if it was refused
   // (REJECTED, said in `resp`). `req` and `resp` must outlive the body. A procedure goes to the
   // CN it would be routed to, if this service fronts it. FinishExecute trims an Execute's answer
   // to what its outcome allows and counts it.
-  Body PrepareExecute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, uint16_t* cn);
-  Body PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp, uint16_t* cn);
+  // `g`: the caller's grant (Authorize); a request beyond its role is REJECTED.
+  Body PrepareExecute(const v1::ExecuteRequest& req, v1::ExecuteResponse* resp, uint16_t* cn,
+                      const Grant& g);
+  Body PrepareCall(const v1::CallRequest& req, v1::CallResponse* resp, uint16_t* cn,
+                   const Grant& g);
   void FinishExecute(v1::ExecuteResponse* resp);
 
   // Pipelines: registered while open, so that CancelStreams can end them.
@@ -201,6 +216,7 @@ class ClientService final : public v1::Pond::WithAsyncMethod_Pipeline<v1::Pond::
   struct AtomicCounters {
     std::atomic<uint64_t> requests{0}, committed{0}, aborted{0}, unknown{0}, rejected{0};
     std::atomic<uint64_t> streams{0}, streams_abandoned{0}, streams_refused{0};
+    std::atomic<uint64_t> refused_unauthenticated{0}, refused_role{0};
   } counters_;
 
   // The controlling thread's; owned, freed by StopPipelines (which the destructor calls).

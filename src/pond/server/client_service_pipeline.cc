@@ -113,6 +113,9 @@ class ClientService::PipelineStream final {
       : service_(service), queue_(queue), stream_(&ctx_) {}
 
   void OnAccepted() {
+    // Who the stream's caller is does not change while it is open (its token is sent once, with
+    // the call): one grant serves every request on it.
+    grant_ = service_.Authorize(ctx_);
     service_.RegisterPipeline(this);
     Step();
   }
@@ -266,8 +269,9 @@ class ClientService::PipelineStream final {
     p->resp.set_id(id);
     const bool execute = p->req.has_execute();
     uint16_t cn = 0;
-    Body run = execute ? service_.PrepareExecute(p->req.execute(), p->resp.mutable_execute(), &cn)
-                       : service_.PrepareCall(p->req.call(), p->resp.mutable_call(), &cn);
+    Body run =
+        execute ? service_.PrepareExecute(p->req.execute(), p->resp.mutable_execute(), &cn, grant_)
+                : service_.PrepareCall(p->req.call(), p->resp.mutable_call(), &cn, grant_);
     bool stopping;
     {
       std::lock_guard lock(mu_);
@@ -395,6 +399,7 @@ class ClientService::PipelineStream final {
   ClientService& service_;
   PipelineQueue& queue_;
   grpc::ServerContext ctx_;
+  Grant grant_;  // the caller's, set once accepted
   grpc::ServerAsyncReaderWriter<v1::PipelineResponse, v1::PipelineRequest> stream_;
   PipelineTag read_tag_{this, PipelineTag::kRead};
   PipelineTag write_tag_{this, PipelineTag::kWrite};

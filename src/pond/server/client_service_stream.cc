@@ -20,6 +20,7 @@
 namespace pond::server {
 
 struct ClientService::StreamState {
+  Grant grant;  // the caller's, taken when the stream opened
   bool begun = false;
   bool read_only = false;
   std::optional<Cluster::WorkerPin> pin;
@@ -58,6 +59,7 @@ grpc::Status ClientService::Interactive(
                                     o_.interactive_streams_max));
   }
   StreamState st;
+  st.grant = Authorize(*ctx);
   v1::InteractiveRequest req;
   bool ended = false;
   while (!ended && stream->Read(&req)) {
@@ -102,6 +104,7 @@ bool ClientService::StepBegin(StreamState& st, const v1::Begin& b, v1::Interacti
     Reject("begin twice: one stream is one transaction", resp->mutable_answer());
     return true;
   }
+  if (RefuseBeyondRole(st.grant, !b.read_only(), resp->mutable_answer())) return true;
   st.pin = cluster_.Pin(NextCn());
   if (!st.pin) {
     Abort(v1::STOPPING, "the server is stopping; nothing ran", resp->mutable_answer());

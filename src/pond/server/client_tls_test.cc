@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "pond/server/access.h"
 #include "pond/server/certs.h"
 #include "pond/server/client_fixture.h"
 
@@ -142,6 +145,153 @@ TEST(TlsOptionsTest, NeitherOrBothAreRefusedByName) {
   EXPECT_EQ(ClientServer::Start(*bank.cluster, bank.dir, "127.0.0.1:0", o).status().code(),
             Code::kInvalidArgument);
   bank.cluster->StopServing();
+}
+
+TEST(AccessTest, RolesAndTokensFromTheFileAndBadFilesRefused) {
+  const std::string writer_token = NewToken().value(), old_token = NewToken().value();
+  const std::string text = "[users]\nroot = \"admin\"\nreader = \"read-only\"\n" +
+                           TokenEntry("writer", Role::kReadWrite, writer_token, 4'000'000'000) +
+                           TokenEntry("old", Role::kAdmin, old_token, 1'000'000'000);
+  Result<Access> a = Access::Parse(text, "access.toml");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  const int64_t now = 2'000'000'000;
+  EXPECT_EQ(a->Identify({"root", ""}, now).role, Role::kAdmin);
+  EXPECT_EQ(a->Identify({"reader", ""}, now).role, Role::kReadOnly);
+  EXPECT_EQ(a->Identify({"reader", ""}, now).identity, "cert:reader");
+  const Grant stranger = a->Identify({"stranger", ""}, now);
+  EXPECT_EQ(stranger.role, Role::kNone);
+  EXPECT_NE(stranger.why_not.find("not in the access file"), std::string::npos);
+  EXPECT_EQ(a->Identify({"", writer_token}, now).role, Role::kReadWrite);
+  // A certificate the rules do not name does not stop a valid token.
+  EXPECT_EQ(a->Identify({"stranger", writer_token}, now).identity, "token:writer");
+  const Grant expired = a->Identify({"", old_token}, now);
+  EXPECT_EQ(expired.role, Role::kNone);
+  EXPECT_NE(expired.why_not.find("expired"), std::string::npos);
+  EXPECT_EQ(a->Identify({"", "not-a-token"}, now).role, Role::kNone);
+  EXPECT_EQ(a->Identify({"", ""}, now).role, Role::kNone);
+  // Without a file everyone is admin.
+  EXPECT_EQ(Access::Open().Identify({"", ""}, now).role, Role::kAdmin);
+  // Each bad file is refused with one line naming what is wrong.
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"[users]\nroot = \"superuser\"\n", "superuser"},
+           {"[people]\nroot = \"admin\"\n", "unknown key \"people\""},
+           {"[[tokens]]\nname = \"x\"\nrole = \"admin\"\nsha256 = \"abc\"\n"
+            "expires = 2030-01-01T00:00:00Z\n",
+            "sha256"},
+           {"[[tokens]]\nname = \"x\"\nrole = \"admin\"\nsha256 = \"" + TokenHash("t") + "\"\n",
+            "expires"},
+           {"[users\n", "not TOML"},
+       }) {
+    Result<Access> r = Access::Parse(bad, "f.toml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  }
+}
+
+// A server with access rules: root admin, reader read-only, a read-write token and an expired one.
+class RolesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = FreshDir("roles");
+    CertsOptions certs;
+    certs.clients = {"root", "reader", "stranger"};
+    ASSERT_TRUE(MakeCerts(dir_.string(), certs).ok());
+    writer_token_ = NewToken().value();
+    expired_token_ = NewToken().value();
+    const std::string rules =
+        "[users]\nroot = \"admin\"\nreader = \"read-only\"\n" +
+        TokenEntry("writer", Role::kReadWrite, writer_token_, std::time(nullptr) + 3600) +
+        TokenEntry("old", Role::kAdmin, expired_token_, std::time(nullptr) - 1);
+    bank_ = StartBank();
+    ClientServiceOptions o = TestOptions();
+    o.insecure = false;
+    o.tls = ReadServerTls(dir_.string()).value();
+    o.access = Access::Parse(rules, "rules").value();
+    auto s = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    bank_.cluster->StopServing();
+  }
+  Result<std::unique_ptr<client::Client>> As(const std::string& user) {
+    client::ClientOptions o;
+    o.timeout_ms = 2000;
+    o.tls = ReadClientTls(dir_.string(), user).value();
+    return client::Client::Connect(server_->address(), o);
+  }
+  Result<std::unique_ptr<client::Client>> WithToken(const std::string& token) {
+    client::ClientOptions o;
+    o.timeout_ms = 2000;
+    o.tls = client::ClientTls{.ca_pem = Slurp(dir_ / kCaCert)};
+    o.bearer_token = token;
+    return client::Client::Connect(server_->address(), o);
+  }
+
+  fs::path dir_;
+  std::string writer_token_, expired_token_;
+  Bank bank_;
+  std::unique_ptr<ClientServer> server_;
+};
+
+TEST_F(RolesTest, AReaderReadsAndIsRefusedEveryWriteWithTheReason) {
+  auto c = As("reader");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  client::Reply read = (*c)->Execute(client::Request(/*read_only=*/true).Read("acct", 1));
+  EXPECT_TRUE(read.answer.committed()) << read.answer.ToString();
+  EXPECT_TRUE((*c)->Call("bank.balance", std::string(8, '\0')).answer.committed());
+  // Writes, every way they can be asked for.
+  const client::Answer put =
+      (*c)->Execute(client::Request().Put("acct", 1, std::string(8, 'x'))).answer;
+  EXPECT_EQ(put.outcome, client::Outcome::kRejected);
+  EXPECT_NE(put.ToString().find("cert:reader is read-only"), std::string::npos) << put.ToString();
+  EXPECT_EQ((*c)->Call("bank.transfer", TransferArgs(0, 1, 5)).answer.outcome,
+            client::Outcome::kRejected);
+  auto t = (*c)->Begin();
+  t->AddRW("acct", 1);
+  EXPECT_EQ(t->Execute().answer.outcome, client::Outcome::kRejected);
+  auto p = (*c)->OpenPipeline();
+  p->Call("bank.transfer", TransferArgs(0, 1, 5));
+  p->Call("bank.balance", std::string(8, '\0'));
+  std::vector<client::Outcome> outcomes;
+  while (p->in_flight() > 0) {
+    for (const client::PipelinedReply& r : p->Receive()) outcomes.push_back(r.answer.outcome);
+  }
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), client::Outcome::kRejected), 1);
+  EXPECT_EQ(std::count(outcomes.begin(), outcomes.end(), client::Outcome::kCommitted), 1);
+  EXPECT_EQ(server_->counters().refused_role, 4u);
+  EXPECT_EQ(server_->counters().committed, 3u);  // the reads only
+  // An admin and a read-write token write.
+  auto root = As("root");
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_TRUE((*root)->Call("bank.transfer", TransferArgs(0, 1, 5)).answer.committed());
+  auto writer = WithToken(writer_token_);
+  ASSERT_TRUE(writer.ok()) << writer.status().ToString();
+  EXPECT_TRUE((*writer)->Call("bank.transfer", TransferArgs(1, 0, 5)).answer.committed());
+}
+
+TEST_F(RolesTest, StrangersAndExpiredTokensGetNothing) {
+  // A certificate the CA signed for an identity the rules do not name.
+  auto stranger = As("stranger");
+  ASSERT_FALSE(stranger.ok());
+  EXPECT_NE(stranger.status().message().find("not in the access file"), std::string::npos)
+      << stranger.status().message();
+  auto expired = WithToken(expired_token_);
+  ASSERT_FALSE(expired.ok());
+  EXPECT_NE(expired.status().message().find("expired"), std::string::npos)
+      << expired.status().message();
+  auto unknown = WithToken("0123");
+  ASSERT_FALSE(unknown.ok());
+  // No certificate and no token: the handshake takes it (tokens are allowed), the call does not.
+  client::ClientOptions bare;
+  bare.timeout_ms = 2000;
+  bare.tls = client::ClientTls{.ca_pem = Slurp(dir_ / kCaCert)};
+  EXPECT_FALSE(client::Client::Connect(server_->address(), bare).ok());
+  EXPECT_GE(server_->counters().refused_unauthenticated, 4u);
+  EXPECT_EQ(server_->counters().requests, 0u);
 }
 
 }  // namespace

@@ -261,6 +261,8 @@ int RunCnDaemon(CnDaemonOptions& o) {
     log("{}", s.message());
     c->StopServing(static_cast<uint64_t>(o.grace_s * 1e3));
     return 1;
+  } else if (metrics != nullptr) {
+    metrics->AttachClients([f = o.frontend.get()] { return f->Counts(); });
   }
   ServeUntilStopped(o, *c, **store, metrics.get(), log);
   return 0;

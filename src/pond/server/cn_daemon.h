@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pond/cluster.h"
+#include "pond/server/metrics.h"
 #include "pond/status.h"
 
 namespace pond::server {
@@ -31,6 +32,8 @@ class CnFrontend {
   // Where the client addresses of the CNs come from, indexed by CN id, "" for a CN that takes no
   // clients now (for Describe, which also routes by them).
   virtual void SetCnAddressSource(std::function<std::vector<std::string>()> source) = 0;
+  // What it has answered and refused so far (for the metrics); from any thread once started.
+  virtual ClientCounts Counts() const = 0;
 };
 
 struct CnDaemonOptions {

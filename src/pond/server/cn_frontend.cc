@@ -30,6 +30,12 @@ void ClientFrontend::Stop() {
   if (server_ != nullptr) server_->Stop();
 }
 
+ClientCounts ClientFrontend::Counts() const {
+  if (server_ == nullptr) return {};
+  const ServiceCounters c = server_->counters();
+  return ClientCounts{c.requests, c.rejected, c.refused_unauthenticated, c.refused_role};
+}
+
 void ClientFrontend::SetCnAddressSource(std::function<std::vector<std::string>()> source) {
   if (server_ != nullptr) server_->service().SetCnAddressSource(std::move(source));
 }

@@ -30,6 +30,7 @@ class ClientFrontend final : public CnFrontend {
   Result<std::string> Start(Cluster& cluster, uint16_t cn) override;
   void Stop() override;
   void SetCnAddressSource(std::function<std::vector<std::string>()> source) override;
+  ClientCounts Counts() const override;
 
  private:
   std::shared_ptr<ServiceDirectory> directory_;

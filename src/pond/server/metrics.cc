@@ -164,6 +164,19 @@ std::vector<MetricFamily> BuildFamilies(const DaemonMetrics& m) {
              "stops, and while a failure cannot be declared")
         .Sample(m.totals.has_value() && whole ? 1 : 0);
     if (m.totals.has_value() && m.cn.has_value()) AddCn(f, *m.totals, m.before_serving, *m.cn);
+    if (m.clients.has_value()) {
+      f.Family("pond_client_requests_total", MetricType::Counter,
+               "Client requests this CN answered: Execute, Call and interactive steps")
+          .Sample(d(m.clients->requests));
+      f.Family("pond_client_rejected_total", MetricType::Counter,
+               "Client requests answered REJECTED: refused before anything ran")
+          .Sample(d(m.clients->rejected));
+      f.Family("pond_client_refused_total", MetricType::Counter,
+               "Client requests and streams refused by the access rules: a caller they do not "
+               "know, or a request beyond its role")
+          .Sample(d(m.clients->refused_unauthenticated), {{"reason", "unauthenticated"}})
+          .Sample(d(m.clients->refused_role), {{"reason", "role"}});
+    }
   } else {
     f.Family("pond_region_bytes", MetricType::Gauge, "Bytes of the region this MN serves")
         .Sample(d(m.region_bytes));
@@ -259,6 +272,7 @@ DaemonMetrics MetricsServer::Snapshot() const {
     m.totals = attached_->Stats();
     m.cn = attached_->GetCnStats(cn_);
     m.before_serving = attached_stats_;
+    if (clients_) m.clients = clients_();
   }
   return m;
 }
@@ -270,9 +284,15 @@ void MetricsServer::AttachCluster(const Cluster* cluster, uint16_t cn) {
   attached_stats_ = cluster->Stats();
 }
 
+void MetricsServer::AttachClients(std::function<ClientCounts()> counts) {
+  std::lock_guard lock(mu_);
+  clients_ = std::move(counts);
+}
+
 void MetricsServer::DetachCluster() {
   std::lock_guard lock(mu_);
   attached_ = nullptr;
+  clients_ = nullptr;
 }
 
 }  // namespace pond::server

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,12 @@ class Exposer;
 
 namespace pond::server {
 
+// A CN's client front end: what it answered, and whom it refused (docs/clients.md "Roles").
+struct ClientCounts {
+  uint64_t requests = 0, rejected = 0;
+  uint64_t refused_unauthenticated = 0, refused_role = 0;
+};
+
 // One scrape's worth: what the text is made of. Separate from the server so that the format is
 // tested without one.
 struct DaemonMetrics {
@@ -42,6 +49,8 @@ struct DaemonMetrics {
   // Its counts when it began to serve: what making or joining the tables cost (CN 0 loads them),
   // shown apart so that operations per commit read right.
   ClusterStats before_serving;
+  // A CN taking clients.
+  std::optional<ClientCounts> clients;
   // An MN.
   uint64_t region_bytes = 0;
   uint64_t beats = 0;
@@ -72,6 +81,8 @@ class MetricsServer {
 
   // A CN: scrapes read CN `cn` of `cluster` from now until DetachCluster returns.
   void AttachCluster(const Cluster* cluster, uint16_t cn);
+  // A CN taking clients: scrapes read `counts` from now until DetachCluster returns.
+  void AttachClients(std::function<ClientCounts()> counts);
   void DetachCluster();
   // An MN: its region's size, and one more beat.
   void SetRegionBytes(uint64_t bytes) { region_bytes_ = bytes; }
@@ -95,7 +106,8 @@ class MetricsServer {
   mutable std::mutex mu_;  // held while a scrape reads the cluster, and to change it
   const Cluster* attached_ = nullptr;
   uint16_t cn_ = 0;
-  ClusterStats attached_stats_;  // the cluster's counts when it was attached
+  ClusterStats attached_stats_;            // the cluster's counts when it was attached
+  std::function<ClientCounts()> clients_;  // guarded by mu_
   std::atomic<uint64_t> region_bytes_{0};
   std::atomic<uint64_t> beats_{0};
   std::atomic<uint16_t> incarnation_{0};

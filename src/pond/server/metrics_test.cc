@@ -98,8 +98,21 @@ TEST(MetricsTest, ServingCnShowsItsCounts) {
   EXPECT_EQ(s["pond_failures_declared_total{node=\"cn\"}"], 1);
   EXPECT_EQ(s["pond_recoveries_total"], 1);
   EXPECT_EQ(s["pond_membership_epoch"], 3);
+  EXPECT_EQ(s.count("pond_client_refused_total{reason=\"role\"}"), 0u) << "no front end, no counts";
   EXPECT_NE(text.find("# TYPE pond_commits_total counter"), std::string::npos) << text;
   EXPECT_NE(text.find("# TYPE pond_commit_latency_seconds histogram"), std::string::npos);
+}
+
+// A CN taking clients says what it answered and whom its access rules refused, and why.
+TEST(MetricsTest, ClientRefusalsAreCountedByReason) {
+  DaemonMetrics m = ServingCn();
+  m.clients =
+      ClientCounts{.requests = 40, .rejected = 9, .refused_unauthenticated = 3, .refused_role = 5};
+  std::map<std::string, double> s = Samples(MetricsText(m));
+  EXPECT_EQ(s["pond_client_requests_total"], 40);
+  EXPECT_EQ(s["pond_client_rejected_total"], 9);
+  EXPECT_EQ(s["pond_client_refused_total{reason=\"unauthenticated\"}"], 3);
+  EXPECT_EQ(s["pond_client_refused_total{reason=\"role\"}"], 5);
 }
 
 // With the coordination service gone and a CN dead undeclared, a CN says so and stops saying it

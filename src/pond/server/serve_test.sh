@@ -219,6 +219,32 @@ else
   fail "pond serve --workload tpcc did not start"; cat "$tmp/tpcc.err"
 fi
 addr="$main_addr" spid="$main_spid"
+
+# Roles (docs/clients.md "Roles"): an access file naming root admin, and a read-only token made
+# by pond token; a certificate of the cluster the file does not name gets nothing.
+printf '[users]\nroot = "admin"\n' >"$tmp/access.toml"
+"$pond" token --access "$tmp/access.toml" --name viewer --role read-only --days 1 \
+  >"$tmp/viewer.token" 2>"$tmp/err" && grep -q 'name = "viewer"' "$tmp/access.toml" &&
+  ! grep -q "$(cat "$tmp/viewer.token")" "$tmp/access.toml" &&
+  ok "pond token: a read-only token, its hash (not it) in the access file" || { fail "pond token"; cat "$tmp/err"; }
+"$pond" certs --certs-dir "$tmp/certs" --client other >/dev/null 2>&1
+if start_serve roles --certs-dir "$tmp/certs" --access "$tmp/access.toml" --table kv:16:64; then
+  viewer=(client --certs-dir "$tmp/certs" --token-file "$tmp/viewer.token" --connect "$addr")
+  "$pond" "${viewer[@]}" get kv 3 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "^kv 3: not found$" "$tmp/out" &&
+    ok "a read-only token reads (kv 3: not found)" || fail "token read: exit $rc, $(cat "$tmp/out" "$tmp/err")"
+  expect 4 "a read-only token's put: REJECTED, exit 4" "token:viewer is read-only" \
+    "${viewer[@]}" put kv 3 x
+  expect 4 "a certificate the access file does not name: REJECTED, exit 4" "not in the access file" \
+    client --certs-dir "$tmp/certs" --user other --connect "$addr" describe
+  expect 0 "root, an admin, writes" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" put kv 3 x
+  kill -TERM "$spid"
+else
+  fail "pond serve --access did not start"; cat "$tmp/roles.err"
+fi
+expect 2 "serve --access with --insecure" "needs TLS" serve --insecure --access "$tmp/access.toml"
+addr="$main_addr" spid="$main_spid"
 # Too little memory for what is served: refused before anything starts, naming a size that fits.
 expect 2 "serve tpcc with too little memory: one line, exit 2" \
   "region-mib 64 cannot hold the served tables.*give --region-mib [0-9]" \

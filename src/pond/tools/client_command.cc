@@ -79,8 +79,10 @@ int RunClient(ClientArgs a, const std::string& sub) {
   }
   auto connected = client::Client::Connect(a.address, o);
   if (!connected.ok()) {
-    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), connected.status().message().c_str());
-    return kExitUnreachable;
+    const Status& st = connected.status();
+    std::fprintf(stderr, "pond %s: %s%s\n", what.c_str(),
+                 st.code() == Code::kPermissionDenied ? "REJECTED: " : "", st.message().c_str());
+    return st.code() == Code::kPermissionDenied ? kExitRejected : kExitUnreachable;
   }
   client::Client& c = **connected;
   Result<client::Description> d = c.Describe();

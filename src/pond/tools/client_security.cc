@@ -1,5 +1,9 @@
 #include "pond/tools/client_security.h"
 
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
 #include "pond/server/certs.h"
 
 namespace pond::tools {
@@ -18,6 +22,12 @@ void AddClientSecurityFlags(CLI::App* cmd, ClientSecurityFlags* f, const std::st
   cmd->add_option("--user", f->user,
                   what + "the client certificate to show: client.USER.crt in the certs directory")
       ->capture_default_str();
+  cmd->add_option("--token-file", f->token_file,
+                  what +
+                      "prove who this client is with the bearer token in FILE (pond token "
+                      "makes one) instead of a client certificate; TLS with the certs "
+                      "directory's ca.crt")
+      ->type_name("FILE");
   cmd->add_flag("--insecure", f->insecure,
                 what + "plaintext, no TLS: only against a server started with --insecure");
 }
@@ -31,15 +41,35 @@ Status ApplyClientSecurity(const ClientSecurityFlags& f, client::ClientOptions* 
   }
   if (given > 1) return InvalidArgument("--certs-dir, --dir and --insecure: give one");
   if (f.insecure) {
+    if (!f.token_file.empty()) return InvalidArgument("--token-file goes only over TLS");
     o->insecure = true;
     o->tls.reset();
     return Status::Ok();
   }
-  Result<client::ClientTls> tls =
-      server::ReadClientTls(f.dir.empty() ? f.certs_dir : UpCertsDir(f.dir), f.user);
-  if (!tls.ok()) return tls.status();
-  o->tls = std::move(tls).value();
+  const std::string dir = f.dir.empty() ? f.certs_dir : UpCertsDir(f.dir);
   o->insecure = false;
+  if (f.token_file.empty()) {
+    Result<client::ClientTls> tls = server::ReadClientTls(dir, f.user);
+    if (!tls.ok()) return tls.status();
+    o->tls = std::move(tls).value();
+    return Status::Ok();
+  }
+  std::ifstream in(f.token_file, std::ios::binary);
+  std::ostringstream token;
+  if (!in || !(token << in.rdbuf()))
+    return NotFound("--token-file " + f.token_file + ": cannot be read");
+  o->bearer_token = token.str();
+  while (!o->bearer_token.empty() &&
+         std::isspace(static_cast<unsigned char>(o->bearer_token.back()))) {
+    o->bearer_token.pop_back();
+  }
+  if (o->bearer_token.empty()) return InvalidArgument("--token-file " + f.token_file + " is empty");
+  std::ifstream ca(dir + "/" + server::kCaCert, std::ios::binary);
+  std::ostringstream ca_pem;
+  if (!ca || !(ca_pem << ca.rdbuf())) {
+    return NotFound(dir + "/" + server::kCaCert + ": cannot be read");
+  }
+  o->tls = client::ClientTls{.ca_pem = ca_pem.str()};
   return Status::Ok();
 }
 
@@ -48,6 +78,11 @@ void AddServerSecurityFlags(CLI::App* cmd, ServerSecurityFlags* f) {
                   "serve clients over TLS with ca.crt, node.crt and node.key from DIR, taking "
                   "only clients with a certificate ca.crt signed (pond certs makes them)")
       ->type_name("DIR");
+  cmd->add_option("--access", f->access_file,
+                  "who may do what: client certificates and bearer tokens with their roles, a "
+                  "TOML file read at start (docs/clients.md \"Roles\"); default: every client "
+                  "with a certificate the CA signed is admin")
+      ->type_name("FILE");
   cmd->add_flag("--insecure", f->insecure,
                 "serve clients in plaintext, with no TLS and no client certificates: anyone who "
                 "reaches the port can do anything");
@@ -61,6 +96,12 @@ Status ApplyServerSecurity(const ServerSecurityFlags& f, const std::string& comm
                    : command +
                          " serves clients over TLS: give --certs-dir DIR (ca.crt, node.crt, "
                          "node.key; pond certs makes them), or --insecure for plaintext");
+  }
+  if (!f.access_file.empty()) {
+    if (f.insecure) return InvalidArgument("--access needs TLS: not with --insecure");
+    Result<server::Access> access = server::Access::Load(f.access_file);
+    if (!access.ok()) return InvalidArgument("--access: " + access.status().message());
+    o->access = std::move(access).value();
   }
   if (f.insecure) {
     o->insecure = true;

@@ -15,18 +15,21 @@ struct ClientSecurityFlags {
   std::string certs_dir;  // ca.crt and client.USER.crt/.key (server/certs.h)
   std::string dir;        // a `pond up` directory: its certs/ is the certs directory
   std::string user = server::kRootUser;
+  std::string token_file;  // a bearer token in place of the client certificate
   bool insecure = false;
 };
 
-// --certs-dir, --dir, --user and --insecure on `cmd`; `f` must outlive the parse. `what` says
-// what the flags are for in their help ("" for a client command, "with --connect: " for bench).
+// --certs-dir, --dir, --user, --token-file and --insecure on `cmd`; `f` must outlive the parse.
+// `what` says what the flags are for in their help ("" for a client command, "with --connect: " for
+// bench).
 void AddClientSecurityFlags(CLI::App* cmd, ClientSecurityFlags* f, const std::string& what = "");
 // Sets o->tls from the certs directory (read now) or o->insecure: InvalidArgument, one line,
 // when neither or both are asked for, NotFound naming a missing file.
 Status ApplyClientSecurity(const ClientSecurityFlags& f, client::ClientOptions* o);
 
 struct ServerSecurityFlags {
-  std::string certs_dir;  // ca.crt, node.crt and node.key
+  std::string certs_dir;    // ca.crt, node.crt and node.key
+  std::string access_file;  // who may do what (server/access.h); none: every client is admin
   bool insecure = false;
 };
 void AddServerSecurityFlags(CLI::App* cmd, ServerSecurityFlags* f);

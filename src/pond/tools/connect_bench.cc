@@ -479,8 +479,8 @@ void AddConnectFlags(CLI::App* cmd, ConnectFlags* f) {
 
 Status CheckConnectFlags(const CLI::App& cmd, const ConnectFlags& f) {
   if (f.address.empty()) {
-    for (const char* flag :
-         {"--clients", "--pipeline", "--certs-dir", "--dir", "--user", "--insecure"}) {
+    for (const char* flag : {"--clients", "--pipeline", "--certs-dir", "--dir", "--user",
+                             "--token-file", "--insecure"}) {
       if (cmd.get_option_no_throw(flag) != nullptr && cmd.count(flag) > 0) {
         return InvalidArgument(std::string(flag) + " goes with --connect");
       }

@@ -1,7 +1,10 @@
 // `pond mn`, `pond up` and `pond down`: Pond as separate processes (server/). docs/deploy.md.
+#include <ctime>
+#include <fstream>
 #include <memory>
 #include <string>
 
+#include "pond/server/access.h"
 #include "pond/server/certs.h"
 #include "pond/server/cn_daemon.h"
 #include "pond/server/cn_frontend.h"
@@ -263,6 +266,54 @@ void AddCertsCommand(CLI::App& root, CommandAction* action) {
     };
   });
 }
+// `pond token`: a bearer token made, its hash added to an access file, the token printed once.
+void AddTokenCommand(CLI::App& root, CommandAction* action) {
+  auto access = std::make_shared<std::string>();
+  auto name = std::make_shared<std::string>();
+  auto role = std::make_shared<std::string>();
+  auto days = std::make_shared<double>(90);
+  CLI::App* cmd = root.add_subcommand(
+      "token",
+      "Make a bearer token for a client: its hash and role go into the access file, the token "
+      "to stdout, once (docs/clients.md \"Roles\")");
+  cmd->add_option("--access", *access, "the access file (made if absent)")->required();
+  cmd->add_option("--name", *name, "who the token is for (a-z, 0-9, '_', '-')")->required();
+  cmd->add_option("--role", *role, "read-only, read-write or admin")->required();
+  cmd->add_option("--days", *days, "how long it is good for")
+      ->check(CLI::Range(0.001, 36500.0))
+      ->capture_default_str();
+  cmd->callback([access, name, role, days, action] {
+    Result<server::Role> r = server::RoleByName(*role);
+    if (!r.ok()) throw CLI::ValidationError("--role", r.status().message());
+    if (name->empty() || name->size() > 64 ||
+        name->find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos) {
+      throw CLI::ValidationError("--name", "1 to 64 of a-z, 0-9, '_' and '-'");
+    }
+    const server::Role granted = *r;
+    *action = [access, name, days, granted] {
+      auto fail = [](const std::string& m) {
+        std::fprintf(stderr, "pond token: %s\n", m.c_str());
+        return 1;
+      };
+      // The file must stay one the CNs read: refuse to add to one they would refuse.
+      if (std::ifstream(*access).good()) {
+        Result<server::Access> now = server::Access::Load(*access);
+        if (!now.ok()) return fail(now.status().message());
+      }
+      Result<std::string> token = server::NewToken();
+      if (!token.ok()) return fail(token.status().message());
+      const auto expires =
+          static_cast<int64_t>(std::time(nullptr)) + static_cast<int64_t>(*days * 86400);
+      std::ofstream out(*access, std::ios::app);
+      out << server::TokenEntry(*name, granted, *token, expires);
+      if (!out.flush()) return fail(*access + ": cannot write");
+      std::printf("%s\n", token->c_str());
+      std::fprintf(stderr, "pond token: %s (%s) added to %s; CNs read it when they start\n",
+                   name->c_str(), server::RoleName(granted), access->c_str());
+      return 0;
+    };
+  });
+}
 }  // namespace
 
 void AddDaemonCommands(CLI::App& root, CommandAction* action) {
@@ -273,6 +324,7 @@ void AddDaemonCommands(CLI::App& root, CommandAction* action) {
   AddRestartCommand(root, action);
   AddDownCommand(root, action);
   AddCertsCommand(root, action);
+  AddTokenCommand(root, action);
 }
 
 }  // namespace pond::tools
