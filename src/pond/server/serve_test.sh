@@ -239,6 +239,22 @@ if start_serve roles --certs-dir "$tmp/certs" --access "$tmp/access.toml" --tabl
   expect 4 "a certificate the access file does not name: REJECTED, exit 4" "not in the access file" \
     client --certs-dir "$tmp/certs" --user other --connect "$addr" describe
   expect 0 "root, an admin, writes" "^COMMITTED$" client --certs-dir "$tmp/certs" --connect "$addr" put kv 3 x
+  # The same refusals from Python: the read-only token's put, and another CA's client.
+  timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --certs-dir "$tmp/certs" \
+    --token-file "$tmp/viewer.token" --connect "$addr" --table kv >"$tmp/py.out" 2>&1
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "put: REJECTED: token:viewer is read-only" "$tmp/py.out" &&
+    ok "Python, a read-only token: its put REJECTED with the reason" || { fail "Python, read-only token (exit $rc)"; cat "$tmp/py.out"; }
+  timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --certs-dir "$tmp/other" \
+    --connect "$addr" --table kv >"$tmp/py.out" 2>&1
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "cannot reach $addr: UNAVAILABLE" "$tmp/py.out" &&
+    ok "Python, another CA's client: refused at the handshake" || { fail "Python, another CA (exit $rc)"; cat "$tmp/py.out"; }
+  timeout 60 /usr/bin/python3 "$example" --stubs "$stubs" --certs-dir "$tmp/certs" --user other \
+    --connect "$addr" --table kv >"$tmp/py.out" 2>&1
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "UNAUTHENTICATED: client certificate \"other\" is not in the access file" "$tmp/py.out" &&
+    ok "Python, a certificate the access file does not name: UNAUTHENTICATED" || { fail "Python, unnamed certificate (exit $rc)"; cat "$tmp/py.out"; }
   kill -TERM "$spid"
 else
   fail "pond serve --access did not start"; cat "$tmp/roles.err"
