@@ -73,22 +73,35 @@ TEST(CertsTest, MakesACaNodeAndClientsAndKeepsWhatIsThere) {
   EXPECT_NE(missing.status().message().find("client.nobody.crt"), std::string::npos);
 }
 
-class TlsTest : public ::testing::Test {
+// The bank served over TLS with the certificates in dir_, and `access`'s rules.
+class TlsServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = FreshDir("tls");
-    ASSERT_TRUE(MakeCerts(dir_.string(), CertsOptions{}).ok());
+  void StartServer(Access access) {
     bank_ = StartBank();
     ClientServiceOptions o = TestOptions();
     o.insecure = false;
     o.tls = ReadServerTls(dir_.string()).value();
+    o.access = std::move(access);
     auto s = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
     server_ = std::move(s).value();
   }
   void TearDown() override {
     if (server_) server_->Stop();
-    bank_.cluster->StopServing();
+    if (bank_.cluster) bank_.cluster->StopServing();
+  }
+
+  fs::path dir_;
+  Bank bank_;
+  std::unique_ptr<ClientServer> server_;
+};
+
+class TlsTest : public TlsServerTest {
+ protected:
+  void SetUp() override {
+    dir_ = FreshDir("tls");
+    ASSERT_TRUE(MakeCerts(dir_.string(), CertsOptions{}).ok());
+    StartServer(Access::Open());
   }
 
   // Connects with `o` and says whether a read-write request commits through it.
@@ -96,10 +109,6 @@ class TlsTest : public ::testing::Test {
     o.timeout_ms = 2000;
     return client::Client::Connect(server_->address(), o);
   }
-
-  fs::path dir_;
-  Bank bank_;
-  std::unique_ptr<ClientServer> server_;
 };
 
 TEST_F(TlsTest, AClientWithTheClustersCertificateCommits) {
@@ -191,7 +200,7 @@ TEST(AccessTest, RolesAndTokensFromTheFileAndBadFilesRefused) {
 }
 
 // A server with access rules: root admin, reader read-only, a read-write token and an expired one.
-class RolesTest : public ::testing::Test {
+class RolesTest : public TlsServerTest {
  protected:
   void SetUp() override {
     dir_ = FreshDir("roles");
@@ -204,18 +213,7 @@ class RolesTest : public ::testing::Test {
         "[users]\nroot = \"admin\"\nreader = \"read-only\"\n" +
         TokenEntry("writer", Role::kReadWrite, writer_token_, std::time(nullptr) + 3600) +
         TokenEntry("old", Role::kAdmin, expired_token_, std::time(nullptr) - 1);
-    bank_ = StartBank();
-    ClientServiceOptions o = TestOptions();
-    o.insecure = false;
-    o.tls = ReadServerTls(dir_.string()).value();
-    o.access = Access::Parse(rules, "rules").value();
-    auto s = ClientServer::Start(*bank_.cluster, bank_.dir, "127.0.0.1:0", o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
-    server_ = std::move(s).value();
-  }
-  void TearDown() override {
-    if (server_) server_->Stop();
-    bank_.cluster->StopServing();
+    StartServer(Access::Parse(rules, "rules").value());
   }
   Result<std::unique_ptr<client::Client>> As(const std::string& user) {
     client::ClientOptions o;
@@ -231,10 +229,7 @@ class RolesTest : public ::testing::Test {
     return client::Client::Connect(server_->address(), o);
   }
 
-  fs::path dir_;
   std::string writer_token_, expired_token_;
-  Bank bank_;
-  std::unique_ptr<ClientServer> server_;
 };
 
 TEST_F(RolesTest, AReaderReadsAndIsRefusedEveryWriteWithTheReason) {
