@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Smoke test of service_sitting.sh: a tiny sitting (1000 accounts, 1 s per run) must print a
-# table of seven rows (two `pond up` clusters', of 3 and 1 CN daemons, among them) with a
-# positive throughput and CPU in each, write its JSON and plot, and leave no server behind; a bad flag must exit 2 with one line on stderr, before anything runs.
+# table of eight rows (pond serve plaintext and over TLS, two `pond up` clusters', of 3 and 1 CN
+# daemons, among them) with a positive throughput and CPU in each, write its JSON and plot, and leave no server behind; a bad flag must exit 2 with one line on stderr, before anything runs.
 # Usage: service_sitting_test.sh PATH_TO_POND (noop_rpc beside it). PostgreSQL 15 and
 # python3-matplotlib are dependencies (scripts/install-deps.sh): without them the test fails.
 set -uo pipefail
@@ -37,12 +37,12 @@ else
   bad=$(grep '^| \(PostgreSQL\|Pond embedded\|pond serve\|no-op RPC\|pond up\)' "$out/s.out" | awk -F'|' '
     function pos(x) { gsub(/[ ,]/, "", x); return x ~ /^[0-9]+(\.[0-9]+)?$/ && x + 0 > 0 }
     !(pos($3) && pos($7) && pos($8)) { n++ } END { print n + 0 }')
-  [ "$rows" -eq 7 ] && [ "$bad" -eq 0 ] && ok "seven rows, each with a throughput and CPU" ||
+  [ "$rows" -eq 8 ] && [ "$bad" -eq 0 ] && ok "eight rows, each with a throughput and CPU" ||
     { fail "the table ($rows rows, $bad without numbers)"; cat "$out/s.out"; }
   /usr/bin/python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-assert len(d["rows"]) == 7 and all(r["cpu_us_per_txn"] > 0 for r in d["rows"])' "$out/s.json" &&
-    ok "the JSON has the seven rows" || fail "the JSON"
+assert len(d["rows"]) == 8 and all(r["cpu_us_per_txn"] > 0 for r in d["rows"])' "$out/s.json" &&
+    ok "the JSON has the eight rows" || fail "the JSON"
   [ -s "$out/s.png" ] && ok "the plot was drawn" || fail "no plot"
 fi
 if pgrep -f "noop_rpc --like" >/dev/null || pgrep -f -- "--cluster service-sitting" >/dev/null || pgrep -f "pond serve --listen 127.0.0.1:0 --workload smallbank --accounts 1000" >/dev/null; then

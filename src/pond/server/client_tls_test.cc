@@ -104,9 +104,11 @@ class TlsTest : public TlsServerTest {
     StartServer(Access::Open());
   }
 
-  // Connects with `o` and says whether a read-write request commits through it.
-  Result<std::unique_ptr<client::Client>> Connect(client::ClientOptions o) {
-    o.timeout_ms = 2000;
+  // Connects with `o`. A refused handshake looks like a server not there yet, which Connect
+  // tries again until its timeout: short for the refusals, long for a client that must get in.
+  Result<std::unique_ptr<client::Client>> Connect(client::ClientOptions o,
+                                                  uint32_t timeout_ms = 1000) {
+    o.timeout_ms = timeout_ms;
     return client::Client::Connect(server_->address(), o);
   }
 };
@@ -114,7 +116,7 @@ class TlsTest : public TlsServerTest {
 TEST_F(TlsTest, AClientWithTheClustersCertificateCommits) {
   client::ClientOptions o;
   o.tls = ReadClientTls(dir_.string(), kRootUser).value();
-  auto c = Connect(o);
+  auto c = Connect(o, 10'000);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   client::CallReply r = (*c)->Call("bank.transfer", TransferArgs(0, 1, 5));
   EXPECT_TRUE(r.answer.committed()) << r.answer.ToString();

@@ -68,23 +68,35 @@ void PrintDescription(const client::Description& d) {
   }
 }
 
+// Connects as `a` says, with options `*o` (its TLS or plaintext set here): 0 and the client in
+// `*out`, or the exit code, said in one line on stderr — bad flags 2, refused by the server's
+// access rules as REJECTED, unreachable otherwise.
+int ConnectAs(const ClientArgs& a, const std::string& what, client::ClientOptions* o,
+              std::unique_ptr<client::Client>* out) {
+  o->timeout_ms = a.timeout_ms;
+  if (Status st = ApplyClientSecurity(a.security, o); !st.ok()) {
+    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.message().c_str());
+    return 2;
+  }
+  auto connected = client::Client::Connect(a.address, *o);
+  if (!connected.ok()) {
+    const Status& st = connected.status();
+    const bool refused = st.code() == Code::kPermissionDenied;
+    std::fprintf(stderr, "pond %s: %s%s\n", what.c_str(), refused ? "REJECTED: " : "",
+                 st.message().c_str());
+    return refused ? kExitRejected : kExitUnreachable;
+  }
+  *out = std::move(connected).value();
+  return 0;
+}
+
 int RunClient(ClientArgs a, const std::string& sub) {
   const std::string what = "client " + sub;
   QuietGrpcLog();
   client::ClientOptions o;
-  o.timeout_ms = a.timeout_ms;
-  if (Status st = ApplyClientSecurity(a.security, &o); !st.ok()) {
-    std::fprintf(stderr, "pond %s: %s\n", what.c_str(), st.message().c_str());
-    return 2;
-  }
-  auto connected = client::Client::Connect(a.address, o);
-  if (!connected.ok()) {
-    const Status& st = connected.status();
-    std::fprintf(stderr, "pond %s: %s%s\n", what.c_str(),
-                 st.code() == Code::kPermissionDenied ? "REJECTED: " : "", st.message().c_str());
-    return st.code() == Code::kPermissionDenied ? kExitRejected : kExitUnreachable;
-  }
-  client::Client& c = **connected;
+  std::unique_ptr<client::Client> connected;
+  if (const int rc = ConnectAs(a, what, &o, &connected); rc != 0) return rc;
+  client::Client& c = *connected;
   Result<client::Description> d = c.Describe();
   if (!d.ok()) {
     std::fprintf(stderr, "pond %s: %s\n", what.c_str(), d.status().message().c_str());
