@@ -159,14 +159,23 @@ EOF
   done
   [ "$i" -lt 300 ] || { tail -n 3 "$dir/zookeeper-0.log" >&2; false; }
 
-  # The spec, as docs/deploy.md says to write it by hand.
+  # The cluster's security material (docs/deploy.md "Security"): one CA, a node certificate good
+  # for every host's address, which is what clients dial, and the secret every daemon holds.
+  local sans=()
+  for ((h = 0; h < hosts; h++)); do sans+=(--host "$(addr_of "$h")"); done
+  "$pond" certs --certs-dir "$dir/certs" --host localhost --host 127.0.0.1 "${sans[@]}" >/dev/null
+  local secret
+  secret=$(cat "$dir/certs/cluster.secret")
+
+  # The spec, as docs/deploy.md says to write it by hand: guarded by the secret.
   local spec
   spec=$(printf '{"mns":%d,"cns":%d,"replication":%d,"region_mib":64,"ucx_tls":"tcp","ucx_net_devices":"eth0","lease_ms":%d}' \
     "$hosts" "$hosts" "$replication" "$lease_ms")
   # ZooKeeper listens before it serves, and zkCli then fails its create with ConnectionLoss
   # (exit 1), more so on a loaded machine: try again, as a create that landed says "exists".
   for ((i = 0; i < 10; i++)); do
-    printf 'create /pond ""\ncreate /pond/pond ""\ncreate /pond/pond/spec %s\nquit\n' "'$spec'" |
+    printf 'addauth digest pond:%s\ncreate /pond "" world:anyone:cr,auth::cdrwa\ncreate /pond/pond "" auth::cdrwa,world:anyone:r\ncreate /pond/pond/spec %s auth::cdrwa,world:anyone:r\nquit\n' \
+      "$secret" "'$spec'" |
       ip netns exec "$(ns_of 0)" env JVMFLAGS=-Xmx64m /usr/share/zookeeper/bin/zkCli.sh \
         -server "$(addr_of 0):$zk_port" >"$dir/spec.out" 2>&1 || true
     grep -q "Created /pond/pond/spec\|Node already exists: /pond/pond/spec" "$dir/spec.out" && break
@@ -177,16 +186,12 @@ EOF
   source "$dir/hosts.env"
   for ((h = 0; h < hosts; h++)); do
     start_in "$h" "$dir/mn-$h.log" "mn_$h" "$pond" mn --coord "$coord" --id "$h" \
-      --metrics "$(addr_of "$h"):9400" --ucx-net-devices "$(ifname_of "$h")"
+      --metrics "$(addr_of "$h"):9400" --ucx-net-devices "$(ifname_of "$h")" \
+      --certs-dir "$dir/certs"
   done
   for ((h = 0; h < hosts; h++)); do
     await_line "$dir/mn-$h.log" "serving" 30 || { tail -n 3 "$dir/mn-$h.log" >&2; false; }
   done
-  # The CNs' TLS material (docs/deploy.md "Security"): one CA, and a node certificate good for
-  # every host's address, which is what clients dial.
-  local sans=()
-  for ((h = 0; h < hosts; h++)); do sans+=(--host "$(addr_of "$h")"); done
-  "$pond" certs --certs-dir "$dir/certs" --host localhost --host 127.0.0.1 "${sans[@]}" >/dev/null
   for ((h = 0; h < hosts; h++)); do
     start_in "$h" "$dir/cn-$h.log" "cn_$h" "$pond" cn --coord "$coord" --id "$h" --wait 60 \
       --listen 0.0.0.0:7400 --metrics "$(addr_of "$h"):9401" --certs-dir "$dir/certs" \

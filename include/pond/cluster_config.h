@@ -74,6 +74,9 @@ struct TransportConfig {
   // Those MNs must be fresh: an embedded cluster creates and loads its own tables.
   std::string coord;
   std::string cluster = "pond";
+  // With `coord`: the cluster's secret (docs/deploy.md "Security"), which its znodes are guarded
+  // by; "" for a cluster started with --insecure.
+  std::string coord_secret;
   // For "ucx" with `coord`: this process is CN `cn` alone of a cluster whose CNs are separate
   // processes (`pond cn` daemons; -1: this process is every CN). It publishes its workers'
   // addresses in the coordination service at Start and reaches the other CNs' workers by

@@ -29,6 +29,8 @@ inline Status CheckClusterName(const std::string& name) {
   return Status::Ok();
 }
 
+// Where all of a cluster's keys are: what its secret guards (zk_config_store.h's ZkGuard).
+inline std::string ClusterRoot(const std::string& cluster) { return "/pond/" + cluster; }
 // The cluster's spec (server/cluster_spec.h): what every daemon agrees on, as JSON.
 inline std::string SpecKey(const std::string& cluster) { return "/pond/" + cluster + "/spec"; }
 // MN `mn`'s descriptor (docs/formats.md "MN descriptor") while it serves; empty once it stopped.

@@ -1,8 +1,13 @@
 #include "pond/cluster/zk_config_store.h"
 
+#include <openssl/evp.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <utility>
+
+#include "pond/base/assert.h"
 
 namespace pond::cluster {
 
@@ -27,9 +32,43 @@ bool LostService(int rc) {
          rc == ZINVALIDSTATE || rc == ZCLOSING;
 }
 
+// ZooKeeper's digest scheme names a user by "USER:" + base64(SHA-1("USER:PASSWORD")).
+std::string DigestId(const std::string& user, const std::string& password) {
+  const std::string text = user + ":" + password;
+  unsigned char sha[EVP_MAX_MD_SIZE];
+  unsigned int sha_len = 0;
+  POND_CHECK(EVP_Digest(text.data(), text.size(), sha, &sha_len, EVP_sha1(), nullptr) == 1);
+  std::string b64(4 * ((sha_len + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()), sha, sha_len);
+  b64.resize(static_cast<size_t>(n));
+  return user + ":" + b64;
+}
+
+// The digest user a cluster's daemons are: the secret is what tells clusters apart.
+constexpr const char* kDigestUser = "pond";
+// Below a root this deep the walk stops: Pond's keys are three levels under it.
+constexpr int kGuardDepthMax = 8;
+
+std::string PermsText(int perms) {
+  std::string t;
+  for (auto [bit, c] : {std::pair{ZOO_PERM_CREATE, 'c'}, std::pair{ZOO_PERM_DELETE, 'd'},
+                        std::pair{ZOO_PERM_READ, 'r'}, std::pair{ZOO_PERM_WRITE, 'w'},
+                        std::pair{ZOO_PERM_ADMIN, 'a'}}) {
+    if ((perms & bit) != 0) t += c;
+  }
+  return t;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ZkConfigStore>> ZkConfigStore::Connect(const std::string& hosts,
+                                                              int session_timeout_ms,
+                                                              int connect_timeout_ms) {
+  return Connect(hosts, ZkGuard{}, session_timeout_ms, connect_timeout_ms);
+}
+
+Result<std::unique_ptr<ZkConfigStore>> ZkConfigStore::Connect(const std::string& hosts,
+                                                              const ZkGuard& guard,
                                                               int session_timeout_ms,
                                                               int connect_timeout_ms) {
   if (hosts.empty()) return InvalidArgument("no ZooKeeper address (HOST:PORT) given");
@@ -54,7 +93,121 @@ Result<std::unique_ptr<ZkConfigStore>> ZkConfigStore::Connect(const std::string&
     return Unavailable("no ZooKeeper server answered at " + hosts + " within " +
                        std::to_string(connect_timeout_ms) + " ms");
   }
+  lock.unlock();
+  POND_RETURN_IF_ERROR(s->Authenticate(guard));
   return s;
+}
+
+Status ZkConfigStore::Authenticate(const ZkGuard& guard) {
+  guard_ = guard;
+  if (!guard_.secret.empty()) {
+    digest_id_ = DigestId(kDigestUser, guard_.secret);
+    // Written before anything reads them; the ids point into digest_id_, which stays put.
+    char* digest = const_cast<char*>("digest");
+    char* id = digest_id_.data();
+    closed_acl_[0] = ACL{ZOO_PERM_ALL, Id{digest, id}};
+    closed_acl_[1] = ACL{ZOO_PERM_READ, ZOO_ANYONE_ID_UNSAFE};
+    above_acl_[0] = ACL{ZOO_PERM_ALL, Id{digest, id}};
+    above_acl_[1] = ACL{ZOO_PERM_READ | ZOO_PERM_CREATE, ZOO_ANYONE_ID_UNSAFE};
+    closed_ = ACL_vector{2, closed_acl_};
+    above_ = ACL_vector{2, above_acl_};
+    // The client keeps the credential and sends it again on every reconnection; a digest is
+    // never refused, so the answer only says the server has it.
+    struct Done {
+      std::mutex mu;
+      std::condition_variable cv;
+      bool done = false;
+      int rc = 0;
+    };
+    auto done = std::make_shared<Done>();
+    auto* ctx = new std::shared_ptr<Done>(done);
+    const std::string credential = std::string(kDigestUser) + ":" + guard_.secret;
+    int rc = zoo_add_auth(
+        zh_, "digest", credential.data(), static_cast<int>(credential.size()),
+        [](int rc, const void* data) {
+          auto* held = static_cast<std::shared_ptr<Done>*>(const_cast<void*>(data));
+          {
+            std::lock_guard<std::mutex> l((*held)->mu);
+            (*held)->done = true;
+            (*held)->rc = rc;
+            (*held)->cv.notify_all();
+          }
+          delete held;
+        },
+        ctx);
+    if (rc != ZOK) {
+      delete ctx;
+      return Unavailable(ZkError("authenticate", rc));
+    }
+    std::unique_lock<std::mutex> l(done->mu);
+    if (!done->cv.wait_for(l, std::chrono::seconds(10), [&] { return done->done; })) {
+      return Unavailable("zookeeper: authenticate: no answer within 10 s");
+    }
+    if (done->rc != ZOK) return Unavailable(ZkError("authenticate", done->rc));
+  }
+  if (guard_.root.empty()) return Status::Ok();
+  POND_RETURN_IF_ERROR(CheckConfigKey(guard_.root));
+  return CheckGuarded(guard_.root, 0);
+}
+
+Status ZkConfigStore::CheckGuarded(const std::string& path, int depth) const {
+  struct ACL_vector acl {};
+  struct Stat stat {};
+  int rc = zoo_get_acl(zh_, path.c_str(), &acl, &stat);
+  if (rc == ZNONODE) return Status::Ok();  // made later, guarded as this session makes it
+  if (rc != ZOK) return Unavailable(ZkError("read the ACL of " + path, rc));
+  bool ours = false, open = false;
+  std::string other;
+  for (int32_t i = 0; i < acl.count; i++) {
+    const ACL& a = acl.data[i];
+    const std::string scheme = a.id.scheme, id = a.id.id;
+    if (scheme == "world" && id == "anyone" && (a.perms & ZOO_PERM_WRITE) != 0) open = true;
+    if (scheme == "digest" && id == digest_id_) {
+      ours = (a.perms & ZOO_PERM_WRITE) != 0;
+    } else if ((a.perms & ~ZOO_PERM_READ) != 0 && other.empty()) {
+      other = scheme + ":" + id + " may " + PermsText(a.perms);
+    }
+  }
+  deallocate_ACL_vector(&acl);
+  if (guard_.secret.empty()) {
+    if (open) return Status::Ok();
+    return PermissionDenied("the znodes of " + path +
+                            " are closed to processes without the cluster's secret, and this "
+                            "one has none");
+  }
+  if (!ours && other.starts_with("digest:")) {
+    return PermissionDenied("znode " + path +
+                            " is guarded by another secret than this process's: is the "
+                            "certs directory this cluster's?");
+  }
+  if (!other.empty() || !ours) {
+    return PermissionDenied("znode " + path + " is not guarded by the cluster's secret" +
+                            (other.empty() ? "" : " alone (" + other + ")") +
+                            ": whoever reaches ZooKeeper could change the cluster; delete it, "
+                            "or start the cluster under another name");
+  }
+  if (depth >= kGuardDepthMax) return Status::Ok();
+  struct String_vector children {};
+  rc = zoo_get_children(zh_, path.c_str(), 0, &children);
+  if (rc == ZNONODE) return Status::Ok();
+  if (rc != ZOK) return Unavailable(ZkError("list " + path, rc));
+  Status st = Status::Ok();
+  for (int32_t i = 0; i < children.count && st.ok(); i++) {
+    st = CheckGuarded(path + "/" + children.data[i], depth + 1);
+  }
+  deallocate_String_vector(&children);
+  return st;
+}
+
+const struct ACL_vector* ZkConfigStore::AclFor(const std::string& path) const {
+  if (guard_.secret.empty()) return &ZOO_OPEN_ACL_UNSAFE;
+  // Below or at the root: the secret's holders'. Above it, and with no root named, a parent
+  // other clusters share (a key outside any root is not one of a cluster's).
+  const std::string& root = guard_.root;
+  const bool guarded =
+      !root.empty() && (path == root || (path.size() > root.size() && path.starts_with(root) &&
+                                         path[root.size()] == '/'));
+  return guarded || root.empty() ? &closed_ : &above_;
 }
 
 ZkConfigStore::~ZkConfigStore() {
@@ -103,8 +256,12 @@ Status ZkConfigStore::CreateParents(const std::string& key) {
   for (size_t slash = key.find('/', 1); slash != std::string::npos;
        slash = key.find('/', slash + 1)) {
     const std::string parent = key.substr(0, slash);
-    int rc = zoo_create(zh_, parent.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
-                        nullptr, 0);
+    int rc =
+        zoo_create(zh_, parent.c_str(), nullptr, -1, AclFor(parent), ZOO_PERSISTENT, nullptr, 0);
+    if (rc == ZNOAUTH) {
+      return PermissionDenied("zookeeper: create " + parent +
+                              ": refused (this process does not hold the cluster's secret)");
+    }
     if (rc != ZOK && rc != ZNODEEXISTS) {
       return Unavailable(ZkError("create " + parent, rc));
     }
@@ -125,7 +282,7 @@ Result<uint64_t> ZkConfigStore::PutIf(const std::string& key, std::span<const st
   struct Stat stat {};
   if (expected == 0) {
     POND_RETURN_IF_ERROR(CreateParents(key));
-    rc = zoo_create(zh_, key.c_str(), bytes, len, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT, nullptr, 0);
+    rc = zoo_create(zh_, key.c_str(), bytes, len, AclFor(key), ZOO_PERSISTENT, nullptr, 0);
     stat.version = 0;
   } else {
     if (expected > static_cast<uint64_t>(INT32_MAX)) {
@@ -134,6 +291,10 @@ Result<uint64_t> ZkConfigStore::PutIf(const std::string& key, std::span<const st
     rc = zoo_set2(zh_, key.c_str(), bytes, len, static_cast<int>(expected - 1), &stat);
   }
   if (rc == ZOK) return static_cast<uint64_t>(stat.version) + 1;
+  if (rc == ZNOAUTH) {
+    return PermissionDenied("zookeeper: put " + key +
+                            ": refused (this process does not hold the cluster's secret)");
+  }
   if (rc == ZNODEEXISTS || rc == ZBADVERSION || rc == ZNONODE) {
     return Conflict("version of " + key + " is not " + std::to_string(expected) + " (" +
                     zerror(rc) + ")");

@@ -179,6 +179,96 @@ TEST_F(ZkConfigStoreTest, ALostServerFailsCallsInsteadOfHanging) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// A session of the C client with no credential at all: what anyone who reaches ZooKeeper has.
+class Stranger {
+ public:
+  explicit Stranger(const std::string& hosts) {
+    zh_ = zookeeper_init(hosts.c_str(), nullptr, 4000, nullptr, nullptr, 0);
+    POND_CHECK(zh_ != nullptr);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (zoo_state(zh_) != ZOO_CONNECTED_STATE && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  ~Stranger() { zookeeper_close(zh_); }
+  zhandle_t* zh() { return zh_; }
+
+ private:
+  zhandle_t* zh_;
+};
+
+constexpr const char* kSecret = "0123456789abcdef0123456789abcdef";
+constexpr const char* kOtherSecret = "fedcba9876543210fedcba9876543210";
+
+// Issue 34's "a configuration write without the ZooKeeper secret is refused": the cluster's
+// znodes are its daemons' to change; anyone may read them; a stranger, a session without the
+// secret and a session with another cluster's secret can change nothing, and a daemon refuses
+// to start against a root that is open or another secret's.
+TEST_F(ZkConfigStoreTest, TheClustersSecretGuardsItsZnodes) {
+  Result<std::unique_ptr<ZkConfigStore>> guarded =
+      ZkConfigStore::Connect(zk_->address(), ZkGuard{"/pond/test", kSecret}, 4000, 10000);
+  ASSERT_TRUE(guarded.ok()) << guarded.status().ToString();
+  ExpectTheContract(**guarded, [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
+  const std::string key = "/pond/test/configuration";
+
+  // Without the secret: it reads, and every write is refused, the value unchanged.
+  std::unique_ptr<ZkConfigStore> open = MustConnect();
+  Result<Versioned> read = open->Get(key);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->version, 4u);
+  Result<uint64_t> put = open->PutIf(key, Bytes("epoch 5 by a stranger"), 4);
+  EXPECT_EQ(put.status().code(), Code::kPermissionDenied) << put.status().ToString();
+  EXPECT_EQ(open->PutIf("/pond/test/shards/9", Bytes("x"), 0).status().code(),
+            Code::kPermissionDenied);
+  Stranger stranger(zk_->address());
+  EXPECT_EQ(zoo_set(stranger.zh(), key.c_str(), "x", 1, -1), ZNOAUTH);
+  EXPECT_EQ(zoo_delete(stranger.zh(), key.c_str(), -1), ZNOAUTH);
+  EXPECT_EQ(zoo_create(stranger.zh(), "/pond/test/spec", "x", 1, &ZOO_OPEN_ACL_UNSAFE,
+                       ZOO_PERSISTENT, nullptr, 0),
+            ZNOAUTH);
+  EXPECT_EQ(zoo_set_acl(stranger.zh(), "/pond/test", -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH);
+  EXPECT_EQ(zoo_set_acl(stranger.zh(), key.c_str(), -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH);
+  EXPECT_EQ(zoo_set_acl(stranger.zh(), "/pond", -1, &ZOO_OPEN_ACL_UNSAFE), ZNOAUTH)
+      << "nor open the parent clusters share";
+  EXPECT_EQ(zoo_delete(stranger.zh(), "/pond/test", -1), ZNOAUTH) << "nor delete the root";
+  Result<Versioned> after = (*guarded)->Get(key);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->version, 4u);
+  EXPECT_EQ(Text(after->value), "epoch 4");
+
+  // Another cluster's secret: refused at the start, as a daemon with the wrong certs directory.
+  Result<std::unique_ptr<ZkConfigStore>> wrong =
+      ZkConfigStore::Connect(zk_->address(), ZkGuard{"/pond/test", kOtherSecret}, 4000, 10000);
+  EXPECT_EQ(wrong.status().code(), Code::kPermissionDenied) << wrong.status().ToString();
+  EXPECT_NE(wrong.status().message().find("another secret"), std::string::npos);
+  // An --insecure daemon against this closed cluster is told so at the start.
+  Result<std::unique_ptr<ZkConfigStore>> insecure =
+      ZkConfigStore::Connect(zk_->address(), ZkGuard{"/pond/test", ""}, 4000, 10000);
+  EXPECT_EQ(insecure.status().code(), Code::kPermissionDenied) << insecure.status().ToString();
+
+  // Another cluster beside it, with its own secret, under the same shared parent.
+  Result<std::unique_ptr<ZkConfigStore>> beside =
+      ZkConfigStore::Connect(zk_->address(), ZkGuard{"/pond/beside", kOtherSecret}, 4000, 10000);
+  ASSERT_TRUE(beside.ok()) << beside.status().ToString();
+  EXPECT_TRUE((*beside)->PutIf("/pond/beside/spec", Bytes("{}"), 0).ok());
+  EXPECT_EQ((*beside)->PutIf(key, Bytes("epoch 5 by a neighbour"), 4).status().code(),
+            Code::kPermissionDenied);
+
+  // A cluster whose znodes were made open (a stranger got there first, or it ran --insecure):
+  // a daemon with a secret refuses it, naming who else could change it.
+  ASSERT_TRUE(open->PutIf("/pond/made-open/spec", Bytes("{}"), 0).ok());
+  Result<std::unique_ptr<ZkConfigStore>> refused =
+      ZkConfigStore::Connect(zk_->address(), ZkGuard{"/pond/made-open", kSecret}, 4000, 10000);
+  EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("world:anyone"), std::string::npos)
+      << refused.status().message();
+  // Also when only a znode deep below a guarded root is open.
+  ASSERT_EQ(zoo_create(stranger.zh(), "/pond/beside/x", "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_PERSISTENT,
+                       nullptr, 0),
+            ZNOAUTH)
+      << "a stranger cannot plant one";
+}
+
 TEST(ZkConfigStoreConnectTest, NoServerIsUnavailableWithinTheTimeout) {
   // Port 1 on loopback: privileged, and nothing listens there.
   const auto start = std::chrono::steady_clock::now();

@@ -34,7 +34,9 @@ Result<std::unique_ptr<Fabric>> ConnectToMnDaemons(const ClusterConfig& c, uint6
                                                    std::unique_ptr<cluster::ZkConfigStore>* coord) {
   const TransportConfig& t = c.transport;
   POND_RETURN_IF_ERROR(cluster::CheckClusterName(t.cluster));
-  auto store = cluster::ZkConfigStore::Connect(t.coord);
+  auto store = cluster::ZkConfigStore::Connect(
+      t.coord, cluster::ZkGuard{cluster::ClusterRoot(t.cluster), t.coord_secret});
+  if (store.status().code() == Code::kPermissionDenied) return store.status();
   if (!store.ok()) {
     return Unavailable("cannot reach the coordination service at " + t.coord + ": " +
                        store.status().message());

@@ -10,6 +10,7 @@
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -229,6 +230,15 @@ Status MakeCerts(const std::string& dir_name, const CertsOptions& o) {
   if (ec) return Unavailable(dir_name + ": " + ec.message());
 
   const bool have_ca = fs::exists(dir / kCaCert);
+  // The secret is made with the CA, where a cluster begins (and added to a directory made before
+  // there was one, if it still signs).
+  if (!fs::exists(dir / kClusterSecret) && (!have_ca || fs::exists(dir / kCaKey))) {
+    unsigned char bytes[32];
+    if (RAND_bytes(bytes, sizeof(bytes)) != 1) return OpenSslError("cluster secret");
+    std::string hex;
+    for (unsigned char b : bytes) hex += {"0123456789abcdef"[b >> 4], "0123456789abcdef"[b & 15]};
+    POND_RETURN_IF_ERROR(WriteNew(dir / kClusterSecret, hex + "\n", 0600));
+  }
   const bool need_node = !fs::exists(dir / kNodeCert);
   std::vector<std::string> need_clients;
   for (const std::string& u : o.clients) {
@@ -295,6 +305,27 @@ Result<client::ClientTls> ReadClientTls(const std::string& dir_name, const std::
   t.cert_pem = std::move(cert).value();
   POND_ASSIGN_OR_RETURN(t.key_pem, ReadFile(dir / ClientKeyFile(user)));
   return t;
+}
+
+Result<std::string> ReadClusterSecret(const std::string& dir) {
+  const fs::path file = fs::path(dir) / kClusterSecret;
+  if (!fs::exists(file)) {
+    return NotFound("no " + file.string() + " (pond certs --certs-dir " + dir + " makes it)");
+  }
+  return ReadSecretFile(file.string());
+}
+
+Result<std::string> ReadSecretFile(const std::string& path) {
+  const fs::path file(path);
+  if (!fs::exists(file)) return NotFound("no " + path);
+  POND_ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.size() < kClusterSecretMin ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c > ' ' && c < 127; })) {
+    return InvalidArgument(file.string() + ": a secret is one line of at least " +
+                           std::to_string(kClusterSecretMin) + " printable characters, no spaces");
+  }
+  return text;
 }
 
 }  // namespace pond::server

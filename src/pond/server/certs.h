@@ -5,6 +5,9 @@
 //   ca.key                   its key: only where certificates are made (`pond certs`, `pond up`)
 //   node.crt, node.key       a CN's server certificate, naming every host clients reach CNs at
 //   client.NAME.crt, .key    a client's certificate; NAME (its subject's CN) is who the client is
+//   cluster.secret           what MNs and CNs prove they belong with: the cluster's znodes are
+//                            writable only by its holders (cluster/zk_config_store.h). Never
+//                            give it to a client.
 //
 // MakeCerts writes keys 0600 and never replaces a file that is there: a new CA would orphan every
 // certificate signed by the old one, so a directory is made once and then only added to.
@@ -22,6 +25,8 @@ inline constexpr const char* kCaCert = "ca.crt";
 inline constexpr const char* kCaKey = "ca.key";
 inline constexpr const char* kNodeCert = "node.crt";
 inline constexpr const char* kNodeKey = "node.key";
+inline constexpr const char* kClusterSecret = "cluster.secret";
+inline constexpr size_t kClusterSecretMin = 32;
 // The client `pond up` makes, and the one `pond client` and `pond bench --connect` present unless
 // told another (--user).
 inline constexpr const char* kRootUser = "root";
@@ -50,6 +55,12 @@ Result<ServerTls> ReadServerTls(const std::string& dir);
 // Reads ca.crt and client.USER.crt/.key from `dir` for a client: NotFound naming what is missing
 // (and `pond certs`, which makes it).
 Result<client::ClientTls> ReadClientTls(const std::string& dir, const std::string& user);
+
+// Reads cluster.secret from `dir` (MakeCerts writes 64 hex digits): NotFound naming the file,
+// InvalidArgument for a secret shorter than kClusterSecretMin or with blanks.
+Result<std::string> ReadClusterSecret(const std::string& dir);
+// The same for a secret file anywhere.
+Result<std::string> ReadSecretFile(const std::string& path);
 
 // The file names of a client's certificate and key in a certs directory.
 std::string ClientCertFile(const std::string& user);

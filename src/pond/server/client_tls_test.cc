@@ -43,11 +43,32 @@ TEST(CertsTest, MakesACaNodeAndClientsAndKeepsWhatIsThere) {
     EXPECT_TRUE(fs::exists(d / f)) << f;
   }
   // Keys are the owner's alone.
-  for (const char* f : {kCaKey, kNodeKey, "client.root.key"}) {
+  for (const char* f : {kCaKey, kNodeKey, "client.root.key", kClusterSecret}) {
     struct stat st {};
     ASSERT_EQ(::stat((d / f).c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0600u) << f;
   }
+  // The cluster's secret: 32 random bytes, kept like the certificates.
+  Result<std::string> secret = ReadClusterSecret(d.string());
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  EXPECT_EQ(secret->size(), 64u);
+  EXPECT_EQ(secret->find_first_not_of("0123456789abcdef"), std::string::npos);
+  const fs::path other = FreshDir("other");
+  ASSERT_TRUE(MakeCerts(other.string(), CertsOptions{}).ok());
+  EXPECT_NE(*ReadClusterSecret(other.string()), *secret) << "each cluster has its own";
+  // A secret a user wrote: one line, long enough, no blanks; a missing one names its file.
+  for (const char* bad : {"short\n", "has a space in it that is long enough to pass\n", ""}) {
+    std::ofstream(other / "bad.secret") << bad;
+    EXPECT_EQ(ReadSecretFile((other / "bad.secret").string()).status().code(),
+              Code::kInvalidArgument)
+        << bad;
+  }
+  std::ofstream(other / "good.secret") << std::string(40, 'k') << "\n";
+  EXPECT_EQ(*ReadSecretFile((other / "good.secret").string()), std::string(40, 'k'));
+  fs::remove(other / kClusterSecret);
+  Result<std::string> gone = ReadClusterSecret(other.string());
+  EXPECT_EQ(gone.status().code(), Code::kNotFound);
+  EXPECT_NE(gone.status().message().find("cluster.secret"), std::string::npos);
   const std::string ca = Slurp(d / kCaCert), node = Slurp(d / kNodeCert);
   // Again, with one more client: only that one is made; the CA and the node certificate stay.
   CertsOptions more;

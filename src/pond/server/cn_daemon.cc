@@ -95,6 +95,7 @@ Result<ClusterConfig> ConfigFor(const CnDaemonOptions& o, ClusterConfig config) 
   config.transport.kind = "ucx";
   config.transport.coord = o.coord;
   config.transport.cluster = o.cluster;
+  config.transport.coord_secret = o.secret;
   config.transport.cn = o.id;
   config.transport.peers_wait_ms = static_cast<int>(o.wait_s * 1e3);
   return config;
@@ -209,7 +210,12 @@ int RunCnDaemon(CnDaemonOptions& o) {
     metrics = std::move(m).value();
     log("metrics at http://{}/metrics", metrics->address());
   }
-  auto store = cluster::ZkConfigStore::Connect(o.coord);
+  auto store = cluster::ZkConfigStore::Connect(
+      o.coord, cluster::ZkGuard{cluster::ClusterRoot(o.cluster), o.secret});
+  if (store.status().code() == Code::kPermissionDenied) {
+    log("will not join cluster {}: {}", o.cluster, store.status().message());
+    return 1;
+  }
   if (!store.ok()) {
     log("cannot reach the coordination service at {}: {}", o.coord, store.status().ToString());
     return 1;

@@ -39,6 +39,7 @@ class CnFrontend {
 struct CnDaemonOptions {
   std::string coord;             // ZooKeeper: "HOST:PORT[,HOST:PORT...]"
   std::string cluster = "pond";  // the cluster's name: its keys are under /pond/<cluster>
+  std::string secret;            // the cluster's secret (server/certs.h); "": --insecure
   int id = -1;                   // this CN's id, 0 .. cns-1
   double wait_s = 30;            // for the spec, CN 0's tables, every MN read, the other CNs
   double grace_s = 2;            // at a stop, for answers other CNs still owe this one

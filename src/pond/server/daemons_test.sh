@@ -28,8 +28,14 @@ for tls in shm tcp; do
   [ "$rc" -ne 0 ] && grep -q "already up" "$tmp/err" && ok "$tls: a second up in the same dir is refused" ||
     fail "$tls: second up: exit $rc, $(cat "$tmp/err")"
 
-  timeout 300 "$pond" bench smallbank --coord "$coord" --seconds 0.5 --accounts 500 \
-    --history "$tmp/h-$tls.json" >"$tmp/run.out" 2>&1
+  # Without the cluster's secret an embedded run is refused before it touches anything.
+  "$pond" bench smallbank --coord "$coord" --seconds 0.2 --accounts 500 >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  [ "$rc" -eq 1 ] && grep -q "closed to processes without the cluster's secret" "$tmp/err" &&
+    [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok "$tls: a run without the secret is refused in one line" ||
+    fail "$tls: a run without the secret: exit $rc, $(cat "$tmp/err")"
+  timeout 300 "$pond" bench smallbank --coord "$coord" --secret-file "$d/certs/cluster.secret" \
+    --seconds 0.5 --accounts 500 --history "$tmp/h-$tls.json" >"$tmp/run.out" 2>&1
   rc=$?
   if [ "$rc" -eq 0 ] && grep -q "^money check  ok" "$tmp/run.out" && grep -q "^valid: yes" "$tmp/run.out" &&
      grep -q "transport ucx ($tls)" "$tmp/run.out"; then
@@ -38,7 +44,8 @@ for tls in shm tcp; do
     fail "$tls: SmallBank against the daemons (exit $rc)"; cat "$tmp/run.out"
   fi
 
-  "$pond" bench smallbank --coord "$coord" --seconds 0.2 --accounts 500 >"$tmp/out" 2>"$tmp/err"
+  "$pond" bench smallbank --coord "$coord" --secret-file "$d/certs/cluster.secret" --seconds 0.2 \
+    --accounts 500 >"$tmp/out" 2>"$tmp/err"
   rc=$?
   [ "$rc" -eq 1 ] && grep -q "fresh ones" "$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] &&
     ok "$tls: used MNs refuse a second embedded run in one line" ||
@@ -88,6 +95,11 @@ rc=$?
 rc=$?
 [ "$rc" -eq 2 ] && grep -q "coord" "$tmp/err" && ok "mn without --coord: exit 2" ||
   fail "mn without --coord: exit $rc, $(cat "$tmp/err")"
+"$pond" mn --coord 127.0.0.1:1 --id 0 >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "cluster's secret: give --certs-dir" "$tmp/err" &&
+  ok "mn with neither --certs-dir nor --insecure: exit 2, says which" ||
+  fail "mn without its secret: exit $rc, $(cat "$tmp/err")"
 
 [ "$failures" -eq 0 ] && echo "all daemon checks passed" || echo "$failures daemon check(s) failed"
 exit $((failures > 0))

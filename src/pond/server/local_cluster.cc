@@ -222,6 +222,19 @@ int Up(const UpOptions& o) {
     StopAll(procs, std::chrono::seconds(5));
     return fail(m);
   };
+  // The cluster's security, made once per DIR and kept: a client holding DIR/certs/client.root.*
+  // reaches every cluster started there, and every daemon proves it belongs with the secret.
+  std::vector<std::string> security = {"--insecure"};
+  std::string secret;
+  if (!o.insecure) {
+    const std::string certs = dir + "/certs";
+    Status made = MakeCerts(certs, CertsOptions{});
+    if (!made.ok()) return fail("certificates in " + certs + ": " + made.message());
+    Result<std::string> read = ReadClusterSecret(certs);
+    if (!read.ok()) return fail(read.status().message());
+    secret = std::move(read).value();
+    security = {"--certs-dir", certs};
+  }
   const auto timeout_ms = static_cast<int>(o.timeout_s * 1e3);
   auto zk = cluster::LocalZooKeeper::Start(dir + "/zookeeper", 0, timeout_ms);
   if (!zk.ok()) return fail(zk.status().message());
@@ -230,7 +243,8 @@ int Up(const UpOptions& o) {
   std::printf("pond up: ZooKeeper at %s\n", coord.c_str());
   std::fflush(stdout);
 
-  auto store = cluster::ZkConfigStore::Connect(coord);
+  auto store = cluster::ZkConfigStore::Connect(
+      coord, cluster::ZkGuard{cluster::ClusterRoot(o.cluster), secret});
   if (!store.ok()) return abandon(store.status().message());
   ClusterSpec spec{config};
   const std::string text = spec.ToJson();
@@ -243,7 +257,7 @@ int Up(const UpOptions& o) {
   for (int mn = 0; mn < config.mns; mn++) {
     std::error_code ignored;
     fs::remove(fmt::format("{}/mn-{}.log", dir, mn), ignored);
-    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, {}, o.metrics);
+    Result<Proc> p = SpawnRole("mn", mn, dir, coord, o.cluster, security, o.metrics);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
   }
@@ -254,15 +268,6 @@ int Up(const UpOptions& o) {
                                deadline, o.timeout_s, procs);
     if (!up.ok()) return abandon(up.message());
   }
-  // The CNs' TLS material, made once per DIR and kept: a client holding DIR/certs/client.root.*
-  // reaches every cluster started there.
-  std::vector<std::string> security = {"--insecure"};
-  if (!o.insecure && o.cn_clients && o.cn_daemons > 0) {
-    const std::string certs = dir + "/certs";
-    Status made = MakeCerts(certs, CertsOptions{});
-    if (!made.ok()) return abandon("certificates in " + certs + ": " + made.message());
-    security = {"--certs-dir", certs};
-  }
   // CN 0 first: it makes the tables the others join.
   const size_t first_cn = procs.size();
   for (int cn = 0; cn < o.cn_daemons; cn++) {
@@ -272,7 +277,7 @@ int Up(const UpOptions& o) {
     // waits for it.
     std::vector<std::string> args = o.cn_args;
     args.insert(args.end(), {"--wait", fmt::format("{:g}", o.timeout_s)});
-    if (o.cn_clients) args.insert(args.end(), security.begin(), security.end());
+    args.insert(args.end(), security.begin(), security.end());
     Result<Proc> p = SpawnRole("cn", cn, dir, coord, o.cluster, args, o.metrics);
     if (!p.ok()) return abandon(p.status().message());
     procs.push_back(*p);
@@ -302,8 +307,9 @@ int Up(const UpOptions& o) {
       t.ucx_tls.empty() ? "(UCX's choice)" : t.ucx_tls.c_str());
   std::printf("coord %s\n", coord.c_str());
   if (o.cn_daemons == 0) {
-    std::printf("run:  pond bench smallbank --coord %s%s\n", coord.c_str(),
-                o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str());
+    std::printf("run:  pond bench smallbank --coord %s%s %s\n", coord.c_str(),
+                o.cluster == "pond" ? "" : (" --cluster " + o.cluster).c_str(),
+                o.insecure ? "--insecure" : ("--certs-dir " + o.dir + "/certs").c_str());
   }
   // Where clients go: any CN will do, and each tells them of the others.
   std::string first;

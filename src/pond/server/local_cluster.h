@@ -25,8 +25,10 @@ struct UpOptions {
   bool cn_clients = false;           // the CNs take clients: wait for their client addresses
   double timeout_s = 60;             // for ZooKeeper and every daemon to come up
   bool metrics = true;               // each daemon serves its metrics on a free loopback port
-  // The CNs serve clients in plaintext; by default over TLS, with what MakeCerts makes in
-  // DIR/certs (a CA, the node certificate, a root client certificate; server/certs.h).
+  // Everything open: the CNs serve clients in plaintext and the cluster's znodes are anyone's.
+  // By default the CNs serve TLS, and the daemons hold the cluster's secret, with what MakeCerts
+  // makes in DIR/certs (a CA, the node certificate, a root client certificate, the secret;
+  // server/certs.h).
   bool insecure = false;
 };
 

@@ -166,6 +166,7 @@ coord = "$coord"
 cluster = "nosuch"
 id = 0
 wait = 0.2
+certs-dir = "$d/certs"
 EOF
 "$pond" mn --config "$tmp/mn.toml" >/dev/null 2>"$tmp/err"
 rc=$?
@@ -177,7 +178,7 @@ rc=$?
 [ "$rc" -eq 1 ] && grep -q "/pond/other/spec" "$tmp/err" &&
   ok "a flag on the command line wins over the file" ||
   fail "command line over config file: exit $rc, $(cat "$tmp/err")"
-printf 'coord = "%s"\nid = 0\nmetrics = "127.0.0.1:%s"\n' "$coord" "${mn0##*:}" >"$tmp/taken.toml"
+printf 'coord = "%s"\nid = 0\nmetrics = "127.0.0.1:%s"\ninsecure = true\n' "$coord" "${mn0##*:}" >"$tmp/taken.toml"
 "$pond" mn --config "$tmp/taken.toml" >/dev/null 2>"$tmp/err"
 rc=$?
 [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "cannot serve metrics" "$tmp/err" &&

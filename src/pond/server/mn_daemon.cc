@@ -59,6 +59,10 @@ Result<std::optional<uint16_t>> AwaitTurn(const MnDaemonOptions& o, cluster::Con
 
 enum class Served { kStopped, kDeclared, kFailed };
 
+cluster::ZkGuard GuardOf(const MnDaemonOptions& o) {
+  return cluster::ZkGuard{cluster::ClusterRoot(o.cluster), o.secret};
+}
+
 // What the configuration says of this MN's incarnation, read off the beating thread: a read
 // waits on the coordination service, and the beat must not.
 class DeclaredWatch {
@@ -80,7 +84,7 @@ class DeclaredWatch {
     for (; !stop_.load(); std::this_thread::sleep_for(kEvery)) {
       // An expired session reads nothing more: a new one, as a restarted daemon would open.
       if (store_->expired()) {
-        auto fresh = cluster::ZkConfigStore::Connect(o_.coord);
+        auto fresh = cluster::ZkConfigStore::Connect(o_.coord, GuardOf(o_));
         if (!fresh.ok()) continue;
         store_ = std::move(fresh).value();
         log_("its ZooKeeper session expired; opened a new one");
@@ -201,7 +205,11 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     metrics = std::move(m).value();
     log("metrics at http://{}/metrics", metrics->address());
   }
-  auto store = cluster::ZkConfigStore::Connect(o.coord);
+  auto store = cluster::ZkConfigStore::Connect(o.coord, GuardOf(o));
+  if (store.status().code() == Code::kPermissionDenied) {
+    log("will not join cluster {}: {}", o.cluster, store.status().message());
+    return 1;
+  }
   if (!store.ok()) {
     log("cannot reach the coordination service at {}: {}", o.coord, store.status().ToString());
     return 1;

@@ -12,6 +12,7 @@ namespace pond::server {
 struct MnDaemonOptions {
   std::string coord;             // ZooKeeper: "HOST:PORT[,HOST:PORT...]"
   std::string cluster = "pond";  // the cluster's name: its keys are under /pond/<cluster>
+  std::string secret;            // the cluster's secret (server/certs.h); "": --insecure
   int id = -1;                   // this MN's id, 0 .. mns-1
   double wait_s = 30;            // how long to wait for the spec to appear
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none

@@ -87,7 +87,7 @@ expect_error "config: a section" "sections" mn --config "$tmp/section.toml"
 printf 'id = 0\n' >"$tmp/partial.toml"
 expect_error "config: a required flag in neither" "--coord" mn --config "$tmp/partial.toml"
 expect_error "config: not for bench" "--config" bench raw --config "$tmp/partial.toml"
-printf 'coord = "127.0.0.1:1"\nid = 0\nmetrics = 9400\n' >"$tmp/metrics.toml"
+printf 'coord = "127.0.0.1:1"\nid = 0\nmetrics = 9400\ninsecure = true\n' >"$tmp/metrics.toml"
 "$pond" mn --config "$tmp/metrics.toml" >/dev/null 2>"$tmp/err"
 rc=$?
 if [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "is not HOST:PORT" "$tmp/err"; then

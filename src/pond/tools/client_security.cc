@@ -3,6 +3,7 @@
 #include <cctype>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "pond/server/certs.h"
 
@@ -115,6 +116,35 @@ Status ApplyServerSecurity(const ServerSecurityFlags& f, const std::string& comm
   }
   o->tls = std::move(tls).value();
   o->insecure = false;
+  return Status::Ok();
+}
+
+void AddNodeSecurityFlags(CLI::App* cmd, NodeSecurityFlags* f) {
+  cmd->add_option("--certs-dir", f->certs_dir,
+                  "the cluster's certs directory: its cluster.secret proves this daemon belongs "
+                  "(pond certs makes it)")
+      ->type_name("DIR");
+  cmd->add_flag("--insecure", f->insecure,
+                "join a cluster started --insecure: its znodes open to anyone who reaches "
+                "ZooKeeper");
+}
+
+Status ApplyNodeSecurity(const NodeSecurityFlags& f, const std::string& command,
+                         std::string* secret) {
+  if (f.certs_dir.empty() == !f.insecure) {
+    return InvalidArgument(f.insecure ? "--certs-dir and --insecure: give one"
+                                      : command +
+                                            " proves it belongs with the cluster's secret: give "
+                                            "--certs-dir DIR (its cluster.secret; pond certs "
+                                            "makes it), or --insecure for an open cluster");
+  }
+  if (f.insecure) {
+    secret->clear();
+    return Status::Ok();
+  }
+  Result<std::string> read = server::ReadClusterSecret(f.certs_dir);
+  if (!read.ok()) return InvalidArgument("--certs-dir: " + read.status().message());
+  *secret = std::move(read).value();
   return Status::Ok();
 }
 

@@ -38,6 +38,19 @@ void AddServerSecurityFlags(CLI::App* cmd, ServerSecurityFlags* f);
 Status ApplyServerSecurity(const ServerSecurityFlags& f, const std::string& command,
                            server::ClientServiceOptions* o);
 
+// How a daemon proves it belongs to its cluster: the secret in its certs directory
+// (cluster.secret; server/certs.h), or nothing with --insecure (the cluster's znodes open).
+struct NodeSecurityFlags {
+  std::string certs_dir;
+  bool insecure = false;
+};
+// --certs-dir and --insecure, for a daemon that serves no clients (`pond mn`).
+void AddNodeSecurityFlags(CLI::App* cmd, NodeSecurityFlags* f);
+// Reads the secret into *secret ("" with --insecure): InvalidArgument, one line, when neither
+// or both are given or the file is missing or malformed.
+Status ApplyNodeSecurity(const NodeSecurityFlags& f, const std::string& command,
+                         std::string* secret);
+
 // The certs directory of the `pond up` cluster in `dir`.
 std::string UpCertsDir(const std::string& dir);
 

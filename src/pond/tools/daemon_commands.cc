@@ -51,7 +51,13 @@ void AddMnCommand(CLI::App& root, CommandAction* action) {
       ->capture_default_str();
   AddMetricsFlag(cmd, &o->metrics);
   AddNetDevicesFlag(cmd, &o->ucx_net_devices);
-  cmd->callback([o, action] { *action = [o] { return server::RunMnDaemon(*o); }; });
+  auto security = std::make_shared<NodeSecurityFlags>();
+  AddNodeSecurityFlags(cmd, security.get());
+  cmd->callback([o, security, action] {
+    Status secured = ApplyNodeSecurity(*security, "pond mn", &o->secret);
+    if (!secured.ok()) throw CLI::ValidationError(secured.message());
+    *action = [o] { return server::RunMnDaemon(*o); };
+  });
 }
 
 // `pond cn`: one compute node, serving clients.
@@ -93,6 +99,10 @@ void AddCnCommand(CLI::App& root, CommandAction* action) {
   AddServerSecurityFlags(cmd, security.get());
   cmd->callback([o, served, listen, advertise, security, action] {
     Status secured = ApplyServerSecurity(*security, "pond cn", &served->service);
+    if (secured.ok()) {
+      secured = ApplyNodeSecurity(NodeSecurityFlags{security->certs_dir, security->insecure},
+                                  "pond cn", &o->secret);
+    }
     if (!secured.ok()) throw CLI::ValidationError(secured.message());
     Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
     if (!prepared.ok()) throw CLI::ValidationError(prepared.status().message());

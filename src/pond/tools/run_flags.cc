@@ -3,10 +3,12 @@
 #include <fmt/core.h>
 
 #include <string>
+#include <utility>
 
 #include "pond/bench/run_faults.h"
 #include "pond/cluster/directory.h"
 #include "pond/cluster/zk_config_store.h"
+#include "pond/server/certs.h"
 #include "pond/server/cluster_spec.h"
 
 namespace pond::tools {
@@ -95,10 +97,22 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
                     "--replication, --region-mib and --ucx-* come from the cluster's spec");
     cmd->add_option("--cluster", c->transport.cluster, "the daemons' cluster name, with --coord")
         ->capture_default_str();
+    cmd->add_option_function<std::string>(
+           "--secret-file",
+           [c](const std::string& path) {
+             Result<std::string> secret = server::ReadSecretFile(path);
+             if (!secret.ok())
+               throw CLI::ValidationError("--secret-file", secret.status().message());
+             c->transport.coord_secret = std::move(secret).value();
+           },
+           "with --coord: the cluster's secret (pond up's DIR/certs/cluster.secret), without "
+           "which a cluster not started --insecure refuses this process")
+        ->type_name("FILE");
   }
   if (simulate) {
-    cmd->add_option("--model", *model,
-                    "cx3, cx5, lotus-testbed or a JSON model file (models/cx3.json shows every field)")
+    cmd->add_option(
+           "--model", *model,
+           "cx3, cx5, lotus-testbed or a JSON model file (models/cx3.json shows every field)")
         ->capture_default_str();
   }
 }
@@ -106,7 +120,16 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
 // With --coord: the MN side of the config is the daemons' cluster spec.
 Status AdoptDaemonsSpec(ClusterConfig* c) {
   POND_RETURN_IF_ERROR(cluster::CheckClusterName(c->transport.cluster));
-  auto store = cluster::ZkConfigStore::Connect(c->transport.coord, 10'000, 5'000);
+  auto store = cluster::ZkConfigStore::Connect(
+      c->transport.coord,
+      cluster::ZkGuard{cluster::ClusterRoot(c->transport.cluster), c->transport.coord_secret},
+      10'000, 5'000);
+  if (store.status().code() == Code::kPermissionDenied) {
+    return PermissionDenied(store.status().message() +
+                            (c->transport.coord_secret.empty()
+                                 ? " (give --secret-file DIR/certs/cluster.secret)"
+                                 : " (is --secret-file this cluster's?)"));
+  }
   if (!store.ok()) {
     return Unavailable("cannot reach the coordination service at " + c->transport.coord + ": " +
                        store.status().message());
@@ -135,6 +158,9 @@ Status ResolveClusterFlags(ClusterConfig* c, std::optional<Testbed>* sim,
                            const std::string& isolation, const std::string& model, bool simulate) {
   c->isolation =
       (isolation == "si" || isolation == "SI") ? Isolation::kSnapshot : Isolation::kSerializable;
+  if (c->transport.coord.empty() && !c->transport.coord_secret.empty()) {
+    return InvalidArgument("--secret-file goes with --coord");
+  }
   if (!simulate && !c->transport.coord.empty()) POND_RETURN_IF_ERROR(AdoptDaemonsSpec(c));
   if (simulate) {
     Result<Testbed> m = Testbed::FromName(model);
