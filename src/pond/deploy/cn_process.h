@@ -11,7 +11,7 @@
 #include "pond/node/cn_process.h"
 #include "pond/recovery/cn_start.h"
 #include "pond/transport/fabric.h"
-#include "pond/transport/ucx/ucx_context.h"
+#include "pond/transport/ucx/peer_token.h"
 
 namespace pond::node {
 class ClusterImpl;
@@ -22,7 +22,9 @@ namespace pond::deploy {
 class ProcessMembership;
 
 inline ucx::UcxOptions UcxOptionsOf(const ClusterConfig& c) {
-  return ucx::UcxOptions{c.transport.ucx_tls, c.transport.ucx_net_devices};
+  ucx::UcxOptions o{c.transport.ucx_tls, c.transport.ucx_net_devices};
+  o.peer_token = ucx::DerivePeerToken(c.transport.coord_secret, c.transport.cluster);
+  return o;
 }
 
 // The MNs of a cluster of `pond mn` daemons, by the descriptors they published; the session

@@ -202,13 +202,13 @@ int RunCnDaemon(CnDaemonOptions& o) {
   std::unique_ptr<MetricsServer> metrics;
   if (!o.metrics.empty()) {
     Result<std::unique_ptr<MetricsServer>> m =
-        MetricsServer::Start(o.metrics, "cn", o.id, o.cluster);
+        MetricsServer::Start(o.metrics, "cn", o.id, o.cluster, o.metrics_security);
     if (!m.ok()) {
       log("{}", m.status().message());
       return 1;
     }
     metrics = std::move(m).value();
-    log("metrics at http://{}/metrics", metrics->address());
+    log("metrics at {}://{}/metrics", metrics->scheme(), metrics->address());
   }
   auto store = cluster::ZkConfigStore::Connect(
       o.coord, cluster::ZkGuard{cluster::ClusterRoot(o.cluster), o.secret});

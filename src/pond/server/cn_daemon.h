@@ -44,6 +44,7 @@ struct CnDaemonOptions {
   double wait_s = 30;            // for the spec, CN 0's tables, every MN read, the other CNs
   double grace_s = 2;            // at a stop, for answers other CNs still owe this one
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
+  MetricsSecurity metrics_security;  // who may scrape it
   // This host's UCX_NET_DEVICES, in place of the spec's (hosts whose interfaces are named
   // differently); "": the spec's.
   std::string ucx_net_devices;

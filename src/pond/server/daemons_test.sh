@@ -31,7 +31,7 @@ for tls in shm tcp; do
   # Without the cluster's secret an embedded run is refused before it touches anything.
   "$pond" bench smallbank --coord "$coord" --seconds 0.2 --accounts 500 >"$tmp/out" 2>"$tmp/err"
   rc=$?
-  [ "$rc" -eq 1 ] && grep -q "closed to processes without the cluster's secret" "$tmp/err" &&
+  [ "$rc" -eq 2 ] && grep -q "closed to processes without the cluster's secret" "$tmp/err" &&
     [ "$(wc -l <"$tmp/err")" -eq 1 ] && ok "$tls: a run without the secret is refused in one line" ||
     fail "$tls: a run without the secret: exit $rc, $(cat "$tmp/err")"
   timeout 300 "$pond" bench smallbank --coord "$coord" --secret-file "$d/certs/cluster.secret" \

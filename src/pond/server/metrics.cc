@@ -1,12 +1,15 @@
 #include "pond/server/metrics.h"
 
+#include <openssl/crypto.h>
 #include <prometheus/collectable.h>
 #include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -232,26 +235,48 @@ MetricsServer::~MetricsServer() = default;
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address,
                                                             const std::string& role, int id,
-                                                            const std::string& cluster) {
+                                                            const std::string& cluster,
+                                                            const MetricsSecurity& security) {
   std::string host;
   int port = 0;
   if (!SplitAddress(address, &host, &port)) {
     return InvalidArgument("--metrics " + address + " is not HOST:PORT");
   }
   std::unique_ptr<MetricsServer> s(new MetricsServer(role, id, cluster));
+  // A connection holds a server thread until it has sent its request or the timeout has
+  // passed: several threads and a short timeout, so that no idle or slow client (a port
+  // scanner, a stuck scraper) keeps the metrics from the next scrape.
+  std::vector<std::string> options = {"num_threads", std::to_string(kMetricsThreads),
+                                      "request_timeout_ms",
+                                      std::to_string(kMetricsRequestTimeoutMs)};
+  // With TLS the exposer serves loopback alone, and the TLS front (tls_front.h) the address.
+  options.insert(options.end(),
+                 {"listening_ports", security.tls.has_value() ? "127.0.0.1:0" : address});
   try {
-    // A connection holds a server thread until it has sent its request or the timeout has
-    // passed: several threads and a short timeout, so that no idle or slow client (a port
-    // scanner, a stuck scraper) keeps the metrics from the next scrape.
-    s->exposer_ = std::make_unique<prometheus::Exposer>(std::vector<std::string>{
-        "listening_ports", address, "num_threads", std::to_string(kMetricsThreads),
-        "request_timeout_ms", std::to_string(kMetricsRequestTimeoutMs)});
+    s->exposer_ = std::make_unique<prometheus::Exposer>(options);
   } catch (const std::exception& e) {
     return Unavailable("cannot serve metrics at " + address + ": " + e.what());
   }
   const std::vector<int> ports = s->exposer_->GetListeningPorts();
   if (ports.empty()) return Unavailable("cannot serve metrics at " + address + ": no port bound");
   s->address_ = host + ":" + std::to_string(ports.front());
+  if (security.tls.has_value()) {
+    Result<std::unique_ptr<TlsFront>> front =
+        TlsFront::Start(*security.tls, host, port, ports.front());
+    if (!front.ok()) return front.status();
+    s->front_ = std::move(front).value();
+    s->address_ = host + ":" + std::to_string(s->front_->port());
+  }
+  // The check first: until the collector is registered, /metrics answers nothing at all.
+  if (!security.token.empty()) {
+    // The same time for every wrong password of the token's length.
+    s->exposer_->RegisterAuth(
+        [token = security.token](const std::string&, const std::string& password) {
+          return password.size() == token.size() &&
+                 CRYPTO_memcmp(password.data(), token.data(), token.size()) == 0;
+        },
+        "pond");
+  }
   s->collector_ = std::make_shared<Collector>(*s);
   s->exposer_->RegisterCollectable(s->collector_);
   return s;

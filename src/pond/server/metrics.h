@@ -22,6 +22,8 @@
 #include <string>
 
 #include "pond/cluster.h"
+#include "pond/server/certs.h"
+#include "pond/server/tls_front.h"
 #include "pond/status.h"
 
 namespace prometheus {
@@ -65,19 +67,32 @@ std::string MetricsText(const DaemonMetrics& m);
 inline constexpr int kMetricsThreads = 4;
 inline constexpr int kMetricsRequestTimeoutMs = 2000;
 
+// Who may scrape (docs/deploy.md "Metrics"). By default anyone who reaches the address, over
+// plain HTTP: give --metrics a loopback or management address.
+struct MetricsSecurity {
+  // Serve HTTPS with this certificate and key (a CN's node.crt; scrapers need not show one).
+  std::optional<ServerTls> tls;
+  // Require HTTP Basic authentication whose password is this (any user name): what
+  // Prometheus's basic_auth password_file sends. Empty: none.
+  std::string token;
+};
+
 class MetricsServer {
  public:
   // Serves GET /metrics at `address` ("HOST:PORT"; port 0: any free one) for daemon `role` `id`
   // of `cluster`; InvalidArgument for a malformed address, Unavailable if it cannot be bound.
   static Result<std::unique_ptr<MetricsServer>> Start(const std::string& address,
                                                       const std::string& role, int id,
-                                                      const std::string& cluster);
+                                                      const std::string& cluster,
+                                                      const MetricsSecurity& security = {});
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
   // Where it serves: HOST:PORT, the port the one bound.
   const std::string& address() const { return address_; }
+  // "http" or "https".
+  const char* scheme() const { return front_ != nullptr ? "https" : "http"; }
 
   // A CN: scrapes read CN `cn` of `cluster` from now until DetachCluster returns.
   void AttachCluster(const Cluster* cluster, uint16_t cn);
@@ -113,7 +128,8 @@ class MetricsServer {
   std::atomic<uint16_t> incarnation_{0};
   std::atomic<uint64_t> declared_alive_{0};
   std::shared_ptr<Collector> collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;  // last: stopped first, while the rest exists
+  std::unique_ptr<prometheus::Exposer> exposer_;  // stopped before the rest goes
+  std::unique_ptr<TlsFront> front_;  // with TLS; last: stopped first, while its backend serves
 };
 
 }  // namespace pond::server

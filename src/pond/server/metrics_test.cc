@@ -3,8 +3,14 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <filesystem>
 
 #include <chrono>
 #include <map>
@@ -12,6 +18,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "pond/base/temp_dir.h"
 
 namespace pond::server {
 namespace {
@@ -211,6 +219,107 @@ std::string HttpGet(int port, const std::string& path) {
   return answer;
 }
 
+// "Authorization: Basic ..." for `user`:`password`.
+std::string BasicAuth(const std::string& user, const std::string& password) {
+  const std::string plain = user + ":" + password;
+  std::string b64(4 * ((plain.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                                reinterpret_cast<const unsigned char*>(plain.data()),
+                                static_cast<int>(plain.size()));
+  b64.resize(static_cast<size_t>(n));
+  return "Authorization: Basic " + b64 + "\r\n";
+}
+
+// GET `path` from 127.0.0.1:`port` over TLS, trusting `ca_pem` alone and checking that the
+// certificate names 127.0.0.1; "handshake failed" if it does not verify.
+std::string HttpsGet(int port, const std::string& path, const std::string& ca_pem,
+                     const std::string& headers = "") {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  BIO* bio = BIO_new_mem_buf(ca_pem.data(), static_cast<int>(ca_pem.size()));
+  X509* ca = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
+  X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), ca);
+  X509_free(ca);
+  BIO_free(bio);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  std::string answer;
+  const int fd = ConnectIdle(port);
+  SSL* ssl = SSL_new(ctx);
+  if (fd >= 0) {
+    timeval limit{.tv_sec = 10, .tv_usec = 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), "127.0.0.1");
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) != 1) {
+      answer = "handshake failed";
+    } else {
+      const std::string request =
+          "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
+      SSL_write(ssl, request.data(), static_cast<int>(request.size()));
+      char buf[4096];
+      int n = 0;
+      while ((n = SSL_read(ssl, buf, sizeof(buf))) > 0) answer.append(buf, static_cast<size_t>(n));
+    }
+    close(fd);
+  }
+  SSL_free(ssl);
+  SSL_CTX_free(ctx);
+  return answer;
+}
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+// Issue 34's "the metrics endpoint can require TLS and a token": over HTTPS with the cluster's
+// node certificate, a scraper with the token reads the metrics; plaintext, no token or a wrong
+// one gets none of them.
+TEST(MetricsTest, TlsAndATokenKeepStrangersOut) {
+  TempDir dir("pond-metrics-tls");
+  ASSERT_TRUE(MakeCerts(dir.path(), CertsOptions{}).ok());
+  Result<ServerTls> tls = ReadServerTls(dir.path());
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  const std::string token(40, 'q');
+  auto s = MetricsServer::Start("127.0.0.1:0", "mn", 1, "pond", MetricsSecurity{*tls, token});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_STREQ((*s)->scheme(), "https");
+  const int port = PortOf((*s)->address());
+  const std::string ok = HttpsGet(port, "/metrics", tls->ca_pem, BasicAuth("prometheus", token));
+  EXPECT_NE(ok.find("200 OK"), std::string::npos) << ok;
+  EXPECT_NE(ok.find("pond_info{role=\"mn\",id=\"1\",cluster=\"pond\"} 1"), std::string::npos) << ok;
+  for (const std::string& refused :
+       {HttpsGet(port, "/metrics", tls->ca_pem),
+        HttpsGet(port, "/metrics", tls->ca_pem, BasicAuth("prometheus", std::string(40, 'r'))),
+        HttpsGet(port, "/metrics", tls->ca_pem, BasicAuth("prometheus", "q"))}) {
+    EXPECT_NE(refused.find("401"), std::string::npos) << refused;
+    EXPECT_EQ(refused.find("pond_info"), std::string::npos) << refused;
+  }
+  EXPECT_EQ(HttpGet(port, "/metrics").find("pond_info"), std::string::npos)
+      << "plaintext to a TLS port";
+  // Another cluster's CA does not vouch for this one's certificate.
+  TempDir other("pond-metrics-other");
+  ASSERT_TRUE(MakeCerts(other.path(), CertsOptions{}).ok());
+  EXPECT_EQ(HttpsGet(port, "/metrics", ReadServerTls(other.path())->ca_pem,
+                     BasicAuth("prometheus", token)),
+            "handshake failed");
+
+  // A token alone, over plain HTTP.
+  auto plain = MetricsServer::Start("127.0.0.1:0", "cn", 0, "pond", MetricsSecurity{{}, token});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_STREQ((*plain)->scheme(), "http");
+  const int plain_port = PortOf((*plain)->address());
+  EXPECT_NE(HttpGet(plain_port, "/metrics").find("401"), std::string::npos);
+  // HttpGet sends no headers of its own: the token through a raw request.
+  const int fd = ConnectIdle(plain_port);
+  ASSERT_GE(fd, 0);
+  const std::string request =
+      "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n" + BasicAuth("any", token) + "\r\n";
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string answer;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) answer.append(buf, static_cast<size_t>(n));
+  close(fd);
+  EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer;
+}
+
 TEST(MetricsTest, ServesOverHttpOnAnyFreePort) {
   auto s = MetricsServer::Start("127.0.0.1:0", "mn", 2, "pond");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -241,6 +350,34 @@ int64_t MsSince(std::chrono::steady_clock::time_point t) {
 // An idle client must not keep the metrics from a scraper: one idle connection leaves the other
 // threads serving at once, and more idle connections than threads are closed by the request
 // timeout, after which the scrape is served.
+// The TLS front (tls_front.h) keeps no idle client: one that never starts its handshake is
+// dropped after kFrontHandshakeMs, and scrapes beside a few of them go through at once.
+TEST(MetricsTest, TheTlsFrontDropsIdleClients) {
+  TempDir dir("pond-metrics-idle");
+  ASSERT_TRUE(MakeCerts(dir.path(), CertsOptions{}).ok());
+  Result<ServerTls> tls = ReadServerTls(dir.path());
+  ASSERT_TRUE(tls.ok()) << tls.status().ToString();
+  auto s = MetricsServer::Start("127.0.0.1:0", "mn", 1, "pond", MetricsSecurity{*tls, ""});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  const int port = PortOf((*s)->address());
+  std::vector<int> idle;
+  for (int i = 0; i < 4; i++) {
+    idle.push_back(ConnectIdle(port));
+    ASSERT_GE(idle.back(), 0);
+  }
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(HttpsGet(port, "/metrics", tls->ca_pem).find("200 OK"), std::string::npos);
+  EXPECT_LT(MsSince(start), kFrontHandshakeMs / 2) << "a scrape beside idle clients";
+  timeval limit{.tv_sec = 10, .tv_usec = 0};
+  for (int fd : idle) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    char c;
+    EXPECT_EQ(read(fd, &c, 1), 0) << "an idle client was kept";
+    close(fd);
+  }
+  EXPECT_LT(MsSince(start), kFrontHandshakeMs + 2000);
+}
+
 TEST(MetricsTest, IdleConnectionsDoNotBlockScrapes) {
   auto s = MetricsServer::Start("127.0.0.1:0", "mn", 0, "pond");
   ASSERT_TRUE(s.ok()) << s.status().ToString();

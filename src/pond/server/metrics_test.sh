@@ -185,6 +185,42 @@ rc=$?
   ok "a metrics port already taken: one line, exit 1" ||
   fail "metrics port taken: exit $rc, $(cat "$tmp/err")"
 
+# Metrics closed to strangers (docs/deploy.md "Metrics"): HTTPS with the cluster's node
+# certificate and a token, from the command line. The MN waits for a spec that never comes, and
+# serves its metrics meanwhile.
+python3 -c 'import secrets; print(secrets.token_hex(24))' >"$tmp/metrics.token"
+"$pond" mn --coord "$coord" --cluster nosuch --id 0 --wait 30 --certs-dir "$d/certs" \
+  --metrics 127.0.0.1:0 --metrics-tls --metrics-token-file "$tmp/metrics.token" >"$tmp/tls-mn.log" 2>&1 &
+tls_mn=$!
+for _ in $(seq 100); do grep -q "metrics at https://" "$tmp/tls-mn.log" && break; sleep 0.1; done
+tls_addr=$(sed -n 's|.*metrics at https://\([^/]*\)/metrics.*|\1|p' "$tmp/tls-mn.log")
+python3 - "$tls_addr" "$d/certs/ca.crt" "$tmp/metrics.token" <<'PY' &&
+import base64, ssl, sys, urllib.error, urllib.request
+addr, ca, token = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().strip()
+ctx = ssl.create_default_context(cafile=ca)
+def get(password):
+    r = urllib.request.Request("https://%s/metrics" % addr)
+    if password is not None:
+        r.add_header("Authorization", "Basic " + base64.b64encode(("prometheus:" + password).encode()).decode())
+    try:
+        with urllib.request.urlopen(r, timeout=10, context=ctx) as a:
+            return a.status, a.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+status, body = get(token)
+assert status == 200 and 'pond_info{role="mn",id="0",cluster="nosuch"} 1' in body, (status, body[:200])
+assert get(None)[0] == 401 and get("x" * len(token))[0] == 401
+PY
+  ok "metrics over HTTPS: the token's scraper reads them, no token or a wrong one gets 401" ||
+  { fail "metrics over HTTPS with a token"; cat "$tmp/tls-mn.log"; }
+kill -TERM "$tls_mn" 2>/dev/null
+wait "$tls_mn" 2>/dev/null
+"$pond" mn --coord "$coord" --id 0 --insecure --metrics 127.0.0.1:0 --metrics-tls >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "metrics-tls serves node.crt and node.key: give --certs-dir" "$tmp/err" &&
+  ok "--metrics-tls without a certs directory: exit 2, says why" ||
+  fail "--metrics-tls without certs: exit $rc, $(cat "$tmp/err")"
+
 "$pond" down --dir "$d" >"$tmp/down.out" 2>&1 && ok "pond down" || { fail "pond down"; cat "$tmp/down.out"; }
 python3 - "$cn0" "$mn0" <<'PY' && ok "no metrics served after pond down" || fail "metrics still served after pond down"
 import socket, sys

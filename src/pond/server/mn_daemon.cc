@@ -125,7 +125,7 @@ Served Serve(const MnDaemonOptions& o, const ClusterConfig& c,
   }
   store::FormatRegion((*mn)->region(), layout, static_cast<MnId>(o.id));
   const std::string key = cluster::MnKey(o.cluster, static_cast<uint16_t>(o.id));
-  const std::vector<std::byte> descriptor = (*mn)->descriptor().Encode();
+  const std::vector<std::byte> descriptor = (*mn)->published_descriptor().Encode();
   Status published = cluster::PutOwned(*store, key, descriptor);
   if (!published.ok()) {
     log("cannot publish the descriptor at {}: {}", key, published.ToString());
@@ -197,13 +197,13 @@ int RunMnDaemon(const MnDaemonOptions& o) {
   std::unique_ptr<MetricsServer> metrics;
   if (!o.metrics.empty()) {
     Result<std::unique_ptr<MetricsServer>> m =
-        MetricsServer::Start(o.metrics, "mn", o.id, o.cluster);
+        MetricsServer::Start(o.metrics, "mn", o.id, o.cluster, o.metrics_security);
     if (!m.ok()) {
       log("{}", m.status().message());
       return 1;
     }
     metrics = std::move(m).value();
-    log("metrics at http://{}/metrics", metrics->address());
+    log("metrics at {}://{}/metrics", metrics->scheme(), metrics->address());
   }
   auto store = cluster::ZkConfigStore::Connect(o.coord, GuardOf(o));
   if (store.status().code() == Code::kPermissionDenied) {
@@ -234,9 +234,11 @@ int RunMnDaemon(const MnDaemonOptions& o) {
     log("cannot lay out the region: {}", layout.status().ToString());
     return 1;
   }
-  const ucx::UcxOptions ucx_options{c.transport.ucx_tls, o.ucx_net_devices.empty()
-                                                             ? c.transport.ucx_net_devices
-                                                             : o.ucx_net_devices};
+  ucx::UcxOptions ucx_options{c.transport.ucx_tls, o.ucx_net_devices.empty()
+                                                       ? c.transport.ucx_net_devices
+                                                       : o.ucx_net_devices};
+  // The region key goes only to CNs that show the cluster's token (peer_token.h).
+  ucx_options.peer_token = ucx::DerivePeerToken(o.secret, o.cluster);
   if (metrics != nullptr) metrics->SetRegionBytes(region_bytes);
   std::unique_ptr<cluster::ZkConfigStore> zk = std::move(store).value();
   // One incarnation after another: a process declared down while it lives (cut off from the

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "pond/server/metrics.h"
+
 namespace pond::server {
 
 struct MnDaemonOptions {
@@ -16,6 +18,7 @@ struct MnDaemonOptions {
   int id = -1;                   // this MN's id, 0 .. mns-1
   double wait_s = 30;            // how long to wait for the spec to appear
   std::string metrics;           // HOST:PORT to serve GET /metrics on (server/metrics.h); "": none
+  MetricsSecurity metrics_security;  // who may scrape it
   // This host's UCX_NET_DEVICES, in place of the spec's (hosts whose interfaces are named
   // differently); "": the spec's.
   std::string ucx_net_devices;

@@ -148,4 +148,35 @@ Status ApplyNodeSecurity(const NodeSecurityFlags& f, const std::string& command,
   return Status::Ok();
 }
 
+void AddMetricsSecurityFlags(CLI::App* cmd, MetricsSecurityFlags* f) {
+  cmd->add_flag("--metrics-tls", f->tls,
+                "serve the metrics over HTTPS with node.crt and node.key from --certs-dir");
+  cmd->add_option("--metrics-token-file", f->token_file,
+                  "scrapers must give the token in FILE as their HTTP Basic password (any user "
+                  "name; Prometheus's basic_auth password_file)")
+      ->type_name("FILE");
+}
+
+Status ApplyMetricsSecurity(const MetricsSecurityFlags& f, const std::string& metrics,
+                            const std::string& certs_dir, server::MetricsSecurity* o) {
+  if (metrics.empty() && (f.tls || !f.token_file.empty())) {
+    return InvalidArgument(std::string(f.tls ? "--metrics-tls" : "--metrics-token-file") +
+                           " goes with --metrics");
+  }
+  if (f.tls) {
+    if (certs_dir.empty()) {
+      return InvalidArgument("--metrics-tls serves node.crt and node.key: give --certs-dir DIR");
+    }
+    Result<server::ServerTls> tls = server::ReadServerTls(certs_dir);
+    if (!tls.ok()) return InvalidArgument("--metrics-tls: " + tls.status().message());
+    o->tls = std::move(tls).value();
+  }
+  if (!f.token_file.empty()) {
+    Result<std::string> token = server::ReadSecretFile(f.token_file);
+    if (!token.ok()) return InvalidArgument("--metrics-token-file: " + token.status().message());
+    o->token = std::move(token).value();
+  }
+  return Status::Ok();
+}
+
 }  // namespace pond::tools

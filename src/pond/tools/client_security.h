@@ -8,6 +8,7 @@
 
 #include "pond/client/client.h"
 #include "pond/server/client_service.h"
+#include "pond/server/metrics.h"
 
 namespace pond::tools {
 
@@ -50,6 +51,19 @@ void AddNodeSecurityFlags(CLI::App* cmd, NodeSecurityFlags* f);
 // or both are given or the file is missing or malformed.
 Status ApplyNodeSecurity(const NodeSecurityFlags& f, const std::string& command,
                          std::string* secret);
+
+// Who may scrape a daemon's metrics: HTTPS with the certs directory's node certificate, and a
+// token as the HTTP Basic password (server/metrics.h's MetricsSecurity).
+struct MetricsSecurityFlags {
+  bool tls = false;
+  std::string token_file;
+};
+void AddMetricsSecurityFlags(CLI::App* cmd, MetricsSecurityFlags* f);
+// Reads what the flags name (node.crt and node.key from `certs_dir`, the token file):
+// InvalidArgument, one line, for --metrics-tls without a certs directory or a file that is
+// missing or malformed, or either flag without --metrics.
+Status ApplyMetricsSecurity(const MetricsSecurityFlags& f, const std::string& metrics,
+                            const std::string& certs_dir, server::MetricsSecurity* o);
 
 // The certs directory of the `pond up` cluster in `dir`.
 std::string UpCertsDir(const std::string& dir);

@@ -53,8 +53,14 @@ void AddMnCommand(CLI::App& root, CommandAction* action) {
   AddNetDevicesFlag(cmd, &o->ucx_net_devices);
   auto security = std::make_shared<NodeSecurityFlags>();
   AddNodeSecurityFlags(cmd, security.get());
-  cmd->callback([o, security, action] {
+  auto metrics = std::make_shared<MetricsSecurityFlags>();
+  AddMetricsSecurityFlags(cmd, metrics.get());
+  cmd->callback([o, security, metrics, action] {
     Status secured = ApplyNodeSecurity(*security, "pond mn", &o->secret);
+    if (secured.ok()) {
+      secured =
+          ApplyMetricsSecurity(*metrics, o->metrics, security->certs_dir, &o->metrics_security);
+    }
     if (!secured.ok()) throw CLI::ValidationError(secured.message());
     *action = [o] { return server::RunMnDaemon(*o); };
   });
@@ -97,11 +103,17 @@ void AddCnCommand(CLI::App& root, CommandAction* action) {
   AddServedFlags(cmd, served.get());
   auto security = std::make_shared<ServerSecurityFlags>();
   AddServerSecurityFlags(cmd, security.get());
-  cmd->callback([o, served, listen, advertise, security, action] {
+  auto metrics = std::make_shared<MetricsSecurityFlags>();
+  AddMetricsSecurityFlags(cmd, metrics.get());
+  cmd->callback([o, served, listen, advertise, security, metrics, action] {
     Status secured = ApplyServerSecurity(*security, "pond cn", &served->service);
     if (secured.ok()) {
       secured = ApplyNodeSecurity(NodeSecurityFlags{security->certs_dir, security->insecure},
                                   "pond cn", &o->secret);
+    }
+    if (secured.ok()) {
+      secured =
+          ApplyMetricsSecurity(*metrics, o->metrics, security->certs_dir, &o->metrics_security);
     }
     if (!secured.ok()) throw CLI::ValidationError(secured.message());
     Result<std::unique_ptr<Served>> prepared = PrepareServed(*served);
@@ -249,7 +261,8 @@ void AddCertsCommand(CLI::App& root, CommandAction* action) {
   CLI::App* cmd = root.add_subcommand(
       "certs",
       "Make a cluster's TLS certificates in DIR — its CA, the CNs' node certificate and client "
-      "certificates — keeping every file already there (docs/deploy.md \"Security\")");
+      "certificates — and its secret (cluster.secret), keeping every file already there "
+      "(docs/deploy.md \"Security\")");
   cmd->add_option("--certs-dir", *dir, "the directory (made if absent)")->required();
   cmd->add_option("--host", *hosts,
                   "a name or address clients reach the CNs at (repeat; default: localhost, "
@@ -268,8 +281,8 @@ void AddCertsCommand(CLI::App& root, CommandAction* action) {
         std::fprintf(stderr, "pond certs: %s\n", made.message().c_str());
         return made.code() == Code::kInvalidArgument ? 2 : 1;
       }
-      std::printf("pond certs: %s holds %s, %s, %s and client certificates for", dir->c_str(),
-                  server::kCaCert, server::kNodeCert, server::kNodeKey);
+      std::printf("pond certs: %s holds %s, %s, %s, %s and client certificates for", dir->c_str(),
+                  server::kCaCert, server::kNodeCert, server::kNodeKey, server::kClusterSecret);
       for (const std::string& c : o->clients) std::printf(" %s", c.c_str());
       std::printf("\n");
       return 0;

@@ -41,6 +41,30 @@ void AddReshardFlags(CLI::App* cmd, ReshardConfig* r) {
       ->default_str("10");
 }
 
+namespace {
+
+// --coord, --cluster and --secret-file: the MN daemons an embedded run uses.
+void AddCoordFlags(CLI::App* cmd, TransportConfig* t) {
+  cmd->add_option("--coord", t->coord,
+                  "run against the `pond mn` daemons registered with this ZooKeeper "
+                  "(HOST:PORT, as pond up prints); implies --transport ucx, and --mns, "
+                  "--replication, --region-mib and --ucx-* come from the cluster's spec");
+  cmd->add_option("--cluster", t->cluster, "the daemons' cluster name, with --coord")
+      ->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--secret-file",
+         [t](const std::string& path) {
+           Result<std::string> secret = server::ReadSecretFile(path);
+           if (!secret.ok()) throw CLI::ValidationError("--secret-file", secret.status().message());
+           t->coord_secret = std::move(secret).value();
+         },
+         "with --coord: the cluster's secret (pond up's DIR/certs/cluster.secret), without "
+         "which a cluster not started --insecure refuses this process")
+      ->type_name("FILE");
+}
+
+}  // namespace
+
 void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* seconds,
                      std::string* isolation, std::string* model, bool simulate) {
   if (simulate) {
@@ -91,23 +115,7 @@ void AddClusterFlags(CLI::App* cmd, ClusterConfig* c, int* coros, double* second
                     "default UCX's choice)");
     cmd->add_option("--ucx-net-devices", c->transport.ucx_net_devices,
                     "network devices for --transport ucx (UCX_NET_DEVICES: lo, mlx5_0:1, ...)");
-    cmd->add_option("--coord", c->transport.coord,
-                    "run against the `pond mn` daemons registered with this ZooKeeper "
-                    "(HOST:PORT, as pond up prints); implies --transport ucx, and --mns, "
-                    "--replication, --region-mib and --ucx-* come from the cluster's spec");
-    cmd->add_option("--cluster", c->transport.cluster, "the daemons' cluster name, with --coord")
-        ->capture_default_str();
-    cmd->add_option_function<std::string>(
-           "--secret-file",
-           [c](const std::string& path) {
-             Result<std::string> secret = server::ReadSecretFile(path);
-             if (!secret.ok())
-               throw CLI::ValidationError("--secret-file", secret.status().message());
-             c->transport.coord_secret = std::move(secret).value();
-           },
-           "with --coord: the cluster's secret (pond up's DIR/certs/cluster.secret), without "
-           "which a cluster not started --insecure refuses this process")
-        ->type_name("FILE");
+    AddCoordFlags(cmd, &c->transport);
   }
   if (simulate) {
     cmd->add_option(

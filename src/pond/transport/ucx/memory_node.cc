@@ -69,7 +69,13 @@ Result<std::unique_ptr<UcxMemoryNode>> UcxMemoryNode::Start(MnId mn, uint64_t by
   hp.cb = &UcxMemoryNode::OnBatch;
   hp.arg = n.get();
   s = ucp_worker_set_am_recv_handler(n->worker_->get(), &hp);
-  if (s != UCS_OK) return FromUcs(s, "cannot set the MN's batch handler");
+  if (s == UCS_OK) {
+    hp.id = kHelloAmId;
+    hp.cb = &UcxMemoryNode::OnHello;
+    s = ucp_worker_set_am_recv_handler(n->worker_->get(), &hp);
+  }
+  if (s != UCS_OK) return FromUcs(s, "cannot set the MN's message handlers");
+  n->token_ = options.peer_token;
 
   n->stop_fd_ = eventfd(0, EFD_CLOEXEC);
   if (n->stop_fd_ < 0) return Internal(std::string("eventfd: ") + std::strerror(errno));
@@ -113,7 +119,7 @@ void UcxMemoryNode::Serve() {
 namespace {
 
 struct ReplySlot {
-  uint64_t tag;  // the reply's UCX header, which must outlive the send
+  AmHeader header;  // the reply's UCX header, which must outlive the send
   std::vector<std::byte> bytes;
 };
 
@@ -123,32 +129,62 @@ void OnReplySent(void* request, ucs_status_t /*status*/, void* user_data) {
   ucp_request_free(request);
 }
 
-}  // namespace
-
-ucs_status_t UcxMemoryNode::OnBatch(void* arg, const void* header, size_t header_length, void* data,
-                                    size_t length, const ucp_am_recv_param_t* param) {
-  auto* self = static_cast<UcxMemoryNode*>(arg);
-  // A CN sends batches eagerly and asks for a reply: anything else is not a Pond CN's, and is
-  // dropped unapplied (its sender, if any, learns nothing and fails the batch as it would for a
-  // dead MN).
-  if (header_length != sizeof(uint64_t) || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ||
-      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
-    return UCS_OK;
-  }
-  auto* slot = new ReplySlot{};
-  std::memcpy(&slot->tag, header, sizeof(slot->tag));
-  ApplyBatch(self->region_, self->descriptor_.bytes,
-             std::span(static_cast<const std::byte*>(data), length), &slot->bytes);
+// Answers on `reply_ep` with `slot` (eagerly, so that it arrives whole in the CN's handler).
+void Reply(ucp_ep_h reply_ep, unsigned id, ReplySlot* slot) {
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = &OnReplySent;
   p.user_data = slot;
-  p.flags = UCP_AM_SEND_FLAG_EAGER;  // so it arrives whole in the CN's handler
-  ucs_status_ptr_t r =
-      ucp_am_send_nbx(param->reply_ep, kBatchReplyAmId, &slot->tag, sizeof(slot->tag),
-                      slot->bytes.data(), slot->bytes.size(), &p);
+  p.flags = UCP_AM_SEND_FLAG_EAGER;
+  ucs_status_ptr_t r = ucp_am_send_nbx(reply_ep, id, &slot->header, sizeof(slot->header),
+                                       slot->bytes.data(), slot->bytes.size(), &p);
   if (r == nullptr || UCS_PTR_IS_ERR(r)) delete slot;
+}
+
+}  // namespace
+
+MnDescriptor UcxMemoryNode::published_descriptor() const {
+  MnDescriptor d = descriptor_;
+  if (!IsOpen(token_)) d.rkey.clear();
+  return d;
+}
+
+ucs_status_t UcxMemoryNode::OnHello(void* arg, const void* header, size_t header_length,
+                                    void* /*data*/, size_t /*length*/,
+                                    const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxMemoryNode*>(arg);
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) return UCS_OK;
+  const std::optional<uint64_t> word = Admit(header, header_length, self->token_);
+  // A refusal is an empty answer with an all-zero token: the stranger learns no more than that.
+  auto* slot = new ReplySlot{};
+  if (word.has_value()) {
+    slot->header = AmHeader{*word, self->token_};
+    slot->bytes = self->descriptor_.rkey;
+  } else if (!self->refusal_said_) {
+    self->refusal_said_ = true;
+    std::fprintf(stderr, "pond mn %u: refused a peer without this cluster's token (said once)\n",
+                 self->descriptor_.mn);
+  }
+  Reply(param->reply_ep, kHelloReplyAmId, slot);
+  return UCS_OK;
+}
+
+ucs_status_t UcxMemoryNode::OnBatch(void* arg, const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxMemoryNode*>(arg);
+  // A CN of this cluster sends batches eagerly, with its token, and asks for a reply: anything
+  // else is a stranger's, and is dropped unapplied (its sender, if any, learns nothing and fails
+  // the batch as it would for a dead MN).
+  const std::optional<uint64_t> tag = Admit(header, header_length, self->token_);
+  if (!tag.has_value() || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ||
+      (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) == 0) {
+    return UCS_OK;
+  }
+  auto* slot = new ReplySlot{AmHeader{*tag, self->token_}, {}};
+  ApplyBatch(self->region_, self->descriptor_.bytes,
+             std::span(static_cast<const std::byte*>(data), length), &slot->bytes);
+  Reply(param->reply_ep, kBatchReplyAmId, slot);
   return UCS_OK;
 }
 

@@ -21,6 +21,31 @@ Status FromUcs(ucs_status_t s, const std::string& what) {
   }
 }
 
+namespace {
+
+// A peer's failure (a daemon killed) must fail the operations on its endpoint, not the process:
+// UCX's peer error handling reports it to the operations' callbacks.
+void IgnoreEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
+
+}  // namespace
+
+ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
+                  Status* status, ucp_err_handler_cb_t on_error, void* error_arg) {
+  ucp_ep_params_t p{};
+  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  if (peer_errors) {
+    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    p.err_handler.cb = on_error != nullptr ? on_error : &IgnoreEpError;
+    p.err_handler.arg = error_arg;
+  }
+  ucp_ep_h ep = nullptr;
+  ucs_status_t s = ucp_ep_create(w, &p, &ep);
+  if (s != UCS_OK) *status = FromUcs(s, "cannot connect a UCX endpoint");
+  return ep;
+}
+
 Result<std::unique_ptr<Context>> Context::Create(const UcxOptions& options) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
@@ -104,7 +129,8 @@ Result<MnDescriptor> MnDescriptor::Decode(std::span<const std::byte> in) {
                            " (this Pond reads version " + std::to_string(kMnDescriptorVersion) +
                            ")");
   }
-  if (h.address_len == 0 || h.rkey_len == 0 || h.address_len > kMnDescriptorPartMax ||
+  // No region key is a sealed descriptor: the CN asks the MN for it (peer_token.h).
+  if (h.address_len == 0 || h.address_len > kMnDescriptorPartMax ||
       h.rkey_len > kMnDescriptorPartMax ||
       in.size() != sizeof(h) + uint64_t{h.address_len} + h.rkey_len) {
     return InvalidArgument("MN descriptor lengths do not match its size");

@@ -8,6 +8,7 @@
 
 #include <ucp/api/ucp.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -29,10 +30,22 @@ struct UcxOptions {
   // UCX's own keepalive between peers (UCX_KEEPALIVE_INTERVAL). A memory node turns it off
   // (UcxMemoryNode::Start says why).
   bool keepalive = true;
+  // The cluster's peer token (peer_token.h): carried by every message this process sends, and
+  // asked of every message it takes. All zero: the cluster has no secret.
+  std::array<std::byte, 32> peer_token{};
 };
 
 // A failed UCX call as a Status: Unavailable when the peer is unreachable, Internal otherwise.
 Status FromUcs(ucs_status_t s, const std::string& what);
+
+// An endpoint on `w` to the worker at `address`; nullptr with `*status` set when UCX refuses.
+// With `peer_errors` (not on shared memory) a peer's failure fails the endpoint's operations and
+// is reported to `on_error` (nullptr: to nobody) rather than ending the process. A batch sent as
+// a message has no operation left to fail once sent, so an MN's connection also reports the
+// failure to its CN endpoint (UcxEndpoint::OnMnError).
+ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
+                  Status* status, ucp_err_handler_cb_t on_error = nullptr,
+                  void* error_arg = nullptr);
 
 // One UCP context: the process's (or one in-process MN's) handle on UCX with RMA, 64-bit
 // atomics, active messages and wake-up on events.
@@ -72,7 +85,7 @@ struct MnDescriptor {
   uint64_t base = 0;   // the region's virtual address in the MN's process
   uint64_t bytes = 0;  // the region's size
   std::vector<std::byte> worker_address;
-  std::vector<std::byte> rkey;  // from ucp_rkey_pack
+  std::vector<std::byte> rkey;  // from ucp_rkey_pack; empty when published sealed (peer_token.h)
 
   std::vector<std::byte> Encode() const;
   // InvalidArgument with one line when `bytes` is not a descriptor.

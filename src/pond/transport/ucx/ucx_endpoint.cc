@@ -13,36 +13,13 @@ namespace pond::ucx {
 
 namespace {
 
-// The active-message id of a CN packet (batch messages have theirs in batch_message.h). Its
-// one-byte header says whether the sender counted it in its fabric's packets in flight (it did
-// when the receiver is in its process), so that the receiver counts it off only then.
+// The active-message id of a CN packet (batch messages have theirs in batch_message.h, the peer
+// hello in peer_token.h). Its header's word says whether the sender counted it in its fabric's
+// packets in flight (it did when the receiver is in its process), so that the receiver counts it
+// off only then.
 constexpr unsigned kPacketAmId = 1;
-constexpr uint8_t kCounted = 1;
-constexpr uint8_t kNotCounted = 0;
-
-// A peer's failure (a daemon killed) must fail the operations on its endpoint, not the process:
-// UCX's peer error handling reports it to the operations' callbacks. A batch sent as a message
-// has no operation left to fail once sent, so an MN's connection also reports the failure to its
-// endpoint (UcxEndpoint::OnMnError).
-void OnEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
-
-ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
-                  Status* status, ucp_err_handler_cb_t on_error = &OnEpError,
-                  void* error_arg = nullptr) {
-  ucp_ep_params_t p{};
-  p.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
-  p.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  if (peer_errors) {
-    p.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    p.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    p.err_handler.cb = on_error;
-    p.err_handler.arg = error_arg;
-  }
-  ucp_ep_h ep = nullptr;
-  ucs_status_t s = ucp_ep_create(w, &p, &ep);
-  if (s != UCS_OK) *status = FromUcs(s, "cannot connect a UCX endpoint");
-  return ep;
-}
+constexpr uint64_t kCounted = 1;
+constexpr uint64_t kNotCounted = 0;
 
 }  // namespace
 
@@ -135,11 +112,11 @@ void UcxEndpoint::SendPacket(WorkerAddr to, PacketBuffer packet) {
   // Only packets between workers of this process are counted in flight: the fabric's count
   // is what tells this process's run that nothing of its own is still on the way, and a
   // packet to another process is counted off there, never here.
-  const uint8_t* counted = peer->remote ? &kNotCounted : &kCounted;
   if (!peer->remote) fabric_.in_flight_.fetch_add(1, std::memory_order_acq_rel);
-  auto* slot = new SendSlot{this, std::move(packet), !peer->remote, 0};
+  auto* slot = new SendSlot{this, std::move(packet), !peer->remote, 0,
+                            AmHeader{peer->remote ? kNotCounted : kCounted, fabric_.peer_token_}};
   // Eager only: the receiver then always has the whole packet in its handler.
-  SendAm(peer->ep, kPacketAmId, counted, sizeof(*counted), slot, UCP_AM_SEND_FLAG_EAGER);
+  SendAm(peer->ep, kPacketAmId, slot, UCP_AM_SEND_FLAG_EAGER);
 }
 
 void UcxEndpoint::EndRound() {
@@ -274,13 +251,13 @@ bool UcxEndpoint::SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m) {
   b->tag = next_tag_++;
   b->sent_on = m.ep;
   b->carried = carried;
-  auto* slot = new SendSlot{this, TakeBuffer(), false, b->tag};
+  auto* slot =
+      new SendSlot{this, TakeBuffer(), false, b->tag, AmHeader{b->tag, fabric_.peer_token_}};
   EncodeBatch(ops, &slot->bytes);
   awaiting_.push_back(b.release());
   // Eager, so that it arrives whole in the MN's handler; REPLY, so that the MN can answer on the
   // connection it came by.
-  SendAm(m.ep, kBatchAmId, &slot->tag, sizeof(slot->tag), slot,
-         UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY);
+  SendAm(m.ep, kBatchAmId, slot, UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY);
   return true;
 }
 
@@ -316,14 +293,13 @@ ucs_status_t UcxEndpoint::OnBatchReply(void* arg, const void* header, size_t hea
                                        void* data, size_t length,
                                        const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxEndpoint*>(arg);
-  POND_CHECK_MSG(
-      header_length == sizeof(uint64_t) && (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0,
-      "a batch reply that Pond's MN did not send");
-  uint64_t tag = 0;
-  std::memcpy(&tag, header, sizeof(tag));
+  // Only this cluster's MNs answer with its token, and eagerly: anything else is a stranger's,
+  // and dropped unread.
+  const std::optional<uint64_t> tag = Admit(header, header_length, self->fabric_.peer_token_);
+  if (!tag.has_value() || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) return UCS_OK;
   for (size_t i = 0; i < self->awaiting_.size(); i++) {
     Batch* b = self->awaiting_[i];
-    if (b->tag != tag) continue;
+    if (b->tag != *tag) continue;
     Status st = TakeBatchReply(std::span<const Op>(b->ops.data(), b->carried),
                                std::span(static_cast<const std::byte*>(data), length));
     // The CN's own refusal of a later op stands if the MN applied what it was sent.
@@ -430,16 +406,15 @@ void UcxEndpoint::OnFlushed(void* request, ucs_status_t status, void* user_data)
   ucp_request_free(request);
 }
 
-void UcxEndpoint::SendAm(ucp_ep_h ep, unsigned id, const void* header, size_t header_length,
-                         SendSlot* slot, uint32_t flags) {
+void UcxEndpoint::SendAm(ucp_ep_h ep, unsigned id, SendSlot* slot, uint32_t flags) {
   ucp_request_param_t p{};
   p.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
   p.cb.send = &UcxEndpoint::OnSent;
   p.user_data = slot;
   p.flags = flags;
-  ucs_status_ptr_t r =
-      ucp_am_send_nbx(ep, id, header, header_length, slot->bytes.data(), slot->bytes.size(), &p);
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, &slot->header, sizeof(slot->header),
+                                       slot->bytes.data(), slot->bytes.size(), &p);
   if (r == nullptr) {
     Sent(slot, UCS_OK);
   } else if (UCS_PTR_IS_ERR(r)) {
@@ -530,11 +505,11 @@ void UcxEndpoint::Abandon() {
 ucs_status_t UcxEndpoint::OnPacket(void* arg, const void* header, size_t header_length, void* data,
                                    size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxEndpoint*>(arg);
-  POND_CHECK_MSG((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0,
-                 "a CN packet arrived by rendezvous, but Pond sends them eagerly");
-  if (header_length == 1 && *static_cast<const uint8_t*>(header) == kCounted) {
-    self->counted_arrivals_++;
-  }
+  // A packet without this cluster's token, or by rendezvous (Pond sends them eagerly), is not a
+  // Pond CN's: dropped unread.
+  const std::optional<uint64_t> counted = Admit(header, header_length, self->fabric_.peer_token_);
+  if (!counted.has_value() || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) return UCS_OK;
+  if (*counted == kCounted) self->counted_arrivals_++;
   PacketBuffer buf = self->TakeBuffer();
   buf.resize(length);
   std::memcpy(buf.data(), data, length);

@@ -10,6 +10,7 @@
 
 #include "pond/status.h"
 #include "pond/transport/endpoint.h"
+#include "pond/transport/ucx/peer_token.h"
 #include "pond/transport/ucx/ucx_context.h"
 #include "pond/transport/ucx/ucx_fabric.h"
 
@@ -77,9 +78,9 @@ class UcxEndpoint final : public Endpoint {
   struct SendSlot {
     UcxEndpoint* ep;
     PacketBuffer bytes;
-    bool counted;  // in the fabric's packets in flight
-    uint64_t
-        tag;  // a batch message's (also its UCX header, which must outlive the send); 0: a packet
+    bool counted;     // in the fabric's packets in flight
+    uint64_t tag;     // a batch message's; 0: a packet
+    AmHeader header;  // the message's UCX header, which must outlive the send
   };
   struct Peer {
     ucp_ep_h ep = nullptr;
@@ -136,10 +137,9 @@ class UcxEndpoint final : public Endpoint {
 
   static void OnFlushed(void* request, ucs_status_t status, void* user_data);
 
-  // Sends `slot`'s bytes as active message `id` (the header must outlive the send: it lives in
-  // the slot or is static); Sent finishes the slot, now or from OnSent.
-  void SendAm(ucp_ep_h ep, unsigned id, const void* header, size_t header_length, SendSlot* slot,
-              uint32_t flags);
+  // Sends `slot`'s bytes as active message `id` with the slot's header; Sent finishes the slot,
+  // now or from OnSent.
+  void SendAm(ucp_ep_h ep, unsigned id, SendSlot* slot, uint32_t flags);
   void Sent(SendSlot* slot, ucs_status_t status);
 
   static void OnSent(void* request, ucs_status_t status, void* user_data);

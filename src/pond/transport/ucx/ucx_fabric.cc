@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "pond/base/assert.h"
+#include "pond/transport/ucx/peer_token.h"
 #include "pond/transport/ucx/ucx_endpoint.h"
 
 namespace pond::ucx {
@@ -80,6 +81,7 @@ Result<std::unique_ptr<UcxFabric>> UcxFabric::Connect(std::vector<MnDescriptor> 
   std::unique_ptr<UcxFabric> f(new UcxFabric());
   f->mns_ = std::move(mns);
   POND_RETURN_IF_ERROR(f->Init(options));
+  for (MnDescriptor& d : f->mns_) POND_RETURN_IF_ERROR(f->Unseal(d));
   return f;
 }
 
@@ -90,6 +92,16 @@ Status UcxFabric::Init(const UcxOptions& options) {
   peer_errors_ = PeerErrorsHandled(options.tls);
   // A batch awaiting its answer learns of its MN's failure from peer error handling alone.
   verbs_by_message_ = peer_errors_ && VerbsByMessage(options.tls);
+  peer_token_ = options.peer_token;
+  return Status::Ok();
+}
+
+Status UcxFabric::Unseal(MnDescriptor& d) {
+  if (!d.rkey.empty()) return Status::Ok();
+  Result<std::vector<std::byte>> key =
+      AskRegionKey(*ctx_, d, peer_token_, peer_errors_, kHelloWait);
+  if (!key.ok()) return key.status();
+  d.rkey = std::move(key).value();
   return Status::Ok();
 }
 
@@ -181,7 +193,9 @@ Status UcxFabric::AddRemoteCn(const CnDescriptor& d) {
   return Status::Ok();
 }
 
-Status UcxFabric::ReplaceMn(const MnDescriptor& d) {
+Status UcxFabric::ReplaceMn(MnDescriptor d) {
+  // Asked before the lock: the MN's answer is a round trip the endpoints need not wait for.
+  POND_RETURN_IF_ERROR(Unseal(d));
   std::lock_guard lock(directory_mu_);
   if (d.mn >= mns_.size()) return InvalidArgument("no MN " + std::to_string(d.mn));
   if (d.bytes != mns_[d.mn].bytes) {
@@ -189,7 +203,7 @@ Status UcxFabric::ReplaceMn(const MnDescriptor& d) {
                            std::to_string(d.bytes) + " bytes, not " +
                            std::to_string(mns_[d.mn].bytes));
   }
-  mns_[d.mn] = d;
+  mns_[d.mn] = std::move(d);
   mn_generations_[d.mn].fetch_add(1, std::memory_order_acq_rel);
   return Status::Ok();
 }

@@ -28,6 +28,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,7 @@
 #include "pond/status.h"
 #include "pond/transport/fabric.h"
 #include "pond/transport/ucx/memory_node.h"
+#include "pond/transport/ucx/peer_token.h"
 #include "pond/transport/ucx/ucx_context.h"
 
 namespace pond::ucx {
@@ -50,7 +52,9 @@ class UcxFabric final : public Fabric {
                                                                uint64_t region_bytes,
                                                                const UcxOptions& options);
   // Reaches MNs served elsewhere (other processes or hosts) by their descriptors, one per MN in
-  // MN order, all of one size.
+  // MN order, all of one size. A descriptor without its region key (a daemon of a cluster with a
+  // secret publishes none) is completed by the peer hello (peer_token.h): PermissionDenied when
+  // the MN refuses this process's token.
   static Result<std::unique_ptr<UcxFabric>> Connect(std::vector<MnDescriptor> mns,
                                                     const UcxOptions& options);
   ~UcxFabric() override;
@@ -75,8 +79,9 @@ class UcxFabric final : public Fabric {
   Status AddRemoteCn(const CnDescriptor& d);
   // MN `d.mn` restarted as a new process (blank memory: docs/recovery.md "MN restart"): its
   // descriptor replaces the old one, and every endpoint reconnects at its next batch to it.
-  // InvalidArgument for an MN this fabric does not have, or a region of another size.
-  Status ReplaceMn(const MnDescriptor& d);
+  // InvalidArgument for an MN this fabric does not have, or a region of another size; the
+  // peer hello's refusals as for Connect.
+  Status ReplaceMn(MnDescriptor d);
   // Declared down, MN `mn`'s connections are closed by force at every endpoint's next poll,
   // which fails the batches waiting on them as unreachable, and later batches to it fail at
   // once until it is let back in (its rejoin; a ReplaceMn comes first). Over TCP nothing else
@@ -88,6 +93,10 @@ class UcxFabric final : public Fabric {
   friend class UcxEndpoint;
   UcxFabric() = default;
   Status Init(const UcxOptions& options);
+  // Asks MN `d` for its region key unless `d` has it (the peer hello).
+  Status Unseal(MnDescriptor& d);
+  // How long the peer hello waits for an MN's answer: an MN that is up answers in a round trip.
+  static constexpr std::chrono::milliseconds kHelloWait{5000};
   struct WorkerEntry {
     std::vector<std::byte> address;  // its UCP worker address
     bool remote = false;             // in another process
@@ -136,6 +145,7 @@ class UcxFabric final : public Fabric {
   std::atomic<bool> open_{false};
   bool peer_errors_ = false;       // endpoints ask UCX to report a peer's failure (not on shm)
   bool verbs_by_message_ = false;  // batches to unmapped MNs go as messages (batch_message.h)
+  PeerToken peer_token_{};         // UcxOptions::peer_token
   std::array<std::atomic<uint32_t>, 64> generations_{};     // by CN: AddRemoteCn calls
   std::array<std::atomic<uint32_t>, 64> mn_generations_{};  // by MN: ReplaceMn calls
   std::array<std::atomic<bool>, 64> mn_down_{};             // by MN: SetMnDown

@@ -1,0 +1,197 @@
+// A cluster's UCX workers closed to strangers (peer_token.h): an MN gives its region key only to
+// a peer that shows the cluster's token, applies only batches that carry it, and a CN takes only
+// packets that carry it — each refusal beside the same exchange with the right token, which goes
+// through, so that a test passes only because the token made the difference.
+#include "pond/transport/ucx/peer_token.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "pond/transport/test_worker.h"
+#include "pond/transport/ucx/batch_message.h"
+#include "pond/transport/ucx/memory_node.h"
+#include "pond/transport/ucx/ucx_fabric.h"
+
+namespace pond::ucx {
+namespace {
+
+using TestWorker = testing_transport::Worker;
+
+constexpr std::chrono::milliseconds kWait{2000};
+
+UcxOptions Tcp(const PeerToken& token) {
+  UcxOptions o;
+  o.tls = "tcp";
+  o.net_devices = "lo";
+  o.peer_token = token;
+  return o;
+}
+
+TEST(PeerTokenTest, OnePerClusterAndSecretAndNeverOpen) {
+  EXPECT_TRUE(IsOpen(DerivePeerToken("", "pond")));
+  const PeerToken t = DerivePeerToken("s3cret-s3cret-s3cret-s3cret-s3cret", "pond");
+  EXPECT_FALSE(IsOpen(t));
+  EXPECT_EQ(t, DerivePeerToken("s3cret-s3cret-s3cret-s3cret-s3cret", "pond"));
+  EXPECT_NE(t, DerivePeerToken("s3cret-s3cret-s3cret-s3cret-s3creT", "pond")) << "another secret";
+  EXPECT_NE(t, DerivePeerToken("s3cret-s3cret-s3cret-s3cret-s3cret", "pond2")) << "another cluster";
+
+  AmHeader h{77, t};
+  EXPECT_EQ(Admit(&h, sizeof(h), t), std::optional<uint64_t>(77));
+  EXPECT_FALSE(Admit(&h, sizeof(h) - 1, t).has_value()) << "a short header";
+  h.token[31] ^= std::byte{1};
+  EXPECT_FALSE(Admit(&h, sizeof(h), t).has_value()) << "one bit off";
+  const uint64_t old_header = 77;  // what Pond's messages carried before tokens
+  EXPECT_FALSE(Admit(&old_header, sizeof(old_header), t).has_value());
+}
+
+class SealedMnTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto mn = UcxMemoryNode::Start(0, 1 << 20, Tcp(token_));
+    ASSERT_TRUE(mn.ok()) << mn.status().ToString();
+    mn_ = std::move(mn).value();
+  }
+  const PeerToken token_ = DerivePeerToken("the-cluster-secret-of-this-test-0123", "pond");
+  const PeerToken stranger_ = DerivePeerToken("a-secret-some-other-cluster-uses-456", "pond");
+  std::unique_ptr<UcxMemoryNode> mn_;
+};
+
+TEST_F(SealedMnTest, AStrangerGetsNoRegionKey) {
+  const MnDescriptor published = mn_->published_descriptor();
+  EXPECT_TRUE(published.rkey.empty()) << "what ZooKeeper holds has no region key";
+  EXPECT_FALSE(mn_->descriptor().rkey.empty());
+  auto ctx = Context::Create(Tcp(stranger_));
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  for (const PeerToken& wrong : {stranger_, PeerToken{}}) {
+    Result<std::vector<std::byte>> key = AskRegionKey(**ctx, published, wrong, true, kWait);
+    ASSERT_FALSE(key.ok());
+    EXPECT_EQ(key.status().code(), Code::kPermissionDenied) << key.status().ToString();
+  }
+  Result<std::vector<std::byte>> key = AskRegionKey(**ctx, published, token_, true, kWait);
+  ASSERT_TRUE(key.ok()) << key.status().ToString();
+  EXPECT_EQ(*key, mn_->descriptor().rkey);
+
+  // A fabric of another cluster is refused at Connect; one of this cluster reads and writes.
+  auto refused = UcxFabric::Connect({published}, Tcp(stranger_));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Code::kPermissionDenied) << refused.status().ToString();
+  auto member = UcxFabric::Connect({published}, Tcp(token_));
+  ASSERT_TRUE(member.ok()) << member.status().ToString();
+  TestWorker w(**member, {0, 0});
+  w.Run([](Endpoint* ep) -> Task<void> {
+    uint64_t v = 42, back = 0;
+    ep->Write(GAddr::Make(0, 64), &v, sizeof(v));
+    ep->Read(GAddr::Make(0, 64), &back, sizeof(back));
+    Status st = co_await ep->Flush();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(back, 42u);
+  }(w.ep.get()));
+}
+
+// A stranger that has the region key anyway (stolen, or guessed) and sends the MN a batch
+// message: nothing is applied and nothing is answered, while the same batch with the token is.
+TEST_F(SealedMnTest, AStrangersBatchIsNeitherAppliedNorAnswered) {
+  auto ctx = Context::Create(Tcp(stranger_));
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  auto worker = Worker::Create(**ctx);
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  ucp_worker_h w = (*worker)->get();
+  int replies = 0;
+  ucp_am_handler_param_t hp{};
+  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+  hp.id = kBatchReplyAmId;
+  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+  hp.cb = [](void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t*) {
+    ++*static_cast<int*>(arg);
+    return UCS_OK;
+  };
+  hp.arg = &replies;
+  ASSERT_EQ(ucp_worker_set_am_recv_handler(w, &hp), UCS_OK);
+  Status st;
+  ucp_ep_h ep = CreateEp(w, mn_->descriptor().worker_address, true, &st);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+
+  uint64_t word = 0x5354524e47523421;  // what the batch writes
+  std::vector<Op> ops(1);
+  ops[0].verb = Verb::kWrite;
+  ops[0].addr = GAddr::Make(0, 128);
+  ops[0].local = &word;
+  ops[0].len = sizeof(word);
+  PacketBuffer request;
+  EncodeBatch(ops, &request);
+  auto send_and_wait = [&](const PeerToken& token) {
+    const AmHeader header{1, token};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep, kBatchAmId, &header, sizeof(header), request.data(),
+                                         request.size(), &p);
+    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < until && replies == 0) {
+      if (ucp_worker_progress(w) == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    if (r != nullptr) {
+      while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(w);
+      ucp_request_free(r);
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(send_and_wait(stranger_));
+  uint64_t there = 0;
+  std::memcpy(&there, mn_->region() + 128, sizeof(there));
+  EXPECT_EQ(there, 0u) << "a stranger's batch was applied";
+  EXPECT_EQ(replies, 0) << "a stranger's batch was answered";
+
+  ASSERT_NO_FATAL_FAILURE(send_and_wait(token_));
+  std::memcpy(&there, mn_->region() + 128, sizeof(there));
+  EXPECT_EQ(there, word) << "the member's batch (same bytes, the token) is applied";
+  EXPECT_EQ(replies, 1);
+
+  ucp_request_param_t cp{};
+  cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+  ucs_status_ptr_t c = ucp_ep_close_nbx(ep, &cp);
+  if (c != nullptr && !UCS_PTR_IS_ERR(c)) {
+    while (ucp_request_check_status(c) == UCS_INPROGRESS) ucp_worker_progress(w);
+    ucp_request_free(c);
+  }
+}
+
+// CN to CN: a packet from a process of another cluster (which read this CN's workers' addresses
+// from ZooKeeper) never reaches the handlers; one from a member does.
+TEST_F(SealedMnTest, AStrangersPacketIsDropped) {
+  const MnDescriptor full = mn_->descriptor();
+  auto home = UcxFabric::Connect({full}, Tcp(token_));
+  ASSERT_TRUE(home.ok()) << home.status().ToString();
+  TestWorker target(**home, {0, 0});
+  auto described = (*home)->Describe(0, 1);
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  int got = 0;
+  target.ep->OnMessage(3, [&](const Message&) { got++; });
+
+  auto deliver = [&](const PeerToken& token) {
+    auto other = UcxFabric::Connect({full}, Tcp(token));
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    ASSERT_TRUE((*other)->AddRemoteCn(*described).ok());
+    TestWorker sender(**other, {1, 0});
+    const std::vector<std::byte> payload(16, std::byte{7});
+    sender.ep->Send({0, 0}, 3, payload);
+    sender.ep->EndRound();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < until && got == 0) {
+      sender.sched.RunOnce();
+      target.sched.RunOnce();
+    }
+  };
+  ASSERT_NO_FATAL_FAILURE(deliver(stranger_));
+  EXPECT_EQ(got, 0) << "a stranger's packet reached the CN's handlers";
+  ASSERT_NO_FATAL_FAILURE(deliver(token_));
+  EXPECT_EQ(got, 1) << "a member's packet (same bytes, the token) arrives";
+}
+
+}  // namespace
+}  // namespace pond::ucx
