@@ -6,6 +6,8 @@
 #                skips that part)
 #   make tsan    only the ThreadSanitizer part
 #   make asan    only the AddressSanitizer part
+#   make fuzz    build the fuzz targets (clang, build/fuzz) and run each for FUZZ_SECONDS (30) over
+#                its corpus (scripts/fuzz.sh; docs/checker.md "Fuzzing")
 #   make mutants the mutation test: every deliberate bug of scripts/mutants.txt must fail a test
 #                (its own build tree, build/mutants; about an hour on 2 cores)
 #   make format  apply .clang-format to every C++ file
@@ -20,11 +22,12 @@ ASAN ?= 1
 # seed tests.
 SAN_CONCURRENT := concurrent_tests
 SAN_SEEDS := sim_seed_test fault_seed_test
+FUZZ_SECONDS ?= 30
 # Seeds per seed test under ASan (it runs them about 3x slower): a few each, so that memory
 # errors on the fault paths are looked for on every change; the full counts run without it.
 ASAN_SEEDS ?= 3
 
-.PHONY: all deps release relassert tsan-build asan-build run test tsan asan mutants format figures clean
+.PHONY: all deps release relassert tsan-build asan-build fuzz-build run test tsan asan fuzz mutants format figures clean
 
 all: relassert
 
@@ -42,6 +45,9 @@ build/tsan/build.ninja: | deps
 
 build/asan/build.ninja: | deps
 	@cmake -S . -B build/asan $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelAssert -DPOND_ASAN=ON >/dev/null
+
+build/fuzz/build.ninja: | deps
+	@CXX=clang++-14 cmake -S . -B build/fuzz $(CMAKE_GEN) -DCMAKE_BUILD_TYPE=RelAssert -DPOND_FUZZ=ON >/dev/null
 
 release: deps build/release/build.ninja
 	@cmake --build build/release -j $(JOBS)
@@ -95,6 +101,13 @@ asan: asan-build
 	cd build/asan && UCX_MEM_EVENTS=n ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1 POND_SIM_SEEDS=$(ASAN_SEEDS) POND_FAULT_SEEDS=$(ASAN_SEEDS) \
 	  ctest --output-on-failure -L 'concurrent|stress' --timeout 900 -j $(JOBS)
+
+# The fuzz targets only (fuzz/CMakeLists.txt): the libraries they link, no tests or tools.
+fuzz-build: deps build/fuzz/build.ninja
+	@cmake --build build/fuzz -j $(JOBS) --target fuzz_targets
+
+fuzz: fuzz-build
+	bash scripts/fuzz.sh --seconds $(FUZZ_SECONDS)
 
 mutants: deps
 	python3 scripts/mutants.py

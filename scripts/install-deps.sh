@@ -6,7 +6,8 @@
 # port 2181 at install, and Pond starts its own (cluster/local_zookeeper.h). iproute2 and nftables
 # make the hosts of scripts/hosts.sh (network namespaces) and cut their links. Idempotent: when
 # every package is already present it prints nothing and returns at once, so the Makefile calls
-# it on every run. toml++ reads the daemons' config files (tools/daemon_config.h).
+# it on every run. toml++ reads the daemons' config files (tools/daemon_config.h); clang-14 with
+# its runtime (libFuzzer, the sanitizers) builds the fuzz targets (make fuzz).
 set -euo pipefail
 
 packages=(
@@ -19,6 +20,7 @@ packages=(
   libucx-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   prometheus-cpp-dev
+  clang-14 libclang-rt-14-dev
   python3-grpcio python3-protobuf
   iproute2 nftables
 )

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pond/status.h"
@@ -171,6 +172,8 @@ struct Testbed {
   // (a string: where the field's value comes from; models/cx3.json) and any key starting with
   // "_". InvalidArgument, naming the file and the key, on a bad value or an unknown key.
   static Result<Testbed> Load(const std::string& path);
+  // The same from the file's text; `name` stands for the path in the testbed and in errors.
+  static Result<Testbed> FromJson(std::string_view text, const std::string& name);
   // A preset's name (PresetNames()) or a model file's path.
   static Result<Testbed> FromName(const std::string& preset_or_path);
   static const std::vector<std::string>& PresetNames();

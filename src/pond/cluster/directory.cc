@@ -83,7 +83,8 @@ std::vector<std::byte> EncodeShardList(const std::vector<uint32_t>& ids) {
   const auto count = static_cast<uint32_t>(ids.size());
   std::vector<std::byte> out(4 + ids.size() * 4);
   std::memcpy(out.data(), &count, 4);
-  std::memcpy(out.data() + 4, ids.data(), ids.size() * 4);
+  // Not for an empty list: memcpy from a null pointer is undefined even for 0 bytes.
+  if (!ids.empty()) std::memcpy(out.data() + 4, ids.data(), ids.size() * 4);
   return out;
 }
 
@@ -94,7 +95,7 @@ Result<std::vector<uint32_t>> DecodeShardList(std::span<const std::byte> in, uin
   if (in.size() != 4 + uint64_t{count} * 4)
     return Corruption("shard list: length is not its count's");
   std::vector<uint32_t> ids(count);
-  std::memcpy(ids.data(), in.data() + 4, uint64_t{count} * 4);
+  if (count != 0) std::memcpy(ids.data(), in.data() + 4, uint64_t{count} * 4);
   for (size_t i = 0; i < ids.size(); i++) {
     if (ids[i] >= shards || (i > 0 && ids[i] <= ids[i - 1])) {
       return Corruption("shard list: ids not ascending below " + std::to_string(shards));

@@ -30,6 +30,21 @@ uint64_t NowMs() { return SystemClock::Get().NowNs() / 1'000'000; }
 
 constexpr const char* kStoppingNothingRan = "the server is stopping; nothing ran";
 
+// Why condition `c` does not hold in `t` ("orders 4097 has another value"), or "" if it holds.
+// REQUIRES: the condition's key was added and executed in `t`.
+std::string FailedCondition(const Txn& t, const PlannedCondition& c) {
+  Result<std::span<const std::byte>> v = t.Read(c.key.table->id, c.key.key);
+  const std::string where = fmt::format("{} {}", c.key.table->name, c.key.key);
+  if (!v.ok() && v.status().code() != Code::kNotFound) {
+    return where + ": " + v.status().message();
+  }
+  if (c.absent) return v.ok() ? where + " exists" : "";
+  if (!v.ok()) return where + " does not exist";
+  const bool same = v->size() == c.equals.size() &&
+                    std::equal(v->begin(), v->end(), c.equals.begin(), c.equals.end());
+  return same ? "" : where + " has another value";
+}
+
 }  // namespace
 
 Status ValidateServiceOptions(const ClientServiceOptions& o, int cns) {

@@ -74,21 +74,6 @@ Result<PlannedWrite> PlanWrite(v1::Write::Kind kind, const std::string& table, u
 
 }  // namespace
 
-std::string Printable(std::string_view name) {
-  constexpr size_t kShownMax = 64;
-  std::string out;
-  for (size_t i = 0; i < name.size() && i < kShownMax; i++) {
-    const auto c = static_cast<unsigned char>(name[i]);
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += fmt::format("\\x{:02x}", c);
-    }
-  }
-  if (name.size() > kShownMax) out += "...";
-  return out;
-}
-
 Result<ExecutePlan> PlanExecute(const v1::ExecuteRequest& req, const ServiceDirectory& dir,
                                 const ClientServiceOptions& o) {
   ExecutePlan plan;
@@ -214,19 +199,6 @@ Status FillValue(const Result<std::span<const std::byte>>& read, const PlannedKe
     return Status::Ok();
   }
   return read.status();
-}
-
-std::string FailedCondition(const Txn& t, const PlannedCondition& c) {
-  Result<std::span<const std::byte>> v = t.Read(c.key.table->id, c.key.key);
-  const std::string where = fmt::format("{} {}", c.key.table->name, c.key.key);
-  if (!v.ok() && v.status().code() != Code::kNotFound) {
-    return where + ": " + v.status().message();
-  }
-  if (c.absent) return v.ok() ? where + " exists" : "";
-  if (!v.ok()) return where + " does not exist";
-  const bool same = v->size() == c.equals.size() &&
-                    std::equal(v->begin(), v->end(), c.equals.begin(), c.equals.end());
-  return same ? "" : where + " has another value";
 }
 
 }  // namespace pond::server

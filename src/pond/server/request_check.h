@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pond/base/printable.h"
 #include "pond/server/client_service.h"
 #include "pond/server/service_directory.h"
 #include "pond/v1/pond.pb.h"
@@ -69,12 +70,5 @@ Result<std::vector<PlannedWrite>> PlanPuts(const v1::WriteStep& w, const Service
 // not executed) is returned.
 Status FillValue(const Result<std::span<const std::byte>>& read, const PlannedKey& k,
                  v1::Value* out);
-// Why condition `c` does not hold in `t` ("checking 4097: the value differs"), or "" if it holds.
-// REQUIRES: the condition's key was added and executed in `t`.
-std::string FailedCondition(const Txn& t, const PlannedCondition& c);
-
-// A name a client sent, fit for a one-line message: at most 64 characters, anything outside
-// printable ASCII as \xNN.
-std::string Printable(std::string_view name);
 
 }  // namespace pond::server

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <system_error>
 
+#include "pond/base/printable.h"
+
 namespace pond::sim {
 
 namespace {
@@ -347,7 +349,7 @@ Result<FaultSchedule> FaultSchedule::Parse(std::string_view spec) {
         begin, comma == std::string_view::npos ? std::string_view::npos : comma - begin);
     Reason r = ParseItem(item, index, &s, &seen);
     if (!r.empty()) {
-      return InvalidArgument("--faults item " + std::to_string(index) + " '" + std::string(item) +
+      return InvalidArgument("--faults item " + std::to_string(index) + " '" + Printable(item) +
                              "': " + r);
     }
     if (comma == std::string_view::npos) break;

@@ -289,6 +289,16 @@ TEST(FaultScheduleTest, ParsesCrashesAimedAtStepsAndJitter) {
   EXPECT_TRUE(FaultSchedule::Parse("jitter:0ns")->empty());
 }
 
+// Found by fault_spec_fuzz (docs/checker.md "Fuzzing"): a bad item was quoted raw, so a newline
+// or control byte in it broke the one-line error in two.
+TEST(FaultScheduleTest, ABadItemIsQuotedOnOneLine) {
+  Result<FaultSchedule> s = FaultSchedule::Parse("crash-cn:1@5ms,par\nti\x01,rew");
+  ASSERT_FALSE(s.ok());
+  const std::string m(s.status().message());
+  EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  EXPECT_NE(m.find("item 2 'par\\x0ati\\x01'"), std::string::npos) << m;
+}
+
 TEST(FaultScheduleTest, SortsByTimeKeepingSpecOrderAmongEqualTimes) {
   FaultSchedule s = MustParse(
       "restart-cn:3@2ms,crash-cn:1@1ms,crash-cn:0@2ms,heal-cn:2@1ms,crash-mn:0@2ms,"

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -135,7 +136,13 @@ const std::vector<std::string>& Testbed::FieldNames() {
 Result<Testbed> Testbed::Load(const std::string& path) {
   std::ifstream in(path);
   if (!in) return InvalidArgument("cannot read model file " + path);
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::stringstream text;
+  text << in.rdbuf();
+  return FromJson(text.str(), path);
+}
+
+Result<Testbed> Testbed::FromJson(std::string_view text, const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument(path + ": not a JSON object");
   std::string base = "cx3";
   if (j.contains("base")) {
@@ -151,7 +158,10 @@ Result<Testbed> Testbed::Load(const std::string& path) {
     const auto& names = FieldNames();
     return std::find(names.begin(), names.end(), key) != names.end();
   };
-  for (auto& [key, value] : j.items()) {
+  for (auto& item : j.items()) {
+    // Named, not a structured binding: clang 14 (the fuzz build's) cannot capture one.
+    const std::string& key = item.key();
+    nlohmann::json& value = item.value();
     if (key == "base" || key.rfind('_', 0) == 0) continue;  // "_comment": a note
     if (std::string field = SourcedField(key); !field.empty() && known(field)) {
       // "<field>_source": where the field's value comes from, for the reader only.

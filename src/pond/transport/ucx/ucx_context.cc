@@ -115,7 +115,10 @@ std::vector<std::byte> MnDescriptor::Encode() const {
   std::vector<std::byte> out(sizeof(h) + worker_address.size() + rkey.size());
   std::memcpy(out.data(), &h, sizeof(h));
   std::memcpy(out.data() + sizeof(h), worker_address.data(), worker_address.size());
-  std::memcpy(out.data() + sizeof(h) + worker_address.size(), rkey.data(), rkey.size());
+  // A sealed descriptor has no key, and memcpy from its null data is undefined even for 0 bytes.
+  if (!rkey.empty()) {
+    std::memcpy(out.data() + sizeof(h) + worker_address.size(), rkey.data(), rkey.size());
+  }
   return out;
 }
 
