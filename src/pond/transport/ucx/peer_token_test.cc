@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "pond/base/assert.h"
 #include "pond/transport/test_worker.h"
 #include "pond/transport/ucx/batch_message.h"
 #include "pond/transport/ucx/memory_node.h"
@@ -91,30 +92,98 @@ TEST_F(SealedMnTest, AStrangerGetsNoRegionKey) {
   }(w.ep.get()));
 }
 
+// A stranger that speaks UCX itself, not through Pond's CN code (which would refuse an answer
+// without its own token and so hide what the MN gave away): one UCP worker and endpoint, and
+// what comes back to it, answers of either kind alike.
+class Stranger {
+ public:
+  explicit Stranger(const MnDescriptor& mn) {
+    auto ctx = Context::Create(Tcp(PeerToken{}));
+    POND_CHECK(ctx.ok());
+    ctx_ = std::move(ctx).value();
+    auto worker = Worker::Create(*ctx_);
+    POND_CHECK(worker.ok());
+    worker_ = std::move(worker).value();
+    for (unsigned id : {kBatchReplyAmId, kHelloReplyAmId}) {
+      ucp_am_handler_param_t hp{};
+      hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
+      hp.id = id;
+      hp.flags = UCP_AM_FLAG_WHOLE_MSG;
+      hp.cb = [](void* arg, const void* header, size_t header_length, void* data, size_t length,
+                 const ucp_am_recv_param_t*) {
+        auto* self = static_cast<Stranger*>(arg);
+        self->answers++;
+        self->data.assign(static_cast<const std::byte*>(data),
+                          static_cast<const std::byte*>(data) + length);
+        self->header = AmHeader{};
+        if (header_length == sizeof(AmHeader)) std::memcpy(&self->header, header, header_length);
+        return UCS_OK;
+      };
+      hp.arg = this;
+      POND_CHECK(ucp_worker_set_am_recv_handler(worker_->get(), &hp) == UCS_OK);
+    }
+    Status st;
+    ep_ = CreateEp(worker_->get(), mn.worker_address, true, &st);
+    POND_CHECK(st.ok());
+  }
+  ~Stranger() {
+    ucp_request_param_t cp{};
+    cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    Wait(ucp_ep_close_nbx(ep_, &cp));
+  }
+
+  // Sends active message `id` with `token` in its header and waits up to half a second for an
+  // answer; answers counts them.
+  void Send(unsigned id, const PeerToken& token, const PacketBuffer& bytes) {
+    const int before = answers;
+    const AmHeader h{1, token};
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
+    ucs_status_ptr_t r = ucp_am_send_nbx(ep_, id, &h, sizeof(h), bytes.data(), bytes.size(), &p);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < until && answers == before) {
+      if (ucp_worker_progress(worker_->get()) == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+    }
+    Wait(r);
+  }
+
+  int answers = 0;
+  AmHeader header{};            // the last answer's
+  std::vector<std::byte> data;  // the last answer's
+
+ private:
+  void Wait(ucs_status_ptr_t r) {
+    if (r == nullptr || UCS_PTR_IS_ERR(r)) return;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_->get());
+    ucp_request_free(r);
+  }
+  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<Worker> worker_;
+  ucp_ep_h ep_ = nullptr;
+};
+
+// The peer hello without the token is answered with nothing: no key, and no token in the header
+// either; with the token, the key.
+TEST_F(SealedMnTest, AStrangersHelloGetsAnEmptyAnswer) {
+  Stranger s(mn_->descriptor());
+  s.Send(kHelloAmId, stranger_, {});
+  ASSERT_EQ(s.answers, 1) << "a refusal is answered, so that a member with a wrong secret knows";
+  EXPECT_TRUE(s.data.empty()) << "the region key went to a stranger";
+  EXPECT_TRUE(IsOpen(s.header.token)) << "the cluster's token went to a stranger";
+  s.Send(kHelloAmId, token_, {});
+  ASSERT_EQ(s.answers, 2);
+  EXPECT_EQ(s.data, mn_->descriptor().rkey) << "the member (same hello, the token) gets the key";
+}
+
 // A stranger that has the region key anyway (stolen, or guessed) and sends the MN a batch
 // message: nothing is applied and nothing is answered, while the same batch with the token is.
 TEST_F(SealedMnTest, AStrangersBatchIsNeitherAppliedNorAnswered) {
-  auto ctx = Context::Create(Tcp(stranger_));
-  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
-  auto worker = Worker::Create(**ctx);
-  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
-  ucp_worker_h w = (*worker)->get();
-  int replies = 0;
-  ucp_am_handler_param_t hp{};
-  hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                  UCP_AM_HANDLER_PARAM_FIELD_ARG | UCP_AM_HANDLER_PARAM_FIELD_FLAGS;
-  hp.id = kBatchReplyAmId;
-  hp.flags = UCP_AM_FLAG_WHOLE_MSG;
-  hp.cb = [](void* arg, const void*, size_t, void*, size_t, const ucp_am_recv_param_t*) {
-    ++*static_cast<int*>(arg);
-    return UCS_OK;
-  };
-  hp.arg = &replies;
-  ASSERT_EQ(ucp_worker_set_am_recv_handler(w, &hp), UCS_OK);
-  Status st;
-  ucp_ep_h ep = CreateEp(w, mn_->descriptor().worker_address, true, &st);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-
+  Stranger s(mn_->descriptor());
   uint64_t word = 0x5354524e47523421;  // what the batch writes
   std::vector<Op> ops(1);
   ops[0].verb = Verb::kWrite;
@@ -123,42 +192,16 @@ TEST_F(SealedMnTest, AStrangersBatchIsNeitherAppliedNorAnswered) {
   ops[0].len = sizeof(word);
   PacketBuffer request;
   EncodeBatch(ops, &request);
-  auto send_and_wait = [&](const PeerToken& token) {
-    const AmHeader header{1, token};
-    ucp_request_param_t p{};
-    p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    p.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;
-    ucs_status_ptr_t r = ucp_am_send_nbx(ep, kBatchAmId, &header, sizeof(header), request.data(),
-                                         request.size(), &p);
-    ASSERT_FALSE(UCS_PTR_IS_ERR(r));
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
-    while (std::chrono::steady_clock::now() < until && replies == 0) {
-      if (ucp_worker_progress(w) == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (r != nullptr) {
-      while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(w);
-      ucp_request_free(r);
-    }
-  };
-  ASSERT_NO_FATAL_FAILURE(send_and_wait(stranger_));
+  s.Send(kBatchAmId, stranger_, request);
   uint64_t there = 0;
   std::memcpy(&there, mn_->region() + 128, sizeof(there));
   EXPECT_EQ(there, 0u) << "a stranger's batch was applied";
-  EXPECT_EQ(replies, 0) << "a stranger's batch was answered";
+  EXPECT_EQ(s.answers, 0) << "a stranger's batch was answered";
 
-  ASSERT_NO_FATAL_FAILURE(send_and_wait(token_));
+  s.Send(kBatchAmId, token_, request);
   std::memcpy(&there, mn_->region() + 128, sizeof(there));
   EXPECT_EQ(there, word) << "the member's batch (same bytes, the token) is applied";
-  EXPECT_EQ(replies, 1);
-
-  ucp_request_param_t cp{};
-  cp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  cp.flags = UCP_EP_CLOSE_FLAG_FORCE;
-  ucs_status_ptr_t c = ucp_ep_close_nbx(ep, &cp);
-  if (c != nullptr && !UCS_PTR_IS_ERR(c)) {
-    while (ucp_request_check_status(c) == UCS_INPROGRESS) ucp_worker_progress(w);
-    ucp_request_free(c);
-  }
+  EXPECT_EQ(s.answers, 1);
 }
 
 // CN to CN: a packet from a process of another cluster (which read this CN's workers' addresses
