@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -32,6 +34,9 @@ void ConfigFile(const std::string& text) {
   static const std::string path =
       (getenv("TMPDIR") != nullptr ? std::string(getenv("TMPDIR")) : "/tmp") +
       "/pond-config-fuzz-" + std::to_string(getpid()) + ".toml";
+  // The file goes when the fuzzer exits (libFuzzer ends by exit(), which runs this).
+  static const bool removed_at_exit = std::atexit([] { std::remove(path.c_str()); }) == 0;
+  (void)removed_at_exit;
   {
     std::ofstream out(path, std::ios::trunc | std::ios::binary);
     out << text;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pond/base/printable.h"
 #include "pond/transport/sim/sim_model.h"
 
 namespace pond {
@@ -64,7 +65,8 @@ Result<Testbed> Testbed::Preset(const std::string& name) {
     m.mn_device_atomic_serial_ns = 1111;
     return m;
   }
-  return InvalidArgument("unknown model '" + name + "' (cx3, cx5, lotus-testbed or a JSON file)");
+  return InvalidArgument("unknown model '" + Printable(name) +
+                         "' (cx3, cx5, lotus-testbed or a JSON file)");
 }
 
 const std::vector<std::string>& Testbed::PresetNames() {
@@ -184,8 +186,8 @@ Result<Testbed> Testbed::FromJson(std::string_view text, const std::string& path
     if (f == fields.end()) {
       std::string list;
       for (const std::string& n : FieldNames()) list += (list.empty() ? "" : ", ") + n;
-      return InvalidArgument(path + ": unknown field '" + key + "' (fields: base, " + list +
-                             "; a field's note is FIELD_source, other notes start with _)");
+      return InvalidArgument(path + ": unknown field '" + Printable(key) + "' (fields: base, " +
+                             list + "; a field's note is FIELD_source, other notes start with _)");
     }
     if (f->u64 != nullptr) {
       if (!value.is_number_unsigned()) {

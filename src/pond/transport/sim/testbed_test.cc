@@ -121,6 +121,9 @@ TEST(TestbedTest, BadFilesAreRefusedByName) {
       {R"({"delay_probability": 0.5})", "delay"},
       {R"([1, 2])", "not a JSON object"},
       {R"({"one_way_ns": )", "not a JSON object"},
+      // Found by model_fuzz (docs/checker.md "Fuzzing"): a name quoted raw split the line.
+      {R"({"link\nx": 1})", "unknown field 'link\\x0ax'"},
+      {R"({"base": "c\nx"})", "unknown model 'c\\x0ax'"},
   };
   for (const Case& c : cases) {
     std::string path = TempModel(c.text);
