@@ -204,6 +204,37 @@ TEST_F(SealedMnTest, AStrangersBatchIsNeitherAppliedNorAnswered) {
   EXPECT_EQ(s.answers, 1);
 }
 
+// A CN that starts while an MN's daemon is dead (killed, not yet declared) comes up with that MN
+// down, as with unsealed descriptors (UcxFabricTest.AnMnDeadAtStartIsDownNotFatal), and reaches
+// it once its restart replaces the descriptor.
+TEST_F(SealedMnTest, AnMnDeadAtStartIsDownAndReachedOnceReplaced) {
+  auto dead = UcxMemoryNode::Start(1, 1 << 20, Tcp(token_));
+  ASSERT_TRUE(dead.ok()) << dead.status().ToString();
+  const MnDescriptor gone = (*dead)->published_descriptor();
+  dead->reset();
+  auto f = UcxFabric::Connect({mn_->published_descriptor(), gone}, Tcp(token_));
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  TestWorker w(**f, {0, 0});
+  w.Run([](Endpoint* ep) -> Task<void> {
+    uint64_t back = 0;
+    ep->Read(GAddr::Make(1, 64), &back, sizeof(back));
+    Endpoint::FlushResult r = co_await ep->FlushReporting();
+    EXPECT_EQ(r.status.code(), Code::kUnavailable) << r.status.ToString();
+    EXPECT_EQ(r.unreachable, uint64_t{1} << 1);
+  }(w.ep.get()));
+  auto back = UcxMemoryNode::Start(1, 1 << 20, Tcp(token_));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_TRUE((*f)->ReplaceMn((*back)->published_descriptor()).ok());
+  w.Run([](Endpoint* ep) -> Task<void> {
+    uint64_t v = 9, read = 0;
+    ep->Write(GAddr::Make(1, 64), &v, sizeof(v));
+    ep->Read(GAddr::Make(1, 64), &read, sizeof(read));
+    Status st = co_await ep->Flush();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(read, 9u);
+  }(w.ep.get()));
+}
+
 // CN to CN: a packet from a process of another cluster (which read this CN's workers' addresses
 // from ZooKeeper) never reaches the handlers; one from a member does.
 TEST_F(SealedMnTest, AStrangersPacketIsDropped) {

@@ -569,6 +569,10 @@ Status UcxEndpoint::Connect(MnId mn) {
   const MnDescriptor d = fabric_.MnNow(mn);
   m.base = d.base;
   m.last_try = std::chrono::steady_clock::now();
+  if (d.rkey.empty()) {
+    return Unavailable("MN " + std::to_string(mn) +
+                       " did not answer the peer hello; it is reached once it restarts");
+  }
   Status st;
   ucp_ep_h ep = CreateEp(worker_->get(), d.worker_address, fabric_.peer_errors_, &st,
                          &UcxEndpoint::OnMnError, errors_.get());

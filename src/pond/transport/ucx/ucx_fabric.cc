@@ -81,7 +81,13 @@ Result<std::unique_ptr<UcxFabric>> UcxFabric::Connect(std::vector<MnDescriptor> 
   std::unique_ptr<UcxFabric> f(new UcxFabric());
   f->mns_ = std::move(mns);
   POND_RETURN_IF_ERROR(f->Init(options));
-  for (MnDescriptor& d : f->mns_) POND_RETURN_IF_ERROR(f->Unseal(d));
+  for (MnDescriptor& d : f->mns_) {
+    // An MN that does not answer (its daemon died, and the CN starts before it is declared) stays
+    // sealed: down, not fatal, as an unsealed one is; its restart's ReplaceMn asks again. A
+    // refusal is fatal: this process is not of the cluster.
+    Status st = f->Unseal(d);
+    if (!st.ok() && st.code() != Code::kUnavailable) return st;
+  }
   return f;
 }
 
