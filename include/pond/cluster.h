@@ -147,6 +147,9 @@ struct ClusterStats {
   uint64_t scan_entries_absent = 0;
   // Transport totals over all workers.
   uint64_t reads = 0, writes = 0, cas = 0, faa = 0, batches = 0, messages = 0, packets = 0;
+  // CN-to-CN packets and messages dropped unread as malformed (EndpointStats): a sender's bug,
+  // or a member of the cluster that is not Pond.
+  uint64_t messages_malformed = 0;
   // Caches over all CNs.
   uint64_t vt_hits = 0, vt_misses = 0, vt_invalidations = 0;
   uint64_t addr_hits = 0, addr_misses = 0;

@@ -35,9 +35,12 @@ enum class Code : unsigned char {
   kUnknown,           // the outcome is not known: the node running it failed, and the work may
                       // or may not have taken effect (a history records it as `info`)
   kPermissionDenied,  // the caller is not who it must be, or may not do this
+  // A new code goes above this line: kPermissionDenied is the last, for KnownCode.
 };
 
 std::string_view CodeName(Code code);
+// Whether `v` is a Code's value: for a code read off the wire, which a receiver checks first.
+constexpr bool KnownCode(unsigned v) { return v <= static_cast<unsigned>(Code::kPermissionDenied); }
 
 class [[nodiscard]] Status {
  public:

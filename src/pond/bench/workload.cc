@@ -180,6 +180,11 @@ Result<RunResult> RunWorkload(Workload& w, const RunOptions& o,
     }
   }
   POND_RETURN_IF_ERROR(w.Finish(cluster, ctx, &result));
+  // Receivers drop a message they cannot read rather than abort the CN (it came from another
+  // process); Pond's own senders never make one, so a run that met any has found a bug.
+  if (const uint64_t bad = cluster.Stats().messages_malformed; bad > 0) {
+    return Internal(fmt::format("{} CN-to-CN messages were dropped as malformed", bad));
+  }
   if (!o.faults.empty()) result.failover = cluster.GetFailoverStats();
   if (o.cluster.reshard.policy != ReshardConfig::Policy::kNone) {
     const FailoverStats f = cluster.GetFailoverStats();

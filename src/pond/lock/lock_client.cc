@@ -311,18 +311,31 @@ void LockClient::EndRound() {
   }
 }
 
+namespace {
+
+bool ValidReplyCode(uint8_t code) {
+  const auto c = static_cast<Code>(code);
+  return c == Code::kOk || c == Code::kConflict || c == Code::kWrongShard;
+}
+
+}  // namespace
+
 void LockClient::OnReplies(const Message& m) {
-  POND_CHECK_MSG(m.payload.size() >= sizeof(BatchHeader), "short lock reply batch");
-  BatchHeader bh;
-  std::memcpy(&bh, m.payload.data(), sizeof(bh));
-  POND_CHECK_MSG(bh.count <= kLockBatchEntriesMax, "lock reply batch too long");
-  POND_CHECK_MSG(
-      m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockReplyEntry),
-      "lock reply batch size does not match its count");
+  // Every entry is checked before any is taken: a malformed batch answers nothing, and the
+  // requests it would have answered are sent again (OnAlarm).
+  const std::optional<BatchHeader> header = ReadBatchHeader(m.payload, sizeof(LockReplyEntry));
+  bool valid = header.has_value();
+  for (uint32_t i = 0; valid && i < header->count; i++) {
+    valid = ValidReplyCode(BatchEntry<LockReplyEntry>(m.payload, i).code);
+  }
+  if (!valid) {
+    stats_.malformed++;
+    ep_.CountMalformed();
+    return;
+  }
   if (m.from.cn < heard_ns_.size()) heard_ns_[m.from.cn] = ep_.scheduler().clock().NowNs();
-  for (uint32_t i = 0; i < bh.count; i++) {
-    LockReplyEntry r;
-    std::memcpy(&r, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(r), sizeof(r));
+  for (uint32_t i = 0; i < header->count; i++) {
+    const auto r = BatchEntry<LockReplyEntry>(m.payload, i);
     if (auto end = ends_.find(r.req_id); end != ends_.end()) {
       if (m.from.cn == end->second.dest) ends_.erase(end);
       continue;
@@ -334,16 +347,18 @@ void LockClient::OnReplies(const Message& m) {
     }
     AcquireState& st = *it->second.st;
     const uint32_t index = it->second.item;
-    outstanding_.erase(it);
     auto& item = st.items[index];
+    if (item.cn != m.from.cn) {
+      // A reply must come from the CN its request went to; this one stays awaited.
+      stats_.malformed++;
+      ep_.CountMalformed();
+      continue;
+    }
+    outstanding_.erase(it);
     POND_ASSERT(item.state == ItemState::kPending && item.req_id == r.req_id);
     POND_ASSERT(st.remaining > 0);
-    // A reply must come from the CN the request went to.
-    POND_CHECK_MSG(m.from.cn == item.cn, "lock reply from the wrong CN");
     st.remaining--;
     const Code code = static_cast<Code>(r.code);
-    POND_CHECK_MSG(code == Code::kOk || code == Code::kConflict || code == Code::kWrongShard,
-                   "bad lock reply code");
     if (code == Code::kWrongShard && item.retries < kWrongShardRetriesMax) {
       item.retries++;
       stats_.wrong_shard_retries++;

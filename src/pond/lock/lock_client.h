@@ -74,8 +74,11 @@ struct LockClientStats {
   uint64_t refusals = 0;       // lock requests refused (Conflict, or WrongShard after retries)
   uint64_t unlocks_sent = 0;   // remote unlock entries queued
   uint64_t stale_replies = 0;  // replies whose Acquire is gone
-  uint64_t ends_sent = 0;      // end requests queued (first copies)
-  uint64_t resends = 0;        // lock and end requests sent again, unanswered for kResendAfterNs
+  // Reply batches dropped unread (ReadBatchHeader, an unknown code), and replies from a CN their
+  // request did not go to.
+  uint64_t malformed = 0;
+  uint64_t ends_sent = 0;  // end requests queued (first copies)
+  uint64_t resends = 0;    // lock and end requests sent again, unanswered for kResendAfterNs
 };
 
 class LockClient : public Poller, public Alarm {

@@ -12,6 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
+#include <span>
 
 namespace pond::lock {
 
@@ -51,5 +54,28 @@ struct LockReplyEntry {
 static_assert(sizeof(LockReplyEntry) == 8);
 
 inline constexpr uint32_t kLockBatchEntriesMax = 4096;
+
+// The header of a batch of `entry_size`-byte entries, or nullopt if `payload` is not one: short,
+// more than kLockBatchEntriesMax entries, or a size that does not match its count. A receiver
+// drops a batch that is not (Endpoint::CountMalformed): it comes from another process.
+inline std::optional<BatchHeader> ReadBatchHeader(std::span<const std::byte> payload,
+                                                  size_t entry_size) {
+  BatchHeader bh;
+  if (payload.size() < sizeof(bh)) return std::nullopt;
+  std::memcpy(&bh, payload.data(), sizeof(bh));
+  if (bh.count > kLockBatchEntriesMax ||
+      payload.size() != sizeof(bh) + size_t{bh.count} * entry_size) {
+    return std::nullopt;
+  }
+  return bh;
+}
+
+// Entry `i` of a batch ReadBatchHeader accepted.
+template <typename Entry>
+Entry BatchEntry(std::span<const std::byte> payload, uint32_t i) {
+  Entry e;
+  std::memcpy(&e, payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(e), sizeof(e));
+  return e;
+}
 
 }  // namespace pond::lock

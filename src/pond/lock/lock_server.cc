@@ -19,15 +19,28 @@ LockServer::LockServer(Endpoint& ep, LockTable& table) : ep_(ep), table_(table) 
   ep_.OnMessage(kMsgLockRequests, [this](const Message& m) { OnRequests(m); });
 }
 
+namespace {
+
+bool ValidRequest(const LockRequestEntry& e) {
+  return (e.op == kOpLock || e.op == kOpUnlock || e.op == kOpEnd) &&
+         e.mode <= static_cast<uint8_t>(LockMode::kWrite);
+}
+
+}  // namespace
+
 void LockServer::OnRequests(const Message& m) {
-  POND_CHECK_MSG(m.kind == kMsgLockRequests, "not a lock request batch");
-  POND_CHECK_MSG(m.payload.size() >= sizeof(BatchHeader), "short lock request batch");
-  BatchHeader bh;
-  std::memcpy(&bh, m.payload.data(), sizeof(bh));
-  POND_CHECK_MSG(bh.count <= kLockBatchEntriesMax, "lock request batch too long");
-  POND_CHECK_MSG(
-      m.payload.size() == sizeof(BatchHeader) + size_t{bh.count} * sizeof(LockRequestEntry),
-      "lock request batch size does not match its count");
+  // Every entry is checked before any acts: a malformed batch takes and drops nothing.
+  const std::optional<BatchHeader> header = ReadBatchHeader(m.payload, sizeof(LockRequestEntry));
+  bool valid = m.kind == kMsgLockRequests && header.has_value();
+  for (uint32_t i = 0; valid && i < header->count; i++) {
+    valid = ValidRequest(BatchEntry<LockRequestEntry>(m.payload, i));
+  }
+  if (!valid) {
+    stats_.malformed++;
+    ep_.CountMalformed();
+    return;
+  }
+  const BatchHeader& bh = *header;
   stats_.request_batches++;
   Sender& sender = SenderOf(m.from);
   Advance(sender, bh.floor);
@@ -36,10 +49,7 @@ void LockServer::OnRequests(const Message& m) {
   reply_.resize(sizeof(BatchHeader));
   uint32_t replies = 0;
   for (uint32_t i = 0; i < bh.count; i++) {
-    LockRequestEntry e;
-    std::memcpy(&e, m.payload.data() + sizeof(BatchHeader) + size_t{i} * sizeof(e), sizeof(e));
-    POND_CHECK_MSG(e.op == kOpLock || e.op == kOpUnlock || e.op == kOpEnd, "bad lock op");
-    POND_CHECK_MSG(e.mode <= static_cast<uint8_t>(LockMode::kWrite), "bad lock mode");
+    const auto e = BatchEntry<LockRequestEntry>(m.payload, i);
     const LockKey key{e.table, e.key};
     const LockMode mode = static_cast<LockMode>(e.mode);
     // The owner's CN is the sender's: a CN can only take or drop locks for its own transactions.

@@ -47,6 +47,7 @@ struct LockServerStats {
   uint64_t wrong_shard = 0;
   uint64_t ends = 0;        // end requests answered (copies included)
   uint64_t late_locks = 0;  // lock requests of ended transactions: refused
+  uint64_t malformed = 0;   // batches dropped unread (ReadBatchHeader, a bad op or mode)
 };
 
 class LockServer {
@@ -62,7 +63,8 @@ class LockServer {
   void ForgetCn(uint16_t cn);
 
   // Exposed for message-by-message tests; normally called by the endpoint. A malformed batch
-  // (sizes that do not add up, more than kLockBatchEntriesMax entries) is a sender bug: assert.
+  // (sizes that do not add up, more than kLockBatchEntriesMax entries, an unknown op or mode) is
+  // dropped whole and counted (stats().malformed, Endpoint::CountMalformed).
   void OnRequests(const Message& m);
 
  private:

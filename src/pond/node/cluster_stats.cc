@@ -65,6 +65,7 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.batches -= b.batches;
   d.messages -= b.messages;
   d.packets -= b.packets;
+  d.messages_malformed -= b.messages_malformed;
   d.vt_hits -= b.vt_hits;
   d.vt_misses -= b.vt_misses;
   d.vt_invalidations -= b.vt_invalidations;
@@ -143,6 +144,7 @@ ClusterStats Cluster::Stats() const {
     s.batches += e.batches;
     s.messages += e.messages_sent;
     s.packets += e.packets_sent;
+    s.messages_malformed += e.messages_malformed;
   });
   for (const auto* list : {&impl_->cns_, &impl_->retired_}) {
     for (const auto& cn : *list) {

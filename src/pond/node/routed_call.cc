@@ -94,6 +94,7 @@ void RoutedCalls::OnCall(const Message& m) {
   CallHeader h;
   if (m.payload.size() < sizeof(h)) {
     stats_.malformed++;  // not a call: nothing to answer
+    ep_.CountMalformed();
     return;
   }
   std::memcpy(&h, m.payload.data(), sizeof(h));
@@ -141,11 +142,15 @@ void RoutedCalls::OnResult(const Message& m) {
   CallResult r;
   if (m.payload.size() < sizeof(r)) {
     stats_.malformed++;
+    ep_.CountMalformed();
     return;
   }
   std::memcpy(&r, m.payload.data(), sizeof(r));
-  if (m.payload.size() != sizeof(r) + r.message_bytes + uint64_t{r.reply_bytes}) {
+  if (m.payload.size() != sizeof(r) + r.message_bytes + uint64_t{r.reply_bytes} ||
+      !KnownCode(r.code) || r.message_bytes > kCallMessageBytesMax ||
+      r.reply_bytes > kReplyBytesMax) {
     stats_.malformed++;
+    ep_.CountMalformed();
     return;
   }
   auto it = pending_.find(r.call_id);

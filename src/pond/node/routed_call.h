@@ -76,7 +76,7 @@ struct RoutedCallStats {
   uint64_t calls = 0;          // made by this worker
   uint64_t answers = 0;        // taken for a call awaited
   uint64_t answer_copies = 0;  // answers for no call awaited (copies, or late): dropped
-  uint64_t malformed = 0;      // messages whose sizes do not add up: dropped
+  uint64_t malformed = 0;      // messages whose sizes or values do not add up: dropped
   uint64_t resends = 0;        // requests sent again, unanswered for kResendAfterNs
 };
 

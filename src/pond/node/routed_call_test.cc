@@ -197,6 +197,34 @@ TEST_F(RoutedCallTest, AMalformedRequestIsDroppedAndCounted) {
   EXPECT_EQ(calls_.stats().malformed, 1u);
 }
 
+// An answer that does not parse — sizes that do not add up, a code Pond has not, a message or a
+// reply longer than an answer may carry — is dropped and counted; the call awaits the true one.
+TEST_F(RoutedCallTest, AnAnswerThatDoesNotParseIsNotTaken) {
+  std::optional<pond::Result<std::vector<std::byte>>> out;
+  std::byte arg{7};
+  sched_.Spawn([](RoutedCalls* c, auto* o, std::byte* a) -> Task<void> {
+    o->emplace(co_await c->CallWithReply({0, 0}, 2, std::span(a, 1)));
+  }(&calls_, &out, &arg));
+  Settle();
+  std::vector<std::vector<std::byte>> bad;
+  bad.push_back(ResultWith(1, Code::kOk, "", {std::byte{1}}));
+  bad.back().pop_back();                             // a reply byte short
+  bad.push_back(Result(1, static_cast<Code>(200)));  // no such code
+  bad.push_back(ResultWith(1, Code::kAborted, std::string(kCallMessageBytesMax + 1, 'x'), {}));
+  bad.push_back(ResultWith(1, Code::kOk, "", std::vector<std::byte>(kReplyBytesMax + 1)));
+  for (const auto& b : bad) calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult, b});
+  sched_.RunOnce();
+  EXPECT_FALSE(out.has_value());
+  EXPECT_EQ(calls_.stats().malformed, bad.size());
+  EXPECT_EQ(ep_->stats().messages_malformed, bad.size());
+  EXPECT_EQ(calls_.awaited(), 1u);
+  calls_.OnResult(Message{peer_.ep->self(), kMsgCallResult,
+                          ResultWith(1, Code::kOk, "", {std::byte{7}, std::byte{7}})});
+  sched_.RunOnce();
+  ASSERT_TRUE(out.has_value() && out->ok());
+  EXPECT_EQ(out->value(), Bytes({7, 7}));
+}
+
 TEST_F(RoutedCallTest, ACallThatWantsTheReplyIsAnsweredWithItsBytes) {
   auto answers = Feed(Request(1, 1, 2, 7, kCallWantsReply));
   ASSERT_EQ(answers.size(), 1u);

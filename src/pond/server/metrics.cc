@@ -106,6 +106,9 @@ void AddCn(Families& f, const ClusterStats& s, const ClusterStats& before, const
   f.Family("pond_messages_sent_total", MetricType::Counter,
            "Messages to other CNs: lock, timestamp and routed-call requests and answers")
       .Sample(d(s.messages));
+  f.Family("pond_messages_malformed_total", MetricType::Counter,
+           "Messages from other CNs dropped unread: they did not parse (a bug, or not Pond)")
+      .Sample(d(s.messages_malformed));
   f.Family("pond_vt_cache_lookups_total", MetricType::Counter, "Version table cache lookups")
       .Sample(d(s.vt_hits), {{"result", "hit"}})
       .Sample(d(s.vt_misses), {{"result", "miss"}});

@@ -88,6 +88,11 @@ struct EndpointStats {
   RelaxedCounter messages_received;
   RelaxedCounter packets_received;
   RelaxedCounter packets_refused;  // from a sender incarnation the accept filter refused
+  // Dropped unread: packets that do not parse (or were meant for another worker), messages of a
+  // kind with no handler, and messages their handler could not read (CountMalformed). Pond's
+  // own senders never make one, so a run that counts any has found a bug (bench::RunWorkload
+  // fails it); only a member of the cluster can send one at all (the peer token, docs/deploy.md).
+  RelaxedCounter messages_malformed;
   void Merge(const EndpointStats& o);
 };
 
@@ -171,8 +176,13 @@ class Endpoint : public Poller {
   void PostAgain(const std::vector<Op>& ops, uint64_t mns);
 
   void Send(WorkerAddr to, uint16_t kind, std::span<const std::byte> payload);
-  // Registers the handler for one message kind; a message of a kind with no handler is a bug.
+  // Registers the handler for one message kind; a message of a kind with no handler is dropped
+  // and counted as malformed.
   void OnMessage(uint16_t kind, MessageHandler handler);
+  // A handler met a message it cannot read (a size that does not add up, a value out of range):
+  // it drops the message, changes nothing, and says so here. Never an assertion: a message
+  // comes from another process, and one bad message must not take this CN down.
+  void CountMalformed() { stats_.messages_malformed++; }
   // Membership (cluster/): the incarnation of this endpoint's CN, stamped on every packet it
   // sends, and a filter every arriving packet passes first — false drops the packet whole, as
   // from a sender incarnation that has been declared dead. Neither is used by default.

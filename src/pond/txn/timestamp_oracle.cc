@@ -36,18 +36,23 @@ void TsoClient::Hand(std::vector<Waiter> batch, uint64_t first) {
 
 void TsoClient::EndRound() {
   if (waiting_.empty()) return;
-  uint32_t n = static_cast<uint32_t>(waiting_.size());
-  std::vector<Waiter> batch;
-  batch.swap(waiting_);
-  stats_.requests++;
-  if (local_ != nullptr) {
-    Hand(std::move(batch), local_->Grant(n));
-    return;
+  std::vector<Waiter> all;
+  all.swap(waiting_);
+  // Blocks of at most kTsoBlockMax, in the order asked.
+  for (size_t begin = 0; begin < all.size(); begin += kTsoBlockMax) {
+    const size_t end = std::min(all.size(), begin + kTsoBlockMax);
+    std::vector<Waiter> batch(all.begin() + static_cast<ptrdiff_t>(begin),
+                              all.begin() + static_cast<ptrdiff_t>(end));
+    stats_.requests++;
+    if (local_ != nullptr) {
+      Hand(std::move(batch), local_->Grant(static_cast<uint32_t>(end - begin)));
+      continue;
+    }
+    uint32_t seq = next_seq_++;
+    auto [it, added] = sent_.emplace(seq, Sent{std::move(batch), sched_.clock().NowNs()});
+    POND_ASSERT(added);
+    SendRequest(seq, it->second);
   }
-  uint32_t seq = next_seq_++;
-  auto [it, added] = sent_.emplace(seq, Sent{std::move(batch), sched_.clock().NowNs()});
-  POND_ASSERT(added);
-  SendRequest(seq, it->second);
   ArmAlarm();
 }
 
@@ -98,12 +103,19 @@ void TsoClient::OnAlarm() {
 }
 
 void TsoClient::OnReply(const Message& m) {
-  POND_CHECK(m.payload.size() == sizeof(TsoReply));
   TsoReply r;
+  if (m.payload.size() != sizeof(r)) {
+    ep_.CountMalformed();
+    return;
+  }
   std::memcpy(&r, m.payload.data(), sizeof(r));
   auto it = sent_.find(r.seq);
   if (it == sent_.end()) return;  // a duplicate reply: its waiters were served already
-  POND_CHECK(it->second.waiters.size() == r.count);
+  if (it->second.waiters.size() != r.count || r.first == 0 || r.first > UINT64_MAX - r.count) {
+    // Not a grant of the block asked for: the request stays unanswered, and is sent again.
+    ep_.CountMalformed();
+    return;
+  }
   std::vector<Waiter> batch = std::move(it->second.waiters);
   sent_.erase(it);
   Hand(std::move(batch), r.first);
@@ -111,10 +123,16 @@ void TsoClient::OnReply(const Message& m) {
 
 TsoServer::TsoServer(Endpoint& ep, TimestampOracle* oracle) : ep_(ep), oracle_(oracle) {
   ep_.OnMessage(kMsgTsoRequest, [this](const Message& m) {
-    POND_CHECK(m.payload.size() == sizeof(TsoRequest));
     TsoRequest req;
+    if (m.payload.size() != sizeof(req)) {
+      ep_.CountMalformed();
+      return;
+    }
     std::memcpy(&req, m.payload.data(), sizeof(req));
-    POND_CHECK(req.count >= 1);
+    if (req.count < 1 || req.count > kTsoBlockMax) {
+      ep_.CountMalformed();
+      return;
+    }
     if (oracle_ == nullptr) {
       dropped_++;
       return;

@@ -38,8 +38,14 @@ inline constexpr int kLogicalBits = 16;
 inline constexpr uint16_t kMsgTsoRequest = 0x0201;
 inline constexpr uint16_t kMsgTsoReply = 0x0202;
 
+// The most timestamps one request asks for: a worker asking for more in one round sends more
+// requests. A grant runs the oracle ahead of its clock by its size, and the oracle's move after a
+// failure relies on that lead staying far below a lease (see above); a request for more, or for
+// none, is dropped unanswered.
+inline constexpr uint32_t kTsoBlockMax = 4096;
+
 struct TsoRequest {
-  uint32_t count;  // timestamps wanted
+  uint32_t count;  // timestamps wanted: 1 to kTsoBlockMax
   uint32_t seq;    // echoed in the reply, so replies may arrive in any order
 };
 static_assert(sizeof(TsoRequest) == 8);
