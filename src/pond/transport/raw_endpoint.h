@@ -18,8 +18,10 @@ class RawEndpoint final : public Endpoint {
     PacketBuffer bytes;
   };
 
+  // Polled by `sched` as a fabric's endpoints are; create it before the clients that send
+  // through it, so that their EndRound runs first and their messages leave in the same round.
+  RawEndpoint(WorkerAddr self, Scheduler& sched) : Endpoint(self, sched) { sched.AddPoller(this); }
   using Endpoint::Deliver;
-  using Endpoint::Endpoint;
 
   // The packets sent so far, in order; the caller may clear it.
   std::vector<Sent>& sent() { return sent_; }
