@@ -223,32 +223,41 @@ TEST(TsoClientTest, ANewHostServesItsOwnWaitingRequestsDirectly) {
   EXPECT_EQ(client.awaiting(), 0u);
 }
 
+// The timestamp host (worker 0 of CN 0, its oracle's clock at 1 ms) and a remote worker (CN 1),
+// for the tests of what does not parse.
+struct HostAndRemote {
+  store::testing::Pool pool = store::testing::FormattedPool(1, 16 << 20);
+  ManualClock clock{1'000'000};
+  TimestampOracle oracle{clock};
+  store::testing::Worker host{*pool, {0, 0}};
+  store::testing::Worker remote{*pool, {1, 0}};
+  // `from` sends one message of `kind` to the other, which handles it; any answer arrives.
+  void Exchange(store::testing::Worker& from, uint16_t kind, std::span<const std::byte> bytes) {
+    store::testing::Worker& to = &from == &host ? remote : host;
+    from.ep->Send(to.ep->self(), kind, bytes);
+    from.sched.RunOnce();
+    to.sched.RunOnce();
+    from.sched.RunOnce();
+    from.sched.RunOnce();
+  }
+};
+
 // A request that does not parse, or asks for no timestamps or for more than a block, is dropped
 // unanswered and grants nothing: it came from another process.
 TEST(TsoServerTest, ARequestThatDoesNotParseIsDroppedAndGrantsNothing) {
-  auto pool = store::testing::FormattedPool(1, 16 << 20);
-  ManualClock clock(1'000'000);
-  TimestampOracle oracle(clock);
-  store::testing::Worker host(*pool, {0, 0});
-  store::testing::Worker remote(*pool, {1, 0});
-  TsoServer server(*host.ep, &oracle);
-  TsoPeer peer(remote);
+  HostAndRemote w;
+  TsoServer server(*w.host.ep, &w.oracle);
+  TsoPeer peer(w.remote);
   const TsoRequest none{0, 1}, too_many{kTsoBlockMax + 1, 2}, most{kTsoBlockMax, 3};
   const uint32_t short_request = 7;
-  remote.ep->Send({0, 0}, kMsgTsoRequest, std::as_bytes(std::span(&none, 1)));
-  remote.ep->Send({0, 0}, kMsgTsoRequest, std::as_bytes(std::span(&too_many, 1)));
-  remote.ep->Send({0, 0}, kMsgTsoRequest, std::as_bytes(std::span(&short_request, 1)));
-  remote.sched.RunOnce();
-  host.sched.RunOnce();
-  remote.sched.RunOnce();
+  w.Exchange(w.remote, kMsgTsoRequest, std::as_bytes(std::span(&none, 1)));
+  w.Exchange(w.remote, kMsgTsoRequest, std::as_bytes(std::span(&too_many, 1)));
+  w.Exchange(w.remote, kMsgTsoRequest, std::as_bytes(std::span(&short_request, 1)));
   EXPECT_TRUE(peer.replies.empty());
-  EXPECT_EQ(oracle.last(), 0u) << "nothing was granted";
-  EXPECT_EQ(host.ep->stats().messages_malformed, 3u);
+  EXPECT_EQ(w.oracle.last(), 0u) << "nothing was granted";
+  EXPECT_EQ(w.host.ep->stats().messages_malformed, 3u);
   // Expect: a block of the most a request may ask for is granted.
-  remote.ep->Send({0, 0}, kMsgTsoRequest, std::as_bytes(std::span(&most, 1)));
-  remote.sched.RunOnce();
-  host.sched.RunOnce();
-  remote.sched.RunOnce();
+  w.Exchange(w.remote, kMsgTsoRequest, std::as_bytes(std::span(&most, 1)));
   ASSERT_EQ(peer.replies.size(), 1u);
   EXPECT_EQ(peer.replies[0].count, kTsoBlockMax);
 }
@@ -256,56 +265,46 @@ TEST(TsoServerTest, ARequestThatDoesNotParseIsDroppedAndGrantsNothing) {
 // A reply that does not parse, or grants a block of another size than asked, serves no one: the
 // request stays awaited (and is sent again), and the true reply is taken when it comes.
 TEST(TsoClientTest, AReplyForAnotherBlockIsNotTaken) {
-  auto pool = store::testing::FormattedPool(1, 16 << 20);
-  store::testing::Worker remote(*pool, {1, 0});
-  store::testing::Worker host(*pool, {0, 0});  // no server: the test answers by hand
-  host.ep->OnMessage(kMsgTsoRequest, [](const Message&) {});
-  TsoClient client(*remote.ep, {0, 0}, nullptr);
+  HostAndRemote w;
+  w.host.ep->OnMessage(kMsgTsoRequest, [](const Message&) {});  // the test answers by hand
+  TsoClient client(*w.remote.ep, {0, 0}, nullptr);
   uint64_t got = 0;
-  remote.sched.Spawn(
+  w.remote.sched.Spawn(
       [](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); }(&client, &got));
-  remote.sched.RunOnce();  // request seq 0, for one timestamp
-  host.sched.RunOnce();
-  auto reply = [&](std::span<const std::byte> bytes) {
-    host.ep->Send({1, 0}, kMsgTsoReply, bytes);
-    host.sched.RunOnce();
-    remote.sched.RunOnce();
-    remote.sched.RunOnce();
-  };
+  w.remote.sched.RunOnce();  // request seq 0, for one timestamp
+  w.host.sched.RunOnce();
   const TsoReply two{900, 2, 0}, zero{0, 1, 0}, wraps{UINT64_MAX, 1, 0}, right{500, 1, 0};
-  reply(std::as_bytes(std::span(&two, 1)));
-  reply(std::as_bytes(std::span(&zero, 1)));
-  reply(std::as_bytes(std::span(&wraps, 1)));
-  reply(std::as_bytes(std::span(&right, 1)).first(12));
+  w.Exchange(w.host, kMsgTsoReply, std::as_bytes(std::span(&two, 1)));
+  w.Exchange(w.host, kMsgTsoReply, std::as_bytes(std::span(&zero, 1)));
+  w.Exchange(w.host, kMsgTsoReply, std::as_bytes(std::span(&wraps, 1)));
+  w.Exchange(w.host, kMsgTsoReply, std::as_bytes(std::span(&right, 1)).first(12));
+  w.remote.sched.RunOnce();
   EXPECT_EQ(got, 0u);
   EXPECT_EQ(client.awaiting(), 1u);
-  EXPECT_EQ(remote.ep->stats().messages_malformed, 4u);
-  reply(std::as_bytes(std::span(&right, 1)));
+  EXPECT_EQ(w.remote.ep->stats().messages_malformed, 4u);
+  w.Exchange(w.host, kMsgTsoReply, std::as_bytes(std::span(&right, 1)));
+  w.remote.sched.RunOnce();
   EXPECT_EQ(got, 500u);
   EXPECT_EQ(client.awaiting(), 0u);
 }
 
 // More askers in one round than a block holds: blocks of at most kTsoBlockMax, in the order asked.
 TEST(TsoClientTest, MoreAskersThanABlockHoldsAskInSeveralRequests) {
-  auto pool = store::testing::FormattedPool(1, 16 << 20);
-  ManualClock clock(1'000'000);
-  TimestampOracle oracle(clock);
-  store::testing::Worker host(*pool, {0, 0});
-  store::testing::Worker remote(*pool, {1, 0});
-  TsoServer server(*host.ep, &oracle);
-  TsoClient client(*remote.ep, {0, 0}, nullptr);
+  HostAndRemote w;
+  TsoServer server(*w.host.ep, &w.oracle);
+  TsoClient client(*w.remote.ep, {0, 0}, nullptr);
   std::vector<uint64_t> got(kTsoBlockMax + 2, 0);
   for (uint64_t& out : got) {
-    remote.sched.Spawn(
+    w.remote.sched.Spawn(
         [](TsoClient* c, uint64_t* o) -> Task<void> { *o = co_await c->Get(); }(&client, &out));
   }
-  remote.sched.RunOnce();
+  w.remote.sched.RunOnce();
   EXPECT_EQ(client.stats().requests, 2u);
-  host.sched.RunOnce();
-  remote.sched.RunOnce();
-  remote.sched.RunOnce();
-  EXPECT_EQ(remote.sched.live(), 0u);
-  EXPECT_EQ(host.ep->stats().messages_malformed, 0u);
+  w.host.sched.RunOnce();
+  w.remote.sched.RunOnce();
+  w.remote.sched.RunOnce();
+  EXPECT_EQ(w.remote.sched.live(), 0u);
+  EXPECT_EQ(w.host.ep->stats().messages_malformed, 0u);
   for (size_t i = 1; i < got.size(); i++) ASSERT_LT(got[i - 1], got[i]) << i;
 }
 
