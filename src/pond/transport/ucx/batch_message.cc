@@ -1,5 +1,6 @@
 #include "pond/transport/ucx/batch_message.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "pond/transport/remote_copy.h"
@@ -25,6 +26,29 @@ void Refuse(std::vector<std::byte>* reply) {
 }
 
 }  // namespace
+
+void SplitLargeOps(std::vector<Op>* ops) {
+  const bool any =
+      std::any_of(ops->begin(), ops->end(), [](const Op& op) { return op.len > kBatchOpBytesMax; });
+  if (!any) return;
+  std::vector<Op> out;
+  for (const Op& op : *ops) {
+    if (op.len <= kBatchOpBytesMax) {
+      out.push_back(op);
+      continue;
+    }
+    // Only READs and WRITEs are longer than 8 bytes.
+    auto* local = static_cast<std::byte*>(op.local);
+    for (uint32_t at = 0; at < op.len; at += kBatchOpBytesMax) {
+      Op piece = op;
+      piece.len = static_cast<uint32_t>(std::min<size_t>(kBatchOpBytesMax, op.len - at));
+      piece.addr = op.addr + at;
+      piece.local = local + at;
+      out.push_back(piece);
+    }
+  }
+  ops->swap(out);
+}
 
 size_t BatchRequestBytes(std::span<const Op> ops) {
   size_t n = sizeof(BatchRequestHeader);

@@ -60,9 +60,20 @@ static_assert(sizeof(BatchReplyHeader) == 8);
 inline constexpr unsigned kBatchAmId = 2;
 inline constexpr unsigned kBatchReplyAmId = 3;
 
-// A request or a reply larger than this is not sent as a message: the batch goes as UCX RMA
-// (large WRITEs, such as a bulk load's, are what TCP's zero-copy PUT does well).
+// The most a request or a reply may hold. A batch larger than this (a bulk load's WRITEs) goes
+// as several messages, each sent once the one before is answered, so that they apply in
+// posting order; an op larger than kBatchOpBytesMax is cut into ops of at most that many bytes
+// first (SplitLargeOps). Over TCP no batch goes as UCX RMA, whose software emulation would act on
+// whatever address a peer names: the MN's own checks (ApplyBatch) are the only way in.
 inline constexpr size_t kBatchMessageMax = 256 << 10;
+inline constexpr size_t kBatchOpBytesMax =
+    kBatchMessageMax - sizeof(BatchRequestHeader) - sizeof(BatchOpRecord);
+static_assert(sizeof(BatchReplyHeader) + kBatchOpBytesMax <= kBatchMessageMax,
+              "a READ of kBatchOpBytesMax fits one reply");
+
+// `ops` with every READ and WRITE longer than kBatchOpBytesMax cut into consecutive ones of at
+// most that length, in order: each then fits a message of its own.
+void SplitLargeOps(std::vector<Op>* ops);
 
 // Bytes of the request and of the reply for `ops`.
 size_t BatchRequestBytes(std::span<const Op> ops);

@@ -59,6 +59,29 @@ TEST(BatchMessageTest, AppliesInOrderAndAnswersReadsAndAtomics) {
 
 // As the local fabric: an op outside the region, or an unaligned atomic, fails the batch from that
 // op on; the ops before it are applied and the ones after it are not.
+// An op longer than one message may hold is cut into consecutive ones that each fit a message
+// of their own; the rest stay as they are, in order.
+TEST(BatchMessageTest, SplitLargeOpsCutsOnlyWhatCannotFitAMessage) {
+  std::vector<std::byte> a(kBatchOpBytesMax), b(2 * kBatchOpBytesMax + 3);
+  uint64_t old = 0;
+  std::vector<Op> ops{MakeOp(Verb::kWrite, 64, a.data(), static_cast<uint32_t>(a.size())),
+                      MakeOp(Verb::kFaa, 8, &old, 8, 1),
+                      MakeOp(Verb::kRead, 1000, b.data(), static_cast<uint32_t>(b.size()))};
+  SplitLargeOps(&ops);
+  ASSERT_EQ(ops.size(), 5u);
+  EXPECT_EQ(ops[0].len, kBatchOpBytesMax) << "exactly the most a message holds: left whole";
+  EXPECT_EQ(ops[1].verb, Verb::kFaa);
+  for (int i = 0; i < 3; i++) {
+    const Op& piece = ops[2 + i];
+    EXPECT_EQ(piece.verb, Verb::kRead);
+    EXPECT_EQ(piece.addr.offset(), 1000 + i * kBatchOpBytesMax);
+    EXPECT_EQ(piece.local, b.data() + i * kBatchOpBytesMax);
+    EXPECT_EQ(piece.len, i < 2 ? kBatchOpBytesMax : 3u);
+    EXPECT_LE(BatchReplyBytes(std::span(&piece, 1)), kBatchMessageMax);
+  }
+  EXPECT_EQ(BatchRequestBytes(std::span(ops.data(), 1)), kBatchMessageMax);
+}
+
 TEST(BatchMessageTest, ABadOpStopsTheBatchThere) {
   for (Op bad :
        {MakeOp(Verb::kRead, kRegion - 4, nullptr, 8), MakeOp(Verb::kWrite, kRegion + 8, nullptr, 0),

@@ -41,6 +41,8 @@ class UcxMemoryNode {
   MnDescriptor published_descriptor() const;
   // The region's bytes, for the MN's own start-up work (formatting) and for tests.
   std::byte* region() const { return region_; }
+  // Batch messages of this cluster's CNs applied and answered so far (any thread may read it).
+  uint64_t batches_answered() const { return batches_answered_.load(std::memory_order_relaxed); }
 
  private:
   UcxMemoryNode() = default;
@@ -57,6 +59,7 @@ class UcxMemoryNode {
   ucp_mem_h mem_ = nullptr;
   std::byte* region_ = nullptr;
   MnDescriptor descriptor_;
+  std::atomic<uint64_t> batches_answered_{0};
   int stop_fd_ = -1;               // an eventfd: written once to wake the thread and stop it
   bool arm_failure_said_ = false;  // the serving thread's
   bool refusal_said_ = false;      // the serving thread's

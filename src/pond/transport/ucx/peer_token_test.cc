@@ -152,6 +152,26 @@ class Stranger {
     Wait(r);
   }
 
+  // Writes `word` at `offset` of the MN's region with UCX's own PUT, as anyone holding the
+  // region key can (an open descriptor, or a stolen key), and waits up to a second for UCX to
+  // say it is done; true if it did.
+  bool Put(const MnDescriptor& mn, uint64_t offset, uint64_t word) {
+    ucp_rkey_h rkey = nullptr;
+    if (ucp_ep_rkey_unpack(ep_, mn.rkey.data(), &rkey) != UCS_OK) return false;
+    ucp_request_param_t p{};
+    Wait(ucp_put_nbx(ep_, &word, sizeof(word), mn.base + offset, rkey, &p));
+    ucs_status_ptr_t r = ucp_ep_flush_nbx(ep_, &p);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (r != nullptr && !UCS_PTR_IS_ERR(r) && ucp_request_check_status(r) == UCS_INPROGRESS &&
+           std::chrono::steady_clock::now() < until) {
+      ucp_worker_progress(worker_->get());
+    }
+    const bool done = r == nullptr || (!UCS_PTR_IS_ERR(r) && ucp_request_check_status(r) == UCS_OK);
+    if (r != nullptr && !UCS_PTR_IS_ERR(r)) ucp_request_free(r);  // UCX frees it once it ends
+    ucp_rkey_destroy(rkey);
+    return done;
+  }
+
   int answers = 0;
   AmHeader header{};            // the last answer's
   std::vector<std::byte> data;  // the last answer's
@@ -202,6 +222,19 @@ TEST_F(SealedMnTest, AStrangersBatchIsNeitherAppliedNorAnswered) {
   std::memcpy(&there, mn_->region() + 128, sizeof(there));
   EXPECT_EQ(there, word) << "the member's batch (same bytes, the token) is applied";
   EXPECT_EQ(s.answers, 1);
+}
+
+// Over TCP the MN carries out no one-sided verb of UCX's: a peer holding the region key (here
+// an open cluster's, from its descriptor) that PUTs to the region through UCX, not through the
+// MN's batch messages, changes nothing there. UCX's emulation would write wherever the PUT said.
+TEST(OpenMnTest, AUcxPutOverTcpDoesNotLand) {
+  auto mn = UcxMemoryNode::Start(0, 1 << 20, Tcp(PeerToken{}));
+  ASSERT_TRUE(mn.ok()) << mn.status().ToString();
+  Stranger s((*mn)->descriptor());
+  EXPECT_FALSE(s.Put((*mn)->descriptor(), 256, 0x5354524e47523421)) << "UCX said the PUT was done";
+  uint64_t there = 0;
+  std::memcpy(&there, (*mn)->region() + 256, sizeof(there));
+  EXPECT_EQ(there, 0u) << "a UCX PUT wrote into the region";
 }
 
 // A CN that starts while an MN's daemon is dead (killed, not yet declared) comes up with that MN

@@ -1,5 +1,8 @@
 #include "pond/transport/ucx/ucx_context.h"
 
+#include <string>
+#include <vector>
+
 #include <cstring>
 
 namespace pond::ucx {
@@ -29,6 +32,41 @@ void IgnoreEpError(void* /*arg*/, ucp_ep_h /*ep*/, ucs_status_t /*status*/) {}
 
 }  // namespace
 
+namespace {
+
+// The transports named in a UCX_TLS list ("" when UCX chooses).
+std::vector<std::string> Transports(const std::string& tls) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at < tls.size();) {
+    size_t end = tls.find(',', at);
+    if (end == std::string::npos) end = tls.size();
+    out.push_back(tls.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool PeerErrorsHandled(const std::string& tls) {
+  if (tls.empty()) return false;  // UCX's choice: shared memory among them
+  for (const std::string& t : Transports(tls)) {
+    for (const char* shm : {"all", "sm", "shm", "posix", "sysv", "cma", "xpmem", "knem"}) {
+      if (t == shm) return false;
+    }
+  }
+  return true;
+}
+
+bool VerbsByMessage(const std::string& tls) {
+  bool tcp = false;
+  for (const std::string& t : Transports(tls)) {
+    if (t != "tcp" && t != "self") return false;
+    tcp |= t == "tcp";
+  }
+  return tcp;
+}
+
 ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool peer_errors,
                   Status* status, ucp_err_handler_cb_t on_error, void* error_arg) {
   ucp_ep_params_t p{};
@@ -46,7 +84,7 @@ ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool pe
   return ep;
 }
 
-Result<std::unique_ptr<Context>> Context::Create(const UcxOptions& options) {
+Result<std::unique_ptr<Context>> Context::Create(const UcxOptions& options, bool one_sided) {
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
   if (s != UCS_OK) return FromUcs(s, "cannot read UCX configuration");
@@ -67,7 +105,8 @@ Result<std::unique_ptr<Context>> Context::Create(const UcxOptions& options) {
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO64 | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  if (one_sided) params.features |= UCP_FEATURE_RMA | UCP_FEATURE_AMO64;
   params.mt_workers_shared = 0;  // every worker belongs to one thread
   ucp_context_h ctx = nullptr;
   s = ucp_init(&params, config, &ctx);

@@ -47,11 +47,22 @@ ucp_ep_h CreateEp(ucp_worker_h w, const std::vector<std::byte>& address, bool pe
                   Status* status, ucp_err_handler_cb_t on_error = nullptr,
                   void* error_arg = nullptr);
 
-// One UCP context: the process's (or one in-process MN's) handle on UCX with RMA, 64-bit
-// atomics, active messages and wake-up on events.
+// UCX's shared-memory transports have no peer error handling (a dead peer's memory stays
+// mapped, and what is written to it is simply never read): endpoints ask for it only when the
+// transports `tls` names include none of them.
+bool PeerErrorsHandled(const std::string& tls);
+// Whether UCX reaches peers by TCP alone (`tls` names tcp, and maybe self). Then a CN sends its
+// batches to an MN as messages the MN applies (batch_message.h), where UCX would emulate each
+// verb with messages anyway, and an MN serves none of UCX's one-sided verbs: their emulation
+// would act on any address a peer names, unchecked. With an RDMA transport possible the NIC does
+// the verbs, without the MN's CPU, and checks the region key.
+bool VerbsByMessage(const std::string& tls);
+
+// One UCP context: the process's (or one in-process MN's) handle on UCX with active messages and
+// wake-up on events, and, if `one_sided`, RMA and 64-bit atomics.
 class Context {
  public:
-  static Result<std::unique_ptr<Context>> Create(const UcxOptions& options);
+  static Result<std::unique_ptr<Context>> Create(const UcxOptions& options, bool one_sided = true);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;

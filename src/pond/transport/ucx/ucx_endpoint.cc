@@ -171,7 +171,9 @@ void UcxEndpoint::Continue(std::unique_ptr<Batch> b) {
     Finish(std::move(b), UCS_OK);
     return;
   }
-  if (fabric_.verbs_by_message_ && m.mapped == nullptr && b->next == 0 && SendAsMessage(b, m)) {
+  if (fabric_.verbs_by_message_ && m.mapped == nullptr) {
+    if (b->next == 0) SplitLargeOps(&b->ops);
+    SendAsMessage(std::move(b), m);
     return;
   }
   for (;;) {
@@ -232,25 +234,31 @@ Status UcxEndpoint::Check(MnId mn, const Op& op) const {
   return Status::Ok();
 }
 
-bool UcxEndpoint::SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m) {
-  size_t carried = 0;
+void UcxEndpoint::SendAsMessage(std::unique_ptr<Batch> b, const Mn& m) {
+  // The ops from b->next that fit one message, up to one that fails the CN's own checks.
+  const size_t first = b->next;
+  size_t end = first;
   Status refused;
-  for (; carried < b->ops.size(); carried++) {
-    refused = Check(b->mn, b->ops[carried]);
+  for (; end < b->ops.size(); end++) {
+    refused = Check(b->mn, b->ops[end]);
     if (!refused.ok()) break;
+    const std::span<const Op> with(b->ops.data() + first, end + 1 - first);
+    if (BatchRequestBytes(with) > kBatchMessageMax || BatchReplyBytes(with) > kBatchMessageMax) {
+      break;  // the next message takes it
+    }
   }
-  const std::span<const Op> ops(b->ops.data(), carried);
-  if (BatchRequestBytes(ops) > kBatchMessageMax || BatchReplyBytes(ops) > kBatchMessageMax) {
-    return false;
-  }
+  // SplitLargeOps left no op that a message cannot hold alone.
+  POND_ASSERT(end > first || !refused.ok());
   b->status = std::move(refused);
-  if (carried == 0) {
+  if (end == first) {
     Finish(std::move(b), UCS_OK);
-    return true;
+    return;
   }
+  const std::span<const Op> ops(b->ops.data() + first, end - first);
   b->tag = next_tag_++;
   b->sent_on = m.ep;
-  b->carried = carried;
+  b->sent_from = first;
+  b->next = end;
   auto* slot =
       new SendSlot{this, TakeBuffer(), false, b->tag, AmHeader{b->tag, fabric_.peer_token_}};
   EncodeBatch(ops, &slot->bytes);
@@ -258,7 +266,6 @@ bool UcxEndpoint::SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m) {
   // Eager, so that it arrives whole in the MN's handler; REPLY, so that the MN can answer on the
   // connection it came by.
   SendAm(m.ep, kBatchAmId, slot, UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY);
-  return true;
 }
 
 template <typename Pred>
@@ -300,11 +307,18 @@ ucs_status_t UcxEndpoint::OnBatchReply(void* arg, const void* header, size_t hea
   for (size_t i = 0; i < self->awaiting_.size(); i++) {
     Batch* b = self->awaiting_[i];
     if (b->tag != *tag) continue;
-    Status st = TakeBatchReply(std::span<const Op>(b->ops.data(), b->carried),
+    const size_t carried = b->next - b->sent_from;
+    Status st = TakeBatchReply(std::span<const Op>(b->ops.data() + b->sent_from, carried),
                                std::span(static_cast<const std::byte*>(data), length));
     // The CN's own refusal of a later op stands if the MN applied what it was sent.
     if (!st.ok()) b->status = std::move(st);
-    self->answered_.push_back(b);
+    // A batch larger than one message goes on with its next once this one is answered, so that
+    // its ops apply in posting order (Continue, outside UCX's callbacks).
+    if (b->status.ok() && b->next < b->ops.size()) {
+      self->flushed_.push_back(b);
+    } else {
+      self->answered_.push_back(b);
+    }
     self->awaiting_[i] = self->awaiting_.back();
     self->awaiting_.pop_back();
     return UCS_OK;
@@ -391,7 +405,7 @@ void UcxEndpoint::Finish(std::unique_ptr<Batch> b, ucs_status_t flushed) {
   b->ops.clear();
   b->tag = 0;
   b->sent_on = nullptr;
-  b->carried = 0;
+  b->sent_from = 0;
   if (spare_batches_.size() < kSpareBatchesMax) spare_batches_.push_back(std::move(b));
 }
 

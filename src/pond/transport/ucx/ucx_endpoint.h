@@ -65,11 +65,11 @@ class UcxEndpoint final : public Endpoint {
     bool unreachable = false;
     size_t next = 0;  // ops before it are posted
     std::vector<Op> ops;
-    // Sent as a message (SendAsMessage): its tag, the connection it went by, and how many of its
-    // ops it carried (those before one that failed the CN's own checks).
+    // Sent as messages (SendAsMessage): the last one's tag, the connection it went by, and its
+    // first op (it carried those up to `next`).
     uint64_t tag = 0;
     ucp_ep_h sent_on = nullptr;
-    size_t carried = 0;
+    size_t sent_from = 0;
   };
   struct Closing {  // a down MN's connection, closed by force (CloseDownMns)
     ucs_status_ptr_t request;
@@ -110,10 +110,11 @@ class UcxEndpoint final : public Endpoint {
   // from that op on, as the local fabric's does.
   Status Check(MnId mn, const Op& op) const;
 
-  // Sends the batch's ops (those before one that fails Check) as one message to its MN, which
-  // applies them in order and answers (OnBatchReply); false, having changed nothing, when the
-  // request or its reply would pass kBatchMessageMax.
-  bool SendAsMessage(std::unique_ptr<Batch>& b, const Mn& m);
+  // Sends the batch's next ops (from b->next, as many as fit kBatchMessageMax, and none from
+  // one that fails Check) as one message to its MN, which applies them in order and answers
+  // (OnBatchReply); the answer sends the next message, if any. Ops longer than one message may
+  // hold must have been cut first (SplitLargeOps).
+  void SendAsMessage(std::unique_ptr<Batch> b, const Mn& m);
 
   // Ends every awaiting batch that `which` selects with `why` (unreachable if it says so): its
   // ops may or may not have been applied, as after an RDMA queue pair's retry timeout.

@@ -13,47 +13,6 @@
 
 namespace pond::ucx {
 
-namespace {
-
-// The transports named in a UCX_TLS list ("" when UCX chooses).
-std::vector<std::string> Transports(const std::string& tls) {
-  std::vector<std::string> out;
-  for (size_t at = 0; at < tls.size();) {
-    size_t end = tls.find(',', at);
-    if (end == std::string::npos) end = tls.size();
-    out.push_back(tls.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
-}
-
-// UCX's shared-memory transports have no peer error handling (a dead peer's memory stays
-// mapped, and what is written to it is simply never read): endpoints ask for it only when the
-// transports named include none of them.
-bool PeerErrorsHandled(const std::string& tls) {
-  if (tls.empty()) return false;  // UCX's choice: shared memory among them
-  for (const std::string& t : Transports(tls)) {
-    for (const char* shm : {"all", "sm", "shm", "posix", "sysv", "cma", "xpmem", "knem"}) {
-      if (t == shm) return false;
-    }
-  }
-  return true;
-}
-
-// Whether batches to an MN whose region is not mapped here go as messages (batch_message.h):
-// when UCX can reach it only by TCP, where it would emulate the verbs with messages anyway. With
-// an RDMA transport possible the NIC does them, without the MN's CPU.
-bool VerbsByMessage(const std::string& tls) {
-  bool tcp = false;
-  for (const std::string& t : Transports(tls)) {
-    if (t != "tcp" && t != "self") return false;
-    tcp |= t == "tcp";
-  }
-  return tcp;
-}
-
-}  // namespace
-
 Result<std::unique_ptr<UcxFabric>> UcxFabric::CreateWithLocalMns(uint16_t num_mns,
                                                                  uint64_t region_bytes,
                                                                  const UcxOptions& options) {

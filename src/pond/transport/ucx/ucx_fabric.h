@@ -10,17 +10,18 @@
 //     UCP_ATOMIC_OP_ADD with a reply buffer (ucp_atomic_op_nbx), all on the MN's packed rkey.
 //   - An op outside the MN's region, or an unaligned atomic, fails its batch from that op on
 //     (checked here: UCX checks nothing); an MN whose endpoint fails answers Unavailable.
-//   - Over TCP alone (UCX_TLS "tcp"), a batch to an MN goes instead as one active
-//     message that the MN's thread applies and answers (batch_message.h); one whose request or
-//     reply would pass kBatchMessageMax goes as RMA. An MN whose connection fails, is declared
-//     down or is replaced fails the batches awaiting its answer as unreachable.
+//   - Over TCP alone (UCX_TLS "tcp"), a batch to an MN goes instead as active messages that
+//     the MN's thread applies and answers (batch_message.h): one, or for a batch larger than
+//     kBatchMessageMax (a bulk load's) several, each sent once the one before is answered. No
+//     verb goes as UCX RMA there. An MN whose connection fails, is declared down or is replaced
+//     fails the batches awaiting its answer as unreachable.
 //   - A packet is one active message (eager, so it always arrives whole in the handler), copied
 //     into a buffer at arrival and delivered by Poll.
 //
 // On shared memory (UCX_TLS=shm) the regions are mapped into this process (ucp_rkey_ptr), and
 // every verb is done here as the local fabric does it (remote_copy.h): UCX's own PUT and GET
-// there are memcpy, whose byte order would let a torn READ pass the version check. On TCP, UCX
-// emulates the verbs with messages the MN's worker answers; on RDMA the NIC does them.
+// there are memcpy, whose byte order would let a torn READ pass the version check. On TCP the
+// MN's worker applies batch messages; on RDMA the NIC does the verbs.
 //
 // Setup rules as for the local fabric: create every endpoint before workers start sending; each
 // endpoint then belongs to its worker's thread.
@@ -65,6 +66,10 @@ class UcxFabric final : public Fabric {
   uint64_t region_bytes() const override { return mns_.front().bytes; }
   // The region of an MN served by this process; nullptr for one served elsewhere.
   std::byte* region(MnId mn) override;
+  // An MN started in this process (CreateWithLocalMns), or null: for tests.
+  const UcxMemoryNode* local_mn(MnId mn) const {
+    return mn < local_mns_.size() ? local_mns_[mn].get() : nullptr;
+  }
   std::unique_ptr<Endpoint> CreateEndpoint(WorkerAddr self, Scheduler& sched) override;
   // Packets between workers of this process sent and not yet processed (those to and from
   // other processes are not counted: each process knows only its own).

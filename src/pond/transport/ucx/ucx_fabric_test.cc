@@ -203,30 +203,34 @@ TEST(UcxFabricTest, AnMnThatDiesFailsItsBatchesAsUnreachable) {
   }(&nodes, w.ep.get()));
 }
 
-// A batch whose request would not fit one message (a bulk load's large WRITEs) goes as UCX RMA
-// instead, in posting order like any other.
-TEST(UcxFabricTest, ABatchTooLargeForOneMessageGoesAsRma) {
-  std::unique_ptr<Fabric> f = [] {
-    auto made = UcxFabric::CreateWithLocalMns(1, 4 << 20, OptionsFor("tcp"));
-    EXPECT_TRUE(made.ok()) << made.status().ToString();
-    return std::unique_ptr<Fabric>(std::move(made).value());
-  }();
+// A batch larger than one message (a bulk load's large WRITEs), with ops longer than a message
+// may hold, goes over TCP as several messages in posting order — never as UCX RMA, whose
+// emulation would act on any address a peer names.
+TEST(UcxFabricTest, ABatchTooLargeForOneMessageGoesAsSeveralInOrder) {
+  auto made = UcxFabric::CreateWithLocalMns(1, 4 << 20, OptionsFor("tcp"));
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::unique_ptr<UcxFabric> f = std::move(made).value();
   contract::Worker w(*f, {0, 0});
   w.Run([](Endpoint* ep) -> Task<void> {
-    std::vector<uint8_t> big(kBatchMessageMax + 4096), back(big.size());
+    std::vector<uint8_t> big(3 * kBatchMessageMax + 4096), back(big.size()), again(24);
     for (size_t i = 0; i < big.size(); i++) big[i] = static_cast<uint8_t>(i * 7 + 1);
     uint64_t old = 0;
     ep->Write(GAddr::Make(0, 4096), big.data(), static_cast<uint32_t>(big.size()));
     ep->Faa(GAddr::Make(0, 4096), 1, &old);
     ep->Read(GAddr::Make(0, 4096), back.data(), static_cast<uint32_t>(back.size()));
+    // Beyond the region: the ops before it apply, and the batch fails (as on the local fabric).
+    ep->Write(GAddr::Make(0, (4 << 20) - 8), again.data(), static_cast<uint32_t>(again.size()));
     Status st = co_await ep->Flush();
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
     uint64_t first = 0;
     std::memcpy(&first, big.data(), 8);
     EXPECT_EQ(old, first) << "the FAA comes after the WRITE";
     big[0] = static_cast<uint8_t>(big[0] + 1);  // what the FAA added to the low byte
     EXPECT_EQ(back, big) << "and the READ after both";
   }(w.ep.get()));
+  // Three messages' worth and a page each way, in messages of at most kBatchMessageMax: the
+  // WRITE's three full pieces, its last with the FAA and the READ's first, two more, the last.
+  EXPECT_EQ(f->local_mn(0)->batches_answered(), 7u);
 }
 
 TEST(UcxOptionsTest, AnUnknownTransportIsAClearError) {
