@@ -236,16 +236,18 @@ Status UcxEndpoint::Check(MnId mn, const Op& op) const {
 
 void UcxEndpoint::SendAsMessage(std::unique_ptr<Batch> b, const Mn& m) {
   // The ops from b->next that fit one message, up to one that fails the CN's own checks.
+  // Sizes add op by op (a batch's is its header's and its ops'), so they are summed as it grows.
   const size_t first = b->next;
   size_t end = first;
+  size_t request = sizeof(BatchRequestHeader), reply = sizeof(BatchReplyHeader);
   Status refused;
   for (; end < b->ops.size(); end++) {
     refused = Check(b->mn, b->ops[end]);
     if (!refused.ok()) break;
-    const std::span<const Op> with(b->ops.data() + first, end + 1 - first);
-    if (BatchRequestBytes(with) > kBatchMessageMax || BatchReplyBytes(with) > kBatchMessageMax) {
-      break;  // the next message takes it
-    }
+    const std::span<const Op> op(&b->ops[end], 1);
+    request += BatchRequestBytes(op) - sizeof(BatchRequestHeader);
+    reply += BatchReplyBytes(op) - sizeof(BatchReplyHeader);
+    if (request > kBatchMessageMax || reply > kBatchMessageMax) break;  // the next message's
   }
   // SplitLargeOps left no op that a message cannot hold alone.
   POND_ASSERT(end > first || !refused.ok());
