@@ -38,22 +38,30 @@ void TsoClient::EndRound() {
   if (waiting_.empty()) return;
   std::vector<Waiter> all;
   all.swap(waiting_);
-  // Blocks of at most kTsoBlockMax, in the order asked.
-  for (size_t begin = 0; begin < all.size(); begin += kTsoBlockMax) {
-    const size_t end = std::min(all.size(), begin + kTsoBlockMax);
-    std::vector<Waiter> batch(all.begin() + static_cast<ptrdiff_t>(begin),
-                              all.begin() + static_cast<ptrdiff_t>(end));
-    stats_.requests++;
-    if (local_ != nullptr) {
-      Hand(std::move(batch), local_->Grant(static_cast<uint32_t>(end - begin)));
-      continue;
+  if (all.size() <= kTsoBlockMax) {
+    Ask(std::move(all));  // the usual round: one block, its waiters moved, not copied
+  } else {
+    // Blocks of at most kTsoBlockMax, in the order asked.
+    for (size_t begin = 0; begin < all.size(); begin += kTsoBlockMax) {
+      const size_t end = std::min(all.size(), begin + kTsoBlockMax);
+      Ask(std::vector<Waiter>(all.begin() + static_cast<ptrdiff_t>(begin),
+                              all.begin() + static_cast<ptrdiff_t>(end)));
     }
-    uint32_t seq = next_seq_++;
-    auto [it, added] = sent_.emplace(seq, Sent{std::move(batch), sched_.clock().NowNs()});
-    POND_ASSERT(added);
-    SendRequest(seq, it->second);
   }
   ArmAlarm();
+}
+
+void TsoClient::Ask(std::vector<Waiter> block) {
+  stats_.requests++;
+  if (local_ != nullptr) {
+    const auto n = static_cast<uint32_t>(block.size());
+    Hand(std::move(block), local_->Grant(n));
+    return;
+  }
+  uint32_t seq = next_seq_++;
+  auto [it, added] = sent_.emplace(seq, Sent{std::move(block), sched_.clock().NowNs()});
+  POND_ASSERT(added);
+  SendRequest(seq, it->second);
 }
 
 void TsoClient::SetHost(WorkerAddr host, TimestampOracle* local) {

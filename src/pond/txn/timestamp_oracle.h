@@ -120,6 +120,8 @@ class TsoClient : public Poller, public Alarm {
     uint64_t sent_ns;  // when the request last left
   };
   void Hand(std::vector<Waiter> batch, uint64_t first);
+  // One request for `block` (at most kTsoBlockMax waiters), or a grant here on the host.
+  void Ask(std::vector<Waiter> block);
   void OnReply(const Message& m);
   void SendRequest(uint32_t seq, const Sent& s);
   void ArmAlarm();
