@@ -48,7 +48,11 @@ for t in "${targets[@]}"; do
       -print_final_stats=1 -artifact_prefix="build/fuzz/artifacts/$t-" \
       "$scratch/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
     failed=1
-    grep -E "ERROR|SUMMARY|Test unit written|deadly signal|timeout" "$log" | head -20 >&2 || true
+    # The report, the first frames of its stack and the input's first bytes, so that a CI log
+    # alone says what failed.
+    grep -E "ERROR|SUMMARY|Test unit written|deadly signal|timeout|^ *#[0-9]+ |^0x|^Base64" "$log" \
+      | grep -vE "in (fuzzer::|__sanitizer|__asan|__ubsan|__interceptor|__libc_start|_start)" \
+      | head -40 >&2 || true
     echo "fuzz: $t FAILED; replay with: $bin/${t}_fuzz build/fuzz/artifacts/$t-<the file named above>" >&2
     continue
   fi

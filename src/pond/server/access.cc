@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "pond/base/printable.h"
+
 namespace pond::server {
 
 namespace {
@@ -71,7 +73,7 @@ Result<Role> RoleByName(const std::string& name) {
   for (Role r : {Role::kReadOnly, Role::kReadWrite, Role::kAdmin}) {
     if (name == RoleName(r)) return r;
   }
-  return InvalidArgument("role \"" + name + "\": read-only, read-write or admin");
+  return InvalidArgument("role \"" + Printable(name) + "\": read-only, read-write or admin");
 }
 
 Access Access::Open() {
@@ -100,11 +102,13 @@ Result<Access> Access::Parse(const std::string& text, const std::string& name) {
       if (users == nullptr) return InvalidArgument(name + ": users is a table: [users]");
       for (const auto& [user, role] : *users) {
         const std::string u(user.str());
+        // Names go into messages made printable: a TOML key may hold a newline, a message not.
+        const std::string shown = Printable(u);
         const auto* r = role.as_string();
-        if (r == nullptr) return InvalidArgument(name + ": users." + u + " takes a role name");
+        if (r == nullptr) return InvalidArgument(name + ": users." + shown + " takes a role name");
         Result<Role> parsed = RoleByName(r->get());
         if (!parsed.ok())
-          return InvalidArgument(name + ": users." + u + ": " + parsed.status().message());
+          return InvalidArgument(name + ": users." + shown + ": " + parsed.status().message());
         a.users_[u] = *parsed;
       }
     } else if (k == "tokens") {
@@ -120,29 +124,31 @@ Result<Access> Access::Parse(const std::string& text, const std::string& name) {
         const auto hash = (*t)["sha256"].value<std::string>();
         const auto expires = (*t)["expires"].value<toml::date_time>();
         if (!token_name || token_name->empty()) return InvalidArgument(where + " has no name");
-        if (!role) return InvalidArgument(where + " (" + *token_name + ") has no role");
+        const std::string shown = Printable(*token_name);
+        if (!role) return InvalidArgument(where + " (" + shown + ") has no role");
         if (!hash || !IsHex64(*hash)) {
-          return InvalidArgument(where + " (" + *token_name +
+          return InvalidArgument(where + " (" + shown +
                                  "): sha256 must be 64 lowercase hex digits");
         }
         if (!expires) {
-          return InvalidArgument(where + " (" + *token_name +
+          return InvalidArgument(where + " (" + shown +
                                  "): expires must be a date-time, as 2027-01-01T00:00:00Z");
         }
         for (const auto& [field, _] : *t) {
-          const std::string f(field.str());
+          const std::string_view f = field.str();
           if (f != "name" && f != "role" && f != "sha256" && f != "expires") {
-            return InvalidArgument(where + " (" + *token_name + "): unknown key " + f);
+            return InvalidArgument(where + " (" + shown + "): unknown key " + Printable(f));
           }
         }
         Result<Role> parsed = RoleByName(*role);
         if (!parsed.ok()) return InvalidArgument(where + ": " + parsed.status().message());
         if (!a.tokens_.emplace(*hash, Token{*token_name, *parsed, UnixSeconds(*expires)}).second) {
-          return InvalidArgument(where + " (" + *token_name + "): the same token twice");
+          return InvalidArgument(where + " (" + shown + "): the same token twice");
         }
       }
     } else {
-      return InvalidArgument(name + ": unknown key \"" + k + "\" (users and tokens only)");
+      return InvalidArgument(name + ": unknown key \"" + Printable(k) +
+                             "\" (users and tokens only)");
     }
   }
   return a;

@@ -213,6 +213,12 @@ TEST(AccessTest, RolesAndTokensFromTheFileAndBadFilesRefused) {
            {"[[tokens]]\nname = \"x\"\nrole = \"admin\"\nsha256 = \"" + TokenHash("t") + "\"\n",
             "expires"},
            {"[users\n", "not TOML"},
+           // Names from the file are shown made printable: a quoted TOML key may hold a
+           // newline, and one once made the message two lines (found by fuzz/config_fuzz.cc).
+           {"\"a\\nb\" = 1\n", "unknown key \"a\\x0ab\""},
+           {"[users]\n\"r\\noot\" = \"super\\nuser\"\n",
+            "users.r\\x0aoot: role \"super\\x0auser\""},
+           {"[[tokens]]\nname = \"x\\ny\"\nrole = \"admin\"\n", "(x\\x0ay): sha256"},
        }) {
     Result<Access> r = Access::Parse(bad, "f.toml");
     ASSERT_FALSE(r.ok()) << bad;

@@ -61,6 +61,9 @@ expect_error "kvs replication above MNs" "replication" bench kvs --mns 2 --repli
 # the daemon reaches for anything.
 printf 'coord = "127.0.0.1:1"\nid = 0\nbogus = 1\n' >"$tmp/unknown.toml"
 expect_error "config: unknown key" 'unknown key "bogus"' mn --config "$tmp/unknown.toml"
+# A quoted key may hold a newline; the message shows it escaped and stays one line.
+printf '"bo\\ngus" = 1\n' >"$tmp/newline.toml"
+expect_error "config: a key with a newline" 'unknown key "bo\\x0agus"' mn --config "$tmp/newline.toml"
 expect_error "config: missing file" "nowhere.toml" cn --config "$tmp/nowhere.toml"
 printf 'coord = "127.0.0.1:1"\nid = 99\n' >"$tmp/range.toml"
 expect_error "config: value out of range" "--id" mn --config "$tmp/range.toml"

@@ -10,6 +10,8 @@
 
 #include <toml++/toml.h>
 
+#include "pond/base/printable.h"
+
 namespace pond::tools {
 
 namespace {
@@ -35,14 +37,16 @@ class SubcommandConfig : public CLI::ConfigTOML {
     std::vector<CLI::ConfigItem> items;
     for (const auto& [key, value] : doc) {
       const std::string name(key.str());
+      // What the file names goes into messages made printable: a TOML key may hold a newline.
+      const std::string shown = Printable(name);
       if (value.is_table() && !value.as_table()->is_inline()) {
         throw CLI::ConfigError(where + "sections are not read; put every key at the top, not in [" +
-                               name + "]");
+                               shown + "]");
       }
       const CLI::Option* flag = name == "config" ? nullptr : sub->get_option_no_throw("--" + name);
       if (flag == nullptr) {
-        throw CLI::ConfigError(where + "unknown key \"" + name + "\" (pond " + sub->get_name() +
-                               " has no --" + name + ")");
+        throw CLI::ConfigError(where + "unknown key \"" + shown + "\" (pond " + sub->get_name() +
+                               " has no --" + shown + ")");
       }
       CLI::ConfigItem item;
       item.parents = {sub->get_name()};
