@@ -8,7 +8,10 @@ namespace {
 TEST(PrintableTest, KeepsOneLineAndCutsLongText) {
   EXPECT_EQ(Printable("crash-cn:1@5ms"), "crash-cn:1@5ms");
   EXPECT_EQ(Printable(std::string_view("a\nb\0\"\\\xff", 7)), "a\\x0ab\\x00\\x22\\x5c\\xff");
-  EXPECT_EQ(Printable(std::string(70, 'x')), std::string(64, 'x') + "...");
+  // (Not `std::string(64, 'x') + "..."`: GCC 12 warns wrongly of its inlined copy, PR 105329,
+  // once <string> comes from the tests' precompiled header.)
+  const std::string cut = std::string(64, 'x');
+  EXPECT_EQ(Printable(std::string(70, 'x')), cut + "...");
   EXPECT_EQ(Printable("abcdef", 3), "abc...");
 }
 

@@ -1,0 +1,1 @@
+// The translation unit that compiles the tests' precompiled header (CMakeLists.txt: pond_test_pch).
