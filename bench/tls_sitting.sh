@@ -47,6 +47,8 @@ trap cleanup EXIT
 
 # serve MODE: starts `pond serve` in MODE (--insecure, or --certs-dir); sets server and addr.
 serve() {
+  # Created before the child's redirection can, so that the first poll never reads a missing file.
+  : >"$tmp/serve.out"
   "$pond" serve "$@" --listen 127.0.0.1:0 --workload smallbank --accounts "$accounts" \
     >"$tmp/serve.out" 2>"$tmp/serve.err" &
   server=$!

@@ -123,6 +123,9 @@ secs() { awk -v t="$1" -v hz="$tick_hz" 'BEGIN { printf "%.2f", t / hz }'; }
 start() {
   local name=$1
   shift
+  # Created here, not by the redirection below: that one runs in the child, which may not have
+  # opened the file before the first poll reads it (and under set -e a failed read ends the run).
+  : >"$tmp/$name.out"
   "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   pid=$!
   pids+=("$pid")

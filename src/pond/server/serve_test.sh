@@ -25,6 +25,7 @@ ok() { echo "ok   $1"; }
 start_serve() {
   local name="$1"
   shift
+  : >"$tmp/$name.out" # before the child opens it: the first poll must not read a missing file
   "$pond" serve --listen 127.0.0.1:0 ${SERVE_REGION---region-mib 64} "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
   spid=$!
   pids+=("$spid")
