@@ -228,7 +228,15 @@ struct SimStats {
   };
   std::vector<Nic> mn_nics;
   uint64_t cpu_busy_ns = 0;  // over all worker cores, since start
-  uint64_t cpu_rounds = 0;   // scheduling rounds run, since start
+  // Each simulated core's CPU time since start. A CN's cores are its workers and, past their
+  // indexes, any core of its own (its membership's).
+  struct Core {
+    uint16_t cn = 0;
+    uint16_t worker = 0;
+    uint64_t busy_ns = 0;
+  };
+  std::vector<Core> cores;
+  uint64_t cpu_rounds = 0;  // scheduling rounds run, since start
   uint64_t fault_drops = 0, fault_duplicates = 0, fault_delays = 0;
 };
 

@@ -11,13 +11,18 @@ MeasuredRun::MeasuredRun(Cluster& cluster, const ClusterConfig& config, double s
       progress_(std::move(progress)),
       counters_(static_cast<size_t>(config.cns * config.workers_per_cn)),
       before_(cluster.Stats()),
-      cpu_before_(cluster.simulated() ? (cluster.ResetSimStats(), cluster.GetSimStats().cpu_busy_ns)
-                                      : 0),
       start_(cluster.clock().NowNs()),
       wall_start_(SystemClock::Get().NowNs()),
       deadline_(start_ + static_cast<uint64_t>(seconds * 1e9)),
       run_now_(start_),
-      monitor_([this] { Tick(); }) {}
+      monitor_([this] { Tick(); }) {
+  if (cluster.simulated()) {
+    cluster.ResetSimStats();
+    const SimStats sim = cluster.GetSimStats();
+    cpu_before_ = sim.cpu_busy_ns;
+    for (const SimStats::Core& c : sim.cores) cores_before_.push_back(c.busy_ns);
+  }
+}
 
 void MeasuredRun::Tick() {
   KvsProgress p{static_cast<double>(run_now_.load(std::memory_order_relaxed) - start_) / 1e9, 0, 0};
@@ -68,6 +73,10 @@ Status MeasuredRun::Finish(RunMeasures* out) {
   if (cluster_.simulated()) {
     out->sim = cluster_.GetSimStats();
     out->sim_cpu_busy_ns = out->sim->cpu_busy_ns - cpu_before_;
+    // A restarted CN's incarnation takes over its cores and their counts; a core added during
+    // the run (appended) counts from zero.
+    out->sim_cores = out->sim->cores;
+    for (size_t i = 0; i < cores_before_.size(); i++) out->sim_cores[i].busy_ns -= cores_before_[i];
   }
   for (Counters& c : counters_) {
     out->committed += c.committed.load();

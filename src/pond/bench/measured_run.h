@@ -43,6 +43,7 @@ struct RunMeasures {
   double wall_s = 0;             // real time of the measured run
   std::optional<SimStats> sim;   // simulated runs: NICs over the measured run, engine counters
   uint64_t sim_cpu_busy_ns = 0;  // simulated runs: worker CPU time spent in the measured run
+  std::vector<SimStats::Core> sim_cores;  // simulated runs: each core's, in the measured run
 };
 
 // A run's commits per millisecond are kept for its first this many milliseconds.
@@ -83,7 +84,9 @@ class MeasuredRun {
   std::function<void(const KvsProgress&)> progress_;
   std::vector<Counters> counters_;
   ClusterStats before_;
+  // Simulated runs: the CPU counters at the start (SimStats::cpu_busy_ns, then SimStats::cores).
   uint64_t cpu_before_ = 0;
+  std::vector<uint64_t> cores_before_;
   uint64_t start_ = 0, wall_start_ = 0, deadline_ = 0;
   // The monitor thread must not read a virtual clock another thread advances; clients publish
   // the run's time here instead.

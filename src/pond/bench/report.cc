@@ -47,6 +47,37 @@ nlohmann::json NicsJson(const SimStats& s, double window_ns) {
   return nics;
 }
 
+CoreLoad CoreLoadOf(const RunMeasures& r) {
+  CoreLoad l;
+  const double window = r.elapsed_s * 1e9;
+  if (r.sim_cores.empty() || window <= 0) return l;
+  uint64_t total = 0;
+  const SimStats::Core* busiest = &r.sim_cores[0];
+  for (const SimStats::Core& c : r.sim_cores) {
+    total += c.busy_ns;
+    if (c.busy_ns > busiest->busy_ns) busiest = &c;
+  }
+  l.mean_share = static_cast<double>(total) / static_cast<double>(r.sim_cores.size()) / window;
+  l.busiest_cn = busiest->cn;
+  l.busiest_worker = busiest->worker;
+  l.busiest_share = static_cast<double>(busiest->busy_ns) / window;
+  uint64_t cn_total = 0, cn_cores = 0;
+  for (const SimStats::Core& c : r.sim_cores) {
+    if (c.cn != busiest->cn) continue;
+    cn_total += c.busy_ns;
+    cn_cores++;
+  }
+  l.busiest_cn_share = static_cast<double>(cn_total) / static_cast<double>(cn_cores) / window;
+  return l;
+}
+
+std::string CoreLoadLine(const CoreLoad& l) {
+  return fmt::format(
+      "mean core {:.1f}% busy; busiest CN {} worker {}, {:.1f}% (CN {}'s cores {:.1f}%)",
+      100 * l.mean_share, l.busiest_cn, l.busiest_worker, 100 * l.busiest_share, l.busiest_cn,
+      100 * l.busiest_cn_share);
+}
+
 double Throughput(const RunMeasures& r) {
   return r.elapsed_s > 0 ? static_cast<double>(r.committed) / r.elapsed_s : 0;
 }
@@ -253,6 +284,16 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
                        {"virtual_s", r.elapsed_s},
                        {"events", r.sim->events},
                        {"mn_nics", NicsJson(*r.sim, r.elapsed_s * 1e9)}};
+    if (!r.sim_cores.empty()) {
+      const CoreLoad l = CoreLoadOf(r);
+      j["simulation"]["cores"] = {{"count", r.sim_cores.size()},
+                                  {"mean_busy_share", l.mean_share},
+                                  {"busiest",
+                                   {{"cn", l.busiest_cn},
+                                    {"worker", l.busiest_worker},
+                                    {"busy_share", l.busiest_share},
+                                    {"cn_busy_share", l.busiest_cn_share}}}};
+    }
   }
   return j;
 }

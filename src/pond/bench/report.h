@@ -21,6 +21,19 @@ std::string NicLine(const SimStats::Nic& n, double window_ns);
 // Every MN NIC: [{"READ": {"ops": N, "busy_share": F}, ...}, ...].
 nlohmann::json NicsJson(const SimStats& s, double window_ns);
 
+// The simulated cores' load over the measured run (RunMeasures::sim_cores): the mean core's busy
+// share, and the busiest core's with the mean of its CN's cores; the first place to look when
+// throughput stops growing with the cluster.
+struct CoreLoad {
+  double mean_share = 0;
+  uint16_t busiest_cn = 0, busiest_worker = 0;
+  double busiest_share = 0;
+  double busiest_cn_share = 0;  // the busiest core's CN: the mean of its cores
+};
+CoreLoad CoreLoadOf(const RunMeasures& r);
+// "mean core 41.2% busy; busiest CN 0 worker 3, 97.5% (CN 0's cores 88.0%)".
+std::string CoreLoadLine(const CoreLoad& l);
+
 // Committed calls per second of the run's (virtual) time; 0 for an empty run.
 double Throughput(const RunMeasures& r);
 // Commits of the workload's headline kind (RunResult::headline) per second; 0 without one.

@@ -210,6 +210,9 @@ SimStats Cluster::GetSimStats() const {
   }
   s.cpu_busy_ns = cl.driver_->cpu_stats().busy_ns;
   s.cpu_rounds = cl.driver_->cpu_stats().rounds;
+  for (const node::SimCoreStats& c : cl.driver_->core_stats()) {
+    s.cores.push_back(SimStats::Core{c.addr.cn, c.addr.worker, c.cpu.busy_ns});
+  }
   sim::FaultStats f = cl.sim_fabric_->fault_stats();
   s.fault_drops = f.drop_count;
   s.fault_duplicates = f.duplicate_count;

@@ -113,4 +113,11 @@ SimCpuStats SimDriver::cpu_stats() const {
   return total;
 }
 
+std::vector<SimCoreStats> SimDriver::core_stats() const {
+  std::vector<SimCoreStats> out;
+  out.reserve(cores_.size());
+  for (const Core& c : cores_) out.push_back(SimCoreStats{c.ep->self(), c.stats});
+  return out;
+}
+
 }  // namespace pond::node

@@ -25,6 +25,13 @@ struct SimCpuStats {
   uint64_t busy_ns = 0;
 };
 
+// One core's share of SimCpuStats: which address it serves now (a restarted CN's core keeps its
+// address and its counts).
+struct SimCoreStats {
+  WorkerAddr addr;
+  SimCpuStats cpu;
+};
+
 class SimDriver {
  public:
   SimDriver(sim::Engine& engine, SimFabric& fabric) : engine_(engine), fabric_(fabric) {}
@@ -44,6 +51,8 @@ class SimDriver {
   }
 
   SimCpuStats cpu_stats() const;
+  // Every core's, in the order they were added.
+  std::vector<SimCoreStats> core_stats() const;
   // The workers of CN `cn` crashed: they run no more rounds (their coroutines stay parked).
   void StopCn(uint16_t cn);
   // CN `cn` restarted: `workers` (its new incarnation's, in index order) take over the cores

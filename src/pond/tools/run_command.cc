@@ -93,6 +93,9 @@ void PrintRunResult(const bench::RunOptions& o, const bench::RunResult& r) {
     for (size_t mn = 0; mn < r.sim->mn_nics.size(); mn++) {
       std::printf("MN %zu NIC     %s\n", mn, bench::NicLine(r.sim->mn_nics[mn], window).c_str());
     }
+    if (!r.sim_cores.empty()) {
+      std::printf("CPU          %s\n", bench::CoreLoadLine(bench::CoreLoadOf(r)).c_str());
+    }
   }
   PrintCheck(r);
   PrintFailover(r);
