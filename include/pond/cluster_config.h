@@ -45,11 +45,17 @@ struct ProtocolConfig {
   // the VT cache keeps the newest version's value beside its CVT (values up to 128 bytes), so a
   // reader of a locally managed key needs no record READ (needs vt_cache).
   bool value_cache = false;
+  // timestamp requests are combined: a worker keeps one request to the oracle in flight (those
+  // who ask meanwhile ask together when it is answered), and a CN's workers ask in groups of
+  // about sqrt(CNs) through one of them, a relay (ClusterImpl::TsoAsk). The oracle's cores
+  // hear far fewer requests: they were the bottleneck of every cluster past 9 CNs
+  // (docs/perf.md "Scale-out").
+  bool tso_combine = false;
 };
 
 // "lotus", "motor", "ford", "pond" (lotus with every step of PondSteps), lotus with one of them
-// ("lotus+latest-reads", "lotus+early-ack", "lotus+value-cache": each measured alone), or an
-// ablation step:
+// ("lotus+latest-reads", ...: each measured alone), pond without one ("pond-tso-combine", ...), or
+// an ablation step:
 // "+full-record", "+log-visible", "+lock-sharding", "+load-balancing", "+vt-cache" (= lotus);
 // InvalidArgument otherwise.
 Result<ProtocolConfig> ProtocolByName(std::string_view name);

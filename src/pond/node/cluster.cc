@@ -2,6 +2,7 @@
 // it (deploy/start.cc picks local threads or UCX; StartSimulated, below, the simulator), tables
 // and loading, and the run loop of the worker threads. The public Txn and
 // Session live in session.cc, routed calls in routed_call.cc, the counters in cluster_stats.cc.
+#include <algorithm>
 #include <optional>
 #include <thread>
 
@@ -246,10 +247,13 @@ WorkerContext::WorkerContext(ClusterImpl& cl, CnContext& c, uint16_t idx, uint64
     // VT cache rule 3: a remote writer is about to change the CVT in memory.
     lock_server_->SetRemoteWriteHook([vt](const lock::LockKey& k) { vt->Invalidate(k); });
   }
-  const bool host = c.id == cl.TsoHost(idx).cn;
+  const bool host = c.id == cl.tso_cn_;
   POND_CHECK(!host || c.oracle != nullptr);
-  tso_ = std::make_unique<txn::TsoClient>(*ep_, cl.TsoHost(idx), host ? c.oracle.get() : nullptr);
-  tso_server_ = std::make_unique<txn::TsoServer>(*ep_, host ? c.oracle.get() : nullptr);
+  tso_ = std::make_unique<txn::TsoClient>(*ep_, cl.TsoAsk(c.id, idx, cl.tso_cn_),
+                                          host ? c.oracle.get() : nullptr);
+  tso_->SetOneInFlight(cl.config_.protocol.tso_combine);
+  tso_server_ = std::make_unique<txn::TsoServer>(*ep_, host ? c.oracle.get() : nullptr,
+                                                 cl.TsoRelays() ? tso_.get() : nullptr);
   alloc_ = std::make_unique<store::Allocator>(cl.layout_);
   calls_ = std::make_unique<RoutedCalls>(
       *ep_, sched_,
@@ -278,6 +282,30 @@ Status WorkerContext::Init() {
   }
   log_ = std::make_unique<store::CommitLog>(std::move(areas), cluster_.space_.log_bytes);
   return Status::Ok();
+}
+
+namespace {
+
+// TsoAsk's group size.
+int TsoGroup(const ClusterConfig& c) {
+  int g = 1;
+  while (g * g < c.cns) g++;
+  return std::min(g, c.workers_per_cn);
+}
+
+}  // namespace
+
+bool ClusterImpl::TsoRelays() const {
+  return config_.protocol.tso_combine && TsoGroup(config_) >= 2;
+}
+
+WorkerAddr ClusterImpl::TsoAsk(uint16_t cn, uint16_t worker, uint16_t host) const {
+  if (!TsoRelays()) return WorkerAddr{host, worker};
+  const int g = TsoGroup(config_);
+  const int first = worker / g * g;
+  const int size = std::min(g, config_.workers_per_cn - first);
+  const auto relay = static_cast<uint16_t>(first + cn % size);
+  return worker == relay ? WorkerAddr{host, relay} : WorkerAddr{cn, relay};
 }
 
 void WorkerContext::HostTso(txn::TimestampOracle& o) {

@@ -55,7 +55,7 @@ bool NodeControls::ApplyOnWorkers(const cluster::Configuration& next,
       if (next.tso_host == cn_) {
         w.HostTso(*w.cn().oracle);
       } else {
-        w.tso().SetHost(WorkerAddr{next.tso_host, w.index()}, nullptr);
+        w.tso().SetHost(cl_.TsoAsk(cn_, w.index(), next.tso_host), nullptr);
       }
     }
     return calls;

@@ -320,7 +320,7 @@ bool SimMembership::Restart(uint16_t cn) {
   me.placement = store::Placement(cl_.layout().num_mns, cl_.layout().replication);
   cluster::ApplyMnStates(s.config, me.placement);
   for (auto& w : cl_.cns_[cn]->workers) {
-    w->tso().SetHost(WorkerAddr{s.config.tso_host, w->index()}, nullptr);
+    w->tso().SetHost(cl_.TsoAsk(cn, w->index(), s.config.tso_host), nullptr);
   }
   StartNode(cn, s);
   return true;

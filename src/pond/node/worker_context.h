@@ -223,7 +223,17 @@ class ClusterImpl {
   void AssignShardEverywhere(uint32_t s, uint16_t cn);
   const store::TableInfo* Table(uint16_t id) const { return catalog_.Find(id); }
   const store::Catalog& catalog() const { return catalog_; }
-  WorkerAddr TsoHost(uint16_t worker) const { return WorkerAddr{tso_cn_, worker}; }
+  // Whether timestamp requests go through relays (the protocol's tso_combine, with groups of two
+  // or more: TsoAsk).
+  bool TsoRelays() const;
+  // Where worker `worker` of CN `cn` sends its timestamp requests while CN `host` holds the
+  // oracle: without relays, to the host's worker of the same index. With them, a CN's workers
+  // are split into groups of g = min(workers, ceil(sqrt(CNs))), each with one relay, which sends
+  // to the host's worker of its own index. Each of the host's cores then hears from about
+  // CNs / g relays, and each relay from g - 1 workers: both about sqrt(CNs), where a host core
+  // alone heard from all CNs. A group's relay is chosen by the CN, so that the relays spread
+  // over the host's cores. Meaningless on the host, which grants without asking.
+  WorkerAddr TsoAsk(uint16_t cn, uint16_t worker, uint16_t host) const;
   // The registered procedure `id`; nullptr if there is none.
   const ProcedureEntry* Procedure(ProcedureId id) const {
     return id < procedures_.size() ? &procedures_[id] : nullptr;

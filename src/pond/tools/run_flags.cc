@@ -234,6 +234,7 @@ std::string ProtocolChoices() {
   std::string s;
   for (const std::string& p : ProtocolNames()) s += p + ", ";
   for (const std::string& step : PondSteps()) s += "lotus+" + step + ", ";
+  for (const std::string& step : PondSteps()) s += "pond-" + step + ", ";
   s += "or an ablation step:";
   for (const std::string& step : AblationSteps()) {
     if (step.starts_with("+")) s += " " + step;

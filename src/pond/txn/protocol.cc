@@ -32,6 +32,8 @@ bool SetPondStep(std::string_view step, ProtocolConfig* p) {
     p->early_ack = true;
   } else if (step == "value-cache") {
     p->value_cache = true;
+  } else if (step == "tso-combine") {
+    p->tso_combine = true;
   } else {
     return false;
   }
@@ -51,7 +53,8 @@ const std::vector<std::string>& SnapshotProtocolNames() {
 }
 
 const std::vector<std::string>& PondSteps() {
-  static const std::vector<std::string> steps = {"latest-reads", "early-ack", "value-cache"};
+  static const std::vector<std::string> steps = {"latest-reads", "early-ack", "value-cache",
+                                                 "tso-combine"};
   return steps;
 }
 
@@ -68,6 +71,20 @@ Result<ProtocolConfig> ProtocolByName(std::string_view name) {
     p.name = "pond";
     for (const std::string& step : PondSteps()) SetPondStep(step, &p);
     return p;
+  }
+  if (name.starts_with("pond-")) {
+    // Pond without one of its steps, to see what that step is worth where the others are on.
+    ProtocolConfig p;
+    p.name = std::string(name);
+    bool left_out = false;
+    for (const std::string& step : PondSteps()) {
+      if (step == name.substr(5)) {
+        left_out = true;
+      } else {
+        SetPondStep(step, &p);
+      }
+    }
+    if (left_out) return p;
   }
   if (name.starts_with("lotus+")) {
     ProtocolConfig p;

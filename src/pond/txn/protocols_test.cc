@@ -247,6 +247,14 @@ TEST(PondStepsTest, NamesTurnOnTheirSwitches) {
   ProtocolConfig early = ProtocolByName("lotus+early-ack").value();
   EXPECT_TRUE(!early.latest_reads && early.early_ack);
   EXPECT_EQ(ProtocolByName("lotus+fast").status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(pond.value_cache && pond.tso_combine);
+  ProtocolConfig relay = ProtocolByName("lotus+tso-combine").value();
+  EXPECT_TRUE(relay.tso_combine && !relay.early_ack && !relay.latest_reads && !relay.value_cache);
+  ProtocolConfig no_relay = ProtocolByName("pond-tso-combine").value();
+  EXPECT_TRUE(!no_relay.tso_combine && no_relay.early_ack && no_relay.latest_reads &&
+              no_relay.value_cache);
+  EXPECT_EQ(no_relay.name, "pond-tso-combine");
+  EXPECT_EQ(ProtocolByName("pond-fast").status().code(), Code::kInvalidArgument);
   ClusterConfig c = Config("motor");
   c.protocol.early_ack = true;
   EXPECT_EQ(ValidateConfig(c).code(), Code::kInvalidArgument) << "early-ack on MN locks";

@@ -27,50 +27,73 @@ TsoClient::~TsoClient() { sched_.CancelAlarms(this); }
 
 void TsoClient::Hand(std::vector<Waiter> batch, uint64_t first) {
   // Within a block, earlier askers get smaller timestamps.
-  for (size_t i = 0; i < batch.size(); i++) {
-    *batch[i].out = first + i;
-    ep_.scheduler().Ready(batch[i].h);
+  uint64_t ts = first;
+  for (const Waiter& w : batch) {
+    if (w.h) {
+      *w.out = ts;
+      ep_.scheduler().Ready(w.h);
+      stats_.timestamps++;
+    } else {
+      TsoReply reply{ts, w.count, w.seq};
+      ep_.Send(w.from, kMsgTsoReply, std::as_bytes(std::span(&reply, 1)));
+      stats_.relayed++;
+    }
+    ts += w.count;
   }
-  stats_.timestamps += batch.size();
+}
+
+void TsoClient::Relay(WorkerAddr from, uint32_t seq, uint32_t count) {
+  waiting_.push_back(Waiter{nullptr, nullptr, from, seq, count});
+  waiting_count_ += count;
 }
 
 void TsoClient::EndRound() {
   if (waiting_.empty()) return;
+  if (one_in_flight_ && !sent_.empty()) return;
   std::vector<Waiter> all;
   all.swap(waiting_);
-  if (all.size() <= kTsoBlockMax) {
-    Ask(std::move(all));  // the usual round: one block, its waiters moved, not copied
+  const uint64_t total = waiting_count_;
+  waiting_count_ = 0;
+  if (total <= kTsoBlockMax) {
+    // The usual round: one block, its waiters moved, not copied.
+    Ask(std::move(all), static_cast<uint32_t>(total));
   } else {
-    // Blocks of at most kTsoBlockMax, in the order asked.
-    for (size_t begin = 0; begin < all.size(); begin += kTsoBlockMax) {
-      const size_t end = std::min(all.size(), begin + kTsoBlockMax);
-      Ask(std::vector<Waiter>(all.begin() + static_cast<ptrdiff_t>(begin),
-                              all.begin() + static_cast<ptrdiff_t>(end)));
+    // Blocks of at most kTsoBlockMax timestamps, in the order asked (a relayed request is
+    // never split: it asked for at most that many).
+    std::vector<Waiter> block;
+    uint32_t count = 0;
+    for (const Waiter& w : all) {
+      if (count + w.count > kTsoBlockMax) {
+        Ask(std::move(block), count);
+        block.clear();
+        count = 0;
+      }
+      block.push_back(w);
+      count += w.count;
     }
+    Ask(std::move(block), count);
   }
   ArmAlarm();
 }
 
-void TsoClient::Ask(std::vector<Waiter> block) {
+void TsoClient::Ask(std::vector<Waiter> block, uint32_t count) {
   stats_.requests++;
   if (local_ != nullptr) {
-    const auto n = static_cast<uint32_t>(block.size());
-    Hand(std::move(block), local_->Grant(n));
+    Hand(std::move(block), local_->Grant(count));
     return;
   }
   uint32_t seq = next_seq_++;
-  auto [it, added] = sent_.emplace(seq, Sent{std::move(block), sched_.clock().NowNs()});
+  auto [it, added] = sent_.emplace(seq, Sent{std::move(block), count, sched_.clock().NowNs()});
   POND_ASSERT(added);
   SendRequest(seq, it->second);
 }
 
 void TsoClient::SetHost(WorkerAddr host, TimestampOracle* local) {
+  if (host == host_ && local == local_) return;
   host_ = host;
   local_ = local;
   if (local_ != nullptr) {
-    for (auto& [seq, s] : sent_) {
-      Hand(std::move(s.waiters), local_->Grant(static_cast<uint32_t>(s.waiters.size())));
-    }
+    for (auto& [seq, s] : sent_) Hand(std::move(s.waiters), local_->Grant(s.count));
     sent_.clear();
     return;
   }
@@ -84,7 +107,7 @@ void TsoClient::SetHost(WorkerAddr host, TimestampOracle* local) {
 }
 
 void TsoClient::SendRequest(uint32_t seq, const Sent& s) {
-  TsoRequest req{static_cast<uint32_t>(s.waiters.size()), seq};
+  TsoRequest req{s.count, seq};
   ep_.Send(host_, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
 }
 
@@ -119,7 +142,7 @@ void TsoClient::OnReply(const Message& m) {
   std::memcpy(&r, m.payload.data(), sizeof(r));
   auto it = sent_.find(r.seq);
   if (it == sent_.end()) return;  // a duplicate reply: its waiters were served already
-  if (it->second.waiters.size() != r.count || r.first == 0 || r.first > UINT64_MAX - r.count) {
+  if (it->second.count != r.count || r.first == 0 || r.first > UINT64_MAX - r.count) {
     // Not a grant of the block asked for: the request stays unanswered, and is sent again.
     ep_.CountMalformed();
     return;
@@ -129,7 +152,8 @@ void TsoClient::OnReply(const Message& m) {
   Hand(std::move(batch), r.first);
 }
 
-TsoServer::TsoServer(Endpoint& ep, TimestampOracle* oracle) : ep_(ep), oracle_(oracle) {
+TsoServer::TsoServer(Endpoint& ep, TimestampOracle* oracle, TsoClient* relay)
+    : ep_(ep), oracle_(oracle), relay_(relay) {
   ep_.OnMessage(kMsgTsoRequest, [this](const Message& m) {
     TsoRequest req;
     if (m.payload.size() != sizeof(req)) {
@@ -142,7 +166,11 @@ TsoServer::TsoServer(Endpoint& ep, TimestampOracle* oracle) : ep_(ep), oracle_(o
       return;
     }
     if (oracle_ == nullptr) {
-      dropped_++;
+      if (relay_ != nullptr && m.from.cn == ep_.self().cn && !(m.from == ep_.self())) {
+        relay_->Relay(m.from, req.seq, req.count);
+      } else {
+        dropped_++;
+      }
       return;
     }
     TsoReply reply{oracle_->Grant(req.count), req.count, req.seq};

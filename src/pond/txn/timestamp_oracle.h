@@ -13,7 +13,12 @@
 // TsoClient is a worker's access to it. All Get() calls of a worker's coroutines in one
 // scheduling round become one request for a block of timestamps — one message and one round trip
 // for the whole worker, not one per transaction. On the TSO host itself the client calls the
-// oracle directly.
+// oracle directly. With the protocol's tso_combine, a client keeps one request in flight (those
+// who ask meanwhile go in the next, sent when it is answered), and the workers of a group on a
+// CN send their requests to one of them, the group's relay, whose client adds them to its own
+// block and hands each its part of the grant: the oracle hears from the relays alone, and the
+// busier it is, the more each request carries. A grant still comes after each request it serves
+// was made, so it is as fresh as a direct one.
 //
 // Thread rules: TimestampOracle is thread-safe. TsoClient and TsoServer belong to one worker.
 #pragma once
@@ -76,6 +81,7 @@ struct TsoClientStats {
   uint64_t timestamps = 0;
   uint64_t requests = 0;  // blocks asked for (messages to the host, or direct grants there)
   uint64_t resends = 0;   // requests sent again, unanswered for kResendAfterNs
+  uint64_t relayed = 0;   // requests of other workers of this CN answered from this one's blocks
 };
 
 class TsoClient : public Poller, public Alarm {
@@ -92,36 +98,53 @@ class TsoClient : public Poller, public Alarm {
       TsoClient* c;
       uint64_t ts = 0;
       bool await_ready() const noexcept { return false; }
-      void await_suspend(std::coroutine_handle<> h) { c->waiting_.push_back({h, &ts}); }
+      void await_suspend(std::coroutine_handle<> h) {
+        c->waiting_.push_back({h, &ts});
+        c->waiting_count_++;
+      }
       uint64_t await_resume() const noexcept { return ts; }
     };
     return Awaiter{this};
   }
 
+  // A request of worker `from` of this CN (TsoRequest `seq`, `count` timestamps), which this
+  // worker relays: it joins this round's block, and `from` hears its part of the grant.
+  void Relay(WorkerAddr from, uint32_t seq, uint32_t count);
+
   bool Poll() override { return false; }
   void EndRound() override;
   // The oracle moved (its CN failed): requests go to `host` from now on (`local` if this
   // worker's CN is the new host), and those awaiting the old one are sent there at once — the
-  // old host's answers, if any were on their way, died with it.
+  // old host's answers, if any were on their way, died with it. Nothing changes if `host` and
+  // `local` are this client's already (a relay's clients ask it wherever the oracle is).
   void SetHost(WorkerAddr host, TimestampOracle* local);
   // Resends every request unanswered for kResendAfterNs (the request or its reply was lost).
   void OnAlarm() override;
   const TsoClientStats& stats() const { return stats_; }
   // Requests sent and not answered yet.
   size_t awaiting() const { return sent_.size(); }
+  // With `on`, a round's askers wait while a request is unanswered and ask together once it
+  // is: one request in flight, so the busier the oracle, the more each request carries.
+  void SetOneInFlight(bool on) { one_in_flight_ = on; }
 
  private:
   struct Waiter {
-    std::coroutine_handle<> h;
-    uint64_t* out;
+    std::coroutine_handle<> h;  // null: a request relayed for `from`
+    uint64_t* out = nullptr;
+    WorkerAddr from{};
+    uint32_t seq = 0;
+    uint32_t count = 1;  // timestamps wanted
   };
   struct Sent {
     std::vector<Waiter> waiters;
+    uint32_t count;    // their timestamps: 1 to kTsoBlockMax
     uint64_t sent_ns;  // when the request last left
   };
+  // Gives the block's waiters their timestamps from `first` on, in the order they asked.
   void Hand(std::vector<Waiter> batch, uint64_t first);
-  // One request for `block` (at most kTsoBlockMax waiters), or a grant here on the host.
-  void Ask(std::vector<Waiter> block);
+  // One request for `block` (`count` timestamps, at most kTsoBlockMax), or a grant here on the
+  // host.
+  void Ask(std::vector<Waiter> block, uint32_t count);
   void OnReply(const Message& m);
   void SendRequest(uint32_t seq, const Sent& s);
   void ArmAlarm();
@@ -131,24 +154,28 @@ class TsoClient : public Poller, public Alarm {
   WorkerAddr host_;
   TimestampOracle* local_;
   std::vector<Waiter> waiting_;    // asked this round, not yet sent
+  uint64_t waiting_count_ = 0;     // their timestamps
   std::map<uint32_t, Sent> sent_;  // by request seq, answered by none of its copies yet
   bool alarm_set_ = false;
+  bool one_in_flight_ = false;
   uint32_t next_seq_ = 0;
   TsoClientStats stats_;
 };
 
-// The handler for timestamp requests from other CNs' workers. Every worker has one; it grants
-// only on the TSO host (`oracle` set). Elsewhere it drops a request — one sent to a CN that has
-// not heard yet that it hosts the oracle now — and the asker resends it.
+// The handler for timestamp requests from other workers. Every worker has one; it grants only
+// on the TSO host (`oracle` set). Elsewhere it hands a request from a worker of its own CN to
+// `relay` if there is one (tso_combine), and drops any other — one sent to a CN that has not heard
+// yet that it hosts the oracle now — and the asker resends it.
 class TsoServer {
  public:
-  TsoServer(Endpoint& ep, TimestampOracle* oracle);
+  TsoServer(Endpoint& ep, TimestampOracle* oracle, TsoClient* relay = nullptr);
   void SetOracle(TimestampOracle* oracle) { oracle_ = oracle; }
   uint64_t dropped() const { return dropped_; }
 
  private:
   Endpoint& ep_;
   TimestampOracle* oracle_;
+  TsoClient* relay_;
   uint64_t dropped_ = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -306,6 +307,63 @@ TEST(TsoClientTest, MoreAskersThanABlockHoldsAskInSeveralRequests) {
   EXPECT_EQ(w.remote.sched.live(), 0u);
   EXPECT_EQ(w.host.ep->stats().messages_malformed, 0u);
   for (size_t i = 1; i < got.size(); i++) ASSERT_LT(got[i - 1], got[i]) << i;
+}
+
+// tso_combine: two workers of CN 1 ask its relay (worker 0), which asks the host once for their
+// timestamps and its own, and hands each its part of the grant.
+TEST(TsoRelayTest, ACnsWorkersAskTheOracleOnceThroughTheirRelay) {
+  HostAndRemote w;  // the host is {0, 0}; the relay is {1, 0}
+  store::testing::Worker a(*w.pool, {1, 1});
+  store::testing::Worker b(*w.pool, {1, 2});
+  TsoServer host_server(*w.host.ep, &w.oracle);
+  TsoClient relay(*w.remote.ep, {0, 0}, nullptr);
+  TsoServer relay_server(*w.remote.ep, nullptr, &relay);
+  TsoClient client_a(*a.ep, {1, 0}, nullptr);
+  TsoClient client_b(*b.ep, {1, 0}, nullptr);
+  std::vector<uint64_t> got(5, 0);  // a, a, b, b, relay
+  auto ask = [](TsoClient* c, uint64_t* out) -> Task<void> { *out = co_await c->Get(); };
+  a.sched.Spawn(ask(&client_a, &got[0]));
+  a.sched.Spawn(ask(&client_a, &got[1]));
+  b.sched.Spawn(ask(&client_b, &got[2]));
+  b.sched.Spawn(ask(&client_b, &got[3]));
+  w.remote.sched.Spawn(ask(&relay, &got[4]));
+  a.sched.RunOnce();
+  b.sched.RunOnce();  // each sends its request of two to the relay
+  EXPECT_EQ(w.remote.ep->stats().messages_received, 0u);
+  for (int i = 0; i < 10 && (a.sched.live() + b.sched.live() + w.remote.sched.live()) > 0; i++) {
+    w.remote.sched.RunOnce();
+    w.host.sched.RunOnce();
+    a.sched.RunOnce();
+    b.sched.RunOnce();
+  }
+  EXPECT_EQ(a.sched.live() + b.sched.live() + w.remote.sched.live(), 0u);
+  EXPECT_EQ(w.host.ep->stats().messages_received, 1u) << "one request for the CN's five";
+  EXPECT_EQ(relay.stats().requests, 1u);
+  EXPECT_EQ(relay.stats().relayed, 2u);
+  EXPECT_EQ(relay.stats().timestamps, 1u);
+  EXPECT_EQ(client_a.stats().timestamps, 2u);
+  EXPECT_EQ(w.oracle.last() + 1 - (uint64_t{1000} << kLogicalBits), 5u) << "five granted at once";
+  std::vector<uint64_t> sorted = got;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+  EXPECT_EQ(sorted.front(), uint64_t{1000} << kLogicalBits);
+  EXPECT_EQ(sorted.back(), w.oracle.last());
+  EXPECT_LT(got[0], got[1]);
+  EXPECT_LT(got[2], got[3]);
+  EXPECT_EQ(w.host.ep->stats().messages_malformed + w.remote.ep->stats().messages_malformed, 0u);
+}
+
+// A relay relays for its own CN only: another CN's request, sent to a worker that does not
+// host the oracle (it has not heard yet that the oracle moved there), is dropped as before.
+TEST(TsoRelayTest, ARequestFromAnotherCnIsNotRelayed) {
+  HostAndRemote w;  // {1, 0} is the relay; {0, 0} asks it as if it were the host
+  TsoClient relay(*w.remote.ep, {2, 0}, nullptr);
+  TsoServer relay_server(*w.remote.ep, nullptr, &relay);
+  TsoRequest req{3, 7};
+  w.Exchange(w.host, kMsgTsoRequest, std::as_bytes(std::span(&req, 1)));
+  EXPECT_EQ(relay_server.dropped(), 1u);
+  EXPECT_EQ(relay.stats().requests, 0u);
+  EXPECT_EQ(w.remote.ep->stats().messages_sent, 0u);
 }
 
 }  // namespace
