@@ -39,7 +39,7 @@ def parse_mutants(path):
     with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     for n, line in enumerate(lines + ["---"], 1):
-        if line.startswith("#") or (not line.strip() and not block):
+        if line.startswith("#") or not line.strip():
             continue
         if line.strip() == "---":
             if block:

@@ -5,7 +5,7 @@
 # bench/plot_scale.py draws throughput against CNs beside linear scaling. Simulated results depend
 # on the seed alone, so a rerun reproduces them exactly. About 10 minutes on 2 cores; the
 # 256-CN runs take ~9 GiB each. Usage: scripts/perf-scale.sh [OUTDIR] (default docs/perf):
-# writes scale_<protocol>_<cns>.json, scale.txt and scale_smallbank.png there.
+# writes scale_<protocol>_<cns>.json, scale.txt, scale_progress.txt and scale_smallbank.png there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-docs/perf}
@@ -13,6 +13,9 @@ pond=build/release/pond
 [ -x "$pond" ] || { echo "perf-scale: $pond is missing; run 'make release' first" >&2; exit 2; }
 mkdir -p "$out"
 : >"$out/scale.txt"
+# The runs' progress lines (throughput as the run goes) are kept too: the averages include the
+# warm-up, and these show the rate after it.
+exec 2> >(tee "$out/scale_progress.txt" >&2)
 files=()
 for shape in 9:3:100000 27:9:300000 81:27:900000 256:86:2844444; do
   IFS=: read -r cns mns accounts <<<"$shape"

@@ -150,6 +150,9 @@ struct ClusterStats {
   // CN-to-CN packets and messages dropped unread as malformed (EndpointStats): a sender's bug,
   // or a member of the cluster that is not Pond.
   uint64_t messages_malformed = 0;
+  // Timestamp requests over all workers: blocks asked of the oracle (or granted on its CN), and
+  // requests of other workers that relays answered from their blocks (tso-combine).
+  uint64_t tso_requests = 0, tso_relayed = 0;
   // Caches over all CNs.
   uint64_t vt_hits = 0, vt_misses = 0, vt_invalidations = 0;
   uint64_t addr_hits = 0, addr_misses = 0;

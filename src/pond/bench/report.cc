@@ -186,6 +186,7 @@ nlohmann::json RunResultJson(const RunOptions& o, const Workload& w, const RunRe
   result["remote_calls"] = s.remote_calls;
   result["vt_cache"] = {
       {"hits", s.vt_hits}, {"misses", s.vt_misses}, {"invalidations", s.vt_invalidations}};
+  result["timestamp_requests"] = {{"sent", s.tso_requests}, {"relayed", s.tso_relayed}};
   result["load_s"] = r.load_s;
   result["wall_s"] = r.wall_s;
   // Throughput over time: a shard move's dip and a crash's recovery show here.

@@ -59,6 +59,33 @@ TEST_P(UcxRunTest, RecordedSmallBankHistoryHoldsItsModel) {
   EXPECT_TRUE(r->history->ok) << r->history->detail;
 }
 
+// pond's tso-combine on worker threads: 3 CNs of 2 workers form groups of 2, so one worker of
+// each CN relays the other's timestamp requests, a message between two threads of one process,
+// over UCX and over the local fabric. The recorded history is strictly serializable.
+TEST(UcxRunTest, PondRelaysTimestampRequestsBetweenWorkerThreads) {
+  for (const char* kind : {"ucx", "local"}) {
+    SCOPED_TRACE(kind);
+    SmallBankParams p;
+    p.accounts = 200;
+    p.hot_fraction = 0.1;
+    SmallBankWorkload w(p);
+    RunOptions o = UcxRun(Param{"pond", Isolation::kSerializable, "shm"}, 0.05);
+    o.cluster.transport.kind = kind;
+    o.cluster.cns = 3;
+    o.cluster.workers_per_cn = 2;
+    o.record = true;
+    o.calls_max = kSmallBankHistoryTxnsMax;
+    Result<RunResult> r = ValidateAndRun(w, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE(r->check->ok) << r->check->detail;
+    ASSERT_TRUE(r->history.has_value());
+    EXPECT_GT(r->committed_rw, 0u);
+    EXPECT_GT(r->stats.tso_relayed, 0u) << "no relay answered a request";
+    EXPECT_EQ(r->history->model, "strict-serializable");
+    EXPECT_TRUE(r->history->ok) << r->history->detail;
+  }
+}
+
 std::string Name(const testing::TestParamInfo<Param>& i) {
   const auto& [protocol, iso, tls] = i.param;
   return protocol + (iso == Isolation::kSnapshot ? "_si_" : "_sr_") + tls;

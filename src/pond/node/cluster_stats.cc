@@ -66,6 +66,8 @@ ClusterStats ClusterStats::Since(const ClusterStats& b) const {
   d.messages -= b.messages;
   d.packets -= b.packets;
   d.messages_malformed -= b.messages_malformed;
+  d.tso_requests -= b.tso_requests;
+  d.tso_relayed -= b.tso_relayed;
   d.vt_hits -= b.vt_hits;
   d.vt_misses -= b.vt_misses;
   d.vt_invalidations -= b.vt_invalidations;
@@ -145,6 +147,8 @@ ClusterStats Cluster::Stats() const {
     s.messages += e.messages_sent;
     s.packets += e.packets_sent;
     s.messages_malformed += e.messages_malformed;
+    s.tso_requests += w.tso().stats().requests;
+    s.tso_relayed += w.tso().stats().relayed;
   });
   for (const auto* list : {&impl_->cns_, &impl_->retired_}) {
     for (const auto& cn : *list) {

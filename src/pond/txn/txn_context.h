@@ -108,6 +108,7 @@ class TxnContext {
   const Endpoint& ep() const { return *ep_; }
   lock::LockClient& locks() { return *locks_; }
   TsoClient& tso() { return *tso_; }
+  const TsoClient& tso() const { return *tso_; }
   store::Allocator& alloc() { return *alloc_; }
   store::CommitLog& log() { return *log_; }
   // This worker's handle on ordered table `t`'s B+Tree, opened on first use (ordered.cc).
