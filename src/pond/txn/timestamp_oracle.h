@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "pond/base/relaxed_counter.h"
 #include "pond/clock.h"
 #include "pond/runtime/scheduler.h"
 #include "pond/task.h"
@@ -77,11 +78,12 @@ class TimestampOracle {
   std::atomic<uint64_t> last_{0};
 };
 
+// Read by Cluster::Stats from any thread while the worker counts (RelaxedCounter).
 struct TsoClientStats {
-  uint64_t timestamps = 0;
-  uint64_t requests = 0;  // blocks asked for (messages to the host, or direct grants there)
-  uint64_t resends = 0;   // requests sent again, unanswered for kResendAfterNs
-  uint64_t relayed = 0;   // requests of other workers of this CN answered from this one's blocks
+  RelaxedCounter timestamps;
+  RelaxedCounter requests;  // blocks asked for (messages to the host, or direct grants there)
+  RelaxedCounter resends;   // requests sent again, unanswered for kResendAfterNs
+  RelaxedCounter relayed;   // requests of other workers of this CN answered from this one's blocks
 };
 
 class TsoClient : public Poller, public Alarm {
